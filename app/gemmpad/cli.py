@@ -1,0 +1,75 @@
+"""`gemmpad` on the command line.
+
+Each subcommand lives in the module that holds its subject (training in
+`train`, benchmarks in `bench`, the window in `ui.app`); this module only
+wires them up and turns errors into one readable line, never a traceback.
+Modules are imported lazily so `gemmpad info` never pays for torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from gemmpad.errors import GemmpadError
+
+# subcommand -> (module, help). The module provides add_arguments(parser) and run(args) -> int.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "app": ("gemmpad.ui.app", "open the drawing window (the default)"),
+    "predict": ("gemmpad.predict", "read digits from image files"),
+    "info": ("gemmpad.info", "versions, CPU features, CUDA device, kernels and model"),
+    "train": ("gemmpad.train", "train the MLP on MNIST"),
+    "bench": ("gemmpad.bench", "benchmark GEMM kernels, the MLP forward pass, or training"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser; importing each command module only for its arguments."""
+    from gemmpad import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="gemmpad",
+        description="Draw a digit and watch an MLP read it on hand-written GEMM kernels (CPU and CUDA).",
+    )
+    parser.add_argument("--version", action="version", version=f"gemmpad {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module_name).add_arguments(p)
+        p.set_defaults(_module=module_name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `gemmpad` script; returns the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or args_list[0].startswith("--") and args_list[0] not in ("--help", "--version"):
+        args_list.insert(0, "app")  # `gemmpad` alone, or `gemmpad --replay ...`, opens the app
+    try:
+        parser = build_parser()
+        args = parser.parse_args(args_list)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        return int(importlib.import_module(args._module).run(args) or 0)
+    except GemmpadError as exc:
+        print(f"gemmpad: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gemmpad: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
+        if os.environ.get("GEMMPAD_DEBUG"):
+            raise
+        print(
+            f"gemmpad: internal error: {type(exc).__name__}: {exc} (set GEMMPAD_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

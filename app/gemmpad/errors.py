@@ -1,0 +1,45 @@
+"""The exceptions gemmpad raises on purpose.
+
+Everything a user can cause (bad input, missing files, no GPU) derives from
+GemmpadError, so the CLI and the app can show the message instead of a
+traceback. Input mistakes also derive from the built-in type a NumPy user
+would expect (TypeError / ValueError / MemoryError).
+"""
+
+from __future__ import annotations
+
+
+class GemmpadError(Exception):
+    """Base class: a problem the user can read and act on."""
+
+
+class InputTypeError(GemmpadError, TypeError):
+    """An array of the wrong dtype or kind."""
+
+
+class InputShapeError(GemmpadError, ValueError):
+    """An array of the wrong rank or shape, or an empty one."""
+
+
+class DataError(GemmpadError, ValueError):
+    """A dataset file that is missing, truncated or not what it claims to be."""
+
+
+class ModelFileError(GemmpadError, ValueError):
+    """A model file that is missing, corrupt or has wrong arrays."""
+
+
+class ImageError(GemmpadError, ValueError):
+    """An image file that cannot be read, or holds no ink."""
+
+
+class CudaUnavailable(GemmpadError, RuntimeError):
+    """CUDA was asked for but cannot be used here; the message says why."""
+
+
+class CudaError(GemmpadError, RuntimeError):
+    """A CUDA call failed; the message names the call and CUDA's error string."""
+
+
+class CudaOutOfMemory(CudaError, MemoryError):
+    """A device allocation failed."""

@@ -1,0 +1,88 @@
+"""`gemm()`: one matrix product on any kernel of the registry, from NumPy.
+
+Validation lives here rather than in C++ so that errors name the shapes and
+dtypes the caller passed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from gemmpad import native, registry
+from gemmpad.errors import CudaUnavailable, InputShapeError, InputTypeError
+
+Activation = Literal["relu"] | None
+_ACTS = {None: 0, "none": 0, "relu": 1}
+# Largest dimension we accept; past this int32 indexing in the kernels would overflow.
+_MAX_ELEMENTS = 2**31 - 1
+
+
+def _as_f32(name: str, x: object, ndim: int) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except Exception as exc:  # ragged lists and the like
+            raise InputTypeError(f"{name} could not be read as an array: {exc}") from None
+    if x.dtype.kind not in "fiub":
+        raise InputTypeError(f"{name} must hold real numbers, got dtype {x.dtype}")
+    if x.ndim != ndim:
+        raise InputShapeError(f"{name} must be {ndim}-D, got shape {x.shape}")
+    if x.size == 0:
+        raise InputShapeError(f"{name} is empty (shape {x.shape}); every dimension must be >= 1")
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def gemm(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    bias: np.ndarray | None = None,
+    activation: Activation = None,
+    kernel: str | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Return act(a @ b + bias) in float32, computed by `kernel`.
+
+    Inputs of other real dtypes, or non-contiguous ones, are converted to
+    contiguous float32 (as NumPy would promote them). NaN and Inf pass
+    through as they would in NumPy. `kernel` defaults to the top of the fp32
+    ladder on the GPU when one is usable, else on the CPU. `out`, if given,
+    must be a C-contiguous float32 [M, N] array and is overwritten.
+    """
+    a32 = _as_f32("a", a, 2)
+    b32 = _as_f32("b", b, 2)
+    (m, k), (k2, n) = a32.shape, b32.shape
+    if k != k2:
+        raise InputShapeError(f"inner dimensions differ: a is {a32.shape}, b is {b32.shape}")
+    bias32 = None
+    if bias is not None:
+        bias32 = _as_f32("bias", bias, 1)
+        if bias32.shape[0] != n:
+            raise InputShapeError(f"bias must have shape ({n},) for b of shape {b32.shape}, got {bias32.shape}")
+    if activation not in _ACTS:
+        raise ValueError(f"activation must be None or 'relu', got {activation!r}")
+    if max(m * k, k * n, m * n) > _MAX_ELEMENTS:
+        raise InputShapeError(f"a {a32.shape} @ b {b32.shape} is too large (over 2**31 elements in one matrix)")
+
+    if kernel is None:
+        device = "cuda" if native.cuda_status().available else "cpu"
+        spec = registry.default_gemm(device)
+    else:
+        spec = registry.get(kernel)
+    if spec.kind != "gemm":
+        raise ValueError(f"kernel {spec.name!r} is a whole-network kernel, not a GEMM")
+    if not spec.available:
+        raise CudaUnavailable(f"kernel {spec.name!r} needs CUDA: {spec.unavailable_reason}")
+
+    if out is None:
+        out = np.empty((m, n), dtype=np.float32)
+    elif out.dtype != np.float32 or out.shape != (m, n) or not out.flags.c_contiguous:
+        raise InputShapeError(f"out must be C-contiguous float32 of shape {(m, n)}, got {out.dtype} {out.shape}")
+    module = native.cpu if spec.device == "cpu" else native.cuda()
+    try:
+        module.gemm(spec.name, a32, b32, bias32, _ACTS[activation], out)
+    except MemoryError as exc:  # host-side allocation inside the module
+        raise MemoryError(f"not enough memory for a {a32.shape} @ {b32.shape} product: {exc}") from None
+    return out

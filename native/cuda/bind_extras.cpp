@@ -1,0 +1,10 @@
+// Bindings beside the GEMM registry. Each part of the CUDA module that is
+// more than a GEMM kernel (the MLP forward pass, the training engine) adds
+// its binder call here.
+#include "bind.h"
+
+namespace gemmpad::cuda {
+
+void bind_extras(pybind11::module_& m) { (void)m; }
+
+}  // namespace gemmpad::cuda

@@ -1,0 +1,105 @@
+// Implementation of the shared CUDA plumbing declared in common.cuh.
+#include <cstdlib>
+#include <mutex>
+
+#include "common.cuh"
+
+namespace gemmpad::cuda {
+
+void check(cudaError_t err, const char* call, const char* file, int line) {
+    if (err == cudaSuccess) return;
+    cudaGetLastError();  // clear a sticky-free error so the next call starts clean
+    throw CudaError(err, std::string(call) + " failed: " + cudaGetErrorString(err) + " (" +
+                             cudaGetErrorName(err) + ") at " + repo_path(file) + ":" + std::to_string(line));
+}
+
+void check_launch(const char* kernel_name, const char* file, int line) {
+    static const bool sync = [] {
+        const char* v = std::getenv("GEMMPAD_SYNC_CHECK");
+        return v && v[0] == '1';
+    }();
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess && sync) err = cudaDeviceSynchronize();
+    if (err != cudaSuccess)
+        throw CudaError(err, std::string("launch of ") + kernel_name + " failed: " + cudaGetErrorString(err) + " (" +
+                                 cudaGetErrorName(err) + ") at " + repo_path(file) + ":" + std::to_string(line));
+}
+
+const cudaDeviceProp& device_props() {
+    static cudaDeviceProp props;
+    static int cached_device = -1;
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev != cached_device) {
+        CUDA_CHECK(cudaGetDeviceProperties(&props, dev));
+        cached_device = dev;
+    }
+    return props;
+}
+
+size_t max_smem_per_block_optin() { return device_props().sharedMemPerBlockOptin; }
+
+void* workspace(size_t bytes) {
+    static void* ptr = nullptr;
+    static size_t capacity = 0;
+    if (bytes > capacity) {
+        if (ptr) CUDA_CHECK(cudaFree(ptr));
+        ptr = nullptr;
+        capacity = 0;
+        CUDA_CHECK(cudaMalloc(&ptr, bytes));
+        capacity = bytes;
+    }
+    return ptr;
+}
+
+namespace {
+
+__global__ void cast_kernel(const float* __restrict__ src, __half* __restrict__ dst, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2half_rn(src[i]);
+}
+
+__device__ inline float hash_uniform(size_t i, unsigned seed, float lo, float hi) {
+    // splitmix-style integer hash -> [0, 1)
+    unsigned long long x = (unsigned long long)i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull + 1;
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    float u = (float)(x >> 40) * (1.0f / 16777216.0f);
+    return lo + (hi - lo) * u;
+}
+
+template <class T>
+__global__ void fill_kernel(T* dst, size_t n, unsigned seed, float lo, float hi) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float v = hash_uniform(i, seed, lo, hi);
+        if constexpr (std::is_same_v<T, __half>) dst[i] = __float2half_rn(v);
+        else dst[i] = v;
+    }
+}
+
+int grid_for(size_t n) {
+    size_t blocks = (n + 255) / 256;
+    return (int)(blocks < 65535 ? (blocks == 0 ? 1 : blocks) : 65535);
+}
+
+}  // namespace
+
+void cast_f32_to_f16(const float* src, __half* dst, size_t n, cudaStream_t stream) {
+    cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, dst, n);
+    CUDA_CHECK_LAUNCH("cast_f32_to_f16");
+}
+
+void fill_uniform(float* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
+    fill_kernel<<<grid_for(n), 256, 0, stream>>>(dst, n, seed, lo, hi);
+    CUDA_CHECK_LAUNCH("fill_uniform");
+}
+
+void fill_uniform(__half* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
+    fill_kernel<<<grid_for(n), 256, 0, stream>>>(dst, n, seed, lo, hi);
+    CUDA_CHECK_LAUNCH("fill_uniform");
+}
+
+}  // namespace gemmpad::cuda

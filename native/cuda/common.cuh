@@ -1,0 +1,78 @@
+// Shared plumbing for every CUDA kernel: error checking that becomes a Python
+// exception (never an abort), the kernel registry, device properties and a
+// reusable workspace. Kernel files include this and nothing from pybind11
+// (nvcc compiles pybind11 slowly; bindings live in .cpp files).
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+#include "gemmpad/kernel.h"
+
+namespace gemmpad::cuda {
+
+// A failed CUDA call. `what()` names the call and CUDA's own error string.
+class CudaError : public std::runtime_error {
+  public:
+    CudaError(cudaError_t code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+    cudaError_t code() const { return code_; }
+    bool out_of_memory() const { return code_ == cudaErrorMemoryAllocation; }
+
+  private:
+    cudaError_t code_;
+};
+
+// Throws CudaError naming `call` when `err` is not cudaSuccess.
+void check(cudaError_t err, const char* call, const char* file, int line);
+
+// After a kernel launch: catches bad launch configurations and, with
+// GEMMPAD_SYNC_CHECK=1 in the environment, faults inside the kernel too.
+void check_launch(const char* kernel_name, const char* file, int line);
+
+using Launch = std::function<void(const GemmProblem&, cudaStream_t)>;
+using CudaRegistry = Registry<Launch>;
+
+// Properties of the current device, read once.
+const cudaDeviceProp& device_props();
+
+// Largest dynamic shared memory a block may opt into on this device
+// (99 KB on consumer Ampere/Ada, 227 KB on Hopper). Kernels size their
+// tiles against this instead of assuming Hopper.
+size_t max_smem_per_block_optin();
+
+// A device scratch buffer that only grows (split-K partial sums and the like).
+// Not thread-safe: one host thread drives the GPU in gemmpad.
+void* workspace(size_t bytes);
+
+// Elementwise float32 -> float16 conversion on the device.
+void cast_f32_to_f16(const float* src, __half* dst, size_t n, cudaStream_t stream);
+
+// Fill with uniform values in [lo, hi) from a counter-based hash; used by the
+// benchmarks so timings never run on zeros.
+void fill_uniform(float* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream);
+void fill_uniform(__half* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream);
+
+inline constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// The fused MLP-layer epilogue every kernel applies at its store:
+// bias add, then ReLU. NaN stays NaN, as with NumPy's maximum(x, 0).
+__device__ __forceinline__ float epilogue(float acc, const float* __restrict__ bias, int col, Act act) {
+    if (bias) acc += bias[col];
+    if (act == Act::Relu) acc = acc > 0.0f ? acc : (acc != acc ? acc : 0.0f);
+    return acc;
+}
+
+}  // namespace gemmpad::cuda
+
+#define CUDA_CHECK(call) ::gemmpad::cuda::check((call), #call, __FILE__, __LINE__)
+#define CUDA_CHECK_LAUNCH(name) ::gemmpad::cuda::check_launch((name), __FILE__, __LINE__)
+
+// GEMMPAD_REGISTER_CUDA("cuda.01_naive", "fp32", gemmpad::InType::F32, "one line", fn)
+#define GEMMPAD_REGISTER_CUDA(NAME, PRECISION, IN_TYPE, SUMMARY, FN)                          \
+    static const bool GEMMPAD_CONCAT(gemmpad_registered_, __LINE__) =                        \
+        ::gemmpad::cuda::CudaRegistry::instance().add(                                       \
+            ::gemmpad::KernelInfo{NAME, PRECISION, IN_TYPE, SUMMARY, ::gemmpad::repo_path(__FILE__)}, FN)

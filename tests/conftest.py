@@ -1,0 +1,37 @@
+"""Shared test fixtures: fresh random data every run, and GPU skipping with a reason."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+
+from gemmpad import native
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    status = native.cuda_status()
+    if status.available:
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA device: {status.reason}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """A generator with a fresh seed each run; the seed is shown if the test fails."""
+    seed = secrets.randbits(32)
+    request.node.user_properties.append(("seed", seed))
+    print(f"random seed: {seed}")
+    return np.random.default_rng(seed)
+
+
+def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
+    """||out - ref|| / ||ref||, NaN if any output is NaN (so it never passes)."""
+    out64 = out.astype(np.float64)
+    if not np.all(np.isfinite(out64)):
+        return float("nan")
+    return float(np.linalg.norm(out64 - ref) / max(np.linalg.norm(ref), 1e-30))

@@ -1,0 +1,147 @@
+"""Every kernel of the registry against a float64 NumPy reference.
+
+Fresh random data each run, never zeros; the output is poisoned with NaN
+before each call so an element a kernel forgets to write fails the test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gemmpad
+from gemmpad import registry
+from gemmpad.errors import CudaUnavailable, InputShapeError, InputTypeError
+from tests.conftest import rel_error
+
+TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3}
+
+ALL = registry.kernels(kind="gemm")
+
+
+def kernel_params(names_filter=lambda s: True):
+    return [
+        pytest.param(s.name, marks=[pytest.mark.gpu] if s.device == "cuda" else [], id=s.name)
+        for s in ALL
+        if names_filter(s)
+    ]
+
+
+# (M, N, K): a 1x1x1, primes, the MLP layers at B = 1, 7, 256, 4096, the seed's table size.
+SHAPES = [(1, 1, 1), (127, 97, 131), (1024, 1024, 768)]
+for _b in (1, 7, 256, 4096):
+    SHAPES += [(_b, 100, 784), (_b, 100, 100), (_b, 10, 100)]
+
+
+def reference(a, b, bias, activation):
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if bias is not None:
+        ref += bias
+    if activation == "relu":
+        ref = np.maximum(ref, 0.0)
+    return ref
+
+
+def check(name, m, n, k, rng, bias=True, activation="relu"):
+    spec = registry.get(name)
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    bias_v = rng.uniform(-1, 1, n).astype(np.float32) if bias else None
+    out = np.full((m, n), np.nan, dtype=np.float32)
+    gemmpad.gemm(a, b, bias=bias_v, activation=activation, kernel=name, out=out)
+    err = rel_error(out, reference(a, b, bias_v, activation))
+    assert err <= TOLERANCE[spec.precision], f"{name} {m}x{n}x{k}: relative error {err:.3g}"
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", kernel_params())
+def test_shapes(name, shape, rng):
+    m, n, k = shape
+    if name == "cpu.01_naive" and m * n * k > 3e8:
+        pytest.skip("the naive CPU loop takes seconds at this size; covered by the smaller shapes")
+    check(name, m, n, k, rng)
+
+
+@pytest.mark.parametrize("name", kernel_params())
+def test_random_shapes(name, rng):
+    """A few hundred awkward shapes: not multiples of any tile, with and without the epilogue."""
+    for i in range(200):
+        m, n, k = (int(x) for x in rng.integers(1, 150, size=3))
+        check(name, m, n, k, rng, bias=bool(i % 2), activation="relu" if i % 3 else None)
+
+
+@pytest.mark.parametrize("name", kernel_params())
+def test_nan_and_inf_pass_through(name, rng):
+    a = rng.uniform(-1, 1, (9, 17)).astype(np.float32)
+    b = rng.uniform(-1, 1, (17, 5)).astype(np.float32)
+    a[2, 3] = np.nan
+    a[4, 0] = np.inf
+    out = gemmpad.gemm(a, b, kernel=name, activation="relu")
+    assert np.isnan(out[2]).all()
+    with np.errstate(invalid="ignore"):
+        ref = np.maximum(a.astype(np.float64) @ b, 0)
+    assert np.array_equal(np.isnan(out[4]), np.isnan(ref[4]))
+    ok = [r for r in range(9) if r not in (2, 4)]
+    assert rel_error(out[ok], ref[ok]) <= TOLERANCE[registry.get(name).precision]
+
+
+def test_default_kernel_and_dtype_conversion(rng):
+    a = rng.integers(-5, 5, (6, 4)).astype(np.int32)
+    b = np.asfortranarray(rng.uniform(-1, 1, (4, 3)))  # float64, not C-contiguous
+    out = gemmpad.gemm(a, b)
+    assert out.dtype == np.float32 and out.shape == (6, 3)
+    assert rel_error(out, a.astype(np.float64) @ b) <= 1e-5
+
+
+@pytest.mark.parametrize(
+    "a_shape,b_shape,bias_shape,match",
+    [
+        ((3,), (3, 2), None, "must be 2-D"),
+        ((2, 3, 4), (4, 2), None, "must be 2-D"),
+        ((2, 3), (4, 2), None, "inner dimensions differ"),
+        ((0, 3), (3, 2), None, "empty"),
+        ((2, 3), (3, 2), (3,), "bias must have shape"),
+    ],
+)
+def test_bad_shapes(a_shape, b_shape, bias_shape, match):
+    bias = None if bias_shape is None else np.ones(bias_shape, np.float32)
+    with pytest.raises(InputShapeError, match=match):
+        gemmpad.gemm(np.ones(a_shape, np.float32), np.ones(b_shape, np.float32), bias=bias)
+
+
+def test_bad_dtypes():
+    with pytest.raises(InputTypeError, match="real numbers"):
+        gemmpad.gemm(np.array([["a"]]), np.ones((1, 1)))
+    with pytest.raises(InputTypeError, match="real numbers"):
+        gemmpad.gemm(np.ones((2, 2), np.complex64), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="activation"):
+        gemmpad.gemm(np.ones((2, 2)), np.ones((2, 2)), activation="tanh")
+
+
+def test_unknown_kernel():
+    with pytest.raises(gemmpad.errors.GemmpadError, match="unknown kernel"):
+        gemmpad.gemm(np.ones((2, 2)), np.ones((2, 2)), kernel="cpu.99_missing")
+
+
+def test_too_large_is_a_clear_error():
+    with pytest.raises(InputShapeError, match="too large"):
+        big = np.lib.stride_tricks.as_strided(np.ones(1, np.float32), shape=(70000, 70000), strides=(0, 0))
+        gemmpad.gemm(np.ones((1, 70000), np.float32), big)
+
+
+@pytest.mark.skipif(gemmpad.cuda_status().available, reason="checks the no-GPU path")
+def test_cuda_kernel_without_gpu_says_why():
+    cuda = [s for s in ALL if s.device == "cuda"]
+    if not cuda:
+        pytest.skip("CUDA module not built")
+    with pytest.raises(CudaUnavailable, match="needs CUDA"):
+        gemmpad.gemm(np.ones((2, 2)), np.ones((2, 2)), kernel=cuda[0].name)
+
+
+@pytest.mark.gpu
+def test_device_allocation_failure_is_a_memory_error():
+    """An allocation the GPU cannot satisfy raises, and the process goes on working."""
+    name = registry.default_gemm("cuda").name
+    with pytest.raises(MemoryError):
+        gemmpad.native.cuda().bench_gemm(name, 2**30, 2**30, 1, reps=1, warmup=0)
+    check(name, 33, 17, 9, np.random.default_rng())
