@@ -1,0 +1,99 @@
+"""Strokes: how a drawing is stored, replayed and painted into pixels.
+
+A drawing is a list of strokes; a stroke is an [n, 2] array of (x, y) points in
+canvas pixels. The app paints each new segment into a float image (1 = ink)
+with an anti-aliased round brush, and the same painter renders the synthetic
+drawn digits used to train and evaluate the model, so the model sees exactly
+what the app makes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from gemmpad.errors import GemmpadError
+from gemmpad.files import write_text
+
+Stroke = np.ndarray  # [n, 2] float, (x, y) in canvas pixels
+CANVAS = (280, 280)  # (height, width) of the app's canvas
+
+
+def paint_segment(canvas: np.ndarray, p0: Sequence[float], p1: Sequence[float], width: float) -> None:
+    """Paint a round-capped segment of diameter `width` into `canvas` in place.
+
+    Coverage falls off linearly over one pixel at the edge (anti-aliasing) and is
+    max-blended, so repainting the same place never darkens it twice. Only the
+    segment's bounding box is touched, which keeps live drawing cheap.
+    """
+    h, w = canvas.shape
+    r = width / 2.0
+    x0, y0 = float(p0[0]), float(p0[1])
+    x1, y1 = float(p1[0]), float(p1[1])
+    xa, xb = int(max(0, np.floor(min(x0, x1) - r - 1))), int(min(w, np.ceil(max(x0, x1) + r + 2)))
+    ya, yb = int(max(0, np.floor(min(y0, y1) - r - 1))), int(min(h, np.ceil(max(y0, y1) + r + 2)))
+    if xa >= xb or ya >= yb:
+        return
+    ys, xs = np.mgrid[ya:yb, xa:xb].astype(np.float32)
+    xs += 0.5  # pixel centres
+    ys += 0.5
+    dx, dy = x1 - x0, y1 - y0
+    len2 = dx * dx + dy * dy
+    if len2 > 0:
+        t = np.clip(((xs - x0) * dx + (ys - y0) * dy) / len2, 0.0, 1.0)
+    else:
+        t = np.zeros_like(xs)
+    dist = np.hypot(xs - (x0 + t * dx), ys - (y0 + t * dy))
+    cover = np.clip(r + 0.5 - dist, 0.0, 1.0)
+    region = canvas[ya:yb, xa:xb]
+    np.maximum(region, cover, out=region)
+
+
+def paint_stroke(canvas: np.ndarray, stroke: Stroke, width: float) -> None:
+    """Paint every segment of one stroke (a single point paints a dot)."""
+    pts = np.asarray(stroke, dtype=np.float64).reshape(-1, 2)
+    if len(pts) == 1:
+        paint_segment(canvas, pts[0], pts[0], width)
+    for a, b in zip(pts[:-1], pts[1:]):
+        paint_segment(canvas, a, b, width)
+
+
+def render(strokes: Sequence[Stroke], size: tuple[int, int] = CANVAS, width: float = 18.0) -> np.ndarray:
+    """A fresh float32 image of `size` (height, width) with the strokes painted in."""
+    canvas = np.zeros(size, dtype=np.float32)
+    for s in strokes:
+        paint_stroke(canvas, s, width)
+    return canvas
+
+
+def load(path: str | os.PathLike[str]) -> list[Stroke]:
+    """Read a strokes JSON file: a list of strokes, each a list of [x, y] points."""
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GemmpadError(f"strokes file not found: {p}") from None
+    except (OSError, ValueError) as exc:
+        raise GemmpadError(f"{p}: not a valid strokes JSON file ({exc})") from None
+    if not isinstance(raw, list):
+        raise GemmpadError(f"{p}: expected a list of strokes, got {type(raw).__name__}")
+    strokes = []
+    for i, s in enumerate(raw):
+        try:
+            arr = np.asarray(s, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise GemmpadError(f"{p}: stroke {i} is not a list of [x, y] points") from None
+        if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0 or not np.all(np.isfinite(arr)):
+            raise GemmpadError(f"{p}: stroke {i} must be a non-empty list of finite [x, y] points")
+        strokes.append(arr)
+    return strokes
+
+
+def save(path: str | os.PathLike[str], strokes: Sequence[Stroke]) -> None:
+    """Write strokes as JSON (atomically), rounded to 0.1 px."""
+    data = [[[round(float(x), 1), round(float(y), 1)] for x, y in np.asarray(s).reshape(-1, 2)] for s in strokes]
+    write_text(path, json.dumps(data) + "\n")
