@@ -1,0 +1,391 @@
+// cuda.09_mma_fp16: hand-written tensor-core GEMM with mma.sync, ldmatrix and
+// a cp.async multi-stage pipeline, plus split-K for problems too small to
+// fill the GPU (the seed's "parallel-K").
+//
+// What changed from 08 (WMMA): we drop the WMMA fragment abstraction and talk
+// to the tensor cores in PTX.
+//  * cp.async copies 16-byte chunks global -> shared without passing through
+//    registers, and STAGES (4) tiles are in flight at once: while the warps
+//    multiply tile k, tiles k+1..k+3 are still arriving. 08 loads, syncs, then
+//    computes, so its tensor cores idle during every load.
+//  * ldmatrix.x4 loads four 8x8 fragments per instruction straight into the
+//    register layout mma.sync wants (with .trans for the row-major B tile),
+//    instead of WMMA's opaque load_matrix_sync.
+//  * mma.sync.m16n8k16 (fp16 in, fp32 accumulate); each warp owns a 64x64 tile
+//    of C (32 mma per 16-wide k step), 4 warps a 128x128 block tile.
+//  * Shared-memory rows are padded by 16 bytes (A rows 80 B, B rows 272 B), so
+//    the 8 row addresses of every ldmatrix phase fall in 8 different 16-byte
+//    bank groups: conflict-free without a swizzle.
+//  * Block tiles are visited in groups of 8 tile-rows ("grouped raster") so
+//    concurrently running blocks share A and B panels in L2.
+//  * Split-K: when ceil(M/128)*ceil(N/128) blocks cannot fill the SMs (the
+//    MLP shapes: 4096x100x784 is 32 tiles on a 132-SM H100), the K range is
+//    cut into S slices; each writes raw fp32 partial sums to a workspace
+//    [S][M][N] and a second kernel adds them in a fixed order and applies the
+//    epilogue. Deterministic (no atomics): the same input gives the same bits.
+// Odd shapes: out-of-range 16-byte chunks are zero-filled by cp.async with
+// src-size 0. cp.async needs 16-byte-aligned sources, i.e. K and N multiples of
+// 8 halves; otherwise the same kernel runs with a loader that reads element by
+// element (bounds-checked) and stores 16 bytes to shared memory.
+// Why not wgmma: that needs sm_90a-only code; this file must run on sm_80-89 too,
+// so on Hopper it reaches only what mma.sync can (see the measurement).
+// Measured: see README benchmarks (native/tools/time_tc.py).
+#include "../common.cuh"
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+namespace gemmpad::cuda {
+namespace {
+
+constexpr int BM = 128, BN = 128;
+constexpr int WM = 64, WN = 64;                      // warp tile
+constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;  // 2 x 2
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;      // 128
+constexpr int MT = WM / 16, NT = WN / 8;             // mma tiles per warp: 4 x 8
+constexpr int GROUP_M = 8;                           // tile-rows per raster group
+
+// Per element type: the k-tile is 64 bytes of A row either way, so both
+// variants move the same bytes per stage and share the pipeline code.
+template <class T> struct Cfg;
+template <> struct Cfg<__half> {  // mma.m16n8k16, B fragments via ldmatrix.trans
+    static constexpr int BK = 32, KSTEP = 16, EPC = 8;  // EPC: elements per 16-byte chunk
+    static constexpr int A_LD = BK + 8;                 // 80-byte rows
+    static constexpr int B_LD = BN + 8;                 // 272-byte rows
+    static constexpr const char* name = "cuda.09_mma_fp16";
+};
+template <> struct Cfg<float> {  // mma.m16n8k8 tf32, B fragments via plain 32-bit loads
+    static constexpr int BK = 16, KSTEP = 8, EPC = 4;
+    static constexpr int A_LD = BK + 4;  // 80-byte rows, as for fp16
+    static constexpr int B_LD = BN + 8;  // 544-byte rows: the 4x8 lanes of a B fragment load hit 32 banks
+    static constexpr const char* name = "cuda.09_mma_tf32";
+};
+template <class T>
+constexpr int stage_bytes() {
+    return (BM * Cfg<T>::A_LD + Cfg<T>::BK * Cfg<T>::B_LD) * (int)sizeof(T);
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte async copy; src_bytes = 0 writes 16 zero bytes (out of range chunk).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+// D = A(16x16, row) * B(16x8, col) + D, fp16 inputs, fp32 accumulators.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// D = A(16x8, row) * B(8x8, col) + D, tf32 inputs, fp32 accumulators.
+__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// float32 bits -> tf32 (round to nearest, ties away), as cuBLAS's tf32 mode does.
+__device__ __forceinline__ unsigned to_tf32(unsigned bits) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
+    return r;
+}
+
+// One 16-byte chunk from global memory, element by element with bounds (the
+// path for K or N not a multiple of the chunk, where cp.async would be misaligned).
+template <class T>
+__device__ __forceinline__ void load_chunk_checked(T* dst, const T* __restrict__ src, int valid) {
+    constexpr int E = Cfg<T>::EPC;
+    alignas(16) T v[E];
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = i < valid ? src[i] : T(0.0f);
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(v);
+}
+
+// Copies k-tile `kt` of A [BM x BK] and B [BK x BN] into one pipeline stage.
+template <class T, bool ALIGNED>
+__device__ __forceinline__ void load_stage(T* sA, T* sB, const T* __restrict__ A, const T* __restrict__ B, int M,
+                                           int N, int K, int m0, int n0, int kt) {
+    using C = Cfg<T>;
+    constexpr int E = C::EPC;
+    const int k0 = kt * C::BK;
+    // A: BM rows x (BK/E) chunks; consecutive threads take consecutive chunks of a row.
+#pragma unroll
+    for (int i = 0; i < BM * C::BK / E / THREADS; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        const int r = c / (C::BK / E), ck = (c % (C::BK / E)) * E;
+        const int gr = m0 + r, gk = k0 + ck;
+        T* dst = sA + r * C::A_LD + ck;
+        if constexpr (ALIGNED) {
+            const bool in = gr < M && gk < K;
+            cp_async16(dst, in ? A + (size_t)gr * K + gk : A, in ? 16 : 0);
+        } else {
+            const int valid = gr < M ? std::min(E, K - gk) : 0;
+            load_chunk_checked(dst, A + (size_t)(gr < M ? gr : 0) * K + gk, valid);
+        }
+    }
+    // B: BK rows x (BN/E) chunks.
+#pragma unroll
+    for (int i = 0; i < C::BK * BN / E / THREADS; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        const int r = c / (BN / E), cn = (c % (BN / E)) * E;
+        const int gk = k0 + r, gn = n0 + cn;
+        T* dst = sB + r * C::B_LD + cn;
+        if constexpr (ALIGNED) {
+            const bool in = gk < K && gn < N;
+            cp_async16(dst, in ? B + (size_t)gk * N + gn : B, in ? 16 : 0);
+        } else {
+            const int valid = gk < K ? std::min(E, N - gn) : 0;
+            load_chunk_checked(dst, B + (size_t)(gk < K ? gk : 0) * N + gn, valid);
+        }
+    }
+}
+
+// The warp's 64x64 product for one k-tile held in shared memory.
+template <class T>
+__device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* tA, const T* tB, int wm, int wn,
+                                         int lane) {
+    using C = Cfg<T>;
+    // ldmatrix row addresses: lanes 0-15 -> rows 0-15 of the fragment, lanes
+    // 16-31 -> the same rows 16 bytes further along (k + 8 halves / k + 4 floats).
+    const int a_row = wm + (lane & 15), a_col = (lane >> 4) * C::EPC;
+#pragma unroll
+    for (int kk = 0; kk < C::BK; kk += C::KSTEP) {
+        unsigned af[MT][4], bf[NT][2];
+#pragma unroll
+        for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], tA + (a_row + i * 16) * C::A_LD + kk + a_col);
+        if constexpr (std::is_same_v<T, __half>) {
+            // .trans: lanes 0-15 -> k rows 0-15 at n 0, lanes 16-31 -> k rows 0-15 at n 8;
+            // registers 0,1 are b0,b1 of n-tile j, registers 2,3 those of n-tile j+1.
+            const int b_row = kk + (lane & 15), b_col = wn + (lane >> 4) * 8;
+#pragma unroll
+            for (int j = 0; j < NT; j += 2) {
+                unsigned r[4];
+                ldmatrix_x4_trans(r, tB + b_row * C::B_LD + b_col + j * 8);
+                bf[j][0] = r[0];
+                bf[j][1] = r[1];
+                bf[j + 1][0] = r[2];
+                bf[j + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        } else {
+            // tf32 m16n8k8: b0 = B[k=t][n=g], b1 = B[k=t+4][n=g] (g = lane/4, t = lane%4);
+            // ldmatrix cannot transpose 32-bit elements, so two plain loads.
+            const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) af[i][r] = to_tf32(af[i][r]);
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const T* p = tB + (kk + t) * C::B_LD + wn + j * 8 + g;
+                bf[j][0] = to_tf32(__float_as_uint(p[0]));
+                bf[j][1] = to_tf32(__float_as_uint(p[4 * C::B_LD]));
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma_1688_tf32(acc[i][j], af[i], bf[j][0], bf[j][1]);
+        }
+    }
+}
+
+// One block computes a BM x BN tile of C over k-tiles [kt_begin, kt_end).
+// With `partial` set (split-K) it stores raw sums to out + blockIdx.z * M * N;
+// otherwise it applies the epilogue and stores to out (= C).
+template <class T, int STAGES, bool ALIGNED>
+__global__ void __launch_bounds__(THREADS) mma_kernel(int M, int N, int K, const T* __restrict__ A,
+                                                       const T* __restrict__ B, const float* __restrict__ bias,
+                                                       float* __restrict__ out, Act act, int kt_per_split,
+                                                       bool partial) {
+    using C = Cfg<T>;
+    constexpr int A_STAGE = BM * C::A_LD, B_STAGE = C::BK * C::B_LD;  // elements
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* sA = reinterpret_cast<T*>(smem_raw);
+    T* sB = sA + STAGES * A_STAGE;
+
+    // Grouped raster: blocks launched together cover GROUP_M tile-rows x a few
+    // tile-columns, so their A and B panels stay in L2.
+    const int tiles_m = ceil_div(M, BM), tiles_n = ceil_div(N, BN);
+    const int pid = blockIdx.x;
+    const int group = pid / (GROUP_M * tiles_n);
+    const int first_m = group * GROUP_M;
+    const int group_rows = tiles_m - first_m < GROUP_M ? tiles_m - first_m : GROUP_M;
+    const int tm = first_m + (pid % (GROUP_M * tiles_n)) % group_rows;
+    const int tn = (pid % (GROUP_M * tiles_n)) / group_rows;
+    const int m0 = tm * BM, n0 = tn * BN;
+
+    const int k_tiles = ceil_div(K, C::BK);
+    const int kt_begin = blockIdx.z * kt_per_split;
+    const int kt_end = std::min(k_tiles, kt_begin + kt_per_split);
+    const int n_iter = kt_end - kt_begin;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+    // Prologue: fill STAGES-1 stages (empty commit groups keep the count uniform).
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < n_iter)
+            load_stage<T, ALIGNED>(sA + s * A_STAGE, sB + s * B_STAGE, A, B, M, N, K, m0, n0, kt_begin + s);
+        cp_async_commit();
+    }
+
+    for (int it = 0; it < n_iter; ++it) {
+        cp_async_wait<STAGES - 2>();  // tile `it` has landed (for this thread's copies)...
+        __syncthreads();              // ...and for everyone's; stage (it-1) is free again.
+        const int next = it + STAGES - 1;
+        if (next < n_iter) {
+            const int s = next % STAGES;
+            load_stage<T, ALIGNED>(sA + s * A_STAGE, sB + s * B_STAGE, A, B, M, N, K, m0, n0, kt_begin + next);
+        }
+        cp_async_commit();
+        warp_mma<T>(acc, sA + (it % STAGES) * A_STAGE, sB + (it % STAGES) * B_STAGE, wm, wn, lane);
+    }
+    cp_async_wait<0>();  // no copy may still target shared memory when the block exits
+
+    // Accumulator layout of m16n8: lane holds rows g and g+8, columns 2t and 2t+1.
+    const int g = lane >> 2, t = lane & 3;
+    float* dst = partial ? out + (size_t)blockIdx.z * M * N : out;
+    const bool pair_ok = (N % 2) == 0;  // float2 stores need 8-byte alignment
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wm + i * 16 + g + h * 8;
+            if (row >= M) continue;
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int col = n0 + wn + j * 8 + 2 * t;
+                float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
+                if (!partial) {
+                    v0 = epilogue(v0, bias, col, act);
+                    if (col + 1 < N) v1 = epilogue(v1, bias, col + 1, act);
+                }
+                float* p = dst + (size_t)row * N + col;
+                if (pair_ok && col + 1 < N) {
+                    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+                } else {
+                    if (col < N) p[0] = v0;
+                    if (col + 1 < N) p[1] = v1;
+                }
+            }
+        }
+}
+
+// C = epilogue(sum of the S partial slices), added in slice order (deterministic).
+__global__ void splitk_reduce(int M, int N, int S, const float* __restrict__ ws, const float* __restrict__ bias,
+                              float* __restrict__ C, Act act) {
+    const size_t total = (size_t)M * N;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        float s = 0.0f;
+        for (int z = 0; z < S; ++z) s += ws[z * total + i];
+        C[i] = epilogue(s, bias, (int)(i % N), act);
+    }
+}
+
+template <class T, int STAGES, bool ALIGNED>
+void launch_cfg(const GemmProblem& p, float* out, int splits, int kt_per_split, cudaStream_t stream) {
+    auto kernel = mma_kernel<T, STAGES, ALIGNED>;
+    const int smem = STAGES * stage_bytes<T>();
+    static bool attribute_set = false;  // per instantiation; one host thread drives the GPU
+    if (!attribute_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        attribute_set = true;
+    }
+    dim3 grid(ceil_div(p.M, BM) * ceil_div(p.N, BN), 1, splits);
+    kernel<<<grid, THREADS, smem, stream>>>(p.M, p.N, p.K, static_cast<const T*>(p.A), static_cast<const T*>(p.B),
+                                            p.bias, out, p.act, kt_per_split, splits > 1);
+    CUDA_CHECK_LAUNCH(Cfg<T>::name);
+}
+
+template <class T, int STAGES>
+void launch_stages(const GemmProblem& p, float* out, int splits, int kt_per_split, cudaStream_t stream) {
+    constexpr int E = Cfg<T>::EPC;
+    const bool aligned = p.K % E == 0 && p.N % E == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0 &&
+                         reinterpret_cast<uintptr_t>(p.B) % 16 == 0;
+    if (aligned) launch_cfg<T, STAGES, true>(p, out, splits, kt_per_split, stream);
+    else launch_cfg<T, STAGES, false>(p, out, splits, kt_per_split, stream);
+}
+
+template <class T>
+void launch(const GemmProblem& p, cudaStream_t stream) {
+    constexpr InType want = std::is_same_v<T, __half> ? InType::F16 : InType::F32;
+    if (p.in_type != want)
+        throw std::invalid_argument(std::string(Cfg<T>::name) + " expects " +
+                                    (want == InType::F16 ? "float16" : "float32") + " operands");
+
+    // Split-K: aim for about two waves of blocks, but give each slice at least
+    // 4 k-tiles so the pipeline has something to overlap.
+    const int tiles = ceil_div(p.M, BM) * ceil_div(p.N, BN);
+    const int k_tiles = ceil_div(p.K, Cfg<T>::BK);
+    const int sms = device_props().multiProcessorCount;
+    int splits = 1;
+    if (tiles < sms) splits = std::min({ceil_div(2 * sms, tiles), k_tiles / 4, 16});
+    splits = std::max(splits, 1);
+    const int kt_per_split = ceil_div(k_tiles, splits);
+    splits = ceil_div(k_tiles, kt_per_split);  // no empty slice
+
+    float* out = p.C;
+    if (splits > 1) out = static_cast<float*>(workspace((size_t)splits * p.M * p.N * sizeof(float)));
+
+    // 4 stages (76 KB) fit every target (99 KB on consumer cards); fall back to
+    // 3 or 2 if a device offers less.
+    const size_t optin = max_smem_per_block_optin();
+    if (optin >= 4 * (size_t)stage_bytes<T>()) launch_stages<T, 4>(p, out, splits, kt_per_split, stream);
+    else if (optin >= 3 * (size_t)stage_bytes<T>()) launch_stages<T, 3>(p, out, splits, kt_per_split, stream);
+    else launch_stages<T, 2>(p, out, splits, kt_per_split, stream);
+
+    if (splits > 1) {
+        const size_t total = (size_t)p.M * p.N;
+        const int blocks = (int)std::min<size_t>((total + 255) / 256, 4 * (size_t)sms);
+        splitk_reduce<<<blocks, 256, 0, stream>>>(p.M, p.N, splits, out, p.bias, p.C, p.act);
+        CUDA_CHECK_LAUNCH("cuda.09 split-K reduce");
+    }
+}
+
+}  // namespace
+}  // namespace gemmpad::cuda
+
+GEMMPAD_REGISTER_CUDA("cuda.09_mma_fp16", "fp16", gemmpad::InType::F16,
+                      "mma.sync m16n8k16 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
+                      gemmpad::cuda::launch<__half>);
+GEMMPAD_REGISTER_CUDA("cuda.09_mma_tf32", "tf32", gemmpad::InType::F32,
+                      "mma.sync m16n8k8 tf32 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
+                      gemmpad::cuda::launch<float>);
