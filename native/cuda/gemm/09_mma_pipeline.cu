@@ -39,32 +39,31 @@
 namespace gemmpad::cuda {
 namespace {
 
-constexpr int BM = 128, BN = 128;
-constexpr int WM = 64, WN = 64;                      // warp tile
-constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;  // 2 x 2
-constexpr int THREADS = 32 * WARPS_M * WARPS_N;      // 128
-constexpr int MT = WM / 16, NT = WN / 8;             // mma tiles per warp: 4 x 8
-constexpr int GROUP_M = 8;                           // tile-rows per raster group
+constexpr int WM = 64, WN = 64;       // warp tile
+constexpr int MT = WM / 16, NT = WN / 8;  // mma tiles per warp: 4 x 8
+constexpr int GROUP_M = 8;                // tile-rows per raster group
 
-// Per element type: the k-tile is 64 bytes of A row either way, so both
-// variants move the same bytes per stage and share the pipeline code.
-template <class T> struct Cfg;
-template <> struct Cfg<__half> {  // mma.m16n8k16, B fragments via ldmatrix.trans
-    static constexpr int BK = 32, KSTEP = 16, EPC = 8;  // EPC: elements per 16-byte chunk
-    static constexpr int A_LD = BK + 8;                 // 80-byte rows
-    static constexpr int B_LD = BN + 8;                 // 272-byte rows
-    static constexpr const char* name = "cuda.09_mma_fp16";
+// A block tile: WARPS_M x WARPS_N warps of 64x64, a k-tile of KBYTES bytes per
+// A row, STAGES k-tiles in flight. T = __half (mma.m16n8k16, B fragments via
+// ldmatrix.trans) or float (tf32 mma.m16n8k8, B fragments via 32-bit loads).
+template <class T_, int WARPS_M_, int WARPS_N_, int KBYTES, int STAGES_>
+struct Tile {
+    using T = T_;
+    static constexpr bool fp16 = std::is_same_v<T, __half>;
+    static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_, STAGES = STAGES_;
+    static constexpr int BM = WM * WARPS_M, BN = WN * WARPS_N, THREADS = 32 * WARPS_M * WARPS_N;
+    static constexpr int EPC = 16 / (int)sizeof(T);  // elements per 16-byte chunk
+    static constexpr int BK = KBYTES / (int)sizeof(T);
+    static constexpr int KSTEP = fp16 ? 16 : 8;  // k of one mma
+    // Rows padded by 16 bytes (A, and B for fp16): the 8 row addresses of an
+    // ldmatrix phase then fall in 8 different 16-byte bank groups. tf32 B rows
+    // are padded by 32 bytes so the 4x8 lanes of a fragment load hit 32 banks.
+    static constexpr int A_LD = BK + EPC;
+    static constexpr int B_LD = BN + 8;
+    static constexpr int A_STAGE = BM * A_LD, B_STAGE = BK * B_LD;  // elements
+    static constexpr int SMEM = STAGES * (A_STAGE + B_STAGE) * (int)sizeof(T);
+    static_assert((BM * BK / EPC) % THREADS == 0 && (BK * BN / EPC) % THREADS == 0, "chunks per thread");
 };
-template <> struct Cfg<float> {  // mma.m16n8k8 tf32, B fragments via plain 32-bit loads
-    static constexpr int BK = 16, KSTEP = 8, EPC = 4;
-    static constexpr int A_LD = BK + 4;  // 80-byte rows, as for fp16
-    static constexpr int B_LD = BN + 8;  // 544-byte rows: the 4x8 lanes of a B fragment load hit 32 banks
-    static constexpr const char* name = "cuda.09_mma_tf32";
-};
-template <class T>
-constexpr int stage_bytes() {
-    return (BM * Cfg<T>::A_LD + Cfg<T>::BK * Cfg<T>::B_LD) * (int)sizeof(T);
-}
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -120,7 +119,7 @@ __device__ __forceinline__ unsigned to_tf32(unsigned bits) {
 // path for K or N not a multiple of the chunk, where cp.async would be misaligned).
 template <class T>
 __device__ __forceinline__ void load_chunk_checked(T* dst, const T* __restrict__ src, int valid) {
-    constexpr int E = Cfg<T>::EPC;
+    constexpr int E = 16 / (int)sizeof(T);
     alignas(16) T v[E];
 #pragma unroll
     for (int i = 0; i < E; ++i) v[i] = i < valid ? src[i] : T(0.0f);
@@ -128,11 +127,10 @@ __device__ __forceinline__ void load_chunk_checked(T* dst, const T* __restrict__
 }
 
 // Copies k-tile `kt` of A [BM x BK] and B [BK x BN] into one pipeline stage.
-template <class T, bool ALIGNED>
+template <class C, bool ALIGNED, class T = typename C::T>
 __device__ __forceinline__ void load_stage(T* sA, T* sB, const T* __restrict__ A, const T* __restrict__ B, int M,
                                            int N, int K, int m0, int n0, int kt) {
-    using C = Cfg<T>;
-    constexpr int E = C::EPC;
+    constexpr int E = C::EPC, BM = C::BM, BN = C::BN, THREADS = C::THREADS;
     const int k0 = kt * C::BK;
     // A: BM rows x (BK/E) chunks; consecutive threads take consecutive chunks of a row.
 #pragma unroll
@@ -167,10 +165,9 @@ __device__ __forceinline__ void load_stage(T* sA, T* sB, const T* __restrict__ A
 }
 
 // The warp's 64x64 product for one k-tile held in shared memory.
-template <class T>
+template <class C, class T = typename C::T>
 __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* tA, const T* tB, int wm, int wn,
                                          int lane) {
-    using C = Cfg<T>;
     // ldmatrix row addresses: lanes 0-15 -> rows 0-15 of the fragment, lanes
     // 16-31 -> the same rows 16 bytes further along (k + 8 halves / k + 4 floats).
     const int a_row = wm + (lane & 15), a_col = (lane >> 4) * C::EPC;
@@ -179,7 +176,7 @@ __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* tA, c
         unsigned af[MT][4], bf[NT][2];
 #pragma unroll
         for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], tA + (a_row + i * 16) * C::A_LD + kk + a_col);
-        if constexpr (std::is_same_v<T, __half>) {
+        if constexpr (C::fp16) {
             // .trans: lanes 0-15 -> k rows 0-15 at n 0, lanes 16-31 -> k rows 0-15 at n 8;
             // registers 0,1 are b0,b1 of n-tile j, registers 2,3 those of n-tile j+1.
             const int b_row = kk + (lane & 15), b_col = wn + (lane >> 4) * 8;
@@ -221,13 +218,13 @@ __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* tA, c
 // One block computes a BM x BN tile of C over k-tiles [kt_begin, kt_end).
 // With `partial` set (split-K) it stores raw sums to out + blockIdx.z * M * N;
 // otherwise it applies the epilogue and stores to out (= C).
-template <class T, int STAGES, bool ALIGNED>
-__global__ void __launch_bounds__(THREADS) mma_kernel(int M, int N, int K, const T* __restrict__ A,
-                                                       const T* __restrict__ B, const float* __restrict__ bias,
-                                                       float* __restrict__ out, Act act, int kt_per_split,
-                                                       bool partial) {
-    using C = Cfg<T>;
-    constexpr int A_STAGE = BM * C::A_LD, B_STAGE = C::BK * C::B_LD;  // elements
+template <class C, bool ALIGNED, class T = typename C::T>
+__global__ void __launch_bounds__(C::THREADS) mma_kernel(int M, int N, int K, const T* __restrict__ A,
+                                                          const T* __restrict__ B, const float* __restrict__ bias,
+                                                          float* __restrict__ out, Act act, int kt_per_split,
+                                                          bool partial) {
+    constexpr int BM = C::BM, BN = C::BN, STAGES = C::STAGES, WARPS_N = C::WARPS_N;
+    constexpr int A_STAGE = C::A_STAGE, B_STAGE = C::B_STAGE;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T* sA = reinterpret_cast<T*>(smem_raw);
     T* sB = sA + STAGES * A_STAGE;
@@ -263,7 +260,7 @@ __global__ void __launch_bounds__(THREADS) mma_kernel(int M, int N, int K, const
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < n_iter)
-            load_stage<T, ALIGNED>(sA + s * A_STAGE, sB + s * B_STAGE, A, B, M, N, K, m0, n0, kt_begin + s);
+            load_stage<C, ALIGNED>(sA + s * A_STAGE, sB + s * B_STAGE, A, B, M, N, K, m0, n0, kt_begin + s);
         cp_async_commit();
     }
 
@@ -273,10 +270,10 @@ __global__ void __launch_bounds__(THREADS) mma_kernel(int M, int N, int K, const
         const int next = it + STAGES - 1;
         if (next < n_iter) {
             const int s = next % STAGES;
-            load_stage<T, ALIGNED>(sA + s * A_STAGE, sB + s * B_STAGE, A, B, M, N, K, m0, n0, kt_begin + next);
+            load_stage<C, ALIGNED>(sA + s * A_STAGE, sB + s * B_STAGE, A, B, M, N, K, m0, n0, kt_begin + next);
         }
         cp_async_commit();
-        warp_mma<T>(acc, sA + (it % STAGES) * A_STAGE, sB + (it % STAGES) * B_STAGE, wm, wn, lane);
+        warp_mma<C>(acc, sA + (it % STAGES) * A_STAGE, sB + (it % STAGES) * B_STAGE, wm, wn, lane);
     }
     cp_async_wait<0>();  // no copy may still target shared memory when the block exits
 
@@ -320,41 +317,38 @@ __global__ void splitk_reduce(int M, int N, int S, const float* __restrict__ ws,
     }
 }
 
-template <class T, int STAGES, bool ALIGNED>
-void launch_cfg(const GemmProblem& p, float* out, int splits, int kt_per_split, cudaStream_t stream) {
-    auto kernel = mma_kernel<T, STAGES, ALIGNED>;
-    const int smem = STAGES * stage_bytes<T>();
+template <class C, bool ALIGNED>
+void launch_kernel(const GemmProblem& p, float* out, int splits, int kt_per_split, cudaStream_t stream,
+                   const char* name) {
+    using T = typename C::T;
+    auto kernel = mma_kernel<C, ALIGNED>;
     static bool attribute_set = false;  // per instantiation; one host thread drives the GPU
     if (!attribute_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
         attribute_set = true;
     }
-    dim3 grid(ceil_div(p.M, BM) * ceil_div(p.N, BN), 1, splits);
-    kernel<<<grid, THREADS, smem, stream>>>(p.M, p.N, p.K, static_cast<const T*>(p.A), static_cast<const T*>(p.B),
-                                            p.bias, out, p.act, kt_per_split, splits > 1);
-    CUDA_CHECK_LAUNCH(Cfg<T>::name);
+    dim3 grid(ceil_div(p.M, C::BM) * ceil_div(p.N, C::BN), 1, splits);
+    kernel<<<grid, C::THREADS, C::SMEM, stream>>>(p.M, p.N, p.K, static_cast<const T*>(p.A),
+                                                   static_cast<const T*>(p.B), p.bias, out, p.act, kt_per_split,
+                                                   splits > 1);
+    CUDA_CHECK_LAUNCH(name);
 }
 
-template <class T, int STAGES>
-void launch_stages(const GemmProblem& p, float* out, int splits, int kt_per_split, cudaStream_t stream) {
-    constexpr int E = Cfg<T>::EPC;
-    const bool aligned = p.K % E == 0 && p.N % E == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(p.B) % 16 == 0;
-    if (aligned) launch_cfg<T, STAGES, true>(p, out, splits, kt_per_split, stream);
-    else launch_cfg<T, STAGES, false>(p, out, splits, kt_per_split, stream);
-}
-
-template <class T>
-void launch(const GemmProblem& p, cudaStream_t stream) {
-    constexpr InType want = std::is_same_v<T, __half> ? InType::F16 : InType::F32;
+template <class C>
+void launch_tile(const GemmProblem& p, cudaStream_t stream, const char* name) {
+    using T = typename C::T;
+    constexpr InType want = C::fp16 ? InType::F16 : InType::F32;
     if (p.in_type != want)
-        throw std::invalid_argument(std::string(Cfg<T>::name) + " expects " +
-                                    (want == InType::F16 ? "float16" : "float32") + " operands");
+        throw std::invalid_argument(std::string(name) + " expects " + (C::fp16 ? "float16" : "float32") + " operands");
+    if ((size_t)C::SMEM > max_smem_per_block_optin())
+        throw std::invalid_argument(std::string(name) + " needs " + std::to_string(C::SMEM) +
+                                    " bytes of shared memory per block; this device allows " +
+                                    std::to_string(max_smem_per_block_optin()));
 
     // Split-K: aim for about two waves of blocks, but give each slice at least
     // 4 k-tiles so the pipeline has something to overlap.
-    const int tiles = ceil_div(p.M, BM) * ceil_div(p.N, BN);
-    const int k_tiles = ceil_div(p.K, Cfg<T>::BK);
+    const int tiles = ceil_div(p.M, C::BM) * ceil_div(p.N, C::BN);
+    const int k_tiles = ceil_div(p.K, C::BK);
     const int sms = device_props().multiProcessorCount;
     int splits = 1;
     if (tiles < sms) splits = std::min({ceil_div(2 * sms, tiles), k_tiles / 4, 16});
@@ -365,12 +359,11 @@ void launch(const GemmProblem& p, cudaStream_t stream) {
     float* out = p.C;
     if (splits > 1) out = static_cast<float*>(workspace((size_t)splits * p.M * p.N * sizeof(float)));
 
-    // 4 stages (76 KB) fit every target (99 KB on consumer cards); fall back to
-    // 3 or 2 if a device offers less.
-    const size_t optin = max_smem_per_block_optin();
-    if (optin >= 4 * (size_t)stage_bytes<T>()) launch_stages<T, 4>(p, out, splits, kt_per_split, stream);
-    else if (optin >= 3 * (size_t)stage_bytes<T>()) launch_stages<T, 3>(p, out, splits, kt_per_split, stream);
-    else launch_stages<T, 2>(p, out, splits, kt_per_split, stream);
+    // cp.async moves 16-byte chunks: rows of A and B must start 16-byte aligned.
+    const bool aligned = p.K % C::EPC == 0 && p.N % C::EPC == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0 &&
+                         reinterpret_cast<uintptr_t>(p.B) % 16 == 0;
+    if (aligned) launch_kernel<C, true>(p, out, splits, kt_per_split, stream, name);
+    else launch_kernel<C, false>(p, out, splits, kt_per_split, stream, name);
 
     if (splits > 1) {
         const size_t total = (size_t)p.M * p.N;
@@ -380,12 +373,40 @@ void launch(const GemmProblem& p, cudaStream_t stream) {
     }
 }
 
+// 128x128 block, 64-byte k-tile, 4 stages: 76 KB, fits every target (99 KB on consumer cards).
+using Fp16Base = Tile<__half, 2, 2, 64, 4>;
+using Tf32Base = Tile<float, 2, 2, 64, 4>;
+
+void launch_fp16(const GemmProblem& p, cudaStream_t s) { launch_tile<Fp16Base>(p, s, "cuda.09_mma_fp16"); }
+void launch_tf32(const GemmProblem& p, cudaStream_t s) { launch_tile<Tf32Base>(p, s, "cuda.09_mma_tf32"); }
+
+// EXPERIMENT (first GPU run only): other tile shapes, timed side by side.
+#define GEMMPAD_09_VARIANT(TAG, WMr, WNr, KB, ST)                                                          \
+    void launch_##TAG(const GemmProblem& p, cudaStream_t s) {                                              \
+        launch_tile<Tile<__half, WMr, WNr, KB, ST>>(p, s, "cuda.09_mma_fp16_" #TAG);                       \
+    }
+GEMMPAD_09_VARIANT(t128x128k32s5, 2, 2, 64, 5)
+GEMMPAD_09_VARIANT(t128x256k32s4, 2, 4, 64, 4)
+GEMMPAD_09_VARIANT(t128x256k32s3, 2, 4, 64, 3)
+GEMMPAD_09_VARIANT(t256x128k32s3, 4, 2, 64, 3)
+GEMMPAD_09_VARIANT(t128x128k64s3, 2, 2, 128, 3)
+GEMMPAD_09_VARIANT(t128x256k64s3, 2, 4, 128, 3)
+
 }  // namespace
 }  // namespace gemmpad::cuda
 
 GEMMPAD_REGISTER_CUDA("cuda.09_mma_fp16", "fp16", gemmpad::InType::F16,
                       "mma.sync m16n8k16 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
-                      gemmpad::cuda::launch<__half>);
+                      gemmpad::cuda::launch_fp16);
 GEMMPAD_REGISTER_CUDA("cuda.09_mma_tf32", "tf32", gemmpad::InType::F32,
                       "mma.sync m16n8k8 tf32 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
-                      gemmpad::cuda::launch<float>);
+                      gemmpad::cuda::launch_tf32);
+#define GEMMPAD_09_REG(TAG) \
+    GEMMPAD_REGISTER_CUDA("cuda.09_mma_fp16_" #TAG, "fp16", gemmpad::InType::F16, "experiment " #TAG, \
+                          gemmpad::cuda::launch_##TAG);
+GEMMPAD_09_REG(t128x128k32s5)
+GEMMPAD_09_REG(t128x256k32s4)
+GEMMPAD_09_REG(t128x256k32s3)
+GEMMPAD_09_REG(t256x128k32s3)
+GEMMPAD_09_REG(t128x128k64s3)
+GEMMPAD_09_REG(t128x256k64s3)
