@@ -33,6 +33,7 @@
 #include "../common.cuh"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
