@@ -1,35 +1,57 @@
-// cuda.09_mma_fp16: hand-written tensor-core GEMM with mma.sync, ldmatrix and
-// a cp.async multi-stage pipeline, plus split-K for problems too small to
-// fill the GPU (the seed's "parallel-K").
+// cuda.09_mma_fp16 / cuda.09_mma_tf32: hand-written tensor-core GEMM with
+// mma.sync, ldmatrix and a cp.async multi-stage pipeline, plus split-K for
+// problems too small to fill the GPU (the seed's "parallel-K").
 //
 // What changed from 08 (WMMA): we drop the WMMA fragment abstraction and talk
 // to the tensor cores in PTX.
 //  * cp.async copies 16-byte chunks global -> shared without passing through
-//    registers, and STAGES (4) tiles are in flight at once: while the warps
-//    multiply tile k, tiles k+1..k+3 are still arriving. 08 loads, syncs, then
-//    computes, so its tensor cores idle during every load.
+//    registers, and 4 k-tiles are in flight at once: while the warps multiply
+//    tile k, tiles k+1..k+3 are still arriving. 08 loads, syncs, then computes,
+//    so its tensor cores idle during every load.
 //  * ldmatrix.x4 loads four 8x8 fragments per instruction straight into the
-//    register layout mma.sync wants (with .trans for the row-major B tile),
-//    instead of WMMA's opaque load_matrix_sync.
-//  * mma.sync.m16n8k16 (fp16 in, fp32 accumulate); each warp owns a 64x64 tile
-//    of C (32 mma per 16-wide k step), 4 warps a 128x128 block tile.
-//  * Shared-memory rows are padded by 16 bytes (A rows 80 B, B rows 272 B), so
-//    the 8 row addresses of every ldmatrix phase fall in 8 different 16-byte
+//    register layout mma.sync wants (.trans for the row-major B tile), instead
+//    of WMMA's opaque load_matrix_sync.
+//  * mma.sync.m16n8k16 (fp16 in, fp32 accumulate; m16n8k8 for tf32); each warp
+//    owns a 64x64 tile of C (32 mma per k step), 4 warps a 128x128 block tile.
+//  * Shared-memory rows are padded by 16 bytes (A rows 80 B, fp16 B rows 272 B),
+//    so the 8 row addresses of every ldmatrix phase fall in 8 different 16-byte
 //    bank groups: conflict-free without a swizzle.
 //  * Block tiles are visited in groups of 8 tile-rows ("grouped raster") so
 //    concurrently running blocks share A and B panels in L2.
 //  * Split-K: when ceil(M/128)*ceil(N/128) blocks cannot fill the SMs (the
-//    MLP shapes: 4096x100x784 is 32 tiles on a 132-SM H100), the K range is
-//    cut into S slices; each writes raw fp32 partial sums to a workspace
-//    [S][M][N] and a second kernel adds them in a fixed order and applies the
-//    epilogue. Deterministic (no atomics): the same input gives the same bits.
+//    MLP shapes: 4096x100x784 is 32 tiles on a 132-SM GPU), the K range is cut
+//    into S slices; each writes raw fp32 partial sums to a workspace [S][M][N]
+//    and a second kernel adds them in a fixed order and applies the epilogue.
+//    Deterministic (no atomics): the same input gives the same bits.
+//  * tf32 variant: same pipeline on float32 tiles (64-byte k-tile = 16 floats),
+//    A fragments by ldmatrix (8x8 b16 = 8x4 fp32), B fragments by two 32-bit
+//    loads per n-tile (ldmatrix cannot transpose 32-bit elements), rounded with
+//    cvt.rna.tf32.f32.
 // Odd shapes: out-of-range 16-byte chunks are zero-filled by cp.async with
 // src-size 0. cp.async needs 16-byte-aligned sources, i.e. K and N multiples of
-// 8 halves; otherwise the same kernel runs with a loader that reads element by
-// element (bounds-checked) and stores 16 bytes to shared memory.
-// Why not wgmma: that needs sm_90a-only code; this file must run on sm_80-89 too,
-// so on Hopper it reaches only what mma.sync can (see the measurement).
-// Measured: see README benchmarks (native/tools/time_tc.py).
+// 8 halves (4 floats); otherwise the same kernel runs with a loader that reads
+// element by element (bounds-checked) and stores 16 bytes to shared memory.
+//
+// Measured (NVIDIA H200, 132 SMs, driver 580.159.04, CUDA 13.0, 2026-11-22,
+// native/tools/time_tc.py: L2 flushed, median of 20-50 reps, cuBLAS through
+// torch 2.11 in the same run), TFLOP/s and % of cuBLAS of the same precision:
+//                     1024x1024x768   4096^3          8192^3          4096x100x784
+//   09_mma_fp16       56.6  (30%)     329.5 (43%)     339.8 (44%)     23.5 (62%)
+//   09_mma_tf32       43.7  (39%)     156.2 (39%)     143.6 (41%)     22.7 (56%)
+//   cuBLAS fp16       188.9           772.4           776.9           37.9
+//   cuBLAS tf32       112.1           404.7           352.0           40.2
+// 3.1x 08_wmma_fp16 and 5.6x 08_wmma_tf32 at 8192^3, but well short of the 70%
+// goal. Why: cuBLAS runs Hopper's wgmma (sm_90a only: asynchronous warpgroup
+// MMA fed straight from shared memory by the TMA engine); mma.sync is the
+// Ampere instruction, issued per warp with operands staged through registers by
+// ldmatrix, and reaches only part of Hopper's tensor throughput. This file must
+// also run on sm_80-89, so it stays with mma.sync. Within mma.sync, untried
+// levers: ldmatrix fragments double-buffered across k steps, a swizzled
+// 128-byte-row layout with a larger k-tile, more warps per SM.
+// Tile shapes tried in the same run (fp16, 8192^3, TFLOP/s): 128x128 k32
+// 4 stages 339.8 (kept); 5 stages 324.3; 128x128 k64 3 stages 309.9; 128x256
+// k32 3/4 stages 276.1/301.2; 128x256 k64 3 stages 306.8; 256x128 k32 3 stages
+// 266.2 (the 8-warp tiles need ~220 registers/thread: one block per SM).
 #include "../common.cuh"
 
 #include <algorithm>
@@ -291,17 +313,19 @@ __global__ void __launch_bounds__(C::THREADS) mma_kernel(int M, int N, int K, co
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 const int col = n0 + wn + j * 8 + 2 * t;
+                if (col >= N) continue;  // partial tile: nothing to store, and bias[col] is out of range
+                const bool two = col + 1 < N;
                 float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
                 if (!partial) {
                     v0 = epilogue(v0, bias, col, act);
-                    if (col + 1 < N) v1 = epilogue(v1, bias, col + 1, act);
+                    if (two) v1 = epilogue(v1, bias, col + 1, act);
                 }
                 float* p = dst + (size_t)row * N + col;
-                if (pair_ok && col + 1 < N) {
+                if (pair_ok && two) {
                     *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
                 } else {
-                    if (col < N) p[0] = v0;
-                    if (col + 1 < N) p[1] = v1;
+                    p[0] = v0;
+                    if (two) p[1] = v1;
                 }
             }
         }
@@ -374,24 +398,13 @@ void launch_tile(const GemmProblem& p, cudaStream_t stream, const char* name) {
     }
 }
 
-// 128x128 block, 64-byte k-tile, 4 stages: 76 KB, fits every target (99 KB on consumer cards).
+// 128x128 block, 64-byte k-tile, 4 stages: 76 KB, fits every target (99 KB on
+// consumer cards); the fastest of the tile shapes measured (see the header).
 using Fp16Base = Tile<__half, 2, 2, 64, 4>;
 using Tf32Base = Tile<float, 2, 2, 64, 4>;
 
 void launch_fp16(const GemmProblem& p, cudaStream_t s) { launch_tile<Fp16Base>(p, s, "cuda.09_mma_fp16"); }
 void launch_tf32(const GemmProblem& p, cudaStream_t s) { launch_tile<Tf32Base>(p, s, "cuda.09_mma_tf32"); }
-
-// EXPERIMENT (first GPU run only): other tile shapes, timed side by side.
-#define GEMMPAD_09_VARIANT(TAG, WMr, WNr, KB, ST)                                                          \
-    void launch_##TAG(const GemmProblem& p, cudaStream_t s) {                                              \
-        launch_tile<Tile<__half, WMr, WNr, KB, ST>>(p, s, "cuda.09_mma_fp16_" #TAG);                       \
-    }
-GEMMPAD_09_VARIANT(t128x128k32s5, 2, 2, 64, 5)
-GEMMPAD_09_VARIANT(t128x256k32s4, 2, 4, 64, 4)
-GEMMPAD_09_VARIANT(t128x256k32s3, 2, 4, 64, 3)
-GEMMPAD_09_VARIANT(t256x128k32s3, 4, 2, 64, 3)
-GEMMPAD_09_VARIANT(t128x128k64s3, 2, 2, 128, 3)
-GEMMPAD_09_VARIANT(t128x256k64s3, 2, 4, 128, 3)
 
 }  // namespace
 }  // namespace gemmpad::cuda
@@ -402,12 +415,3 @@ GEMMPAD_REGISTER_CUDA("cuda.09_mma_fp16", "fp16", gemmpad::InType::F16,
 GEMMPAD_REGISTER_CUDA("cuda.09_mma_tf32", "tf32", gemmpad::InType::F32,
                       "mma.sync m16n8k8 tf32 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
                       gemmpad::cuda::launch_tf32);
-#define GEMMPAD_09_REG(TAG) \
-    GEMMPAD_REGISTER_CUDA("cuda.09_mma_fp16_" #TAG, "fp16", gemmpad::InType::F16, "experiment " #TAG, \
-                          gemmpad::cuda::launch_##TAG);
-GEMMPAD_09_REG(t128x128k32s5)
-GEMMPAD_09_REG(t128x256k32s4)
-GEMMPAD_09_REG(t128x256k32s3)
-GEMMPAD_09_REG(t256x128k32s3)
-GEMMPAD_09_REG(t128x128k64s3)
-GEMMPAD_09_REG(t128x256k64s3)
