@@ -3,8 +3,9 @@
 test_gemm.py checks every kernel on shapes up to 150 and the MLP layers. The
 tiled kernels have paths that only larger or specially chosen shapes take:
 several 128-wide tiles with a partial last one, a K that ends inside the
-double-buffered pipeline, and the float4 path (K and N multiples of 4) next
-to its scalar fallback on the same sizes.
+double-buffered pipeline, the float4 path (K and N multiples of 4) next
+to its scalar fallback on the same sizes, and 07's 128x256 tiling, which it
+only picks when the problem has at least as many such tiles as the GPU has SMs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ SHAPES = [
     (384, 256, 16),    # exact tiles, two K slices: the double buffer swaps once
     (5, 388, 2052),    # long K, one row band: many pipeline steps
     (1, 128, 129),     # single row, K one past two slices
+    (2049, 2308, 36),  # 17 x 10 tiles of 128x256: 07's large tiling on GPUs with <= 170 SMs (float4 path)
+    (2049, 2309, 37),  # same tiling, scalar fallback
 ]
 
 
