@@ -1,0 +1,94 @@
+// cuda.05_regblock_2d: each thread computes an 8x8 block of C from registers (2-D register blocking).
+//
+// What changed from 04: a block of 256 threads owns a 128x128 tile of C
+// (A tile 128x8 and B tile 8x128 in shared memory per K step). Each thread
+// keeps 8x8 = 64 accumulators. At every k it loads a column of 8 A values
+// and a row of 8 B values from shared memory into registers and forms their
+// outer product: 64 FMAs for 16 shared loads.
+// Why it should be faster: 04 did 9 shared loads per 8 FMAs; here it is 16
+// per 64 (0.25 per FMA), so the FMA units, not shared memory, start to set
+// the pace. The bigger tile also halves global traffic again (each element
+// fetched is reused 128 times).
+// What still holds it back: every shared load is a 4-byte scalar, the B row
+// reads of a warp hit the same banks 4 times over (16 threads read 8 floats
+// each, 32 floats apart), and the global loads are scalar too (06).
+// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22, native/tools/time_kernels.py:
+// median, L2 flushed, cuBLAS fp32 via torch in the same run = 50,249 GFLOP/s):
+// 4096^3 21,012 GFLOP/s = 41.8 % of cuBLAS fp32; 1.11x 04. Only at large sizes:
+// at 1024x1024x768 it is slower than 04 (9,653 vs 15,847 GFLOP/s) because 128x128
+// tiles make 64 blocks for 132 SMs, and 147 registers per thread allow one block per SM.
+#include "../common.cuh"
+
+namespace gemmpad::cuda {
+namespace {
+
+constexpr int BM = 128, BN = 128, BK = 8;
+constexpr int TM = 8, TN = 8;                       // outputs per thread
+constexpr int kThreads = (BM / TM) * (BN / TN);     // 256
+static_assert(BM * BK % kThreads == 0 && BK * BN % kThreads == 0, "tiles split evenly over the threads");
+
+__global__ void __launch_bounds__(kThreads)
+    regblock_2d_kernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                       const float* __restrict__ bias, float* __restrict__ C, Act act) {
+    __shared__ float As[BM][BK];
+    __shared__ float Bs[BK][BN];
+    const int t = threadIdx.x;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int trow = t / (BN / TN), tcol = t % (BN / TN);  // this thread's 8x8 block: rows trow*8.., cols tcol*8..
+
+    float acc[TM][TN] = {};
+    float a_reg[TM], b_reg[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        // Each thread copies BM*BK/256 = 4 elements of each tile; consecutive
+        // threads take consecutive addresses of a row.
+#pragma unroll
+        for (int s = 0; s < BM * BK / kThreads; ++s) {
+            const int i = t + s * kThreads;
+            const int r = i / BK, c = i % BK, gr = row0 + r, gk = k0 + c;
+            As[r][c] = (gr < M && gk < K) ? A[(size_t)gr * K + gk] : 0.0f;
+        }
+#pragma unroll
+        for (int s = 0; s < BK * BN / kThreads; ++s) {
+            const int i = t + s * kThreads;
+            const int r = i / BN, c = i % BN, gk = k0 + r, gc = col0 + c;
+            Bs[r][c] = (gk < K && gc < N) ? B[(size_t)gk * N + gc] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i) a_reg[i] = As[trow * TM + i][k];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) b_reg[j] = Bs[k][tcol * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += a_reg[i] * b_reg[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + trow * TM + i;
+        if (row >= M) break;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int col = col0 + tcol * TN + j;
+            if (col < N) C[(size_t)row * N + col] = epilogue(acc[i][j], bias, col, act);
+        }
+    }
+}
+
+void launch(const GemmProblem& p, cudaStream_t stream) {
+    dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
+    regblock_2d_kernel<<<grid, kThreads, 0, stream>>>(p.M, p.N, p.K, static_cast<const float*>(p.A),
+                                                       static_cast<const float*>(p.B), p.bias, p.C, p.act);
+    CUDA_CHECK_LAUNCH("cuda.05_regblock_2d");
+}
+
+}  // namespace
+}  // namespace gemmpad::cuda
+
+GEMMPAD_REGISTER_CUDA("cuda.05_regblock_2d", "fp32", gemmpad::InType::F32,
+                      "128x128 tiles, 8x8 outputs per thread from registers (2-D register blocking)",
+                      gemmpad::cuda::launch);
