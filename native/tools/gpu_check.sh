@@ -27,7 +27,7 @@ fi
 
 if want test; then
   echo "== pytest ${PYTEST_ARGS:--m gpu -q -x}"
-  python3 -m pytest ${PYTEST_ARGS:--m gpu -q -x} -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -25
+  eval "python3 -m pytest ${PYTEST_ARGS:--m gpu -q -x} -p no:cacheprovider" 2>&1 | tee "$OUT/pytest.log" | tail -25
   [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
 
