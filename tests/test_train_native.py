@@ -247,3 +247,17 @@ def test_divergence_is_an_error(rng):
     w = random_weights(rng, scale=30.0)
     with pytest.raises(GemmpadError, match="diverged"):
         train_native.fit(x * 1e18, y, w, epochs=3, batch_size=50, lr=1e6, momentum=0.0)
+
+
+@pytest.mark.gpu
+def test_row_index_outside_the_dataset_is_an_error(rng):
+    from gemmpad import native
+
+    x, y = random_data(rng, 30)
+    trainer = native.cuda().Trainer(x, y, random_weights(rng), 8, False)
+    with pytest.raises(ValueError, match="outside the dataset"):
+        trainer.step(np.array([3, 30], np.int32), 0.1, 0.0, 0.0)
+    bad = np.arange(30, dtype=np.int32)
+    bad[5] = -1
+    with pytest.raises(ValueError, match="outside the dataset"):
+        trainer.epoch(bad, 0.1, 0.0, 0.0)

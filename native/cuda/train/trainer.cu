@@ -1,6 +1,7 @@
 // Trainer: owns the device buffers, launches a step's kernels and captures an
 // epoch into a CUDA graph. Kernels: see train.cuh and 01..05_*.cu.
 #include <algorithm>
+#include <string>
 #include <stdexcept>
 
 #include "train.cuh"
@@ -10,7 +11,16 @@ namespace gemmpad::cuda::train {
 
 namespace {
 constexpr size_t kSizes[6] = {(size_t)IN * H1, H1, (size_t)H1 * H2, H2, (size_t)H2 * OUT, OUT};
+
+// Row indices index the dataset on the device: one out of range would read past it.
+void check_indices(const int32_t* idx, int count, int n) {
+    for (int i = 0; i < count; ++i)
+        if (idx[i] < 0 || idx[i] >= n)
+            throw std::invalid_argument("row index " + std::to_string(idx[i]) + " at position " + std::to_string(i) +
+                                        " is outside the dataset of " + std::to_string(n) + " rows");
 }
+
+}  // namespace
 
 struct Trainer::Impl {
     DeviceState s{};
@@ -153,6 +163,7 @@ Trainer::~Trainer() = default;
 
 EpochResult Trainer::epoch(const int32_t* perm, float lr, float momentum, float weight_decay, bool use_graph) {
     Impl& m = *impl_;
+    check_indices(perm, m.s.n, m.s.n);
     CUDA_CHECK(cudaMemcpyAsync(const_cast<int32_t*>(m.s.perm), perm, (size_t)m.s.n * sizeof(int32_t),
                                cudaMemcpyHostToDevice, m.stream));
     m.upload_hyper(lr, momentum, weight_decay);
@@ -172,6 +183,7 @@ EpochResult Trainer::epoch(const int32_t* perm, float lr, float momentum, float 
 void Trainer::step(const int32_t* idx, int rows, float lr, float momentum, float weight_decay) {
     Impl& m = *impl_;
     if (rows < 1 || rows > m.s.batch) throw std::invalid_argument("step: rows must be in 1..batch");
+    check_indices(idx, rows, m.s.n);
     CUDA_CHECK(cudaMemcpyAsync(const_cast<int32_t*>(m.s.perm), idx, (size_t)rows * sizeof(int32_t),
                                cudaMemcpyHostToDevice, m.stream));
     m.upload_hyper(lr, momentum, weight_decay);
