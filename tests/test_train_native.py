@@ -44,7 +44,7 @@ def torch_reference(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> t
     h = torch.relu(h @ p["W2"] + p["b2"])
     loss = torch.nn.functional.cross_entropy(h @ p["W3"] + p["b3"], torch.tensor(y, dtype=torch.int64))
     loss.backward()
-    return float(loss), {k: v.grad.numpy() for k, v in p.items()}
+    return float(loss.detach()), {k: v.grad.numpy() for k, v in p.items()}
 
 
 def sgd_reference(w, x, y, order, batch, lrs, momentum, weight_decay):
@@ -165,8 +165,30 @@ def test_gradients_match_float64_autograd(rng, batch, rows):
         assert np.array_equal(after[name], w[name]), name
 
 
+def mixed_reference(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """The mixed mode's arithmetic in float64: X, W1 and dZ1 rounded to bf16 where the kernels round them."""
+
+    def bf16(a: np.ndarray) -> np.ndarray:
+        return torch.tensor(a, dtype=torch.float32).to(torch.bfloat16).to(torch.float64).numpy()
+
+    w64 = {k: v.astype(np.float64) for k, v in w.items()}
+    xb = bf16(x)
+    h1 = np.maximum(xb @ bf16(w["W1"]) + w64["b1"], 0)
+    h2 = np.maximum(h1 @ w64["W2"] + w64["b2"], 0)
+    z3 = h2 @ w64["W3"] + w64["b3"]
+    p = np.exp(z3 - z3.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    dz3 = (p - np.eye(10)[y]) / len(x)
+    dz2 = (dz3 @ w64["W3"].T) * (h2 > 0)
+    dz1 = (dz2 @ w64["W2"].T) * (h1 > 0)
+    return {"W1": xb.T @ bf16(dz1.astype(np.float32)), "b1": dz1.sum(0), "W2": h1.T @ dz2, "b2": dz2.sum(0),
+            "W3": h2.T @ dz3, "b3": dz3.sum(0)}
+
+
 @pytest.mark.gpu
-def test_mixed_precision_gradients_are_close(rng):
+def test_mixed_precision_gradients_match_bf16_arithmetic(rng):
+    """Against exact math the bf16 forward moves gradients by 2-6% on random data (ReLU masks flip,
+    measured with the emulation below), so the tight check is against that emulation in float64."""
     from gemmpad import native
 
     x, y = random_data(rng, 300)
@@ -174,9 +196,11 @@ def test_mixed_precision_gradients_are_close(rng):
     trainer = native.cuda().Trainer(x, y, w, 100, True)
     idx = rng.choice(300, 93, replace=False)
     got = gradients(trainer, idx)
-    _, ref = torch_reference(w, x[idx], y[idx])
-    for name in NAMES:  # bf16 has an 8-bit mantissa: ~0.4% per operand, summed over 784 terms
-        assert rel_error(got[name], ref[name]) < 3e-2, name
+    emulated = mixed_reference(w, x[idx], y[idx])
+    _, exact = torch_reference(w, x[idx], y[idx])
+    for name in NAMES:
+        assert rel_error(got[name], emulated[name]) < 2e-3, name
+        assert rel_error(got[name], exact[name]) < 0.15, name
 
 
 @pytest.mark.gpu

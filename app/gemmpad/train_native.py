@@ -196,11 +196,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256], help="batch sizes to time")
     parser.add_argument("--epochs", type=int, default=5, help="timed epochs per engine and batch (after one warm-up)")
     parser.add_argument("--torch-epochs", type=int, default=3, help="timed epochs for the torch engines")
-    parser.add_argument("--parity-epochs", type=int, default=5, help="epochs of the parity run (0: skip it)")
+    parser.add_argument("--parity-epochs", type=int, default=10, help="epochs of the parity run (0: skip it)")
     parser.add_argument("--parity-batch", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--weight-decay", type=float, default=1e-4)
+    parser.add_argument("--lr-decay", type=float, default=0.8,
+                        help="parity run: lr of epoch e is lr * lr_decay**e (the timing runs keep lr)")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -295,6 +297,10 @@ class _TorchEngine:
         self.batch = batch
         self.n = len(x)
         self.graph: Any = None
+
+    def set_lr(self, lr: float) -> None:
+        for group in self.opt.param_groups:
+            group["lr"] = lr
 
     def _step(self, idx: Any) -> Any:
         self.opt.zero_grad(set_to_none=False)
@@ -413,14 +419,19 @@ def _parity(data: tuple[np.ndarray, ...], a: argparse.Namespace) -> tuple[dict[s
     final: dict[str, dict[str, np.ndarray]] = {}
     eng = _TorchEngine(x, y, w0, batch, a)
     orders = batch_orders(len(x), a.seed)
-    curves["torch fp32"] = [v for _ in range(a.parity_epochs) for v in eng.epoch_eager(next(orders), record=True)]
+    lrs = [a.lr * a.lr_decay**e for e in range(a.parity_epochs)]
+    curve_t: list[float] = []
+    for lr in lrs:
+        eng.set_lr(lr)
+        curve_t += eng.epoch_eager(next(orders), record=True)
+    curves["torch fp32"] = curve_t
     final["torch fp32"] = eng.weights()
     for label, mixed in (("native fp32", False), ("native mixed (bf16)", True)):
         trainer = _cuda_trainer_class()(x, y, w0, batch, mixed)
         orders = batch_orders(len(x), a.seed)
         curve: list[float] = []
-        for _ in range(a.parity_epochs):
-            trainer.epoch(next(orders), a.lr, a.momentum, a.weight_decay, True)
+        for lr in lrs:
+            trainer.epoch(next(orders), lr, a.momentum, a.weight_decay, True)
             losses = trainer.samples()[0]
             curve += [float(losses[o : o + batch].mean()) for o in range(0, len(x), batch)]
         curves[label] = curve
@@ -428,7 +439,7 @@ def _parity(data: tuple[np.ndarray, ...], a: argparse.Namespace) -> tuple[dict[s
     acc = {k: 100.0 * accuracy(v, xt, yt) for k, v in final.items()}
     ref = np.array(curves["torch fp32"])
     report = {
-        "batch": batch, "epochs": a.parity_epochs, "lr": a.lr, "momentum": a.momentum,
+        "batch": batch, "epochs": a.parity_epochs, "lr_per_epoch": lrs, "momentum": a.momentum,
         "weight_decay": a.weight_decay, "seed": a.seed,
         "test_accuracy_percent": acc,
         "accuracy_gap_points_native_fp32": acc["native fp32"] - acc["torch fp32"],
@@ -491,6 +502,20 @@ def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[floa
         plt.close(fig)
 
 
+def _goals(results: list[dict[str, Any]], parity: dict[str, Any] | None) -> dict[str, Any]:
+    """Issue 6's targets next to what this run measured."""
+    goals: dict[str, Any] = {}
+    for batch, limit in ((256, 15.0), (64, 40.0)):
+        match = [r for r in results if r["engine"] == "native" and r["precision"] == "fp32" and r["batch"] == batch]
+        if match:
+            ms = match[0]["epoch_ms_median"]
+            goals[f"native_fp32_batch{batch}_epoch_ms<={limit:g}"] = {"measured": ms, "met": ms <= limit}
+    if parity:
+        gap = parity["accuracy_gap_points_native_fp32"]
+        goals["test_accuracy_gap_points<=0.2"] = {"measured": gap, "met": abs(gap) <= 0.2}
+    return goals
+
+
 def bench(args: argparse.Namespace | None = None) -> int:
     """`gemmpad bench train`: epoch times of native fp32/mixed vs torch eager / CUDA graphs, and the parity run.
 
@@ -529,7 +554,8 @@ def bench(args: argparse.Namespace | None = None) -> int:
         "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "device": _device_info(),
         "torch": torch.__version__,
-        "settings": {k: getattr(a, k) for k in ("batches", "epochs", "torch_epochs", "lr", "momentum", "weight_decay", "seed")},
+        "settings": {k: getattr(a, k) for k in ("batches", "epochs", "torch_epochs", "lr", "momentum", "weight_decay", "lr_decay", "seed")},
+        "goals": _goals(results, parity),
         "results": results,
         "parity": parity,
     }

@@ -39,8 +39,31 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
     const int t = threadIdx.x, b0 = blockIdx.x * R;
     const float inv_rows = 1.0f / (float)rows;
 
-    for (int e = t; e < H1 * H2; e += THREADS) W2s[(e / H2) * W2S + e % H2] = s.w2[e];
-    for (int e = t; e < H2 * OUT; e += THREADS) W3s[e] = s.w3[e];
+    {  // W2 and W3 into shared memory: all loads first, then all stores, so the
+       // ~12 round trips per thread overlap (the first version interleaved them
+       // and this kernel took 10 us whatever the batch size)
+        constexpr int W2Q = H1 * H2 / 4, W3Q = H2 * OUT / 4;  // float4s: 2500 and 250
+        constexpr int PER = (W2Q + THREADS - 1) / THREADS;     // 10
+        float4 v2[PER];
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int e = t + q * THREADS;
+            v2[q] = e < W2Q ? reinterpret_cast<const float4*>(s.w2)[e] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        const float4 v3 = t < W3Q ? reinterpret_cast<const float4*>(s.w3)[t] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int q = 0; q < PER; ++q) {
+            const int e = 4 * (t + q * THREADS);  // H2 % 4 == 0: a float4 never crosses a row of W2
+            if (e < H1 * H2) {
+                float* dst = W2s + (e / H2) * W2S + e % H2;
+                dst[0] = v2[q].x;
+                dst[1] = v2[q].y;
+                dst[2] = v2[q].z;
+                dst[3] = v2[q].w;
+            }
+        }
+        if (t < W3Q) reinterpret_cast<float4*>(W3s)[t] = v3;
+    }
     for (int e = t; e < R * H1; e += THREADS) {  // z1 = b1 + the K slices in order
         const int r = e / H1, k = e % H1, b = b0 + r;
         float h = 0.0f;
@@ -61,6 +84,7 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
         const float bias = s.b2[col];
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[r] = bias;
+#pragma unroll 4
         for (int k = 0; k < H1; ++k) {
             const float w = W2s[k * W2S + col];
             const float4 h = *reinterpret_cast<const float4*>(h1T + k * R + 4 * half);
@@ -149,6 +173,7 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
 
     if (t < 200) {  // dZ1 = (dZ2 @ W2^T) * (H1 > 0)
         float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
         for (int j = 0; j < H2; ++j) {
             const float w = W2s[col * W2S + j];
             const float4 d = *reinterpret_cast<const float4*>(dz2T + j * R + 4 * half);

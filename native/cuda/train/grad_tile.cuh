@@ -50,10 +50,16 @@ __device__ inline void grad_job(int job, int l1_first_row, int& layer, int& i0, 
     }
 }
 
-struct GradSmem {
-    float L[TILE * TILE];
-    float R[TILE * TILE];
-    float red[4 * TILE * TILE];
+// Batch rows staged per round trip. The first version staged 32 and waited on
+// 8 dependent trips at batch 256 (16 us per launch); 128 needs 2.
+inline constexpr int GRAD_CHUNK = 128;
+
+union GradSmem {
+    struct {
+        float L[GRAD_CHUNK * TILE];
+        float R[GRAD_CHUNK * TILE];
+    } op;
+    float red[4 * TILE * TILE];  // used only after the last chunk
 };
 
 // Gradient of rows i0..i0+31 (row `in` = bias), cols j0..j0+31 of one layer
@@ -62,28 +68,44 @@ __device__ inline void grad_tile_update(const DeviceState& s, int layer, int i0,
                                         const Hyper& h, GradSmem& sm) {
     const LayerRef L = layer_ref(s, layer);
     const int t = threadIdx.x;
+    constexpr int LQ = GRAD_CHUNK * TILE / 4 / TILE_THREADS;  // float4s of A per thread: 4
+    constexpr int RQ = GRAD_CHUNK * TILE / TILE_THREADS;      // floats of D per thread: 16
     TileAcc acc;
     tile_zero(acc);
-    for (int c0 = 0; c0 < rows; c0 += TILE) {
-        {  // L[r][m] = A[c0 + r][i0 + m]: one float4 per thread (in % 4 == 0, so a float4 is all in or all out)
-            const int r = t >> 3, q = t & 7, b = c0 + r, i = i0 + 4 * q;
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (b < rows) {
+    for (int c0 = 0; c0 < rows; c0 += GRAD_CHUNK) {
+        const int rc = min(GRAD_CHUNK, rows - c0);
+        float4 av[LQ];
+        float dv[RQ];
+#pragma unroll
+        for (int q = 0; q < LQ; ++q) {  // L[r][m] = A[c0 + r][i0 + m] (in % 4 == 0: a float4 is all in or all out)
+            const int e = t + q * TILE_THREADS, r = e >> 3, i = i0 + 4 * (e & 7), b = c0 + r;
+            av[q] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (r < rc) {
                 if (i < L.in) {
                     const float* arow = L.a ? L.a + (size_t)b * L.in : s.x + (size_t)s.perm[offset + b] * IN;
-                    v = *reinterpret_cast<const float4*>(arow + i);
+                    av[q] = *reinterpret_cast<const float4*>(arow + i);
                 } else if (i == L.in) {
-                    v.x = 1.0f;  // the bias input
+                    av[q].x = 1.0f;  // the bias input
                 }
             }
-            *reinterpret_cast<float4*>(sm.L + r * TILE + 4 * q) = v;
         }
-        for (int e = t; e < TILE * TILE; e += TILE_THREADS) {  // R[r][n] = D[c0 + r][j0 + n]
-            const int r = e / TILE, n = e % TILE, b = c0 + r, j = j0 + n;
-            sm.R[e] = (b < rows && j < L.out) ? L.d[(size_t)b * L.out + j] : 0.0f;
+#pragma unroll
+        for (int q = 0; q < RQ; ++q) {  // R[r][n] = D[c0 + r][j0 + n]
+            const int e = t + q * TILE_THREADS, r = e / TILE, j = j0 + e % TILE;
+            dv[q] = (r < rc && j < L.out) ? L.d[(size_t)(c0 + r) * L.out + j] : 0.0f;
+        }
+#pragma unroll
+        for (int q = 0; q < LQ; ++q) {
+            const int e = t + q * TILE_THREADS;
+            if ((e >> 3) < rc) *reinterpret_cast<float4*>(sm.op.L + (e >> 3) * TILE + 4 * (e & 7)) = av[q];
+        }
+#pragma unroll
+        for (int q = 0; q < RQ; ++q) {
+            const int e = t + q * TILE_THREADS;
+            if (e / TILE < rc) sm.op.R[e] = dv[q];
         }
         __syncthreads();
-        tile_accumulate(sm.L, sm.R, TILE, acc);
+        tile_accumulate(sm.op.L, sm.op.R, rc, acc);
         __syncthreads();
     }
     tile_reduce(acc, sm.red, [&](int m, int n, float g) {
