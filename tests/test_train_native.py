@@ -65,7 +65,7 @@ def sgd_reference(w, x, y, order, batch, lrs, momentum, weight_decay):
             loss = torch.nn.functional.cross_entropy(h @ p["W3"] + p["b3"], yt[idx])
             loss.backward()
             opt.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
     return {k: v.detach().numpy() for k, v in p.items()}, np.array(losses)
 
 

@@ -11,7 +11,8 @@
 //     order with the bias, so the result is deterministic (no atomics).
 // Why it should be fast: the step is latency-bound, not FLOP-bound (a batch of
 // 256 is 20 MFLOP here); more, shorter blocks finish sooner.
-// Measured: see assets/benchmarks/train.json ("profile").
+// Measured (H200, `gemmpad bench train`, profile): 4.5 us per launch at batch 64,
+// 6.1 us at batch 256 (the 4-chunk first version: 5.7 / 7.0 us).
 #include "tile.cuh"
 
 namespace gemmpad::cuda::train {

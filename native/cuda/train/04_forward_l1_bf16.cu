@@ -12,7 +12,8 @@
 // fp32's exponent range, so no loss scaling is needed.
 // Why it should be faster than 01: half the bytes per operand and 8x the math
 // rate; at these sizes the gain is bounded by latency (see the benchmark).
-// Measured: see assets/benchmarks/train.json ("profile").
+// Measured (H200, profile): 3.9 us per launch at batch 64, 4.8 us at 256
+// (fp32 kernel 01: 4.5 / 6.1 us).
 #include <mma.h>
 
 #include "train.cuh"

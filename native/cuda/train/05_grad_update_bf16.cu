@@ -9,7 +9,8 @@
 // master weights, which also refreshes W1's bf16 copy for the next forward.
 // The bias of layer 1 and layers 2-3 (6% of the work) keep 03's fp32 tiles, in
 // the same launch (blocks after the first 49).
-// Measured: see assets/benchmarks/train.json ("profile").
+// Measured (H200, profile): 6.7 us per launch at batch 64 (slower than 03's
+// 5.7 us: 49 blocks instead of 100 for W1), 9.2 us at batch 256 (03: 9.5 us).
 #include <mma.h>
 
 #include "grad_tile.cuh"
