@@ -47,10 +47,12 @@ def torch_reference(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> t
     return float(loss.detach()), {k: v.grad.numpy() for k, v in p.items()}
 
 
-def sgd_reference(w, x, y, order, batch, lrs, momentum, weight_decay):
+def sgd_reference(w, x, y, order, batch, lrs, momentum, weight_decay, decay_biases=True):
     """torch.optim.SGD over the same batches, float64 on the CPU; returns weights and per-batch losses."""
     p = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w.items()}
-    opt = torch.optim.SGD(p.values(), lr=lrs[0], momentum=momentum, weight_decay=weight_decay)
+    groups = [{"params": [p[k] for k in ("W1", "W2", "W3")]},
+              {"params": [p[k] for k in ("b1", "b2", "b3")], "weight_decay": weight_decay if decay_biases else 0.0}]
+    opt = torch.optim.SGD(groups, lr=lrs[0], momentum=momentum, weight_decay=weight_decay)
     xt = torch.tensor(x, dtype=torch.float64)
     yt = torch.tensor(y, dtype=torch.int64)
     losses = []
@@ -96,8 +98,8 @@ def good_args(rng: np.random.Generator) -> dict:
         (lambda a: a.update(batch_size=0), InputShapeError, "batch size"),
         (lambda a: a.update(precision="fp8"), InputShapeError, "precision"),
         (lambda a: a.update(momentum=1.0), DataError, "momentum"),
-        (lambda a: a.update(lr=float("nan")), DataError, "learning rate"),
-        (lambda a: a.update(epochs=3, lr=[0.1, 0.05]), InputShapeError, "schedule"),
+        (lambda a: a.update(lr_schedule=float("nan")), DataError, "learning rate"),
+        (lambda a: a.update(epochs=3, lr_schedule=[0.1, 0.05]), InputShapeError, "schedule"),
     ],
 )
 def test_bad_input_is_reported_before_the_gpu(rng, change, error, match):
@@ -136,6 +138,49 @@ def test_idx_reader_rejects_a_truncated_file(tmp_path):
     path.write_bytes((0x803).to_bytes(4, "big") + b"".join(d.to_bytes(4, "big") for d in (2, 28, 28)) + bytes(100))
     with pytest.raises(DataError, match="do not match"):
         train_native._read_idx(path, 0x803)
+
+
+class TorchStandIn:
+    """gemmpad._cuda.Trainer's interface on torch float64 (CPU), so fit()'s plumbing
+    (orders, lr schedule, callback) is checked without a GPU."""
+
+    def __init__(self, x, y, w, batch, mixed):
+        self.x, self.y, self.w, self.batch, self.history = x, y, dict(w), batch, []
+
+    def epoch(self, perm, lr, momentum, weight_decay, graph, decay_biases):
+        self.history.append((perm.copy(), lr, momentum, weight_decay))
+        orders = [h[0] for h in self.history]
+        lrs = [h[1] for h in self.history]
+        w, losses = sgd_reference(self.initial, self.x, self.y, orders, self.batch, lrs, momentum, weight_decay,
+                                  decay_biases)
+        self.w = {k: v.astype(np.float32) for k, v in w.items()}
+        return {"loss": float(losses[-1]), "accuracy": 0.5, "gpu_ms": 0.0}
+
+    def weights(self):
+        return self.w
+
+
+def test_fit_plumbing_with_a_stand_in_trainer(rng, monkeypatch):
+    x, y = random_data(rng, 90)
+    w0 = random_weights(rng)
+
+    def make(*args):
+        trainer = TorchStandIn(*args)
+        trainer.initial = w0
+        return trainer
+
+    monkeypatch.setattr(train_native, "_cuda_trainer_class", lambda: make)
+    orders = [rng.permutation(90) for _ in range(3)]
+    seen = []
+    got = train_native.fit(x, y, w0, epochs=3, batch_size=16, lr_schedule=lambda e: 0.1 / (e + 1), momentum=0.5,
+                           weight_decay=1e-3, batch_order=lambda e: orders[e],
+                           callback=lambda *a: seen.append(a))
+    ref, _ = sgd_reference(w0, x, y, orders, 16, [0.1, 0.05, 0.1 / 3], 0.5, 1e-3, decay_biases=False)
+    for name in NAMES:
+        assert rel_error(got[name], ref[name]) < 1e-6, name
+    assert [a[0] for a in seen] == [0, 1, 2] and all(isinstance(a[3], dict) for a in seen)
+    with pytest.raises(InputShapeError, match="batch_order"):
+        train_native.fit(x, y, w0, epochs=1, batch_order=lambda e: np.arange(89))
 
 
 # --------------------------------------------------------------- native kernels (GPU)
@@ -204,30 +249,32 @@ def test_mixed_precision_gradients_match_bf16_arithmetic(rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision", ["fp32", "mixed"])
-def test_training_matches_torch_sgd_steps(rng, precision):
+@pytest.mark.parametrize("precision,decay_biases", [("fp32", True), ("fp32", False), ("mixed", True)])
+def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     """Two epochs of 650 rows, batch 64 (a short last batch), lr schedule, momentum and decay vs torch.optim.SGD."""
     x, y = random_data(rng, 650)
     teacher = random_weights(rng, scale=3.0)  # learnable labels: a random teacher network
     h = np.maximum(np.maximum(x @ teacher["W1"] + teacher["b1"], 0) @ teacher["W2"] + teacher["b2"], 0)
     y = np.argmax(h @ teacher["W3"] + teacher["b3"], axis=1).astype(np.int32)
     w0 = random_weights(rng)
-    lrs, momentum, decay, seed = [0.1, 0.05], 0.9, 1e-3, 11
+    lrs, momentum, decay, seed = [0.1, 0.05], 0.9, 3e-2, 11  # a decay large enough to tell the two bias rules apart
     stats = []
-    got = train_native.fit(x, y, w0, epochs=2, batch_size=64, lr=lrs, momentum=momentum, weight_decay=decay,
-                           seed=seed, precision=precision, callback=stats.append)
+    got = train_native.fit(x, y, w0, epochs=2, batch_size=64, lr_schedule=lrs, momentum=momentum,
+                           weight_decay=decay, decay_biases=decay_biases, seed=seed, precision=precision,
+                           callback=lambda *args: stats.append(args))
     order = train_native.batch_orders(650, seed)
-    ref, losses = sgd_reference(w0, x, y, [next(order), next(order)], 64, lrs, momentum, decay)
+    ref, losses = sgd_reference(w0, x, y, [next(order), next(order)], 64, lrs, momentum, decay, decay_biases)
     tol = 1e-4 if precision == "fp32" else 5e-2
     for name in NAMES:
         assert rel_error(got[name], ref[name]) < tol, name
     steps = len(losses) // 2
+    sizes = np.array([min(64, 650 - o) for o in range(0, 650, 64)])
     for e in range(2):  # the epoch loss is the per-sample mean; torch's per-batch means weighted by batch size
-        sizes = np.array([min(64, 650 - o) for o in range(0, 650, 64)])
         ref_epoch = float(np.sum(losses[e * steps : (e + 1) * steps] * sizes) / 650)
-        assert stats[e].loss == pytest.approx(ref_epoch, rel=1e-4 if precision == "fp32" else 2e-2)
-    assert stats[1].loss < stats[0].loss
-    assert all(isinstance(s, train_native.EpochStats) and s.epochs == 2 for s in stats)
+        assert stats[e][0] == e
+        assert stats[e][1] == pytest.approx(ref_epoch, rel=1e-4 if precision == "fp32" else 2e-2)
+    assert stats[1][1] < stats[0][1]
+    assert all(np.array_equal(stats[1][3][k], got[k]) for k in NAMES)  # the callback's weights are the epoch's
 
 
 @pytest.mark.gpu
@@ -261,7 +308,7 @@ def test_real_digits_learn(rng):
         pytest.skip(f"no MNIST at {root}")
     x, y, _, _ = train_native.load_mnist(root)
     w = train_native.init_weights(int(rng.integers(1 << 30)))
-    out = train_native.fit(x[:10000], y[:10000], w, epochs=1, batch_size=32, lr=0.05, precision="fp32")
+    out = train_native.fit(x[:10000], y[:10000], w, epochs=1, batch_size=32, lr_schedule=0.05, precision="fp32")
     assert train_native.accuracy(out, x[50000:52000], y[50000:52000]) > 0.85
 
 
@@ -270,7 +317,7 @@ def test_divergence_is_an_error(rng):
     x, y = random_data(rng, 200)
     w = random_weights(rng, scale=30.0)
     with pytest.raises(GemmpadError, match="diverged"):
-        train_native.fit(x * 1e18, y, w, epochs=3, batch_size=50, lr=1e6, momentum=0.0)
+        train_native.fit(x * 1e18, y, w, epochs=3, batch_size=50, lr_schedule=1e6, momentum=0.0)
 
 
 @pytest.mark.gpu

@@ -23,7 +23,6 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,21 +35,6 @@ from gemmpad.model import SHAPES
 
 PRECISIONS = ("fp32", "mixed")
 LrSchedule = float | Sequence[float] | Callable[[int], float]
-
-
-@dataclass(frozen=True)
-class EpochStats:
-    """What the per-epoch callback receives. Loss and accuracy are over the epoch's
-    training samples, each measured with the weights it was trained with (as a
-    framework's running average reports them)."""
-
-    epoch: int  # 0-based
-    epochs: int
-    loss: float
-    accuracy: float
-    lr: float
-    seconds: float  # wall clock of the epoch, uploads included
-    gpu_ms: float  # CUDA-event time of the epoch's kernels
 
 
 def batch_orders(n: int, seed: int) -> Iterator[np.ndarray]:
@@ -133,6 +117,16 @@ def _cuda_trainer_class() -> Any:
     return cls
 
 
+EpochCallback = Callable[[int, float, float, dict[str, np.ndarray]], None]
+
+
+def _epoch_order(batch_order: Callable[[int], np.ndarray], epoch: int, n: int) -> np.ndarray:
+    order = np.asarray(batch_order(epoch))
+    if order.shape != (n,) or not np.issubdtype(order.dtype, np.integer):
+        raise InputShapeError(f"batch_order({epoch}) must return {n} integer row indices, got {order.dtype} {order.shape}")
+    return np.ascontiguousarray(order, dtype=np.int32)  # the trainer checks the range
+
+
 def fit(
     x: np.ndarray,
     y: np.ndarray,
@@ -140,12 +134,14 @@ def fit(
     *,
     epochs: int,
     batch_size: int = 64,
-    lr: LrSchedule = 0.05,
+    lr_schedule: LrSchedule = 0.05,
     momentum: float = 0.9,
     weight_decay: float = 0.0,
+    decay_biases: bool = False,
     seed: int = 0,
+    batch_order: Callable[[int], np.ndarray] | None = None,
     precision: str = "fp32",
-    callback: Callable[[EpochStats], None] | None = None,
+    callback: EpochCallback | None = None,
     use_graph: bool = True,
 ) -> dict[str, np.ndarray]:
     """Train the 784-100-100-10 MLP on the GPU with gemmpad's own kernels; return the weights.
@@ -154,17 +150,24 @@ def fit(
     y: integer labels [N] in 0..9; weights: initial {"W1" [784,100], "b1" [100],
     "W2" [100,100], "b2" [100], "W3" [100,10], "b3" [10]} float32, the layout of
     gemmpad.model (x @ W + b). Not modified.
-    epochs, batch_size: the batches of epoch e are consecutive slices of the
-    e-th array of batch_orders(N, seed); the last batch of an epoch may be short.
-    lr: a constant, a per-epoch list, or a function epoch (0-based) -> lr.
+    epochs, batch_size: epoch e visits the rows batch_order(e) (an array of N
+    row indices, usually a permutation) in consecutive slices of batch_size;
+    the last slice may be shorter. Without batch_order the orders are
+    batch_orders(N, seed). Give the torch engine the same orders for parity.
+    lr_schedule: a constant, a per-epoch list, or a function epoch (0-based) -> lr.
     momentum, weight_decay: torch.optim.SGD semantics (dampening 0, no
-    Nesterov, decay applied to every parameter, biases included).
+    Nesterov: g += decay * p; v = momentum * v + g; p -= lr * v). The decay
+    applies to W1..W3 only, as in gemmpad.train's torch engine (biases in a
+    no-decay group); decay_biases=True decays b1..b3 too, like
+    torch.optim.SGD(model.parameters(), weight_decay=...).
     Loss: mean softmax cross-entropy over the batch.
     precision: "fp32", or "mixed" (layer-1 matmuls on bf16 tensor cores, fp32
     accumulation, fp32 master weights and everything else in fp32).
-    callback(EpochStats) runs after every epoch. use_graph=False launches the
-    kernels one by one instead of replaying a CUDA graph (same results; for
-    measuring launch overhead).
+    callback(epoch, loss, accuracy, weights) runs after every epoch (epoch
+    0-based; loss and accuracy over that epoch's training samples, each taken
+    with the weights it was trained with; weights a host copy as returned).
+    use_graph=False launches the kernels one by one instead of replaying a
+    CUDA graph (same results bit for bit; for measuring launch overhead).
 
     Returns the trained weights as float32 host arrays (same keys and shapes).
     Raises InputTypeError / InputShapeError / DataError for bad inputs (before
@@ -172,17 +175,22 @@ def fit(
     the loss becomes NaN/Inf (diverged: lower the learning rate).
     """
     x, y, w = _check_inputs(x, y, weights, epochs, batch_size, momentum, weight_decay, precision)
-    lrs = [lr_at(lr, e) for e in range(epochs)]
+    lrs = [lr_at(lr_schedule, e) for e in range(epochs)]
+    if batch_order is None:
+        orders = batch_orders(len(x), seed)
+        batch_order = lambda epoch: next(orders)  # noqa: E731  (called once per epoch, in order)
     trainer = _cuda_trainer_class()(x, y, w, int(batch_size), precision == "mixed")
-    orders = batch_orders(len(x), seed)
     for epoch in range(epochs):
-        start = time.perf_counter()
-        result = trainer.epoch(next(orders), lrs[epoch], float(momentum), float(weight_decay), use_graph)
-        seconds = time.perf_counter() - start
+        order = _epoch_order(batch_order, epoch, len(x))
+        result = trainer.epoch(order, lrs[epoch], float(momentum), float(weight_decay), use_graph, decay_biases)
         if not math.isfinite(result["loss"]):
             raise GemmpadError(f"training diverged in epoch {epoch + 1} (loss {result['loss']}); lower the learning rate")
         if callback is not None:
-            callback(EpochStats(epoch, epochs, result["loss"], result["accuracy"], lrs[epoch], seconds, result["gpu_ms"]))
+            callback(epoch, float(result["loss"]), float(result["accuracy"]), _host_weights(trainer))
+    return _host_weights(trainer)
+
+
+def _host_weights(trainer: Any) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in trainer.weights().items()}
 
 
@@ -565,4 +573,4 @@ def bench(args: argparse.Namespace | None = None) -> int:
     return 0
 
 
-__all__ = ["EpochStats", "PRECISIONS", "add_arguments", "batch_orders", "bench", "fit", "load_mnist", "lr_at"]
+__all__ = ["PRECISIONS", "add_arguments", "batch_orders", "bench", "fit", "load_mnist", "lr_at"]

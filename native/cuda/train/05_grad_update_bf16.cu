@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(TILE_THREADS) grad_update_bf16(DeviceState s, 
         for (int e = lane; e < 256; e += 32) {
             const int i = i0 + e / 16, j = warp * 16 + e % 16;
             if (j >= H1) continue;
-            const float np = sgd_update(s.w1 + (size_t)i * H1 + j, s.v_w1 + (size_t)i * H1 + j, cs[warp][e], h);
+            const float np = sgd_update(s.w1 + (size_t)i * H1 + j, s.v_w1 + (size_t)i * H1 + j, cs[warp][e], h,
+                                        h.weight_decay);
             s.w1b[(size_t)i * PN + j] = __float2bfloat16(np);
         }
     }

@@ -111,8 +111,8 @@ __device__ inline void grad_tile_update(const DeviceState& s, int layer, int i0,
     tile_reduce(acc, sm.red, [&](int m, int n, float g) {
         const int i = i0 + m, j = j0 + n;
         if (j >= L.out || i > L.in) return;
-        if (i < L.in) sgd_update(L.w + (size_t)i * L.out + j, L.vw + (size_t)i * L.out + j, g, h);
-        else sgd_update(L.b + j, L.vb + j, g, h);
+        if (i < L.in) sgd_update(L.w + (size_t)i * L.out + j, L.vw + (size_t)i * L.out + j, g, h, h.weight_decay);
+        else sgd_update(L.b + j, L.vb + j, g, h, h.bias_weight_decay);
     });
 }
 

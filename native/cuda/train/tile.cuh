@@ -69,9 +69,9 @@ __device__ __forceinline__ void tile_reduce(const TileAcc& acc, float* red, Epi 
 }
 
 // SGD with momentum and weight decay, torch.optim.SGD semantics (dampening 0,
-// no Nesterov): g += wd * p; v = mu * v + g; p -= lr * v.
-__device__ __forceinline__ float sgd_update(float* p, float* v, float grad, const Hyper& h) {
-    const float g = grad + h.weight_decay * *p;
+// no Nesterov): g += decay * p; v = mu * v + g; p -= lr * v.
+__device__ __forceinline__ float sgd_update(float* p, float* v, float grad, const Hyper& h, float decay) {
+    const float g = grad + decay * *p;
     const float vel = h.momentum * *v + g;
     *v = vel;
     const float np = *p - h.lr * vel;

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "../common.cuh"
+#include "trainer.h"
 
 namespace gemmpad::cuda::train {
 
@@ -38,14 +39,6 @@ inline constexpr int KSLICES = 7;          // layer-1 forward: K = 784 split int
 inline constexpr int KSLICE = IN / KSLICES;
 inline constexpr int PN = 112;             // padded row length of the partial sums and of bf16 W1 / dZ1 (7 x 16)
 inline constexpr int ROWS_PER_BLOCK = 8;   // kernel 02: one warp per row for the softmax
-
-// Hyperparameters read by the update kernels from device memory, so one
-// captured graph serves every epoch of a schedule.
-struct Hyper {
-    float lr;
-    float momentum;
-    float weight_decay;
-};
 
 // Everything the step kernels touch. All device pointers, allocated once.
 struct DeviceState {

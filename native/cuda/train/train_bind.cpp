@@ -24,6 +24,10 @@ using I32 = py::array_t<int32_t, py::array::c_style>;
 constexpr const char* kNames[6] = {"W1", "b1", "W2", "b2", "W3", "b3"};
 const std::vector<std::vector<py::ssize_t>> kShapes = {{784, 100}, {100}, {100, 100}, {100}, {100, 10}, {10}};
 
+train::Hyper hyper(float lr, float momentum, float weight_decay, bool decay_biases) {
+    return {lr, momentum, weight_decay, decay_biases ? weight_decay : 0.0f};
+}
+
 void require(bool ok, const std::string& msg) {
     if (!ok) throw py::value_error(msg);
 }
@@ -75,13 +79,13 @@ void bind_train(py::module_& m) {
              "Uploads x [N,784] f32, labels [N] i32 and the params dict; allocates every buffer.")
         .def(
             "epoch",
-            [](Trainer& t, I32 perm, float lr, float momentum, float weight_decay, bool graph) {
+            [](Trainer& t, I32 perm, float lr, float momentum, float weight_decay, bool graph, bool decay_biases) {
                 require(perm.ndim() == 1 && perm.shape(0) == t.n(), "perm must have shape [N]");
                 const int32_t* p = perm.data();
                 train::EpochResult r;
                 {
                     py::gil_scoped_release nogil;
-                    r = t.epoch(p, lr, momentum, weight_decay, graph);
+                    r = t.epoch(p, hyper(lr, momentum, weight_decay, decay_biases), graph);
                 }
                 py::dict d;
                 d["loss"] = r.loss;
@@ -90,18 +94,20 @@ void bind_train(py::module_& m) {
                 return d;
             },
             py::arg("perm"), py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"), py::arg("graph") = true,
-            "One epoch in the order perm; returns {loss, accuracy, gpu_ms}.")
+            py::arg("decay_biases") = true,
+            "One epoch in the order perm; returns {loss, accuracy, gpu_ms}. decay_biases=False exempts b1..b3 "
+            "from the weight decay (the default, True, is torch.optim.SGD over all parameters).")
         .def(
             "step",
-            [](Trainer& t, I32 idx, float lr, float momentum, float weight_decay) {
+            [](Trainer& t, I32 idx, float lr, float momentum, float weight_decay, bool decay_biases) {
                 require(idx.ndim() == 1 && idx.shape(0) >= 1 && idx.shape(0) <= t.batch(),
                         "idx must be 1-D with 1..batch entries");
                 const int32_t* p = idx.data();
                 const int rows = (int)idx.shape(0);
                 py::gil_scoped_release nogil;
-                t.step(p, rows, lr, momentum, weight_decay);
+                t.step(p, rows, hyper(lr, momentum, weight_decay, decay_biases));
             },
-            py::arg("idx"), py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"),
+            py::arg("idx"), py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"), py::arg("decay_biases") = true,
             "One SGD step on rows idx (no graph).")
         .def("weights", [](const Trainer& t) { return read(t, false); }, "Current parameters (host copies).")
         .def("velocities", [](const Trainer& t) { return read(t, true); }, "Current momentum buffers.")

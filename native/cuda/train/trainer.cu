@@ -90,8 +90,7 @@ struct Trainer::Impl {
         CUDA_CHECK(err);
     }
 
-    void upload_hyper(float lr, float momentum, float wd) {
-        const Hyper h{lr, momentum, wd};
+    void upload_hyper(const Hyper& h) {
         CUDA_CHECK(cudaMemcpyAsync(const_cast<Hyper*>(s.hyper), &h, sizeof(Hyper), cudaMemcpyHostToDevice, stream));
     }
 };
@@ -161,12 +160,12 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
 
 Trainer::~Trainer() = default;
 
-EpochResult Trainer::epoch(const int32_t* perm, float lr, float momentum, float weight_decay, bool use_graph) {
+EpochResult Trainer::epoch(const int32_t* perm, const Hyper& hyper, bool use_graph) {
     Impl& m = *impl_;
     check_indices(perm, m.s.n, m.s.n);
     CUDA_CHECK(cudaMemcpyAsync(const_cast<int32_t*>(m.s.perm), perm, (size_t)m.s.n * sizeof(int32_t),
                                cudaMemcpyHostToDevice, m.stream));
-    m.upload_hyper(lr, momentum, weight_decay);
+    m.upload_hyper(hyper);
     if (use_graph && !m.graph) m.capture();
     CUDA_CHECK(cudaEventRecord(m.start, m.stream));
     if (use_graph) CUDA_CHECK(cudaGraphLaunch(m.graph, m.stream));
@@ -180,13 +179,13 @@ EpochResult Trainer::epoch(const int32_t* perm, float lr, float momentum, float 
     return {sums[0] / (double)m.s.n, sums[1] / (double)m.s.n, (double)ms};
 }
 
-void Trainer::step(const int32_t* idx, int rows, float lr, float momentum, float weight_decay) {
+void Trainer::step(const int32_t* idx, int rows, const Hyper& hyper) {
     Impl& m = *impl_;
     if (rows < 1 || rows > m.s.batch) throw std::invalid_argument("step: rows must be in 1..batch");
     check_indices(idx, rows, m.s.n);
     CUDA_CHECK(cudaMemcpyAsync(const_cast<int32_t*>(m.s.perm), idx, (size_t)rows * sizeof(int32_t),
                                cudaMemcpyHostToDevice, m.stream));
-    m.upload_hyper(lr, momentum, weight_decay);
+    m.upload_hyper(hyper);
     m.launch_step(0, rows);
     CUDA_CHECK(cudaStreamSynchronize(m.stream));
 }
@@ -237,7 +236,7 @@ std::map<std::string, double> Trainer::profile(int reps) {
     const int rows = s.batch;
     try {
         copy_all(true);
-        m.upload_hyper(0.f, 0.f, 0.f);
+        m.upload_hyper(Hyper{0.f, 0.f, 0.f, 0.f});
         if (m.mixed) {
             time("forward_l1_us", [&] { launch_forward_l1_bf16(s, 0, rows, m.stream); });
             time("rows_us", [&] { launch_rows(s, 0, rows, true, m.stream); });

@@ -15,6 +15,15 @@
 
 namespace gemmpad::cuda::train {
 
+// Hyperparameters of one epoch or step. The update kernels read them from
+// device memory, so one captured graph serves every epoch of a schedule.
+struct Hyper {
+    float lr;
+    float momentum;
+    float weight_decay;       // on W1, W2, W3
+    float bias_weight_decay;  // on b1, b2, b3 (0, or weight_decay for torch.optim.SGD over all parameters)
+};
+
 struct EpochResult {
     double loss;      // mean cross-entropy over the epoch's samples (with the weights each saw)
     double accuracy;  // fraction of the epoch's samples classified right, same convention
@@ -33,9 +42,9 @@ class Trainer {
 
     // One pass over perm (a permutation, or any list of n row indices): batches
     // perm[0:batch], perm[batch:2*batch], ...; the last one may be shorter.
-    EpochResult epoch(const int32_t* perm, float lr, float momentum, float weight_decay, bool use_graph);
+    EpochResult epoch(const int32_t* perm, const Hyper& hyper, bool use_graph);
     // One step on rows idx[0:rows] (rows <= batch), without a graph.
-    void step(const int32_t* idx, int rows, float lr, float momentum, float weight_decay);
+    void step(const int32_t* idx, int rows, const Hyper& hyper);
     // Copies W1 b1 W2 b2 W3 b3 (or their momentum buffers) into out[0..5].
     void read_params(const std::vector<float*>& out, bool velocity) const;
     // Per-sample loss and correctness (1/0) of the last epoch, in batch order.
