@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
 import math
 import os
@@ -200,7 +199,7 @@ def _host_weights(trainer: Any) -> dict[str, np.ndarray]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `gemmpad bench train` (bench.py may also call bench() with its own namespace)."""
     parser.add_argument("--out", default="assets/benchmarks", help="directory for train.json and the PNGs")
-    parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (default: $GEMMPAD_DATA)")
+    parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data)")
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256], help="batch sizes to time")
     parser.add_argument("--epochs", type=int, default=5, help="timed epochs per engine and batch (after one warm-up)")
     parser.add_argument("--torch-epochs", type=int, default=3, help="timed epochs for the torch engines")
@@ -220,47 +219,14 @@ def _defaults() -> argparse.Namespace:
     return parser.parse_args([])
 
 
-def _read_idx(path: Path, magic: int, count: int | None = None) -> np.ndarray:
-    """One IDX file (gzip or raw): checks magic and size, returns uint8 [count, ...]."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as f:
-            raw = f.read()
-    except (OSError, EOFError) as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from None
-    if len(raw) < 8 or int.from_bytes(raw[:4], "big") != magic:
-        raise DataError(f"{path}: not an IDX file with magic {magic:#x}")
-    ndim = magic & 0xFF
-    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
-    header = 4 + 4 * ndim
-    size = int(np.prod(dims))
-    if len(raw) != header + size or (count is not None and dims[0] != count):
-        raise DataError(f"{path}: dims {dims} do not match its size {len(raw)} bytes")
-    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
-
-
 def load_mnist(data_dir: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x_train, y_train, x_test, y_test): x float32 [N, 784] in [0, 1], y int32.
-
-    A minimal reader for the benchmark so it runs where gemmpad.data is not
-    installed (the GPU machine gets only the four IDX files).
-    """
-    directory = data_dir or os.environ.get("GEMMPAD_DATA")
-    if not directory:
-        raise DataError("no MNIST directory: pass --data DIR or set GEMMPAD_DATA")
-    root = Path(directory)
-
-    def find(stem: str) -> Path:
-        for name in (stem + ".gz", stem):
-            if (root / name).exists():
-                return root / name
-        raise DataError(f"{root}: missing {stem}(.gz)")
+    """(x_train, y_train, x_test, y_test) from gemmpad.data: x float32 [N, 784] in [0, 1], y int32."""
+    from gemmpad import data
 
     out = []
-    for split in ("train", "t10k"):
-        images = _read_idx(find(f"{split}-images-idx3-ubyte"), 0x803)
-        labels = _read_idx(find(f"{split}-labels-idx1-ubyte"), 0x801, count=len(images))
-        out += [images.reshape(len(images), 784).astype(np.float32) / 255.0, labels.astype(np.int32)]
+    for split in ("train", "test"):
+        s = data.load_split(split, data_dir)
+        out += [s.images.reshape(len(s.images), 784).astype(np.float32) / 255.0, s.labels.astype(np.int32)]
     return out[0], out[1], out[2], out[3]
 
 
