@@ -5,6 +5,8 @@
 
 namespace gemmpad::cuda {
 
-void bind_extras(pybind11::module_& m) { (void)m; }
+void bind_train(pybind11::module_& m);  // cuda/train/train_bind.cpp
+
+void bind_extras(pybind11::module_& m) { bind_train(m); }
 
 }  // namespace gemmpad::cuda

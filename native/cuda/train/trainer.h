@@ -1,0 +1,67 @@
+// The native training engine as one C++ object (host interface only; the
+// kernels are in the numbered .cu files beside it, the Python binding in
+// train_bind.cpp). See train.cuh for how a step is split into kernels.
+//
+// Lifetime: construction uploads the dataset and the initial weights and
+// allocates every buffer; nothing is allocated afterwards. The first graph
+// epoch captures the epoch's launches into a CUDA graph; later epochs replay it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gemmpad::cuda::train {
+
+// Hyperparameters of one epoch or step. The update kernels read them from
+// device memory, so one captured graph serves every epoch of a schedule.
+struct Hyper {
+    float lr;
+    float momentum;
+    float weight_decay;       // on W1, W2, W3
+    float bias_weight_decay;  // on b1, b2, b3 (0, or weight_decay for torch.optim.SGD over all parameters)
+};
+
+struct EpochResult {
+    double loss;      // mean cross-entropy over the epoch's samples (with the weights each saw)
+    double accuracy;  // fraction of the epoch's samples classified right, same convention
+    double gpu_ms;    // CUDA-event time of the epoch's kernels (after the uploads)
+};
+
+class Trainer {
+  public:
+    // x: [n, 784] fp32, labels: [n] in 0..9, params: W1 b1 W2 b2 W3 b3 (fp32,
+    // row-major, model layout). mixed: bf16 tensor cores for layer 1.
+    Trainer(const float* x, const int32_t* labels, int n, const std::vector<const float*>& params, int batch,
+            bool mixed);
+    ~Trainer();
+    Trainer(const Trainer&) = delete;
+    Trainer& operator=(const Trainer&) = delete;
+
+    // One pass over perm (a permutation, or any list of n row indices): batches
+    // perm[0:batch], perm[batch:2*batch], ...; the last one may be shorter.
+    EpochResult epoch(const int32_t* perm, const Hyper& hyper, bool use_graph);
+    // One step on rows idx[0:rows] (rows <= batch), without a graph.
+    void step(const int32_t* idx, int rows, const Hyper& hyper);
+    // Copies W1 b1 W2 b2 W3 b3 (or their momentum buffers) into out[0..5].
+    void read_params(const std::vector<float*>& out, bool velocity) const;
+    // Per-sample loss and correctness (1/0) of the last epoch, in batch order.
+    void read_samples(float* loss, float* correct) const;
+    // Mean microseconds per launch of each kernel of a full-batch step (on the
+    // first batch of the last order), and of a whole step launched without a
+    // graph. Parameters and momentum buffers are restored afterwards; the
+    // first batch's per-sample records are overwritten.
+    std::map<std::string, double> profile(int reps);
+
+    int n() const;
+    int batch() const;
+    bool mixed() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gemmpad::cuda::train
