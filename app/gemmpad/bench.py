@@ -627,7 +627,8 @@ def _plot_mlp(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], path: Pat
     ax2.set_xlabel("batch")
     ax2.set_ylabel("end-to-end microseconds per call (log)")
     ax2.set_title("where the GPU overtakes the CPU")
-    ax2.legend()
+    if sweep:
+        ax2.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
