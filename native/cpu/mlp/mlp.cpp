@@ -114,25 +114,28 @@ std::string shape_str(const py::array& a) {
 
 // `what` must be a C-contiguous float32 array of exactly `shape` (-1: any size >= 1).
 py::array check_array(const py::object& obj, const char* what, std::initializer_list<py::ssize_t> shape,
-                             bool writeable = false) {
+                      bool writeable = false) {
     if (!py::isinstance<py::array>(obj))
         throw py::value_error(std::string(what) + " must be a NumPy array, got " +
                               std::string(py::str(py::type::of(obj).attr("__name__"))));
     auto a = py::reinterpret_borrow<py::array>(obj);
-    std::string want = "(";
-    size_t i = 0;
-    for (auto d : shape) want += (i++ ? ", " : "") + (d < 0 ? std::string("B") : std::to_string(d));
-    want += shape.size() == 1 ? ",)" : ")";
-    if (!a.dtype().is(py::dtype::of<float>()))
+    static const int f32 = py::dtype::of<float>().num();
+    if (a.dtype().num() != f32)
         throw py::value_error(std::string(what) + " must be float32, got " + std::string(py::str(a.dtype())));
     bool ok = a.ndim() == (py::ssize_t)shape.size();
-    i = 0;
+    size_t i = 0;
     for (auto d : shape) {
         if (!ok) break;
         ok = d < 0 ? a.shape(i) >= 1 : a.shape(i) == d;
         ++i;
     }
-    if (!ok) throw py::value_error(std::string(what) + " must have shape " + want + ", got " + shape_str(a));
+    if (!ok) {
+        std::string want = "(";
+        i = 0;
+        for (auto d : shape) want += (i++ ? ", " : "") + (d < 0 ? std::string("B") : std::to_string(d));
+        want += shape.size() == 1 ? ",)" : ")";
+        throw py::value_error(std::string(what) + " must have shape " + want + ", got " + shape_str(a));
+    }
     if (!(a.flags() & py::array::c_style))
         throw py::value_error(std::string(what) + " must be C-contiguous (use np.ascontiguousarray)");
     if (writeable && !a.writeable()) throw py::value_error(std::string(what) + " must be writeable");
