@@ -56,8 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
     m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
     t = sub.add_parser("train", help="native training engine vs torch (gemmpad.train_native.bench)")
-    t.add_argument("--out", default=None, metavar="DIR")
-    t.add_argument("extra", nargs=argparse.REMAINDER, help="passed on to gemmpad.train_native.bench as args.extra")
+    try:  # its options belong to the module that runs it (a light import: no torch at module level)
+        from gemmpad import train_native
+    except ImportError:
+        train_native = None
+    if train_native is not None and hasattr(train_native, "add_arguments"):
+        train_native.add_arguments(t)
+    else:
+        t.add_argument("--out", default=None, metavar="DIR")
 
 
 def run(args: argparse.Namespace) -> int:
