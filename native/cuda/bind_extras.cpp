@@ -5,8 +5,12 @@
 
 namespace gemmpad::cuda {
 
-void bind_train(pybind11::module_& m);  // cuda/train/train_bind.cpp
+void bind_mlp(pybind11::module_& m);    // mlp/bind_mlp.cpp
+void bind_train(pybind11::module_& m);  // train/train_bind.cpp
 
-void bind_extras(pybind11::module_& m) { bind_train(m); }
+void bind_extras(pybind11::module_& m) {
+    bind_mlp(m);
+    bind_train(m);
+}
 
 }  // namespace gemmpad::cuda
