@@ -27,7 +27,7 @@
 // for 128x128), static: under the 48 KB every CUDA device grants without an
 // opt-in, so the same tiles fit consumer cards (99 KB per block) and Hopper.
 // Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22,
-// native/tools/time_kernels.py: median, L2 flushed, cuBLAS fp32 via torch in
+// a timing script since folded into `gemmpad bench gemm`: median, L2 flushed, cuBLAS fp32 via torch in
 // the same run): 4096^3 2.967 ms = 46,325 GFLOP/s = 92.2 % of cuBLAS fp32
 // (50,249 GFLOP/s); a second pass in that run: 46,223 GFLOP/s = 90.3 % of
 // cuBLAS (51,186 GFLOP/s). 1.36x the 06 kernel.

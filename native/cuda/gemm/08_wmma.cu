@@ -21,7 +21,7 @@
 // goes through a per-warp 16x16 staging tile in shared memory, because a WMMA
 // accumulator's element-to-lane mapping is unspecified.
 // Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22,
-// native/tools/time_tc.py: L2 flushed, median, cuBLAS via torch in the same
+// a timing script since folded into `gemmpad bench gemm`: L2 flushed, median, cuBLAS via torch in the same
 // run), TFLOP/s and % of cuBLAS of the same precision:
 //                     1024x1024x768   4096^3          8192^3          4096x100x784
 //   08_wmma_fp16      23.7  (13%)     101.7 (13%)     111.0 (14%)     8.2 (22%)

@@ -33,7 +33,7 @@
 // element by element (bounds-checked) and stores 16 bytes to shared memory.
 //
 // Measured (NVIDIA H200, 132 SMs, driver 580.159.04, CUDA 13.0, 2026-11-22,
-// native/tools/time_tc.py: L2 flushed, median of 20-50 reps, cuBLAS through
+// a timing script since folded into `gemmpad bench gemm`: L2 flushed, median of 20-50 reps, cuBLAS through
 // torch 2.11 in the same run), TFLOP/s and % of cuBLAS of the same precision:
 //                     1024x1024x768   4096^3          8192^3          4096x100x784
 //   09_mma_fp16       56.6  (30%)     329.5 (43%)     339.8 (44%)     23.5 (62%)
