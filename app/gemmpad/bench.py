@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import native, registry
+from gemmpad import native, registry, train_native
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
 
@@ -56,14 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
     m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
     t = sub.add_parser("train", help="native training engine vs torch (gemmpad.train_native.bench)")
-    try:  # its options belong to the module that runs it (a light import: no torch at module level)
-        from gemmpad import train_native
-    except ImportError:
-        train_native = None
-    if train_native is not None and hasattr(train_native, "add_arguments"):
-        train_native.add_arguments(t)
-    else:
-        t.add_argument("--out", default=None, metavar="DIR")
+    train_native.add_arguments(t)  # its options belong to the module that runs it
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,12 +64,6 @@ def run(args: argparse.Namespace) -> int:
         return bench_gemm(args)
     if args.what == "mlp":
         return bench_mlp(args)
-    try:
-        from gemmpad import train_native
-    except ImportError as exc:
-        raise GemmpadError(f"`bench train` needs gemmpad.train_native, which is not available: {exc}") from None
-    if not hasattr(train_native, "bench"):
-        raise GemmpadError("gemmpad.train_native has no bench(args) function")
     return int(train_native.bench(args) or 0)
 
 
