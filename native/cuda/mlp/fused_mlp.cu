@@ -1,327 +1,583 @@
-// cuda.mlp_fused / cuda.mlp_fused_tf32: the whole 784-100-100-10 network in ONE launch.
+// cuda.mlp_fused: the whole 784-100-100-10 network in ONE launch, on CUDA cores.
 //
-// What changed (from running the ladder layer by layer): one kernel does
-// layer 1, layer 2, layer 3 and the softmax; activations never leave shared
-// memory between layers, and there is one launch instead of four (plus casts).
-// Why it should be faster: at batch 1 the ladder pays ~4 launches and their
-// gaps for ~90 KFLOP of work; here the launch is the cost. The tiny-cuda-nn
-// "fully fused MLP" idea, adapted to a first layer too wide for one block:
+// What changed (from the tensor-core fused kernels of fused_mlp_tc.cu): no
+// weight staging into shared memory and no tensor cores. Every block of the
+// old kernel copied a 112x112 slice of W1 (50 KB) into shared memory, waited
+// for it, and only then multiplied: at batch 1 that wait, a second one for W2
+// in the last block and two global round trips for the split-K hand-off were
+// the whole cost (19.4 us kernel for ~90 KFLOP). Here:
 //
-//   * The batch is cut into tiles of BM rows (16 for small batches, 32 for
-//     large ones). Layer 1's K = 784 is cut into 7 chunks of 112: each
-//     (tile, chunk) pair is one block, so even batch 1 spreads W1 (313 KB)
-//     over 7 SMs instead of streaming it through one.
-//   * Each block copies its 112x112 slice of W1 into shared memory with
-//     cp.async (all loads in flight at once), multiplies, writes its partial
-//     layer-1 sums to global scratch, fences, and bumps the tile's arrival
-//     counter; the LAST block of the tile to arrive (threadFenceReduction
-//     pattern: works on every arch, no cluster or cooperative launch needed)
-//     starts W2's copy into the same shared buffer, sums the 7 partials while
-//     it flies, applies bias + ReLU, runs layers 2 and 3 and the softmax from
-//     shared memory, then resets the counter for the next launch.
-//   * Products run on tensor cores through WMMA m16n16k8 tf32 fragments. The
-//     fp32 kernel uses 3xTF32 (a = a_hi + a_lo, b = b_hi + b_lo; a*b ~ a_hi*b_hi
-//     + a_hi*b_lo + a_lo*b_hi, the small terms in their own accumulator), which
-//     restores fp32 accuracy at 3x the tensor work; the tf32 kernel does one
-//     pass. The split happens in registers so the weights stay plain fp32.
-//   * Widths are zero-padded to multiples of 16 at upload (100 -> 112, 10 -> 16),
-//     so no kernel code handles ragged tiles; rows past the batch are zero-filled
-//     in shared memory and never stored.
-// Input and output may live in mapped pinned host memory: at small batches the
-// kernel itself fetches x over PCIe and writes the probabilities back, so a
-// call is one launch and one event wait.
-// History: the first version loaded every B fragment straight from L2 inside
-// the k loop (one dependent round trip per k-step, three times per layer) and
-// measured 28.9 us kernel / 37.4 us end to end at batch 1 on an H200 (torch
-// CUDA graph: 14.9 / 47.5), 103 us at batch 4096; hence the staging above.
-// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-22, `gemmpad bench mlp`,
-// assets/benchmarks/mlp-h200/): kernel / end-to-end us
-//   batch 1:    fused 19.4 / 27.4, fused_tf32 17.2 / 25.5; torch CUDA graph 16.1 / 58.8, eager 93.4 / 122.7
-//   batch 256:  fused 20.4 / 98.7, fused_tf32 17.9 / 103.1; torch CUDA graph 32.6 / 137.3
-//   batch 4096: fused 75.7, fused_tf32 57.2; torch CUDA graph 51.0
-// Short of the issue's goals (batch 1: 4 us kernel / 12 us end to end; 5 us at
-// 256, 15 us at 4096). Still to try: a 14-way split of K (half the k-steps on
-// the critical path), thread-block clusters with DSMEM instead of the global
-// partials + counter on sm_90, and 64-row tiles at large batches.
-#include <mma.h>
+//   * Row tiles of BM rows (1 for batch 1, 4 up to 32, 16 beyond); each tile is
+//     8 blocks, block `rank` owning 98 rows of W1 (K = 784 = 8 x 98).
+//   * At the start every thread issues ALL its weight loads at once, straight
+//     from L2 into registers (coalesced float4 along W1's rows): its 14 rows x 4
+//     columns of W1 and its 8 values of W2's column slice, together with the x
+//     slice. Latency, not bandwidth, decides at small batches, so every load is
+//     in flight before the first one is needed. (Skipping W1 rows whose pixel is
+//     zero would make those loads wait for x: the input's sparsity buys nothing
+//     here, unlike on the CPU.)
+//   * Plain fp32 FMAs: exact fp32, and at <= 16 rows per block tensor cores
+//     would idle anyway (3xTF32 tripled their work for the same accuracy).
+//   * sm_90: the 8 blocks of a tile form a thread-block CLUSTER. Partials of
+//     layer 1 stay in each block's shared memory; after cluster.sync() every
+//     block sums all 8 through distributed shared memory (DSMEM) into the full
+//     h1, computes ITS 14 columns of layer 2 (W2 already in registers) and
+//     writes them into block 0's shared memory; after a second cluster.sync()
+//     block 0 runs layer 3 (W3 prefetched into its shared memory at the start)
+//     and the softmax. No global scratch, no atomics, no fences, layer 2 spread
+//     over 8 SMs.
+//   * sm_80-89 (or clusters turned off): partials go to global scratch, the
+//     last block to arrive (fence + atomic counter, reset by that block) runs
+//     layers 2-3 + softmax alone.
+// Input and output may live in mapped pinned host memory (batch <= 64): the
+// kernel reads x over PCIe and writes probabilities back itself.
+// Measured: see the section at the end of this comment block.
+// Measured: see README benchmarks (filled in from the GPU run below).
+#include <algorithm>
 
 #include "mlp.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#include <cooperative_groups.h>
+#define GEMMPAD_HAS_CLUSTERS 1
+namespace cg = cooperative_groups;
+#endif
 
 namespace gemmpad::cuda {
 namespace {
 
-using namespace nvcuda;
+constexpr int kRanks = 8;                            // blocks per row tile (cluster size on sm_90; portable max)
+constexpr int kSlice = kIn / kRanks;                 // 98 rows of W1 per block
+constexpr int kQuads = kHiddenPad / 4;               // 28 float4 columns of W1
+constexpr int kPer1 = 14;                            // W1 rows per thread
+constexpr int kGroups1 = kSlice / kPer1;             // 7 k-groups
+constexpr int kWorkers = kQuads * kGroups1;          // 196 threads do layers 1 and 2
+constexpr int kThreads = 224;                        // whole warps (softmax shuffles need full warps)
+constexpr int kCols2 = kHiddenPad / kRanks;          // 14 columns of layer 2 per block
+constexpr int kGroups2 = kWorkers / kCols2;          // 14 k-groups
+constexpr int kPer2 = kHiddenPad / kGroups2;         // 8 k per thread
+constexpr int kWarpsN = kThreads / 32;
+static_assert(kSlice * kRanks == kIn && kPer1 * kGroups1 == kSlice, "K must split evenly");
+static_assert(kCols2 * kRanks == kHiddenPad && kPer2 * kGroups2 == kHiddenPad, "layer 2 must split evenly");
+static_assert(kWorkers <= kThreads && kThreads % 32 == 0, "workers fit the block");
+static_assert(kSlice % 2 == 0, "x slices are read as float2");
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-constexpr int kLds = kChunk + 4;  // shared-memory row stride (floats): a multiple of 4, skews banks
+bool g_clusters_enabled = true;  // one host thread drives the GPU (common.cuh)
+bool g_used_clusters = false;
 
-using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
-using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
-using FragC = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
+__device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }  // NaN stays NaN
 
-// 16-byte asynchronous copy global -> shared (sm_80+): the loads of a whole
-// weight tile go out at once instead of one dependent L2 round trip per k-step.
+// Shared memory (floats), in this order so that every float4 access is aligned:
+//   part [BM][112]     this block's layer-1 partial (read by the cluster)
+//   work [7][BM][112]  layer-1 k-group partials; later h1 [BM][112], the layer-2
+//                      k-group partials [14][BM][14] and h2 [BM][112]
+//   w3s  [112][16]     W3 (cluster block 0)
+//   xs   [BM][98]      this block's slice of x
+template <int BM>
+constexpr size_t smem_floats() {
+    return (size_t)BM * kHiddenPad + (size_t)kGroups1 * BM * kHiddenPad + kHiddenPad * kOutPad + (size_t)BM * kSlice;
+}
+template <int BM>
+struct Smem {
+    float *part, *work, *w3s, *xs, *h1, *red2, *h2;
+    __device__ explicit Smem(float* base) {
+        part = base;
+        work = part + BM * kHiddenPad;
+        w3s = work + kGroups1 * BM * kHiddenPad;
+        xs = w3s + kHiddenPad * kOutPad;
+        h1 = work;
+        red2 = h1 + BM * kHiddenPad;
+        h2 = red2 + kGroups2 * BM * kCols2;
+        static_assert(BM * kHiddenPad * 2 + kGroups2 * BM * kCols2 <= kGroups1 * BM * kHiddenPad,
+                      "h1, layer-2 partials and h2 must fit where the layer-1 partials were");
+    }
+};
+
+// Columns [slice*14, slice*14 + 14) of h2 = relu(h1 @ W2 + b2) into dst [BM][112]
+// (local or another block's shared memory). w2r: this thread's 8 values of the slice.
+template <int BM>
+__device__ __forceinline__ void layer2_slice(const float* h1, const float (&w2r)[kPer2], float* red2, int slice,
+                                             const float* __restrict__ b2, float* dst) {
+    const int tid = threadIdx.x;
+    if (tid < kWorkers) {
+        const int c = tid % kCols2, g = tid / kCols2;
+        float acc[BM];
+#pragma unroll
+        for (int r = 0; r < BM; ++r) acc[r] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kPer2; ++j) {
+            const int k = g * kPer2 + j;
+#pragma unroll
+            for (int r = 0; r < BM; ++r) acc[r] = fmaf(h1[r * kHiddenPad + k], w2r[j], acc[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < BM; ++r) red2[(g * BM + r) * kCols2 + c] = acc[r];
+    }
+    __syncthreads();
+    for (int i = tid; i < BM * kCols2; i += kThreads) {
+        const int r = i / kCols2, c = i % kCols2;
+        float s = 0.0f;
+#pragma unroll
+        for (int g = 0; g < kGroups2; ++g) s += red2[(g * BM + r) * kCols2 + c];
+        dst[r * kHiddenPad + slice * kCols2 + c] = relu(s + b2[slice * kCols2 + c]);
+    }
+}
+
+// This thread's 8 values of W2's column slice, from global or shared memory ([112][112] either way).
+__device__ __forceinline__ void load_w2_slice(float (&w2r)[kPer2], const float* __restrict__ w2, int slice) {
+    const int tid = threadIdx.x;
+    if (tid >= kWorkers) return;
+    const int c = tid % kCols2, g = tid / kCols2;
+#pragma unroll
+    for (int j = 0; j < kPer2; ++j) w2r[j] = w2[(g * kPer2 + j) * kHiddenPad + slice * kCols2 + c];
+}
+
+// x[row0 .. row0 + BM, k0 .. k0 + 98] as float2 (rows past the batch read as 0),
+// handed to `store(r, p, value)` for columns 2p, 2p + 1. ALL loads are issued
+// before the first store: a load-store loop waits one full round trip (L2, or
+// PCIe for mapped host memory) per iteration.
+template <int BM, typename Store>
+__device__ __forceinline__ void load_x_slice(const float* __restrict__ x, int batch, int row0, int k0, Store store) {
+    constexpr int kPairs = kSlice / 2, kIters = (BM * kPairs + kThreads - 1) / kThreads;
+    float2 v[kIters];
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+        const int i = threadIdx.x + it * kThreads, r = i / kPairs, p = i % kPairs;
+        v[it] = make_float2(0.0f, 0.0f);
+        if (i < BM * kPairs && row0 + r < batch)
+            v[it] = *reinterpret_cast<const float2*>(x + (size_t)(row0 + r) * kIn + k0 + 2 * p);
+    }
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+        const int i = threadIdx.x + it * kThreads;
+        if (i < BM * kPairs) store(i / kPairs, i % kPairs, v[it]);
+    }
+}
+
+// Layer 3 + softmax for the tile's rows: one warp per row; lane = (k parity, output).
+template <int BM>
+__device__ __forceinline__ void layer3_softmax(const float* h2, const float* w3, const float* __restrict__ b3,
+                                               float* __restrict__ out, int row0, int rows) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int o = lane % kOutPad, half = lane / kOutPad;
+    for (int r = warp; r < rows; r += kWarpsN) {  // warp-uniform
+        float a0 = 0.0f, a1 = 0.0f;  // two chains: half the dependent FMAs
+#pragma unroll
+        for (int k = half; k < kHiddenPad; k += 4) {
+            a0 = fmaf(h2[r * kHiddenPad + k], w3[k * kOutPad + o], a0);
+            a1 = fmaf(h2[r * kHiddenPad + k + 2], w3[(k + 2) * kOutPad + o], a1);
+        }
+        float v = a0 + a1;
+        v += __shfl_xor_sync(0xffffffffu, v, kOutPad);  // both halves now hold the full dot product
+        const bool live = half == 0 && o < kOut;
+        v = live ? v + b3[o] : -INFINITY;
+        float m = v;
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        const float e = live ? expf(v - m) : 0.0f;
+        float sum = e;
+#pragma unroll
+        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        if (live) out[(size_t)(row0 + r) * kOut + o] = e / sum;
+    }
+}
+
+template <int BM, bool kCluster>
+__global__ void __launch_bounds__(kThreads)
+    fused_fma_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
+                     float* __restrict__ partials, unsigned* __restrict__ counters) {
+    extern __shared__ __align__(16) float smem_raw[];
+    const Smem<BM> sm(smem_raw);
+    __shared__ bool is_last;
+    const int tid = threadIdx.x;
+    const int tile = blockIdx.x / kRanks, rank = blockIdx.x % kRanks;  // == cluster rank (clusters run along x)
+    const int row0 = tile * BM, rows = min(BM, batch - row0);
+    const int k0 = rank * kSlice;
+    const int q = tid % kQuads, g = tid / kQuads;  // layer-1 worker: float4 column, k-group
+
+    // ---- 1. every independent load goes out first: W1 rows, W2 slice, W3, x
+    float4 w1r[kPer1];
+    if (tid < kWorkers) {
+        const float4* src = reinterpret_cast<const float4*>(w.w1 + (size_t)(k0 + g * kPer1) * kHiddenPad) + q;
+#pragma unroll
+        for (int j = 0; j < kPer1; ++j) w1r[j] = __ldg(src + j * kQuads);
+    }
+    float w2r[kPer2];
+    if constexpr (kCluster) {
+        load_w2_slice(w2r, w.w2, rank);
+        if (rank == 0)
+            for (int i = tid; i < kHiddenPad * kOutPad / 4; i += kThreads)
+                reinterpret_cast<float4*>(sm.w3s)[i] = __ldg(reinterpret_cast<const float4*>(w.w3) + i);
+    }
+    load_x_slice<BM>(x, batch, row0, k0, [&](int r, int p, float2 v) {
+        *reinterpret_cast<float2*>(sm.xs + r * kSlice + 2 * p) = v;
+    });
+    __syncthreads();
+
+    // ---- 2. layer 1 over this block's 98 k: per-thread [BM][4] partials, then summed over the 7 k-groups
+    if (tid < kWorkers) {
+        float acc[BM][4];
+#pragma unroll
+        for (int r = 0; r < BM; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kPer1; ++j) {
+            const int k = g * kPer1 + j;
+#pragma unroll
+            for (int r = 0; r < BM; ++r) {
+                const float xv = sm.xs[r * kSlice + k];
+                acc[r][0] = fmaf(xv, w1r[j].x, acc[r][0]);
+                acc[r][1] = fmaf(xv, w1r[j].y, acc[r][1]);
+                acc[r][2] = fmaf(xv, w1r[j].z, acc[r][2]);
+                acc[r][3] = fmaf(xv, w1r[j].w, acc[r][3]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < BM; ++r)
+            reinterpret_cast<float4*>(sm.work + (g * BM + r) * kHiddenPad)[q] =
+                make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+    }
+    __syncthreads();
+    float* my_part = kCluster ? sm.part : partials + ((size_t)tile * kRanks + rank) * BM * kHiddenPad;
+    for (int i = tid; i < BM * kHiddenPad / 4; i += kThreads) {
+        float4 s = reinterpret_cast<const float4*>(sm.work)[i];
+#pragma unroll
+        for (int gg = 1; gg < kGroups1; ++gg) {
+            const float4 v = reinterpret_cast<const float4*>(sm.work + gg * BM * kHiddenPad)[i];
+            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        }
+        reinterpret_cast<float4*>(my_part)[i] = s;
+    }
+
+    if constexpr (kCluster) {
+#ifdef GEMMPAD_HAS_CLUSTERS
+        // ---- 3a. cluster: all-gather h1 through DSMEM, layer 2 by column slices, layer 3 in block 0
+        cg::cluster_group cluster = cg::this_cluster();
+        cluster.sync();  // every block's partial is complete (and its layer-1 scratch is dead)
+        for (int i = tid; i < BM * kHiddenPad / 4; i += kThreads) {
+            float4 s = reinterpret_cast<const float4*>(w.b1)[i % kQuads];
+#pragma unroll
+            for (int p = 0; p < kRanks; ++p) {
+                const float4 v = reinterpret_cast<const float4*>(cluster.map_shared_rank(sm.part, p))[i];
+                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+            }
+            reinterpret_cast<float4*>(sm.h1)[i] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
+        }
+        __syncthreads();
+        layer2_slice<BM>(sm.h1, w2r, sm.red2, rank, w.b2, cluster.map_shared_rank(sm.h2, 0));
+        cluster.sync();  // h2 complete in block 0; no block reads another's memory after this
+        if (rank == 0) layer3_softmax<BM>(sm.h2, sm.w3s, w.b3, out, row0, rows);
+#else
+        __trap();  // never launched: the host launches clusters only for sm_90 binaries
+#endif
+    } else {
+        // ---- 3b. no clusters: the last block of the tile to arrive runs layers 2-3
+        __threadfence();  // this block's partials visible device-wide before counting in
+        __syncthreads();
+        if (tid == 0) is_last = atomicAdd(&counters[tile], 1u) == kRanks - 1;
+        __syncthreads();
+        if (!is_last) return;
+        __threadfence();  // order the reads below after every other block's fence + count
+        const float* tile_parts = partials + (size_t)tile * kRanks * BM * kHiddenPad;
+        for (int i = tid; i < BM * kHiddenPad / 4; i += kThreads) {
+            float4 s = reinterpret_cast<const float4*>(w.b1)[i % kQuads];
+#pragma unroll
+            for (int p = 0; p < kRanks; ++p) {
+                const float4 v = __ldcg(reinterpret_cast<const float4*>(tile_parts + (size_t)p * BM * kHiddenPad) + i);
+                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+            }
+            reinterpret_cast<float4*>(sm.h1)[i] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
+        }
+        if (tid == 0) counters[tile] = 0;  // ready for the next launch on this stream
+        __syncthreads();
+        for (int slice = 0; slice < kRanks; ++slice) {
+            load_w2_slice(w2r, w.w2, slice);
+            layer2_slice<BM>(sm.h1, w2r, sm.red2, slice, w.b2, sm.h2);
+            __syncthreads();  // red2 is reused by the next slice; h2 complete after the last
+        }
+        layer3_softmax<BM>(sm.h2, w.w3, w.b3, out, row0, rows);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Large batches (> 512 rows): 64-row tiles, so W1 is read from L2 a quarter as
+// often as with 16-row tiles, and a classic shared-memory register-tiled product
+// (each thread 4 rows x 8 columns over all 98 k: 3 shared loads per 32 FMAs)
+// instead of the small-batch per-thread k-groups (whose accumulators would not
+// fit 64 rows). The cluster hand-off splits layers 2-3 by ROWS: block `rank`
+// gathers h1 for rows [8 rank, 8 rank + 8) only (the least DSMEM traffic),
+// then runs layers 2, 3 and the softmax for them; no second gather.
+constexpr int kBigRows = 64;
+constexpr int kRowQuads = kBigRows / 4;           // 16
+constexpr int kColOcts = kHiddenPad / 8;          // 14
+constexpr int kGroupRows = kBigRows / kRanks;     // 8 rows of layers 2-3 per block
+constexpr int kLdx = kBigRows + 4;                // x^T row stride: float4-aligned, fewer bank conflicts
+static_assert(kRowQuads * kColOcts == kThreads, "one 4x8 output tile per thread");
+static_assert(kGroupRows * kQuads == kThreads, "one float4 of h1 per thread in the gather");
+
+constexpr size_t big_smem_floats() {
+    return (size_t)kSlice * kHiddenPad + (size_t)kSlice * kLdx + (size_t)kBigRows * kHiddenPad;
+}
+static_assert(2 * kBigRows * kHiddenPad + kGroups2 * kGroupRows * kCols2 <= kSlice * (kHiddenPad + kLdx),
+              "the fallback's h1, h2 and layer-2 partials must fit over W1 and x");
+
 __device__ __forceinline__ void cp_async16(void* smem_dst, const void* gmem_src) {
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src));
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 
-// dst[112, kLds] (shared) <- src[112, 112] (global, row-major), issued by the whole block.
-__device__ __forceinline__ void stage_weights(float* dst, const float* __restrict__ src) {
-    constexpr int kVecs = kHiddenPad / 4;  // float4 per row
-    for (int i = threadIdx.x; i < kHiddenPad * kVecs; i += kThreads) {
-        const int r = i / kVecs, q = i % kVecs;
-        cp_async16(dst + r * kLds + q * 4, src + (size_t)r * kHiddenPad + q * 4);
+#ifdef GEMMPAD_HAS_CLUSTERS
+// Layers 2-3 + softmax for rows [row_base, row_base + 8) of the tile, h1 given,
+// W2 already staged in shared memory (w2s).
+__device__ __forceinline__ void big_tail(float* h1, float* red2, float* h2, const float* w2s, const FusedWeights& w,
+                                         float* __restrict__ out, int row_base, int batch) {
+#pragma unroll 1
+    for (int slice = 0; slice < kRanks; ++slice) {
+        float w2r[kPer2];
+        load_w2_slice(w2r, w2s, slice);
+        layer2_slice<kGroupRows>(h1, w2r, red2, slice, w.b2, h2);
+        __syncthreads();  // red2 is reused by the next slice; h2 complete after the last
     }
+    layer3_softmax<kGroupRows>(h2, w.w3, w.b3, out, row_base, min(kGroupRows, batch - row_base));
 }
+#endif
 
-// Two accumulators per output tile: `hi` collects a_hi*b_hi, `lo` the two
-// correction terms of 3xTF32. Separate chains also give the tensor cores
-// independent work (a k-step is 2 dependent mma instead of 3).
-struct Acc {
-    FragC hi, lo;
-    __device__ __forceinline__ void zero() {
-        wmma::fill_fragment(hi, 0.0f);
-        wmma::fill_fragment(lo, 0.0f);
-    }
-    __device__ __forceinline__ void store(float* dst, int ld) {
-#pragma unroll
-        for (int i = 0; i < hi.num_elements; ++i) hi.x[i] += lo.x[i];
-        wmma::store_matrix_sync(dst, hi, ld, wmma::mem_row_major);
-    }
-};
-
-// acc += A[16x8] @ B[8x16], both from shared memory.
-template <bool kSplit3>
-__device__ __forceinline__ void mma_step(Acc& acc, const float* a_ptr, int lda, const float* b_ptr, int ldb) {
-    FragA a_hi, a_lo;
-    FragB b_hi, b_lo;
-    wmma::load_matrix_sync(a_hi, a_ptr, lda);
-    wmma::load_matrix_sync(b_hi, b_ptr, ldb);
-    if constexpr (kSplit3) {
-#pragma unroll
-        for (int i = 0; i < a_hi.num_elements; ++i) {
-            const float v = a_hi.x[i];
-            a_hi.x[i] = wmma::__float_to_tf32(v);
-            a_lo.x[i] = wmma::__float_to_tf32(v - a_hi.x[i]);
-        }
-#pragma unroll
-        for (int i = 0; i < b_hi.num_elements; ++i) {
-            const float v = b_hi.x[i];
-            b_hi.x[i] = wmma::__float_to_tf32(v);
-            b_lo.x[i] = wmma::__float_to_tf32(v - b_hi.x[i]);
-        }
-        wmma::mma_sync(acc.lo, a_lo, b_hi, acc.lo);
-        wmma::mma_sync(acc.lo, a_hi, b_lo, acc.lo);
-        wmma::mma_sync(acc.hi, a_hi, b_hi, acc.hi);
-    } else {
-#pragma unroll
-        for (int i = 0; i < a_hi.num_elements; ++i) a_hi.x[i] = wmma::__float_to_tf32(a_hi.x[i]);
-#pragma unroll
-        for (int i = 0; i < b_hi.num_elements; ++i) b_hi.x[i] = wmma::__float_to_tf32(b_hi.x[i]);
-        wmma::mma_sync(acc.hi, a_hi, b_hi, acc.hi);
-    }
-}
-
-// dst[BM, 112] = src[BM, 112] @ ws[112, 112]; all three in shared memory
-// (stride kLds); (row tile, column tile) pairs spread over the warps.
-template <int BM, bool kSplit3>
-__device__ __forceinline__ void tile_product(const float* src, const float* ws, float* dst, int ld_dst) {
-    constexpr int kRowTiles = BM / 16, kColTiles = kHiddenPad / 16;
-    const int warp = threadIdx.x / 32;
-    for (int item = warp; item < kRowTiles * kColTiles; item += kWarps) {
-        const int rt = item % kRowTiles, ct = item / kRowTiles;
-        Acc acc;
-        acc.zero();
-#pragma unroll
-        for (int k = 0; k < kHiddenPad; k += 8)
-            mma_step<kSplit3>(acc, src + rt * 16 * kLds + k, kLds, ws + k * kLds + ct * 16, kLds);
-        acc.store(dst + rt * 16 * ld_dst + ct * 16, ld_dst);
-    }
-}
-
-// In place: h = relu(h + bias) over BM x 112 (padding columns stay 0: zero weights, zero bias).
-template <int BM>
-__device__ __forceinline__ void bias_relu(float* h, const float* __restrict__ bias) {
-    for (int i = threadIdx.x; i < BM * kHiddenPad; i += kThreads) {
-        const int r = i / kHiddenPad, c = i % kHiddenPad;
-        h[r * kLds + c] = epilogue(h[r * kLds + c], bias, c, Act::Relu);
-    }
-}
-
-template <int BM, bool kSplit3>
-__global__ void __launch_bounds__(kThreads)
-    fused_mlp_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                     float* __restrict__ partials, unsigned* __restrict__ counters) {
-    constexpr int kRowTiles = BM / 16;
-    constexpr int kKGroups = kHiddenPad / 16;  // layer 3 splits its K over 7 warps, 2 k-steps each
-    static_assert(kKGroups * 16 <= kLds, "layer-3 partial logits must fit in the h1 buffer");
-    extern __shared__ __align__(128) float smem[];
-    float* xs = smem;                 // [BM, kLds]: the x chunk, later h2
-    float* hs = xs + BM * kLds;       // [BM, kLds]: h1, later layer-3 partial logits [7][BM, 16]
-    float* ws = hs + BM * kLds;       // [112, kLds]: the W1 chunk, later W2
+// Two blocks per SM (128 registers) where two fit: with clusters (sm_90, 227 KB
+// of shared memory). Without, one (sm_80: 164 KB, sm_86/89: 99 KB per SM).
+template <bool kCluster>
+__global__ void __launch_bounds__(kThreads, kCluster ? 2 : 1)
+    fused_fma_big_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
+                         float* __restrict__ partials, unsigned* __restrict__ counters) {
+    extern __shared__ __align__(16) float smem_raw[];
+    float* ws = smem_raw;                       // [98][112] this block's rows of W1
+    float* xt = ws + kSlice * kHiddenPad;       // [98][kLdx] x slice, transposed (k-major)
+    float* part = xt + kSlice * kLdx;           // [64][112] layer-1 partial (read by the cluster)
     __shared__ bool is_last;
+    const int tid = threadIdx.x;
+    const int tile = blockIdx.x / kRanks, rank = blockIdx.x % kRanks;
+    const int row0 = tile * kBigRows, rows = min(kBigRows, batch - row0);
+    const int k0 = rank * kSlice;
 
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int tile = blockIdx.x / kChunks, chunk = blockIdx.x % kChunks;
-    const int row0 = tile * BM;
-
-    // ---- stage this chunk of W1 (async) and of x (float4; rows past the batch are 0)
-    stage_weights(ws, w.w1 + (size_t)chunk * kChunk * kHiddenPad);
-    for (int i = threadIdx.x; i < BM * (kChunk / 4); i += kThreads) {
-        const int r = i / (kChunk / 4), q = i % (kChunk / 4);
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (row0 + r < batch) v = *reinterpret_cast<const float4*>(x + (size_t)(row0 + r) * kIn + chunk * kChunk + q * 4);
-        *reinterpret_cast<float4*>(xs + r * kLds + q * 4) = v;
-    }
+    // ---- 1. W1 rows by cp.async, x slice transposed through registers
+    const float* w1src = w.w1 + (size_t)k0 * kHiddenPad;
+    for (int i = tid; i < kSlice * kQuads; i += kThreads) cp_async16(ws + 4 * i, w1src + 4 * i);
+    load_x_slice<kBigRows>(x, batch, row0, k0, [&](int r, int p, float2 v) {
+        xt[(2 * p) * kLdx + r] = v.x;
+        xt[(2 * p + 1) * kLdx + r] = v.y;
+    });
     cp_async_wait_all();
     __syncthreads();
 
-    // ---- layer 1, this chunk of K: partial[BM, 112] = x_chunk @ W1[chunk rows], to global scratch
-    float* part = partials + ((size_t)tile * kChunks + chunk) * BM * kHiddenPad;
-    tile_product<BM, kSplit3>(xs, ws, part, kHiddenPad);
-
-    // ---- the last block of this tile to finish goes on; the others are done
-    __threadfence();  // make this block's partials visible device-wide before counting in
-    __syncthreads();  // also: every warp is done with ws
-    if (threadIdx.x == 0) is_last = atomicAdd(&counters[tile], 1u) == kChunks - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();  // order the reads below after every other block's fence + count
-
-    stage_weights(ws, w.w2);  // W2 streams in while the partials are summed
-    const float* tile_parts = partials + (size_t)tile * kChunks * BM * kHiddenPad;
-    for (int i = threadIdx.x; i < BM * kHiddenPad; i += kThreads) {
-        float s = 0.0f;
+    // ---- 2. layer 1: part[4 rows, 8 cols] per thread over all 98 k
+    const int rq = tid / kColOcts, co = tid % kColOcts;
+    float acc[4][8];
 #pragma unroll
-        for (int p = 0; p < kChunks; ++p) s += __ldcg(tile_parts + (size_t)p * BM * kHiddenPad + i);  // L2, not stale L1
-        hs[(i / kHiddenPad) * kLds + i % kHiddenPad] = s;
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
+#pragma unroll 7
+    for (int k = 0; k < kSlice; ++k) {
+        const float4 xa = *reinterpret_cast<const float4*>(xt + k * kLdx + 4 * rq);
+        const float4 wa = *reinterpret_cast<const float4*>(ws + k * kHiddenPad + 8 * co);
+        const float4 wb = *reinterpret_cast<const float4*>(ws + k * kHiddenPad + 8 * co + 4);
+        const float xv[4] = {xa.x, xa.y, xa.z, xa.w};
+        const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(xv[i], wv[j], acc[i][j]);
     }
-    if (threadIdx.x == 0) counters[tile] = 0;  // ready for the next launch on this stream
-    __syncthreads();
-    bias_relu<BM>(hs, w.b1);
-    cp_async_wait_all();
-    __syncthreads();
-
-    // ---- layer 2: h2 = relu(h1 @ W2 + b2), into xs (the x chunk is no longer needed)
-    tile_product<BM, kSplit3>(hs, ws, xs, kLds);
-    __syncthreads();
-    bias_relu<BM>(xs, w.b2);
-    __syncthreads();
-
-    // ---- layer 3: partial logits per group of 16 k (W3 is 7 KB: read from L2/L1 directly)
-    float* ls = hs;  // h1 is no longer needed
-    for (int item = warp; item < kRowTiles * kKGroups; item += kWarps) {
-        const int rt = item % kRowTiles, g = item / kRowTiles;
-        Acc acc;
-        acc.zero();
+    float* my_part = kCluster ? part : partials + ((size_t)tile * kRanks + rank) * kBigRows * kHiddenPad;
 #pragma unroll
-        for (int k = g * 16; k < g * 16 + 16; k += 8) {
-            // B straight from global: ldm 16 floats, tiles 32-byte aligned.
-            FragA a_hi, a_lo;
-            FragB b_hi, b_lo;
-            wmma::load_matrix_sync(a_hi, xs + rt * 16 * kLds + k, kLds);
-            wmma::load_matrix_sync(b_hi, w.w3 + (size_t)k * kOutPad, kOutPad);
-#pragma unroll
-            for (int i = 0; i < a_hi.num_elements; ++i) {
-                const float v = a_hi.x[i];
-                a_hi.x[i] = wmma::__float_to_tf32(v);
-                a_lo.x[i] = wmma::__float_to_tf32(v - a_hi.x[i]);
-            }
-#pragma unroll
-            for (int i = 0; i < b_hi.num_elements; ++i) {
-                const float v = b_hi.x[i];
-                b_hi.x[i] = wmma::__float_to_tf32(v);
-                b_lo.x[i] = wmma::__float_to_tf32(v - b_hi.x[i]);
-            }
-            if constexpr (kSplit3) {
-                wmma::mma_sync(acc.lo, a_lo, b_hi, acc.lo);
-                wmma::mma_sync(acc.lo, a_hi, b_lo, acc.lo);
-            }
-            wmma::mma_sync(acc.hi, a_hi, b_hi, acc.hi);
-        }
-        acc.store(ls + g * BM * kOutPad + rt * 16 * kOutPad, kOutPad);
+    for (int i = 0; i < 4; ++i) {
+        float4* dst = reinterpret_cast<float4*>(my_part + (4 * rq + i) * kHiddenPad + 8 * co);
+        dst[0] = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        dst[1] = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
     }
-    __syncthreads();
+    __syncthreads();  // everyone is done with ws and xt before they are reused
 
-    // ---- softmax, one warp per row; lanes 0..9 hold the ten logits
-    for (int r = warp; r < BM; r += kWarps) {
-        if (row0 + r >= batch) break;  // warp-uniform; rows only grow with r
-        float v = -INFINITY;
-        if (lane < kOut) {
-            v = w.b3[lane];
+    if constexpr (kCluster) {
+#ifdef GEMMPAD_HAS_CLUSTERS
+        // Over ws now: [8][112] h1 of this block's row group, layer-2 partials, [8][112] h2.
+        float* h1 = ws;
+        float* red2 = h1 + kGroupRows * kHiddenPad;
+        float* h2 = red2 + kGroups2 * kGroupRows * kCols2;
+        float* w2s = h2 + kGroupRows * kHiddenPad;  // [112][112]: W2 streams in during the hand-off
+        static_assert((2 * kGroupRows * kHiddenPad + kGroups2 * kGroupRows * kCols2) % 4 == 0 &&
+                          (2 * kGroupRows * kHiddenPad + kGroups2 * kGroupRows * kCols2 + kHiddenPad * kHiddenPad) <=
+                              kSlice * (kHiddenPad + kLdx),
+                      "h1, layer-2 partials, h2 and W2 must fit over W1 and x");
+        for (int i = tid; i < kHiddenPad * kQuads; i += kThreads) cp_async16(w2s + 4 * i, w.w2 + 4 * i);
+        const int q = tid % kQuads, r8 = tid / kQuads;  // gather: row r8 of the group, float4 column q
+        cg::cluster_group cluster = cg::this_cluster();
+        cluster.sync();  // every block's partial is complete
+        float4 s = reinterpret_cast<const float4*>(w.b1)[q];
 #pragma unroll
-            for (int g = 0; g < kKGroups; ++g) v += ls[g * BM * kOutPad + r * kOutPad + lane];
+        for (int p = 0; p < kRanks; ++p) {
+            const float4 v = reinterpret_cast<const float4*>(
+                cluster.map_shared_rank(part, p) + (rank * kGroupRows + r8) * kHiddenPad)[q];
+            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
         }
-        float m = v;
+        reinterpret_cast<float4*>(h1 + r8 * kHiddenPad)[q] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
+        cluster.sync();  // no block reads another's shared memory after this
+        cp_async_wait_all();
+        __syncthreads();
+        big_tail(h1, red2, h2, w2s, w, out, row0 + rank * kGroupRows, batch);
+#else
+        __trap();  // never launched: the host launches clusters only for sm_90 binaries
+#endif
+    } else {
+        __threadfence();
+        __syncthreads();
+        if (tid == 0) is_last = atomicAdd(&counters[tile], 1u) == kRanks - 1;
+        __syncthreads();
+        if (!is_last) return;
+        __threadfence();
+        // The whole tile here: h1 [64][112], layer-2 partials, h2 [64][112] over ws and xt.
+        const float* tile_parts = partials + (size_t)tile * kRanks * kBigRows * kHiddenPad;
+        float* h1_all = ws;
+        float* red2_all = h1_all + kBigRows * kHiddenPad;
+        float* h2_all = red2_all + kGroups2 * kGroupRows * kCols2;
+        for (int i = tid; i < kBigRows * kQuads; i += kThreads) {
+            float4 s = reinterpret_cast<const float4*>(w.b1)[i % kQuads];
 #pragma unroll
-        for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-        const float e = lane < kOut ? expf(v - m) : 0.0f;
-        float sum = e;
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        if (lane < kOut) out[(size_t)(row0 + r) * kOut + lane] = e / sum;
+            for (int p = 0; p < kRanks; ++p) {
+                const float4 v = __ldcg(reinterpret_cast<const float4*>(tile_parts + (size_t)p * kBigRows * kHiddenPad) + i);
+                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+            }
+            reinterpret_cast<float4*>(h1_all)[i] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
+        }
+        __syncthreads();
+#pragma unroll 1
+        for (int slice = 0; slice < kRanks; ++slice) {
+            float w2r[kPer2];
+            load_w2_slice(w2r, w.w2, slice);
+#pragma unroll 1
+            for (int grp = 0; grp < kRanks; ++grp) {
+                layer2_slice<kGroupRows>(h1_all + grp * kGroupRows * kHiddenPad, w2r, red2_all, slice, w.b2,
+                                         h2_all + grp * kGroupRows * kHiddenPad);
+                __syncthreads();  // red2 is reused next
+            }
+        }
+        layer3_softmax<kBigRows>(h2_all, w.w3, w.b3, out, row0, rows);
+        if (tid == 0) counters[tile] = 0;  // ready for the next launch on this stream
     }
 }
 
-// Small batches: 16-row tiles, so batch 1 wastes least. Large batches: 32-row
-// tiles, so W1 is read from L2 half as often (64 would not fit 99 KB of shared memory).
-constexpr int kSmallBatchMax = 512;
-constexpr int kLargeTile = 32;
+// Rows per tile: 1 for batch 1 (no wasted FMAs), 4 up to 32 rows (more tiles,
+// so more SMs, for small batches), 16 up to 512, then the 64-row kernel above
+// (W1 is re-read from L2 once per tile: 351 KB x tiles).
+constexpr int kSmallTileMax = 32, kMidTileMax = 512;
+int tile_rows(int batch) {
+    return batch == 1 ? 1 : batch <= kSmallTileMax ? 4 : batch <= kMidTileMax ? 16 : kBigRows;
+}
 
+using KernelFn = void (*)(FusedWeights, const float*, float*, int, float*, unsigned*);
+
+template <int BM, bool kCluster>
+KernelFn kernel_for() {
+    if constexpr (BM == kBigRows) return fused_fma_big_kernel<kCluster>;
+    else return fused_fma_kernel<BM, kCluster>;
+}
 template <int BM>
-constexpr size_t smem_bytes() {
-    return (size_t)(2 * BM * kLds + kHiddenPad * kLds) * sizeof(float);
+constexpr size_t smem_bytes_for() {
+    return (BM == kBigRows ? big_smem_floats() : smem_floats<BM>()) * sizeof(float);
 }
 
-template <int BM, bool kSplit3>
+template <int BM, bool kCluster>
 void launch_config(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
                    cudaStream_t stream) {
+    const KernelFn kernel = kernel_for<BM, kCluster>();
+    constexpr size_t smem = smem_bytes_for<BM>();
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
-    constexpr size_t smem = smem_bytes<BM>();
     if (!configured) {
         if (smem > max_smem_per_block_optin())
             throw std::runtime_error("cuda.mlp_fused needs " + std::to_string(smem) +
                                      " bytes of shared memory per block; this device allows " +
                                      std::to_string(max_smem_per_block_optin()));
-        CUDA_CHECK(cudaFuncSetAttribute(fused_mlp_kernel<BM, kSplit3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;
     }
-    const int tiles = ceil_div(batch, BM);
-    fused_mlp_kernel<BM, kSplit3><<<tiles * kChunks, kThreads, smem, stream>>>(w, x, out, batch, s.partials, s.counters);
-    CUDA_CHECK_LAUNCH(kSplit3 ? "cuda.mlp_fused" : "cuda.mlp_fused_tf32");
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(ceil_div(batch, BM) * kRanks);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    if (kCluster) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = kRanks;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters));
+    CUDA_CHECK_LAUNCH("cuda.mlp_fused");
+}
+
+// Clusters need a device that launches them AND a kernel binary built for
+// sm_90+ (an sm_80 binary running on Hopper has the trap branch instead).
+template <int BM>
+bool cluster_binary() {
+    static const int ok = [] {
+        int dev = 0, attr = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        CUDA_CHECK(cudaDeviceGetAttribute(&attr, cudaDevAttrClusterLaunch, dev));
+        cudaFuncAttributes fa{};
+        CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel_for<BM, true>()));
+        return attr != 0 && fa.binaryVersion >= 90 ? 1 : 0;
+    }();
+    return ok != 0;
+}
+
+template <int BM>
+void launch_tile(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
+                 cudaStream_t stream) {
+    g_used_clusters = g_clusters_enabled && cluster_binary<BM>();
+    if (g_used_clusters) launch_config<BM, true>(w, x, out, batch, s, stream);
+    else launch_config<BM, false>(w, x, out, batch, s, stream);
 }
 
 }  // namespace
 
-std::pair<size_t, int> fused_scratch_size(int batch) {
-    const int bm = batch <= kSmallBatchMax ? 16 : kLargeTile;
-    const int tiles = ceil_div(batch, bm);
-    return {(size_t)tiles * kChunks * bm * kHiddenPad, tiles};
+bool set_fused_clusters(bool enabled) {
+    const bool before = g_clusters_enabled;
+    g_clusters_enabled = enabled;
+    return before;
 }
 
-void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, bool split3,
-                      const FusedScratch& scratch, cudaStream_t stream) {
+bool fused_used_clusters() { return g_used_clusters; }
+bool fused_clusters_enabled() { return g_clusters_enabled; }
+
+std::pair<size_t, int> fused_scratch_size(int batch) {
+    const int bm = tile_rows(batch), tiles = ceil_div(batch, bm);
+    const auto [tc_floats, tc_counters] = fused_tc_scratch_size(batch);
+    return {std::max(tc_floats, (size_t)tiles * kRanks * bm * kHiddenPad), std::max(tc_counters, tiles)};
+}
+
+void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& scratch,
+                      cudaStream_t stream) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    if (batch <= kSmallBatchMax) {
-        if (split3) launch_config<16, true>(w, x, out, batch, scratch, stream);
-        else launch_config<16, false>(w, x, out, batch, scratch, stream);
-    } else {
-        if (split3) launch_config<kLargeTile, true>(w, x, out, batch, scratch, stream);
-        else launch_config<kLargeTile, false>(w, x, out, batch, scratch, stream);
+    switch (tile_rows(batch)) {
+        case 1: launch_tile<1>(w, x, out, batch, scratch, stream); break;
+        case 4: launch_tile<4>(w, x, out, batch, scratch, stream); break;
+        case 16: launch_tile<16>(w, x, out, batch, scratch, stream); break;
+        default: launch_tile<kBigRows>(w, x, out, batch, scratch, stream); break;
     }
 }
 
 const std::vector<MlpKernelInfo>& mlp_kernel_list() {
     static const std::vector<MlpKernelInfo> list = {
+        {"cuda.mlp_fused_3xtf32", "fp32",
+         "whole network in one launch on tensor cores: 3xTF32 WMMA, W1 slices staged in shared memory, "
+         "split-K layer 1 over 7 blocks, last block runs layers 2-3 + softmax",
+         fused_tc_source()},
+        {"cuda.mlp_fused_tf32", "tf32", "the tensor-core fused network with one tf32 pass (3x less tensor work)",
+         fused_tc_source()},
         {"cuda.mlp_fused", "fp32",
-         "whole network in one launch: split-K layer 1 over 7 blocks, last block runs layers 2-3 + softmax; "
-         "3xTF32 tensor cores",
-         repo_path(__FILE__)},
-        {"cuda.mlp_fused_tf32", "tf32", "the fused network with one tf32 tensor-core pass (3x less tensor work)",
+         "whole network in one launch on CUDA cores: weights straight from L2 into registers, layer 1 split over "
+         "a cluster of 8 blocks (DSMEM all-gather on sm_90), layer 2 by column slices, fp32 FMAs",
          repo_path(__FILE__)},
     };
     return list;
