@@ -12,8 +12,9 @@ from tests.test_engine import assert_agrees, digit_like, random_model, reference
 
 pytestmark = pytest.mark.gpu
 
-# Tile edges of cuda.mlp_fused (1 row; 4 up to 32; 16 beyond), of the tensor-core
-# kernels (16 up to 512, 32 beyond) and of the mapped-memory path (<= 64).
+# Tile edges of cuda.mlp_fused (1 row; 4 up to 32; 16 up to 512; the 3xTF32
+# kernel beyond), of the tensor-core kernels (16 up to 512, 32 beyond) and of
+# the mapped-memory path (<= 64).
 BATCHES = (1, 2, 3, 4, 5, 16, 31, 32, 33, 64, 65, 300, 511, 513, 1000, 4096)
 
 

@@ -1,38 +1,64 @@
-// cuda.mlp_fused: the whole 784-100-100-10 network in ONE launch, on CUDA cores.
+// cuda.mlp_fused: the whole 784-100-100-10 network in ONE launch, on CUDA cores
+// (batches up to 512; larger ones run the 3xTF32 tensor-core kernel of
+// fused_mlp_tc.cu, which measured faster there).
 //
-// What changed (from the tensor-core fused kernels of fused_mlp_tc.cu): no
-// weight staging into shared memory and no tensor cores. Every block of the
-// old kernel copied a 112x112 slice of W1 (50 KB) into shared memory, waited
-// for it, and only then multiplied: at batch 1 that wait, a second one for W2
-// in the last block and two global round trips for the split-K hand-off were
-// the whole cost (19.4 us kernel for ~90 KFLOP). Here:
+// What changed (from the tensor-core fused kernel of fused_mlp_tc.cu, which was
+// cuda.mlp_fused until now and stays as cuda.mlp_fused_3xtf32): no weight
+// staging into shared memory and no tensor cores. Every block of the old kernel
+// copied a 112x112 slice of W1 (50 KB) into shared memory and waited for it
+// before multiplying; the last block then waited again for W2, and the split-K
+// hand-off cost two global round trips (fence + atomic, then the partials).
+// Here:
+//   * Row tiles of BM rows (1 for batch 1, 4 up to 32, 16 up to 512); each tile
+//     is 8 blocks, block `rank` owning 98 rows of W1 (K = 784 = 8 x 98).
+//   * At the start every thread issues ALL its loads at once, straight from L2
+//     into registers (coalesced float4 along W1's rows): its 14 rows x 4 columns
+//     of W1, its 8 values of W2's column slice, and its part of the x slice.
+//     Latency, not bandwidth, decides at small batches. (Skipping W1 rows whose
+//     pixel is zero would make those loads wait for x: the input's sparsity buys
+//     nothing here, unlike on the CPU.)
+//   * Plain fp32 FMAs: exact fp32 without 3xTF32's tripled work, and at <= 16
+//     rows per block tensor cores would idle anyway.
+//   * sm_90: the 8 blocks of a tile form a thread-block CLUSTER. Layer-1 partials
+//     stay in each block's shared memory; after cluster.sync() every block sums
+//     all 8 through distributed shared memory (DSMEM) into the full h1, computes
+//     ITS 14 columns of layer 2 (W2 already in registers) and writes them into
+//     block 0's shared memory; after a second cluster.sync() block 0 runs layer 3
+//     (W3 prefetched into its shared memory at the start) and the softmax. No
+//     global scratch, no atomics, layer 2 spread over 8 SMs.
+//   * sm_80-89 (or clusters turned off, _cuda.set_fused_clusters(False)):
+//     partials go to global scratch, the last block to arrive (fence + atomic
+//     counter, reset by that block) runs layers 2-3 + softmax alone.
+// Input and output live in mapped pinned host memory up to batch 64 (the kernel
+// reads x over PCIe and writes the probabilities back itself); mlp.cu replays
+// the launch from a captured CUDA graph (see Mlp::graph_).
 //
-//   * Row tiles of BM rows (1 for batch 1, 4 up to 32, 16 beyond); each tile is
-//     8 blocks, block `rank` owning 98 rows of W1 (K = 784 = 8 x 98).
-//   * At the start every thread issues ALL its weight loads at once, straight
-//     from L2 into registers (coalesced float4 along W1's rows): its 14 rows x 4
-//     columns of W1 and its 8 values of W2's column slice, together with the x
-//     slice. Latency, not bandwidth, decides at small batches, so every load is
-//     in flight before the first one is needed. (Skipping W1 rows whose pixel is
-//     zero would make those loads wait for x: the input's sparsity buys nothing
-//     here, unlike on the CPU.)
-//   * Plain fp32 FMAs: exact fp32, and at <= 16 rows per block tensor cores
-//     would idle anyway (3xTF32 tripled their work for the same accuracy).
-//   * sm_90: the 8 blocks of a tile form a thread-block CLUSTER. Partials of
-//     layer 1 stay in each block's shared memory; after cluster.sync() every
-//     block sums all 8 through distributed shared memory (DSMEM) into the full
-//     h1, computes ITS 14 columns of layer 2 (W2 already in registers) and
-//     writes them into block 0's shared memory; after a second cluster.sync()
-//     block 0 runs layer 3 (W3 prefetched into its shared memory at the start)
-//     and the softmax. No global scratch, no atomics, no fences, layer 2 spread
-//     over 8 SMs.
-//   * sm_80-89 (or clusters turned off): partials go to global scratch, the
-//     last block to arrive (fence + atomic counter, reset by that block) runs
-//     layers 2-3 + softmax alone.
-// Input and output may live in mapped pinned host memory (batch <= 64): the
-// kernel reads x over PCIe and writes probabilities back itself.
-// Measured: see the section at the end of this comment block.
-// Measured: see README benchmarks (filled in from the GPU run below).
+// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-22, median of 300 calls
+// of _cuda.Mlp.forward; kernel = CUDA events, end to end = host clock in C++):
+//   first version (same kernels, one launch per call, the start event recorded
+//   before the launch call, x loaded in a load-store loop):
+//     batch 1: 11.1 / 17.7 us (old cuda.mlp_fused 19.4 / 27.4); batch 16: 13.9;
+//     batch 256: 24.5; batch 4096 (a 64-row register-tiled variant): 100 us.
+//   + all x loads issued before the first store (one round trip instead of one
+//     per iteration) and the launch replayed from a CUDA graph (the events no
+//     longer time the host's launch call); both together, not separated:
+//     batch 1: 7.2 / 14.4 us; batch 2: 7.9; batch 16: 10.8 / 20.1; batch 32: 12.7;
+//     batch 64: 21.3 (mapped input); batch 128: 16.6; batch 256: 21.7 / 97.
+//     ncu gpu__time_duration (cold caches): batch 1 8.2-9.0 us, batch 16 9.2-9.9,
+//     batch 256 21.6 us: the event figures are the kernel's own duration now.
+//   In the same bench run: torch CUDA graph 15.1 / 44.7 (batch 1), 25.2 / 55.9
+//   (16), 30.3 / 122.7 (256), 50.4 (4096); cuda.mlp_fused_3xtf32 16.9 / 25.6 (1),
+//   22.1 (256), 73.7 (4096).
+//   Clusters vs the last-block fallback on the same H200: batch 1 7.2 vs 11.5,
+//   batch 16 10.8 vs 15.2, batch 256 21.7 vs 21.5 us.
+//   The 64-row variant for large batches (x transposed in shared memory, 4x8
+//   register tiles, W2 staged by cp.async) measured 94 us at 4096 vs 73 us for
+//   the 3xTF32 kernel: removed, large batches go to the tensor-core kernel.
+// Short of the issue's goals (batch 1: 4 us kernel / 12 us end to end; 5 us at
+// 256; 15 us at 4096). Not yet understood: why 8 blocks of 224 threads need
+// ~7 us at batch 1 and 16-row tiles ~20 us at 256 (load-to-use chains look like
+// ~3 us); next steps: ncu source-level stall reasons, copying x with a graph
+// memcpy node instead of mapped PCIe reads, one cluster.sync instead of two.
 #include <algorithm>
 
 #include "mlp.cuh"
@@ -298,197 +324,19 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// ---------------------------------------------------------------------------
-// Large batches (> 512 rows): 64-row tiles, so W1 is read from L2 a quarter as
-// often as with 16-row tiles, and a classic shared-memory register-tiled product
-// (each thread 4 rows x 8 columns over all 98 k: 3 shared loads per 32 FMAs)
-// instead of the small-batch per-thread k-groups (whose accumulators would not
-// fit 64 rows). The cluster hand-off splits layers 2-3 by ROWS: block `rank`
-// gathers h1 for rows [8 rank, 8 rank + 8) only (the least DSMEM traffic),
-// then runs layers 2, 3 and the softmax for them; no second gather.
-constexpr int kBigRows = 64;
-constexpr int kRowQuads = kBigRows / 4;           // 16
-constexpr int kColOcts = kHiddenPad / 8;          // 14
-constexpr int kGroupRows = kBigRows / kRanks;     // 8 rows of layers 2-3 per block
-constexpr int kLdx = kBigRows + 4;                // x^T row stride: float4-aligned, fewer bank conflicts
-static_assert(kRowQuads * kColOcts == kThreads, "one 4x8 output tile per thread");
-static_assert(kGroupRows * kQuads == kThreads, "one float4 of h1 per thread in the gather");
-
-constexpr size_t big_smem_floats() {
-    return (size_t)kSlice * kHiddenPad + (size_t)kSlice * kLdx + (size_t)kBigRows * kHiddenPad;
-}
-static_assert(2 * kBigRows * kHiddenPad + kGroups2 * kGroupRows * kCols2 <= kSlice * (kHiddenPad + kLdx),
-              "the fallback's h1, h2 and layer-2 partials must fit over W1 and x");
-
-__device__ __forceinline__ void cp_async16(void* smem_dst, const void* gmem_src) {
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src));
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
-
-#ifdef GEMMPAD_HAS_CLUSTERS
-// Layers 2-3 + softmax for rows [row_base, row_base + 8) of the tile, h1 given,
-// W2 already staged in shared memory (w2s).
-__device__ __forceinline__ void big_tail(float* h1, float* red2, float* h2, const float* w2s, const FusedWeights& w,
-                                         float* __restrict__ out, int row_base, int batch) {
-#pragma unroll 1
-    for (int slice = 0; slice < kRanks; ++slice) {
-        float w2r[kPer2];
-        load_w2_slice(w2r, w2s, slice);
-        layer2_slice<kGroupRows>(h1, w2r, red2, slice, w.b2, h2);
-        __syncthreads();  // red2 is reused by the next slice; h2 complete after the last
-    }
-    layer3_softmax<kGroupRows>(h2, w.w3, w.b3, out, row_base, min(kGroupRows, batch - row_base));
-}
-#endif
-
-// Two blocks per SM (128 registers) where two fit: with clusters (sm_90, 227 KB
-// of shared memory). Without, one (sm_80: 164 KB, sm_86/89: 99 KB per SM).
-template <bool kCluster>
-__global__ void __launch_bounds__(kThreads, kCluster ? 2 : 1)
-    fused_fma_big_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                         float* __restrict__ partials, unsigned* __restrict__ counters) {
-    extern __shared__ __align__(16) float smem_raw[];
-    float* ws = smem_raw;                       // [98][112] this block's rows of W1
-    float* xt = ws + kSlice * kHiddenPad;       // [98][kLdx] x slice, transposed (k-major)
-    float* part = xt + kSlice * kLdx;           // [64][112] layer-1 partial (read by the cluster)
-    __shared__ bool is_last;
-    const int tid = threadIdx.x;
-    const int tile = blockIdx.x / kRanks, rank = blockIdx.x % kRanks;
-    const int row0 = tile * kBigRows, rows = min(kBigRows, batch - row0);
-    const int k0 = rank * kSlice;
-
-    // ---- 1. W1 rows by cp.async, x slice transposed through registers
-    const float* w1src = w.w1 + (size_t)k0 * kHiddenPad;
-    for (int i = tid; i < kSlice * kQuads; i += kThreads) cp_async16(ws + 4 * i, w1src + 4 * i);
-    load_x_slice<kBigRows>(x, batch, row0, k0, [&](int r, int p, float2 v) {
-        xt[(2 * p) * kLdx + r] = v.x;
-        xt[(2 * p + 1) * kLdx + r] = v.y;
-    });
-    cp_async_wait_all();
-    __syncthreads();
-
-    // ---- 2. layer 1: part[4 rows, 8 cols] per thread over all 98 k
-    const int rq = tid / kColOcts, co = tid % kColOcts;
-    float acc[4][8];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] = 0.0f;
-#pragma unroll 7
-    for (int k = 0; k < kSlice; ++k) {
-        const float4 xa = *reinterpret_cast<const float4*>(xt + k * kLdx + 4 * rq);
-        const float4 wa = *reinterpret_cast<const float4*>(ws + k * kHiddenPad + 8 * co);
-        const float4 wb = *reinterpret_cast<const float4*>(ws + k * kHiddenPad + 8 * co + 4);
-        const float xv[4] = {xa.x, xa.y, xa.z, xa.w};
-        const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(xv[i], wv[j], acc[i][j]);
-    }
-    float* my_part = kCluster ? part : partials + ((size_t)tile * kRanks + rank) * kBigRows * kHiddenPad;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        float4* dst = reinterpret_cast<float4*>(my_part + (4 * rq + i) * kHiddenPad + 8 * co);
-        dst[0] = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-        dst[1] = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
-    }
-    __syncthreads();  // everyone is done with ws and xt before they are reused
-
-    if constexpr (kCluster) {
-#ifdef GEMMPAD_HAS_CLUSTERS
-        // Over ws now: [8][112] h1 of this block's row group, layer-2 partials, [8][112] h2.
-        float* h1 = ws;
-        float* red2 = h1 + kGroupRows * kHiddenPad;
-        float* h2 = red2 + kGroups2 * kGroupRows * kCols2;
-        float* w2s = h2 + kGroupRows * kHiddenPad;  // [112][112]: W2 streams in during the hand-off
-        static_assert((2 * kGroupRows * kHiddenPad + kGroups2 * kGroupRows * kCols2) % 4 == 0 &&
-                          (2 * kGroupRows * kHiddenPad + kGroups2 * kGroupRows * kCols2 + kHiddenPad * kHiddenPad) <=
-                              kSlice * (kHiddenPad + kLdx),
-                      "h1, layer-2 partials, h2 and W2 must fit over W1 and x");
-        for (int i = tid; i < kHiddenPad * kQuads; i += kThreads) cp_async16(w2s + 4 * i, w.w2 + 4 * i);
-        const int q = tid % kQuads, r8 = tid / kQuads;  // gather: row r8 of the group, float4 column q
-        cg::cluster_group cluster = cg::this_cluster();
-        cluster.sync();  // every block's partial is complete
-        float4 s = reinterpret_cast<const float4*>(w.b1)[q];
-#pragma unroll
-        for (int p = 0; p < kRanks; ++p) {
-            const float4 v = reinterpret_cast<const float4*>(
-                cluster.map_shared_rank(part, p) + (rank * kGroupRows + r8) * kHiddenPad)[q];
-            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-        }
-        reinterpret_cast<float4*>(h1 + r8 * kHiddenPad)[q] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
-        cluster.sync();  // no block reads another's shared memory after this
-        cp_async_wait_all();
-        __syncthreads();
-        big_tail(h1, red2, h2, w2s, w, out, row0 + rank * kGroupRows, batch);
-#else
-        __trap();  // never launched: the host launches clusters only for sm_90 binaries
-#endif
-    } else {
-        __threadfence();
-        __syncthreads();
-        if (tid == 0) is_last = atomicAdd(&counters[tile], 1u) == kRanks - 1;
-        __syncthreads();
-        if (!is_last) return;
-        __threadfence();
-        // The whole tile here: h1 [64][112], layer-2 partials, h2 [64][112] over ws and xt.
-        const float* tile_parts = partials + (size_t)tile * kRanks * kBigRows * kHiddenPad;
-        float* h1_all = ws;
-        float* red2_all = h1_all + kBigRows * kHiddenPad;
-        float* h2_all = red2_all + kGroups2 * kGroupRows * kCols2;
-        for (int i = tid; i < kBigRows * kQuads; i += kThreads) {
-            float4 s = reinterpret_cast<const float4*>(w.b1)[i % kQuads];
-#pragma unroll
-            for (int p = 0; p < kRanks; ++p) {
-                const float4 v = __ldcg(reinterpret_cast<const float4*>(tile_parts + (size_t)p * kBigRows * kHiddenPad) + i);
-                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-            }
-            reinterpret_cast<float4*>(h1_all)[i] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
-        }
-        __syncthreads();
-#pragma unroll 1
-        for (int slice = 0; slice < kRanks; ++slice) {
-            float w2r[kPer2];
-            load_w2_slice(w2r, w.w2, slice);
-#pragma unroll 1
-            for (int grp = 0; grp < kRanks; ++grp) {
-                layer2_slice<kGroupRows>(h1_all + grp * kGroupRows * kHiddenPad, w2r, red2_all, slice, w.b2,
-                                         h2_all + grp * kGroupRows * kHiddenPad);
-                __syncthreads();  // red2 is reused next
-            }
-        }
-        layer3_softmax<kBigRows>(h2_all, w.w3, w.b3, out, row0, rows);
-        if (tid == 0) counters[tile] = 0;  // ready for the next launch on this stream
-    }
-}
-
 // Rows per tile: 1 for batch 1 (no wasted FMAs), 4 up to 32 rows (more tiles,
-// so more SMs, for small batches), 16 up to 512, then the 64-row kernel above
-// (W1 is re-read from L2 once per tile: 351 KB x tiles).
-constexpr int kSmallTileMax = 32, kMidTileMax = 512;
-int tile_rows(int batch) {
-    return batch == 1 ? 1 : batch <= kSmallTileMax ? 4 : batch <= kMidTileMax ? 16 : kBigRows;
-}
+// so more SMs, for small batches), 16 up to 512. Larger batches go to the
+// 3xTF32 tensor-core kernel (see the header: it measured faster there).
+constexpr int kSmallTileMax = 32, kFmaBatchMax = 512;
+int tile_rows(int batch) { return batch == 1 ? 1 : batch <= kSmallTileMax ? 4 : 16; }
 
 using KernelFn = void (*)(FusedWeights, const float*, float*, int, float*, unsigned*);
 
 template <int BM, bool kCluster>
-KernelFn kernel_for() {
-    if constexpr (BM == kBigRows) return fused_fma_big_kernel<kCluster>;
-    else return fused_fma_kernel<BM, kCluster>;
-}
-template <int BM>
-constexpr size_t smem_bytes_for() {
-    return (BM == kBigRows ? big_smem_floats() : smem_floats<BM>()) * sizeof(float);
-}
-
-template <int BM, bool kCluster>
 void launch_config(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
                    cudaStream_t stream) {
-    const KernelFn kernel = kernel_for<BM, kCluster>();
-    constexpr size_t smem = smem_bytes_for<BM>();
+    const KernelFn kernel = fused_fma_kernel<BM, kCluster>;
+    constexpr size_t smem = smem_floats<BM>() * sizeof(float);
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
     if (!configured) {
         if (smem > max_smem_per_block_optin())
@@ -525,7 +373,7 @@ bool cluster_binary() {
         CUDA_CHECK(cudaGetDevice(&dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&attr, cudaDevAttrClusterLaunch, dev));
         cudaFuncAttributes fa{};
-        CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel_for<BM, true>()));
+        CUDA_CHECK(cudaFuncGetAttributes(&fa, fused_fma_kernel<BM, true>));
         return attr != 0 && fa.binaryVersion >= 90 ? 1 : 0;
     }();
     return ok != 0;
@@ -551,19 +399,20 @@ bool fused_used_clusters() { return g_used_clusters; }
 bool fused_clusters_enabled() { return g_clusters_enabled; }
 
 std::pair<size_t, int> fused_scratch_size(int batch) {
+    const auto tc = fused_tc_scratch_size(batch);
+    if (batch > kFmaBatchMax) return tc;  // every fused kernel runs the tensor-core kernel there
     const int bm = tile_rows(batch), tiles = ceil_div(batch, bm);
-    const auto [tc_floats, tc_counters] = fused_tc_scratch_size(batch);
-    return {std::max(tc_floats, (size_t)tiles * kRanks * bm * kHiddenPad), std::max(tc_counters, tiles)};
+    return {std::max(tc.first, (size_t)tiles * kRanks * bm * kHiddenPad), std::max(tc.second, tiles)};
 }
 
 void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& scratch,
                       cudaStream_t stream) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
+    if (batch > kFmaBatchMax) return launch_fused_mlp_tc(w, x, out, batch, true, scratch, stream);
     switch (tile_rows(batch)) {
         case 1: launch_tile<1>(w, x, out, batch, scratch, stream); break;
         case 4: launch_tile<4>(w, x, out, batch, scratch, stream); break;
-        case 16: launch_tile<16>(w, x, out, batch, scratch, stream); break;
-        default: launch_tile<kBigRows>(w, x, out, batch, scratch, stream); break;
+        default: launch_tile<16>(w, x, out, batch, scratch, stream); break;
     }
 }
 
@@ -577,7 +426,8 @@ const std::vector<MlpKernelInfo>& mlp_kernel_list() {
          fused_tc_source()},
         {"cuda.mlp_fused", "fp32",
          "whole network in one launch on CUDA cores: weights straight from L2 into registers, layer 1 split over "
-         "a cluster of 8 blocks (DSMEM all-gather on sm_90), layer 2 by column slices, fp32 FMAs",
+         "a cluster of 8 blocks (DSMEM all-gather on sm_90), layer 2 by column slices, fp32 FMAs; "
+         "batches over 512 run the 3xTF32 kernel",
          repo_path(__FILE__)},
     };
     return list;

@@ -51,7 +51,8 @@ struct FusedScratch {
 //
 // cuda.mlp_fused (fused_mlp.cu): fp32 FMAs on CUDA cores, weights read straight
 // from L2, layer 1 split over 8 blocks per row tile (a thread-block cluster on
-// sm_90, global partials + last block elsewhere).
+// sm_90, global partials + last block elsewhere); batches over 512 go to the
+// 3xTF32 tensor-core kernel.
 void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& scratch,
                       cudaStream_t stream);
 // cuda.mlp_fused_3xtf32 / cuda.mlp_fused_tf32 (fused_mlp_tc.cu): tensor cores

@@ -1,7 +1,8 @@
 """Exercise gemmpad._cuda.Mlp under compute-sanitizer: every CUDA kernel of the
 registry layer by layer, and the fused kernels in all their tile configurations
-(cuda.mlp_fused: 1-, 4- and 16-row tiles, with and without clusters; the
-tensor-core ones: 16-row tiles up to 512, 32 beyond; mapped input up to 64).
+(cuda.mlp_fused: 1-, 4- and 16-row tiles, with and without clusters, and the
+3xTF32 kernel it hands batches over 512 to; the tensor-core ones: 16-row tiles
+up to 512, 32 beyond; mapped input up to 64).
 
     SANITIZE_EXTRA=native/cuda/mlp/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
 
