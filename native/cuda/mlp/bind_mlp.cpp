@@ -68,6 +68,10 @@ void bind_mlp(py::module_& m) {
             return std::make_pair(free, total);
         },
         "(free, total) device memory in bytes, for leak checks.");
+    m.def("set_fused_clusters", &set_fused_clusters, py::arg("enabled"),
+          "Let cuda.mlp_fused use thread-block clusters where possible (default True); False runs its "
+          "sm_80-89 path (global partials + last block) on sm_90 too, for tests. Returns the previous value.");
+    m.def("fused_used_clusters", &fused_used_clusters, "Whether the last cuda.mlp_fused launch used clusters.");
     m.def("build_archs", &build_arch_list, "CUDA architectures compiled in (nvcc's __CUDA_ARCH_LIST__).");
     m.def(
         "mlp_kernels",

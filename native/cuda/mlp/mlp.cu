@@ -1,6 +1,7 @@
 // The GPU MLP object (see mlp.cuh): resident weights, growing buffers,
 // pinned + mapped staging, event timing, and the layer-by-layer path through
 // any GEMM kernel of the registry.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -113,6 +114,8 @@ void Mlp::release() noexcept {
     for (auto* group : {w32_, w16_, bias_, fw_, fbias_})
         for (int l = 0; l < 3; ++l) group[l].release();
     for (auto* b : {&x_, &h1_, &h2_, &logits_, &probs_, &a16_, &scratch_partials_, &scratch_counters_}) b->release();
+    if (graph_) cudaGraphExecDestroy(graph_);
+    graph_ = nullptr;
     in_.release();
     out_.release();
     if (start_) cudaEventDestroy(start_);
@@ -189,28 +192,76 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
     launch_softmax(static_cast<float*>(logits_.ptr), static_cast<float*>(probs_.ptr), batch, kOut, stream_);
 }
 
+bool Mlp::GraphKey::operator==(const GraphKey& o) const {
+    if (kernel != o.kernel || batch != o.batch || clusters != o.clusters) return false;
+    for (int i = 0; i < 6; ++i)
+        if (buffers[i] != o.buffers[i]) return false;
+    return true;
+}
+
+Mlp::GraphKey Mlp::fused_key(const std::string& kernel, int batch) const {
+    GraphKey k;
+    k.kernel = kernel;
+    k.batch = batch;
+    k.clusters = fused_clusters_enabled();
+    const void* b[6] = {x_.ptr, probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr, scratch_counters_.ptr};
+    std::copy(b, b + 6, k.buffers);
+    return k;
+}
+
+void Mlp::enqueue_fused(const std::string& kernel, int batch) {
+    const bool mapped = batch <= kMappedBatchMax;
+    const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
+    FusedWeights w{static_cast<float*>(fw_[0].ptr),    static_cast<float*>(fw_[1].ptr),
+                   static_cast<float*>(fw_[2].ptr),    static_cast<float*>(fbias_[0].ptr),
+                   static_cast<float*>(fbias_[1].ptr), static_cast<float*>(fbias_[2].ptr)};
+    FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
+    const float* src = mapped ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
+    float* dst = mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
+    if (!mapped) CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
+    CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
+    if (kernel == "cuda.mlp_fused") launch_fused_mlp(w, src, dst, batch, s, stream_);
+    else launch_fused_mlp_tc(w, src, dst, batch, kernel == "cuda.mlp_fused_3xtf32", s, stream_);
+    CUDA_CHECK(cudaEventRecordWithFlags(stop_, stream_, cudaEventRecordExternal));
+    if (!mapped) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+}
+
+void Mlp::capture_fused(const std::string& kernel, int batch) {
+    if (graph_) {
+        CUDA_CHECK(cudaGraphExecDestroy(graph_));
+        graph_ = nullptr;
+    }
+    // Relaxed: the first launch of a kernel configures it (cudaFuncSetAttribute) inside the capture.
+    CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+    cudaGraph_t g = nullptr;
+    try {
+        enqueue_fused(kernel, batch);
+    } catch (...) {
+        cudaStreamEndCapture(stream_, &g);  // leave the stream usable; the original error is the one to report
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+    const cudaError_t err = cudaGraphInstantiate(&graph_, g, 0);
+    cudaGraphDestroy(g);
+    if (err != cudaSuccess) graph_ = nullptr;
+    CUDA_CHECK(err);
+    graph_key_ = fused_key(kernel, batch);
+}
+
 std::pair<double, double> Mlp::forward(const float* x, float* out, int batch, const std::string& kernel) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    const bool fused = kernel == "cuda.mlp_fused" || kernel == "cuda.mlp_fused_tf32";
+    const bool fused = kernel == "cuda.mlp_fused" || kernel == "cuda.mlp_fused_3xtf32" || kernel == "cuda.mlp_fused_tf32";
     if (!fused) CudaRegistry::instance().get(kernel);  // unknown name -> clear error before any work
     ensure_capacity(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
     std::memcpy(in_.ptr, x, in_bytes);
     if (fused) {
-        const bool mapped = batch <= kMappedBatchMax;
-        FusedWeights w{static_cast<float*>(fw_[0].ptr),    static_cast<float*>(fw_[1].ptr),
-                       static_cast<float*>(fw_[2].ptr),    static_cast<float*>(fbias_[0].ptr),
-                       static_cast<float*>(fbias_[1].ptr), static_cast<float*>(fbias_[2].ptr)};
-        FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
-        const float* src = mapped ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
-        float* dst = mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
-        if (!mapped) CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
-        CUDA_CHECK(cudaEventRecord(start_, stream_));
-        launch_fused_mlp(w, src, dst, batch, kernel == "cuda.mlp_fused", s, stream_);
-        CUDA_CHECK(cudaEventRecord(stop_, stream_));
-        if (!mapped) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+        if (!graph_ || !(fused_key(kernel, batch) == graph_key_)) capture_fused(kernel, batch);
+        CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     } else {
         CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
         CUDA_CHECK(cudaEventRecord(start_, stream_));

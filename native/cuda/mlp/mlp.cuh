@@ -48,11 +48,29 @@ struct FusedScratch {
 
 // out[B,10] = softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3) in one launch.
 // `x` and `out` may be device pointers or mapped pinned host memory.
-// split3 = true: 3xTF32 (fp32 accuracy); false: one tf32 pass.
-void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, bool split3,
-                      const FusedScratch& scratch, cudaStream_t stream);
-// Floats of partial sums and number of counters a launch for `batch` needs.
+//
+// cuda.mlp_fused (fused_mlp.cu): fp32 FMAs on CUDA cores, weights read straight
+// from L2, layer 1 split over 8 blocks per row tile (a thread-block cluster on
+// sm_90, global partials + last block elsewhere); batches over 512 go to the
+// 3xTF32 tensor-core kernel.
+void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& scratch,
+                      cudaStream_t stream);
+// cuda.mlp_fused_3xtf32 / cuda.mlp_fused_tf32 (fused_mlp_tc.cu): tensor cores
+// through WMMA; split3 = true: 3xTF32 (fp32 accuracy); false: one tf32 pass.
+void launch_fused_mlp_tc(const FusedWeights& w, const float* x, float* out, int batch, bool split3,
+                         const FusedScratch& scratch, cudaStream_t stream);
+// Floats of partial sums and number of counters a launch for `batch` needs
+// (enough for every fused kernel).
 std::pair<size_t, int> fused_scratch_size(int batch);
+std::pair<size_t, int> fused_tc_scratch_size(int batch);
+std::string fused_tc_source();
+// Whether cuda.mlp_fused may use thread-block clusters where the device and
+// the build allow them (default true). Turning them off runs the sm_80-89
+// path on sm_90 too, so tests can check it there. Returns the previous value.
+bool set_fused_clusters(bool enabled);
+// Whether the last cuda.mlp_fused launch used clusters.
+bool fused_used_clusters();
+bool fused_clusters_enabled();
 
 // Architectures the module was compiled for, e.g. "800,860,890,900".
 std::string build_arch_list();
@@ -91,9 +109,20 @@ class Mlp {
     size_t device_bytes() const;
 
   private:
+    // What a captured fused-kernel graph bakes in; a change means a new capture.
+    struct GraphKey {
+        std::string kernel;
+        int batch = 0;
+        bool clusters = false;
+        const void* buffers[6] = {};
+        bool operator==(const GraphKey& o) const;
+    };
     void ensure_capacity(int batch);
     void release() noexcept;
     void forward_layered(const std::string& kernel, int batch);
+    GraphKey fused_key(const std::string& kernel, int batch) const;
+    void enqueue_fused(const std::string& kernel, int batch);  // copy in, start, kernel, stop, copy out
+    void capture_fused(const std::string& kernel, int batch);
 
     cudaStream_t stream_ = nullptr;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -104,6 +133,14 @@ class Mlp {
     // Activations (device) and staging (pinned, mapped).
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
     PinnedBuffer in_, out_;
+    // The fused path runs as a CUDA graph: ONE submission for copy-in, start
+    // event, kernel, stop event and copy-out. The events then bracket the
+    // kernel on the GPU; launched one call at a time, the start event ran while
+    // the host was still inside the launch call, so kernel_us also counted the
+    // host's launch overhead (~5 us). The last capture is kept and replayed
+    // while its key holds (the app's case: same kernel and batch every frame).
+    cudaGraphExec_t graph_ = nullptr;
+    GraphKey graph_key_;
     int capacity_ = 0;
     size_t scratch_floats_ = 0;
     int scratch_counters_n_ = 0;

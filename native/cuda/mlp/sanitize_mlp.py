@@ -1,6 +1,8 @@
 """Exercise gemmpad._cuda.Mlp under compute-sanitizer: every CUDA kernel of the
-registry layer by layer, and the fused kernels in both tile configurations
-(batch <= 512: 16-row tiles, mapped input up to 64; larger: 64-row tiles).
+registry layer by layer, and the fused kernels in all their tile configurations
+(cuda.mlp_fused: 1-, 4- and 16-row tiles, with and without clusters, and the
+3xTF32 kernel it hands batches over 512 to; the tensor-core ones: 16-row tiles
+up to 512, 32 beyond; mapped input up to 64).
 
     SANITIZE_EXTRA=native/cuda/mlp/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
 
@@ -21,9 +23,12 @@ _mlp = _cuda.Mlp(*(_w[k] for k in _shapes))
 _names = [s.name for s in registry.kernels(device="cuda", kind="gemm")] + [k["name"] for k in _cuda.mlp_kernels()]
 _pattern = re.compile(os.environ.get("SANITIZE_MLP_KERNELS", "."))
 for _name in filter(_pattern.search, _names):
-    for _batch in (1, 7, 300, 600):
-        _x = _rng.uniform(0, 1, (_batch, 784)).astype(np.float32)
-        _out = np.full((_batch, 10), np.nan, dtype=np.float32)
-        _mlp.forward(_x, _out, _name)
-        assert np.all(np.isfinite(_out)), (_name, _batch)
-    print("ran Mlp", _name, flush=True)
+    for _clusters in (True, False) if _name == "cuda.mlp_fused" else (True,):
+        _cuda.set_fused_clusters(_clusters)
+        for _batch in (1, 7, 33, 300, 600):
+            _x = _rng.uniform(0, 1, (_batch, 784)).astype(np.float32)
+            _out = np.full((_batch, 10), np.nan, dtype=np.float32)
+            _mlp.forward(_x, _out, _name)
+            assert np.all(np.isfinite(_out)), (_name, _batch)
+        print("ran Mlp", _name, "clusters" if _cuda.fused_used_clusters() else "", flush=True)
+    _cuda.set_fused_clusters(True)

@@ -1,0 +1,88 @@
+"""gemmpad._cuda.Mlp's whole-network kernels against the float64 reference:
+every tile configuration, both cuda.mlp_fused paths (thread-block clusters on
+sm_90, global partials + last block elsewhere), output poisoned first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmpad import native, registry
+from tests.test_engine import assert_agrees, digit_like, random_model, reference
+
+pytestmark = pytest.mark.gpu
+
+# Tile edges of cuda.mlp_fused (1 row; 4 up to 32; 16 up to 512; the 3xTF32
+# kernel beyond), of the tensor-core kernels (16 up to 512, 32 beyond) and of
+# the mapped-memory path (<= 64).
+BATCHES = (1, 2, 3, 4, 5, 16, 31, 32, 33, 64, 65, 300, 511, 513, 1000, 4096)
+
+
+@pytest.fixture
+def cuda_mod():
+    mod = native.cuda_module_if_built()
+    if mod is None or not hasattr(mod, "Mlp"):
+        pytest.skip("no CUDA build of gemmpad")
+    return mod
+
+
+def _mlp(cuda_mod, model):
+    w = model.weights
+    return cuda_mod.Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+
+
+def _inputs(rng: np.random.Generator, batch: int) -> np.ndarray:
+    """Digit-like rows, plus a dense row and a blank one (softmax of the biases alone)."""
+    x = digit_like(rng, batch)
+    x[0] = rng.uniform(0, 1, 784)
+    if batch > 2:
+        x[-1] = 0.0
+    return x
+
+
+def _check(mlp, model, kernel: str, precision: str, rng: np.random.Generator, batches=BATCHES) -> None:
+    for batch in batches:
+        x = _inputs(rng, batch)
+        out = np.full((batch, 10), np.nan, dtype=np.float32)
+        k_us, e_us = mlp.forward(x, out, kernel)
+        assert k_us > 0 and e_us > 0
+        assert_agrees(out, reference(model, x), precision, f"{kernel} batch {batch}")
+
+
+@pytest.mark.parametrize("clusters", [True, False])
+def test_fused_both_paths_every_tile(cuda_mod, clusters, rng):
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    before = cuda_mod.set_fused_clusters(clusters)
+    try:
+        _check(mlp, model, "cuda.mlp_fused", "fp32", rng)
+        if not clusters:
+            assert not cuda_mod.fused_used_clusters()
+    finally:
+        cuda_mod.set_fused_clusters(before)
+
+
+def test_fused_paths_interleaved_reuse_counters_and_scratch(cuda_mod, rng):
+    """Alternating paths and shrinking/growing batches: the fallback's arrival
+    counters must be back at zero after every launch, whatever ran before."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    before = cuda_mod.set_fused_clusters(True)
+    try:
+        for clusters, batch in [(False, 4096), (True, 1), (False, 1), (False, 33), (True, 4096), (False, 7), (False, 7)]:
+            cuda_mod.set_fused_clusters(clusters)
+            _check(mlp, model, "cuda.mlp_fused", "fp32", rng, batches=(batch,))
+    finally:
+        cuda_mod.set_fused_clusters(before)
+
+
+@pytest.mark.parametrize("kernel", ["cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32"])
+def test_tensor_core_fused_every_tile(cuda_mod, kernel, rng):
+    model = random_model(rng)
+    _check(_mlp(cuda_mod, model), model, kernel, registry.get(kernel).precision, rng)
+
+
+def test_kernel_list(cuda_mod):
+    names = [k["name"] for k in cuda_mod.mlp_kernels()]
+    assert names == ["cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32", "cuda.mlp_fused"]
+    assert {k["name"]: k["precision"] for k in cuda_mod.mlp_kernels()}["cuda.mlp_fused"] == "fp32"
