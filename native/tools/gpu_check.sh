@@ -5,6 +5,7 @@
 #
 # Environment: ARCH (default 90), PYTEST_ARGS (default "-m gpu -q -x"),
 # SANITIZE_KERNELS (regex of kernel names for compute-sanitizer, default: all CUDA kernels),
+# SANITIZE_EXTRA (space-separated Python files run under the sanitizer too, e.g. the MLP and trainer drivers),
 # BENCH_ARGS (passed to `gemmpad bench gemm`, default a quick set).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,9 +49,8 @@ for spec in registry.kernels(device="cuda", kind="gemm"):
         bias = rng.uniform(-1, 1, n).astype(np.float32)
         gemmpad.gemm(a, b, bias=bias, activation="relu", kernel=spec.name)
     print("ran", spec.name, flush=True)
-extra = os.environ.get("SANITIZE_EXTRA")
-if extra:
-    exec(open(extra).read())
+for extra in os.environ.get("SANITIZE_EXTRA", "").split():
+    exec(compile(open(extra).read(), extra, "exec"), {"__name__": "__sanitize__"})
 PY
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 9 python3 /tmp/sanitize_driver.py >"$OUT/sanitize-$tool.log" 2>&1
