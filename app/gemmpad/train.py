@@ -187,12 +187,12 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
 
     torch.manual_seed(args.seed)
     params = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
-    decay, no_decay = [params[k] for k in ("W1", "W2", "W3")], [params[k] for k in ("b1", "b2", "b3")]
-    groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    # weight decay on every parameter, biases included: the native engine's semantics, so curves compare
+    plist = [params[k] for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
     if args.optimizer == "sgd":
-        opt: Any = torch.optim.SGD(groups, lr=lrs[0], momentum=args.momentum)
+        opt: Any = torch.optim.SGD(plist, lr=lrs[0], momentum=args.momentum, weight_decay=args.weight_decay)
     else:
-        opt = torch.optim.AdamW(groups, lr=lrs[0])
+        opt = torch.optim.AdamW(plist, lr=lrs[0], weight_decay=args.weight_decay)
     xt = torch.from_numpy(x).to(device)
     yt = torch.from_numpy(y).to(device)
     mixed = args.precision == "mixed"
@@ -385,7 +385,7 @@ def run(args: argparse.Namespace) -> int:
                  f"training normalisation (x-{mean:.5f})/{std:.5f} folded into W1/b1",
         "data": {"md5": {**train.md5, **test.md5}, "canonical_mnist": data.checksums_ok({**train.md5, **test.md5})},
         "training": {
-            "engine": args.engine, "device": _device_name(device), "precision": args.precision,
+            "engine": args.engine, "device": _device_name(device, args.engine), "precision": args.precision,
             "optimizer": args.optimizer, "lr": lr, "momentum": args.momentum if args.optimizer == "sgd" else None,
             "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
@@ -412,9 +412,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _device_name(device: str) -> str:
+def _device_name(device: str, engine: str) -> str:
     import torch
 
+    if engine == "native":
+        from gemmpad import native
+
+        return native.cuda_status().device or "cuda"
     if device == "cuda" and torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
