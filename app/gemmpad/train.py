@@ -84,15 +84,16 @@ def _sources(spec: str) -> list[str]:
     return ["original"] + [s for s in names if s != "original"]
 
 
-def _in_chunks(fn: Callable[[np.ndarray], np.ndarray], images: np.ndarray) -> np.ndarray:
-    """fn over CHUNK-sized slices, then preprocess: keeps the 56x56 intermediates small."""
-    out = []
-    for i in range(0, len(images), CHUNK):
-        x, ok = preprocess_batch(fn(images[i : i + CHUNK]))
-        if not ok.all():  # a warp can push a faint digit to nothing; keep arrays aligned with labels
-            x[~ok] = 0.0
-        out.append(x)
-    return np.concatenate(out) if out else np.zeros((0, 28, 28), np.float32)
+def _in_chunks(fn: Callable[[np.ndarray], np.ndarray], images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """fn over CHUNK-sized slices, then preprocess: keeps the 56x56 intermediates small.
+
+    Returns the images and which of them still had ink (a warp can in principle
+    push a faint digit to nothing; such a sample is dropped, not trained as blank).
+    """
+    parts = [preprocess_batch(fn(images[i : i + CHUNK])) for i in range(0, len(images), CHUNK)]
+    if not parts:
+        return np.zeros((0, 28, 28), np.float32), np.zeros(0, bool)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], seed: int, n_drawn: int,
@@ -100,20 +101,22 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
     """Training arrays x float32 [N, 784], y int64 [N] from MNIST uint8 images and the chosen sources."""
     rng = np.random.default_rng([seed, 1])
     unit = images.astype(np.float32) / 255.0
+    transforms: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "original": lambda b: b,
+        "warp": lambda b: augment.warp(b, 28, rng),
+        "restroke": lambda b: augment.restroke(b, rng),
+    }
     xs, ys, counts = [], [], {}
     for src in sources:
         t = time.perf_counter()
-        if src == "original":
-            x, y = _in_chunks(lambda b: b, unit), labels
-        elif src == "warp":
-            x, y = _in_chunks(lambda b: augment.warp(b, 28, rng), unit), labels
-        elif src == "restroke":
-            x, y = _in_chunks(lambda b: augment.restroke(b, rng), unit), labels
-        else:  # drawn: never the evaluation seed
-            ds = drawn.generate(n_drawn, seed=seed * 7919 + 1) if n_drawn > 0 else None
-            if ds is None:
+        if src == "drawn":
+            if n_drawn <= 0:
                 continue
+            ds = drawn.generate(n_drawn, seed=seed * 7919 + 1)  # never drawn.EVAL_SEED
             x, y = ds.images, ds.labels
+        else:
+            x, ok = _in_chunks(transforms[src], unit)
+            x, y = x[ok], labels[ok]
         xs.append(x.reshape(len(x), -1))
         ys.append(np.asarray(y, dtype=np.int64))
         counts[src] = len(x)
@@ -243,9 +246,8 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
     return {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
 
 
-def fit_native(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
-               on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
-    """Hand the same arrays, initial weights, batch order seed and lr list to gemmpad.train_native.fit."""
+def native_trainer(args: argparse.Namespace) -> Any:
+    """gemmpad.train_native, or a clear error why --engine native cannot run (checked before any work)."""
     from gemmpad import native
 
     try:
@@ -257,12 +259,19 @@ def fit_native(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: lis
         raise CudaUnavailable(f"--engine native trains on the GPU: {status.reason}")
     if args.optimizer != "sgd":
         raise GemmpadError("--engine native implements SGD with momentum only: use --optimizer sgd")
-    return train_native.fit(
+    return train_native
+
+
+def fit_native(trainer: Any, x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float],
+               args: argparse.Namespace,
+               on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
+    """Hand the same arrays, initial weights, batch orders and lr list to gemmpad.train_native.fit."""
+    return trainer.fit(
         x, y, w0,
         epochs=len(lrs), batch_size=args.batch_size, lr_schedule=lrs, momentum=args.momentum,
         weight_decay=args.weight_decay, seed=args.seed, precision=args.precision,
         batch_order=lambda epoch: batch_order(args.seed, epoch, len(x)),
-        callback=lambda epoch, loss, acc, weights: on_epoch(epoch, loss, acc, weights),
+        callback=on_epoch,
     )
 
 
@@ -338,6 +347,7 @@ def run(args: argparse.Namespace) -> int:
         args.optimizer = "adamw" if args.engine == "torch" else "sgd"
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
     device = _torch_device(args.device) if args.engine == "torch" else "cuda"
+    trainer = native_trainer(args) if args.engine == "native" else None
 
     train, test = data.load_split("train", args.data), data.load_split("test", args.data)
     images, labels = train.images, train.labels.astype(np.int64)
@@ -373,7 +383,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "torch":
         w = fit_torch(xn, y, w0, lrs, args, device, on_epoch)
     else:
-        w = fit_native(xn, y, w0, lrs, args, on_epoch)
+        w = fit_native(trainer, xn, y, w0, lrs, args, on_epoch)
     t_train = time.perf_counter() - t_fit
     model = Model(fold_normalisation(w, mean, std))
 
