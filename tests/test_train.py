@@ -128,3 +128,13 @@ def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch
     np.testing.assert_array_equal(seen["weights"]["W1"], train.initial_weights(0)["W1"])
     card = json.loads((tmp_path / "nat.json").read_text())
     assert card["training"]["engine"] == "native" and len(card["history"]) == 3
+
+
+def test_importing_train_does_not_load_torch() -> None:
+    """`gemmpad info` and the app build the CLI parser, which imports this module: torch must stay unloaded."""
+    import subprocess
+    import sys
+
+    code = "import sys, argparse; import gemmpad.train as t; t.add_arguments(argparse.ArgumentParser()); " \
+           "sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
