@@ -42,18 +42,24 @@ CHUNK = 5000  # images per augmentation batch: bounds memory (~60 MB per 56x56 a
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of `gemmpad train`."""
-    p.add_argument("--data", metavar="DIR", help="MNIST IDX directory (default $GEMMPAD_DATA, else torchvision download)")
+    p.add_argument("--data", metavar="DIR",
+                   help="MNIST IDX directory (default $GEMMPAD_DATA, else torchvision download)")
     p.add_argument("--output", metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
     p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
-    p.add_argument("--engine", choices=("torch", "native"), default="torch", help="torch, or the CUDA kernels of gemmpad.train_native")
-    p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32", help="mixed: bf16/fp16 matmuls, fp32 weights")
-    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd", help="sgd = SGD with momentum (both engines)")
+    p.add_argument("--engine", choices=("torch", "native"), default="torch",
+                   help="torch, or the CUDA kernels of gemmpad.train_native")
+    p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32",
+                   help="mixed: bf16/fp16 matmuls, fp32 weights")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"),
+                   help="sgd = SGD with momentum (both engines); default: adamw for torch (as the shipped "
+                        "model), sgd for native")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, help="peak learning rate (default 0.05 sgd, 0.002 adamw)")
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=1e-4)
-    p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine", help="per-epoch learning rate")
+    p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine",
+                   help="per-epoch learning rate")
     p.add_argument("--augment", default=",".join(SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
     p.add_argument("--drawn", type=int, default=20000, metavar="N", help="synthetic drawn training digits")
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N MNIST training images")
@@ -78,15 +84,16 @@ def _sources(spec: str) -> list[str]:
     return ["original"] + [s for s in names if s != "original"]
 
 
-def _in_chunks(fn: Callable[[np.ndarray], np.ndarray], images: np.ndarray) -> np.ndarray:
-    """fn over CHUNK-sized slices, then preprocess: keeps the 56x56 intermediates small."""
-    out = []
-    for i in range(0, len(images), CHUNK):
-        x, ok = preprocess_batch(fn(images[i : i + CHUNK]))
-        if not ok.all():  # a warp can push a faint digit to nothing; keep arrays aligned with labels
-            x[~ok] = 0.0
-        out.append(x)
-    return np.concatenate(out) if out else np.zeros((0, 28, 28), np.float32)
+def _in_chunks(fn: Callable[[np.ndarray], np.ndarray], images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """fn over CHUNK-sized slices, then preprocess: keeps the 56x56 intermediates small.
+
+    Returns the images and which of them still had ink (a warp can in principle
+    push a faint digit to nothing; such a sample is dropped, not trained as blank).
+    """
+    parts = [preprocess_batch(fn(images[i : i + CHUNK])) for i in range(0, len(images), CHUNK)]
+    if not parts:
+        return np.zeros((0, 28, 28), np.float32), np.zeros(0, bool)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], seed: int, n_drawn: int,
@@ -94,20 +101,22 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
     """Training arrays x float32 [N, 784], y int64 [N] from MNIST uint8 images and the chosen sources."""
     rng = np.random.default_rng([seed, 1])
     unit = images.astype(np.float32) / 255.0
+    transforms: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "original": lambda b: b,
+        "warp": lambda b: augment.warp(b, 28, rng),
+        "restroke": lambda b: augment.restroke(b, rng),
+    }
     xs, ys, counts = [], [], {}
     for src in sources:
         t = time.perf_counter()
-        if src == "original":
-            x, y = _in_chunks(lambda b: b, unit), labels
-        elif src == "warp":
-            x, y = _in_chunks(lambda b: augment.warp(b, 28, rng), unit), labels
-        elif src == "restroke":
-            x, y = _in_chunks(lambda b: augment.restroke(b, rng), unit), labels
-        else:  # drawn: never the evaluation seed
-            ds = drawn.generate(n_drawn, seed=seed * 7919 + 1) if n_drawn > 0 else None
-            if ds is None:
+        if src == "drawn":
+            if n_drawn <= 0:
                 continue
+            ds = drawn.generate(n_drawn, seed=seed * 7919 + 1)  # never drawn.EVAL_SEED
             x, y = ds.images, ds.labels
+        else:
+            x, ok = _in_chunks(transforms[src], unit)
+            x, y = x[ok], labels[ok]
         xs.append(x.reshape(len(x), -1))
         ys.append(np.asarray(y, dtype=np.int64))
         counts[src] = len(x)
@@ -116,7 +125,8 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
 
 
 def _cached_training_set(args: argparse.Namespace, images: np.ndarray, labels: np.ndarray, sources: list[str],
-                         md5: dict[str, str], log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+                         md5: dict[str, str],
+                         log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """training_set(), reused from --cache when the same data and settings built it before."""
     key = json.dumps([sorted(md5.items()), sources, args.seed, args.drawn, len(images), args.val,
                       hashlib.md5(images.tobytes()).hexdigest(), _code_version()])
@@ -181,18 +191,19 @@ def _torch_device(choice: str) -> str:
 
 
 def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
-              device: str, on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
+              device: str,
+              on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
     """Mini-batch training in torch; on_epoch(epoch, loss, train_acc, weights) after each epoch."""
     import torch
 
     torch.manual_seed(args.seed)
     params = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
-    decay, no_decay = [params[k] for k in ("W1", "W2", "W3")], [params[k] for k in ("b1", "b2", "b3")]
-    groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    # weight decay on every parameter, biases included: the native engine's semantics, so curves compare
+    plist = [params[k] for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
     if args.optimizer == "sgd":
-        opt: Any = torch.optim.SGD(groups, lr=lrs[0], momentum=args.momentum)
+        opt: Any = torch.optim.SGD(plist, lr=lrs[0], momentum=args.momentum, weight_decay=args.weight_decay)
     else:
-        opt = torch.optim.AdamW(groups, lr=lrs[0])
+        opt = torch.optim.AdamW(plist, lr=lrs[0], weight_decay=args.weight_decay)
     xt = torch.from_numpy(x).to(device)
     yt = torch.from_numpy(y).to(device)
     mixed = args.precision == "mixed"
@@ -226,7 +237,8 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
             correct += (logits.argmax(1) == yb).sum()
             if not args.quiet and sys.stderr.isatty() and s % 50 == 0:
                 done = (s + 1) / steps
-                print(f"\r  epoch {epoch + 1}: [{'#' * int(30 * done):30s}] {100 * done:5.1f}%", end="", file=sys.stderr)
+                bar = "#" * int(30 * done)
+                print(f"\r  epoch {epoch + 1}: [{bar:30s}] {100 * done:5.1f}%", end="", file=sys.stderr)
         if not args.quiet and sys.stderr.isatty():
             print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
         weights = {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
@@ -234,9 +246,8 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
     return {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
 
 
-def fit_native(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
-               on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
-    """Hand the same arrays, initial weights, batch order seed and lr list to gemmpad.train_native.fit."""
+def native_trainer(args: argparse.Namespace) -> Any:
+    """gemmpad.train_native, or a clear error why --engine native cannot run (checked before any work)."""
     from gemmpad import native
 
     try:
@@ -248,12 +259,19 @@ def fit_native(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: lis
         raise CudaUnavailable(f"--engine native trains on the GPU: {status.reason}")
     if args.optimizer != "sgd":
         raise GemmpadError("--engine native implements SGD with momentum only: use --optimizer sgd")
-    return train_native.fit(
+    return train_native
+
+
+def fit_native(trainer: Any, x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float],
+               args: argparse.Namespace,
+               on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
+    """Hand the same arrays, initial weights, batch orders and lr list to gemmpad.train_native.fit."""
+    return trainer.fit(
         x, y, w0,
         epochs=len(lrs), batch_size=args.batch_size, lr_schedule=lrs, momentum=args.momentum,
         weight_decay=args.weight_decay, seed=args.seed, precision=args.precision,
         batch_order=lambda epoch: batch_order(args.seed, epoch, len(x)),
-        callback=lambda epoch, loss, acc, weights: on_epoch(epoch, loss, acc, weights),
+        callback=on_epoch,
     )
 
 
@@ -307,7 +325,8 @@ def _versions() -> dict[str, str]:
 
     from gemmpad import __version__
 
-    return {"gemmpad": __version__, "python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}
+    return {"gemmpad": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "torch": torch.__version__}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -324,8 +343,11 @@ def run(args: argparse.Namespace) -> int:
     if out_path.suffix != ".npz":
         raise GemmpadError(f"--output {out_path}: the model file must end in .npz")
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
+    if args.optimizer is None:
+        args.optimizer = "adamw" if args.engine == "torch" else "sgd"
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
     device = _torch_device(args.device) if args.engine == "torch" else "cuda"
+    trainer = native_trainer(args) if args.engine == "native" else None
 
     train, test = data.load_split("train", args.data), data.load_split("test", args.data)
     images, labels = train.images, train.labels.astype(np.int64)
@@ -356,11 +378,12 @@ def run(args: argparse.Namespace) -> int:
 
     lrs = lr_schedule(args.schedule, lr, args.epochs)
     w0 = initial_weights(args.seed)
-    log(f"training {len(x)} images on {args.engine} ({device}, {args.precision}), {args.optimizer}, {args.epochs} epochs")
+    log(f"training {len(x)} images on {args.engine} ({device}, {args.precision}), {args.optimizer}, "
+        f"{args.epochs} epochs")
     if args.engine == "torch":
         w = fit_torch(xn, y, w0, lrs, args, device, on_epoch)
     else:
-        w = fit_native(xn, y, w0, lrs, args, on_epoch)
+        w = fit_native(trainer, xn, y, w0, lrs, args, on_epoch)
     t_train = time.perf_counter() - t_fit
     model = Model(fold_normalisation(w, mean, std))
 
@@ -385,7 +408,7 @@ def run(args: argparse.Namespace) -> int:
                  f"training normalisation (x-{mean:.5f})/{std:.5f} folded into W1/b1",
         "data": {"md5": {**train.md5, **test.md5}, "canonical_mnist": data.checksums_ok({**train.md5, **test.md5})},
         "training": {
-            "engine": args.engine, "device": _device_name(device), "precision": args.precision,
+            "engine": args.engine, "device": _device_name(device, args.engine), "precision": args.precision,
             "optimizer": args.optimizer, "lr": lr, "momentum": args.momentum if args.optimizer == "sgd" else None,
             "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
@@ -402,7 +425,8 @@ def run(args: argparse.Namespace) -> int:
                           "and preprocessed like the app") if args.eval_drawn else None,
         },
         "history": history,
-        "time_s": {"data": round(t_data, 1), "train": round(t_train, 1), "total": round(time.perf_counter() - t_start, 1)},
+        "time_s": {"data": round(t_data, 1), "train": round(t_train, 1),
+                   "total": round(time.perf_counter() - t_start, 1)},
         "versions": _versions(),
     }
     model.save(out_path, card)
@@ -412,9 +436,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _device_name(device: str) -> str:
+def _device_name(device: str, engine: str) -> str:
     import torch
 
+    if engine == "native":
+        from gemmpad import native
+
+        return native.cuda_status().device or "cuda"
     if device == "cuda" and torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
