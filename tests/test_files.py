@@ -1,0 +1,39 @@
+"""Atomic writes: the old file survives a failed write, and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from gemmpad.files import atomic_path, write_text
+
+
+def test_write_replaces_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "sub" / "out.json"
+    write_text(target, "first")
+    write_text(target, "second")
+    assert target.read_text() == "second"
+    assert [p.name for p in target.parent.iterdir()] == ["out.json"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    target = tmp_path / "model.npz"
+    target.write_text("good")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("disk full")
+    assert target.read_text() == "good"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]
+
+
+def test_temp_keeps_suffix_and_permissions_are_ordinary(tmp_path):
+    target = tmp_path / "drawing.png"
+    with atomic_path(target) as tmp:
+        assert tmp.suffix == ".png" and tmp.parent == tmp_path
+        tmp.write_bytes(b"x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
