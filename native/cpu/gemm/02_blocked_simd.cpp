@@ -8,30 +8,51 @@
 //     AVX2) and, per step of k, loads one row of B (NR floats, 2 vectors) and
 //     broadcasts MR values of A: 2*MR FMAs for MR+2 loads instead of 1 for 2.
 //  2. Packing. Before the micro-kernels run, a KC x NC block of B is copied
-//     into NR-wide panels and an MC x KC block of A into MR-tall panels, both
-//     in the exact order the micro-kernel reads them: unit stride, no TLB
-//     misses, no cache-set conflicts from power-of-two leading dimensions.
-//     Partial panels are zero-padded so the micro-kernel never branches.
+//     into NR-wide panels (zero-padded), in the exact order the micro-kernel
+//     reads them: unit stride, no TLB misses, no cache-set conflicts from
+//     power-of-two leading dimensions. A is packed into MR-tall panels the
+//     same way when N >= 256 (many B panels reuse it); for a narrow N like the
+//     MLP's 100 and 10, packing A cost as much as the arithmetic, so there the
+//     micro-kernel broadcasts straight from A's rows.
 //  3. Cache blocking. KC = 256 makes one B panel (256 x 32 floats = 32 KB)
 //     stay in L1 while every A panel streams past it; the A block (MC x KC,
 //     240 KB) stays in L2; the B block (KC x NC) in L3.
-//  4. Threads (OpenMP, when linked): the (NR panel, MR panel) tiles of one
-//     block are shared out, but only when M*N*K >= 2^21: below that the fork
-//     and barriers (a few microseconds) cost more than they save.
-//  5. Small M (the MLP at batch 1..24): packing B would cost as much as the
-//     product itself, so B is read in place (row stride N), see small_m().
+//  4. Threads (OpenMP, when linked) only when M*N*K >= 2^21, below which the
+//     fork/join costs more than it saves. Each thread takes a slice of C's rows
+//     (or columns, if N is the long side) and runs the whole nest on it: no
+//     barrier inside, which matters on a machine whose cores are shared.
+//  5. Small M (the MLP at batch 1..24): nothing would reuse a packed panel, so
+//     A and B are both read in place and K is not blocked, see small_m().
+//  6. Short tiles (1-2 rows) get 2-4 independent accumulator sets over k so
+//     the 4-cycle FMA latency does not serialise them.
 // The micro-kernel is instantiated for every tile height R <= MR and for 1 or
 // 2 vectors of width, so edge tiles cost what they hold, not a full tile.
 // The epilogue (C += previous K blocks, + bias, ReLU with NaN kept) is fused
 // into the store of the last K block, as in 01_naive.
 // ISA dispatch: see ../simd.h (AVX-512, AVX2+FMA, generic 4-wide; picked at run time).
 //
-// Measured (this dev VM: 2 cores of a Xeon "Sapphire Rapids" KVM guest, shared
-// with other jobs; medians of 7 runs of 30-200 reps each after warm-up, min-max in brackets;
-// NumPy = OpenBLAS 0.3.31 with its own threads, same process):
-//   see the MEASURED block at the end of this comment.
-// MEASURED:
-//   measured: see README benchmarks
+// Measured on the dev VM (2 cores of a Xeon Sapphire Rapids KVM guest, AVX-512,
+// shared with other jobs, so single-threaded: OMP_NUM_THREADS=1 and
+// OPENBLAS_NUM_THREADS=1), vs NumPy matmul = OpenBLAS 0.3.31 in the same
+// process; median over 7 interleaved rounds (each the median of 15-2000
+// calls after warm-up), Python call included for both; GFLOP/s:
+//   shape (MxNxK)    cpu.02            numpy             cpu.02 / numpy (two runs)
+//   1024x1024x768     63.6 [62.0-67.5]  71.9 [67.7-80.8]  0.89x, 0.83x
+//     (in a quieter minute: 136.4 vs 139.4 GFLOP/s, 0.98x)
+//   1x100x784         28.5 [28.4-29.4]  37.3 [37.2-38.6]  0.76x, 0.77x
+//   1x100x100         17.3 [17.1-17.3]  16.8 [16.8-16.9]  1.02x, 1.00x
+//   1x10x100           2.8 [2.7-2.8]     2.3 [2.3-2.3]    1.19x, 1.17x
+//   256x100x784      126.4 [124.5-127.2] 125.8 [125.4-126.6] 1.00x, 0.96x
+//   256x100x100      120.0 [114.3-124.7] 119.0 [109.4-119.1] 1.01x, 1.01x
+//   256x10x100        63.4 [63.1-63.6]  62.6 [62.5-62.8]  1.01x, 1.01x
+//   4096x100x784      68.4 [66.9-69.5]  65.9 [57.4-67.6]  1.04x, 1.03x
+//   4096x100x100     119.4 [116.7-125.4] 120.7 [118.5-122.3] 0.99x, 1.01x
+//   4096x10x100       70.3 [70.1-70.8]  46.7 [45.1-47.4]  1.51x, 1.54x
+// The machine's load changed absolute figures by up to 2x between minutes
+// (other jobs); the ratios, taken in interleaved rounds, held. 1x100x784 is
+// bound by reading B (313 KB) in four 32-column passes; OpenBLAS's GEMV
+// streams it once. With 2 threads both libraries were dominated by the other
+// jobs on the 2 cores here, so no thread figures are claimed.
 #include <algorithm>
 #include <cstddef>
 #include <utility>
@@ -47,12 +68,13 @@ constexpr int KC = 256;             // depth of one packed block
 constexpr int MC_PANELS = 20;       // A block height, in MR panels
 constexpr int NC = 4096;            // B block width (a multiple of every NR)
 constexpr double kThreadWork = 1 << 21;  // M*N*K from which threads pay off
+constexpr int kPackAMinN = 256;          // N from which A blocks are packed
 
 // One micro-kernel call: C[m, n] (op)= A_panel[., kc] @ B_panel[kc, n].
 struct Tile {
     int kc;
-    const float* a;     // packed A panel: kc steps of `as` floats (rows past m zero-padded)
-    int as;             // floats per k step of the A panel (MR, or fewer for a short panel)
+    const float* a;     // A panel: row r, step k at a[r * ars + k * as]
+    ptrdiff_t ars, as;  // packed: ars = 1, as = MR; read in place: ars = lda, as = 1
     const float* b;     // B panel: kc rows of NV*W floats, ldb apart
     ptrdiff_t ldb;
     float* c;
@@ -84,14 +106,14 @@ GEMMPAD_INLINE void tile_body(const Tile& t) {
             V bv[NV];
             for (int v = 0; v < NV; ++v) bv[v] = loadv<W>(b + v * W);
             for (int r = 0; r < R; ++r) {
-                const float ar = a[r];  // broadcast; folds into the FMA's memory operand
+                const float ar = a[r * t.ars];  // broadcast; folds into the FMA's memory operand
                 for (int v = 0; v < NV; ++v) acc[u][r][v] += bv[v] * ar;
             }
         }
     }
     for (; k < t.kc; ++k, a += t.as, b += t.ldb)
         for (int r = 0; r < R; ++r)
-            for (int v = 0; v < NV; ++v) acc[0][r][v] += loadv<W>(b + v * W) * a[r];
+            for (int v = 0; v < NV; ++v) acc[0][r][v] += loadv<W>(b + v * W) * a[r * t.ars];
     for (int u = 1; u < U; ++u)
         for (int r = 0; r < R; ++r)
             for (int v = 0; v < NV; ++v) acc[0][r][v] += acc[u][r][v];
@@ -203,23 +225,16 @@ struct Slice {
 };
 
 // Small M (at most two A panels, e.g. the MLP at batch 1..24): nothing would
-// reuse a packed B panel, so packing B (or blocking K to keep it in L1) is pure
-// overhead. B is read in place, the whole K in one pass. The ragged last panel
+// reuse a packed panel, so packing (or blocking K to keep a B panel in L1) is
+// pure overhead. A and B are read in place, the whole K in one pass. The ragged last panel
 // is read in place too, its extra columns are computed and discarded, except
 // for the last row(s), where reading a full vector would run past the end of
 // B: those few rows come from a small zero-padded copy.
 void small_m(const Slice& s, const MicroKernels& uk) {
     const int M = s.M, N = s.N, K = s.K;
     const int W = uk.w, MR = uk.mr, NR = 2 * W;
-    static thread_local GrowBuffer a_buf, b_buf;
-    // Panels as tall as their rows (no zero padding to MR); one row is already
-    // a panel (unit stride) and is used in place.
-    float* Ap = a_buf.get((size_t)K * M);
+    static thread_local GrowBuffer b_buf;
     const int npanels_a = (M + MR - 1) / MR;
-    for (int ip = 0; ip < npanels_a && M > 1; ++ip)
-        pack_a(s.A + (size_t)ip * MR * s.lda, (int)s.lda, std::min(MR, M - ip * MR), K, std::min(MR, M - ip * MR),
-               Ap + (size_t)ip * K * MR);
-
     for (int j0 = 0; j0 < N; j0 += NR) {
         const int cols = std::min(NR, N - j0);
         const int nv = cols <= W ? 0 : 1;
@@ -236,8 +251,9 @@ void small_m(const Slice& s, const MicroKernels& uk) {
         for (int ip = 0; ip < npanels_a; ++ip) {
             Tile t;
             t.m = std::min(MR, M - ip * MR);
-            t.a = M > 1 ? Ap + (size_t)ip * K * MR : s.A;
-            t.as = t.m;
+            t.a = s.A + (size_t)ip * MR * s.lda;
+            t.ars = s.lda;
+            t.as = 1;
             t.c = s.C + (size_t)ip * MR * s.ldc + j0;
             t.ldc = s.ldc;
             t.n = cols;
@@ -276,6 +292,11 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
         return;
     }
     const int MC = MC_PANELS * MR;
+    // Packing A costs about one cycle per element; it pays when many B panels
+    // reuse the packed panel (wide N, where power-of-two row strides would
+    // otherwise fight over the same L1 sets). For a narrow N (the MLP's 100
+    // and 10) the micro-kernel reads A in place: measured 1.3-2.3x faster there.
+    const bool pack_a_block = N >= kPackAMinN;
     // Even-sized K blocks (784 -> 4 x 196, not 3 x 256 + 16).
     const int kblocks = (K + KC - 1) / KC;
     const int kc_max = (K + kblocks - 1) / kblocks;
@@ -283,7 +304,7 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
     // Scratch of this thread, grown once and reused by every later call.
     static thread_local GrowBuffer a_buf, b_buf;
     float* Bp = b_buf.get((size_t)kc_max * round_up(std::min(N, NC), NR));
-    float* Ap = a_buf.get((size_t)kc_max * round_up(std::min(M, MC), MR));
+    float* Ap = pack_a_block ? a_buf.get((size_t)kc_max * round_up(std::min(M, MC), MR)) : nullptr;
 
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = std::min(NC, N - jc);
@@ -297,7 +318,7 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
             for (int ic = 0; ic < M; ic += MC) {
                 const int mc = std::min(MC, M - ic);
                 const int npanels_a = (mc + MR - 1) / MR;
-                for (int ip = 0; ip < npanels_a; ++ip)
+                for (int ip = 0; pack_a_block && ip < npanels_a; ++ip)
                     pack_a(s.A + (size_t)(ic + ip * MR) * s.lda + pc, (int)s.lda, std::min(MR, mc - ip * MR), kc, MR,
                            Ap + (size_t)ip * kc * MR);
                 for (int jp = 0; jp < npanels_b; ++jp) {
@@ -307,7 +328,6 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
                     t.kc = kc;
                     t.b = Bp + (size_t)jp * kc * NR;
                     t.ldb = NR;
-                    t.as = MR;
                     t.ldc = s.ldc;
                     t.n = cols;
                     t.accumulate = !first;
@@ -315,7 +335,15 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
                     t.relu = last && s.relu;
                     const int nv = cols <= W ? 0 : 1;
                     for (int ip = 0; ip < npanels_a; ++ip) {  // B panel stays in L1 across this loop
-                        t.a = Ap + (size_t)ip * kc * MR;
+                        if (pack_a_block) {
+                            t.a = Ap + (size_t)ip * kc * MR;
+                            t.ars = 1;
+                            t.as = MR;
+                        } else {
+                            t.a = s.A + (size_t)(ic + ip * MR) * s.lda + pc;
+                            t.ars = s.lda;
+                            t.as = 1;
+                        }
                         t.c = s.C + (size_t)(ic + ip * MR) * s.ldc + j0;
                         t.m = std::min(MR, mc - ip * MR);
                         uk.fn[t.m - 1][nv](t);
