@@ -25,6 +25,8 @@
 //     A and B are both read in place and K is not blocked, see small_m().
 //  6. Short tiles (1-2 rows) get 2-4 independent accumulator sets over k so
 //     the 4-cycle FMA latency does not serialise them.
+//  7. One row (batch 1): tiles up to 8 vectors wide (128 columns with
+//     AVX-512), so B is streamed once, front to back, like a GEMV.
 // The micro-kernel is instantiated for every tile height R <= MR and for 1 or
 // 2 vectors of width, so edge tiles cost what they hold, not a full tile.
 // The epilogue (C += previous K blocks, + bias, ReLU with NaN kept) is fused
@@ -39,9 +41,10 @@
 //   shape (MxNxK)    cpu.02            numpy             cpu.02 / numpy (two runs)
 //   1024x1024x768     63.6 [62.0-67.5]  71.9 [67.7-80.8]  0.89x, 0.83x
 //     (in a quieter minute: 136.4 vs 139.4 GFLOP/s, 0.98x)
-//   1x100x784         28.5 [28.4-29.4]  37.3 [37.2-38.6]  0.76x, 0.77x
-//   1x100x100         17.3 [17.1-17.3]  16.8 [16.8-16.9]  1.02x, 1.00x
-//   1x10x100           2.8 [2.7-2.8]     2.3 [2.3-2.3]    1.19x, 1.17x
+//   1x100x784         42.3 [41.2-43.1]  40.1 [39.0-40.3]  1.06x, 1.05x
+//     (28.5 GFLOP/s, 0.77x, before step 7: four 2-vector passes over B)
+//   1x100x100         18.4 [18.3-18.8]  17.2 [17.1-17.5]  1.09x, 1.07x
+//   1x10x100           2.9 [2.9-2.9]     2.4 [2.4-2.5]    1.18x, 1.20x
 //   256x100x784      126.4 [124.5-127.2] 125.8 [125.4-126.6] 1.00x, 0.96x
 //   256x100x100      120.0 [114.3-124.7] 119.0 [109.4-119.1] 1.01x, 1.01x
 //   256x10x100        63.4 [63.1-63.6]  62.6 [62.5-62.8]  1.01x, 1.01x
@@ -49,10 +52,11 @@
 //   4096x100x100     119.4 [116.7-125.4] 120.7 [118.5-122.3] 0.99x, 1.01x
 //   4096x10x100       70.3 [70.1-70.8]  46.7 [45.1-47.4]  1.51x, 1.54x
 // The machine's load changed absolute figures by up to 2x between minutes
-// (other jobs); the ratios, taken in interleaved rounds, held. 1x100x784 is
-// bound by reading B (313 KB) in four 32-column passes; OpenBLAS's GEMV
-// streams it once. With 2 threads both libraries were dominated by the other
-// jobs on the 2 cores here, so no thread figures are claimed.
+// (other jobs); the ratios, taken in interleaved rounds, held. Known weak
+// spot: one row times a wide B with a power-of-two row stride (1x4096x1024:
+// 0.55x), where each 128-column pass walks B's rows 16 KB apart (a TLB miss
+// per row). With 2 threads both libraries were dominated by the other jobs on
+// the 2 cores here, so no thread figures are claimed.
 #include <algorithm>
 #include <cstddef>
 #include <utility>
@@ -149,19 +153,28 @@ GEMMPAD_INLINE void tile_body(const Tile& t) {
 
 using TileFn = void (*)(const Tile&);
 
+constexpr int kRowNV = 8;  // widest one-row tile, in vectors
+
 struct MicroKernels {
     int w;    // floats per vector
     int mr;   // micro-tile height
     TileFn fn[kMaxMR][2];  // fn[R-1][NV-1]
+    TileFn row[kRowNV];    // one-row tiles up to 8 vectors wide: row[NV-1]
 };
+
+template <class Get, size_t... I>
+void fill_rows(MicroKernels& k, Get get, std::index_sequence<I...>) {
+    ((k.row[I] = get(std::integral_constant<int, 1>{}, std::integral_constant<int, I + 1>{})), ...);
+}
 
 // One entry point per ISA; everything below them is inlined and compiled for that ISA.
 template <int W, int MR, class Get, size_t... I>
 MicroKernels make_kernels(Get get, std::index_sequence<I...>) {
-    MicroKernels k{W, MR, {}};
+    MicroKernels k{W, MR, {}, {}};
     ((k.fn[I][0] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 1>{}),
       k.fn[I][1] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 2>{})),
      ...);
+    fill_rows(k, get, std::make_index_sequence<kRowNV>{});
     return k;
 }
 
@@ -235,10 +248,14 @@ void small_m(const Slice& s, const MicroKernels& uk) {
     const int W = uk.w, MR = uk.mr, NR = 2 * W;
     static thread_local GrowBuffer b_buf;
     const int npanels_a = (M + MR - 1) / MR;
-    for (int j0 = 0; j0 < N; j0 += NR) {
-        const int cols = std::min(NR, N - j0);
-        const int nv = cols <= W ? 0 : 1;
-        const int width = (nv + 1) * W;
+    // One row (batch 1): a single pass over B with up to 8 vectors of C in
+    // registers, so B's rows are read once, whole, front to back (the GEMV
+    // access pattern) instead of once per 2-vector panel.
+    const int step = M == 1 ? kRowNV * W : NR;
+    for (int j0 = 0; j0 < N; j0 += step) {
+        const int cols = std::min(step, N - j0);
+        const int nvec = (cols + W - 1) / W;
+        const int width = nvec * W;
         const float* panel = s.B + j0;
         // Rows k with panel + k*ldb + width <= B_end can be read whole in place.
         const ptrdiff_t room = s.B_end - panel - width;
@@ -257,7 +274,7 @@ void small_m(const Slice& s, const MicroKernels& uk) {
             t.c = s.C + (size_t)ip * MR * s.ldc + j0;
             t.ldc = s.ldc;
             t.n = cols;
-            const TileFn fn = uk.fn[t.m - 1][nv];
+            const TileFn fn = M == 1 ? uk.row[nvec - 1] : uk.fn[t.m - 1][nvec - 1];
             t.accumulate = false;
             if (k_safe > 0) {  // the in-place rows
                 t.kc = k_safe;
