@@ -40,7 +40,7 @@
 // calls after warm-up), Python call included for both; GFLOP/s:
 //   shape (MxNxK)    cpu.02            numpy             cpu.02 / numpy (two runs)
 //   1024x1024x768     63.6 [62.0-67.5]  71.9 [67.7-80.8]  0.89x, 0.83x
-//     (in a quieter minute: 136.4 vs 139.4 GFLOP/s, 0.98x)
+//     (in a quieter minute: 136.4 vs 139.4 GFLOP/s; over eight runs 0.80-0.98x)
 //   1x100x784         42.3 [41.2-43.1]  40.1 [39.0-40.3]  1.06x, 1.05x
 //     (28.5 GFLOP/s, 0.77x, before step 7: four 2-vector passes over B)
 //   1x100x100         18.4 [18.3-18.8]  17.2 [17.1-17.5]  1.09x, 1.07x
