@@ -4,9 +4,10 @@
 // What changed from 01_naive: the naive loop does one multiply-add per load and
 // walks B down a column, so it is bound by memory, not arithmetic. Here:
 //  1. Register blocking. The micro-kernel keeps an MR x NR tile of C in
-//     registers (12 x 32 floats = 24 zmm with AVX-512, 6 x 16 = 12 ymm with
-//     AVX2) and, per step of k, loads one row of B (NR floats, 2 vectors) and
-//     broadcasts MR values of A: 2*MR FMAs for MR+2 loads instead of 1 for 2.
+//     registers (14 x 32 floats = 28 of the 32 zmm with AVX-512, 6 x 16 = 12
+//     of the 16 ymm with AVX2) and, per step of k, loads one row of B (NR
+//     floats, 2 vectors) and broadcasts MR values of A: 2*MR FMAs for MR+2
+//     loads instead of 1 for 2. (12 x 32 measured ~5% slower at 1024^3.)
 //  2. Packing. Before the micro-kernels run, a KC x NC block of B is copied
 //     into NR-wide panels (zero-padded), in the exact order the micro-kernel
 //     reads them: unit stride, no TLB misses, no cache-set conflicts from
@@ -16,7 +17,7 @@
 //     micro-kernel broadcasts straight from A's rows.
 //  3. Cache blocking. KC = 256 makes one B panel (256 x 32 floats = 32 KB)
 //     stay in L1 while every A panel streams past it; the A block (MC x KC,
-//     240 KB) stays in L2; the B block (KC x NC) in L3.
+//     280 KB) stays in L2; the B block (KC x NC) in L3.
 //  4. Threads (OpenMP, when linked) only when M*N*K >= 2^21, below which the
 //     fork/join costs more than it saves. Each thread takes a slice of C's rows
 //     (or columns, if N is the long side) and runs the whole nest on it: no
@@ -38,19 +39,20 @@
 // OPENBLAS_NUM_THREADS=1), vs NumPy matmul = OpenBLAS 0.3.31 in the same
 // process; median over 7 interleaved rounds (each the median of 15-2000
 // calls after warm-up), Python call included for both; GFLOP/s:
-//   shape (MxNxK)    cpu.02            numpy             cpu.02 / numpy (two runs)
-//   1024x1024x768     63.6 [62.0-67.5]  71.9 [67.7-80.8]  0.89x, 0.83x
-//     (in a quieter minute: 136.4 vs 139.4 GFLOP/s; over eight runs 0.80-0.98x)
-//   1x100x784         42.3 [41.2-43.1]  40.1 [39.0-40.3]  1.06x, 1.05x
+//   shape (MxNxK)    cpu.02              numpy               cpu.02 / numpy (two runs)
+//   1024x1024x768    128.8 [98.6-133.1]  137.1 [102.6-138.9] 0.94x, 0.91x
+//     (with 12 x 32 tiles: 0.80-0.98x over eight runs)
+//   1x100x784         39.6 [39.5-39.7]    37.8 [37.7-38.0]   1.05x, 1.03x
 //     (28.5 GFLOP/s, 0.77x, before step 7: four 2-vector passes over B)
-//   1x100x100         18.4 [18.3-18.8]  17.2 [17.1-17.5]  1.09x, 1.07x
-//   1x10x100           2.9 [2.9-2.9]     2.4 [2.4-2.5]    1.18x, 1.20x
-//   256x100x784      126.4 [124.5-127.2] 125.8 [125.4-126.6] 1.00x, 0.96x
-//   256x100x100      120.0 [114.3-124.7] 119.0 [109.4-119.1] 1.01x, 1.01x
-//   256x10x100        63.4 [63.1-63.6]  62.6 [62.5-62.8]  1.01x, 1.01x
-//   4096x100x784      68.4 [66.9-69.5]  65.9 [57.4-67.6]  1.04x, 1.03x
-//   4096x100x100     119.4 [116.7-125.4] 120.7 [118.5-122.3] 0.99x, 1.01x
-//   4096x10x100       70.3 [70.1-70.8]  46.7 [45.1-47.4]  1.51x, 1.54x
+//   1x100x100         17.5 [17.4-17.5]    16.5 [16.5-16.5]   1.06x, 1.03x
+//   1x10x100           2.7 [2.6-2.7]       2.3 [2.3-2.3]     1.14x, 1.08x
+//   256x100x784      128.8 [117.6-132.4] 122.9 [109.7-124.0] 1.05x, 1.04x
+//   256x100x100      126.0 [104.4-126.2] 118.2 [97.6-119.0]  1.07x, 1.07x
+//   256x10x100        60.8 [60.6-61.1]    62.6 [62.1-62.7]   0.97x, 0.97x
+//   4096x100x784     117.5 [86.0-124.4]  116.2 [84.3-121.4]  1.01x, 1.01x
+//   4096x100x100     123.9 [123.4-124.9] 122.2 [121.7-122.4] 1.01x, 0.99x
+//   4096x10x100       68.8 [68.3-68.9]    43.9 [43.3-45.3]   1.57x, 1.45x
+//     (the MLP shapes with N = 100 and 10 were 0.41-0.81x while A was packed)
 // The machine's load changed absolute figures by up to 2x between minutes
 // (other jobs); the ratios, taken in interleaved rounds, held. Known weak
 // spot: one row times a wide B with a power-of-two row stride (1x4096x1024:
@@ -67,7 +69,7 @@
 namespace gemmpad::cpu {
 namespace {
 
-constexpr int kMaxMR = 12;          // largest micro-tile height of any ISA below
+constexpr int kMaxMR = 14;          // largest micro-tile height of any ISA below
 constexpr int KC = 256;             // depth of one packed block
 constexpr int MC_PANELS = 20;       // A block height, in MR panels
 constexpr int NC = 4096;            // B block width (a multiple of every NR)
@@ -90,9 +92,12 @@ struct Tile {
 };
 
 // The micro-kernel: an R x (NV*W) tile of C in R*NV vector registers.
-template <int W, int R, int NV>
+template <int W, int R, int NV, bool PACKED>
 GEMMPAD_INLINE void tile_body(const Tile& t) {
     using V = Vec<W>;
+    // Packed A has its rows adjacent: constant offsets the compiler folds
+    // into the broadcasts, instead of R row offsets held in registers.
+    const ptrdiff_t ars = PACKED ? 1 : t.ars;
     // A short tile (the MLP at batch 1) has too few accumulators to hide the
     // FMA latency (4 cycles, 2 per cycle in flight): give it U independent
     // sets over alternating k, summed at the end.
@@ -110,14 +115,14 @@ GEMMPAD_INLINE void tile_body(const Tile& t) {
             V bv[NV];
             for (int v = 0; v < NV; ++v) bv[v] = loadv<W>(b + v * W);
             for (int r = 0; r < R; ++r) {
-                const float ar = a[r * t.ars];  // broadcast; folds into the FMA's memory operand
+                const float ar = a[r * ars];  // broadcast; folds into the FMA's memory operand
                 for (int v = 0; v < NV; ++v) acc[u][r][v] += bv[v] * ar;
             }
         }
     }
     for (; k < t.kc; ++k, a += t.as, b += t.ldb)
         for (int r = 0; r < R; ++r)
-            for (int v = 0; v < NV; ++v) acc[0][r][v] += loadv<W>(b + v * W) * a[r * t.ars];
+            for (int v = 0; v < NV; ++v) acc[0][r][v] += loadv<W>(b + v * W) * a[r * ars];
     for (int u = 1; u < U; ++u)
         for (int r = 0; r < R; ++r)
             for (int v = 0; v < NV; ++v) acc[0][r][v] += acc[u][r][v];
@@ -158,46 +163,51 @@ constexpr int kRowNV = 8;  // widest one-row tile, in vectors
 struct MicroKernels {
     int w;    // floats per vector
     int mr;   // micro-tile height
-    TileFn fn[kMaxMR][2];  // fn[R-1][NV-1]
+    TileFn fn[kMaxMR][2];      // A read in place: fn[R-1][NV-1]
+    TileFn packed[kMaxMR][2];  // A packed: packed[R-1][NV-1]
     TileFn row[kRowNV];    // one-row tiles up to 8 vectors wide: row[NV-1]
 };
 
 template <class Get, size_t... I>
 void fill_rows(MicroKernels& k, Get get, std::index_sequence<I...>) {
-    ((k.row[I] = get(std::integral_constant<int, 1>{}, std::integral_constant<int, I + 1>{})), ...);
+    ((k.row[I] = get(std::integral_constant<int, 1>{}, std::integral_constant<int, I + 1>{}, std::false_type{})), ...);
 }
 
 // One entry point per ISA; everything below them is inlined and compiled for that ISA.
 template <int W, int MR, class Get, size_t... I>
 MicroKernels make_kernels(Get get, std::index_sequence<I...>) {
-    MicroKernels k{W, MR, {}, {}};
-    ((k.fn[I][0] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 1>{}),
-      k.fn[I][1] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 2>{})),
+    MicroKernels k{W, MR, {}, {}, {}};
+    using In = std::false_type;
+    using Packed = std::true_type;
+    ((k.fn[I][0] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 1>{}, In{}),
+      k.fn[I][1] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 2>{}, In{}),
+      k.packed[I][0] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 1>{}, Packed{}),
+      k.packed[I][1] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 2>{}, Packed{})),
      ...);
     fill_rows(k, get, std::make_index_sequence<kRowNV>{});
     return k;
 }
 
 #if defined(GEMMPAD_X86)
-template <int R, int NV>
-GEMMPAD_TARGET_AVX512 void tile_avx512(const Tile& t) { tile_body<16, R, NV>(t); }
-template <int R, int NV>
-GEMMPAD_TARGET_AVX2 void tile_avx2(const Tile& t) { tile_body<8, R, NV>(t); }
+template <int R, int NV, bool P>
+GEMMPAD_TARGET_AVX512 void tile_avx512(const Tile& t) { tile_body<16, R, NV, P>(t); }
+template <int R, int NV, bool P>
+GEMMPAD_TARGET_AVX2 void tile_avx2(const Tile& t) { tile_body<8, R, NV, P>(t); }
 #endif
-template <int R, int NV>
-void tile_generic(const Tile& t) { tile_body<4, R, NV>(t); }
+template <int R, int NV, bool P>
+void tile_generic(const Tile& t) { tile_body<4, R, NV, P>(t); }
 
 const MicroKernels& micro_kernels() {
     static const MicroKernels k = [] {
 #if defined(GEMMPAD_X86)
         if (isa() == Isa::Avx512)
-            return make_kernels<16, 12>([](auto r, auto nv) -> TileFn { return &tile_avx512<decltype(r)::value, decltype(nv)::value>; },
-                                        std::make_index_sequence<12>{});
+            return make_kernels<16, 14>([](auto r, auto nv, auto p) -> TileFn { return &tile_avx512<decltype(r)::value, decltype(nv)::value, decltype(p)::value>; },
+                                        std::make_index_sequence<14>{});
         if (isa() == Isa::Avx2)
-            return make_kernels<8, 6>([](auto r, auto nv) -> TileFn { return &tile_avx2<decltype(r)::value, decltype(nv)::value>; },
+            return make_kernels<8, 6>([](auto r, auto nv, auto p) -> TileFn { return &tile_avx2<decltype(r)::value, decltype(nv)::value, decltype(p)::value>; },
                                       std::make_index_sequence<6>{});
 #endif
-        return make_kernels<4, 4>([](auto r, auto nv) -> TileFn { return &tile_generic<decltype(r)::value, decltype(nv)::value>; },
+        return make_kernels<4, 4>([](auto r, auto nv, auto p) -> TileFn { return &tile_generic<decltype(r)::value, decltype(nv)::value, decltype(p)::value>; },
                                   std::make_index_sequence<4>{});
     }();
     return k;
@@ -363,7 +373,7 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
                         }
                         t.c = s.C + (size_t)(ic + ip * MR) * s.ldc + j0;
                         t.m = std::min(MR, mc - ip * MR);
-                        uk.fn[t.m - 1][nv](t);
+                        (pack_a_block ? uk.packed : uk.fn)[t.m - 1][nv](t);
                     }
                 }
             }
@@ -414,5 +424,5 @@ void blocked_simd(const GemmProblem& p) {
 }  // namespace gemmpad::cpu
 
 GEMMPAD_REGISTER_CPU("cpu.02_blocked_simd", "fp32",
-                     "packed cache blocks, 12x32 AVX-512 / 6x16 AVX2 register tiles, threads when big",
+                     "packed cache blocks, 14x32 AVX-512 / 6x16 AVX2 register tiles, threads when big",
                      gemmpad::cpu::blocked_simd);
