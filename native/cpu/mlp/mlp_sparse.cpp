@@ -31,7 +31,8 @@
 //   1.17 us end to end, 0.78 us compute. The GEMM path at batch 1 for
 //   comparison (same digit repeated): cpu.02_blocked_simd 4.2 us, cpu.01_naive
 //   50 us end to end; NumPy 13.0 us.
-//   Before the AVX-512 gather (scalar gather only): 0.94 us compute.
+//   The AVX-512 gather: on uniform random input with 80% zeros, compute went
+//   from 1.48 us (scalar gather) to 0.94 us.
 //   Single-threaded, median of per-call medians over 7 rounds: batch 16
 //   13.9 us (NumPy 57.8 us), batch 256 215 us (453 us), batch 1000 904 us
 //   (1802 us). With 2 threads (noisy, cores shared): batch 256 125 us, 1000 529 us.
