@@ -67,7 +67,12 @@ def test_forward_matches_reference(kernel, batch, zero_fraction, weights, rng):
     ref = reference(weights, x)
     err = rel_error(out, ref)
     assert err <= 1e-5, f"{kernel} batch {batch}: relative error {err:.3g}"
-    assert np.array_equal(out.argmax(axis=1), ref.argmax(axis=1))
+    # Same answer wherever the answer is defined: rows whose two best
+    # probabilities tie within float32 rounding may legitimately swap.
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 1e-5 * top2[:, 1]
+    assert clear.mean() > 0.99
+    assert np.array_equal(out.argmax(axis=1)[clear], ref.argmax(axis=1)[clear])
     assert isinstance(us, float) and us > 0.0
 
 
@@ -253,7 +258,11 @@ ISA_CHECK = textwrap.dedent(
         out = np.full((m, n), np.nan, np.float32)
         gemm(a, b, bias=bias, activation="relu", kernel="cpu.02_blocked_simd", out=out)
         ref = np.maximum(a.astype(np.float64) @ b + bias, 0)
-        assert rel_error(out, ref) <= 1e-5, (m, n, k)
+        # Error relative to the size of the terms summed, not of the result:
+        # with K = 1..7 and ReLU, a result that cancels to ~0 would make a
+        # correct fp32 sum look wrong (about 1 shape in 6000 did).
+        scale = np.linalg.norm(np.abs(a.astype(np.float64)) @ np.abs(b) + np.abs(bias))
+        assert np.isfinite(out).all() and np.linalg.norm(out - ref) / scale <= 1e-6, (m, n, k)
     print("ok")
     """
 )

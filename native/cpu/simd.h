@@ -87,14 +87,14 @@ GEMMPAD_INLINE Vec<W> loadv(const float* p) {
 }
 
 template <int W>
-GEMMPAD_INLINE void storev(float* p, Vec<W> v) {
+GEMMPAD_INLINE void storev(float* p, const Vec<W>& v) {
     std::memcpy(p, &v, sizeof v);
 }
 
 // max(0, v) with NumPy's NaN rule: `0 > NaN` is false, so NaN stays NaN,
 // exactly like the naive kernel's `if (acc < 0) acc = 0`.
 template <int W>
-GEMMPAD_INLINE Vec<W> relu(Vec<W> v) {
+GEMMPAD_INLINE Vec<W> relu(const Vec<W>& v) {
     const Vec<W> zero = {};
     return zero > v ? zero : v;
 }

@@ -4,34 +4,61 @@
 // What changed from 01_naive: the naive loop does one multiply-add per load and
 // walks B down a column, so it is bound by memory, not arithmetic. Here:
 //  1. Register blocking. The micro-kernel keeps an MR x NR tile of C in
-//     registers (12 x 32 floats = 24 zmm with AVX-512, 6 x 16 = 12 ymm with
-//     AVX2) and, per step of k, loads one row of B (NR floats, 2 vectors) and
-//     broadcasts MR values of A: 2*MR FMAs for MR+2 loads instead of 1 for 2.
+//     registers (14 x 32 floats = 28 of the 32 zmm with AVX-512, 6 x 16 = 12
+//     of the 16 ymm with AVX2) and, per step of k, loads one row of B (NR
+//     floats, 2 vectors) and broadcasts MR values of A: 2*MR FMAs for MR+2
+//     loads instead of 1 for 2. (12 x 32 measured ~5% slower at 1024^3.)
 //  2. Packing. Before the micro-kernels run, a KC x NC block of B is copied
-//     into NR-wide panels and an MC x KC block of A into MR-tall panels, both
-//     in the exact order the micro-kernel reads them: unit stride, no TLB
-//     misses, no cache-set conflicts from power-of-two leading dimensions.
-//     Partial panels are zero-padded so the micro-kernel never branches.
+//     into NR-wide panels (zero-padded), in the exact order the micro-kernel
+//     reads them: unit stride, no TLB misses, no cache-set conflicts from
+//     power-of-two leading dimensions. A is packed into MR-tall panels the
+//     same way when N >= 256 (many B panels reuse it); for a narrow N like the
+//     MLP's 100 and 10, packing A cost as much as the arithmetic, so there the
+//     micro-kernel broadcasts straight from A's rows.
 //  3. Cache blocking. KC = 256 makes one B panel (256 x 32 floats = 32 KB)
 //     stay in L1 while every A panel streams past it; the A block (MC x KC,
-//     240 KB) stays in L2; the B block (KC x NC) in L3.
-//  4. Threads (OpenMP, when linked): the (NR panel, MR panel) tiles of one
-//     block are shared out, but only when M*N*K >= 2^21: below that the fork
-//     and barriers (a few microseconds) cost more than they save.
-//  5. Small M (the MLP at batch 1..24): packing B would cost as much as the
-//     product itself, so B is read in place (row stride N), see small_m().
+//     280 KB) stays in L2; the B block (KC x NC) in L3.
+//  4. Threads (OpenMP, when linked) only when M*N*K >= 2^21, below which the
+//     fork/join costs more than it saves. Each thread takes a slice of C's rows
+//     (or columns, if N is the long side) and runs the whole nest on it: no
+//     barrier inside, which matters on a machine whose cores are shared.
+//  5. Small M (the MLP at batch 1..24): nothing would reuse a packed panel, so
+//     A and B are both read in place and K is not blocked, see small_m().
+//  6. Short tiles (1-2 rows) get 2-4 independent accumulator sets over k so
+//     the 4-cycle FMA latency does not serialise them.
+//  7. One row (batch 1): tiles up to 8 vectors wide (128 columns with
+//     AVX-512), so B is streamed once, front to back, like a GEMV.
 // The micro-kernel is instantiated for every tile height R <= MR and for 1 or
 // 2 vectors of width, so edge tiles cost what they hold, not a full tile.
 // The epilogue (C += previous K blocks, + bias, ReLU with NaN kept) is fused
 // into the store of the last K block, as in 01_naive.
 // ISA dispatch: see ../simd.h (AVX-512, AVX2+FMA, generic 4-wide; picked at run time).
 //
-// Measured (this dev VM: 2 cores of a Xeon "Sapphire Rapids" KVM guest, shared
-// with other jobs; medians of 7 runs of 30-200 reps each after warm-up, min-max in brackets;
-// NumPy = OpenBLAS 0.3.31 with its own threads, same process):
-//   see the MEASURED block at the end of this comment.
-// MEASURED:
-//   measured: see README benchmarks
+// Measured on the dev VM (2 cores of a Xeon Sapphire Rapids KVM guest, AVX-512,
+// shared with other jobs, so single-threaded: OMP_NUM_THREADS=1 and
+// OPENBLAS_NUM_THREADS=1), vs NumPy matmul = OpenBLAS 0.3.31 in the same
+// process; median over 7 interleaved rounds (each the median of 15-2000
+// calls after warm-up), Python call included for both; GFLOP/s:
+//   shape (MxNxK)    cpu.02              numpy               cpu.02 / numpy (two runs)
+//   1024x1024x768    128.8 [98.6-133.1]  137.1 [102.6-138.9] 0.94x, 0.91x
+//     (with 12 x 32 tiles: 0.80-0.98x over eight runs)
+//   1x100x784         39.6 [39.5-39.7]    37.8 [37.7-38.0]   1.05x, 1.03x
+//     (28.5 GFLOP/s, 0.77x, before step 7: four 2-vector passes over B)
+//   1x100x100         17.5 [17.4-17.5]    16.5 [16.5-16.5]   1.06x, 1.03x
+//   1x10x100           2.7 [2.6-2.7]       2.3 [2.3-2.3]     1.14x, 1.08x
+//   256x100x784      128.8 [117.6-132.4] 122.9 [109.7-124.0] 1.05x, 1.04x
+//   256x100x100      126.0 [104.4-126.2] 118.2 [97.6-119.0]  1.07x, 1.07x
+//   256x10x100        60.8 [60.6-61.1]    62.6 [62.1-62.7]   0.97x, 0.97x
+//   4096x100x784     117.5 [86.0-124.4]  116.2 [84.3-121.4]  1.01x, 1.01x
+//   4096x100x100     123.9 [123.4-124.9] 122.2 [121.7-122.4] 1.01x, 0.99x
+//   4096x10x100       68.8 [68.3-68.9]    43.9 [43.3-45.3]   1.57x, 1.45x
+//     (the MLP shapes with N = 100 and 10 were 0.41-0.81x while A was packed)
+// The machine's load changed absolute figures by up to 2x between minutes
+// (other jobs); the ratios, taken in interleaved rounds, held. Known weak
+// spot: one row times a wide B with a power-of-two row stride (1x4096x1024:
+// 0.55x), where each 128-column pass walks B's rows 16 KB apart (a TLB miss
+// per row). With 2 threads both libraries were dominated by the other jobs on
+// the 2 cores here, so no thread figures are claimed.
 #include <algorithm>
 #include <cstddef>
 #include <utility>
@@ -42,17 +69,18 @@
 namespace gemmpad::cpu {
 namespace {
 
-constexpr int kMaxMR = 12;          // largest micro-tile height of any ISA below
+constexpr int kMaxMR = 14;          // largest micro-tile height of any ISA below
 constexpr int KC = 256;             // depth of one packed block
 constexpr int MC_PANELS = 20;       // A block height, in MR panels
 constexpr int NC = 4096;            // B block width (a multiple of every NR)
 constexpr double kThreadWork = 1 << 21;  // M*N*K from which threads pay off
+constexpr int kPackAMinN = 256;          // N from which A blocks are packed
 
 // One micro-kernel call: C[m, n] (op)= A_panel[., kc] @ B_panel[kc, n].
 struct Tile {
     int kc;
-    const float* a;     // packed A panel: kc steps of `as` floats (rows past m zero-padded)
-    int as;             // floats per k step of the A panel (MR, or fewer for a short panel)
+    const float* a;     // A panel: row r, step k at a[r * ars + k * as]
+    ptrdiff_t ars, as;  // packed: ars = 1, as = MR; read in place: ars = lda, as = 1
     const float* b;     // B panel: kc rows of NV*W floats, ldb apart
     ptrdiff_t ldb;
     float* c;
@@ -64,9 +92,12 @@ struct Tile {
 };
 
 // The micro-kernel: an R x (NV*W) tile of C in R*NV vector registers.
-template <int W, int R, int NV>
+template <int W, int R, int NV, bool PACKED>
 GEMMPAD_INLINE void tile_body(const Tile& t) {
     using V = Vec<W>;
+    // Packed A has its rows adjacent: constant offsets the compiler folds
+    // into the broadcasts, instead of R row offsets held in registers.
+    const ptrdiff_t ars = PACKED ? 1 : t.ars;
     // A short tile (the MLP at batch 1) has too few accumulators to hide the
     // FMA latency (4 cycles, 2 per cycle in flight): give it U independent
     // sets over alternating k, summed at the end.
@@ -84,14 +115,14 @@ GEMMPAD_INLINE void tile_body(const Tile& t) {
             V bv[NV];
             for (int v = 0; v < NV; ++v) bv[v] = loadv<W>(b + v * W);
             for (int r = 0; r < R; ++r) {
-                const float ar = a[r];  // broadcast; folds into the FMA's memory operand
+                const float ar = a[r * ars];  // broadcast; folds into the FMA's memory operand
                 for (int v = 0; v < NV; ++v) acc[u][r][v] += bv[v] * ar;
             }
         }
     }
     for (; k < t.kc; ++k, a += t.as, b += t.ldb)
         for (int r = 0; r < R; ++r)
-            for (int v = 0; v < NV; ++v) acc[0][r][v] += loadv<W>(b + v * W) * a[r];
+            for (int v = 0; v < NV; ++v) acc[0][r][v] += loadv<W>(b + v * W) * a[r * ars];
     for (int u = 1; u < U; ++u)
         for (int r = 0; r < R; ++r)
             for (int v = 0; v < NV; ++v) acc[0][r][v] += acc[u][r][v];
@@ -127,42 +158,56 @@ GEMMPAD_INLINE void tile_body(const Tile& t) {
 
 using TileFn = void (*)(const Tile&);
 
+constexpr int kRowNV = 8;  // widest one-row tile, in vectors
+
 struct MicroKernels {
     int w;    // floats per vector
     int mr;   // micro-tile height
-    TileFn fn[kMaxMR][2];  // fn[R-1][NV-1]
+    TileFn fn[kMaxMR][2];      // A read in place: fn[R-1][NV-1]
+    TileFn packed[kMaxMR][2];  // A packed: packed[R-1][NV-1]
+    TileFn row[kRowNV];    // one-row tiles up to 8 vectors wide: row[NV-1]
 };
+
+template <class Get, size_t... I>
+void fill_rows(MicroKernels& k, Get get, std::index_sequence<I...>) {
+    ((k.row[I] = get(std::integral_constant<int, 1>{}, std::integral_constant<int, I + 1>{}, std::false_type{})), ...);
+}
 
 // One entry point per ISA; everything below them is inlined and compiled for that ISA.
 template <int W, int MR, class Get, size_t... I>
 MicroKernels make_kernels(Get get, std::index_sequence<I...>) {
-    MicroKernels k{W, MR, {}};
-    ((k.fn[I][0] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 1>{}),
-      k.fn[I][1] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 2>{})),
+    MicroKernels k{W, MR, {}, {}, {}};
+    using In = std::false_type;
+    using Packed = std::true_type;
+    ((k.fn[I][0] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 1>{}, In{}),
+      k.fn[I][1] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 2>{}, In{}),
+      k.packed[I][0] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 1>{}, Packed{}),
+      k.packed[I][1] = get(std::integral_constant<int, I + 1>{}, std::integral_constant<int, 2>{}, Packed{})),
      ...);
+    fill_rows(k, get, std::make_index_sequence<kRowNV>{});
     return k;
 }
 
 #if defined(GEMMPAD_X86)
-template <int R, int NV>
-GEMMPAD_TARGET_AVX512 void tile_avx512(const Tile& t) { tile_body<16, R, NV>(t); }
-template <int R, int NV>
-GEMMPAD_TARGET_AVX2 void tile_avx2(const Tile& t) { tile_body<8, R, NV>(t); }
+template <int R, int NV, bool P>
+GEMMPAD_TARGET_AVX512 void tile_avx512(const Tile& t) { tile_body<16, R, NV, P>(t); }
+template <int R, int NV, bool P>
+GEMMPAD_TARGET_AVX2 void tile_avx2(const Tile& t) { tile_body<8, R, NV, P>(t); }
 #endif
-template <int R, int NV>
-void tile_generic(const Tile& t) { tile_body<4, R, NV>(t); }
+template <int R, int NV, bool P>
+void tile_generic(const Tile& t) { tile_body<4, R, NV, P>(t); }
 
 const MicroKernels& micro_kernels() {
     static const MicroKernels k = [] {
 #if defined(GEMMPAD_X86)
         if (isa() == Isa::Avx512)
-            return make_kernels<16, 12>([](auto r, auto nv) -> TileFn { return &tile_avx512<decltype(r)::value, decltype(nv)::value>; },
-                                        std::make_index_sequence<12>{});
+            return make_kernels<16, 14>([](auto r, auto nv, auto p) -> TileFn { return &tile_avx512<decltype(r)::value, decltype(nv)::value, decltype(p)::value>; },
+                                        std::make_index_sequence<14>{});
         if (isa() == Isa::Avx2)
-            return make_kernels<8, 6>([](auto r, auto nv) -> TileFn { return &tile_avx2<decltype(r)::value, decltype(nv)::value>; },
+            return make_kernels<8, 6>([](auto r, auto nv, auto p) -> TileFn { return &tile_avx2<decltype(r)::value, decltype(nv)::value, decltype(p)::value>; },
                                       std::make_index_sequence<6>{});
 #endif
-        return make_kernels<4, 4>([](auto r, auto nv) -> TileFn { return &tile_generic<decltype(r)::value, decltype(nv)::value>; },
+        return make_kernels<4, 4>([](auto r, auto nv, auto p) -> TileFn { return &tile_generic<decltype(r)::value, decltype(nv)::value, decltype(p)::value>; },
                                   std::make_index_sequence<4>{});
     }();
     return k;
@@ -203,27 +248,24 @@ struct Slice {
 };
 
 // Small M (at most two A panels, e.g. the MLP at batch 1..24): nothing would
-// reuse a packed B panel, so packing B (or blocking K to keep it in L1) is pure
-// overhead. B is read in place, the whole K in one pass. The ragged last panel
+// reuse a packed panel, so packing (or blocking K to keep a B panel in L1) is
+// pure overhead. A and B are read in place, the whole K in one pass. The ragged last panel
 // is read in place too, its extra columns are computed and discarded, except
 // for the last row(s), where reading a full vector would run past the end of
 // B: those few rows come from a small zero-padded copy.
 void small_m(const Slice& s, const MicroKernels& uk) {
     const int M = s.M, N = s.N, K = s.K;
     const int W = uk.w, MR = uk.mr, NR = 2 * W;
-    static thread_local GrowBuffer a_buf, b_buf;
-    // Panels as tall as their rows (no zero padding to MR); one row is already
-    // a panel (unit stride) and is used in place.
-    float* Ap = a_buf.get((size_t)K * M);
+    static thread_local GrowBuffer b_buf;
     const int npanels_a = (M + MR - 1) / MR;
-    for (int ip = 0; ip < npanels_a && M > 1; ++ip)
-        pack_a(s.A + (size_t)ip * MR * s.lda, (int)s.lda, std::min(MR, M - ip * MR), K, std::min(MR, M - ip * MR),
-               Ap + (size_t)ip * K * MR);
-
-    for (int j0 = 0; j0 < N; j0 += NR) {
-        const int cols = std::min(NR, N - j0);
-        const int nv = cols <= W ? 0 : 1;
-        const int width = (nv + 1) * W;
+    // One row (batch 1): a single pass over B with up to 8 vectors of C in
+    // registers, so B's rows are read once, whole, front to back (the GEMV
+    // access pattern) instead of once per 2-vector panel.
+    const int step = M == 1 ? kRowNV * W : NR;
+    for (int j0 = 0; j0 < N; j0 += step) {
+        const int cols = std::min(step, N - j0);
+        const int nvec = (cols + W - 1) / W;
+        const int width = nvec * W;
         const float* panel = s.B + j0;
         // Rows k with panel + k*ldb + width <= B_end can be read whole in place.
         const ptrdiff_t room = s.B_end - panel - width;
@@ -236,12 +278,13 @@ void small_m(const Slice& s, const MicroKernels& uk) {
         for (int ip = 0; ip < npanels_a; ++ip) {
             Tile t;
             t.m = std::min(MR, M - ip * MR);
-            t.a = M > 1 ? Ap + (size_t)ip * K * MR : s.A;
-            t.as = t.m;
+            t.a = s.A + (size_t)ip * MR * s.lda;
+            t.ars = s.lda;
+            t.as = 1;
             t.c = s.C + (size_t)ip * MR * s.ldc + j0;
             t.ldc = s.ldc;
             t.n = cols;
-            const TileFn fn = uk.fn[t.m - 1][nv];
+            const TileFn fn = M == 1 ? uk.row[nvec - 1] : uk.fn[t.m - 1][nvec - 1];
             t.accumulate = false;
             if (k_safe > 0) {  // the in-place rows
                 t.kc = k_safe;
@@ -276,6 +319,11 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
         return;
     }
     const int MC = MC_PANELS * MR;
+    // Packing A costs about one cycle per element; it pays when many B panels
+    // reuse the packed panel (wide N, where power-of-two row strides would
+    // otherwise fight over the same L1 sets). For a narrow N (the MLP's 100
+    // and 10) the micro-kernel reads A in place: measured 1.3-2.3x faster there.
+    const bool pack_a_block = N >= kPackAMinN;
     // Even-sized K blocks (784 -> 4 x 196, not 3 x 256 + 16).
     const int kblocks = (K + KC - 1) / KC;
     const int kc_max = (K + kblocks - 1) / kblocks;
@@ -283,7 +331,7 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
     // Scratch of this thread, grown once and reused by every later call.
     static thread_local GrowBuffer a_buf, b_buf;
     float* Bp = b_buf.get((size_t)kc_max * round_up(std::min(N, NC), NR));
-    float* Ap = a_buf.get((size_t)kc_max * round_up(std::min(M, MC), MR));
+    float* Ap = pack_a_block ? a_buf.get((size_t)kc_max * round_up(std::min(M, MC), MR)) : nullptr;
 
     for (int jc = 0; jc < N; jc += NC) {
         const int nc = std::min(NC, N - jc);
@@ -297,7 +345,7 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
             for (int ic = 0; ic < M; ic += MC) {
                 const int mc = std::min(MC, M - ic);
                 const int npanels_a = (mc + MR - 1) / MR;
-                for (int ip = 0; ip < npanels_a; ++ip)
+                for (int ip = 0; pack_a_block && ip < npanels_a; ++ip)
                     pack_a(s.A + (size_t)(ic + ip * MR) * s.lda + pc, (int)s.lda, std::min(MR, mc - ip * MR), kc, MR,
                            Ap + (size_t)ip * kc * MR);
                 for (int jp = 0; jp < npanels_b; ++jp) {
@@ -307,7 +355,6 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
                     t.kc = kc;
                     t.b = Bp + (size_t)jp * kc * NR;
                     t.ldb = NR;
-                    t.as = MR;
                     t.ldc = s.ldc;
                     t.n = cols;
                     t.accumulate = !first;
@@ -315,10 +362,18 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
                     t.relu = last && s.relu;
                     const int nv = cols <= W ? 0 : 1;
                     for (int ip = 0; ip < npanels_a; ++ip) {  // B panel stays in L1 across this loop
-                        t.a = Ap + (size_t)ip * kc * MR;
+                        if (pack_a_block) {
+                            t.a = Ap + (size_t)ip * kc * MR;
+                            t.ars = 1;
+                            t.as = MR;
+                        } else {
+                            t.a = s.A + (size_t)(ic + ip * MR) * s.lda + pc;
+                            t.ars = s.lda;
+                            t.as = 1;
+                        }
                         t.c = s.C + (size_t)(ic + ip * MR) * s.ldc + j0;
                         t.m = std::min(MR, mc - ip * MR);
-                        uk.fn[t.m - 1][nv](t);
+                        (pack_a_block ? uk.packed : uk.fn)[t.m - 1][nv](t);
                     }
                 }
             }
@@ -369,5 +424,5 @@ void blocked_simd(const GemmProblem& p) {
 }  // namespace gemmpad::cpu
 
 GEMMPAD_REGISTER_CPU("cpu.02_blocked_simd", "fp32",
-                     "packed cache blocks, 12x32 AVX-512 / 6x16 AVX2 register tiles, threads when big",
+                     "packed cache blocks, 14x32 AVX-512 / 6x16 AVX2 register tiles, threads when big",
                      gemmpad::cpu::blocked_simd);

@@ -20,9 +20,23 @@
 // rows between threads (no barrier: each thread owns a range of rows).
 // ISA dispatch: see ../simd.h.
 //
-// Measured (this dev VM, see the MEASURED lines below and tests/test_native_cpu.py):
-// MEASURED:
-//   measured: see README benchmarks
+// Measured on the dev VM (2 cores of a Xeon Sapphire Rapids KVM guest, AVX-512,
+// shared with other jobs), real MNIST test digits (19.3% nonzero pixels),
+// random weights (time does not depend on their values). End to end = one
+// Python call `mlp.forward(x, out)`, timed per call with perf_counter_ns,
+// median of 20000 calls cycling over 1000 digits, 5 rounds; NumPy =
+// gemmpad.model.Model.forward (float32, OpenBLAS) timed the same way:
+//   batch 1: end to end 1.33-1.37 us (p90 1.57-1.64), compute (steady_clock
+//   inside) 1.00-1.02 us; NumPy 13.4-13.5 us: 9.9-10.1x. Same digit repeated:
+//   1.17 us end to end, 0.78 us compute. The GEMM path at batch 1 for
+//   comparison (same digit repeated): cpu.02_blocked_simd 4.2 us, cpu.01_naive
+//   50 us end to end; NumPy 13.0 us.
+//   The AVX-512 gather: on uniform random input with 80% zeros, compute went
+//   from 1.48 us (scalar gather) to 0.94 us.
+//   Single-threaded, median of per-call medians over 7 rounds: batch 16
+//   13.9 us (NumPy 57.8 us), batch 256 215 us (453 us), batch 1000 904 us
+//   (1802 us). With 2 threads (noisy, cores shared): batch 256 125 us, 1000 529 us.
+// No allocation per call: 100000 forwards at batch 1 leave the RSS unchanged.
 #include <cmath>
 
 #if defined(__x86_64__) || defined(__i386__)
