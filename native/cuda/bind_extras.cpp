@@ -5,6 +5,10 @@
 
 namespace gemmpad::cuda {
 
-void bind_extras(pybind11::module_& m) { (void)m; }
+void bind_mlp(pybind11::module_& m);  // mlp/bind_mlp.cpp
+
+void bind_extras(pybind11::module_& m) {
+    bind_mlp(m);
+}
 
 }  // namespace gemmpad::cuda

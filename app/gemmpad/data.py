@@ -1,0 +1,156 @@
+"""MNIST from IDX files: finding them, checking them, and reading them into NumPy.
+
+The IDX format (LeCun's) is a big-endian header followed by raw uint8 data:
+    images: magic 0x00000803, count, rows, cols, then count*rows*cols bytes
+    labels: magic 0x00000801, count, then count bytes
+Files may be gzip-compressed (the usual *.gz download) or raw. Every check
+below exists because a half-downloaded or renamed file otherwise turns into a
+silently wrong model: the error names the file and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gemmpad.errors import DataError
+
+IMAGES_MAGIC = 0x00000803
+LABELS_MAGIC = 0x00000801
+
+# split -> (images file, labels file), names without the .gz
+FILES: dict[str, tuple[str, str]] = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+# MD5 of the uncompressed canonical files: recorded in the model card so a
+# model can be traced to the exact data it was trained and measured on.
+CANONICAL_MD5: dict[str, str] = {
+    "train-images-idx3-ubyte": "6bbc9ace898e44ae57da46a324031adb",
+    "train-labels-idx1-ubyte": "a25bea736e30d166cdddb491f175f624",
+    "t10k-images-idx3-ubyte": "2646ac647ad5339dbf082846283269ea",
+    "t10k-labels-idx1-ubyte": "27ae3e4e09519cfbb04c329615203637",
+}
+
+
+@dataclass(frozen=True)
+class Split:
+    """One MNIST split: images uint8 [N, 28, 28] (ink bright), labels uint8 [N], and file MD5s."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    md5: dict[str, str]
+
+
+def _read_bytes(path: Path) -> bytes:
+    """Whole file contents, gunzipped if it is gzip (detected from the magic, not the name)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError, ValueError) as exc:
+            raise DataError(f"{path}: corrupt or truncated gzip data ({exc})") from None
+    return raw
+
+
+def parse_idx(data: bytes, source: str, kind: str) -> np.ndarray:
+    """Parse IDX bytes; kind is "images" ([N, rows, cols]) or "labels" ([N])."""
+    magic = IMAGES_MAGIC if kind == "images" else LABELS_MAGIC
+    header = 16 if kind == "images" else 8
+    if len(data) < header:
+        raise DataError(f"{source}: only {len(data)} bytes, too short for an IDX {kind} header ({header} bytes)")
+    got = struct.unpack(">I", data[:4])[0]
+    if got != magic:
+        raise DataError(f"{source}: bad magic number 0x{got:08x}, expected 0x{magic:08x} (IDX {kind} file)")
+    dims = struct.unpack(f">{(header - 4) // 4}I", data[4:header])
+    expected = header + int(np.prod(dims, dtype=np.int64))
+    if len(data) != expected:
+        what = "truncated" if len(data) < expected else "has trailing bytes"
+        raise DataError(f"{source}: {what}: {len(data)} bytes, header {dims} needs {expected}")
+    arr = np.frombuffer(data, dtype=np.uint8, offset=header)
+    return arr.reshape(dims).copy()
+
+
+def read_idx(path: str | os.PathLike[str], kind: str) -> tuple[np.ndarray, str]:
+    """Read one IDX file (gzip or raw); returns the array and the MD5 of the uncompressed bytes."""
+    p = Path(path)
+    data = _read_bytes(p)
+    return parse_idx(data, str(p), kind), hashlib.md5(data).hexdigest()
+
+
+def _find(directory: Path, stem: str) -> Path:
+    for name in (stem, stem + ".gz"):
+        if (directory / name).is_file():
+            return directory / name
+    raise DataError(f"{directory}: neither {stem} nor {stem}.gz found")
+
+
+def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """Where the MNIST files are: the argument, else $GEMMPAD_DATA, else torchvision's download."""
+    if explicit:
+        d = Path(explicit)
+        if not d.is_dir():
+            raise DataError(f"--data {d}: not a directory")
+        return d
+    env = os.environ.get("GEMMPAD_DATA")
+    if env:
+        d = Path(env)
+        if not d.is_dir():
+            raise DataError(f"$GEMMPAD_DATA={d}: not a directory")
+        return d
+    return _torchvision_download()
+
+
+def _torchvision_download() -> Path:
+    """Last resort: let torchvision fetch MNIST into ~/.cache/gemmpad/mnist."""
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gemmpad"
+    try:
+        from torchvision.datasets import MNIST
+    except ImportError:
+        raise DataError("no MNIST data: pass --data DIR or set $GEMMPAD_DATA (torchvision is not installed)") from None
+    try:
+        MNIST(str(root), train=True, download=True)
+        MNIST(str(root), train=False, download=True)
+    except Exception as exc:  # network errors come in many types; the message is what matters
+        raise DataError(
+            f"no MNIST data: pass --data DIR or set $GEMMPAD_DATA to a directory with the IDX files "
+            f"(the torchvision download failed: {type(exc).__name__}: {exc})"
+        ) from None
+    return root / "MNIST" / "raw"
+
+
+def load_split(split: str, directory: str | os.PathLike[str] | None = None) -> Split:
+    """Load and check one split ("train" or "test").
+
+    Counts are checked against each other, not against 60000/10000, so a small
+    subset in the same format loads too; checksums_ok() tells canonical files apart.
+    """
+    if split not in FILES:
+        raise DataError(f"unknown split {split!r}, expected one of {list(FILES)}")
+    d = data_dir(directory)
+    img_stem, lbl_stem = FILES[split]
+    img_path, lbl_path = _find(d, img_stem), _find(d, lbl_stem)
+    images, img_md5 = read_idx(img_path, "images")
+    labels, lbl_md5 = read_idx(lbl_path, "labels")
+    if images.shape[1:] != (28, 28):
+        raise DataError(f"{img_path}: images are {images.shape[1]}x{images.shape[2]}, expected 28x28")
+    if len(images) != len(labels) or len(images) == 0:
+        raise DataError(f"{img_path} has {len(images)} images but {lbl_path} has {len(labels)} labels")
+    if labels.max(initial=0) > 9:
+        raise DataError(f"{lbl_path}: label {int(labels.max())} out of range 0..9")
+    return Split(images=images, labels=labels, md5={img_stem: img_md5, lbl_stem: lbl_md5})
+
+
+def checksums_ok(md5: dict[str, str]) -> bool:
+    """Whether every file matches the canonical MNIST MD5 (a model card records the answer)."""
+    return all(CANONICAL_MD5.get(name) == digest for name, digest in md5.items())

@@ -1,0 +1,224 @@
+"""The inference engine: one Classifier that runs the MLP on NumPy, the native
+CPU code or the GPU, switchable live, timing every call.
+
+The app calls `classify` every frame, the CLI once per image, the benchmarks
+millions of times; so a backend keeps its weights where it computes (uploaded
+to the GPU once) and its buffers between calls, and every call records how
+long the compute took (`kernel_us`) next to what the caller waited
+(`end_to_end_us`). The two differ by the transfers and launch overheads that
+make batch 1 on a GPU a latency problem rather than a FLOP problem.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gemmpad import native, registry
+from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
+from gemmpad.model import LAYERS, Model, load_model
+
+BACKENDS = ("numpy", "cpu", "cuda")
+DEFAULT_KERNELS = {"numpy": "numpy", "cpu": "cpu.mlp_sparse", "cuda": "cuda.mlp_fused"}
+HISTORY = 1000  # calls kept for stats() and history()
+N_IN, N_OUT = LAYERS[0], LAYERS[-1]
+
+
+def available_backends() -> dict[str, str]:
+    """backend -> "" when usable here, else the reason (shown next to a greyed-out choice)."""
+    out = {"numpy": ""}
+    out["cpu"] = "" if hasattr(native.cpu, "Mlp") else "this build of gemmpad has no native CPU MLP (gemmpad._cpu.Mlp)"
+    status = native.cuda_status()
+    cuda_mod = native.cuda_module_if_built()
+    if not status.available:
+        out["cuda"] = status.reason
+    elif cuda_mod is None or not hasattr(cuda_mod, "Mlp"):
+        out["cuda"] = "this build of gemmpad has no GPU MLP (gemmpad._cuda.Mlp)"
+    else:
+        out["cuda"] = ""
+    return out
+
+
+def _check_backend(backend: str) -> None:
+    """CudaUnavailable / GemmpadError with the reason when `backend` cannot run here."""
+    if backend not in BACKENDS:
+        raise GemmpadError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    reason = available_backends()[backend]
+    if reason:
+        raise (CudaUnavailable if backend == "cuda" else GemmpadError)(f"backend {backend!r} is unavailable: {reason}")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One call. kernel_us: compute only (CUDA events on the GPU, the C++ steady
+    clock on the CPU, the matmuls for NumPy); end_to_end_us: wall clock from the
+    input array to probabilities in host memory."""
+
+    kernel_us: float
+    end_to_end_us: float
+    batch: int
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the network read in one image, and what it cost."""
+
+    digit: int
+    confidence: float
+    probs: np.ndarray  # (10,)
+    image28: np.ndarray  # the preprocessed 28x28 the network saw
+    timing: Timing
+
+
+def _as_batch(x: Any) -> np.ndarray:
+    """[B, 784] C-contiguous float32 (a single [784] vector becomes [1, 784])."""
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "fiub":
+        raise InputTypeError(f"input must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    if arr.ndim != 2 or arr.shape[1] != N_IN or arr.shape[0] < 1:
+        raise InputShapeError(f"input must have shape (B, {N_IN}) with B >= 1, got {np.shape(x)}")
+    return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def jitter(image28: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n copies of a 28x28 image as [n, 784]: the original, then copies shifted
+    by up to 2 pixels. Averaging over them (test-time augmentation) steadies the
+    reading of a digit drawn slightly off the centre MNIST expects."""
+    shifts = [(dy, dx) for dy in range(-2, 3) for dx in range(-2, 3) if (dy, dx) != (0, 0)]
+    shifts.sort(key=lambda s: abs(s[0]) + abs(s[1]))  # the gentlest shifts first
+    out = np.zeros((n, 28, 28), dtype=np.float32)
+    out[0] = image28
+    padded = np.pad(image28.astype(np.float32), 2)
+    for i in range(1, n):
+        dy, dx = shifts[i - 1] if i - 1 < len(shifts) else shifts[rng.integers(len(shifts))]
+        out[i] = padded[2 - dy : 30 - dy, 2 - dx : 30 - dx]
+    return out.reshape(n, N_IN)
+
+
+class Classifier:
+    """The MLP on one backend and kernel, with per-call timing. One thread at a time."""
+
+    def __init__(
+        self,
+        model: Model | str | os.PathLike[str] | None = None,
+        backend: str = "cpu",
+        kernel: str | None = None,
+    ) -> None:
+        _check_backend(backend)  # before loading: "no GPU" is the message a user needs first
+        self.model = model if isinstance(model, Model) else load_model(model)
+        self._weights = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in self.model.weights.items()}
+        self._native: dict[str, Any] = {}  # backend -> its native Mlp, built on first use and kept
+        self._timings: deque[Timing] = deque(maxlen=HISTORY)
+        self._rng = np.random.default_rng(0)  # jitter beyond the fixed shifts: reproducible per Classifier
+        self.last_timing: Timing | None = None
+        self.backend = ""
+        self.kernel = ""
+        self.configure(backend, kernel)
+
+    # ------------------------------------------------------------ configuration
+    def kernels(self, backend: str | None = None) -> list[str]:
+        """Selectable kernels of a backend, in ladder order: its GEMM kernels
+        (layer by layer), then its whole-network kernels."""
+        backend = backend or self.backend
+        if backend not in BACKENDS:
+            raise GemmpadError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if backend == "numpy":
+            return ["numpy"]
+        specs = registry.kernels(device=backend)
+        return [s.name for s in specs if s.kind == "gemm"] + [s.name for s in specs if s.kind == "mlp"]
+
+    def configure(self, backend: str | None = None, kernel: str | None = None) -> None:
+        """Switch backend and/or kernel live; kernel None -> the backend's default.
+
+        Statistics restart, so the numbers on screen always describe one kernel.
+        """
+        new_backend = backend or self.backend
+        _check_backend(new_backend)
+        if kernel is None and backend is None:
+            kernel = self.kernel  # configure() with nothing keeps the current choice
+        name = self._resolve_kernel(new_backend, kernel)
+        if new_backend != "numpy" and new_backend not in self._native:
+            w = self._weights
+            module = native.cpu if new_backend == "cpu" else native.cuda()
+            self._native[new_backend] = module.Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+        self.backend, self.kernel = new_backend, name
+        self._timings.clear()
+        self.last_timing = None
+
+    def _resolve_kernel(self, backend: str, kernel: str | None) -> str:
+        """Full name, or a short one: "07_warptile" -> "cuda.07_warptile", "fused" -> "cuda.mlp_fused"."""
+        names = self.kernels(backend)
+        if not kernel:
+            return DEFAULT_KERNELS[backend]
+        for candidate in (kernel, f"{backend}.{kernel}", f"{backend}.mlp_{kernel}"):
+            if candidate in names:
+                return candidate
+        raise GemmpadError(f"kernel {kernel!r} is not available on backend {backend!r}; choose one of {', '.join(names)}")
+
+    # ---------------------------------------------------------------- inference
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Probabilities [B, 10] for inputs [B, 784] (float32, ink bright, in [0, 1])."""
+        t0 = time.perf_counter()
+        xb = _as_batch(x)
+        batch = xb.shape[0]
+        if self.backend == "numpy":
+            t1 = time.perf_counter()
+            probs = self.model.forward(xb).astype(np.float32, copy=False)
+            kernel_us = (time.perf_counter() - t1) * 1e6
+        else:
+            probs = np.empty((batch, N_OUT), dtype=np.float32)
+            result = self._native[self.backend].forward(xb, probs, self.kernel)
+            kernel_us = float(result[0] if isinstance(result, tuple) else result)
+        timing = Timing(kernel_us=kernel_us, end_to_end_us=(time.perf_counter() - t0) * 1e6, batch=batch)
+        self.last_timing = timing
+        self._timings.append(timing)
+        return probs
+
+    def classify(self, image: np.ndarray, batch: int = 1) -> Prediction | None:
+        """Preprocess a drawing or photo of a digit and read it; None when there is no ink.
+
+        batch > 1 runs that many slightly shifted copies and averages their
+        probabilities (test-time augmentation); the timing is that one call's.
+        """
+        from gemmpad.preprocess import preprocess
+
+        if batch < 1:
+            raise InputShapeError(f"batch must be >= 1, got {batch}")
+        image28 = preprocess(image)
+        if image28 is None:
+            return None
+        x = jitter(image28, batch, self._rng) if batch > 1 else image28.reshape(1, N_IN)
+        probs = self.predict(x).mean(axis=0, dtype=np.float64).astype(np.float32)
+        digit = int(np.argmax(probs))
+        assert self.last_timing is not None
+        return Prediction(
+            digit=digit, confidence=float(probs[digit]), probs=probs, image28=image28, timing=self.last_timing
+        )
+
+    # ------------------------------------------------------------------ timing
+    def stats(self) -> dict[str, float]:
+        """Median and p99 of the last calls (up to 1000) since the last configure()."""
+        if not self._timings:
+            nan = math.nan
+            return {"count": 0.0, "kernel_median_us": nan, "kernel_p99_us": nan, "e2e_median_us": nan, "e2e_p99_us": nan}
+        k = np.array([t.kernel_us for t in self._timings])
+        e = np.array([t.end_to_end_us for t in self._timings])
+        return {
+            "count": float(len(k)),
+            "kernel_median_us": float(np.median(k)),
+            "kernel_p99_us": float(np.percentile(k, 99)),
+            "e2e_median_us": float(np.median(e)),
+            "e2e_p99_us": float(np.percentile(e, 99)),
+        }
+
+    def history(self, n: int = 300) -> list[Timing]:
+        """The last n timings, oldest first (what the app's latency plot draws)."""
+        return list(self._timings)[-n:] if n > 0 else []

@@ -1,0 +1,100 @@
+"""`gemmpad info`: what this installation can do, for bug reports and for
+knowing why a GPU choice is greyed out. Imports nothing heavy (no torch)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+
+from gemmpad import __version__, native, registry
+from gemmpad.engine import available_backends
+from gemmpad.errors import GemmpadError
+from gemmpad.model import default_model_path, load_model
+
+# Optional packages worth naming in a report; read from metadata, never imported.
+OPTIONAL = ("torch", "dearpygui", "pillow", "matplotlib", "cupy-cuda12x", "cupy")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def collect() -> dict[str, Any]:
+    """Everything `gemmpad info` reports, as plain data."""
+    versions = {"gemmpad": __version__, "python": platform.python_version(), "numpy": np.__version__}
+    versions.update({d: v for d in OPTIONAL if (v := _version(d))})
+    status = native.cuda_status()
+    cuda_mod = native.cuda_module_if_built()
+    cuda: dict[str, Any] = {
+        "built": status.built,
+        "available": status.available,
+        "reason": status.reason,
+        "device": status.device,
+        "archs": cuda_mod.build_archs() if cuda_mod is not None and hasattr(cuda_mod, "build_archs") else "",
+    }
+    for key in ("compute_capability", "multiprocessors", "total_memory", "driver_version", "runtime_version"):
+        if key in status.details:
+            cuda[key] = status.details[key]
+    kernels = [
+        {"name": s.name, "kind": s.kind, "precision": s.precision, "available": s.available, "summary": s.summary}
+        for s in registry.kernels()
+    ]
+    model: dict[str, Any] = {"path": str(default_model_path())}
+    try:
+        m = load_model()
+        model["card"] = {k: v for k, v in m.card.items() if isinstance(v, (str, int, float, bool))}
+    except GemmpadError as exc:
+        model["error"] = str(exc)
+    return {
+        "versions": versions,
+        "platform": platform.platform(),
+        "cpu_features": list(native.cpu.cpu_features()),
+        "cuda": cuda,
+        "backends": {b: (reason or "ok") for b, reason in available_backends().items()},
+        "kernels": kernels,
+        "model": model,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    info = collect()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    out = sys.stdout.write
+    out("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()) + "\n")
+    out(f"platform: {info['platform']}\n")
+    out(f"CPU SIMD features used: {', '.join(info['cpu_features']) or 'none (scalar code)'}\n")
+    c = info["cuda"]
+    if not c["built"]:
+        out(f"CUDA: not built ({c['reason']})\n")
+    else:
+        archs = ", ".join(f"sm_{int(a) // 10}" for a in c["archs"].split(",") if a) or "unknown"
+        out(f"CUDA build: architectures {archs}\n")
+        out(f"CUDA device: {c['device']} (compute {c.get('compute_capability', '?')})\n" if c["available"]
+            else f"CUDA device: none usable: {c['reason']}\n")
+    out("backends: " + ", ".join(f"{b}: {r}" for b, r in info["backends"].items()) + "\n")
+    out("kernels:\n")
+    for k in info["kernels"]:
+        flag = "" if k["available"] else "  (unavailable)"
+        out(f"  {k['name']:<28} {k['kind']:<4} {k['precision']:<5} {k['summary']}{flag}\n")
+    m = info["model"]
+    if "error" in m:
+        out(f"model: {m['error']}\n")
+    else:
+        card = ", ".join(f"{k}={v}" for k, v in m["card"].items()) or "no model card"
+        out(f"model: {m['path']}: {card}\n")
+    return 0

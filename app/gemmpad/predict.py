@@ -1,0 +1,110 @@
+"""`gemmpad predict`: read digits from image files.
+
+Each file is handled on its own: a missing, corrupt or blank image gets an
+error line and the rest still run; the exit status is 1 at the end if any
+failed, so scripts notice without losing the good results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from gemmpad.engine import BACKENDS, Classifier, available_backends
+from gemmpad.errors import GemmpadError, ImageError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="image files (PNG/JPEG/BMP) or directories of them")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default=None, help="where the network runs (default: cpu, else numpy)"
+    )
+    parser.add_argument("--kernel", default=None, help="kernel name, e.g. cuda.mlp_fused or 07_warptile (default: fastest)")
+    parser.add_argument("--model", default=None, help="model .npz file (default: the shipped model)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+
+
+def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
+    """(shown name, path or None, error) for every image named or inside a named directory."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+            if not found:
+                yield raw, None, f"no {'/'.join(s[1:].upper() for s in IMAGE_SUFFIXES)} images in directory"
+            for f in found:
+                yield str(f), f, ""
+        elif p.exists():
+            yield raw, p, ""
+        else:
+            yield raw, None, "no such file or directory"
+
+
+def load_image(path: Path) -> np.ndarray:
+    """The image as a 2-D uint8 array. Transparent areas become white paper,
+    so a dark-ink drawing saved with an alpha channel still reads."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.load()
+            if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
+                rgba = im.convert("RGBA")
+                paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+                im = Image.alpha_composite(paper, rgba)
+            return np.asarray(im.convert("L"), dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise ImageError(f"cannot read image: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    backend = args.backend or ("cpu" if not available_backends()["cpu"] else "numpy")
+    clf = Classifier(model=args.model, backend=backend, kernel=args.kernel)  # GemmpadError -> cli: message, exit 2
+    failures = 0
+    if not args.json:
+        print(f"backend {clf.backend}, kernel {clf.kernel}")
+        print(f"{'file':<40} {'digit':>5} {'confidence':>10} {'latency_us':>10}")
+    for name, path, error in image_files(args.paths):
+        pred = None
+        if path is not None:
+            try:
+                pred = clf.classify(load_image(path))
+                if pred is None:
+                    error = "no ink found (blank image)"
+            except GemmpadError as exc:
+                error = str(exc)
+        if error:
+            failures += 1
+            if args.json:
+                print(json.dumps({"file": name, "error": error}))
+            else:
+                print(f"{name:<40} error: {error}")
+            continue
+        assert pred is not None
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "file": name,
+                        "digit": pred.digit,
+                        "confidence": round(pred.confidence, 6),
+                        "probabilities": [round(float(p), 6) for p in pred.probs],
+                        "backend": clf.backend,
+                        "kernel": clf.kernel,
+                        "latency_us": round(pred.timing.end_to_end_us, 2),
+                    }
+                )
+            )
+        else:
+            print(f"{name:<40} {pred.digit:>5} {pred.confidence:>10.4f} {pred.timing.end_to_end_us:>10.1f}")
+        sys.stdout.flush()
+    if failures:
+        print(f"gemmpad predict: {failures} file(s) failed", file=sys.stderr)
+    return 1 if failures else 0

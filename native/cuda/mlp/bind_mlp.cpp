@@ -1,0 +1,81 @@
+// Python binding of the GPU MLP (gemmpad._cuda.Mlp) and its kernel list.
+// Shapes and dtypes are checked here so that a wrong array is a ValueError,
+// never an out-of-bounds read on the device.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "../bind.h"
+#include "mlp.cuh"
+
+namespace py = pybind11;
+
+namespace gemmpad::cuda {
+namespace {
+
+using F32Array = py::array_t<float, py::array::c_style>;
+
+const float* checked(const F32Array& a, std::initializer_list<py::ssize_t> shape, const char* name) {
+    bool ok = a.ndim() == (py::ssize_t)shape.size();
+    py::ssize_t i = 0;
+    for (auto d : shape) ok = ok && a.shape(i++) == d;
+    if (!ok) {
+        std::string want;
+        for (auto d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+        throw std::invalid_argument(std::string(name) + " must have shape (" + want + ")");
+    }
+    return a.data();
+}
+
+// Arrays must already be float32 and C-contiguous: a silent conversion of
+// `out` would write the probabilities into a temporary copy.
+F32Array strict(const py::array& a, const char* name) {
+    if (!py::isinstance<F32Array>(a) || !(a.flags() & py::array::c_style))
+        throw std::invalid_argument(std::string(name) + " must be a C-contiguous float32 array");
+    return py::reinterpret_borrow<F32Array>(a);
+}
+
+}  // namespace
+
+void bind_mlp(py::module_& m) {
+    py::class_<Mlp>(m, "Mlp", "The 784-100-100-10 MLP with its weights resident on the GPU.")
+        .def(py::init([](F32Array W1, F32Array b1, F32Array W2, F32Array b2, F32Array W3, F32Array b3) {
+                 return new Mlp(checked(W1, {kIn, kHidden}, "W1"), checked(b1, {kHidden}, "b1"),
+                                checked(W2, {kHidden, kHidden}, "W2"), checked(b2, {kHidden}, "b2"),
+                                checked(W3, {kHidden, kOut}, "W3"), checked(b3, {kOut}, "b3"));
+             }),
+             py::arg("W1"), py::arg("b1"), py::arg("W2"), py::arg("b2"), py::arg("W3"), py::arg("b3"))
+        .def(
+            "forward",
+            [](Mlp& self, const py::array& x_in, const py::array& out_in, const std::string& kernel) {
+                F32Array x = strict(x_in, "x"), out = strict(out_in, "out");
+                if (x.ndim() != 2 || x.shape(1) != kIn || x.shape(0) < 1)
+                    throw std::invalid_argument("x must have shape (B, 784) with B >= 1");
+                const int batch = (int)x.shape(0);
+                float* o = const_cast<float*>(checked(out, {batch, kOut}, "out"));
+                const float* xp = x.data();
+                py::gil_scoped_release nogil;
+                return self.forward(xp, o, batch, kernel);
+            },
+            py::arg("x"), py::arg("out"), py::arg("kernel") = "cuda.mlp_fused",
+            "out = probabilities for x; returns (kernel_us by CUDA events, end_to_end_us).")
+        .def_property_readonly("device_bytes", &Mlp::device_bytes, "Device memory this object holds.");
+    m.def(
+        "mlp_kernels",
+        [] {
+            py::list out;
+            for (const auto& k : mlp_kernel_list()) {
+                py::dict d;
+                d["name"] = k.name;
+                d["precision"] = k.precision;
+                d["in_type"] = "f32";
+                d["summary"] = k.summary;
+                d["source"] = k.source;
+                out.append(d);
+            }
+            return out;
+        },
+        "The whole-network CUDA kernels (usable through Mlp.forward).");
+}
+
+}  // namespace gemmpad::cuda

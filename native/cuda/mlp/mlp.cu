@@ -1,0 +1,227 @@
+// The GPU MLP object (see mlp.cuh): resident weights, growing buffers,
+// pinned + mapped staging, event timing, and the layer-by-layer path through
+// any GEMM kernel of the registry.
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "mlp.cuh"
+
+namespace gemmpad::cuda {
+
+void* DeviceBuffer::reserve(size_t want) {
+    if (want > bytes) {
+        release();
+        CUDA_CHECK(cudaMalloc(&ptr, want));
+        bytes = want;
+    }
+    return ptr;
+}
+
+void DeviceBuffer::release() noexcept {
+    if (ptr) cudaFree(ptr);  // best effort: may run while the driver shuts down
+    ptr = nullptr;
+    bytes = 0;
+}
+
+void* PinnedBuffer::reserve(size_t want) {
+    if (want > bytes) {
+        release();
+        CUDA_CHECK(cudaHostAlloc(&ptr, want, cudaHostAllocMapped));
+        bytes = want;
+        CUDA_CHECK(cudaHostGetDevicePointer(&device, ptr, 0));
+    }
+    return ptr;
+}
+
+void PinnedBuffer::release() noexcept {
+    if (ptr) cudaFreeHost(ptr);
+    ptr = device = nullptr;
+    bytes = 0;
+}
+
+namespace {
+
+__global__ void softmax_kernel(const float* __restrict__ logits, float* __restrict__ probs, int rows, int n) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= rows) return;  // whole warps leave together
+    const float* z = logits + (size_t)row * n;
+    float m = -INFINITY;
+    for (int c = lane; c < n; c += 32) m = fmaxf(m, z[c]);
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float sum = 0.0f;
+    for (int c = lane; c < n; c += 32) sum += expf(z[c] - m);
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    for (int c = lane; c < n; c += 32) probs[(size_t)row * n + c] = expf(z[c] - m) / sum;
+}
+
+// Batches up to this size let the fused kernel read x and write the
+// probabilities through mapped host memory (one launch, no copies); larger
+// ones are copied explicitly, which moves bulk data faster.
+constexpr int kMappedBatchMax = 64;
+
+// Copies a host [rows, cols] matrix into a zero-padded [prows, pcols] device one.
+void upload_padded(DeviceBuffer& dst, const float* src, int rows, int cols, int prows, int pcols) {
+    std::vector<float> padded((size_t)prows * pcols, 0.0f);
+    for (int r = 0; r < rows; ++r) std::memcpy(&padded[(size_t)r * pcols], src + (size_t)r * cols, cols * sizeof(float));
+    dst.reserve(padded.size() * sizeof(float));
+    CUDA_CHECK(cudaMemcpy(dst.ptr, padded.data(), padded.size() * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+}  // namespace
+
+void launch_softmax(const float* logits, float* probs, int rows, int n, cudaStream_t stream) {
+    constexpr int kRowsPerBlock = 8;
+    softmax_kernel<<<ceil_div(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(logits, probs, rows, n);
+    CUDA_CHECK_LAUNCH("softmax");
+}
+
+Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, const float* W3, const float* b3) {
+    try {
+        CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreate(&start_));
+        CUDA_CHECK(cudaEventCreate(&stop_));
+        const float* W[3] = {W1, W2, W3};
+        const float* b[3] = {b1, b2, b3};
+        const int rows[3] = {kIn, kHidden, kHidden}, cols[3] = {kHidden, kHidden, kOut};
+        const int prows[3] = {kIn, kHiddenPad, kHiddenPad}, pcols[3] = {kHiddenPad, kHiddenPad, kOutPad};
+        for (int l = 0; l < 3; ++l) {
+            const size_t n = (size_t)rows[l] * cols[l];
+            // The ladder's copies: fp32, and fp16 for the fp16 tensor-core kernels.
+            w32_[l].reserve(n * sizeof(float));
+            CUDA_CHECK(cudaMemcpy(w32_[l].ptr, W[l], n * sizeof(float), cudaMemcpyHostToDevice));
+            w16_[l].reserve(n * sizeof(__half));
+            cast_f32_to_f16(static_cast<float*>(w32_[l].ptr), static_cast<__half*>(w16_[l].ptr), n, stream_);
+            bias_[l].reserve(cols[l] * sizeof(float));
+            CUDA_CHECK(cudaMemcpy(bias_[l].ptr, b[l], cols[l] * sizeof(float), cudaMemcpyHostToDevice));
+            // The fused kernel's zero-padded copies.
+            upload_padded(fw_[l], W[l], rows[l], cols[l], prows[l], pcols[l]);
+            upload_padded(fbias_[l], b[l], 1, cols[l], 1, pcols[l]);
+        }
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+    } catch (...) {
+        release();  // the destructor does not run for a constructor that throws
+        throw;
+    }
+}
+
+Mlp::~Mlp() { release(); }
+
+void Mlp::release() noexcept {
+    if (stream_) cudaStreamSynchronize(stream_);
+    for (auto* group : {w32_, w16_, bias_, fw_, fbias_})
+        for (int l = 0; l < 3; ++l) group[l].release();
+    for (auto* b : {&x_, &h1_, &h2_, &logits_, &probs_, &a16_, &scratch_partials_, &scratch_counters_}) b->release();
+    in_.release();
+    out_.release();
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+    if (stream_) cudaStreamDestroy(stream_);
+    start_ = stop_ = nullptr;
+    stream_ = nullptr;
+}
+
+size_t Mlp::device_bytes() const {
+    size_t total = 0;
+    for (const auto* group : {w32_, w16_, bias_, fw_, fbias_})
+        for (int l = 0; l < 3; ++l) total += group[l].bytes;
+    for (const auto* b : {&x_, &h1_, &h2_, &logits_, &probs_, &a16_, &scratch_partials_, &scratch_counters_})
+        total += b->bytes;
+    return total;
+}
+
+void Mlp::ensure_capacity(int batch) {
+    if (batch <= capacity_) return;
+    const size_t B = batch;
+    x_.reserve(B * kIn * sizeof(float));
+    h1_.reserve(B * kHidden * sizeof(float));
+    h2_.reserve(B * kHidden * sizeof(float));
+    logits_.reserve(B * kOut * sizeof(float));
+    probs_.reserve(B * kOut * sizeof(float));
+    a16_.reserve(B * kIn * sizeof(__half));
+    in_.reserve(B * kIn * sizeof(float));
+    out_.reserve(B * kOut * sizeof(float));
+    const auto [floats, counters] = fused_scratch_size(batch);
+    if (floats > scratch_floats_) {
+        scratch_partials_.reserve(floats * sizeof(float));
+        scratch_floats_ = floats;
+    }
+    if (counters > scratch_counters_n_) {
+        scratch_counters_.reserve(counters * sizeof(unsigned));
+        // The fused kernel expects zeros and leaves zeros behind.
+        CUDA_CHECK(cudaMemsetAsync(scratch_counters_.ptr, 0, counters * sizeof(unsigned), stream_));
+        scratch_counters_n_ = counters;
+    }
+    capacity_ = batch;
+}
+
+void Mlp::forward_layered(const std::string& kernel, int batch) {
+    const auto& entry = CudaRegistry::instance().get(kernel);
+    const bool f16 = entry.info.in_type == InType::F16;
+    const float* acts_in[3] = {static_cast<float*>(x_.ptr), static_cast<float*>(h1_.ptr),
+                               static_cast<float*>(h2_.ptr)};
+    float* acts_out[3] = {static_cast<float*>(h1_.ptr), static_cast<float*>(h2_.ptr),
+                          static_cast<float*>(logits_.ptr)};
+    const int K[3] = {kIn, kHidden, kHidden}, N[3] = {kHidden, kHidden, kOut};
+    for (int l = 0; l < 3; ++l) {
+        GemmProblem p;
+        p.M = batch;
+        p.N = N[l];
+        p.K = K[l];
+        p.bias = static_cast<const float*>(bias_[l].ptr);
+        p.C = acts_out[l];
+        p.act = l < 2 ? Act::Relu : Act::None;
+        p.in_type = entry.info.in_type;
+        if (f16) {
+            __half* a16 = static_cast<__half*>(a16_.ptr);
+            cast_f32_to_f16(acts_in[l], a16, (size_t)batch * K[l], stream_);
+            p.A = a16;
+            p.B = w16_[l].ptr;
+        } else {
+            p.A = acts_in[l];
+            p.B = w32_[l].ptr;
+        }
+        entry.launch(p, stream_);
+    }
+    launch_softmax(static_cast<float*>(logits_.ptr), static_cast<float*>(probs_.ptr), batch, kOut, stream_);
+}
+
+std::pair<double, double> Mlp::forward(const float* x, float* out, int batch, const std::string& kernel) {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    if (batch < 1) throw std::invalid_argument("batch must be >= 1");
+    const bool fused = kernel == "cuda.mlp_fused" || kernel == "cuda.mlp_fused_tf32";
+    if (!fused) CudaRegistry::instance().get(kernel);  // unknown name -> clear error before any work
+    ensure_capacity(batch);
+    const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
+    std::memcpy(in_.ptr, x, in_bytes);
+    if (fused) {
+        const bool mapped = batch <= kMappedBatchMax;
+        FusedWeights w{static_cast<float*>(fw_[0].ptr),    static_cast<float*>(fw_[1].ptr),
+                       static_cast<float*>(fw_[2].ptr),    static_cast<float*>(fbias_[0].ptr),
+                       static_cast<float*>(fbias_[1].ptr), static_cast<float*>(fbias_[2].ptr)};
+        FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
+        const float* src = mapped ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
+        float* dst = mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
+        if (!mapped) CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
+        CUDA_CHECK(cudaEventRecord(start_, stream_));
+        launch_fused_mlp(w, src, dst, batch, kernel == "cuda.mlp_fused", s, stream_);
+        CUDA_CHECK(cudaEventRecord(stop_, stream_));
+        if (!mapped) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+    } else {
+        CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
+        CUDA_CHECK(cudaEventRecord(start_, stream_));
+        forward_layered(kernel, batch);
+        CUDA_CHECK(cudaEventRecord(stop_, stream_));
+        CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    std::memcpy(out, out_.ptr, out_bytes);
+    const double e2e_us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+    return {ms * 1000.0, e2e_us};
+}
+
+}  // namespace gemmpad::cuda

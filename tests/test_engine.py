@@ -1,0 +1,264 @@
+"""The Classifier: every backend and kernel against the float64 NumPy reference,
+timing records, live switching, and the errors a user can cause."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmpad import native, registry
+from gemmpad.engine import BACKENDS, Classifier, Prediction, Timing, available_backends, jitter
+from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
+from gemmpad.model import SHAPES, Model, default_model_path
+from tests.conftest import rel_error
+
+TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3}
+AVAILABLE = available_backends()
+CPU_MLP_REASON = AVAILABLE["cpu"]
+
+
+def random_model(rng: np.random.Generator) -> Model:
+    """He-initialised random weights: tests must not depend on the shipped file."""
+    w = {}
+    for name, shape in SHAPES.items():
+        scale = np.sqrt(2.0 / shape[0]) if len(shape) == 2 else 0.1
+        w[name] = rng.normal(0.0, scale, shape).astype(np.float32)
+    return Model(weights=w)
+
+
+def digit_like(rng: np.random.Generator, batch: int) -> np.ndarray:
+    x = rng.uniform(0.0, 1.0, (batch, 784)).astype(np.float32)
+    x[rng.random((batch, 784)) > 0.2] = 0.0
+    return x
+
+
+def reference(model: Model, x: np.ndarray) -> np.ndarray:
+    w = {k: v.astype(np.float64) for k, v in model.weights.items()}
+    h = np.maximum(x.astype(np.float64) @ w["W1"] + w["b1"], 0.0)
+    h = np.maximum(h @ w["W2"] + w["b2"], 0.0)
+    z = h @ w["W3"] + w["b3"]
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def backend_params() -> list:
+    """(backend, kernel, precision) for every kernel of every backend, GPU ones marked."""
+    out = [pytest.param("numpy", "numpy", "fp32", id="numpy")]
+    for spec in registry.kernels():
+        marks = [pytest.mark.gpu] if spec.device == "cuda" else []
+        if spec.device == "cpu" and CPU_MLP_REASON:
+            marks.append(pytest.mark.skip(reason=CPU_MLP_REASON))
+        out.append(pytest.param(spec.device, spec.name, spec.precision, marks=marks, id=spec.name))
+    return out
+
+
+def assert_agrees(probs: np.ndarray, ref: np.ndarray, precision: str, what: str) -> None:
+    assert probs.shape == ref.shape and probs.dtype == np.float32
+    err = rel_error(probs, ref)
+    assert err <= TOLERANCE[precision], f"{what}: relative error {err:.3g}"
+    if precision != "fp32":  # reduced precision may only flip near-ties
+        top2 = np.sort(ref, axis=1)[:, -2:]
+        clear = top2[:, 1] - top2[:, 0] > 1e-2
+        assert np.all(np.argmax(probs, 1)[clear] == np.argmax(ref, 1)[clear]), f"{what}: argmax differs"
+
+
+@pytest.mark.parametrize("backend,kernel,precision", backend_params())
+def test_every_kernel_matches_reference(backend, kernel, precision, rng):
+    model = random_model(rng)
+    clf = Classifier(model, backend=backend, kernel=kernel)
+    assert clf.kernel == kernel and clf.backend == backend
+    for batch in (1, 7, 300):
+        x = digit_like(rng, batch)
+        assert_agrees(clf.predict(x), reference(model, x), precision, f"{kernel} batch {batch}")
+        t = clf.last_timing
+        assert isinstance(t, Timing) and t.batch == batch
+        assert t.kernel_us > 0 and t.end_to_end_us > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_tf32"])
+def test_fused_all_batch_configurations(kernel, rng):
+    """Both tile sizes (<= 512 rows: 16-row tiles; more: 64-row tiles), mapped and
+    copied inputs, ragged last tiles; `out` poisoned so unwritten rows fail."""
+    from gemmpad import _cuda
+
+    model = random_model(rng)
+    w = model.weights
+    mlp = _cuda.Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+    precision = registry.get(kernel).precision
+    for batch in (1, 2, 15, 16, 17, 64, 65, 511, 512, 513, 1000, 4096):
+        x = digit_like(rng, batch)
+        x[0] = rng.uniform(0, 1, 784)  # one dense row too
+        out = np.full((batch, 10), np.nan, dtype=np.float32)
+        k_us, e_us = mlp.forward(x, out, kernel)
+        assert k_us > 0 and e_us >= k_us * 0.5
+        assert_agrees(out, reference(model, x), precision, f"{kernel} batch {batch}")
+    # a second call after a larger one reuses the grown buffers and the reset counters
+    x = digit_like(rng, 3)
+    out = np.full((3, 10), np.nan, dtype=np.float32)
+    mlp.forward(x, out, kernel)
+    assert_agrees(out, reference(model, x), precision, f"{kernel} after growth")
+
+
+@pytest.mark.gpu
+def test_cuda_mlp_rejects_bad_arrays(rng):
+    from gemmpad import _cuda
+
+    w = random_model(rng).weights
+    with pytest.raises(ValueError, match="W1"):
+        _cuda.Mlp(w["W1"][:10], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+    mlp = _cuda.Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+    x = digit_like(rng, 2)
+    with pytest.raises(ValueError):
+        mlp.forward(x, np.empty((3, 10), np.float32), "cuda.mlp_fused")
+    with pytest.raises(ValueError):
+        mlp.forward(x, np.empty((2, 10), np.float64), "cuda.mlp_fused")
+    with pytest.raises(ValueError, match="unknown kernel"):
+        mlp.forward(x, np.empty((2, 10), np.float32), "cuda.no_such")
+
+
+@pytest.mark.gpu
+def test_cuda_memory_does_not_grow(rng):
+    from gemmpad import _cuda
+
+    clf = Classifier(random_model(rng), backend="cuda")
+    x = digit_like(rng, 1)
+    for _ in range(200):
+        clf.predict(x)
+    free0 = _cuda.mem_info()[0]
+    for _ in range(3000):
+        clf.predict(x)
+    assert _cuda.mem_info()[0] == free0
+
+
+def test_kernels_listing_and_defaults(rng):
+    clf = Classifier(random_model(rng), backend="numpy")
+    assert clf.kernels() == ["numpy"]
+    for backend in ("cpu", "cuda"):
+        names = clf.kernels(backend)
+        kinds = [registry.get(n).kind for n in names]
+        assert kinds == sorted(kinds, key=lambda k: k != "gemm"), "GEMM kernels first, then whole-network ones"
+        assert all(n.startswith(backend + ".") for n in names)
+    if native.cuda_module_if_built() is not None:
+        assert "cuda.mlp_fused" in clf.kernels("cuda")
+
+
+def test_configure_errors(rng):
+    clf = Classifier(random_model(rng), backend="numpy")
+    with pytest.raises(GemmpadError, match="unknown backend"):
+        clf.configure("tpu")
+    with pytest.raises(GemmpadError, match="not available on backend"):
+        clf.configure("numpy", "cuda.mlp_fused")
+    assert (clf.backend, clf.kernel) == ("numpy", "numpy")  # a failed switch changes nothing
+    if AVAILABLE["cuda"]:
+        with pytest.raises(CudaUnavailable, match="unavailable"):
+            clf.configure("cuda")
+        with pytest.raises(CudaUnavailable):
+            Classifier(random_model(rng), backend="cuda")
+
+
+@pytest.mark.gpu
+def test_live_switching_and_short_names(rng):
+    model = random_model(rng)
+    clf = Classifier(model, backend="cuda")
+    assert clf.kernel == "cuda.mlp_fused"
+    x = digit_like(rng, 5)
+    ref = reference(model, x)
+    clf.configure(kernel="fused_tf32")
+    assert clf.kernel == "cuda.mlp_fused_tf32"
+    assert_agrees(clf.predict(x), ref, "tf32", "after switch")
+    clf.configure("numpy")
+    assert_agrees(clf.predict(x), ref, "fp32", "numpy")
+    clf.configure("cuda", registry.kernels(device="cuda", kind="gemm")[0].name)
+    assert_agrees(clf.predict(x), ref, registry.kernels(device="cuda", kind="gemm")[0].precision, "gemm path")
+
+
+def test_input_validation(rng):
+    model = random_model(rng)
+    clf = Classifier(model, backend="numpy")
+    v = digit_like(rng, 1)[0]
+    assert clf.predict(v).shape == (1, 10)  # one vector is a batch of one
+    assert clf.predict(v.astype(np.float64)).dtype == np.float32
+    with pytest.raises(InputShapeError):
+        clf.predict(np.zeros((2, 783), np.float32))
+    with pytest.raises(InputShapeError):
+        clf.predict(np.zeros((0, 784), np.float32))
+    with pytest.raises(InputTypeError):
+        clf.predict(np.array([["a"] * 784]))
+
+
+def test_stats_and_history(rng):
+    clf = Classifier(random_model(rng), backend="numpy")
+    assert clf.stats()["count"] == 0 and clf.last_timing is None
+    x = digit_like(rng, 4)
+    for _ in range(12):
+        clf.predict(x)
+    s = clf.stats()
+    assert s["count"] == 12
+    for key in ("kernel_median_us", "kernel_p99_us", "e2e_median_us", "e2e_p99_us"):
+        assert s[key] > 0
+    assert s["kernel_p99_us"] >= s["kernel_median_us"] and s["e2e_p99_us"] >= s["e2e_median_us"]
+    h = clf.history(5)
+    assert len(h) == 5 and h[-1] is clf.last_timing and all(t.batch == 4 for t in h)
+    clf.configure("numpy")  # statistics describe one configuration at a time
+    assert clf.stats()["count"] == 0 and clf.history() == []
+
+
+def stroke_image(size: tuple[int, int], dark_ink: bool) -> np.ndarray:
+    """A thick diagonal stroke, ink dark on light paper or the reverse."""
+    h, w = size
+    yy, xx = np.mgrid[0:h, 0:w]
+    ink = np.abs((yy / h) - (xx / w)) < 0.08
+    img = np.where(ink, 20, 235).astype(np.uint8)
+    return img if dark_ink else (255 - img)
+
+
+def test_classify(rng):
+    from gemmpad.preprocess import preprocess
+
+    model = random_model(rng)
+    clf = Classifier(model, backend="numpy")
+    assert clf.classify(np.full((50, 50), 255, np.uint8)) is None  # blank paper: no guess
+    img = stroke_image((120, 90), dark_ink=True)
+    p = clf.classify(img)
+    assert isinstance(p, Prediction)
+    assert p.image28.shape == (28, 28)
+    np.testing.assert_array_equal(p.image28, preprocess(img))
+    assert p.probs.shape == (10,) and abs(float(p.probs.sum()) - 1) < 1e-5
+    assert p.digit == int(np.argmax(p.probs)) and p.confidence == pytest.approx(float(p.probs.max()))
+    ref = reference(model, p.image28.reshape(1, 784))[0]
+    assert rel_error(p.probs, ref) <= 1e-5
+    # either polarity reads the same
+    q = clf.classify(stroke_image((120, 90), dark_ink=False))
+    np.testing.assert_allclose(q.probs, p.probs, atol=1e-6)
+
+
+def test_classify_tta(rng):
+    model = random_model(rng)
+    clf = Classifier(model, backend="numpy")
+    img = stroke_image((200, 200), dark_ink=False)
+    p = clf.classify(img, batch=8)
+    assert p.timing.batch == 8
+    x = jitter(p.image28, 8, np.random.default_rng(0))  # the first 24 copies are the fixed shifts
+    np.testing.assert_allclose(p.probs, reference(model, x).mean(axis=0), rtol=1e-5, atol=1e-7)
+    with pytest.raises(InputShapeError):
+        clf.classify(img, batch=0)
+
+
+def test_jitter_shifts(rng):
+    img = np.zeros((28, 28), np.float32)
+    img[8:20, 10:18] = rng.uniform(0.5, 1.0, (12, 8))
+    x = jitter(img, 40, rng).reshape(40, 28, 28)
+    np.testing.assert_array_equal(x[0], img)
+    assert np.allclose(x.sum(axis=(1, 2)), img.sum(), rtol=1e-5)  # ink well inside: nothing falls off
+    assert len({x[i].tobytes() for i in range(25)}) == 25  # 24 distinct shifts + the original
+
+
+@pytest.mark.skipif(not default_model_path().exists(), reason="the shipped model models/mnist-mlp.npz is absent")
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if not AVAILABLE[b]] or ["numpy"])
+def test_shipped_model_backends_agree(backend, rng):
+    clf = Classifier(backend=backend)
+    ref_clf = Classifier(backend="numpy")
+    x = digit_like(rng, 64)
+    ref = reference(ref_clf.model, x)
+    assert_agrees(clf.predict(x), ref, registry.get(clf.kernel).precision if backend != "numpy" else "fp32", backend)
