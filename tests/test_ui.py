@@ -24,12 +24,15 @@ import numpy as np
 import pytest
 
 from gemmpad import strokes
+from gemmpad.engine import available_backends
 from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.strokes import CANVAS
 from gemmpad.ui.canvas import Canvas
 
 REPO = Path(__file__).resolve().parents[1]
 HAVE_MODEL = default_model_path().exists()
+# The backend the tests draw on: the native CPU code when this build has it, else NumPy.
+BASE = "cpu" if not available_backends()["cpu"] else "numpy"
 NEEDS_MODEL = pytest.mark.skipif(not HAVE_MODEL, reason=f"no shipped model at {default_model_path()}")
 
 
@@ -111,7 +114,7 @@ def session_app(display: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     from gemmpad.engine import Classifier
     from gemmpad.ui.window import App
 
-    app = App(Classifier(_model(), backend="cpu"), drawings_dir=tmp_path_factory.mktemp("drawings"), vsync=False)
+    app = App(Classifier(_model(), backend=BASE), drawings_dir=tmp_path_factory.mktemp("drawings"), vsync=False)
     app.step()
     yield app
     app.close()
@@ -119,14 +122,14 @@ def session_app(display: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 @pytest.fixture
 def app(session_app: object) -> object:
-    """The shared window, reset: empty canvas, CPU default kernel, batch 1, default brush."""
+    """The shared window, reset: empty canvas, BASE backend's default kernel, batch 1, default brush."""
     from gemmpad.ui.canvas import DEFAULT_BRUSH
 
     a = session_app
     a.clear()
     a.set_continuous(False)
-    a.set_backend("cpu")
-    a.set_kernel(a.kernel_lists["cpu"][-1])
+    a.set_backend(BASE)
+    a.set_kernel(a.kernel_lists[BASE][-1])  # the whole-network kernel: the backend's default
     a.set_batch(1)
     a.set_brush(DEFAULT_BRUSH)
     a.settle()
@@ -231,8 +234,8 @@ def test_switching_backend_kernel_and_batch_keeps_the_prediction(app: object) ->
             assert app.prediction.digit == ref.digit
             assert len(app.history) >= 1 and app.history[-1].batch == 1
             seen.append(kernel)
-    assert "numpy" in seen and any(k.startswith("cpu.") for k in seen)
-    app.set_backend("cpu")
+    assert "numpy" in seen and (BASE != "cpu" or any(k.startswith("cpu.") for k in seen))
+    app.set_backend(BASE)
     for batch in (4, 256):
         app.set_batch(batch)
         app.settle()
@@ -262,7 +265,22 @@ def test_gpu_controls_are_disabled_with_the_reason_when_cuda_is_unusable(app: ob
     tooltip_texts = [dpg.get_value(t) for t in dpg.get_item_children(app._backend_tips["cuda"], 1)]
     assert any(status.reason in t for t in tooltip_texts)
     app.set_backend("cuda")  # refused, with the reason, and the app stays on the CPU
-    assert app.backend == "cpu" and status.reason in app.message
+    assert app.backend == BASE and status.reason in app.message
+    # Hovering the greyed-out button shows the reason (tooltips of disabled items must still open).
+    try:
+        xt = _XTest()
+    except OSError as exc:
+        pytest.skip(f"XTest is not available to fake mouse input: {exc}")
+    try:
+        vx, vy = dpg.get_viewport_pos()
+        x, y, w, h = app.rect(btn)
+        xt.move(int(vx + x + w / 2), int(vy + y + h / 2))
+        for _ in range(10):
+            app.step()
+        assert dpg.is_item_hovered(btn) and dpg.is_item_visible(app._backend_tips["cuda"])
+    finally:
+        xt.move(0, 0)
+        xt.close()
 
 
 def test_clear_and_undo(app: object) -> None:
@@ -300,13 +318,15 @@ def test_keyboard_shortcuts_drive_the_same_actions(app: object) -> None:
     assert app.batch == 2
     app.shortcut(dpg.mvKey_Minus)
     assert app.batch == 1
-    kernels = app.kernel_lists["cpu"]
+    kernels = app.kernel_lists[BASE]
+    start = kernels.index(app.kernel)
     app.shortcut(dpg.mvKey_K)
-    assert app.kernel == kernels[0]  # wraps from the last (the default) to the first
+    assert app.kernel == kernels[(start + 1) % len(kernels)]
     app.shortcut(dpg.mvKey_K, shift=True)
-    assert app.kernel == kernels[-1]
+    assert app.kernel == kernels[start]
+    usable = [b for b, reason in app.backend_reasons.items() if not reason]
     app.shortcut(dpg.mvKey_B)
-    assert app.backend != "cpu"
+    assert app.backend == usable[(usable.index(BASE) + 1) % len(usable)]
     app.shortcut(dpg.mvKey_R)
     assert app.continuous
     app.shortcut(dpg.mvKey_C)
@@ -314,33 +334,37 @@ def test_keyboard_shortcuts_drive_the_same_actions(app: object) -> None:
     assert not app.shortcut(dpg.mvKey_F12)
 
 
-def test_drawing_never_waits_for_a_slow_forward_pass(app: object) -> None:
-    """The slowest setting (naive kernel, 4096 copies, every frame) must not stall the frames."""
+def test_drawing_never_waits_for_a_slow_forward_pass(app: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frames keep coming while the network takes its time (here: 0.6 s per call, every frame)."""
     _draw(app, _seven())
-    app.set_kernel(app.kernel_lists["cpu"][0])
-    app.set_batch(4096)
+    clf = app.worker._clf
+    real = clf.classify
+    calls = []
+
+    def slow(image: np.ndarray, batch: int = 1) -> object:
+        calls.append(time.perf_counter())
+        time.sleep(0.6)  # sleeps release the GIL, as the native kernels do
+        return real(image, batch)
+
+    monkeypatch.setattr(clf, "classify", slow)
     app.set_continuous(True)
     frame_s: list[float] = []
-    deadline = time.perf_counter() + 60
-    drawing = iter([("down", 40.0, 250.0)] + [("move", 40.0 + 4 * i, 250.0) for i in range(1, 50)] + [("up", 0, 0)])
-    while time.perf_counter() < deadline:
-        event = next(drawing, None)
-        if event is not None:
-            app.feed(*event)  # keep drawing while the worker computes
+    stroke = [("down", 40.0, 250.0)] + [("move", 40.0 + 5 * i, 250.0) for i in range(1, 40)] + [("up", 0.0, 0.0)]
+    t_end = time.perf_counter() + 2.0
+    while time.perf_counter() < t_end or stroke:
+        if stroke:
+            app.feed(*stroke.pop(0))  # keep drawing while the worker computes
         t = time.perf_counter()
         app.step()
         frame_s.append(time.perf_counter() - t)
-        if event is None and len([h for h in app.history if h.batch == 4096]) >= 2:
-            break
-    big = [h for h in app.history if h.batch == 4096]
-    assert len(big) >= 2, "the worker did not deliver two batch-4096 results"
-    assert len(app.canvas.strokes()) == 3  # the extra stroke went in while the worker was busy
-    job_s = float(np.median([h.end_to_end_us for h in big])) / 1e6
-    print(f"batch-4096 forward {job_s * 1e3:.0f} ms; slowest frame {max(frame_s) * 1e3:.0f} ms over {len(frame_s)} frames")
-    assert max(frame_s) < 0.25, f"a frame took {max(frame_s):.3f} s while the forward pass took {job_s:.3f} s"
     app.set_continuous(False)
-    app.set_batch(1)
     app.settle()
+    monkeypatch.undo()
+    print(f"{len(frame_s)} frames and {len(calls)} forward passes in the same time; "
+          f"median frame {np.median(frame_s) * 1e3:.0f} ms, slowest {max(frame_s) * 1e3:.0f} ms")
+    assert len(app.canvas.strokes()) == 3  # the new stroke went in while the worker was busy
+    assert max(frame_s) < 0.4
+    assert len(frame_s) >= 3 * len(calls) >= 6
 
 
 def test_save_png_with_and_without_label(app: object) -> None:
@@ -445,8 +469,9 @@ def test_replay_screenshot_exit(display: str, tmp_path_factory: pytest.TempPathF
     replay = out / "seven.json"
     strokes.save(replay, drawing)
     png = out / "replay-seven.png"
-    cmd = [sys.executable, "-m", "gemmpad", "app", "--replay", str(replay), "--backend", "cpu",
-           "--screenshot", str(png), "--exit", "--no-vsync", "--drawings", str(out / "drawings")]
+    record = out / "recorded.json"
+    cmd = [sys.executable, "-m", "gemmpad", "app", "--replay", str(replay), "--backend", BASE,
+           "--screenshot", str(png), "--exit", "--no-vsync", "--record", str(record)]
     if not HAVE_MODEL:
         _model().save(out / "random-mlp.npz")
         cmd += ["--model", str(out / "random-mlp.npz")]
@@ -457,13 +482,19 @@ def test_replay_screenshot_exit(display: str, tmp_path_factory: pytest.TempPathF
     line = proc.stdout.strip().splitlines()[-1]
     result = json.loads(line)
     print(f"screenshot: {png}\nreplay wall {wall:.2f} s; {line}")
-    assert result["backend"] == "cpu" and result["kernel"].startswith("cpu.")
+    assert result["backend"] == BASE
+    assert result["kernel"] == "numpy" if BASE == "numpy" else result["kernel"].startswith("cpu.")
     assert result["strokes"] == 2 and result["batch"] == 1
     assert len(result["probs"]) == 10 and abs(sum(result["probs"]) - 1) < 1e-3
     assert result["kernel_us"] > 0 and result["end_to_end_us"] >= result["kernel_us"]
     assert result["startup_s"] is not None and 0 < result["startup_s"] < 30
     if HAVE_MODEL:
         assert result["digit"] == 7
+    # --record wrote back what was drawn.
+    recorded = strokes.load(record)
+    assert len(recorded) == len(drawing)
+    for got, want in zip(recorded, drawing):
+        np.testing.assert_allclose(got, want, atol=0.06)
     # The screenshot shows the drawing where the canvas is.
     img = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32) / 255.0
     assert img.shape[0] > 500 and img.shape[1] > 900

@@ -107,11 +107,13 @@ def run(args: argparse.Namespace) -> int:
     age = _process_age_s()
     started_at = time.perf_counter() - age if age is not None else _T_IMPORT
 
-    from gemmpad import native, strokes
-    from gemmpad.engine import Classifier
+    from gemmpad import strokes
+    from gemmpad.engine import Classifier, available_backends
 
     drawing = strokes.load(args.replay) if args.replay else None
-    backend = args.backend or _backend_of(args.kernel) or ("cuda" if native.cuda_status().available else "cpu")
+    # The fastest usable backend by default: the GPU, else the native CPU code, else NumPy.
+    usable = [b for b in ("cuda", "cpu", "numpy") if not available_backends().get(b, "unknown")]
+    backend = args.backend or _backend_of(args.kernel) or usable[0]
     classifier = Classifier(args.model, backend=backend, kernel=args.kernel)
 
     from gemmpad.ui.window import App

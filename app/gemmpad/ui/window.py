@@ -535,15 +535,15 @@ class App:
 
     # ---------------------------------------------------- inference hand-off
     def _submit(self) -> None:
-        if self.canvas.empty:
-            if self.canvas.version != self._submitted_version:  # just cleared: nothing to read
-                self._submitted_version = self.canvas.version
-                self.prediction = None
-                self._show_prediction()
-            return
         config = (self.backend, self.kernel, self.batch)
         changed = self.canvas.version != self._submitted_version or config != self._submitted_config
-        if changed or (self.continuous and not self.worker.busy):
+        if self.canvas.empty and self.canvas.version != self._submitted_version:
+            # Just cleared: blank the reading now rather than after the worker's current job.
+            self.prediction = None
+            self._show_prediction()
+        # An empty canvas is still sent on a change: the worker switches backend or
+        # kernel and reports what it resolved, and classify() returns None cheaply.
+        if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
             self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch)
             self._submitted_version, self._submitted_config = self.canvas.version, config
 
