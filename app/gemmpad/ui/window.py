@@ -276,7 +276,7 @@ class App:
                                          callback=lambda s, a, u: self.set_backend(u), user_data=b)
                     with dpg.tooltip(btn) as tip:
                         self._backend_tips[b] = tip
-                        dpg.add_text(f"GPU unavailable: {reason}" if reason else
+                        dpg.add_text(f"{BACKEND_LABELS[b]} unavailable: {reason}" if reason else
                                      {"numpy": "NumPy reference (BLAS matmul)",
                                       "cpu": "C++ kernels on the CPU",
                                       "cuda": f"CUDA kernels on {self.gpu.device}"}[b], wrap=420)
@@ -335,7 +335,7 @@ class App:
     def _gpu_line(self) -> str:
         if self.gpu.available:
             return f"GPU: {self.gpu.device}"
-        return f"GPU unavailable: {self.gpu.reason}. Running on the CPU."
+        return f"GPU unavailable: {self.gpu.reason}"
 
     # -------------------------------------------------------------- the frame
     def step(self) -> None:
