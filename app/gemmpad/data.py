@@ -67,11 +67,12 @@ def parse_idx(data: bytes, source: str, kind: str) -> np.ndarray:
     """Parse IDX bytes; kind is "images" ([N, rows, cols]) or "labels" ([N])."""
     magic = IMAGES_MAGIC if kind == "images" else LABELS_MAGIC
     header = 16 if kind == "images" else 8
+    if len(data) >= 4:  # the magic first: a wrong kind of file is the likelier mistake
+        got = struct.unpack(">I", data[:4])[0]
+        if got != magic:
+            raise DataError(f"{source}: bad magic number 0x{got:08x}, expected 0x{magic:08x} (IDX {kind} file)")
     if len(data) < header:
         raise DataError(f"{source}: only {len(data)} bytes, too short for an IDX {kind} header ({header} bytes)")
-    got = struct.unpack(">I", data[:4])[0]
-    if got != magic:
-        raise DataError(f"{source}: bad magic number 0x{got:08x}, expected 0x{magic:08x} (IDX {kind} file)")
     dims = struct.unpack(f">{(header - 4) // 4}I", data[4:header])
     expected = header + int(np.prod(dims, dtype=np.int64))
     if len(data) != expected:

@@ -1,0 +1,420 @@
+"""`gemmpad train`: MNIST (made to look like drawings) -> a 784-100-100-10 MLP model file.
+
+Steps, each a function below:
+1. load MNIST (gemmpad.data) and hold out --val original training images for progress;
+2. build the training arrays (`training_set`): the MNIST originals, warped copies,
+   copies re-painted as uniform strokes, and synthetic drawn digits, every one
+   through gemmpad.preprocess so training sees what the app shows the model;
+3. fit with torch (SGD with momentum, or AdamW) or with the native CUDA trainer
+   (gemmpad.train_native) from the same initial weights, batch order and per-epoch
+   learning rates, so the two engines' curves are comparable;
+4. fold the input normalisation into W1/b1, save weights + model card atomically,
+   measure the saved file with NumPy alone (MNIST test, drawn digits per style)
+   and draw the loss/accuracy curves.
+torch is imported inside functions only: `gemmpad info` and the app never load it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import platform
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gemmpad import augment, data, drawn
+from gemmpad.errors import CudaUnavailable, GemmpadError
+from gemmpad.files import atomic_path
+from gemmpad.model import LAYERS, Model
+from gemmpad.preprocess import preprocess_batch
+
+SOURCES = ("original", "warp", "restroke", "drawn")
+CHUNK = 5000  # images per augmentation batch: bounds memory (~60 MB per 56x56 array)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of `gemmpad train`."""
+    p.add_argument("--data", metavar="DIR", help="MNIST IDX directory (default $GEMMPAD_DATA, else torchvision download)")
+    p.add_argument("--output", metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
+    p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
+    p.add_argument("--engine", choices=("torch", "native"), default="torch", help="torch, or the CUDA kernels of gemmpad.train_native")
+    p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32", help="mixed: bf16/fp16 matmuls, fp32 weights")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd", help="sgd = SGD with momentum (both engines)")
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--lr", type=float, help="peak learning rate (default 0.05 sgd, 0.002 adamw)")
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--weight-decay", type=float, default=1e-4)
+    p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine", help="per-epoch learning rate")
+    p.add_argument("--augment", default=",".join(SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
+    p.add_argument("--drawn", type=int, default=20000, metavar="N", help="synthetic drawn training digits")
+    p.add_argument("--limit", type=int, metavar="N", help="use only the first N MNIST training images")
+    p.add_argument("--val", type=int, default=5000, metavar="N", help="original training images held out for progress")
+    p.add_argument("--eval-drawn", type=int, default=drawn.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
+    p.add_argument("--seed", type=int, default=0, help="seeds augmentation, initial weights and batch order")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--cache", metavar="DIR", default="runs/cache", help="reuse built training arrays ('' disables)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+# ---------------------------------------------------------------- data
+
+
+def _sources(spec: str) -> list[str]:
+    if spec.strip() in ("", "none"):
+        return ["original"]
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    bad = [s for s in names if s not in SOURCES]
+    if bad:
+        raise GemmpadError(f"--augment: unknown {bad}, expected names from {list(SOURCES)}")
+    return ["original"] + [s for s in names if s != "original"]
+
+
+def _in_chunks(fn: Callable[[np.ndarray], np.ndarray], images: np.ndarray) -> np.ndarray:
+    """fn over CHUNK-sized slices, then preprocess: keeps the 56x56 intermediates small."""
+    out = []
+    for i in range(0, len(images), CHUNK):
+        x, ok = preprocess_batch(fn(images[i : i + CHUNK]))
+        if not ok.all():  # a warp can push a faint digit to nothing; keep arrays aligned with labels
+            x[~ok] = 0.0
+        out.append(x)
+    return np.concatenate(out) if out else np.zeros((0, 28, 28), np.float32)
+
+
+def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], seed: int, n_drawn: int,
+                 log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Training arrays x float32 [N, 784], y int64 [N] from MNIST uint8 images and the chosen sources."""
+    rng = np.random.default_rng([seed, 1])
+    unit = images.astype(np.float32) / 255.0
+    xs, ys, counts = [], [], {}
+    for src in sources:
+        t = time.perf_counter()
+        if src == "original":
+            x, y = _in_chunks(lambda b: b, unit), labels
+        elif src == "warp":
+            x, y = _in_chunks(lambda b: augment.warp(b, 28, rng), unit), labels
+        elif src == "restroke":
+            x, y = _in_chunks(lambda b: augment.restroke(b, rng), unit), labels
+        else:  # drawn: never the evaluation seed
+            ds = drawn.generate(n_drawn, seed=seed * 7919 + 1) if n_drawn > 0 else None
+            if ds is None:
+                continue
+            x, y = ds.images, ds.labels
+        xs.append(x.reshape(len(x), -1))
+        ys.append(np.asarray(y, dtype=np.int64))
+        counts[src] = len(x)
+        log(f"  {src:9s} {len(x):6d} images  {time.perf_counter() - t:6.1f} s")
+    return np.concatenate(xs), np.concatenate(ys), counts
+
+
+def _cached_training_set(args: argparse.Namespace, images: np.ndarray, labels: np.ndarray, sources: list[str],
+                         md5: dict[str, str], log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """training_set(), reused from --cache when the same data and settings built it before."""
+    key = json.dumps([sorted(md5.items()), sources, args.seed, args.drawn, len(images), args.val,
+                      hashlib.md5(images.tobytes()).hexdigest(), _code_version()])
+    path = Path(args.cache) / f"train-{hashlib.md5(key.encode()).hexdigest()[:16]}.npz" if args.cache else None
+    if path is not None and path.exists():
+        with np.load(path, allow_pickle=False) as z:
+            log(f"training arrays from cache {path}")
+            return z["x"], z["y"], json.loads(str(z["counts"]))
+    x, y, counts = training_set(images, labels, sources, args.seed, args.drawn, log)
+    if path is not None:
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, x=x, y=y, counts=json.dumps(counts))
+    return x, y, counts
+
+
+def _code_version() -> str:
+    """A hash of the modules that make training images: a change invalidates the cache."""
+    here = Path(__file__).resolve().parent
+    h = hashlib.md5()
+    for name in ("augment.py", "drawn.py", "preprocess.py", "strokes.py"):
+        h.update((here / name).read_bytes())
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def initial_weights(seed: int) -> dict[str, np.ndarray]:
+    """He-uniform weights, zero biases, from NumPy so both engines start from the same point."""
+    rng = np.random.default_rng([seed, 2])
+    w: dict[str, np.ndarray] = {}
+    for i, (fan_in, fan_out) in enumerate(zip(LAYERS[:-1], LAYERS[1:]), start=1):
+        bound = math.sqrt(6.0 / fan_in)
+        w[f"W{i}"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32)
+        w[f"b{i}"] = np.zeros(fan_out, dtype=np.float32)
+    return w
+
+
+def lr_schedule(kind: str, lr: float, epochs: int) -> list[float]:
+    """Learning rate for each epoch (the native engine gets the same list)."""
+    if kind == "constant":
+        return [lr] * epochs
+    if kind == "step":  # /10 at 50% and 75%
+        return [lr * (0.1 ** ((e >= epochs // 2) + (e >= 3 * epochs // 4))) for e in range(epochs)]
+    return [lr * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * e / max(epochs, 1)))) for e in range(epochs)]
+
+
+def batch_order(seed: int, epoch: int, n: int) -> np.ndarray:
+    """The sample order of one epoch: a permutation seeded by (seed, epoch), shared by both engines."""
+    return np.random.default_rng([seed, 3, epoch]).permutation(n)
+
+
+def _torch_device(choice: str) -> str:
+    import torch
+
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise CudaUnavailable("--device cuda: torch sees no CUDA device")
+    if choice == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return choice
+
+
+def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
+              device: str, on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
+    """Mini-batch training in torch; on_epoch(epoch, loss, train_acc, weights) after each epoch."""
+    import torch
+
+    torch.manual_seed(args.seed)
+    params = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
+    decay, no_decay = [params[k] for k in ("W1", "W2", "W3")], [params[k] for k in ("b1", "b2", "b3")]
+    groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if args.optimizer == "sgd":
+        opt: Any = torch.optim.SGD(groups, lr=lrs[0], momentum=args.momentum)
+    else:
+        opt = torch.optim.AdamW(groups, lr=lrs[0])
+    xt = torch.from_numpy(x).to(device)
+    yt = torch.from_numpy(y).to(device)
+    mixed = args.precision == "mixed"
+    amp_dtype = torch.bfloat16 if device == "cpu" else torch.float16
+    scaler = torch.amp.GradScaler(device, enabled=mixed and amp_dtype == torch.float16)
+
+    def forward(xb: Any) -> Any:
+        h = torch.relu(xb @ params["W1"] + params["b1"])
+        h = torch.relu(h @ params["W2"] + params["b2"])
+        return h @ params["W3"] + params["b3"]
+
+    n = len(x)
+    for epoch, lr in enumerate(lrs):
+        for g in opt.param_groups:
+            g["lr"] = lr
+        order = torch.from_numpy(batch_order(args.seed, epoch, n)).to(device)
+        total_loss = torch.zeros((), device=device)
+        correct = torch.zeros((), device=device, dtype=torch.int64)
+        steps = (n + args.batch_size - 1) // args.batch_size
+        for s in range(steps):
+            idx = order[s * args.batch_size : (s + 1) * args.batch_size]
+            xb, yb = xt[idx], yt[idx]
+            with torch.autocast(device_type=device, dtype=amp_dtype, enabled=mixed):
+                logits = forward(xb)
+                loss = torch.nn.functional.cross_entropy(logits.float(), yb)
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            total_loss += loss.detach() * len(idx)
+            correct += (logits.argmax(1) == yb).sum()
+            if not args.quiet and sys.stderr.isatty() and s % 50 == 0:
+                done = (s + 1) / steps
+                print(f"\r  epoch {epoch + 1}: [{'#' * int(30 * done):30s}] {100 * done:5.1f}%", end="", file=sys.stderr)
+        if not args.quiet and sys.stderr.isatty():
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+        weights = {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
+        on_epoch(epoch, float(total_loss) / n, float(correct) / n, weights)
+    return {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
+
+
+def fit_native(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
+               on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
+    """Hand the same arrays, initial weights, batch order seed and lr list to gemmpad.train_native.fit."""
+    from gemmpad import native
+
+    try:
+        from gemmpad import train_native
+    except ImportError as exc:
+        raise GemmpadError(f"--engine native needs gemmpad.train_native, which cannot be imported ({exc})") from None
+    status = native.cuda_status()
+    if not status.available:
+        raise CudaUnavailable(f"--engine native trains on the GPU: {status.reason}")
+    if args.optimizer != "sgd":
+        raise GemmpadError("--engine native implements SGD with momentum only: use --optimizer sgd")
+    return train_native.fit(
+        x, y, w0,
+        epochs=len(lrs), batch_size=args.batch_size, lr_schedule=lrs, momentum=args.momentum,
+        weight_decay=args.weight_decay, seed=args.seed, precision=args.precision,
+        batch_order=lambda epoch: batch_order(args.seed, epoch, len(x)),
+        callback=lambda epoch, loss, acc, weights: on_epoch(epoch, loss, acc, weights),
+    )
+
+
+# ---------------------------------------------------------------- model file
+
+
+def fold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> dict[str, np.ndarray]:
+    """Weights for raw [0,1] inputs from weights trained on (x - mean) / std.
+
+    (x - m)/s @ W1 + b1 = x @ (W1/s) + (b1 - (m/s) * sum_rows(W1)), so the shipped
+    file needs no normalisation step and every backend computes the same thing.
+    """
+    out = dict(w)
+    out["W1"] = (w["W1"].astype(np.float64) / std).astype(np.float32)
+    out["b1"] = (w["b1"].astype(np.float64) - (mean / std) * w["W1"].astype(np.float64).sum(axis=0)).astype(np.float32)
+    return out
+
+
+def accuracy(model: Model, x: np.ndarray, y: np.ndarray, batch: int = 10000) -> float:
+    """Fraction of x [N, 784] the NumPy reference forward classifies as y."""
+    pred = np.concatenate([model.forward(x[i : i + batch]).argmax(1) for i in range(0, len(x), batch)])
+    return float((pred == y).mean())
+
+
+def plot_curves(history: list[dict[str, float]], path: Path, title: str) -> None:
+    """Loss and accuracy per epoch, written atomically as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ep = [h["epoch"] for h in history]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
+    a.plot(ep, [h["loss"] for h in history], marker="o", ms=3)
+    a.set(xlabel="epoch", ylabel="training loss (cross-entropy)", yscale="log", title="loss")
+    b.plot(ep, [100 * h["train_acc"] for h in history], marker="o", ms=3, label="training set (augmented)")
+    b.plot(ep, [100 * h["val_acc"] for h in history], marker="o", ms=3, label="held-out MNIST train images")
+    b.set(xlabel="epoch", ylabel="accuracy (%)", title="accuracy")
+    b.legend()
+    for ax in (a, b):
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+
+
+def _versions() -> dict[str, str]:
+    import torch
+
+    from gemmpad import __version__
+
+    return {"gemmpad": __version__, "python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, save, measure; returns the exit status."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise GemmpadError("gemmpad train needs torch: pip install 'gemmpad[train]'") from None
+    log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    if args.epochs < 1 or args.batch_size < 1:
+        raise GemmpadError("--epochs and --batch-size must be at least 1")
+    t_start = time.perf_counter()
+    out_path = Path(args.output) if args.output else Path("runs") / f"mnist-mlp-{datetime.now():%Y%m%d-%H%M%S}.npz"
+    if out_path.suffix != ".npz":
+        raise GemmpadError(f"--output {out_path}: the model file must end in .npz")
+    curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
+    lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
+    device = _torch_device(args.device) if args.engine == "torch" else "cuda"
+
+    train, test = data.load_split("train", args.data), data.load_split("test", args.data)
+    images, labels = train.images, train.labels.astype(np.int64)
+    if args.limit:
+        images, labels = images[: args.limit], labels[: args.limit]
+    if not 0 <= args.val < len(images):
+        raise GemmpadError(f"--val {args.val}: must be between 0 and the number of training images ({len(images)})")
+    split = np.random.default_rng([args.seed, 0]).permutation(len(images))
+    val_idx, train_idx = split[: args.val], split[args.val :]
+    sources = _sources(args.augment)
+    log(f"building training arrays ({', '.join(sources)}) from {len(train_idx)} MNIST images")
+    x, y, counts = _cached_training_set(args, images[train_idx], labels[train_idx], sources, {**train.md5}, log)
+    x_val = preprocess_batch(images[val_idx])[0].reshape(-1, 784)
+    y_val = labels[val_idx]
+    t_data = time.perf_counter() - t_start
+    mean, std = float(x.mean()), float(x.std())
+    xn = ((x - mean) / std).astype(np.float32)
+
+    history: list[dict[str, float]] = []
+    t_fit = time.perf_counter()
+
+    def on_epoch(epoch: int, loss: float, train_acc: float, weights: dict[str, np.ndarray]) -> None:
+        val_acc = accuracy(Model(fold_normalisation(weights, mean, std)), x_val, y_val) if len(x_val) else float("nan")
+        history.append({"epoch": epoch + 1, "loss": loss, "train_acc": train_acc, "val_acc": val_acc,
+                        "lr": lrs[epoch], "seconds": time.perf_counter() - t_fit})
+        log(f"epoch {epoch + 1:3d}/{len(lrs)}  loss {loss:.4f}  train {100 * train_acc:6.2f}%  "
+            f"held-out {100 * val_acc:6.2f}%  lr {lrs[epoch]:.5f}  {time.perf_counter() - t_fit:6.1f} s")
+
+    lrs = lr_schedule(args.schedule, lr, args.epochs)
+    w0 = initial_weights(args.seed)
+    log(f"training {len(x)} images on {args.engine} ({device}, {args.precision}), {args.optimizer}, {args.epochs} epochs")
+    if args.engine == "torch":
+        w = fit_torch(xn, y, w0, lrs, args, device, on_epoch)
+    else:
+        w = fit_native(xn, y, w0, lrs, args, on_epoch)
+    t_train = time.perf_counter() - t_fit
+    model = Model(fold_normalisation(w, mean, std))
+
+    # measure the weights exactly as shipped: NumPy forward on preprocessed inputs
+    x_test = preprocess_batch(test.images)[0].reshape(-1, 784)
+    test_acc = accuracy(model, x_test, test.labels.astype(np.int64))
+    log(f"MNIST test accuracy {100 * test_acc:.2f}% (10,000 images through preprocess, NumPy forward)")
+    drawn_acc: dict[str, float] = {}
+    if args.eval_drawn > 0:
+        ds = drawn.generate(args.eval_drawn, drawn.EVAL_SEED)
+        pred = model.forward(ds.images.reshape(-1, 784)).argmax(1)
+        drawn_acc = drawn.accuracy_by_style(pred, ds)
+        worst = sorted((v, k) for k, v in drawn_acc.items() if k != "all")[:3]
+        log(f"drawn-digit accuracy {100 * drawn_acc['all']:.2f}% on {args.eval_drawn} "
+            f"(worst: {', '.join(f'{k} {100 * v:.1f}%' for v, k in worst)})")
+
+    card = {
+        "name": out_path.stem,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "architecture": "784-100-100-10 MLP, ReLU, softmax: softmax(relu(relu(x@W1+b1)@W2+b2)@W3+b3)",
+        "input": "gemmpad.preprocess output flattened row-major: 28x28 float32 in [0,1], ink bright; "
+                 f"training normalisation (x-{mean:.5f})/{std:.5f} folded into W1/b1",
+        "data": {"md5": {**train.md5, **test.md5}, "canonical_mnist": data.checksums_ok({**train.md5, **test.md5})},
+        "training": {
+            "engine": args.engine, "device": _device_name(device), "precision": args.precision,
+            "optimizer": args.optimizer, "lr": lr, "momentum": args.momentum if args.optimizer == "sgd" else None,
+            "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
+            "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
+            "mnist_train_images": int(len(train_idx)), "held_out": int(args.val),
+            "loss": "softmax cross-entropy", "init": "He-uniform, zero biases",
+        },
+        "results": {
+            "mnist_test_accuracy": test_acc,
+            "mnist_test_how": "10,000 t10k images through gemmpad.preprocess, NumPy forward of the saved weights",
+            "drawn_accuracy": drawn_acc,
+            "drawn_how": (f"{args.eval_drawn} synthetic drawn digits (gemmpad.drawn, seed {drawn.EVAL_SEED}, "
+                          f"{len(drawn.STYLE_NAMES)} styles in equal shares, random size/position/slant/"
+                          "brush width, half inverted), painted with gemmpad.strokes on a 280x280 canvas "
+                          "and preprocessed like the app") if args.eval_drawn else None,
+        },
+        "history": history,
+        "time_s": {"data": round(t_data, 1), "train": round(t_train, 1), "total": round(time.perf_counter() - t_start, 1)},
+        "versions": _versions(),
+    }
+    model.save(out_path, card)
+    plot_curves(history, curve_path, f"{out_path.name}: {args.engine}/{args.optimizer}/{args.precision}, "
+                                     f"MNIST test {100 * test_acc:.2f}%")
+    log(f"wrote {out_path}, {out_path.with_suffix('.json')} and {curve_path} ({card['time_s']['total']:.0f} s)")
+    return 0
+
+
+def _device_name(device: str) -> str:
+    import torch
+
+    if device == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"

@@ -1,0 +1,106 @@
+"""MNIST loader: tiny synthetic IDX files (good and corrupt) and the real files when present."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad import data
+from gemmpad.errors import DataError
+from tests.mnist_data import mnist_dir
+
+
+def idx_images(images: np.ndarray) -> bytes:
+    n, h, w = images.shape
+    return struct.pack(">IIII", data.IMAGES_MAGIC, n, h, w) + images.astype(np.uint8).tobytes()
+
+
+def idx_labels(labels: np.ndarray) -> bytes:
+    return struct.pack(">II", data.LABELS_MAGIC, len(labels)) + labels.astype(np.uint8).tobytes()
+
+
+def write_split(d: Path, images: bytes, labels: bytes, gz: bool, split: str = "train") -> None:
+    img_name, lbl_name = data.FILES[split]
+    for name, payload in ((img_name, images), (lbl_name, labels)):
+        if gz:
+            (d / (name + ".gz")).write_bytes(gzip.compress(payload))
+        else:
+            (d / name).write_bytes(payload)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_round_trip_tiny_files(tmp_path: Path, rng: np.random.Generator, gz: bool) -> None:
+    images = rng.integers(0, 256, (7, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, 7, dtype=np.uint8)
+    write_split(tmp_path, idx_images(images), idx_labels(labels), gz)
+    split = data.load_split("train", tmp_path)
+    np.testing.assert_array_equal(split.images, images)
+    np.testing.assert_array_equal(split.labels, labels)
+    assert not data.checksums_ok(split.md5)  # not the canonical files, and the loader knows
+
+
+def test_environment_variable_names_the_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   rng: np.random.Generator) -> None:
+    images = rng.integers(0, 256, (3, 28, 28), dtype=np.uint8)
+    write_split(tmp_path, idx_images(images), idx_labels(np.array([1, 2, 3])), gz=True, split="test")
+    monkeypatch.setenv("GEMMPAD_DATA", str(tmp_path))
+    assert data.load_split("test").images.shape == (3, 28, 28)
+
+
+def _corrupt_cases(images: np.ndarray, labels: np.ndarray) -> dict[str, tuple[bytes, bytes, str]]:
+    good_i, good_l = idx_images(images), idx_labels(labels)
+    bad_magic = struct.pack(">I", 0x00000802) + good_i[4:]
+    wrong_count = struct.pack(">IIII", data.IMAGES_MAGIC, len(images) + 1, 28, 28) + good_i[16:]
+    return {
+        "bad magic": (bad_magic, good_l, "bad magic"),
+        "labels as images": (good_l, good_l, "bad magic"),
+        "truncated": (good_i[:-5], good_l, "truncated"),
+        "trailing bytes": (good_i + b"\0", good_l, "trailing"),
+        "wrong count in header": (wrong_count, good_l, "truncated"),
+        "count mismatch": (good_i, idx_labels(labels[:-1]), "labels"),
+        "header only": (good_i[:10], good_l, "too short"),
+        "label out of range": (good_i, idx_labels(np.array([3, 11, 4])), "out of range"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_corrupt_cases(np.zeros((3, 28, 28)), np.zeros(3))))
+@pytest.mark.parametrize("gz", [False, True])
+def test_corrupt_files_raise_a_clear_error(tmp_path: Path, rng: np.random.Generator, case: str, gz: bool) -> None:
+    images = rng.integers(0, 256, (3, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, 3, dtype=np.uint8)
+    img, lbl, message = _corrupt_cases(images, labels)[case]
+    write_split(tmp_path, img, lbl, gz)
+    with pytest.raises(DataError, match=message) as info:
+        data.load_split("train", tmp_path)
+    assert str(tmp_path) in str(info.value)  # the error names the file
+
+
+def test_truncated_gzip(tmp_path: Path, rng: np.random.Generator) -> None:
+    images = rng.integers(0, 256, (5, 28, 28), dtype=np.uint8)
+    img_name, lbl_name = data.FILES["train"]
+    (tmp_path / (img_name + ".gz")).write_bytes(gzip.compress(idx_images(images))[:-20])
+    (tmp_path / (lbl_name + ".gz")).write_bytes(gzip.compress(idx_labels(np.arange(5))))
+    with pytest.raises(DataError, match="gzip"):
+        data.load_split("train", tmp_path)
+
+
+def test_missing_files_and_directories(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="neither .* found"):
+        data.load_split("train", tmp_path)
+    with pytest.raises(DataError, match="not a directory"):
+        data.load_split("train", tmp_path / "nope")
+    with pytest.raises(DataError, match="unknown split"):
+        data.load_split("validation", tmp_path)
+
+
+def test_real_mnist_files() -> None:
+    d = mnist_dir()
+    train, test = data.load_split("train", d), data.load_split("test", d)
+    assert train.images.shape == (60000, 28, 28) and test.images.shape == (10000, 28, 28)
+    assert train.images.dtype == np.uint8 and train.labels.max() == 9
+    assert np.bincount(test.labels, minlength=10).min() > 800  # every digit present
+    assert data.checksums_ok({**train.md5, **test.md5}), {**train.md5, **test.md5}

@@ -1,0 +1,143 @@
+"""Model files: round trip, corrupt files, and the shipped model's accuracy measured with NumPy alone."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad import data, drawn
+from gemmpad.errors import ModelFileError
+from gemmpad.model import SHAPES, Model, default_model_path, load_model, softmax
+from gemmpad.preprocess import preprocess_batch
+from tests.mnist_data import mnist_dir
+
+
+def random_weights(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {k: rng.normal(0, 0.1, s).astype(np.float32) for k, s in SHAPES.items()}
+
+
+def forward64(w: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    h = np.maximum(x @ w["W1"].astype(np.float64) + w["b1"], 0)
+    h = np.maximum(h @ w["W2"].astype(np.float64) + w["b2"], 0)
+    z = h @ w["W3"].astype(np.float64) + w["b3"]
+    e = np.exp(z - z.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def test_round_trip_with_card(tmp_path: Path, rng: np.random.Generator) -> None:
+    w = random_weights(rng)
+    card = {"name": "t", "results": {"mnist_test_accuracy": 0.5}}
+    Model(w).save(tmp_path / "m.npz", card)
+    m = load_model(tmp_path / "m.npz")
+    for k in SHAPES:
+        np.testing.assert_array_equal(m[k], w[k])
+    assert m.card == card
+    x = rng.uniform(0, 1, (5, 784)).astype(np.float32)
+    p = m.forward(x)
+    np.testing.assert_allclose(p, forward64(w, x.astype(np.float64)), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-5)
+    assert not list(tmp_path.glob(".*tmp*"))  # the atomic write left no temporary behind
+
+
+def test_softmax_is_stable() -> None:
+    p = softmax(np.array([[1000.0, 0.0, -1000.0]]))
+    assert np.all(np.isfinite(p)) and p[0, 0] == pytest.approx(1.0)
+
+
+def _save_raw(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+@pytest.mark.parametrize(
+    "corrupt,message",
+    [
+        (lambda w: w.pop("W2"), "missing"),
+        (lambda w: w.__setitem__("W1", w["W1"][:, :99]), "shape"),
+        (lambda w: w.__setitem__("b3", w["b3"].astype(np.float64)), "dtype"),
+        (lambda w: w["W3"].__setitem__((3, 4), np.nan), "NaN"),
+        (lambda w: w["b1"].__setitem__(7, np.inf), "NaN or Inf"),
+    ],
+    ids=["missing array", "wrong shape", "wrong dtype", "NaN", "Inf"],
+)
+def test_corrupt_arrays(tmp_path: Path, rng: np.random.Generator, corrupt, message: str) -> None:
+    w = random_weights(rng)
+    corrupt(w)
+    _save_raw(tmp_path / "m.npz", w)
+    with pytest.raises(ModelFileError, match=message):
+        load_model(tmp_path / "m.npz")
+
+
+def test_not_a_zip_truncated_missing_and_pickles(tmp_path: Path, rng: np.random.Generator) -> None:
+    (tmp_path / "text.npz").write_text("hello")
+    with pytest.raises(ModelFileError, match="not a readable"):
+        load_model(tmp_path / "text.npz")
+    Model(random_weights(rng)).save(tmp_path / "good.npz")
+    raw = (tmp_path / "good.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ModelFileError):
+        load_model(tmp_path / "cut.npz")
+    with pytest.raises(ModelFileError, match="not found"):
+        load_model(tmp_path / "absent.npz")
+    w = random_weights(rng)
+    obj = np.empty(1, dtype=object)
+    obj[0] = {"evil": 1}
+    _save_raw(tmp_path / "pickle.npz", {**w, "W1": obj})
+    with pytest.raises(ModelFileError):
+        load_model(tmp_path / "pickle.npz")  # allow_pickle=False: never runs code
+
+
+def test_bad_card_json(tmp_path: Path, rng: np.random.Generator) -> None:
+    Model(random_weights(rng)).save(tmp_path / "m.npz")
+    (tmp_path / "m.json").write_text("{not json")
+    with pytest.raises(ModelFileError, match="JSON"):
+        load_model(tmp_path / "m.npz")
+
+
+def test_not_a_zip_is_badzip_not_crash(tmp_path: Path) -> None:
+    p = tmp_path / "m.npz"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("W1.npy", b"garbage")
+    with pytest.raises(ModelFileError):
+        load_model(p)
+
+
+# ---------------------------------------------------------------- the shipped model
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Model:
+    return load_model(default_model_path())
+
+
+def test_shipped_card_is_complete(shipped: Model) -> None:
+    card = shipped.card
+    assert card["data"]["canonical_mnist"] is True
+    assert set(card["data"]["md5"]) == set(data.CANONICAL_MD5)
+    for key in ("training", "results", "history", "time_s", "versions"):
+        assert key in card
+    assert card["results"]["mnist_test_accuracy"] >= 0.985
+    assert card["results"]["drawn_accuracy"]["all"] >= 0.96
+    assert json.dumps(card)  # plain JSON types only
+
+
+def test_shipped_model_mnist_test_accuracy_numpy_only(shipped: Model) -> None:
+    test = data.load_split("test", mnist_dir())
+    x, ok = preprocess_batch(test.images)
+    assert ok.all()
+    pred = shipped.forward(x.reshape(-1, 784)).argmax(1)
+    acc = float((pred == test.labels).mean())
+    print(f"shipped model, MNIST test: {100 * acc:.2f}%")
+    assert acc >= 0.985
+    assert acc == pytest.approx(shipped.card["results"]["mnist_test_accuracy"], abs=1e-6)  # the card is honest
+
+
+def test_shipped_model_reads_drawn_digits(shipped: Model) -> None:
+    ds = drawn.generate(600, seed=drawn.EVAL_SEED + 1)  # fresh digits, not the card's evaluation set
+    acc = float((shipped.forward(ds.images.reshape(-1, 784)).argmax(1) == ds.labels).mean())
+    print(f"shipped model, 600 drawn digits: {100 * acc:.2f}%")
+    assert acc >= 0.93  # the full 5,000-digit set must reach 96%; a 600 sample has ~1% standard error

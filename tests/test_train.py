@@ -1,0 +1,100 @@
+"""Training: a CPU smoke run that must learn, repeatability, the engines' contract, and the helpers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad import train
+from gemmpad.errors import DataError, GemmpadError
+from gemmpad.model import Model, load_model
+from tests.mnist_data import mnist_dir
+
+pytest.importorskip("torch")
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    train.add_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def smoke_args(tmp_path: Path, name: str, *extra: str) -> argparse.Namespace:
+    return parse("--data", str(mnist_dir()), "--limit", "2500", "--val", "500", "--epochs", "1",
+                 "--batch-size", "32", "--augment", "none", "--eval-drawn", "0", "--cache", "",
+                 "--quiet", "--output", str(tmp_path / f"{name}.npz"), *extra)
+
+
+@pytest.mark.slow
+def test_smoke_run_learns_and_writes_everything(tmp_path: Path) -> None:
+    assert train.run(smoke_args(tmp_path, "a")) == 0
+    m = load_model(tmp_path / "a.npz")
+    card = json.loads((tmp_path / "a.json").read_text())
+    assert (tmp_path / "a.png").stat().st_size > 10_000
+    assert card["training"]["mnist_train_images"] == 2000 and card["training"]["held_out"] == 500
+    assert card["history"][0]["val_acc"] > 0.80  # 500 held-out training images, never trained on
+    assert card["results"]["mnist_test_accuracy"] > 0.80  # and the 10,000 test images
+    assert card["data"]["canonical_mnist"] is True
+    assert m.card == card
+    # repeatable: the same seed gives the same weights
+    assert train.run(smoke_args(tmp_path, "b")) == 0
+    m2 = load_model(tmp_path / "b.npz")
+    for k in m.weights:
+        np.testing.assert_array_equal(m.weights[k], m2.weights[k])
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+def test_native_engine_says_why_it_cannot_run(tmp_path: Path) -> None:
+    with pytest.raises(GemmpadError, match="train_native|GPU|CUDA"):
+        train.run(smoke_args(tmp_path, "n", "--engine", "native"))
+
+
+def test_bad_options(tmp_path: Path) -> None:
+    with pytest.raises(GemmpadError, match="augment"):
+        train.run(smoke_args(tmp_path, "x", "--augment", "warp,blur"))
+    with pytest.raises(GemmpadError, match=".npz"):
+        train.run(parse("--output", str(tmp_path / "m.bin"), "--data", str(tmp_path)))
+    with pytest.raises(DataError):
+        train.run(parse("--data", str(tmp_path / "absent"), "--output", str(tmp_path / "m.npz")))
+
+
+def test_default_output_never_the_shipped_model() -> None:
+    args = parse()
+    assert args.output is None  # run() then picks runs/mnist-mlp-<time>.npz
+
+
+def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
+    w = train.initial_weights(int(rng.integers(1 << 30)))
+    w = {k: v + rng.normal(0, 0.05, v.shape).astype(np.float32) for k, v in w.items()}
+    x = rng.uniform(0, 1, (8, 784)).astype(np.float32)
+    mean, std = 0.17, 0.33
+    ref = Model(w).forward(((x - mean) / std).astype(np.float32))
+    np.testing.assert_allclose(Model(train.fold_normalisation(w, mean, std)).forward(x), ref, rtol=1e-3, atol=1e-5)
+
+
+def test_initial_weights_and_schedules() -> None:
+    a, b = train.initial_weights(3), train.initial_weights(3)
+    assert all(np.array_equal(a[k], b[k]) for k in a) and not np.array_equal(a["W1"], train.initial_weights(4)["W1"])
+    Model(a)  # valid shapes and dtypes
+    for kind in ("cosine", "step", "constant"):
+        lrs = train.lr_schedule(kind, 0.1, 10)
+        assert len(lrs) == 10 and lrs[0] == pytest.approx(0.1) and all(x > 0 for x in lrs)
+        assert all(x >= y for x, y in zip(lrs, lrs[1:]))
+    np.testing.assert_array_equal(train.batch_order(1, 2, 50), train.batch_order(1, 2, 50))
+    assert sorted(train.batch_order(1, 2, 50)) == list(range(50))
+
+
+def test_training_set_sources_go_through_preprocess(rng: np.random.Generator) -> None:
+    images = np.zeros((12, 28, 28), np.uint8)
+    images[:, 5:23, 12:16] = 255  # twelve "1"s
+    labels = np.ones(12, np.int64)
+    x, y, counts = train.training_set(images, labels, ["original", "warp", "restroke", "drawn"], 0, 23, lambda s: None)
+    assert counts == {"original": 12, "warp": 12, "restroke": 12, "drawn": 23}
+    assert x.shape == (59, 784) and x.dtype == np.float32 and y.shape == (59,)
+    assert 0.0 <= x.min() and x.max() <= 1.0
+    assert np.all(x[:36].reshape(36, 28, 28).max(axis=(1, 2)) > 0.5)  # no digit lost
+    assert set(y[:36]) == {1} and set(y[36:]) <= set(range(10))
