@@ -61,6 +61,15 @@ void bind_mlp(py::module_& m) {
             "out = probabilities for x; returns (kernel_us by CUDA events, end_to_end_us).")
         .def_property_readonly("device_bytes", &Mlp::device_bytes, "Device memory this object holds.");
     m.def(
+        "mem_info",
+        [] {
+            size_t free = 0, total = 0;
+            CUDA_CHECK(cudaMemGetInfo(&free, &total));
+            return std::make_pair(free, total);
+        },
+        "(free, total) device memory in bytes, for leak checks.");
+    m.def("build_archs", &build_arch_list, "CUDA architectures compiled in (nvcc's __CUDA_ARCH_LIST__).");
+    m.def(
         "mlp_kernels",
         [] {
             py::list out;

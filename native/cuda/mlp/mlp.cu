@@ -132,16 +132,8 @@ size_t Mlp::device_bytes() const {
 }
 
 void Mlp::ensure_capacity(int batch) {
-    if (batch <= capacity_) return;
-    const size_t B = batch;
-    x_.reserve(B * kIn * sizeof(float));
-    h1_.reserve(B * kHidden * sizeof(float));
-    h2_.reserve(B * kHidden * sizeof(float));
-    logits_.reserve(B * kOut * sizeof(float));
-    probs_.reserve(B * kOut * sizeof(float));
-    a16_.reserve(B * kIn * sizeof(__half));
-    in_.reserve(B * kIn * sizeof(float));
-    out_.reserve(B * kOut * sizeof(float));
+    // The fused kernel's scratch depends on its tile size, which changes with
+    // the batch (a smaller batch can need more counters), so check it always.
     const auto [floats, counters] = fused_scratch_size(batch);
     if (floats > scratch_floats_) {
         scratch_partials_.reserve(floats * sizeof(float));
@@ -153,6 +145,16 @@ void Mlp::ensure_capacity(int batch) {
         CUDA_CHECK(cudaMemsetAsync(scratch_counters_.ptr, 0, counters * sizeof(unsigned), stream_));
         scratch_counters_n_ = counters;
     }
+    if (batch <= capacity_) return;
+    const size_t B = batch;
+    x_.reserve(B * kIn * sizeof(float));
+    h1_.reserve(B * kHidden * sizeof(float));
+    h2_.reserve(B * kHidden * sizeof(float));
+    logits_.reserve(B * kOut * sizeof(float));
+    probs_.reserve(B * kOut * sizeof(float));
+    a16_.reserve(B * kIn * sizeof(__half));
+    in_.reserve(B * kIn * sizeof(float));
+    out_.reserve(B * kOut * sizeof(float));
     capacity_ = batch;
 }
 
@@ -222,6 +224,22 @@ std::pair<double, double> Mlp::forward(const float* x, float* out, int batch, co
     std::memcpy(out, out_.ptr, out_bytes);
     const double e2e_us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
     return {ms * 1000.0, e2e_us};
+}
+
+}  // namespace gemmpad::cuda
+
+namespace gemmpad::cuda {
+
+// The architectures this module was compiled for, as nvcc lists them
+// (__CUDA_ARCH_LIST__, e.g. "800,860,890,900"); `gemmpad info` shows it.
+std::string build_arch_list() {
+#ifdef __CUDA_ARCH_LIST__
+#define GEMMPAD_STR2(x) #x
+#define GEMMPAD_STR(x) GEMMPAD_STR2(x)
+    return GEMMPAD_STR(__CUDA_ARCH_LIST__);
+#else
+    return "";
+#endif
 }
 
 }  // namespace gemmpad::cuda

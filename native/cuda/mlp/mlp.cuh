@@ -54,6 +54,9 @@ void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int bat
 // Floats of partial sums and number of counters a launch for `batch` needs.
 std::pair<size_t, int> fused_scratch_size(int batch);
 
+// Architectures the module was compiled for, e.g. "800,860,890,900".
+std::string build_arch_list();
+
 // Row-wise softmax over `n` columns, one warp per row.
 void launch_softmax(const float* logits, float* probs, int rows, int n, cudaStream_t stream);
 
