@@ -8,7 +8,6 @@ Screenshots are kept under pytest's temporary directory; their paths are printed
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import json
@@ -176,6 +175,41 @@ def test_brush_is_clamped_and_per_stroke() -> None:
     c.release()
     wide, thin = (c.image[30:70, 30:70] > 0).sum(), (c.image[180:220, 180:220] > 0).sum()
     assert wide > 10 * thin > 0
+
+
+def test_worker_answers_the_newest_request_and_skips_stale_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmpad.engine import Classifier
+    from gemmpad.ui.inference import InferenceWorker
+
+    clf = Classifier(_model(), backend="numpy")
+    real, seen = clf.classify, []
+
+    def slow(image: np.ndarray, batch: int = 1) -> object:
+        seen.append(float(image[0, 0]))
+        time.sleep(0.05)
+        return real(image, batch)
+
+    monkeypatch.setattr(clf, "classify", slow)
+    worker = InferenceWorker(clf)
+    try:
+        image = strokes.render(_seven())
+        for i in range(20):  # much faster than the worker can answer
+            image[0, 0] = i / 100
+            last = worker.submit(image, "numpy", None, 1 + i % 2)
+        assert worker.wait_idle(10)
+        result = worker.take()
+        assert result is not None and result.seq == last and result.error == ""
+        assert seen[-1] == pytest.approx(0.19) and len(seen) < 20  # the newest ran; stale ones were dropped
+        assert result.prediction is not None and result.prediction.timing.batch == 2
+        assert result.history and all(t.batch == 2 for t in result.history)  # this configuration only
+        assert worker.take() is None  # each result is handed out once
+        worker.submit(image, "no-such-backend", None, 1)  # refused: reported, old setting kept
+        assert worker.wait_idle(10)
+        bad = worker.take()
+        assert bad is not None and "no-such-backend" in bad.error and bad.backend == "numpy"
+        assert bad.prediction is not None
+    finally:
+        worker.close()
 
 
 # ------------------------------------------------------------- in the window

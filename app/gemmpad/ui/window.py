@@ -133,6 +133,7 @@ class App:
         self._mouse_stroke = False
         self._submitted_version = -1
         self._submitted_config: tuple[str, str | None, int] | None = None
+        self._last_seq = 0
         self._quit = False
         self._shortcuts = _shortcuts()
         self._screenshot_buffer: Any = None
@@ -544,15 +545,15 @@ class App:
         # An empty canvas is still sent on a change: the worker switches backend or
         # kernel and reports what it resolved, and classify() returns None cheaply.
         if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
-            self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch)
+            self._last_seq = self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch)
             self._submitted_version, self._submitted_config = self.canvas.version, config
 
     def _apply(self, r: Result) -> None:
         self.error = r.error
-        if (r.backend, r.kernel) != (self.clf_backend, self.clf_kernel):
-            self.clf_backend, self.clf_kernel = r.backend, r.kernel
-        if self.kernel is None or r.error:
-            # The worker resolved the default kernel, or refused a switch: show what really runs.
+        self.clf_backend, self.clf_kernel = r.backend, r.kernel
+        if r.seq == self._last_seq and (self.kernel is None or r.error):
+            # The worker resolved the default kernel, or refused a switch: show what really
+            # runs. (Only for the newest request: an older one describes an older choice.)
             self.backend, self.kernel = r.backend, r.kernel
             self._submitted_config = (self.backend, self.kernel, self.batch)
             self._refresh_controls()
