@@ -546,3 +546,20 @@ def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "gemmpad", "app", "--exit"], env={**_env(None), "DISPLAY": ":4242"},
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot open display" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--replay", "/nonexistent/strokes.json"], "strokes file not found"),
+        (["--batch", "5000"], "--batch must be between 1 and 4096"),
+        (["--kernel", "numpy.no_such_kernel", "--backend", "numpy"], "no_such_kernel"),
+    ],
+)
+def test_bad_arguments_give_one_line_errors(display: str, args: list[str], message: str, tmp_path: Path) -> None:
+    if not HAVE_MODEL:
+        _model().save(tmp_path / "random-mlp.npz")
+        args = [*args, "--model", str(tmp_path / "random-mlp.npz")]
+    proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", *args, "--exit"], env=_env(display),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
