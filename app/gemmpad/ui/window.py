@@ -36,6 +36,7 @@ BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 jittered copies
 PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest neighbour by hand)
 SIDE = 312  # width of the drawing and prediction columns
 STATUS_H = 34
+STATUS_CHARS = 100  # longer GPU reasons are cut (the whole text is in the tooltip)
 VIEWPORT = (1200, 716)
 # output_frame_buffer() returns the frame before the request; render a few
 # more after any change so a screenshot shows the final state.
@@ -81,6 +82,17 @@ def _fmt_us(v: float | None) -> str:
     if v < 1000:
         return f"{v:.1f} µs"
     return f"{v:,.0f} µs"
+
+
+def _log_ticks(lo: float, hi: float) -> tuple[tuple[str, float], ...]:
+    """1-2-5 ticks between lo and hi (the default log axis labels only whole decades)."""
+    ticks = []
+    for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
+        for d in (1, 2, 5):
+            v = d * 10.0**e
+            if lo <= v <= hi:
+                ticks.append((f"{v / 1000:g}k" if v >= 1000 else f"{v:g}", v))
+    return tuple(ticks)
 
 
 def _kernel_summary(name: str) -> str:
@@ -185,7 +197,12 @@ class App:
                     with dpg.table_row():
                         with dpg.group(horizontal=True):
                             dpg.add_text("●", color=style.GOOD if self.gpu.available else style.WARM)
-                            self._status_gpu = dpg.add_text(self._gpu_line())
+                            line = self._gpu_line()
+                            short = line if len(line) <= STATUS_CHARS else line[: STATUS_CHARS - 1] + "…"
+                            self._status_gpu = dpg.add_text(short)
+                            if short != line:
+                                with dpg.tooltip(self._status_gpu):
+                                    dpg.add_text(line, wrap=600)
                             self._status_msg = dpg.add_text("", color=style.MUTED)
                         self._status_frame = dpg.add_text("", color=style.MUTED)
             dpg.bind_item_theme(status, style.panel_theme(style.PANEL))
@@ -322,10 +339,12 @@ class App:
                         self._lat_cells[key] = [last, med, p99]
             with dpg.plot(height=-22, width=-1, no_title=True, no_menus=True, no_box_select=True,
                           no_mouse_pos=True, no_inputs=True):
-                dpg.add_plot_legend(location=dpg.mvPlot_Location_NorthWest, horizontal=True, no_buttons=True)
+                dpg.add_plot_legend(location=dpg.mvPlot_Location_North, horizontal=True, outside=True, no_buttons=True)
                 self._lat_x = dpg.add_plot_axis(dpg.mvXAxis, label="frame", no_menus=True, no_gridlines=True)
                 dpg.set_axis_limits(self._lat_x, 0, HISTORY)
-                self._lat_y = dpg.add_plot_axis(dpg.mvYAxis, label="µs", no_menus=True)
+                # Log scale: kernel and end-to-end time differ by up to 100x, the ladder by more,
+                # and a one-off spike stays on the plot without flattening everything else.
+                self._lat_y = dpg.add_plot_axis(dpg.mvYAxis, label="µs (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
                 self._line_kernel = dpg.add_line_series([], [], label="kernel", parent=self._lat_y)
                 self._line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self._lat_y)
                 dpg.bind_item_theme(self._line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
@@ -619,10 +638,11 @@ class App:
         dpg.set_value(self._line_e2e, [xs, [t.end_to_end_us for t in self.history]])
         dpg.set_axis_limits(self._lat_x, 0, max(HISTORY, len(xs)))
         if self.history:
-            # Scale to the bulk of the frames; a one-off spike (first call after a
-            # switch) runs off the top instead of flattening everything else.
-            top = float(np.percentile([t.end_to_end_us for t in self.history], 98))
-            dpg.set_axis_limits(self._lat_y, 0.0, max(top, 1e-3) * 1.3)
+            lo = min(min(t.kernel_us for t in self.history), min(t.end_to_end_us for t in self.history))
+            hi = max(t.end_to_end_us for t in self.history)
+            lo, hi = max(lo, 1e-3) / 1.6, max(hi, 1e-3) * 1.6
+            dpg.set_axis_limits(self._lat_y, lo, hi)
+            dpg.set_axis_ticks(self._lat_y, _log_ticks(lo, hi))
         dpg.set_value(
             self._lat_caption,
             f"{len(self.history)} frames on {self.clf_kernel}, batch {self.batch}; "
