@@ -28,7 +28,6 @@ from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.strokes import CANVAS
 from gemmpad.ui.canvas import Canvas
 
-REPO = Path(__file__).resolve().parents[1]
 HAVE_MODEL = default_model_path().exists()
 # The backend the tests draw on: the native CPU code when this build has it, else NumPy.
 BASE = "cpu" if not available_backends()["cpu"] else "numpy"
@@ -484,8 +483,13 @@ def test_real_mouse_draws_where_the_pointer_is(app: object) -> None:
 
 # ------------------------------------------------------------ the CLI, scripted
 def _env(display: str | None) -> dict[str, str]:
+    """The environment for `python -m gemmpad`: the same gemmpad this process imported
+    (the source tree in development, site-packages after `pip install .`)."""
+    import gemmpad
+
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "app"), env.get("PYTHONPATH", "")) if p)
+    package_root = str(Path(gemmpad.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     env.pop("DISPLAY", None)
     if display:
         env["DISPLAY"] = display
