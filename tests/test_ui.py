@@ -332,7 +332,7 @@ def test_clear_and_undo(app: object) -> None:
     app.clear()
     app.settle()
     assert not app.canvas.image.any() and app.prediction is None
-    assert dpg.get_value(app._digit_text) == "–" and not app.preview28.any()
+    assert dpg.get_value(app._digit_text) == "?" and not app.preview28.any()
     app.undo()  # nothing to undo: no error
     app.settle()
     assert app.canvas.empty

@@ -36,6 +36,7 @@ BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 jittered copies
 PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest neighbour by hand)
 SIDE = 312  # width of the drawing and prediction columns
 STATUS_H = 34
+HINT = "draw here with the mouse or a pen"
 STATUS_CHARS = 100  # longer GPU reasons are cut (the whole text is in the tooltip)
 VIEWPORT = (1200, 716)
 # output_frame_buffer() returns the frame before the request; render a few
@@ -216,6 +217,9 @@ class App:
         with dpg.child_window(width=SIDE, height=-STATUS_H - 8, no_scrollbar=True):
             self._heading("Draw a digit")
             self._canvas_img = dpg.add_image(self._canvas_tex, width=w, height=h)
+            # Shown over the empty canvas; placed once the layout is known (_place_hint).
+            self._hint = dpg.add_text(HINT, color=style.MUTED, show=False)
+            dpg.bind_item_font(self._hint, self.fonts.small)
             with dpg.group(horizontal=True):
                 dpg.add_button(label="Clear", width=88, callback=lambda: self.clear())
                 dpg.add_button(label="Undo", width=88, callback=lambda: self.undo())
@@ -249,7 +253,7 @@ class App:
             self._heading("Prediction")
             with dpg.group(horizontal=True, horizontal_spacing=18):
                 with dpg.group():
-                    self._digit_text = dpg.add_text("–")
+                    self._digit_text = dpg.add_text("?", color=style.FRAME_ACTIVE)
                     dpg.bind_item_font(self._digit_text, self.fonts.digit)
                 with dpg.group():
                     dpg.add_spacer(height=20)
@@ -345,6 +349,8 @@ class App:
                 # Log scale: kernel and end-to-end time differ by up to 100x, the ladder by more,
                 # and a one-off spike stays on the plot without flattening everything else.
                 self._lat_y = dpg.add_plot_axis(dpg.mvYAxis, label="µs (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
+                dpg.set_axis_limits(self._lat_y, 1.0, 1000.0)
+                dpg.set_axis_ticks(self._lat_y, _log_ticks(1.0, 1000.0))
                 self._line_kernel = dpg.add_line_series([], [], label="kernel", parent=self._lat_y)
                 self._line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self._lat_y)
                 dpg.bind_item_theme(self._line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
@@ -377,10 +383,20 @@ class App:
         if result is not None:
             self._apply(result)
         self._update_status()
+        self._place_hint()
         dpg.render_dearpygui_frame()
         self.frames += 1
         if self.startup_s is None:
             self.startup_s = time.perf_counter() - self._t_start
+
+    def _place_hint(self) -> None:
+        show = self.canvas.empty
+        if show and self.frames > 0:
+            x, y = dpg.get_item_pos(self._canvas_img)
+            w, h = dpg.get_item_rect_size(self._canvas_img)
+            tw, th = dpg.get_text_size(HINT, font=self.fonts.small) or (0, 0)
+            dpg.set_item_pos(self._hint, [int(x + (w - tw) / 2), int(y + (h - th) / 2)])
+        dpg.configure_item(self._hint, show=show and self.frames > 0)
 
     def run(self) -> None:
         """The interactive loop, until the window is closed or Ctrl+Q."""
@@ -584,7 +600,8 @@ class App:
     def _show_prediction(self) -> None:
         p = self.prediction
         if p is None:
-            dpg.set_value(self._digit_text, "–")
+            dpg.set_value(self._digit_text, "?")
+            dpg.configure_item(self._digit_text, color=style.FRAME_ACTIVE)
             dpg.set_value(self._conf_text, "draw a digit")
             dpg.set_value(self._conf_caption, "")
             dpg.set_value(self._runner_text, "")
@@ -595,6 +612,7 @@ class App:
             probs = np.asarray(p.probs, dtype=np.float64)
             order = np.argsort(probs)[::-1]
             dpg.set_value(self._digit_text, str(p.digit))
+            dpg.configure_item(self._digit_text, color=style.TEXT)
             dpg.set_value(self._conf_text, f"{100 * p.confidence:.1f} %")
             dpg.set_value(self._conf_caption, "confidence" + (f", mean of {p.timing.batch}" if p.timing.batch > 1 else ""))
             dpg.set_value(self._runner_text, f"runner-up {order[1]}  ({100 * probs[order[1]]:.1f} %)")
@@ -637,7 +655,10 @@ class App:
         dpg.set_value(self._line_kernel, [xs, [t.kernel_us for t in self.history]])
         dpg.set_value(self._line_e2e, [xs, [t.end_to_end_us for t in self.history]])
         dpg.set_axis_limits(self._lat_x, 0, max(HISTORY, len(xs)))
-        if self.history:
+        if not self.history:
+            dpg.set_axis_limits(self._lat_y, 1.0, 1000.0)
+            dpg.set_axis_ticks(self._lat_y, _log_ticks(1.0, 1000.0))
+        else:
             lo = min(min(t.kernel_us for t in self.history), min(t.end_to_end_us for t in self.history))
             hi = max(t.end_to_end_us for t in self.history)
             lo, hi = max(lo, 1e-3) / 1.6, max(hi, 1e-3) * 1.6
