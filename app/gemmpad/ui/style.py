@@ -172,3 +172,12 @@ def panel_theme(colour: RGB) -> int | str:
             dpg.add_theme_color(dpg.mvThemeCol_ChildBg, rgba(colour), category=dpg.mvThemeCat_Core)
             dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 12, 5, category=dpg.mvThemeCat_Core)
     return theme
+
+
+def compact_theme() -> int | str:
+    """Tighter rows and cells (the key table)."""
+    with dpg.theme() as theme:
+        with dpg.theme_component(dpg.mvAll):
+            dpg.add_theme_style(dpg.mvStyleVar_ItemSpacing, 8, 3, category=dpg.mvThemeCat_Core)
+            dpg.add_theme_style(dpg.mvStyleVar_CellPadding, 4, 1, category=dpg.mvThemeCat_Core)
+    return theme

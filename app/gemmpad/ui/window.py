@@ -26,6 +26,7 @@ from PIL import Image
 
 from gemmpad import native, registry, strokes
 from gemmpad.engine import Classifier, Prediction, Timing, available_backends
+from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path
 from gemmpad.ui import style
 from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
@@ -49,30 +50,36 @@ class Shortcut:
     key: int
     ctrl: bool
     shift: bool
-    action: str  # an App method name, called with no arguments
-    help: str
+    action: Callable[[App], object]
+    help: tuple[str, str] | None  # (keys, what) shown under the canvas; None for aliases
 
 
 def _shortcuts() -> list[Shortcut]:
-    """The keyboard map; the help line under the canvas is generated from it."""
+    """The keyboard map; the help lines under the canvas are generated from it."""
     s = Shortcut
-    return [
-        s(dpg.mvKey_C, False, False, "clear", "C clear"),
-        s(dpg.mvKey_Delete, False, False, "clear", ""),
-        s(dpg.mvKey_Back, False, False, "clear", ""),
-        s(dpg.mvKey_Z, True, False, "undo", "Ctrl+Z undo"),
-        s(dpg.mvKey_U, False, False, "undo", ""),
-        s(dpg.mvKey_Open_Brace, False, False, "brush_smaller", "[ ] brush"),
-        s(dpg.mvKey_Close_Brace, False, False, "brush_larger", ""),
-        s(dpg.mvKey_B, False, False, "next_backend", "B backend"),
-        s(dpg.mvKey_K, False, False, "next_kernel", "K / Shift+K kernel"),
-        s(dpg.mvKey_K, False, True, "previous_kernel", ""),
-        s(dpg.mvKey_Plus, False, False, "batch_up", "+ / − batch"),
-        s(dpg.mvKey_Minus, False, False, "batch_down", ""),
-        s(dpg.mvKey_R, False, False, "toggle_continuous", "R run every frame"),
-        s(dpg.mvKey_S, True, False, "save", "Ctrl+S save"),
-        s(dpg.mvKey_Q, True, False, "quit", "Ctrl+Q quit"),
+    keys = [
+        s(dpg.mvKey_C, False, False, lambda a: a.clear(), ("C", "clear")),
+        s(dpg.mvKey_Delete, False, False, lambda a: a.clear(), None),
+        s(dpg.mvKey_Back, False, False, lambda a: a.clear(), None),
+        s(dpg.mvKey_Z, True, False, lambda a: a.undo(), ("Ctrl+Z", "undo")),
+        s(dpg.mvKey_U, False, False, lambda a: a.undo(), None),
+        s(dpg.mvKey_Open_Brace, False, False, lambda a: a.set_brush(a.canvas.brush - 2), ("[  ]", "brush")),
+        s(dpg.mvKey_Close_Brace, False, False, lambda a: a.set_brush(a.canvas.brush + 2), None),
+        s(dpg.mvKey_B, False, False, lambda a: a.next_backend(), ("B", "backend")),
+        s(dpg.mvKey_K, False, False, lambda a: a.next_kernel(1), ("K  Shift+K", "kernel")),
+        s(dpg.mvKey_K, False, True, lambda a: a.next_kernel(-1), None),
+        s(dpg.mvKey_Plus, False, False, lambda a: a.set_batch(min(2 * a.batch, BATCHES[-1])), ("+  −", "batch")),
+        s(dpg.mvKey_Add, False, False, lambda a: a.set_batch(min(2 * a.batch, BATCHES[-1])), None),
+        s(dpg.mvKey_Minus, False, False, lambda a: a.set_batch(max(a.batch // 2, 1)), None),
+        s(dpg.mvKey_Subtract, False, False, lambda a: a.set_batch(max(a.batch // 2, 1)), None),
+        s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.continuous), ("R", "run live")),
+        s(dpg.mvKey_S, True, False, lambda a: a.save(), ("Ctrl+S", "save PNG")),
+        s(dpg.mvKey_Q, True, False, lambda a: a.quit(), ("Ctrl+Q", "quit")),
     ]
+    for d in range(10):
+        keys.append(s(getattr(dpg, f"mvKey_{d}"), True, False, lambda a, d=d: a.save(label=d),
+                      ("Ctrl+0…9", "save as digit") if d == 0 else None))
+    return keys
 
 
 def _fmt_us(v: float | None) -> str:
@@ -101,7 +108,7 @@ def _kernel_summary(name: str) -> str:
         return "NumPy's matmul (BLAS) in Python: the reference the native kernels must match."
     try:
         spec = registry.get(name)
-    except Exception:  # a kernel the registry does not describe: show no summary rather than fail
+    except GemmpadError:  # a kernel the registry does not describe: no summary rather than a failure
         return ""
     return f"{spec.summary}  [{spec.precision}, {spec.kind}]  {spec.source}"
 
@@ -243,10 +250,17 @@ class App:
                                  f"{self.drawings_dir}/<label>/ for fine-tuning later.")
                 dpg.add_button(label="Save PNG", width=-1, callback=lambda: self.save())
             dpg.add_spacer(height=2)
+            self._heading("Keys")
             helps = [s.help for s in self._shortcuts if s.help]
-            for i in range(0, len(helps), 3):
-                t = dpg.add_text("   ".join(helps[i : i + 3]), color=style.MUTED)
-                dpg.bind_item_font(t, self.fonts.small)
+            with dpg.table(header_row=False, policy=dpg.mvTable_SizingFixedFit) as key_table:
+                for _ in range(4):
+                    dpg.add_table_column()
+                for i in range(0, len(helps), 2):
+                    with dpg.table_row():
+                        for keys, what in helps[i : i + 2]:
+                            dpg.bind_item_font(dpg.add_text(keys), self.fonts.small)
+                            dpg.bind_item_font(dpg.add_text(what, color=style.MUTED), self.fonts.small)
+            dpg.bind_item_theme(key_table, style.compact_theme())
 
     def _build_prediction_panel(self) -> None:
         with dpg.child_window(width=SIDE, height=-STATUS_H - 8, no_scrollbar=True):
@@ -440,19 +454,15 @@ class App:
     def _poll_keys(self) -> None:
         ctrl = dpg.is_key_down(dpg.mvKey_LControl) or dpg.is_key_down(dpg.mvKey_RControl)
         shift = dpg.is_key_down(dpg.mvKey_LShift) or dpg.is_key_down(dpg.mvKey_RShift)
-        for s in self._shortcuts:
-            if dpg.is_key_pressed(s.key):
-                self.shortcut(s.key, ctrl=ctrl, shift=shift)
-        if ctrl:
-            for d in range(10):
-                if dpg.is_key_pressed(getattr(dpg, f"mvKey_{d}")):
-                    self.save(label=d)
+        for key in dict.fromkeys(s.key for s in self._shortcuts):  # each key once, in order
+            if dpg.is_key_pressed(key):
+                self.shortcut(key, ctrl=ctrl, shift=shift)
 
     def shortcut(self, key: int, ctrl: bool = False, shift: bool = False) -> bool:
         """Run the action bound to a key press; False if none is bound."""
         for s in self._shortcuts:
             if s.key == key and s.ctrl == ctrl and s.shift == shift:
-                getattr(self, s.action)()
+                s.action(self)
                 return True
         return False
 
@@ -490,12 +500,6 @@ class App:
         self.canvas.brush = width
         dpg.set_value(self._brush_slider, self.canvas.brush)
 
-    def brush_smaller(self) -> None:
-        self.set_brush(self.canvas.brush - 2)
-
-    def brush_larger(self) -> None:
-        self.set_brush(self.canvas.brush + 2)
-
     def set_backend(self, backend: str) -> None:
         reason = self.backend_reasons.get(backend)
         if reason is None:
@@ -531,18 +535,6 @@ class App:
         ks = self.kernel_lists[self.backend]
         cur = ks.index(self.kernel) if self.kernel in ks else len(ks) - 1
         self.set_kernel(ks[(cur + step) % len(ks)])
-
-    def previous_kernel(self) -> None:
-        self.next_kernel(-1)
-
-    def batch_up(self) -> None:
-        self.set_batch(min(self.batch * 2, BATCHES[-1]))
-
-    def batch_down(self) -> None:
-        self.set_batch(max(self.batch // 2, 1))
-
-    def toggle_continuous(self) -> None:
-        self.set_continuous(not self.continuous)
 
     def quit(self) -> None:
         self._quit = True
