@@ -401,6 +401,7 @@ def test_drawing_never_waits_for_a_slow_forward_pass(app: object, monkeypatch: p
 
 
 def test_save_png_with_and_without_label(app: object) -> None:
+    import dearpygui.dearpygui as dpg
     from PIL import Image
 
     assert app.save() is None  # empty canvas: nothing written
@@ -415,6 +416,8 @@ def test_save_png_with_and_without_label(app: object) -> None:
     assert diff.max() < 0.1 and diff.mean() < 1e-3
     plain = app.save()
     assert plain is not None and plain.parent.name == "unlabelled"
+    assert app.shortcut(dpg.mvKey_4, ctrl=True)  # Ctrl+digit: save under that label
+    assert len(list((app.drawings_dir / "4").glob("*.png"))) == 1
     assert not list(app.drawings_dir.rglob(".*tmp*")), "temporary files left behind"
 
 

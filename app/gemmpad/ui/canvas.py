@@ -101,13 +101,6 @@ class Canvas:
         self._repaint()
         return True
 
-    def load(self, strokes: list[Stroke], width: float | None = None) -> None:
-        """Replace the drawing with `strokes` painted at `width` (default: the brush)."""
-        w = self._brush if width is None else float(width)
-        self._strokes = [_Stroke([(float(x), float(y)) for x, y in np.asarray(s).reshape(-1, 2)], w) for s in strokes]
-        self._active = None
-        self._repaint()
-
     def _repaint(self) -> None:
         self.image.fill(0.0)
         for s in self._strokes:

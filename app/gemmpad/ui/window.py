@@ -491,11 +491,6 @@ class App:
         if self.canvas.undo():
             self._upload_canvas()
 
-    def load_strokes(self, drawing: Sequence[np.ndarray]) -> None:
-        """Replace the drawing at once (no animation); --replay animates through feed()."""
-        self.canvas.load(list(drawing))
-        self._upload_canvas()
-
     def set_brush(self, width: float) -> None:
         self.canvas.brush = width
         dpg.set_value(self._brush_slider, self.canvas.brush)
