@@ -37,9 +37,11 @@ class Canvas:
         self._strokes: list[_Stroke] = []
         self._active: _Stroke | None = None
         self.brush = brush
-        # Bumped on every pixel change, so the app knows when to re-upload the
-        # texture and when to ask for a new prediction.
+        # Bumped on every pixel change, so the app knows when to ask for a new prediction.
         self.version = 0
+        # The rows/columns changed since take_dirty(), so the app recolours only
+        # the few hundred pixels a new segment touched, not all 78,400.
+        self._dirty: tuple[int, int, int, int] | None = (0, size[0], 0, size[1])
 
     @property
     def brush(self) -> float:
@@ -68,8 +70,7 @@ class Canvas:
             self.release()
         self._active = _Stroke([(x, y)], self._brush)
         self._strokes.append(self._active)
-        paint_segment(self.image, (x, y), (x, y), self._active.width)
-        self.version += 1
+        self._paint((x, y), (x, y), self._active.width)
 
     def move(self, x: float, y: float) -> None:
         """Extend the active stroke by one straight, round-capped segment."""
@@ -80,8 +81,7 @@ class Canvas:
         if (x - px) ** 2 + (y - py) ** 2 < MIN_STEP_PX**2:
             return
         s.points.append((x, y))
-        paint_segment(self.image, (px, py), (x, y), s.width)
-        self.version += 1
+        self._paint((px, py), (x, y), s.width)
 
     def release(self) -> None:
         self._active = None
@@ -91,6 +91,7 @@ class Canvas:
         self._active = None
         self.image.fill(0.0)
         self.version += 1
+        self._mark_all()
 
     def undo(self) -> bool:
         """Remove the last stroke; False when there is none."""
@@ -110,3 +111,28 @@ class Canvas:
             for a, b in zip(pts[:-1], pts[1:]):
                 paint_segment(self.image, a, b, s.width)
         self.version += 1
+        self._mark_all()
+
+    def take_dirty(self) -> tuple[slice, slice] | None:
+        """(rows, cols) changed since the last call, or None; resets the record."""
+        d, self._dirty = self._dirty, None
+        return None if d is None else (slice(d[0], d[1]), slice(d[2], d[3]))
+
+    def _paint(self, p0: tuple[float, float], p1: tuple[float, float], width: float) -> None:
+        paint_segment(self.image, p0, p1, width)
+        self.version += 1
+        h, w = self.size
+        pad = width / 2 + 2  # paint_segment's own bounding box, rounded outwards
+        box = (
+            max(0, int(min(p0[1], p1[1]) - pad)),
+            min(h, int(max(p0[1], p1[1]) + pad) + 1),
+            max(0, int(min(p0[0], p1[0]) - pad)),
+            min(w, int(max(p0[0], p1[0]) + pad) + 1),
+        )
+        if box[0] >= box[1] or box[2] >= box[3]:
+            return
+        d = self._dirty
+        self._dirty = box if d is None else (min(d[0], box[0]), max(d[1], box[1]), min(d[2], box[2]), max(d[3], box[3]))
+
+    def _mark_all(self) -> None:
+        self._dirty = (0, self.size[0], 0, self.size[1])

@@ -54,6 +54,13 @@ class Shortcut:
     help: tuple[str, str] | None  # (keys, what) shown under the canvas; None for aliases
 
 
+def _key_equal() -> int:
+    """The "= +" key. Dear PyGui 2.3's mvKey_Plus is 61, a stale GLFW code rather than
+    an ImGui named key (>= 512), and polling it reads garbage: presses appear out of
+    nowhere. ImGui orders its keys Equal, LeftBracket, so Equal is mvKey_Open_Brace - 1."""
+    return dpg.mvKey_Open_Brace - 1
+
+
 def _shortcuts() -> list[Shortcut]:
     """The keyboard map; the help lines under the canvas are generated from it."""
     s = Shortcut
@@ -68,7 +75,7 @@ def _shortcuts() -> list[Shortcut]:
         s(dpg.mvKey_B, False, False, lambda a: a.next_backend(), ("B", "backend")),
         s(dpg.mvKey_K, False, False, lambda a: a.next_kernel(1), ("K  Shift+K", "kernel")),
         s(dpg.mvKey_K, False, True, lambda a: a.next_kernel(-1), None),
-        s(dpg.mvKey_Plus, False, False, lambda a: a.set_batch(min(2 * a.batch, BATCHES[-1])), ("+  −", "batch")),
+        s(_key_equal(), False, False, lambda a: a.set_batch(min(2 * a.batch, BATCHES[-1])), ("+  −", "batch")),
         s(dpg.mvKey_Add, False, False, lambda a: a.set_batch(min(2 * a.batch, BATCHES[-1])), None),
         s(dpg.mvKey_Minus, False, False, lambda a: a.set_batch(max(a.batch // 2, 1)), None),
         s(dpg.mvKey_Subtract, False, False, lambda a: a.set_batch(max(a.batch // 2, 1)), None),
@@ -147,6 +154,7 @@ class App:
         self.message = ""
         self.frames = 0
         self.frame_times: list[float] = []  # seconds between frame starts
+        self.work_times: list[float] = []  # seconds of our own work per frame (all but rendering)
         self._last_frame_start: float | None = None
         self._pointer: list[tuple[str, float, float]] = []
         self._mouse_down = False
@@ -398,6 +406,8 @@ class App:
             self._apply(result)
         self._update_status()
         self._place_hint()
+        self.work_times.append(time.perf_counter() - now)
+        del self.work_times[:-HISTORY]
         dpg.render_dearpygui_frame()
         self.frames += 1
         if self.startup_s is None:
@@ -479,7 +489,10 @@ class App:
             self._upload_canvas()
 
     def _upload_canvas(self) -> None:
-        style.colourise(self.canvas.image, self._canvas_rgba)
+        region = self.canvas.take_dirty()
+        if region is None:
+            return
+        style.colourise(self.canvas.image[region], self._canvas_rgba[region])
         dpg.set_value(self._canvas_tex, self._canvas_rgba)
 
     # ---------------------------------------------------------------- actions
@@ -755,6 +768,7 @@ class App:
                 "frames": self.frames,
                 "frame_ms_median": round(float(np.median(ft)), 3),
                 "frame_ms_p99": round(float(np.percentile(ft, 99)), 3),
+                "work_ms_median": round(1e3 * float(np.median(self.work_times or [np.nan])), 3),
                 "startup_s": None if self.startup_s is None else round(self.startup_s, 3),
                 "canvas_rect": list(self.rect(self._canvas_img)),
                 "gpu": str(self.gpu),
