@@ -166,6 +166,7 @@ class App:
         self._shortcuts = _shortcuts()
         self._screenshot_buffer: Any = None
 
+        self._model = classifier.model
         self.worker = InferenceWorker(classifier)
         dpg.create_context()
         dpg.configure_app(manual_callback_management=True)
@@ -308,6 +309,9 @@ class App:
         with dpg.child_window(width=-1, height=-STATUS_H - 8, no_scrollbar=True):
             self._heading("Engine")
             with dpg.group(horizontal=True):
+                dpg.add_text("Model   ", color=style.MUTED)
+                self._model_text = dpg.add_text(self._model_line())
+            with dpg.group(horizontal=True):
                 dpg.add_text("Backend", color=style.MUTED)
                 dpg.add_spacer(width=6)
                 self._backend_buttons: dict[str, int | str] = {}
@@ -355,9 +359,18 @@ class App:
                 dpg.add_table_column(label="median", init_width_or_weight=1.0)
                 dpg.add_table_column(label="p99", init_width_or_weight=1.0)
                 self._lat_cells: dict[str, list[int | str]] = {}
-                for key, name, colour in (("kernel", "kernel", style.ACCENT), ("e2e", "end-to-end", style.WARM)):
+                for key, name, colour, meaning in (
+                    ("kernel", "kernel", style.ACCENT,
+                     "Compute only: CUDA events around the kernels on the GPU, the C++ steady clock\n"
+                     "around the forward pass on the CPU, the three matmuls for NumPy."),
+                    ("e2e", "end-to-end", style.WARM,
+                     "Wall clock from the input array to probabilities in host memory: adds the\n"
+                     "copies, launches and Python around the kernel. Batch 1 on a GPU is mostly this."),
+                ):
                     with dpg.table_row():
-                        dpg.add_text(f"● {name}", color=colour)
+                        label = dpg.add_text(f"● {name}", color=colour)
+                        with dpg.tooltip(label):
+                            dpg.add_text(meaning)
                         last = dpg.add_text("–")
                         dpg.bind_item_font(last, self.fonts.figure)
                         med = dpg.add_text("–")
@@ -379,6 +392,20 @@ class App:
                 dpg.bind_item_theme(self._line_e2e, style.series_theme(dpg.mvLineSeries, style.WARM))
             self._lat_caption = dpg.add_text("", color=style.MUTED)
             dpg.bind_item_font(self._lat_caption, self.fonts.small)
+
+    def _model_line(self) -> str:
+        """The weights in use and what they scored (from the model card, when there is one)."""
+        model = self._model
+        name = model.path.name if model.path is not None else "weights given in memory"
+        results = model.card.get("results", {}) if isinstance(model.card, dict) else {}
+        parts = [name]
+        acc = results.get("mnist_test_accuracy")
+        if isinstance(acc, (int, float)):
+            parts.append(f"MNIST test {100 * acc:.2f} %")
+        drawn = results.get("drawn_accuracy")
+        if isinstance(drawn, dict) and isinstance(drawn.get("all"), (int, float)):
+            parts.append(f"drawn digits {100 * drawn['all']:.1f} %")
+        return "  ·  ".join(parts)
 
     def _gpu_line(self) -> str:
         if self.gpu.available:
