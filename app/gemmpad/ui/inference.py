@@ -36,7 +36,6 @@ class Result:
     seq: int
     backend: str  # what the classifier runs on now (may differ from the request after an error)
     kernel: str
-    batch: int
     prediction: Prediction | None  # None: no ink, or an error
     history: list[Timing] = field(default_factory=list)  # this configuration's frames, oldest first
     error: str = ""
@@ -101,7 +100,7 @@ class InferenceWorker:
             result = self._run(req)
             with self._cond:
                 self._result = result
-                # Requests superseded while this one ran count as answered too.
+                # Answering this request also answers the ones it replaced before they ran.
                 self._done = max(self._done, req.seq)
                 self._cond.notify_all()
 
@@ -125,4 +124,4 @@ class InferenceWorker:
             self._since_change += 1
         n = min(self._since_change, HISTORY)
         history = clf.history(n) if n else []
-        return Result(req.seq, clf.backend, clf.kernel, req.batch, prediction, history, error)
+        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error)
