@@ -176,8 +176,8 @@ class App:
             title="gemmpad — draw a digit",
             width=VIEWPORT[0],
             height=VIEWPORT[1],
-            min_width=900,
-            min_height=600,
+            min_width=1120,
+            min_height=700,
             vsync=vsync,
             clear_color=style.rgba(style.BG),
         )
@@ -390,7 +390,7 @@ class App:
                 self._line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self._lat_y)
                 dpg.bind_item_theme(self._line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
                 dpg.bind_item_theme(self._line_e2e, style.series_theme(dpg.mvLineSeries, style.WARM))
-            self._lat_caption = dpg.add_text("", color=style.MUTED)
+            self._lat_caption = dpg.add_text("", color=style.MUTED, wrap=0)
             dpg.bind_item_font(self._lat_caption, self.fonts.small)
 
     def _model_line(self) -> str:
