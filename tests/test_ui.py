@@ -187,6 +187,25 @@ def test_recolouring_only_the_dirty_region_matches_a_full_recolour(rng: np.rando
         assert np.array_equal(shown, full), f"stale pixels after step {step}"
 
 
+def test_fast_strokes_are_drawn_as_curves_not_polygons(rng: np.random.Generator) -> None:
+    """Ten pointer samples around a circle (a fast stroke at 60 Hz) still paint a circle."""
+    r = rng.uniform(50, 100)
+    t = np.linspace(0, 2 * np.pi, 11) + rng.uniform(0, 1)
+    samples = np.stack([140 + r * np.cos(t), 140 + r * np.sin(t)], axis=1)
+    t_fine = np.linspace(t[0], t[-1], 2000)
+    truth = strokes.render([np.stack([140 + r * np.cos(t_fine), 140 + r * np.sin(t_fine)], axis=1)])
+    c = Canvas()
+    c.press(*samples[0])
+    for p in samples[1:]:
+        c.move(*p)
+    c.release()
+    smooth_error = np.abs(c.image - truth).mean()
+    polygon_error = np.abs(strokes.render([samples]) - truth).mean()
+    assert smooth_error < polygon_error / 3, (smooth_error, polygon_error)
+    np.testing.assert_array_equal(c.strokes()[0][-1], samples[-1])  # ends where the pointer left
+    np.testing.assert_allclose(c.image, strokes.render(c.strokes()), atol=1e-6)  # recorded = painted
+
+
 def test_brush_is_clamped_and_per_stroke() -> None:
     c = Canvas()
     c.brush = 1000
@@ -579,11 +598,12 @@ def test_replay_screenshot_exit(display: str, tmp_path_factory: pytest.TempPathF
     assert result["startup_s"] is not None and 0 < result["startup_s"] < 30
     if HAVE_MODEL:
         assert result["digit"] == 7
-    # --record wrote back what was drawn.
+    # --record wrote back what was drawn (the painted polyline: the samples joined by short curves).
     recorded = strokes.load(record)
     assert len(recorded) == len(drawing)
     for got, want in zip(recorded, drawing):
-        np.testing.assert_allclose(got, want, atol=0.06)
+        np.testing.assert_allclose(got[[0, -1]], want[[0, -1]], atol=0.06)
+    assert np.abs(strokes.render(recorded) - strokes.render(drawing)).mean() < 0.005
     # The screenshot shows the drawing where the canvas is.
     img = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32) / 255.0
     assert img.shape[0] > 500 and img.shape[1] > 900

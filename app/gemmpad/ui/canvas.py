@@ -1,7 +1,8 @@
 """The drawing surface: strokes in, a float image out, with no GUI code.
 
 The canvas is a NumPy array that the app shows as a texture, painted segment by
-segment with `gemmpad.strokes.paint_segment` as the pointer moves. Keeping it
+segment with `gemmpad.strokes.paint_segment` as the pointer moves (pointer
+samples are joined by short curves, so fast strokes stay round). Keeping it
 free of Dear PyGui means the exact pixels the network reads can be tested
 headless, and that replaying recorded strokes reproduces the live drawing bit
 for bit (undo re-renders the remaining strokes with the same painter).
@@ -9,7 +10,8 @@ for bit (undo re-renders the remaining strokes with the same painter).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,12 +22,17 @@ BRUSH_RANGE = (6.0, 40.0)
 # A new pointer sample closer than this to the last one adds nothing visible;
 # skipping it keeps recorded strokes small when the mouse rests.
 MIN_STEP_PX = 0.5
+# The pointer is read once per frame, so a fast stroke arrives as points 10-30 px
+# apart; joined by straight lines, curves would show corners. Each span between
+# two samples is drawn as a centripetal Catmull-Rom curve cut into pieces this long.
+CURVE_STEP_PX = 3.0
 
 
 @dataclass
 class _Stroke:
-    points: list[tuple[float, float]]
+    points: list[tuple[float, float]]  # the painted polyline: what is recorded and re-rendered
     width: float
+    samples: list[tuple[float, float]] = field(default_factory=list)  # raw pointer positions
 
 
 class Canvas:
@@ -68,22 +75,28 @@ class Canvas:
         """Start a stroke with a dot under the pointer."""
         if self._active is not None:
             self.release()
-        self._active = _Stroke([(x, y)], self._brush)
+        self._active = _Stroke([(x, y)], self._brush, [(x, y)])
         self._strokes.append(self._active)
         self._paint((x, y), (x, y), self._active.width)
 
     def move(self, x: float, y: float) -> None:
-        """Extend the active stroke by one straight, round-capped segment."""
+        """Add a pointer sample. The curve is drawn one span behind the pointer: the
+        span ending at a sample needs the next sample to know its direction there."""
         s = self._active
         if s is None:
             return
-        px, py = s.points[-1]
+        px, py = s.samples[-1]
         if (x - px) ** 2 + (y - py) ** 2 < MIN_STEP_PX**2:
             return
-        s.points.append((x, y))
-        self._paint((px, py), (x, y), s.width)
+        s.samples.append((x, y))
+        if len(s.samples) >= 3:
+            self._curve(s, len(s.samples) - 3)
 
     def release(self) -> None:
+        """End the stroke, drawing its last span up to where the pointer left."""
+        s = self._active
+        if s is not None and len(s.samples) >= 2:
+            self._curve(s, len(s.samples) - 2)
         self._active = None
 
     def clear(self) -> None:
@@ -133,6 +146,39 @@ class Canvas:
             return
         d = self._dirty
         self._dirty = box if d is None else (min(d[0], box[0]), max(d[1], box[1]), min(d[2], box[2]), max(d[3], box[3]))
+
+    def _curve(self, s: _Stroke, i: int) -> None:
+        """Paint the span samples[i] -> samples[i + 1] as a centripetal Catmull-Rom curve.
+
+        Centripetal (alpha = 0.5) rather than uniform parameterisation, because
+        uneven sample spacing (slow, then fast) makes the uniform curve overshoot
+        and loop. Missing neighbours at the ends are mirrored.
+        """
+        pts = np.asarray(s.samples, dtype=np.float64)
+        p1, p2 = pts[i], pts[i + 1]
+        p0 = pts[i - 1] if i >= 1 else 2 * p1 - p2
+        p3 = pts[i + 2] if i + 2 < len(pts) else 2 * p2 - p1
+        if np.hypot(*(p1 - p0)) < 1e-6:
+            p0 = 2 * p1 - p2
+        if np.hypot(*(p3 - p2)) < 1e-6:
+            p3 = 2 * p2 - p1
+        t0 = 0.0
+        t1 = t0 + np.hypot(*(p1 - p0)) ** 0.5
+        t2 = t1 + np.hypot(*(p2 - p1)) ** 0.5
+        t3 = t2 + np.hypot(*(p3 - p2)) ** 0.5
+        n = max(1, math.ceil(np.hypot(*(p2 - p1)) / CURVE_STEP_PX))
+        t = np.linspace(t1, t2, n + 1)[1:, None]
+        a1 = ((t1 - t) * p0 + (t - t0) * p1) / (t1 - t0)
+        a2 = ((t2 - t) * p1 + (t - t1) * p2) / (t2 - t1)
+        a3 = ((t3 - t) * p2 + (t - t2) * p3) / (t3 - t2)
+        b1 = ((t2 - t) * a1 + (t - t0) * a2) / (t2 - t0)
+        b2 = ((t3 - t) * a2 + (t - t1) * a3) / (t3 - t1)
+        curve = ((t2 - t) * b1 + (t - t1) * b2) / (t2 - t1)
+        curve[-1] = p2  # land exactly on the sample
+        for q in curve:
+            prev = s.points[-1]
+            s.points.append((float(q[0]), float(q[1])))
+            self._paint(prev, s.points[-1], s.width)
 
     def _mark_all(self) -> None:
         self._dirty = (0, self.size[0], 0, self.size[1])
