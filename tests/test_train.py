@@ -98,3 +98,33 @@ def test_training_set_sources_go_through_preprocess(rng: np.random.Generator) ->
     assert 0.0 <= x.min() and x.max() <= 1.0
     assert np.all(x[:36].reshape(36, 28, 28).max(axis=(1, 2)) > 0.5)  # no digit lost
     assert set(y[:36]) == {1} and set(y[36:]) <= set(range(10))
+
+
+def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a stand-in gemmpad.train_native, check what train.py hands over (ENGINE_API.md)."""
+    import sys
+    import types
+
+    from gemmpad import native
+
+    seen: dict = {}
+
+    def fit(x, y, weights, **kw):  # the stand-in: record, report one epoch per lr, return the start
+        seen.update(x=x, y=y, weights=weights, **kw)
+        for e in range(kw["epochs"]):
+            kw["callback"](e, 1.0, 0.5, weights)
+        return weights
+
+    monkeypatch.setitem(sys.modules, "gemmpad.train_native", types.SimpleNamespace(fit=fit))
+    monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
+    args = smoke_args(tmp_path, "nat", "--engine", "native", "--epochs", "3", "--lr", "0.1", "--weight-decay", "0.001")
+    assert train.run(args) == 0
+    assert seen["x"].dtype == np.float32 and seen["x"].shape == (2000, 784)
+    assert seen["y"].shape == (2000,) and seen["y"].max() <= 9
+    assert seen["epochs"] == 3 and seen["batch_size"] == 32 and seen["momentum"] == 0.9
+    assert seen["weight_decay"] == 0.001 and seen["precision"] == "fp32" and seen["seed"] == 0
+    assert seen["lr_schedule"] == train.lr_schedule("cosine", 0.1, 3)
+    np.testing.assert_array_equal(seen["batch_order"](1), train.batch_order(0, 1, 2000))
+    np.testing.assert_array_equal(seen["weights"]["W1"], train.initial_weights(0)["W1"])
+    card = json.loads((tmp_path / "nat.json").read_text())
+    assert card["training"]["engine"] == "native" and len(card["history"]) == 3

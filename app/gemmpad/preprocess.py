@@ -85,24 +85,23 @@ def _ink_crop(image: np.ndarray) -> np.ndarray | None:
     """
     img = _as_unit_float(image)
     paper = _border_level(img)
-    if paper > 0.5:  # dark ink on light paper
-        lo = float(img.min())
-        contrast = paper - lo
-        if contrast < MIN_CONTRAST:
-            return None
-        mask = img < paper - INK_THRESHOLD * contrast
+    dark_ink = paper > 0.5
+    # per-row and per-column extremes: one pass each, and the bounding box falls out of them
+    row_ext = img.min(axis=1) if dark_ink else img.max(axis=1)
+    col_ext = img.min(axis=0) if dark_ink else img.max(axis=0)
+    contrast = paper - float(row_ext.min()) if dark_ink else float(row_ext.max()) - paper
+    if contrast < MIN_CONTRAST:
+        return None
+    if dark_ink:
+        cut = paper - INK_THRESHOLD * contrast
+        rows, cols = np.flatnonzero(row_ext < cut), np.flatnonzero(col_ext < cut)
     else:
-        hi = float(img.max())
-        contrast = hi - paper
-        if contrast < MIN_CONTRAST:
-            return None
-        mask = img > paper + INK_THRESHOLD * contrast
-    rows = np.flatnonzero(mask.any(axis=1))
-    cols = np.flatnonzero(mask.any(axis=0))
+        cut = paper + INK_THRESHOLD * contrast
+        rows, cols = np.flatnonzero(row_ext > cut), np.flatnonzero(col_ext > cut)
     if rows.size == 0:
         return None
     crop = img[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1]
-    ink = (paper - crop) if paper > 0.5 else (crop - paper)
+    ink = (paper - crop) if dark_ink else (crop - paper)
     ink *= np.float32(1.0 / contrast)
     np.maximum(ink, 0.0, out=ink)
     np.minimum(ink, 1.0, out=ink)

@@ -42,18 +42,24 @@ CHUNK = 5000  # images per augmentation batch: bounds memory (~60 MB per 56x56 a
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of `gemmpad train`."""
-    p.add_argument("--data", metavar="DIR", help="MNIST IDX directory (default $GEMMPAD_DATA, else torchvision download)")
+    p.add_argument("--data", metavar="DIR",
+                   help="MNIST IDX directory (default $GEMMPAD_DATA, else torchvision download)")
     p.add_argument("--output", metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
     p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
-    p.add_argument("--engine", choices=("torch", "native"), default="torch", help="torch, or the CUDA kernels of gemmpad.train_native")
-    p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32", help="mixed: bf16/fp16 matmuls, fp32 weights")
-    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd", help="sgd = SGD with momentum (both engines)")
+    p.add_argument("--engine", choices=("torch", "native"), default="torch",
+                   help="torch, or the CUDA kernels of gemmpad.train_native")
+    p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32",
+                   help="mixed: bf16/fp16 matmuls, fp32 weights")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"),
+                   help="sgd = SGD with momentum (both engines); default: adamw for torch (as the shipped "
+                        "model), sgd for native")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, help="peak learning rate (default 0.05 sgd, 0.002 adamw)")
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--weight-decay", type=float, default=1e-4)
-    p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine", help="per-epoch learning rate")
+    p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine",
+                   help="per-epoch learning rate")
     p.add_argument("--augment", default=",".join(SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
     p.add_argument("--drawn", type=int, default=20000, metavar="N", help="synthetic drawn training digits")
     p.add_argument("--limit", type=int, metavar="N", help="use only the first N MNIST training images")
@@ -116,7 +122,8 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
 
 
 def _cached_training_set(args: argparse.Namespace, images: np.ndarray, labels: np.ndarray, sources: list[str],
-                         md5: dict[str, str], log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+                         md5: dict[str, str],
+                         log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """training_set(), reused from --cache when the same data and settings built it before."""
     key = json.dumps([sorted(md5.items()), sources, args.seed, args.drawn, len(images), args.val,
                       hashlib.md5(images.tobytes()).hexdigest(), _code_version()])
@@ -181,18 +188,19 @@ def _torch_device(choice: str) -> str:
 
 
 def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
-              device: str, on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
+              device: str,
+              on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
     """Mini-batch training in torch; on_epoch(epoch, loss, train_acc, weights) after each epoch."""
     import torch
 
     torch.manual_seed(args.seed)
     params = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
-    decay, no_decay = [params[k] for k in ("W1", "W2", "W3")], [params[k] for k in ("b1", "b2", "b3")]
-    groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    # weight decay on every parameter, biases included: the native engine's semantics, so curves compare
+    plist = [params[k] for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
     if args.optimizer == "sgd":
-        opt: Any = torch.optim.SGD(groups, lr=lrs[0], momentum=args.momentum)
+        opt: Any = torch.optim.SGD(plist, lr=lrs[0], momentum=args.momentum, weight_decay=args.weight_decay)
     else:
-        opt = torch.optim.AdamW(groups, lr=lrs[0])
+        opt = torch.optim.AdamW(plist, lr=lrs[0], weight_decay=args.weight_decay)
     xt = torch.from_numpy(x).to(device)
     yt = torch.from_numpy(y).to(device)
     mixed = args.precision == "mixed"
@@ -226,7 +234,8 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
             correct += (logits.argmax(1) == yb).sum()
             if not args.quiet and sys.stderr.isatty() and s % 50 == 0:
                 done = (s + 1) / steps
-                print(f"\r  epoch {epoch + 1}: [{'#' * int(30 * done):30s}] {100 * done:5.1f}%", end="", file=sys.stderr)
+                bar = "#" * int(30 * done)
+                print(f"\r  epoch {epoch + 1}: [{bar:30s}] {100 * done:5.1f}%", end="", file=sys.stderr)
         if not args.quiet and sys.stderr.isatty():
             print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
         weights = {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
@@ -307,7 +316,8 @@ def _versions() -> dict[str, str]:
 
     from gemmpad import __version__
 
-    return {"gemmpad": __version__, "python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}
+    return {"gemmpad": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "torch": torch.__version__}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -324,6 +334,8 @@ def run(args: argparse.Namespace) -> int:
     if out_path.suffix != ".npz":
         raise GemmpadError(f"--output {out_path}: the model file must end in .npz")
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
+    if args.optimizer is None:
+        args.optimizer = "adamw" if args.engine == "torch" else "sgd"
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
     device = _torch_device(args.device) if args.engine == "torch" else "cuda"
 
@@ -356,7 +368,8 @@ def run(args: argparse.Namespace) -> int:
 
     lrs = lr_schedule(args.schedule, lr, args.epochs)
     w0 = initial_weights(args.seed)
-    log(f"training {len(x)} images on {args.engine} ({device}, {args.precision}), {args.optimizer}, {args.epochs} epochs")
+    log(f"training {len(x)} images on {args.engine} ({device}, {args.precision}), {args.optimizer}, "
+        f"{args.epochs} epochs")
     if args.engine == "torch":
         w = fit_torch(xn, y, w0, lrs, args, device, on_epoch)
     else:
@@ -385,7 +398,7 @@ def run(args: argparse.Namespace) -> int:
                  f"training normalisation (x-{mean:.5f})/{std:.5f} folded into W1/b1",
         "data": {"md5": {**train.md5, **test.md5}, "canonical_mnist": data.checksums_ok({**train.md5, **test.md5})},
         "training": {
-            "engine": args.engine, "device": _device_name(device), "precision": args.precision,
+            "engine": args.engine, "device": _device_name(device, args.engine), "precision": args.precision,
             "optimizer": args.optimizer, "lr": lr, "momentum": args.momentum if args.optimizer == "sgd" else None,
             "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
@@ -402,7 +415,8 @@ def run(args: argparse.Namespace) -> int:
                           "and preprocessed like the app") if args.eval_drawn else None,
         },
         "history": history,
-        "time_s": {"data": round(t_data, 1), "train": round(t_train, 1), "total": round(time.perf_counter() - t_start, 1)},
+        "time_s": {"data": round(t_data, 1), "train": round(t_train, 1),
+                   "total": round(time.perf_counter() - t_start, 1)},
         "versions": _versions(),
     }
     model.save(out_path, card)
@@ -412,9 +426,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _device_name(device: str) -> str:
+def _device_name(device: str, engine: str) -> str:
     import torch
 
+    if engine == "native":
+        from gemmpad import native
+
+        return native.cuda_status().device or "cuda"
     if device == "cuda" and torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
     return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
