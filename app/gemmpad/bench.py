@@ -56,8 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
     m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
     t = sub.add_parser("train", help="native training engine vs torch (gemmpad.train_native.bench)")
-    t.add_argument("--out", default=None, metavar="DIR")
-    t.add_argument("extra", nargs=argparse.REMAINDER, help="passed on to gemmpad.train_native.bench as args.extra")
+    try:  # its options belong to the module that runs it (a light import: no torch at module level)
+        from gemmpad import train_native
+    except ImportError:
+        train_native = None
+    if train_native is not None and hasattr(train_native, "add_arguments"):
+        train_native.add_arguments(t)
+    else:
+        t.add_argument("--out", default=None, metavar="DIR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -627,7 +633,8 @@ def _plot_mlp(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], path: Pat
     ax2.set_xlabel("batch")
     ax2.set_ylabel("end-to-end microseconds per call (log)")
     ax2.set_title("where the GPU overtakes the CPU")
-    ax2.legend()
+    if sweep:
+        ax2.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

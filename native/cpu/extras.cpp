@@ -1,11 +1,17 @@
-// Extra CPU bindings beside the GEMM registry: which SIMD features this CPU has.
+// Extra CPU bindings beside the GEMM registry: which SIMD features this CPU has,
+// which one the kernels dispatch to, and the MLP forward object (cpu/mlp/mlp.cpp).
 #include <pybind11/stl.h>
 
 #include "bind.h"
+#include "simd.h"
 
 namespace py = pybind11;
 
 namespace gemmpad::cpu {
+
+namespace mlp {
+void bind_mlp(py::module_& m);  // cpu/mlp/mlp.cpp
+}
 
 void bind_extras(py::module_& m) {
     m.def(
@@ -21,6 +27,14 @@ void bind_extras(py::module_& m) {
             return f;
         },
         "SIMD features the CPU kernels can dispatch to on this machine.");
+    m.def(
+        "cpu_isa", [] { return std::string(isa_name(isa())); },
+        "The instruction set the optimised CPU kernels use here: 'avx512', 'avx2' or 'generic' "
+        "(GEMMPAD_CPU_ISA=avx2|generic forces a lower one).");
+    m.def(
+        "openmp_threads", [] { return max_threads(); },
+        "Threads the CPU kernels use for large problems (1 when built without OpenMP).");
+    mlp::bind_mlp(m);
 }
 
 }  // namespace gemmpad::cpu

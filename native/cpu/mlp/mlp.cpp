@@ -1,0 +1,206 @@
+// gemmpad._cpu.Mlp: the network's weights held in C++, and a forward pass that
+// runs either cpu.mlp_sparse (mlp_sparse.cpp) or any CPU GEMM kernel of the
+// registry layer by layer, so the app can walk the ladder live.
+//
+// The object owns everything one call needs: weights copied in once (row-major
+// for the GEMM kernels, padded for the sparse kernel) and hidden-layer scratch
+// that only grows, so a call at an already-seen batch size allocates nothing.
+// The binding validates every array (ValueError with the shapes, never a
+// crash), then releases the GIL; a mutex makes concurrent calls on one object
+// safe (they share the scratch), not parallel.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../cpu.h"
+#include "mlp.h"
+
+namespace py = pybind11;
+
+namespace gemmpad::cpu::mlp {
+namespace {
+
+const char* const kSparseName = "cpu.mlp_sparse";
+
+// A row-major [rows, cols] copy padded to [rows, padded_cols] with zeros.
+void copy_padded(const float* src, int rows, int cols, int padded_cols, float* dst) {
+    for (int r = 0; r < rows; ++r) {
+        std::copy(src + (size_t)r * cols, src + (size_t)(r + 1) * cols, dst + (size_t)r * padded_cols);
+        std::fill(dst + (size_t)r * padded_cols + cols, dst + (size_t)(r + 1) * padded_cols, 0.0f);
+    }
+}
+
+bool all_finite(const float* p, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!std::isfinite(p[i])) return false;
+    return true;
+}
+
+class Mlp {
+  public:
+    // Arrays: W1 [784,100], b1 [100], W2 [100,100], b2 [100], W3 [100,10], b3 [10], float32 contiguous.
+    Mlp(const float* W1, const float* b1, const float* W2, const float* b2, const float* W3, const float* b3)
+        : W1_(W1, W1 + kIn * kH1), b1_(b1, b1 + kH1), W2_(W2, W2 + kH1 * kH2), b2_(b2, b2 + kH2),
+          W3_(W3, W3 + kH2 * kOut), b3_(b3, b3 + kOut) {
+        float* p = padded_.get((size_t)kIn * kH1P + kH1P + (size_t)kH1 * kH2P + kH2P + (size_t)kH2 * kOutP + kOutP);
+        auto take = [&p](size_t n) { float* q = p; p += n; return q; };
+        float *w1 = take((size_t)kIn * kH1P), *pb1 = take(kH1P), *w2 = take((size_t)kH1 * kH2P), *pb2 = take(kH2P),
+              *w3 = take((size_t)kH2 * kOutP), *pb3 = take(kOutP);
+        copy_padded(W1, kIn, kH1, kH1P, w1);
+        copy_padded(b1, 1, kH1, kH1P, pb1);
+        copy_padded(W2, kH1, kH2, kH2P, w2);
+        copy_padded(b2, 1, kH2, kH2P, pb2);
+        copy_padded(W3, kH2, kOut, kOutP, w3);
+        copy_padded(b3, 1, kOut, kOutP, pb3);
+        sparse_ = SparseWeights{w1, pb1, w2, pb2, w3, pb3, all_finite(W1, (size_t)kIn * kH1),
+                                all_finite(W2, (size_t)kH1 * kH2), all_finite(W3, (size_t)kH2 * kOut)};
+    }
+
+    // probs [batch, 10] from x [batch, 784]; returns the compute time in microseconds.
+    // `gemm` is nullptr for cpu.mlp_sparse, else the registry kernel used for each layer.
+    double forward(const float* x, float* probs, int batch, const CpuRegistry::Entry* gemm) {
+        std::lock_guard<std::mutex> lock(mu_);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (gemm == nullptr) {
+            sparse_forward(sparse_, x, probs, batch);
+        } else {
+            float* h1 = h1_.get((size_t)batch * kH1);
+            float* h2 = h2_.get((size_t)batch * kH2);
+            layer(*gemm, batch, kH1, kIn, x, W1_.data(), b1_.data(), h1, Act::Relu);
+            layer(*gemm, batch, kH2, kH1, h1, W2_.data(), b2_.data(), h2, Act::Relu);
+            layer(*gemm, batch, kOut, kH2, h2, W3_.data(), b3_.data(), probs, Act::None);
+            softmax_rows(probs, batch);
+        }
+        const auto t1 = std::chrono::steady_clock::now();
+        return std::chrono::duration<double, std::micro>(t1 - t0).count();
+    }
+
+  private:
+    static void layer(const CpuRegistry::Entry& k, int M, int N, int K, const float* A, const float* B,
+                      const float* bias, float* C, Act act) {
+        GemmProblem p;
+        p.M = M;
+        p.N = N;
+        p.K = K;
+        p.A = A;
+        p.B = B;
+        p.bias = bias;
+        p.C = C;
+        p.act = act;
+        k.launch(p);
+    }
+
+    std::vector<float> W1_, b1_, W2_, b2_, W3_, b3_;  // row-major, for the GEMM ladder
+    GrowBuffer padded_;                                // padded copies, for cpu.mlp_sparse
+    SparseWeights sparse_{};
+    GrowBuffer h1_, h2_;                               // hidden activations of the GEMM path
+    std::mutex mu_;
+};
+
+// ------------------------------------------------------------------ binding
+
+std::string shape_str(const py::array& a) {
+    std::string s = "(";
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+    return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+// `what` must be a C-contiguous float32 array of exactly `shape` (-1: any size >= 1).
+py::array check_array(const py::object& obj, const char* what, std::initializer_list<py::ssize_t> shape,
+                      bool writeable = false) {
+    if (!py::isinstance<py::array>(obj))
+        throw py::value_error(std::string(what) + " must be a NumPy array, got " +
+                              std::string(py::str(py::type::of(obj).attr("__name__"))));
+    auto a = py::reinterpret_borrow<py::array>(obj);
+    static const int f32 = py::dtype::of<float>().num();
+    if (a.dtype().num() != f32)
+        throw py::value_error(std::string(what) + " must be float32, got " + std::string(py::str(a.dtype())));
+    bool ok = a.ndim() == (py::ssize_t)shape.size();
+    size_t i = 0;
+    for (auto d : shape) {
+        if (!ok) break;
+        ok = d < 0 ? a.shape(i) >= 1 : a.shape(i) == d;
+        ++i;
+    }
+    if (!ok) {
+        std::string want = "(";
+        i = 0;
+        for (auto d : shape) want += (i++ ? ", " : "") + (d < 0 ? std::string("B") : std::to_string(d));
+        want += shape.size() == 1 ? ",)" : ")";
+        throw py::value_error(std::string(what) + " must have shape " + want + ", got " + shape_str(a));
+    }
+    if (!(a.flags() & py::array::c_style))
+        throw py::value_error(std::string(what) + " must be C-contiguous (use np.ascontiguousarray)");
+    if (writeable && !a.writeable()) throw py::value_error(std::string(what) + " must be writeable");
+    return a;
+}
+
+const float* fdata(const py::array& a) { return static_cast<const float*>(a.data()); }
+
+}  // namespace
+
+void bind_mlp(py::module_& m) {
+    py::class_<Mlp>(m, "Mlp",
+                    "The 784-100-100-10 MLP with its weights copied into C++; forward() runs cpu.mlp_sparse or "
+                    "any CPU GEMM kernel of the registry.")
+        .def(py::init([](const py::object& W1, const py::object& b1, const py::object& W2, const py::object& b2,
+                         const py::object& W3, const py::object& b3) {
+                 return new Mlp(fdata(check_array(W1, "W1", {kIn, kH1})), fdata(check_array(b1, "b1", {kH1})),
+                                fdata(check_array(W2, "W2", {kH1, kH2})), fdata(check_array(b2, "b2", {kH2})),
+                                fdata(check_array(W3, "W3", {kH2, kOut})), fdata(check_array(b3, "b3", {kOut})));
+             }),
+             py::arg("W1"), py::arg("b1"), py::arg("W2"), py::arg("b2"), py::arg("W3"), py::arg("b3"))
+        .def(
+            "forward",
+            [](Mlp& self, const py::object& x_obj, const py::object& out_obj, const std::string& kernel) {
+                const py::array x = check_array(x_obj, "x", {-1, kIn});
+                py::array out = check_array(out_obj, "out", {-1, kOut}, true);
+                const py::ssize_t batch = x.shape(0);
+                if (out.shape(0) != batch)
+                    throw py::value_error("out must have shape (" + std::to_string(batch) + ", 10) for x of shape " +
+                                          shape_str(x) + ", got " + shape_str(out));
+                if (batch > 0x7fffffff / kIn) throw py::value_error("x has too many rows: " + shape_str(x));
+                const char* xb = static_cast<const char*>(x.data());
+                const char* ob = static_cast<const char*>(out.data());
+                if (ob < xb + x.nbytes() && xb < ob + out.nbytes())
+                    throw py::value_error("out must not overlap x");
+                const CpuRegistry::Entry* gemm = nullptr;
+                if (kernel != kSparseName) {
+                    try {
+                        gemm = &CpuRegistry::instance().get(kernel);
+                    } catch (const std::invalid_argument& e) {
+                        throw py::value_error(std::string(e.what()) + ", " + kSparseName);
+                    }
+                }
+                float* probs = static_cast<float*>(out.mutable_data());
+                py::gil_scoped_release nogil;
+                return self.forward(fdata(x), probs, (int)batch, gemm);
+            },
+            py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName,
+            "out = softmax(MLP(x)) for x float32 [B, 784]; out float32 [B, 10] is overwritten. kernel: "
+            "'cpu.mlp_sparse' or a CPU GEMM kernel of the registry (used for each layer). Returns the "
+            "compute time in microseconds (steady clock, excluding the Python call).");
+
+    m.def(
+        "mlp_kernels",
+        [] {
+            py::list out;
+            py::dict d;
+            d["name"] = kSparseName;
+            d["precision"] = "fp32";
+            d["summary"] = "whole network per input row, zero inputs' weight rows skipped, SIMD, softmax in C++";
+            d["source"] = repo_path(__FILE__).substr(0, repo_path(__FILE__).rfind('/')) + "/mlp_sparse.cpp";
+            out.append(d);
+            return out;
+        },
+        "The whole-network CPU kernels (kind 'mlp' in gemmpad.registry).");
+}
+
+}  // namespace gemmpad::cpu::mlp

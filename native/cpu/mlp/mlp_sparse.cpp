@@ -1,0 +1,183 @@
+// cpu.mlp_sparse: the whole 784-100-100-10 forward pass for one input row at a
+// time, skipping every zero input of every layer.
+//
+// What changed from running the GEMM ladder layer by layer: at batch 1 a layer
+// is a vector-matrix product, y = x W, which is y = sum_i x[i] * W[i, :] - a
+// sum of rows of W weighted by the inputs. A drawn digit is ~80% zero pixels
+// (and after ReLU about half of each hidden layer is zero too), so:
+//  1. Gather the indices of the nonzero inputs (branch-free: always write the
+//     index, advance the count only when x[i] != 0; NaN != 0, so NaN is kept;
+//     with AVX-512, 16 at a time with a compare mask and vpcompressd).
+//  2. Accumulate only those rows of W, each row a whole number of vectors
+//     (outputs padded to 112 and 16 with zero weights), into accumulators
+//     that stay in registers (7 zmm for 112 outputs with AVX-512), starting
+//     from the bias; ReLU on the way out. Layer 1 touches ~160 of 784 rows:
+//     ~5x less arithmetic and, more importantly, ~5x less of W1 read.
+//  3. Layers 2 and 3 the same way, then the softmax in C++, so one call from
+//     Python does everything and nothing is allocated (all scratch is on the stack).
+// A zero input is skipped only if its weight row is finite (0 * Inf = NaN in
+// NumPy); otherwise that layer is computed densely. Large batches share their
+// rows between threads (no barrier: each thread owns a range of rows).
+// ISA dispatch: see ../simd.h.
+//
+// Measured (this dev VM, see the MEASURED lines below and tests/test_native_cpu.py):
+// MEASURED:
+//   measured: see README benchmarks
+#include <cmath>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "mlp.h"
+
+namespace gemmpad::cpu::mlp {
+namespace {
+
+constexpr int kThreadRows = 64;  // batch from which rows are shared between threads
+
+// Indices i < n with x[i] != 0 (all of them when skipping is not allowed).
+// idx must have room for n + 16 entries.
+int gather_nonzero(const float* x, int n, bool skip, int* idx) {
+    int m = 0;
+    for (int i = 0; i < n; ++i) {
+        idx[m] = i;
+        m += !skip || x[i] != 0.0f;
+    }
+    return m;
+}
+using GatherFn = int (*)(const float*, int, bool, int*);
+
+#if defined(GEMMPAD_X86)
+// The same with AVX-512, 16 inputs per step: compare with zero (unordered,
+// so NaN counts as nonzero), compress the indices of the set lanes to the
+// front of a register, store it whole, advance by the popcount.
+GEMMPAD_TARGET_AVX512 int gather_nonzero_avx512(const float* x, int n, bool skip, int* idx) {
+    if (!skip) return gather_nonzero(x, n, skip, idx);
+    __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    int m = 0, i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __mmask16 nz = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        _mm512_storeu_si512(idx + m, _mm512_maskz_compress_epi32(nz, lanes));
+        m += __builtin_popcount(nz);
+        lanes = _mm512_add_epi32(lanes, sixteen);
+    }
+    for (; i < n; ++i) {
+        idx[m] = i;
+        m += x[i] != 0.0f;
+    }
+    return m;
+}
+#endif
+
+// y[0 .. NV*W) = act(bias + sum over t of x[idx[t]] * Wt[idx[t], :]).
+template <int W, int NV>
+GEMMPAD_INLINE void sparse_layer(const float* x, const int* idx, int nnz, const float* Wt, const float* bias,
+                                 float* y, bool relu_out) {
+    using V = Vec<W>;
+    constexpr int LD = NV * W;
+    // Few accumulators cannot hide the FMA latency: use U independent sets.
+    constexpr int U = NV >= 6 ? 1 : (NV >= 3 ? 2 : 4);
+    V acc[U][NV];
+    for (int v = 0; v < NV; ++v) acc[0][v] = loadv<W>(bias + v * W);
+    for (int u = 1; u < U; ++u)
+        for (int v = 0; v < NV; ++v) acc[u][v] = V{};
+    int t = 0;
+    for (; t + U <= nnz; t += U) {
+        for (int u = 0; u < U; ++u) {
+            const int i = idx[t + u];
+            const float xi = x[i];
+            const float* row = Wt + (size_t)i * LD;
+            for (int v = 0; v < NV; ++v) acc[u][v] += loadv<W>(row + v * W) * xi;
+        }
+    }
+    for (; t < nnz; ++t) {
+        const int i = idx[t];
+        const float xi = x[i];
+        const float* row = Wt + (size_t)i * LD;
+        for (int v = 0; v < NV; ++v) acc[0][v] += loadv<W>(row + v * W) * xi;
+    }
+    for (int u = 1; u < U; ++u)
+        for (int v = 0; v < NV; ++v) acc[0][v] += acc[u][v];
+    for (int v = 0; v < NV; ++v) storev<W>(y + v * W, relu_out ? relu<W>(acc[0][v]) : acc[0][v]);
+}
+
+GEMMPAD_INLINE void softmax_row(const float* z, float* p) {
+    // Same steps as gemmpad.model.softmax, so NaN and Inf come out the same:
+    // a NaN anywhere makes the max NaN and with it the whole row.
+    float m = z[0];
+    for (int j = 1; j < kOut; ++j) m = (z[j] > m || z[j] != z[j]) ? z[j] : m;
+    float e[kOut], s = 0.0f;
+    for (int j = 0; j < kOut; ++j) s += (e[j] = std::exp(z[j] - m));
+    for (int j = 0; j < kOut; ++j) p[j] = e[j] / s;
+}
+
+template <int W>
+GEMMPAD_INLINE void forward_rows(const SparseWeights& w, const float* x, float* probs, int lo, int hi,
+                                 GatherFn gather_nonzero) {
+    alignas(64) float h1[kH1P], h2[kH2P], z[kOutP];
+    int idx[kIn + 16];
+    for (int b = lo; b < hi; ++b) {
+        const float* xb = x + (size_t)b * kIn;
+        int n = gather_nonzero(xb, kIn, w.finite1, idx);
+        sparse_layer<W, kH1P / W>(xb, idx, n, w.W1, w.b1, h1, true);
+        n = gather_nonzero(h1, kH1, w.finite2, idx);
+        sparse_layer<W, kH2P / W>(h1, idx, n, w.W2, w.b2, h2, true);
+        n = gather_nonzero(h2, kH2, w.finite3, idx);
+        sparse_layer<W, kOutP / W>(h2, idx, n, w.W3, w.b3, z, false);
+        softmax_row(z, probs + (size_t)b * kOut);
+    }
+}
+
+using RowsFn = void (*)(const SparseWeights&, const float*, float*, int, int);
+
+#if defined(GEMMPAD_X86)
+GEMMPAD_TARGET_AVX512 void rows_avx512(const SparseWeights& w, const float* x, float* p, int lo, int hi) {
+    forward_rows<16>(w, x, p, lo, hi, gather_nonzero_avx512);
+}
+GEMMPAD_TARGET_AVX2 void rows_avx2(const SparseWeights& w, const float* x, float* p, int lo, int hi) {
+    forward_rows<8>(w, x, p, lo, hi, gather_nonzero);
+}
+#endif
+void rows_generic(const SparseWeights& w, const float* x, float* p, int lo, int hi) {
+    forward_rows<4>(w, x, p, lo, hi, gather_nonzero);
+}
+
+RowsFn pick() {
+#if defined(GEMMPAD_X86)
+    if (isa() == Isa::Avx512) return rows_avx512;
+    if (isa() == Isa::Avx2) return rows_avx2;
+#endif
+    return rows_generic;
+}
+
+}  // namespace
+
+void sparse_forward(const SparseWeights& w, const float* x, float* probs, int batch) {
+    static const RowsFn rows = pick();
+    const int nthreads = batch >= kThreadRows ? max_threads() : 1;
+    if (nthreads <= 1) {
+        rows(w, x, probs, 0, batch);
+        return;
+    }
+#if defined(GEMMPAD_HAVE_OPENMP)
+    const int chunk = (batch + nthreads - 1) / nthreads;
+#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
+    for (int t = 0; t < nthreads; ++t) {
+        const int lo = t * chunk, hi = batch < lo + chunk ? batch : lo + chunk;
+        if (lo < hi) rows(w, x, probs, lo, hi);
+    }
+#endif
+}
+
+void softmax_rows(float* z, int rows) {
+    float tmp[kOut];
+    for (int b = 0; b < rows; ++b) {
+        float* row = z + (size_t)b * kOut;
+        for (int j = 0; j < kOut; ++j) tmp[j] = row[j];
+        softmax_row(tmp, row);
+    }
+}
+
+}  // namespace gemmpad::cpu::mlp
