@@ -376,7 +376,7 @@ class App:
                         med = dpg.add_text("–")
                         p99 = dpg.add_text("–")
                         self._lat_cells[key] = [last, med, p99]
-            with dpg.plot(height=-22, width=-1, no_title=True, no_menus=True, no_box_select=True,
+            with dpg.plot(height=-40, width=-1, no_title=True, no_menus=True, no_box_select=True,
                           no_mouse_pos=True, no_inputs=True):
                 dpg.add_plot_legend(location=dpg.mvPlot_Location_North, horizontal=True, outside=True, no_buttons=True)
                 self._lat_x = dpg.add_plot_axis(dpg.mvXAxis, label="frame", no_menus=True, no_gridlines=True)
@@ -693,8 +693,8 @@ class App:
             dpg.set_axis_ticks(self._lat_y, _log_ticks(lo, hi))
         dpg.set_value(
             self._lat_caption,
-            f"{len(self.history)} frames on {self.clf_kernel}, batch {self.batch}; "
-            "resets when the backend, kernel or batch changes",
+            f"{len(self.history)} frames of {self.clf_kernel} at batch {self.batch} "
+            "(the plot restarts when the setting changes)",
         )
 
     def _refresh_controls(self) -> None:
