@@ -415,7 +415,7 @@ def test_keyboard_shortcuts_drive_the_same_actions(app: object) -> None:
 
 
 def test_drawing_never_waits_for_a_slow_forward_pass(app: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Frames keep coming while the network takes its time (here: 0.6 s per call, every frame)."""
+    """Frames keep coming while the network takes its time (here: 1 s per call, every frame)."""
     _draw(app, _seven())
     clf = app.worker._clf
     real = clf.classify
@@ -423,14 +423,14 @@ def test_drawing_never_waits_for_a_slow_forward_pass(app: object, monkeypatch: p
 
     def slow(image: np.ndarray, batch: int = 1) -> object:
         calls.append(time.perf_counter())
-        time.sleep(0.6)  # sleeps release the GIL, as the native kernels do
+        time.sleep(1.0)  # sleeps release the GIL, as the native kernels do
         return real(image, batch)
 
     monkeypatch.setattr(clf, "classify", slow)
     app.set_continuous(True)
     frame_s: list[float] = []
     stroke = [("down", 40.0, 250.0)] + [("move", 40.0 + 5 * i, 250.0) for i in range(1, 40)] + [("up", 0.0, 0.0)]
-    t_end = time.perf_counter() + 2.0
+    t_end = time.perf_counter() + 3.0
     while time.perf_counter() < t_end or stroke:
         if stroke:
             app.feed(*stroke.pop(0))  # keep drawing while the worker computes
@@ -443,7 +443,7 @@ def test_drawing_never_waits_for_a_slow_forward_pass(app: object, monkeypatch: p
     print(f"{len(frame_s)} frames and {len(calls)} forward passes in the same time; "
           f"median frame {np.median(frame_s) * 1e3:.0f} ms, slowest {max(frame_s) * 1e3:.0f} ms")
     assert len(app.canvas.strokes()) == 3  # the new stroke went in while the worker was busy
-    assert max(frame_s) < 0.4
+    assert max(frame_s) < 0.5  # no frame waited for a forward pass (1 s); a loaded 2-core box needs the margin
     assert len(frame_s) >= 3 * len(calls) >= 6
 
 
