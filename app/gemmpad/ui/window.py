@@ -646,10 +646,12 @@ class App:
             dpg.set_value(self._bars, [[float(i) for i in range(10)], [float(v) for v in probs]])
             dpg.set_value(self._bar_top, [[float(p.digit)], [float(probs[p.digit])]])
             self.preview28 = np.asarray(p.image28, dtype=np.float32)
-        big = np.kron(self.preview28, np.ones((PREVIEW_SCALE, PREVIEW_SCALE), dtype=np.float32))
-        style.colourise(big, self._preview_rgba)
-        # A faint grid between the 784 inputs, drawn on the last row/column of each block.
+        # Colour the 784 inputs, then blow each up to an 8x8 block (nearest neighbour: crisp).
+        small = np.empty((28, 28, 4), dtype=np.float32)
+        style.colourise(self.preview28, small)
         s = PREVIEW_SCALE
+        self._preview_rgba[:] = small.repeat(s, axis=0).repeat(s, axis=1)
+        # A faint grid between the inputs, drawn on the last row/column of each block.
         self._preview_rgba[s - 1 :: s, :, :3] *= 0.8
         self._preview_rgba[:, s - 1 :: s, :3] *= 0.8
         dpg.set_value(self._preview_tex, self._preview_rgba)
