@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
 
     drawing = strokes.load(args.replay) if args.replay else None
     # The fastest usable backend by default: the GPU, else the native CPU code, else NumPy.
-    usable = [b for b in ("cuda", "cpu", "numpy") if not available_backends().get(b, "unknown")]
+    reasons = available_backends()
+    usable = [b for b in ("cuda", "cpu", "numpy") if not reasons.get(b, "unknown")]
     backend = args.backend or _backend_of(args.kernel) or usable[0]
     classifier = Classifier(args.model, backend=backend, kernel=args.kernel)
 
