@@ -1,0 +1,148 @@
+"""`gemmpad app` (and plain `gemmpad`): the drawing window and its scriptable runs.
+
+This module stays light (no Dear PyGui, no engine at import time) because
+the CLI imports every command module just to build its parser.
+
+    gemmpad app --replay strokes.json [--backend B] [--kernel K] [--batch N]
+                [--screenshot out.png] [--exit]
+
+replays strokes through the window's own pointer path, waits for the
+prediction, optionally writes a screenshot, prints one JSON line (prediction,
+timings, start-up and frame times) and, with --exit, closes. --record saves
+what was drawn when the window closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from gemmpad.errors import GemmpadError
+
+_T_IMPORT = time.perf_counter()
+
+
+def default_drawings_dir() -> Path:
+    return Path(os.environ.get("GEMMPAD_DRAWINGS", Path.home() / "gemmpad-drawings"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", metavar="PATH", help="model .npz (default: the shipped model)")
+    parser.add_argument("--backend", choices=("numpy", "cpu", "cuda"),
+                        help="start on this backend (default: cuda when usable, else cpu)")
+    parser.add_argument("--kernel", metavar="NAME", help="start on this kernel (default: the backend's fastest)")
+    parser.add_argument("--batch", type=int, default=1, metavar="B",
+                        help="test-time augmentation: run B jittered copies and average (1..4096, default 1)")
+    parser.add_argument("--brush", type=float, metavar="PX", help="brush diameter in canvas pixels (default 18)")
+    parser.add_argument("--replay", metavar="STROKES_JSON", help="draw these strokes, then print a JSON line")
+    parser.add_argument("--record", metavar="STROKES_JSON", help="save the drawing's strokes here on exit")
+    parser.add_argument("--screenshot", metavar="PNG", help="write a screenshot after --replay (or at start)")
+    parser.add_argument("--exit", action="store_true", help="close after --replay/--screenshot instead of staying open")
+    parser.add_argument("--drawings", metavar="DIR", type=Path, default=None,
+                        help="folder for saved drawings (default: $GEMMPAD_DRAWINGS or ~/gemmpad-drawings)")
+    parser.add_argument("--no-vsync", action="store_true", help="render as fast as possible (timing runs)")
+
+
+def display_problem() -> str:
+    """Why no window can open here, or "" if one can.
+
+    GLFW aborts the whole process when it finds no X display, so look first.
+    """
+    if sys.platform in ("win32", "darwin"):
+        return ""
+    display = os.environ.get("DISPLAY", "")
+    if not display:
+        return "no display (DISPLAY is not set)"
+    lib = ctypes.util.find_library("X11") or "libX11.so.6"
+    try:
+        x11 = ctypes.CDLL(lib)
+    except OSError:
+        return ""  # cannot check; let the window library try
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    handle = x11.XOpenDisplay(None)
+    if not handle:
+        return f"cannot open display {display!r}"
+    x11.XCloseDisplay(handle)
+    return ""
+
+
+def _process_age_s() -> float | None:
+    """Seconds since this process started (Linux), so start-up includes interpreter and imports."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _backend_of(kernel: str | None) -> str | None:
+    """The backend a kernel name belongs to ("cpu.01_naive" -> "cpu"), so --kernel alone suffices."""
+    if kernel is None:
+        return None
+    prefix = kernel.split(".", 1)[0]
+    return prefix if prefix in ("numpy", "cpu", "cuda") else None
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = display_problem()
+    if problem:
+        raise GemmpadError(
+            f"{problem}. The drawing window needs a graphical display: run it in a desktop session, or under a "
+            "virtual one with `xvfb-run -a gemmpad app ...`; to read digits from image files without a window, "
+            "use `gemmpad predict IMAGE`."
+        )
+    if not 1 <= args.batch <= 4096:
+        raise GemmpadError(f"--batch must be between 1 and 4096, got {args.batch}")
+    age = _process_age_s()
+    started_at = time.perf_counter() - age if age is not None else _T_IMPORT
+
+    from gemmpad import strokes
+    from gemmpad.engine import Classifier, available_backends
+
+    drawing = strokes.load(args.replay) if args.replay else None
+    # The fastest usable backend by default: the GPU, else the native CPU code, else NumPy.
+    reasons = available_backends()
+    usable = [b for b in ("cuda", "cpu", "numpy") if not reasons.get(b, "unknown")]
+    backend = args.backend or _backend_of(args.kernel) or usable[0]
+    classifier = Classifier(args.model, backend=backend, kernel=args.kernel)
+
+    from gemmpad.ui.window import App
+
+    app = App(
+        classifier,
+        drawings_dir=args.drawings or default_drawings_dir(),
+        batch=args.batch,
+        brush=args.brush,
+        vsync=not args.no_vsync,
+        started_at=started_at,
+    )
+    try:
+        app.step()  # the first frame: start-up ends here
+        if drawing is not None:
+            app.replay(drawing)
+            app.settle()
+        if args.screenshot:
+            app.screenshot(args.screenshot)
+        if drawing is not None or args.exit:
+            summary = app.summary()
+            if args.screenshot:
+                summary["screenshot"] = str(Path(args.screenshot).resolve())
+            print(json.dumps(summary), flush=True)
+        if not args.exit:
+            app.run()
+        if args.record:
+            strokes.save(args.record, app.canvas.strokes())
+    finally:
+        app.close()
+    return 0

@@ -1,0 +1,184 @@
+"""The drawing surface: strokes in, a float image out, with no GUI code.
+
+The canvas is a NumPy array that the app shows as a texture, painted segment by
+segment with `gemmpad.strokes.paint_segment` as the pointer moves (pointer
+samples are joined by short curves, so fast strokes stay round). Keeping it
+free of Dear PyGui means the exact pixels the network reads can be tested
+headless, and that replaying recorded strokes reproduces the live drawing bit
+for bit (undo re-renders the remaining strokes with the same painter).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gemmpad.strokes import CANVAS, Stroke, paint_segment
+
+DEFAULT_BRUSH = 18.0  # px on the 280 px canvas: the width the training drawings use
+BRUSH_RANGE = (6.0, 40.0)
+# A new pointer sample closer than this to the last one adds nothing visible;
+# skipping it keeps recorded strokes small when the mouse rests.
+MIN_STEP_PX = 0.5
+# The pointer is read once per frame, so a fast stroke arrives as points 10-30 px
+# apart; joined by straight lines, curves would show corners. Each span between
+# two samples is drawn as a centripetal Catmull-Rom curve cut into pieces this long.
+CURVE_STEP_PX = 3.0
+
+
+@dataclass
+class _Stroke:
+    points: list[tuple[float, float]]  # the painted polyline: what is recorded and re-rendered
+    width: float
+    samples: list[tuple[float, float]] = field(default_factory=list)  # raw pointer positions
+
+
+class Canvas:
+    """A 280x280 float32 image (1 = ink) and the strokes that made it."""
+
+    def __init__(self, size: tuple[int, int] = CANVAS, brush: float = DEFAULT_BRUSH) -> None:
+        self.size = size
+        self.image = np.zeros(size, dtype=np.float32)
+        self._strokes: list[_Stroke] = []
+        self._active: _Stroke | None = None
+        self.brush = brush
+        # Bumped on every pixel change, so the app knows when to ask for a new prediction.
+        self.version = 0
+        # The rows/columns changed since take_dirty(), so the app recolours only
+        # the few hundred pixels a new segment touched, not all 78,400.
+        self._dirty: tuple[int, int, int, int] | None = (0, size[0], 0, size[1])
+
+    @property
+    def brush(self) -> float:
+        return self._brush
+
+    @brush.setter
+    def brush(self, width: float) -> None:
+        self._brush = float(np.clip(width, *BRUSH_RANGE))
+
+    @property
+    def drawing(self) -> bool:
+        """True between a press and its release."""
+        return self._active is not None
+
+    @property
+    def empty(self) -> bool:
+        return not self._strokes
+
+    def strokes(self) -> list[Stroke]:
+        """The strokes as [n, 2] arrays (the gemmpad.strokes format, for --record)."""
+        return [np.asarray(s.points, dtype=np.float64) for s in self._strokes]
+
+    def press(self, x: float, y: float) -> None:
+        """Start a stroke with a dot under the pointer."""
+        if self._active is not None:
+            self.release()
+        self._active = _Stroke([(x, y)], self._brush, [(x, y)])
+        self._strokes.append(self._active)
+        self._paint((x, y), (x, y), self._active.width)
+
+    def move(self, x: float, y: float) -> None:
+        """Add a pointer sample. The curve is drawn one span behind the pointer: the
+        span ending at a sample needs the next sample to know its direction there."""
+        s = self._active
+        if s is None:
+            return
+        px, py = s.samples[-1]
+        if (x - px) ** 2 + (y - py) ** 2 < MIN_STEP_PX**2:
+            return
+        s.samples.append((x, y))
+        if len(s.samples) >= 3:
+            self._curve(s, len(s.samples) - 3)
+
+    def release(self) -> None:
+        """End the stroke, drawing its last span up to where the pointer left."""
+        s = self._active
+        if s is not None and len(s.samples) >= 2:
+            self._curve(s, len(s.samples) - 2)
+        self._active = None
+
+    def clear(self) -> None:
+        self._strokes.clear()
+        self._active = None
+        self.image.fill(0.0)
+        self.version += 1
+        self._mark_all()
+
+    def undo(self) -> bool:
+        """Remove the last stroke; False when there is none."""
+        if not self._strokes:
+            return False
+        self._strokes.pop()
+        self._active = None
+        self._repaint()
+        return True
+
+    def _repaint(self) -> None:
+        self.image.fill(0.0)
+        for s in self._strokes:
+            pts = s.points
+            if len(pts) == 1:
+                paint_segment(self.image, pts[0], pts[0], s.width)
+            for a, b in zip(pts[:-1], pts[1:]):
+                paint_segment(self.image, a, b, s.width)
+        self.version += 1
+        self._mark_all()
+
+    def take_dirty(self) -> tuple[slice, slice] | None:
+        """(rows, cols) changed since the last call, or None; resets the record."""
+        d, self._dirty = self._dirty, None
+        return None if d is None else (slice(d[0], d[1]), slice(d[2], d[3]))
+
+    def _paint(self, p0: tuple[float, float], p1: tuple[float, float], width: float) -> None:
+        paint_segment(self.image, p0, p1, width)
+        self.version += 1
+        h, w = self.size
+        pad = width / 2 + 2  # paint_segment's own bounding box, rounded outwards
+        box = (
+            max(0, int(min(p0[1], p1[1]) - pad)),
+            min(h, int(max(p0[1], p1[1]) + pad) + 1),
+            max(0, int(min(p0[0], p1[0]) - pad)),
+            min(w, int(max(p0[0], p1[0]) + pad) + 1),
+        )
+        if box[0] >= box[1] or box[2] >= box[3]:
+            return
+        d = self._dirty
+        self._dirty = box if d is None else (min(d[0], box[0]), max(d[1], box[1]), min(d[2], box[2]), max(d[3], box[3]))
+
+    def _curve(self, s: _Stroke, i: int) -> None:
+        """Paint the span samples[i] -> samples[i + 1] as a centripetal Catmull-Rom curve.
+
+        Centripetal (alpha = 0.5) rather than uniform parameterisation, because
+        uneven sample spacing (slow, then fast) makes the uniform curve overshoot
+        and loop. Missing neighbours at the ends are mirrored.
+        """
+        pts = np.asarray(s.samples, dtype=np.float64)
+        p1, p2 = pts[i], pts[i + 1]
+        p0 = pts[i - 1] if i >= 1 else 2 * p1 - p2
+        p3 = pts[i + 2] if i + 2 < len(pts) else 2 * p2 - p1
+        if np.hypot(*(p1 - p0)) < 1e-6:
+            p0 = 2 * p1 - p2
+        if np.hypot(*(p3 - p2)) < 1e-6:
+            p3 = 2 * p2 - p1
+        t0 = 0.0
+        t1 = t0 + np.hypot(*(p1 - p0)) ** 0.5
+        t2 = t1 + np.hypot(*(p2 - p1)) ** 0.5
+        t3 = t2 + np.hypot(*(p3 - p2)) ** 0.5
+        n = max(1, math.ceil(np.hypot(*(p2 - p1)) / CURVE_STEP_PX))
+        t = np.linspace(t1, t2, n + 1)[1:, None]
+        a1 = ((t1 - t) * p0 + (t - t0) * p1) / (t1 - t0)
+        a2 = ((t2 - t) * p1 + (t - t1) * p2) / (t2 - t1)
+        a3 = ((t3 - t) * p2 + (t - t2) * p3) / (t3 - t2)
+        b1 = ((t2 - t) * a1 + (t - t0) * a2) / (t2 - t0)
+        b2 = ((t3 - t) * a2 + (t - t1) * a3) / (t3 - t1)
+        curve = ((t2 - t) * b1 + (t - t1) * b2) / (t2 - t1)
+        curve[-1] = p2  # land exactly on the sample
+        for q in curve:
+            prev = s.points[-1]
+            s.points.append((float(q[0]), float(q[1])))
+            self._paint(prev, s.points[-1], s.width)
+
+    def _mark_all(self) -> None:
+        self._dirty = (0, self.size[0], 0, self.size[1])

@@ -1,0 +1,127 @@
+"""Inference off the UI thread, latest request wins.
+
+A forward pass can take from microseconds (fused CUDA kernel, batch 1) to a
+good fraction of a second (naive CPU GEMM, batch 4096). Running it on the
+frame loop would freeze the pen, so one worker thread owns the Classifier
+(it is driven by one thread at a time) and the UI only ever posts requests
+and picks up results. Requests are not queued: while the worker is busy, each
+new request replaces the waiting one, so the prediction always catches up with
+the newest drawing instead of working through a backlog of stale ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gemmpad.engine import Classifier, Prediction, Timing
+
+# How many frames the latency plot and its median/p99 cover.
+HISTORY = 300
+
+
+@dataclass(frozen=True)
+class Request:
+    seq: int
+    image: np.ndarray  # a private copy of the canvas
+    backend: str
+    kernel: str | None  # None: the backend's fastest default
+    batch: int
+
+
+@dataclass(frozen=True)
+class Result:
+    seq: int
+    backend: str  # what the classifier runs on now (may differ from the request after an error)
+    kernel: str
+    prediction: Prediction | None  # None: no ink, or an error
+    history: list[Timing] = field(default_factory=list)  # this configuration's frames, oldest first
+    error: str = ""
+
+
+class InferenceWorker:
+    """One daemon thread running classify() on the newest request."""
+
+    def __init__(self, classifier: Classifier) -> None:
+        self._clf = classifier
+        self._cond = threading.Condition()
+        self._pending: Request | None = None
+        self._result: Result | None = None
+        self._submitted = 0
+        self._done = 0
+        self._stop = False
+        # Frames run since the last backend/kernel/batch change: the latency
+        # plot and its median/p99 describe one configuration, not a mix.
+        self._since_change = 0
+        self._config: tuple[str, str, int] | None = None
+        self._thread = threading.Thread(target=self._loop, name="gemmpad-inference", daemon=True)
+        self._thread.start()
+
+    def submit(self, image: np.ndarray, backend: str, kernel: str | None, batch: int) -> int:
+        """Queue `image` (copied) for classification; returns its sequence number."""
+        with self._cond:
+            self._submitted += 1
+            self._pending = Request(self._submitted, image.copy(), backend, kernel, int(batch))
+            self._cond.notify_all()
+            return self._submitted
+
+    def take(self) -> Result | None:
+        """The newest finished result, once; None if nothing new arrived."""
+        with self._cond:
+            r, self._result = self._result, None
+            return r
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._done < self._submitted
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Block until every submitted request is answered (tests and --replay)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._done >= self._submitted, timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None or self._stop)
+                if self._stop:
+                    return
+                req, self._pending = self._pending, None
+            assert req is not None
+            result = self._run(req)
+            with self._cond:
+                self._result = result
+                # Answering this request also answers the ones it replaced before they ran.
+                self._done = max(self._done, req.seq)
+                self._cond.notify_all()
+
+    def _run(self, req: Request) -> Result:
+        clf = self._clf
+        error = ""
+        if req.backend != clf.backend or (req.kernel is not None and req.kernel != clf.kernel):
+            try:
+                clf.configure(backend=req.backend, kernel=req.kernel)
+            except Exception as exc:  # shown in the status line; we keep running on the old setting
+                error = f"{type(exc).__name__}: {exc}"
+        try:
+            prediction = clf.classify(req.image, batch=req.batch)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            prediction = None
+        if prediction is not None:
+            config = (clf.backend, clf.kernel, req.batch)
+            if config != self._config:
+                self._config, self._since_change = config, 0
+            self._since_change += 1
+        n = min(self._since_change, HISTORY)
+        history = clf.history(n) if n else []
+        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error)
