@@ -718,8 +718,7 @@ class App:
             dpg.set_value(self._status_frame, f"frame {ft:.1f} ms  ·  {1e3 / ft:.0f} fps")
 
     # --------------------------------------------------- scripted operation
-    def replay(self, drawing: Sequence[np.ndarray], points_per_frame: int = 2,
-               frame_hook: Callable[[], None] | None = None) -> None:
+    def replay(self, drawing: Sequence[np.ndarray], points_per_frame: int = 2) -> None:
         """Draw `drawing` through the pointer path, a few points per frame, like a hand."""
         for stroke in drawing:
             pts = np.asarray(stroke, dtype=np.float64).reshape(-1, 2)
