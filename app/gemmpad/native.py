@@ -8,6 +8,7 @@ says which, so callers can grey out GPU controls with the reason.
 from __future__ import annotations
 
 import functools
+import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -15,10 +16,14 @@ from typing import Any
 from gemmpad import _cpu  # noqa: F401  (re-exported for the rest of the package)
 
 try:
-    from gemmpad import _cuda as _cuda_module
-except ImportError as exc:  # not built (no nvcc at build time) or unloadable
+    _cuda_module: ModuleType | None = importlib.import_module("gemmpad._cuda")
+except ModuleNotFoundError as exc:
     _cuda_module = None
-    _CUDA_IMPORT_ERROR: str = str(exc)
+    # Not built (no nvcc at build time) unless the module exists but one of its own imports is missing.
+    _CUDA_IMPORT_ERROR: str = "" if exc.name == "gemmpad._cuda" else str(exc)
+except ImportError as exc:  # built, but unloadable (e.g. a broken shared library)
+    _cuda_module = None
+    _CUDA_IMPORT_ERROR = str(exc)
 else:
     _CUDA_IMPORT_ERROR = ""
 
@@ -46,7 +51,7 @@ def cuda_status() -> CudaStatus:
     """Probe once per process; a GPU does not appear or vanish while we run."""
     if _cuda_module is None:
         reason = "gemmpad was built without CUDA (nvcc was not found at build time)"
-        if _CUDA_IMPORT_ERROR and "No module named" not in _CUDA_IMPORT_ERROR:
+        if _CUDA_IMPORT_ERROR:
             reason = f"the CUDA module failed to load: {_CUDA_IMPORT_ERROR}"
         return CudaStatus(available=False, reason=reason, built=False)
     info = dict(_cuda_module.status())
