@@ -35,3 +35,19 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     if not np.all(np.isfinite(out64)):
         return float("nan")
     return float(np.linalg.norm(out64 - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def gemm_error(out: np.ndarray, ref: np.ndarray, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None) -> float:
+    """||out - ref|| / || |a| @ |b| + |bias| ||: the error measured against the size of the summed terms.
+
+    Rounding error scales with the terms, not with the result, so this stays meaningful when
+    a sum cancels to near zero (tiny K with ReLU), where plain relative error can spike on
+    correct float32 arithmetic. NaN in the output gives NaN (never passes).
+    """
+    out64 = out.astype(np.float64)
+    if not np.all(np.isfinite(out64)):
+        return float("nan")
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    if bias is not None:
+        scale += np.abs(bias)
+    return float(np.linalg.norm(out64 - ref) / max(np.linalg.norm(scale), 1e-30))

@@ -19,7 +19,8 @@ _ACTS = {None: 0, "none": 0, "relu": 1}
 _MAX_ELEMENTS = 2**31 - 1
 
 
-def _as_f32(name: str, x: object, ndim: int) -> np.ndarray:
+def _checked(name: str, x: object, ndim: int) -> np.ndarray:
+    """`x` as an array of real numbers with `ndim` dimensions, none empty; not yet converted."""
     if not isinstance(x, np.ndarray):
         try:
             x = np.asarray(x)
@@ -31,7 +32,7 @@ def _as_f32(name: str, x: object, ndim: int) -> np.ndarray:
         raise InputShapeError(f"{name} must be {ndim}-D, got shape {x.shape}")
     if x.size == 0:
         raise InputShapeError(f"{name} is empty (shape {x.shape}); every dimension must be >= 1")
-    return np.ascontiguousarray(x, dtype=np.float32)
+    return x
 
 
 def gemm(
@@ -51,20 +52,21 @@ def gemm(
     ladder on the GPU when one is usable, else on the CPU. `out`, if given,
     must be a C-contiguous float32 [M, N] array and is overwritten.
     """
-    a32 = _as_f32("a", a, 2)
-    b32 = _as_f32("b", b, 2)
-    (m, k), (k2, n) = a32.shape, b32.shape
+    a_in, b_in = _checked("a", a, 2), _checked("b", b, 2)
+    (m, k), (k2, n) = a_in.shape, b_in.shape
     if k != k2:
-        raise InputShapeError(f"inner dimensions differ: a is {a32.shape}, b is {b32.shape}")
-    bias32 = None
-    if bias is not None:
-        bias32 = _as_f32("bias", bias, 1)
-        if bias32.shape[0] != n:
-            raise InputShapeError(f"bias must have shape ({n},) for b of shape {b32.shape}, got {bias32.shape}")
+        raise InputShapeError(f"inner dimensions differ: a is {a_in.shape}, b is {b_in.shape}")
+    bias_in = None if bias is None else _checked("bias", bias, 1)
+    if bias_in is not None and bias_in.shape[0] != n:
+        raise InputShapeError(f"bias must have shape ({n},) for b of shape {b_in.shape}, got {bias_in.shape}")
     if activation not in _ACTS:
         raise ValueError(f"activation must be None or 'relu', got {activation!r}")
+    # Before any conversion: a float32 copy of an oversized input could itself exhaust memory.
     if max(m * k, k * n, m * n) > _MAX_ELEMENTS:
-        raise InputShapeError(f"a {a32.shape} @ b {b32.shape} is too large (over 2**31 elements in one matrix)")
+        raise InputShapeError(f"a {a_in.shape} @ b {b_in.shape} is too large (over 2**31 elements in one matrix)")
+    a32 = np.ascontiguousarray(a_in, dtype=np.float32)
+    b32 = np.ascontiguousarray(b_in, dtype=np.float32)
+    bias32 = None if bias_in is None else np.ascontiguousarray(bias_in, dtype=np.float32)
 
     if kernel is None:
         device = "cuda" if native.cuda_status().available else "cpu"

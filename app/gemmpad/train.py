@@ -248,12 +248,8 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
 
 def native_trainer(args: argparse.Namespace) -> Any:
     """gemmpad.train_native, or a clear error why --engine native cannot run (checked before any work)."""
-    from gemmpad import native
+    from gemmpad import native, train_native
 
-    try:
-        from gemmpad import train_native
-    except ImportError as exc:
-        raise GemmpadError(f"--engine native needs gemmpad.train_native, which cannot be imported ({exc})") from None
     status = native.cuda_status()
     if not status.available:
         raise CudaUnavailable(f"--engine native trains on the GPU: {status.reason}")
