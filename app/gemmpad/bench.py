@@ -593,10 +593,12 @@ def sweep_table(sweep: list[dict[str, Any]]) -> str:
     for batch in batches:
         lines.append(f"| {batch} | " + " | ".join(f"{e2e[(b, batch)]:.1f}" for b in backends) + " |")
     if "cuda" in backends and "cpu" in backends:
-        over = next((b for b in batches if e2e[("cuda", b)] < e2e[("cpu", b)]), None)
+        faster = [b for b in batches if e2e[("cuda", b)] < e2e[("cpu", b)]]
         lines.append("")
-        lines.append(f"GPU overtakes CPU (end to end) from batch {over}." if over else
-                     "The GPU did not overtake the CPU end to end in this sweep.")
+        lines.append(
+            f"GPU faster than CPU (end to end) at batch {', '.join(map(str, faster))}." if faster
+            else "The CPU is faster end to end at every batch measured."
+        )
     return "\n".join(lines)
 
 
@@ -619,7 +621,7 @@ def _plot_mlp(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], path: Pat
     ax2.set_yscale("log")
     ax2.set_xlabel("batch")
     ax2.set_ylabel("end-to-end microseconds per call (log)")
-    ax2.set_title("where the GPU overtakes the CPU")
+    ax2.set_title("CPU vs GPU end to end, by batch")
     if sweep:
         ax2.legend()
     fig.tight_layout()

@@ -37,7 +37,7 @@
 // measured 28.9 us kernel / 37.4 us end to end at batch 1 on an H200 (torch
 // CUDA graph: 14.9 / 47.5), 103 us at batch 4096; hence the staging above.
 // Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-22, `gemmpad bench mlp`,
-// assets/benchmarks/mlp-h200/): kernel / end-to-end us
+// an earlier run; current figures in assets/benchmarks/h200/): kernel / end-to-end us
 //   batch 1:    fused 19.4 / 27.4, fused_tf32 17.2 / 25.5; torch CUDA graph 16.1 / 58.8, eager 93.4 / 122.7
 //   batch 256:  fused 20.4 / 98.7, fused_tf32 17.9 / 103.1; torch CUDA graph 32.6 / 137.3
 //   batch 4096: fused 75.7, fused_tf32 57.2; torch CUDA graph 51.0
