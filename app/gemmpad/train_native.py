@@ -198,7 +198,7 @@ def _host_weights(trainer: Any) -> dict[str, np.ndarray]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `gemmpad bench train` (bench.py may also call bench() with its own namespace)."""
-    parser.add_argument("--out", default="assets/benchmarks", help="directory for train.json and the PNGs")
+    parser.add_argument("--out", default=None, metavar="DIR", help="write train.json and the PNGs here")
     parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data)")
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256], help="batch sizes to time")
     parser.add_argument("--epochs", type=int, default=5, help="timed epochs per engine and batch (after one warm-up)")
@@ -494,7 +494,7 @@ def bench(args: argparse.Namespace | None = None) -> int:
     """`gemmpad bench train`: epoch times of native fp32/mixed vs torch eager / CUDA graphs, and the parity run.
 
     Writes train.json, train.png (epoch times) and train_parity.png (loss curves)
-    under --out. Missing attributes on `args` take add_arguments()'s defaults.
+    under --out when given. Missing attributes on `args` take add_arguments()'s defaults.
     """
     a = _defaults()
     for key, value in vars(args or argparse.Namespace()).items():
@@ -502,7 +502,6 @@ def bench(args: argparse.Namespace | None = None) -> int:
     data = load_mnist(a.data)
     x, y = data[0], data[1]
     _cuda_trainer_class()
-    out = Path(a.out)
     w0 = init_weights(a.seed)
     results: list[dict[str, Any]] = []
     for b in a.batches:
@@ -533,9 +532,11 @@ def bench(args: argparse.Namespace | None = None) -> int:
         "results": results,
         "parity": parity,
     }
-    write_text(out / "train.json", json.dumps(report, indent=2) + "\n")
-    _plots(out, results, curves, parity)
-    print(f"wrote {out / 'train.json'}", flush=True)
+    if a.out:
+        out = Path(a.out)
+        write_text(out / "train.json", json.dumps(report, indent=2) + "\n")
+        _plots(out, results, curves, parity)
+        print(f"wrote {out / 'train.json'}", flush=True)
     return 0
 
 
