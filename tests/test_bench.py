@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+import gemmpad
+
 from gemmpad import bench
 from tests.cli_helpers import run_cli
 
@@ -47,21 +49,22 @@ def test_bench_mlp_numpy(monkeypatch, capsys, tmp_path):
     assert (tmp_path / "bench-mlp.png").stat().st_size > 0
 
 
-def test_sweep_table_finds_crossover():
+def test_sweep_table_names_where_the_gpu_wins():
+    """The GPU can win at one batch and lose again at a larger one (CPU threads start): list each."""
     sweep = [{"backend": b, "batch": n, "e2e_us": t} for b, n, t in
-             [("cpu", 1, 2.0), ("cpu", 64, 90.0), ("cuda", 1, 10.0), ("cuda", 64, 30.0)]]
-    assert "GPU overtakes CPU (end to end) from batch 64" in bench.sweep_table(sweep)
+             [("cpu", 1, 2.0), ("cpu", 32, 42.0), ("cpu", 64, 13.0), ("cpu", 128, 300.0),
+              ("cuda", 1, 10.0), ("cuda", 32, 30.0), ("cuda", 64, 44.0), ("cuda", 128, 70.0)]]
+    assert "GPU faster than CPU (end to end) at batch 32, 128." in bench.sweep_table(sweep)
+    cpu_only = [r for r in sweep if r["backend"] == "cpu"] + [{"backend": "cuda", "batch": n, "e2e_us": 1e9}
+                                                             for n in (1, 32, 64, 128)]
+    assert "The CPU is faster end to end at every batch measured." in bench.sweep_table(cpu_only)
 
 
-def test_bench_train_without_native_training(monkeypatch, capsys):
-    try:
-        import gemmpad.train_native  # noqa: F401
-    except ImportError:
-        rc, out, err = run_cli(monkeypatch, capsys, "bench", "train")
-        assert rc == 2
-        assert "train_native" in err
-    else:
-        pytest.skip("gemmpad.train_native is present; its own tests cover bench train")
+@pytest.mark.skipif(gemmpad.cuda_status().available, reason="checks the no-GPU message")
+def test_bench_train_without_gpu_says_why(monkeypatch, capsys):
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "train", "--parity-epochs", "0")
+    assert rc == 2
+    assert err.startswith("gemmpad: error:") and "Traceback" not in err
 
 
 @pytest.mark.gpu
