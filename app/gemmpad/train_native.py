@@ -499,9 +499,9 @@ def bench(args: argparse.Namespace | None = None) -> int:
     a = _defaults()
     for key, value in vars(args or argparse.Namespace()).items():
         setattr(a, key, value)
+    _cuda_trainer_class()  # no GPU: say so before loading anything
     data = load_mnist(a.data)
     x, y = data[0], data[1]
-    _cuda_trainer_class()
     w0 = init_weights(a.seed)
     results: list[dict[str, Any]] = []
     for b in a.batches:
