@@ -15,6 +15,7 @@ import math
 import os
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,19 +207,25 @@ class Classifier:
     # ------------------------------------------------------------------ timing
     def stats(self) -> dict[str, float]:
         """Median and p99 of the last calls (up to 1000) since the last configure()."""
-        if not self._timings:
-            nan = math.nan
-            return {"count": 0.0, "kernel_median_us": nan, "kernel_p99_us": nan, "e2e_median_us": nan, "e2e_p99_us": nan}
-        k = np.array([t.kernel_us for t in self._timings])
-        e = np.array([t.end_to_end_us for t in self._timings])
-        return {
-            "count": float(len(k)),
-            "kernel_median_us": float(np.median(k)),
-            "kernel_p99_us": float(np.percentile(k, 99)),
-            "e2e_median_us": float(np.median(e)),
-            "e2e_p99_us": float(np.percentile(e, 99)),
-        }
+        return timing_stats(self._timings)
 
     def history(self, n: int = 300) -> list[Timing]:
         """The last n timings, oldest first (what the app's latency plot draws)."""
         return list(self._timings)[-n:] if n > 0 else []
+
+
+def timing_stats(timings: Sequence[Timing]) -> dict[str, float]:
+    """Count, median and p99 of kernel and end-to-end time (NaN when there are none): one
+    definition for the engine's running statistics and the app's latency panel."""
+    if not timings:
+        nan = math.nan
+        return {"count": 0.0, "kernel_median_us": nan, "kernel_p99_us": nan, "e2e_median_us": nan, "e2e_p99_us": nan}
+    k = np.array([t.kernel_us for t in timings])
+    e = np.array([t.end_to_end_us for t in timings])
+    return {
+        "count": float(len(k)),
+        "kernel_median_us": float(np.median(k)),
+        "kernel_p99_us": float(np.percentile(k, 99)),
+        "e2e_median_us": float(np.median(e)),
+        "e2e_p99_us": float(np.percentile(e, 99)),
+    }

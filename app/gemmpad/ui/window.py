@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from gemmpad import native, registry, strokes
-from gemmpad.engine import Classifier, Prediction, Timing, available_backends
+from gemmpad.engine import Classifier, Prediction, Timing, available_backends, timing_stats
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path
 from gemmpad.ui import style
@@ -658,17 +658,7 @@ class App:
 
     def latency_stats(self) -> dict[str, float]:
         """Median and p99 of kernel and end-to-end time over this configuration's frames."""
-        if not self.history:
-            return {}
-        k = np.array([t.kernel_us for t in self.history])
-        e = np.array([t.end_to_end_us for t in self.history])
-        return {
-            "frames": float(len(k)),
-            "kernel_median_us": float(np.median(k)),
-            "kernel_p99_us": float(np.percentile(k, 99)),
-            "e2e_median_us": float(np.median(e)),
-            "e2e_p99_us": float(np.percentile(e, 99)),
-        }
+        return timing_stats(self.history) if self.history else {}
 
     def _show_latency(self) -> None:
         st = self.latency_stats()

@@ -285,8 +285,8 @@ namespace gemmpad::cuda {
 // (__CUDA_ARCH_LIST__, e.g. "800,860,890,900"); `gemmpad info` shows it.
 std::string build_arch_list() {
 #ifdef __CUDA_ARCH_LIST__
-#define GEMMPAD_STR2(x) #x
-#define GEMMPAD_STR(x) GEMMPAD_STR2(x)
+#define GEMMPAD_STR2(...) #__VA_ARGS__
+#define GEMMPAD_STR(...) GEMMPAD_STR2(__VA_ARGS__)  // the list has commas
     return GEMMPAD_STR(__CUDA_ARCH_LIST__);
 #else
     return "";
