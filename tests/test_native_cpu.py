@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import gemmpad
+
 from gemmpad import _cpu, registry
 from gemmpad.model import SHAPES, Model
 from tests.conftest import rel_error
@@ -284,7 +286,9 @@ def test_every_isa_path(isa, rng):
         pytest.skip(f"this CPU has no {isa}")
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, GEMMPAD_CPU_ISA=isa)
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "app"), str(root), env.get("PYTHONPATH", "")])
+    # the gemmpad this process imported (installed, or app/ in a developer build), then the tests package
+    package_parent = Path(gemmpad.__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(package_parent), str(root), env.get("PYTHONPATH", "")])
     seed = str(int(rng.integers(2**31)))
     res = subprocess.run(
         [sys.executable, "-c", ISA_CHECK, isa, seed], env=env, cwd=root, capture_output=True, text=True, timeout=300
