@@ -20,6 +20,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def kernel_marks(spec) -> list:
+    """Marks for a test of one registry kernel: `gpu` for CUDA kernels, plus a skip with the
+    reason where the GPU is usable but cannot run this kernel (cuda.10 needs Hopper)."""
+    if spec.device != "cuda":
+        return []
+    marks = [pytest.mark.gpu]
+    if not spec.available and native.cuda_status().available:
+        marks.append(pytest.mark.skip(reason=f"{spec.name}: {spec.unavailable_reason}"))
+    return marks
+
+
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     """A generator with a fresh seed each run; the seed is shown if the test fails."""

@@ -1,10 +1,10 @@
-"""Tensor-core kernels (08 WMMA, 09 mma.sync) on the paths test_gemm's small shapes miss.
+"""Tensor-core kernels (08 WMMA, 09 mma.sync, 10 wgmma) on the paths test_gemm's small shapes miss.
 
 test_gemm.py already runs every kernel on awkward shapes up to ~150 and the MLP
-layers. These add the cases that pick a different code path inside 08/09:
-16-byte cp.async copies (K and N multiples of 8), split-K with its workspace and
-reduction kernel (few output tiles, long K), several k-tiles per pipeline stage
-ring, and bit-for-bit repeatability of the split-K reduction.
+layers. These add the cases that pick a different code path inside 08-10:
+16-byte cp.async copies and TMA boxes (K and N multiples of 8), split-K with its
+workspace and reduction kernel (few output tiles, long K), several k-tiles per
+pipeline stage ring, partial TMA boxes, and bit-for-bit repeatability.
 """
 
 from __future__ import annotations
@@ -14,10 +14,15 @@ import pytest
 
 import gemmpad
 from gemmpad import registry
-from tests.conftest import rel_error
+from tests.conftest import kernel_marks, rel_error
 from tests.test_gemm import check, reference
 
-TC = [s.name for s in registry.kernels(device="cuda", kind="gemm") if s.step[:2] in ("08", "09")]
+TC = [
+    pytest.param(s.name, marks=kernel_marks(s), id=s.name)
+    for s in registry.kernels(device="cuda", kind="gemm")
+    if s.step[:2] in ("08", "09", "10")
+]
+WGMMA = [p for p in TC if p.id == "cuda.10_wgmma_fp16"]
 
 pytestmark = pytest.mark.gpu
 
@@ -62,3 +67,33 @@ def test_nan_through_split_k(name: str, rng: np.random.Generator) -> None:
     ok = [r for r in range(9) if r != 2]
     ref = reference(a[ok], b, bias, "relu")
     assert rel_error(out[ok], ref) <= 5e-3
+
+
+# cuda.10 runs its TMA path when K and N are multiples of 8: block tiles of
+# 128x256, k-tiles of 64, 4 pipeline stages. Shapes around every one of those edges.
+WGMMA_SHAPES = [
+    (1, 8, 8),  # one element row, one partial k-tile, boxes mostly out of range
+    (128, 256, 64),  # exactly one tile, one k-tile
+    (129, 264, 72),  # one row / one 8-column chunk / one 8-deep k slice past the tile edges
+    (64, 512, 64 * 4),  # the stage ring filled exactly once
+    (300, 200, 64 * 5 + 8),  # ring wraps, partial last k-tile, N inside one tile
+    (1024, 1024, 768),  # the seed's table size
+    (17, 1032, 4096),  # long K, many stage reuses, N just past 4 tiles
+]
+
+
+@pytest.mark.parametrize("shape", WGMMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", WGMMA)
+def test_wgmma_tma_path(name: str, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
+    m, n, k = shape
+    check(name, m, n, k, rng)
+    check(name, m, n, k, rng, bias=False, activation=None)
+
+
+@pytest.mark.parametrize("name", WGMMA)
+def test_wgmma_random_aligned_shapes(name: str, rng: np.random.Generator) -> None:
+    """Random shapes that all take the TMA path (test_gemm's mostly fall back to 09)."""
+    for i in range(60):
+        m = int(rng.integers(1, 700))
+        n, k = (8 * int(x) for x in rng.integers(1, 70, size=2))
+        check(name, m, n, k, rng, bias=bool(i % 2), activation="relu" if i % 3 else None)

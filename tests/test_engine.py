@@ -10,7 +10,7 @@ from gemmpad import native, registry
 from gemmpad.engine import BACKENDS, Classifier, Prediction, Timing, available_backends, jitter
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.model import SHAPES, Model, default_model_path
-from tests.conftest import rel_error
+from tests.conftest import kernel_marks, rel_error
 
 TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3}
 AVAILABLE = available_backends()
@@ -45,7 +45,7 @@ def backend_params() -> list:
     """(backend, kernel, precision) for every kernel of every backend, GPU ones marked."""
     out = [pytest.param("numpy", "numpy", "fp32", id="numpy")]
     for spec in registry.kernels():
-        marks = [pytest.mark.gpu] if spec.device == "cuda" else []
+        marks = kernel_marks(spec)
         if spec.device == "cpu" and CPU_MLP_REASON:
             marks.append(pytest.mark.skip(reason=CPU_MLP_REASON))
         out.append(pytest.param(spec.device, spec.name, spec.precision, marks=marks, id=spec.name))

@@ -127,13 +127,14 @@ class Classifier:
     # ------------------------------------------------------------ configuration
     def kernels(self, backend: str | None = None) -> list[str]:
         """Selectable kernels of a backend, in ladder order: its GEMM kernels
-        (layer by layer), then its whole-network kernels."""
+        (layer by layer), then its whole-network kernels; those this machine
+        cannot run (cuda.10 off Hopper) are left out."""
         backend = backend or self.backend
         if backend not in BACKENDS:
             raise GemmpadError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if backend == "numpy":
             return ["numpy"]
-        specs = registry.kernels(device=backend)
+        specs = [s for s in registry.kernels(device=backend) if s.available]
         return [s.name for s in specs if s.kind == "gemm"] + [s.name for s in specs if s.kind == "mlp"]
 
     def configure(self, backend: str | None = None, kernel: str | None = None) -> None:

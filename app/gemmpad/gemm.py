@@ -76,7 +76,7 @@ def gemm(
     if spec.kind != "gemm":
         raise ValueError(f"kernel {spec.name!r} is a whole-network kernel, not a GEMM")
     if not spec.available:
-        raise CudaUnavailable(f"kernel {spec.name!r} needs CUDA: {spec.unavailable_reason}")
+        raise CudaUnavailable(f"kernel {spec.name!r} cannot run here: {spec.unavailable_reason}")
 
     if out is None:
         out = np.empty((m, n), dtype=np.float32)

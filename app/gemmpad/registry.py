@@ -3,7 +3,8 @@
 Each native kernel registers itself in C++ (see native/include/gemmpad/kernel.h);
 this module merges the CPU and CUDA lists into KernelSpec records. CUDA
 kernels are listed whenever the CUDA module was built, marked unavailable
-(with the reason) when there is no usable GPU, so the app can show them greyed.
+(with the reason) when there is no usable GPU, or when a kernel needs more than
+this GPU offers, so the app can show them greyed.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ def _specs(module: object, device: str, available: bool, reason: str) -> list[Ke
         if fn is None:
             continue
         for d in fn():
+            # A kernel may need more than a usable device (cuda.10: Hopper and an sm_90a build).
+            own_reason = "" if not available else d.get("unavailable_reason", "")
             out.append(
                 KernelSpec(
                     name=d["name"],
@@ -50,8 +53,8 @@ def _specs(module: object, device: str, available: bool, reason: str) -> list[Ke
                     source=d["source"],
                     kind=kind,
                     in_type=d.get("in_type", "f32"),
-                    available=available,
-                    unavailable_reason=reason,
+                    available=available and not own_reason,
+                    unavailable_reason=reason or own_reason,
                 )
             )
     return out

@@ -101,6 +101,7 @@ py::list list_kernels() {
         d["in_type"] = k.in_type == InType::F16 ? "f16" : "f32";
         d["summary"] = k.summary;
         d["source"] = k.source;
+        d["unavailable_reason"] = k.unavailable ? k.unavailable() : std::string();
         out.append(d);
     }
     return out;

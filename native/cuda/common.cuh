@@ -72,7 +72,11 @@ __device__ __forceinline__ float epilogue(float acc, const float* __restrict__ b
 #define CUDA_CHECK_LAUNCH(name) ::gemmpad::cuda::check_launch((name), __FILE__, __LINE__)
 
 // GEMMPAD_REGISTER_CUDA("cuda.01_naive", "fp32", gemmpad::InType::F32, "one line", fn)
-#define GEMMPAD_REGISTER_CUDA(NAME, PRECISION, IN_TYPE, SUMMARY, FN)                          \
-    static const bool GEMMPAD_CONCAT(gemmpad_registered_, __LINE__) =                        \
-        ::gemmpad::cuda::CudaRegistry::instance().add(                                       \
-            ::gemmpad::KernelInfo{NAME, PRECISION, IN_TYPE, SUMMARY, ::gemmpad::repo_path(__FILE__)}, FN)
+#define GEMMPAD_REGISTER_CUDA(NAME, PRECISION, IN_TYPE, SUMMARY, FN) \
+    GEMMPAD_REGISTER_CUDA_IF(NAME, PRECISION, IN_TYPE, SUMMARY, FN, nullptr)
+// The same for a kernel that runs only where UNAVAILABLE() returns "" (see KernelInfo::unavailable).
+#define GEMMPAD_REGISTER_CUDA_IF(NAME, PRECISION, IN_TYPE, SUMMARY, FN, UNAVAILABLE)                           \
+    static const bool GEMMPAD_CONCAT(gemmpad_registered_, __LINE__) =                                        \
+        ::gemmpad::cuda::CudaRegistry::instance().add(                                                       \
+            ::gemmpad::KernelInfo{NAME, PRECISION, IN_TYPE, SUMMARY, ::gemmpad::repo_path(__FILE__), UNAVAILABLE}, \
+            FN)

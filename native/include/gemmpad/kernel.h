@@ -44,6 +44,10 @@ struct KernelInfo {
     InType in_type = InType::F32;
     std::string summary;    // one line
     std::string source;     // path inside the repository, e.g. native/cuda/gemm/03_smem_tiled.cu
+    // For kernels that need more than the module's device (cuda.10 needs Hopper
+    // and an sm_90a build): "" when the kernel can run here, else the reason.
+    // nullptr: runs wherever the module runs.
+    std::string (*unavailable)() = nullptr;
 };
 
 // Repository-relative source path from __FILE__ (which may be absolute).
