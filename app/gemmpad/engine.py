@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,6 +29,7 @@ BACKENDS = ("numpy", "cpu", "cuda")
 DEFAULT_KERNELS = {"numpy": "numpy", "cpu": "cpu.mlp_sparse", "cuda": "cuda.mlp_fused"}
 HISTORY = 1000  # calls kept for stats() and history()
 N_IN, N_OUT = LAYERS[0], LAYERS[-1]
+_F32 = np.dtype(np.float32)
 
 
 def available_backends() -> dict[str, str]:
@@ -55,11 +56,11 @@ def _check_backend(backend: str) -> None:
         raise (CudaUnavailable if backend == "cuda" else GemmpadError)(f"backend {backend!r} is unavailable: {reason}")
 
 
-@dataclass(frozen=True)
-class Timing:
+class Timing(NamedTuple):
     """One call. kernel_us: compute only (CUDA events on the GPU, the C++ steady
     clock on the CPU, the matmuls for NumPy); end_to_end_us: wall clock from the
-    input array to probabilities in host memory."""
+    input array to probabilities in host memory. A NamedTuple: it is made on
+    every call, inside the end-to-end time (a frozen dataclass costs ~0.2 us more)."""
 
     kernel_us: float
     end_to_end_us: float
@@ -79,6 +80,9 @@ class Prediction:
 
 def _as_batch(x: Any) -> np.ndarray:
     """[B, 784] C-contiguous float32 (a single [784] vector becomes [1, 784])."""
+    if type(x) is np.ndarray and x.dtype is _F32 and x.ndim == 2 and x.shape[1] == N_IN and x.shape[0] \
+            and x.flags.c_contiguous:
+        return x  # the per-call case (every frame of the app), checked in a fraction of the general path
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiub":
         raise InputTypeError(f"input must hold real numbers, got dtype {arr.dtype}")
@@ -134,7 +138,8 @@ class Classifier:
             raise GemmpadError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if backend == "numpy":
             return ["numpy"]
-        specs = [s for s in registry.kernels(device=backend) if s.available]
+        backend_usable = not available_backends()[backend]
+        specs = [s for s in registry.kernels(device=backend) if s.available or not backend_usable]
         return [s.name for s in specs if s.kind == "gemm"] + [s.name for s in specs if s.kind == "mlp"]
 
     def configure(self, backend: str | None = None, kernel: str | None = None) -> None:
@@ -176,10 +181,10 @@ class Classifier:
             probs = self.model.forward(xb).astype(np.float32, copy=False)
             kernel_us = (time.perf_counter() - t1) * 1e6
         else:
-            probs = np.empty((batch, N_OUT), dtype=np.float32)
+            probs = np.empty((batch, N_OUT), dtype=_F32)
             result = self._native[self.backend].forward(xb, probs, self.kernel)
-            kernel_us = float(result[0] if isinstance(result, tuple) else result)
-        timing = Timing(kernel_us=kernel_us, end_to_end_us=(time.perf_counter() - t0) * 1e6, batch=batch)
+            kernel_us = result[0] if type(result) is tuple else result  # (kernel, e2e) from CUDA, kernel from CPU
+        timing = Timing(kernel_us, (time.perf_counter() - t0) * 1e6, batch)  # positional: the cheaper call
         self.last_timing = timing
         self._timings.append(timing)
         return probs
