@@ -1,6 +1,7 @@
 """gemmpad._cuda.Mlp's whole-network kernels against the float64 reference:
-every tile configuration, both cuda.mlp_fused paths (thread-block clusters on
-sm_90, global partials + last block elsewhere), output poisoned first."""
+every tile configuration, both paths of every fused kernel (sm_90: clusters,
+bulk copies; the sm_80-89 path: global partials + last block, plain loads),
+output poisoned first. native/tools/mlp_probe.cu checks every variant too."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from tests.test_engine import assert_agrees, digit_like, random_model, reference
 
 pytestmark = pytest.mark.gpu
 
-# Tile edges of cuda.mlp_fused (1 row; 4 up to 32; 16 up to 512; the 3xTF32
-# kernel beyond), of the tensor-core kernels (16 up to 512, 32 beyond) and of
-# the mapped-memory path (<= 64).
-BATCHES = (1, 2, 3, 4, 5, 16, 31, 32, 33, 64, 65, 300, 511, 513, 1000, 4096)
+# Plan edges (fused_mlp.cu's fused_plan): the split kernel with 1-row tiles of
+# 14 blocks up to 4 rows (x as a kernel parameter at batch 1), 2-row tiles of
+# 14 blocks to 8, 2-row tiles of 7 blocks to 64, 4-row to 128, 16-row
+# tensor-core tiles beyond (clusters up to 240 rows); the row-block kernel
+# (fused_mlp_tc.cu) from 384 rows (tf32) / 1024 rows (fp32), 32-row tiles from 3072.
+BATCHES = (1, 2, 3, 4, 5, 8, 9, 16, 17, 33, 64, 65, 128, 129, 240, 241, 300, 383, 384, 1023, 1024, 1025, 3071, 3072,
+           4096)
 
 
 @pytest.fixture
@@ -69,7 +73,8 @@ def test_fused_paths_interleaved_reuse_counters_and_scratch(cuda_mod, rng):
     mlp = _mlp(cuda_mod, model)
     before = cuda_mod.set_fused_clusters(True)
     try:
-        for clusters, batch in [(False, 4096), (True, 1), (False, 1), (False, 33), (True, 4096), (False, 7), (False, 7)]:
+        for clusters, batch in [(False, 4096), (True, 1), (False, 1), (False, 33), (True, 4096), (False, 7), (False, 7),
+                                (True, 300), (False, 300), (True, 2)]:
             cuda_mod.set_fused_clusters(clusters)
             _check(mlp, model, "cuda.mlp_fused", "fp32", rng, batches=(batch,))
     finally:

@@ -1,393 +1,493 @@
-// cuda.mlp_fused: the whole 784-100-100-10 network in ONE launch, on CUDA cores
-// (batches up to 512; larger ones run the 3xTF32 tensor-core kernel of
-// fused_mlp_tc.cu, which measured faster there).
+// cuda.mlp_fused (and the small/medium batches of cuda.mlp_fused_tf32 and
+// cuda.mlp_fused_3xtf32): the whole 784-100-100-10 network in ONE launch,
+// layer 1 split by COLUMNS over a 7-block thread-block cluster.
 //
-// What changed (from the tensor-core fused kernel of fused_mlp_tc.cu, which was
-// cuda.mlp_fused until now and stays as cuda.mlp_fused_3xtf32): no weight
-// staging into shared memory and no tensor cores. Every block of the old kernel
-// copied a 112x112 slice of W1 (50 KB) into shared memory and waited for it
-// before multiplying; the last block then waited again for W2, and the split-K
-// hand-off cost two global round trips (fence + atomic, then the partials).
-// Here:
-//   * Row tiles of BM rows (1 for batch 1, 4 up to 32, 16 up to 512); each tile
-//     is 8 blocks, block `rank` owning 98 rows of W1 (K = 784 = 8 x 98).
-//   * At the start every thread issues ALL its loads at once, straight from L2
-//     into registers (coalesced float4 along W1's rows): its 14 rows x 4 columns
-//     of W1, its 8 values of W2's column slice, and its part of the x slice.
-//     Latency, not bandwidth, decides at small batches. (Skipping W1 rows whose
-//     pixel is zero would make those loads wait for x: the input's sparsity buys
-//     nothing here, unlike on the CPU.)
-//   * Plain fp32 FMAs: exact fp32 without 3xTF32's tripled work, and at <= 16
-//     rows per block tensor cores would idle anyway.
-//   * sm_90: the 8 blocks of a tile form a thread-block CLUSTER. Layer-1 partials
-//     stay in each block's shared memory; after cluster.sync() every block sums
-//     all 8 through distributed shared memory (DSMEM) into the full h1, computes
-//     ITS 14 columns of layer 2 (W2 already in registers) and writes them into
-//     block 0's shared memory; after a second cluster.sync() block 0 runs layer 3
-//     (W3 prefetched into its shared memory at the start) and the softmax. No
-//     global scratch, no atomics, layer 2 spread over 8 SMs.
-//   * sm_80-89 (or clusters turned off, _cuda.set_fused_clusters(False)):
-//     partials go to global scratch, the last block to arrive (fence + atomic
-//     counter, reset by that block) runs layers 2-3 + softmax alone.
-// Input and output live in mapped pinned host memory up to batch 64 (the kernel
-// reads x over PCIe and writes the probabilities back itself); mlp.cu replays
-// the launch from a captured CUDA graph (see Mlp::graph_).
+// What changed (from the previous cuda.mlp_fused: layer 1 split by ROWS of W1,
+// K = 784 = 8 x 98, two cluster.sync()s, layer 2 by column slices):
+//   * A row tile of BM rows is 7 blocks; block s owns hidden units
+//     16s..16s+15: W1's columns 16s..16s+15 over all 784 k. Its slice of h1
+//     is complete inside the block (no cross-block sum before the ReLU), so
+//     it goes straight on to its share of layer 2: the partial product of
+//     those 16 h1 columns with W2's rows 16s..16s+15 ([BM,112]).
+//   * ONE hand-off: every block pushes its layer-2 partial into block 0's
+//     shared memory (DSMEM stores) and arrives on the cluster barrier
+//     (release); blocks 1-6 exit, block 0 waits (acquire), sums the seven
+//     partials, runs layer 3 and the softmax. (A relaxed arrive at the start
+//     and a wait before the first remote store make sure block 0 is running.)
+//     sm_80-89 or clusters off: partials to global scratch, the last block of
+//     the tile to arrive (fence + counter) runs the tail, as before.
+//   * Weights come in fragment order (fused_common.cuh): one coalesced float4
+//     per lane per k-step, all 7 of a warp's k-steps requested before any is
+//     used. 14 warps split the 98 k-steps (7 each), summed through shared memory.
+//   * Layer 1 runs on FMAs (BM = 1, 2, 4, 8: exact fp32) or tensor cores (BM =
+//     16: mma.m16n8k8, 3xTF32 for fp32 or one tf32 pass), same data layout.
+//   * x tile staged in shared memory with a row stride of 788 floats (= 20
+//     mod 32 banks): the A fragments of 8 rows x 4 k hit 32 different banks.
+// Why it should be faster: the previous kernel paid two cluster barriers and
+// a DSMEM all-gather of [BM,112] partials; this one pays one barrier and
+// moves BM x 112 floats per block once. Nothing else is serial.
 //
-// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-22, median of 300 calls
-// of _cuda.Mlp.forward; kernel = CUDA events, end to end = host clock in C++):
-//   first version (same kernels, one launch per call, the start event recorded
-//   before the launch call, x loaded in a load-store loop):
-//     batch 1: 11.1 / 17.7 us (old cuda.mlp_fused 19.4 / 27.4); batch 16: 13.9;
-//     batch 256: 24.5; batch 4096 (a 64-row register-tiled variant): 100 us.
-//   + all x loads issued before the first store (one round trip instead of one
-//     per iteration) and the launch replayed from a CUDA graph (the events no
-//     longer time the host's launch call); both together, not separated:
-//     batch 1: 7.2 / 14.4 us; batch 2: 7.9; batch 16: 10.8 / 20.1; batch 32: 12.7;
-//     batch 64: 21.3 (mapped input); batch 128: 16.6; batch 256: 21.7 / 97.
-//     ncu gpu__time_duration (cold caches): batch 1 8.2-9.0 us, batch 16 9.2-9.9,
-//     batch 256 21.6 us: the event figures are the kernel's own duration now.
-//   In the same bench run: torch CUDA graph 15.1 / 44.7 (batch 1), 25.2 / 55.9
-//   (16), 30.3 / 122.7 (256), 50.4 (4096); cuda.mlp_fused_3xtf32 16.9 / 25.6 (1),
-//   22.1 (256), 73.7 (4096).
-//   Clusters vs the last-block fallback on the same H200: batch 1 7.2 vs 11.5,
-//   batch 16 10.8 vs 15.2, batch 256 21.7 vs 21.5 us.
-//   The 64-row variant for large batches (x transposed in shared memory, 4x8
-//   register tiles, W2 staged by cp.async) measured 94 us at 4096 vs 73 us for
-//   the 3xTF32 kernel: removed, large batches go to the tensor-core kernel.
-// Short of the issue's goals (batch 1: 4 us kernel / 12 us end to end; 5 us at
-// 256; 15 us at 4096). Not yet understood: why 8 blocks of 224 threads need
-// ~7 us at batch 1 and 16-row tiles ~20 us at 256 (load-to-use chains look like
-// ~3 us); next steps: ncu source-level stall reasons, copying x with a graph
-// memcpy node instead of mapped PCIe reads, one cluster.sync instead of two.
+// History (earlier cuda.mlp_fused, H200, 2026-11-22, `gemmpad bench mlp`,
+// kernel / end-to-end us): the tensor-core kernel (now fused_mlp_tc.cu's
+// history) 19.4 / 27.4 at batch 1; the K-split CUDA-core cluster kernel 7.5 /
+// 16.4 (batch 1), 11.2 / 22.7 (16), 21.2 / 115.3 (256); torch CUDA graph 17.3 /
+// 63.7, 26.7 / 68.0, 32.1 / 141.0 in the same run. Its header asked why 8
+// blocks of 224 threads needed ~7 us at batch 1.
+//
+// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-23; native/tools/mlp_probe.cu:
+// CUDA events around one graph-launched kernel, x and out in device memory, median of 300):
+//   batch 1: 5.34 us (14 blocks of 8 hidden units, cluster) / 5.54 (7 blocks of 16); the
+//   previous kernel 7.2. An EMPTY kernel measures 2.7-3.1 us the same way, so the network
+//   itself now costs ~2.5 us. globaltimer trace at batch 1 (ns after the first block starts,
+//   latest block): x in 544, h1 slice done 1024, partial pushed 1216, tail starts 1696
+//   (the cluster barrier), end 2368. Back to back (20 launches between two events): 2.97 us.
+//   batch 16: 6.27 (2-row FMA tiles); 128: 8.19 (4-row tiles); 256: 10.88 (16-row 3xTF32
+//   tiles without clusters: 16 tiles x 7 blocks do not fit as clusters at once; 13.79 with).
+//   Clusters vs global partials + last block: batch 1 5.54 vs 5.89, batch 16 6.27 vs 6.59.
+//   Through Mlp::forward from Python (`gemmpad bench mlp`, shipped model; x as a kernel
+//   parameter at batch 1, output in mapped host memory up to batch 64), kernel / end to end:
+//   batch 1 6.5 / 17.8 us (torch CUDA graph 15.8 / 48.9 in the same run), 16: 12.9 / 29.7
+//   (25.3 / 59.0), 256: 14.7 / 105.4 (29.4 / 123.2). Writing the output over PCIe from the
+//   kernel costs kernel time (6 -> 12 us at batch 8-64) but saves a device-to-host copy
+//   node, which costs more end to end (probe: +8 us for 40 bytes).
+// Still short of the inference issue's goals (4 us kernel at batch 1, 5 us at 256): with
+// 2.7-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
+// x and W1 from L2, multiply, reduce across blocks, two more layers, write) that the trace
+// puts at 2.4 us; the cross-block hand-off alone (barrier + tail) is ~1.1 us of it.
 #include <algorithm>
+#include <type_traits>
 
-#include "mlp.cuh"
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#include <cooperative_groups.h>
-#define GEMMPAD_HAS_CLUSTERS 1
-namespace cg = cooperative_groups;
-#endif
+#include "fused_common.cuh"
 
 namespace gemmpad::cuda {
 namespace {
 
-constexpr int kRanks = 8;                            // blocks per row tile (cluster size on sm_90; portable max)
-constexpr int kSlice = kIn / kRanks;                 // 98 rows of W1 per block
-constexpr int kQuads = kHiddenPad / 4;               // 28 float4 columns of W1
-constexpr int kPer1 = 14;                            // W1 rows per thread
-constexpr int kGroups1 = kSlice / kPer1;             // 7 k-groups
-constexpr int kWorkers = kQuads * kGroups1;          // 196 threads do layers 1 and 2
-constexpr int kThreads = 224;                        // whole warps (softmax shuffles need full warps)
-constexpr int kCols2 = kHiddenPad / kRanks;          // 14 columns of layer 2 per block
-constexpr int kGroups2 = kWorkers / kCols2;          // 14 k-groups
-constexpr int kPer2 = kHiddenPad / kGroups2;         // 8 k per thread
-constexpr int kWarpsN = kThreads / 32;
-static_assert(kSlice * kRanks == kIn && kPer1 * kGroups1 == kSlice, "K must split evenly");
-static_assert(kCols2 * kRanks == kHiddenPad && kPer2 * kGroups2 == kHiddenPad, "layer 2 must split evenly");
-static_assert(kWorkers <= kThreads && kThreads % 32 == 0, "workers fit the block");
-static_assert(kSlice % 2 == 0, "x slices are read as float2");
+constexpr int kWarps = 14, kThreads = kWarps * 32;
+constexpr int kStepsPerWarp = kKSteps1 / kWarps;   // 7
+constexpr int kXs = kIn + 4;                       // x tile row stride: 788 = 20 (mod 32)
+constexpr int kRowGroups = kThreads / kHiddenPad;  // 4: layer-2 threads per column
+static_assert(kStepsPerWarp * kWarps == kKSteps1 && kRowGroups * kHiddenPad == kThreads, "even splits");
 
 bool g_clusters_enabled = true;  // one host thread drives the GPU (common.cuh)
 bool g_used_clusters = false;
 
-__device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }  // NaN stays NaN
-
-// Shared memory (floats), in this order so that every float4 access is aligned:
-//   part [BM][112]     this block's layer-1 partial (read by the cluster)
-//   work [7][BM][112]  layer-1 k-group partials; later h1 [BM][112], the layer-2
-//                      k-group partials [14][BM][14] and h2 [BM][112]
-//   w3s  [112][16]     W3 (cluster block 0)
-//   xs   [BM][98]      this block's slice of x
-template <int BM>
-constexpr size_t smem_floats() {
-    return (size_t)BM * kHiddenPad + (size_t)kGroups1 * BM * kHiddenPad + kHiddenPad * kOutPad + (size_t)BM * kSlice;
-}
-template <int BM>
-struct Smem {
-    float *part, *work, *w3s, *xs, *h1, *red2, *h2;
-    __device__ explicit Smem(float* base) {
-        part = base;
-        work = part + BM * kHiddenPad;
-        w3s = work + kGroups1 * BM * kHiddenPad;
-        xs = w3s + kHiddenPad * kOutPad;
-        h1 = work;
-        red2 = h1 + BM * kHiddenPad;
-        h2 = red2 + kGroups2 * BM * kCols2;
-        static_assert(BM * kHiddenPad * 2 + kGroups2 * BM * kCols2 <= kGroups1 * BM * kHiddenPad,
-                      "h1, layer-2 partials and h2 must fit where the layer-1 partials were");
+#ifdef GEMMPAD_MLP_TRACE
+// globaltimer stamps per block (probe builds only): start, inputs loaded, weights
+// in, h1 slice done, partial pushed, tail start, end.
+__device__ unsigned long long g_trace[64][8];
+__device__ __forceinline__ void stamp(int i) {
+    if (threadIdx.x == 0 && blockIdx.x < 64) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        g_trace[blockIdx.x][i] = t;
     }
+}
+#else
+__device__ __forceinline__ void stamp(int) {}
+#endif
+
+template <int kCols>
+using FragT = std::conditional_t<kCols == 16, float4, float2>;
+
+// Shared memory (floats): W2 rows [C][112] | W3 [112][16] |
+// x tile [BM][788] (later layer-3 partial logits [4][BM][16]) | red [14][BM][C] (later h2
+// [BM][112]) | h1 [BM][C] | recv [112/C][BM][112] (cluster: block 0's inbox).
+template <int BM, int kCols, bool kCluster>
+struct SplitSmem {
+    static constexpr int kSlices = kHiddenPad / kCols;
+    static constexpr size_t w2 = (size_t)kCols * kHiddenPad,
+                            w3 = kHiddenPad * kOutPad, xs = (size_t)BM * kXs,
+                            red = std::max(kWarps * BM * kCols, BM * kHiddenPad), h1 = (size_t)BM * kCols,
+                            recv = kCluster ? (size_t)kSlices * BM * kHiddenPad : 0;
+    static constexpr size_t floats = w2 + w3 + xs + red + h1 + recv;
 };
 
-// Columns [slice*14, slice*14 + 14) of h2 = relu(h1 @ W2 + b2) into dst [BM][112]
-// (local or another block's shared memory). w2r: this thread's 8 values of the slice.
-template <int BM>
-__device__ __forceinline__ void layer2_slice(const float* h1, const float (&w2r)[kPer2], float* red2, int slice,
-                                             const float* __restrict__ b2, float* dst) {
-    const int tid = threadIdx.x;
-    if (tid < kWorkers) {
-        const int c = tid % kCols2, g = tid / kCols2;
-        float acc[BM];
-#pragma unroll
-        for (int r = 0; r < BM; ++r) acc[r] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < kPer2; ++j) {
-            const int k = g * kPer2 + j;
-#pragma unroll
-            for (int r = 0; r < BM; ++r) acc[r] = fmaf(h1[r * kHiddenPad + k], w2r[j], acc[r]);
-        }
-#pragma unroll
-        for (int r = 0; r < BM; ++r) red2[(g * BM + r) * kCols2 + c] = acc[r];
-    }
-    __syncthreads();
-    for (int i = tid; i < BM * kCols2; i += kThreads) {
-        const int r = i / kCols2, c = i % kCols2;
-        float s = 0.0f;
-#pragma unroll
-        for (int g = 0; g < kGroups2; ++g) s += red2[(g * BM + r) * kCols2 + c];
-        dst[r * kHiddenPad + slice * kCols2 + c] = relu(s + b2[slice * kCols2 + c]);
-    }
-}
-
-// This thread's 8 values of W2's column slice, from global or shared memory ([112][112] either way).
-__device__ __forceinline__ void load_w2_slice(float (&w2r)[kPer2], const float* __restrict__ w2, int slice) {
-    const int tid = threadIdx.x;
-    if (tid >= kWorkers) return;
-    const int c = tid % kCols2, g = tid / kCols2;
-#pragma unroll
-    for (int j = 0; j < kPer2; ++j) w2r[j] = w2[(g * kPer2 + j) * kHiddenPad + slice * kCols2 + c];
-}
-
-// x[row0 .. row0 + BM, k0 .. k0 + 98] as float2 (rows past the batch read as 0),
-// handed to `store(r, p, value)` for columns 2p, 2p + 1. ALL loads are issued
-// before the first store: a load-store loop waits one full round trip (L2, or
-// PCIe for mapped host memory) per iteration.
-template <int BM, typename Store>
-__device__ __forceinline__ void load_x_slice(const float* __restrict__ x, int batch, int row0, int k0, Store store) {
-    constexpr int kPairs = kSlice / 2, kIters = (BM * kPairs + kThreads - 1) / kThreads;
-    float2 v[kIters];
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-        const int i = threadIdx.x + it * kThreads, r = i / kPairs, p = i % kPairs;
-        v[it] = make_float2(0.0f, 0.0f);
-        if (i < BM * kPairs && row0 + r < batch)
-            v[it] = *reinterpret_cast<const float2*>(x + (size_t)(row0 + r) * kIn + k0 + 2 * p);
-    }
-#pragma unroll
-    for (int it = 0; it < kIters; ++it) {
-        const int i = threadIdx.x + it * kThreads;
-        if (i < BM * kPairs) store(i / kPairs, i % kPairs, v[it]);
-    }
-}
-
-// Layer 3 + softmax for the tile's rows: one warp per row; lane = (k parity, output).
-template <int BM>
-__device__ __forceinline__ void layer3_softmax(const float* h2, const float* w3, const float* __restrict__ b3,
-                                               float* __restrict__ out, int row0, int rows) {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int o = lane % kOutPad, half = lane / kOutPad;
-    for (int r = warp; r < rows; r += kWarpsN) {  // warp-uniform
-        float a0 = 0.0f, a1 = 0.0f;  // two chains: half the dependent FMAs
-#pragma unroll
-        for (int k = half; k < kHiddenPad; k += 4) {
-            a0 = fmaf(h2[r * kHiddenPad + k], w3[k * kOutPad + o], a0);
-            a1 = fmaf(h2[r * kHiddenPad + k + 2], w3[(k + 2) * kOutPad + o], a1);
-        }
-        float v = a0 + a1;
-        v += __shfl_xor_sync(0xffffffffu, v, kOutPad);  // both halves now hold the full dot product
-        const bool live = half == 0 && o < kOut;
-        v = live ? v + b3[o] : -INFINITY;
-        float m = v;
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-        const float e = live ? expf(v - m) : 0.0f;
-        float sum = e;
-#pragma unroll
-        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        if (live) out[(size_t)(row0 + r) * kOut + o] = e / sum;
-    }
-}
-
-template <int BM, bool kCluster>
-__global__ void __launch_bounds__(kThreads)
-    fused_fma_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                     float* __restrict__ partials, unsigned* __restrict__ counters) {
-    extern __shared__ __align__(16) float smem_raw[];
-    const Smem<BM> sm(smem_raw);
+template <int BM, Engine E, bool kCluster, int kCols>
+__device__ __forceinline__ void split_body(const FusedWeights& w, const float* __restrict__ x, float* __restrict__ out,
+                                           int batch, float* __restrict__ partials, unsigned* __restrict__ counters,
+                                           unsigned* done) {
+    static_assert(E == Engine::Fma ? BM <= 4 : BM % 16 == 0, "FMA for up to 4 rows, tensor cores for 16k");
+    static_assert(kCols == 16 || (kCols == 8 && E == Engine::Fma), "a column pair, or a single n-tile with FMAs");
+    static_assert(BM * kCols <= kThreads, "one thread per h1 value");
+    using L = SplitSmem<BM, kCols, kCluster>;
+    using Frag = FragT<kCols>;
+    constexpr int kSlices = L::kSlices;
+    extern __shared__ __align__(16) float smem[];
+    float* w2s = smem;
+    float* w3s = w2s + L::w2;
+    float* xs = w3s + L::w3;
+    float* red = xs + L::xs;
+    float* h1s = red + L::red;
+    float* recv = h1s + L::h1;
+    float* h2s = red;
+    float* logits = xs;  // [4 k-quarters][BM][16], once the x tile is dead
     __shared__ bool is_last;
-    const int tid = threadIdx.x;
-    const int tile = blockIdx.x / kRanks, rank = blockIdx.x % kRanks;  // == cluster rank (clusters run along x)
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int tile = blockIdx.x / kSlices, s = blockIdx.x % kSlices;  // s == cluster rank (clusters run along x)
     const int row0 = tile * BM, rows = min(BM, batch - row0);
-    const int k0 = rank * kSlice;
-    const int q = tid % kQuads, g = tid / kQuads;  // layer-1 worker: float4 column, k-group
-
-    // ---- 1. every independent load goes out first: W1 rows, W2 slice, W3, x
-    float4 w1r[kPer1];
-    if (tid < kWorkers) {
-        const float4* src = reinterpret_cast<const float4*>(w.w1 + (size_t)(k0 + g * kPer1) * kHiddenPad) + q;
-#pragma unroll
-        for (int j = 0; j < kPer1; ++j) w1r[j] = __ldg(src + j * kQuads);
+    const bool tail_block = !kCluster || s == 0;  // without clusters the tail block is not known yet
+    stamp(0);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kCluster) {  // launched without its cluster (never by this file): fail, do not hang
+        unsigned n;
+        asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+        if (n != kSlices) __trap();
     }
-    float w2r[kPer2];
-    if constexpr (kCluster) {
-        load_w2_slice(w2r, w.w2, rank);
-        if (rank == 0)
-            for (int i = tid; i < kHiddenPad * kOutPad / 4; i += kThreads)
-                reinterpret_cast<float4*>(sm.w3s)[i] = __ldg(reinterpret_cast<const float4*>(w.w3) + i);
-    }
-    load_x_slice<BM>(x, batch, row0, k0, [&](int r, int p, float2 v) {
-        *reinterpret_cast<float2*>(sm.xs + r * kSlice + 2 * p) = v;
-    });
-    __syncthreads();
+#endif
+    if constexpr (kCluster) cluster_arrive_relaxed();  // phase 0: "this block is running"
 
-    // ---- 2. layer 1 over this block's 98 k: per-thread [BM][4] partials, then summed over the 7 k-groups
-    if (tid < kWorkers) {
-        float acc[BM][4];
+    // ---- 1. every load goes out first: W1 fragments, x tile, W2 rows, W3 (tail block), biases
+    const float* w1g = (kCols == 16 ? w.w1f : w.w1f8) + (size_t)s * kIn * kCols;
+    const float* w2g = w.w2 + (size_t)s * kCols * kHiddenPad;
+    Frag wf[kStepsPerWarp];
+    float4 w2r = make_float4(0.f, 0.f, 0.f, 0.f), w3r = w2r;
+    {
+        const Frag* src = reinterpret_cast<const Frag*>(w1g) + warp * kStepsPerWarp * 32 + lane;
 #pragma unroll
-        for (int r = 0; r < BM; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = 0.0f;
+        for (int i = 0; i < kStepsPerWarp; ++i) wf[i] = __ldg(src + i * 32);
+        static_assert(kCols * kHiddenPad / 4 <= kThreads && kHiddenPad * kOutPad / 4 <= kThreads, "one float4 each");
+        if (tid < kCols * kHiddenPad / 4) w2r = __ldg(reinterpret_cast<const float4*>(w2g) + tid);
+        if (tail_block && tid < kHiddenPad * kOutPad / 4) w3r = __ldg(reinterpret_cast<const float4*>(w.w3) + tid);
+    }
+    const float b1v = tid < BM * kCols ? __ldg(w.b1 + kCols * s + tid % kCols) : 0.0f;
+    const float b2v = tail_block ? __ldg(w.b2 + tid % kHiddenPad) : 0.0f;
+    const float b3v = tail_block && lane % 16 < kOut ? __ldg(w.b3 + lane % 16) : 0.0f;
+    {
+        constexpr int kQuads = kIn / 4, kIters = (BM * kQuads + kThreads - 1) / kThreads;
+        float4 v[kIters];
 #pragma unroll
-        for (int j = 0; j < kPer1; ++j) {
-            const int k = g * kPer1 + j;
-#pragma unroll
-            for (int r = 0; r < BM; ++r) {
-                const float xv = sm.xs[r * kSlice + k];
-                acc[r][0] = fmaf(xv, w1r[j].x, acc[r][0]);
-                acc[r][1] = fmaf(xv, w1r[j].y, acc[r][1]);
-                acc[r][2] = fmaf(xv, w1r[j].z, acc[r][2]);
-                acc[r][3] = fmaf(xv, w1r[j].w, acc[r][3]);
-            }
+        for (int it = 0; it < kIters; ++it) {
+            const int i = tid + it * kThreads, r = i / kQuads, q = i % kQuads;
+            v[it] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (i < BM * kQuads && r < rows) v[it] = reinterpret_cast<const float4*>(x + (size_t)(row0 + r) * kIn)[q];
         }
+#pragma unroll
+        for (int it = 0; it < kIters; ++it) {
+            const int i = tid + it * kThreads, r = i / kQuads, q = i % kQuads;
+            if (i < BM * kQuads) *reinterpret_cast<float4*>(xs + r * kXs + 4 * q) = v[it];
+        }
+    }
+    __syncthreads();
+    stamp(1);
+
+    // ---- 2. layer 1 over this warp's 7 k-steps; lane (g, t) holds k = 8j + t and 8j + t + 4
+    if constexpr (E == Engine::Fma) {
+        constexpr int kAcc = kCols / 4;  // chains per row: (columns g, 8 + g) x (k, k + 4)
+        float acc[BM][kAcc];
 #pragma unroll
         for (int r = 0; r < BM; ++r)
-            reinterpret_cast<float4*>(sm.work + (g * BM + r) * kHiddenPad)[q] =
-                make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+#pragma unroll
+            for (int a = 0; a < kAcc; ++a) acc[r][a] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < kStepsPerWarp; ++i) {
+            const int k = 8 * (warp * kStepsPerWarp + i) + t;
+#pragma unroll
+            for (int r = 0; r < BM; ++r) {
+                const float xa = xs[r * kXs + k], xb = xs[r * kXs + k + 4];
+                if constexpr (kCols == 16) {
+                    acc[r][0] = fmaf(xa, wf[i].x, acc[r][0]);
+                    acc[r][1] = fmaf(xb, wf[i].y, acc[r][1]);
+                    acc[r][2] = fmaf(xa, wf[i].z, acc[r][2]);
+                    acc[r][3] = fmaf(xb, wf[i].w, acc[r][3]);
+                } else {
+                    acc[r][0] = fmaf(xa, wf[i].x, acc[r][0]);
+                    acc[r][1] = fmaf(xb, wf[i].y, acc[r][1]);
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < BM; ++r) {
+            float c0 = acc[r][0] + acc[r][1];
+            c0 += __shfl_xor_sync(0xffffffffu, c0, 1);
+            c0 += __shfl_xor_sync(0xffffffffu, c0, 2);
+            if constexpr (kCols == 16) {
+                float c1 = acc[r][2] + acc[r][3];
+                c1 += __shfl_xor_sync(0xffffffffu, c1, 1);
+                c1 += __shfl_xor_sync(0xffffffffu, c1, 2);
+                if (t == 1) red[(warp * BM + r) * kCols + 8 + g] = c1;
+            }
+            if (t == 0) red[(warp * BM + r) * kCols + g] = c0;
+        }
+    } else {
+        constexpr int kMt = BM / 16, kNt = kCols / 8;
+        float hi[kMt][2][4] = {}, lo[kMt][2][4] = {};
+#pragma unroll
+        for (int i = 0; i < kStepsPerWarp; ++i) {
+            const int k = 8 * (warp * kStepsPerWarp + i) + t;
+#pragma unroll
+            for (int m = 0; m < kMt; ++m) {
+                const float* xr = xs + (16 * m + g) * kXs + k;
+                const float a[4] = {xr[0], xr[8 * kXs], xr[4], xr[8 * kXs + 4]};
+                mma_pair<E>(hi[m], lo[m], a, wf[i]);
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < kMt; ++m)
+#pragma unroll
+            for (int n = 0; n < kNt; ++n) {
+                float* d = red + (warp * BM + 16 * m + g) * kCols + 8 * n + 2 * t;
+                d[0] = hi[m][n][0] + lo[m][n][0];
+                d[1] = hi[m][n][1] + lo[m][n][1];
+                d[8 * kCols] = hi[m][n][2] + lo[m][n][2];
+                d[8 * kCols + 1] = hi[m][n][3] + lo[m][n][3];
+            }
+    }
+    // W2 rows and W3 have long landed: into shared memory for layer 2 and the tail
+    if (tid < kCols * kHiddenPad / 4) reinterpret_cast<float4*>(w2s)[tid] = w2r;
+    if (tail_block && tid < kHiddenPad * kOutPad / 4) reinterpret_cast<float4*>(w3s)[tid] = w3r;
+    __syncthreads();
+
+    // ---- 3. this block's h1 columns, complete: bias + ReLU over the 14 warps' sums
+    if (tid < BM * kCols) {
+        float v = b1v;
+#pragma unroll
+        for (int wp = 0; wp < kWarps; ++wp) v += red[wp * BM * kCols + tid];
+        h1s[tid] = relu(v);
     }
     __syncthreads();
-    float* my_part = kCluster ? sm.part : partials + ((size_t)tile * kRanks + rank) * BM * kHiddenPad;
-    for (int i = tid; i < BM * kHiddenPad / 4; i += kThreads) {
-        float4 s = reinterpret_cast<const float4*>(sm.work)[i];
-#pragma unroll
-        for (int gg = 1; gg < kGroups1; ++gg) {
-            const float4 v = reinterpret_cast<const float4*>(sm.work + gg * BM * kHiddenPad)[i];
-            s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-        }
-        reinterpret_cast<float4*>(my_part)[i] = s;
-    }
+    stamp(3);
 
+    // ---- 4. layer-2 partial: h1[:, slice] @ W2[slice rows, :], pushed to the tail block
+    float* dst;
     if constexpr (kCluster) {
-#ifdef GEMMPAD_HAS_CLUSTERS
-        // ---- 3a. cluster: all-gather h1 through DSMEM, layer 2 by column slices, layer 3 in block 0
-        cg::cluster_group cluster = cg::this_cluster();
-        cluster.sync();  // every block's partial is complete (and its layer-1 scratch is dead)
-        for (int i = tid; i < BM * kHiddenPad / 4; i += kThreads) {
-            float4 s = reinterpret_cast<const float4*>(w.b1)[i % kQuads];
-#pragma unroll
-            for (int p = 0; p < kRanks; ++p) {
-                const float4 v = reinterpret_cast<const float4*>(cluster.map_shared_rank(sm.part, p))[i];
-                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
-            }
-            reinterpret_cast<float4*>(sm.h1)[i] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
-        }
-        __syncthreads();
-        layer2_slice<BM>(sm.h1, w2r, sm.red2, rank, w.b2, cluster.map_shared_rank(sm.h2, 0));
-        cluster.sync();  // h2 complete in block 0; no block reads another's memory after this
-        if (rank == 0) layer3_softmax<BM>(sm.h2, sm.w3s, w.b3, out, row0, rows);
-#else
-        __trap();  // never launched: the host launches clusters only for sm_90 binaries
-#endif
+        cluster_wait_acquire();  // phase 0 complete: block 0 is running, its shared memory is there
+        dst = cluster_map(recv, 0) + s * BM * kHiddenPad;
     } else {
-        // ---- 3b. no clusters: the last block of the tile to arrive runs layers 2-3
+        dst = partials + ((size_t)tile * kSlices + s) * BM * kHiddenPad;
+    }
+    const int c2 = tid % kHiddenPad;
+    for (int r = tid / kHiddenPad; r < BM; r += kRowGroups) {
+        float p0 = 0.0f, p1 = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kCols; k += 2) {
+            p0 = fmaf(h1s[r * kCols + k], w2s[k * kHiddenPad + c2], p0);
+            p1 = fmaf(h1s[r * kCols + k + 1], w2s[(k + 1) * kHiddenPad + c2], p1);
+        }
+        dst[r * kHiddenPad + c2] = p0 + p1;
+    }
+    stamp(4);
+
+    // ---- 5. hand-off: only the tail block goes on
+    if constexpr (kCluster) {
+        cluster_arrive_release();  // phase 1: my partial is in block 0 (every thread releases its own stores)
+        if (s != 0) return;        // nothing reads this block's shared memory
+        cluster_wait_acquire();
+    } else {
         __threadfence();  // this block's partials visible device-wide before counting in
         __syncthreads();
-        if (tid == 0) is_last = atomicAdd(&counters[tile], 1u) == kRanks - 1;
+        if (tid == 0) is_last = atomicAdd(&counters[tile], 1u) == kSlices - 1;
         __syncthreads();
         if (!is_last) return;
         __threadfence();  // order the reads below after every other block's fence + count
-        const float* tile_parts = partials + (size_t)tile * kRanks * BM * kHiddenPad;
-        for (int i = tid; i < BM * kHiddenPad / 4; i += kThreads) {
-            float4 s = reinterpret_cast<const float4*>(w.b1)[i % kQuads];
+    }
+    stamp(5);
+
+    // ---- 6. h2 = relu(b2 + sum of the partials)
+    const float* parts = kCluster ? recv : partials + (size_t)tile * kSlices * BM * kHiddenPad;
+    for (int i = tid; i < BM * kHiddenPad; i += kThreads) {  // i % 112 == tid % 112 (448 = 4 x 112)
+        float v = b2v;
 #pragma unroll
-            for (int p = 0; p < kRanks; ++p) {
-                const float4 v = __ldcg(reinterpret_cast<const float4*>(tile_parts + (size_t)p * BM * kHiddenPad) + i);
-                s.x += v.x, s.y += v.y, s.z += v.z, s.w += v.w;
+        for (int p = 0; p < kSlices; ++p)
+            v += kCluster ? parts[p * BM * kHiddenPad + i] : __ldcg(parts + p * BM * kHiddenPad + i);
+        h2s[i] = relu(v);
+    }
+    if (!kCluster && tid == 0) counters[tile] = 0;  // ready for the next launch on this stream
+    __syncthreads();
+
+    // ---- 7. layer 3: warp w < 12 takes k-quarter w % 4 of rows w / 4, w / 4 + 3, ...; lane = (k half, output)
+    const int o = lane % 16, kh = lane / 16;
+    if (warp < 12) {
+        const int q = warp % 4;
+        const float* w3 = w3s + (28 * q + 14 * kh) * kOutPad + o;
+        for (int r = warp / 4; r < rows; r += 3) {
+            const float* h = h2s + r * kHiddenPad + 28 * q + 14 * kh;
+            float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 14; k += 2) {
+                a0 = fmaf(h[k], w3[k * kOutPad], a0);
+                a1 = fmaf(h[k + 1], w3[(k + 1) * kOutPad], a1);
             }
-            reinterpret_cast<float4*>(sm.h1)[i] = make_float4(relu(s.x), relu(s.y), relu(s.z), relu(s.w));
+            float v = a0 + a1;
+            v += __shfl_xor_sync(0xffffffffu, v, 16);
+            if (kh == 0) logits[(q * BM + r) * kOutPad + o] = v;
         }
-        if (tid == 0) counters[tile] = 0;  // ready for the next launch on this stream
+    }
+    __syncthreads();
+    // ---- softmax, one warp per row (both half-warps hold the same row)
+    const bool live = o < kOut;
+    for (int r = warp; r < rows; r += kWarps) {  // warp-uniform
+        float v = b3v;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v += logits[(q * BM + r) * kOutPad + o];
+        v = live ? v : -INFINITY;
+        const float m = float_unorder(__reduce_max_sync(0xffffffffu, float_order(v)));
+        const float e = live ? expf(v - m) : 0.0f;
+        float sum = e;
+#pragma unroll
+        for (int off = 8; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        if (kh == 0 && live) out[(size_t)(row0 + r) * kOut + o] = e / sum;
+    }
+    if (done != nullptr) {  // one row tile: tell the host the probabilities are there
         __syncthreads();
-        for (int slice = 0; slice < kRanks; ++slice) {
-            load_w2_slice(w2r, w.w2, slice);
-            layer2_slice<BM>(sm.h1, w2r, sm.red2, slice, w.b2, sm.h2);
-            __syncthreads();  // red2 is reused by the next slice; h2 complete after the last
+        if (tid == 0) {
+            __threadfence_system();
+            *reinterpret_cast<volatile unsigned*>(done) = 1u;
         }
-        layer3_softmax<BM>(sm.h2, w.w3, w.b3, out, row0, rows);
     }
+    stamp(6);
 }
 
-// Rows per tile: 1 for batch 1 (no wasted FMAs), 4 up to 32 rows (more tiles,
-// so more SMs, for small batches), 16 up to 512. Larger batches go to the
-// 3xTF32 tensor-core kernel (see the header: it measured faster there).
-constexpr int kSmallTileMax = 32, kFmaBatchMax = 512;
-int tile_rows(int batch) { return batch == 1 ? 1 : batch <= kSmallTileMax ? 4 : 16; }
-
-using KernelFn = void (*)(FusedWeights, const float*, float*, int, float*, unsigned*);
-
-template <int BM, bool kCluster>
-void launch_config(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-                   cudaStream_t stream) {
-    const KernelFn kernel = fused_fma_kernel<BM, kCluster>;
-    constexpr size_t smem = smem_floats<BM>() * sizeof(float);
-    static bool configured = false;  // one host thread drives the GPU (common.cuh)
-    if (!configured) {
-        if (smem > max_smem_per_block_optin())
-            throw std::runtime_error("cuda.mlp_fused needs " + std::to_string(smem) +
-                                     " bytes of shared memory per block; this device allows " +
-                                     std::to_string(max_smem_per_block_optin()));
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        configured = true;
-    }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(ceil_div(batch, BM) * kRanks);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    if (kCluster) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = kRanks;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-    }
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters));
-    CUDA_CHECK_LAUNCH("cuda.mlp_fused");
+template <int BM, Engine E, bool kCluster, int kCols>
+__global__ void __launch_bounds__(kThreads)
+    split_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
+                 float* __restrict__ partials, unsigned* __restrict__ counters, unsigned* done) {
+    split_body<BM, E, kCluster, kCols>(w, x, out, batch, partials, counters, done);
 }
+
+// Batch 1 with the input row as a kernel parameter, read in place (__grid_constant__).
+template <bool kCluster, int kCols>
+__global__ void __launch_bounds__(kThreads)
+    split_kernel_xp(FusedWeights w, const __grid_constant__ XParam xp, float* __restrict__ out, int batch,
+                    float* __restrict__ partials, unsigned* __restrict__ counters, unsigned* done) {
+    split_body<1, Engine::Fma, kCluster, kCols>(w, xp.x, out, batch, partials, counters, done);
+}
+
+using KernelFn = void (*)(FusedWeights, const float*, float*, int, float*, unsigned*, unsigned*);
+using KernelXpFn = void (*)(FusedWeights, XParam, float*, int, float*, unsigned*, unsigned*);
 
 // Clusters need a device that launches them AND a kernel binary built for
-// sm_90+ (an sm_80 binary running on Hopper has the trap branch instead).
-template <int BM>
-bool cluster_binary() {
-    static const int ok = [] {
-        int dev = 0, attr = 0;
-        CUDA_CHECK(cudaGetDevice(&dev));
-        CUDA_CHECK(cudaDeviceGetAttribute(&attr, cudaDevAttrClusterLaunch, dev));
-        cudaFuncAttributes fa{};
-        CUDA_CHECK(cudaFuncGetAttributes(&fa, fused_fma_kernel<BM, true>));
-        return attr != 0 && fa.binaryVersion >= 90 ? 1 : 0;
-    }();
-    return ok != 0;
+// sm_90+ (an sm_80 binary running on Hopper has no cluster barrier in it).
+bool sm90_binary(KernelFn fn) {
+    int dev = 0, attr = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&attr, cudaDevAttrClusterLaunch, dev));
+    cudaFuncAttributes fa{};
+    CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
+    return attr != 0 && fa.binaryVersion >= 90;
 }
 
-template <int BM>
-void launch_tile(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-                 cudaStream_t stream) {
-    g_used_clusters = g_clusters_enabled && cluster_binary<BM>();
-    if (g_used_clusters) launch_config<BM, true>(w, x, out, batch, s, stream);
-    else launch_config<BM, false>(w, x, out, batch, s, stream);
+template <int BM, Engine E, bool kCluster, int kCols>
+struct Split {
+    using L = SplitSmem<BM, kCols, kCluster>;
+    static constexpr bool kXp = BM == 1 && E == Engine::Fma;  // the x-parameter kernel exists for 1-row tiles
+    static constexpr KernelFn kernel = split_kernel<BM, E, kCluster, kCols>;
+    static constexpr size_t smem = L::floats * sizeof(float);
+
+    static void configure() {
+        static bool configured = false;  // one host thread drives the GPU (common.cuh)
+        if (configured) return;
+        if (smem > max_smem_per_block_optin())
+            throw std::runtime_error("cuda.mlp_fused (" + std::to_string(BM) + "-row tiles) needs " +
+                                     std::to_string(smem) + " bytes of shared memory per block; this device allows " +
+                                     std::to_string(max_smem_per_block_optin()));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        if (kCluster && L::kSlices > 8)
+            CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        if constexpr (kXp) {
+            CUDA_CHECK(cudaFuncSetAttribute(split_kernel_xp<kCluster, kCols>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)smem));
+            if (kCluster && L::kSlices > 8)
+                CUDA_CHECK(cudaFuncSetAttribute(split_kernel_xp<kCluster, kCols>,
+                                                cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        }
+        configured = true;
+    }
+    static cudaLaunchConfig_t config(int batch, cudaStream_t stream, cudaLaunchAttribute* attr) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(ceil_div(batch, BM) * L::kSlices);
+        cfg.blockDim = dim3(kThreads);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        if (kCluster) {
+            attr[0].id = cudaLaunchAttributeClusterDimension;
+            attr[0].val.clusterDim.x = L::kSlices;
+            attr[0].val.clusterDim.y = 1;
+            attr[0].val.clusterDim.z = 1;
+            cfg.attrs = attr;
+            cfg.numAttrs = 1;
+        }
+        return cfg;
+    }
+    static void launch(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
+                       cudaStream_t stream, const XParam* xp) {
+        configure();
+        cudaLaunchAttribute attr[1];
+        const cudaLaunchConfig_t cfg = config(batch, stream, attr);
+        if constexpr (kXp) {
+            if (xp) {
+                CUDA_CHECK(cudaLaunchKernelEx(&cfg, split_kernel_xp<kCluster, kCols>, w, *xp, out, batch, s.partials,
+                                              s.counters, s.done));
+                CUDA_CHECK_LAUNCH("cuda.mlp_fused (split, x as a parameter)");
+                return;
+            }
+        }
+        if (xp) throw std::invalid_argument("split kernel: x as a parameter needs 1-row FMA tiles");
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters, s.done));
+        CUDA_CHECK_LAUNCH("cuda.mlp_fused (split)");
+    }
+    static int max_clusters() {
+        if (!kCluster) return -1;
+        configure();
+        cudaLaunchAttribute attr[1];
+        const cudaLaunchConfig_t cfg = config(L::kSlices * 64, nullptr, attr);
+        int n = 0;
+        CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+        return n;
+    }
+};
+
+// cols x clusters for one (BM, engine); `query`: report max active clusters instead of launching.
+template <int BM, Engine E>
+int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
+             cudaStream_t stream, bool query, const XParam* xp) {
+    // Per instantiation: whether this binary can use clusters (sm_90).
+    static const bool sm90 = sm90_binary(split_kernel<BM, E, true, 16>);
+    // _cuda.set_fused_clusters(False) turns clusters off: the sm_80-89 path, testable on Hopper.
+    const bool cluster = p.cluster && g_clusters_enabled && sm90;
+    if (!query) g_used_clusters = cluster;
+    auto run = [&](auto split) {
+        using S = decltype(split);
+        if (query) return S::max_clusters();
+        S::launch(w, x, out, batch, s, stream, xp);
+        return 0;
+    };
+    if constexpr (BM <= 2) {  // 8 hidden units per block (14 blocks) pay only for tiles of 1-2 rows
+        if (p.cols == 8) return cluster ? run(Split<BM, E, true, 8>{}) : run(Split<BM, E, false, 8>{});
+    }
+    if (p.cols != 16) throw std::invalid_argument("split kernel: 8 hidden units per block only for 1-2 row tiles");
+    return cluster ? run(Split<BM, E, true, 16>{}) : run(Split<BM, E, false, 16>{});
+}
+
+int split_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
+              cudaStream_t stream, bool query, const XParam* xp) {
+    if (batch < 1) throw std::invalid_argument("batch must be >= 1");
+    if (xp && batch != 1) throw std::invalid_argument("split kernel: x as a parameter holds one row");
+    if (p.cols != 8 && p.cols != 16) throw std::invalid_argument("split kernel: 8 or 16 hidden units per block");
+    if (p.engine == Engine::Fma) {
+        switch (p.bm) {
+            case 1: return dispatch<1, Engine::Fma>(p, w, x, out, batch, s, stream, query, xp);
+            case 2: return dispatch<2, Engine::Fma>(p, w, x, out, batch, s, stream, query, xp);
+            case 4: return dispatch<4, Engine::Fma>(p, w, x, out, batch, s, stream, query, xp);
+        }
+    } else if (p.bm == 16) {
+        if (p.engine == Engine::Tf32x3) return dispatch<16, Engine::Tf32x3>(p, w, x, out, batch, s, stream, query, xp);
+        return dispatch<16, Engine::Tf32>(p, w, x, out, batch, s, stream, query, xp);
+    }
+    throw std::invalid_argument("split kernel: no " + std::to_string(p.bm) + "-row tile for this engine");
 }
 
 }  // namespace
+
+#ifdef GEMMPAD_MLP_TRACE
+void fused_trace_read(unsigned long long* host) {  // [64][8]
+    CUDA_CHECK(cudaMemcpyFromSymbol(host, g_trace, sizeof(g_trace)));
+}
+void fused_trace_clear() {
+    static const unsigned long long zero[64][8] = {};
+    CUDA_CHECK(cudaMemcpyToSymbol(g_trace, zero, sizeof(zero)));
+}
+#endif
 
 bool set_fused_clusters(bool enabled) {
     const bool before = g_clusters_enabled;
@@ -399,35 +499,82 @@ bool fused_used_clusters() { return g_used_clusters; }
 bool fused_clusters_enabled() { return g_clusters_enabled; }
 
 std::pair<size_t, int> fused_scratch_size(int batch) {
-    const auto tc = fused_tc_scratch_size(batch);
-    if (batch > kFmaBatchMax) return tc;  // every fused kernel runs the tensor-core kernel there
-    const int bm = tile_rows(batch), tiles = ceil_div(batch, bm);
-    return {std::max(tc.first, (size_t)tiles * kRanks * bm * kHiddenPad), std::max(tc.second, tiles)};
+    // Any tile size up to 16 rows (ceil(batch / bm) * bm <= batch + 15 rows), up to 14 slices.
+    return {(size_t)(batch + 15) * 14 * kHiddenPad, batch};
 }
 
-void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& scratch,
-                      cudaStream_t stream) {
-    if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    if (batch > kFmaBatchMax) return launch_fused_mlp_tc(w, x, out, batch, true, scratch, stream);
-    switch (tile_rows(batch)) {
-        case 1: launch_tile<1>(w, x, out, batch, scratch, stream); break;
-        case 4: launch_tile<4>(w, x, out, batch, scratch, stream); break;
-        default: launch_tile<16>(w, x, out, batch, scratch, stream); break;
+void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+                        const FusedScratch& s, cudaStream_t stream, const XParam* xp) {
+    split_any(plan, w, x, out, batch, s, stream, false, plan.xparam ? xp : nullptr);
+}
+
+int fused_split_max_clusters(const FusedPlan& plan) {
+    return split_any(plan, FusedWeights{}, nullptr, nullptr, 1, FusedScratch{}, nullptr, true, nullptr);
+}
+
+bool g_plan_override_set = false;
+FusedPlan g_plan_override;
+
+void set_fused_plan_override(const FusedPlan* plan) {
+    g_plan_override_set = plan != nullptr;
+    if (plan) g_plan_override = *plan;
+}
+
+// Measured choices (H200, see the header): FMAs while a tile has few rows
+// (14 blocks of 8 hidden units for 1-2 row tiles, 7 of 16 beyond), 3xTF32 /
+// tf32 tensor cores from 16-row tiles on, clusters while those tiles fit at
+// once, the row-block kernel (fused_mlp_tc.cu) for large batches.
+FusedPlan fused_plan(FusedKind kind, int batch) {
+    if (g_plan_override_set) return g_plan_override;
+    constexpr int kRowsFrom = 1024, kRowsFromTf32 = 384;  // batches from here run the row-block kernel
+    const Engine tc = kind == FusedKind::Tf32 ? Engine::Tf32 : Engine::Tf32x3;
+    FusedPlan p;
+    if (batch >= (kind == FusedKind::Tf32 ? kRowsFromTf32 : kRowsFrom)) {
+        p.design = FusedPlan::Rows;
+        p.bm = batch >= 3072 ? 32 : 16;
+        p.engine = tc;
+        p.warps = 7;
+        p.rotate = true;
+        return p;
     }
+    if (kind == FusedKind::Fp32Tc || batch > 128) {
+        p.bm = 16, p.engine = tc, p.cols = 16;
+        p.cluster = batch <= 15 * 16;  // 15 clusters of 7 such blocks fit at once
+        return p;
+    }
+    p.engine = Engine::Fma;
+    if (batch <= 4) p.bm = 1, p.cols = 8;
+    else if (batch <= 8) p.bm = 2, p.cols = 8;
+    else if (batch <= 64) p.bm = 2, p.cols = 16;
+    else p.bm = 4, p.cols = 16;
+    return p;
+}
+
+void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+                  const FusedScratch& scratch, cudaStream_t stream, const XParam* xp) {
+    if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream);
+    else launch_fused_split(plan, w, x, out, batch, scratch, stream, xp);
+}
+
+bool fused_kind(const std::string& name, FusedKind& kind) {
+    if (name == "cuda.mlp_fused") kind = FusedKind::Fp32;
+    else if (name == "cuda.mlp_fused_tf32") kind = FusedKind::Tf32;
+    else if (name == "cuda.mlp_fused_3xtf32") kind = FusedKind::Fp32Tc;
+    else return false;
+    return true;
 }
 
 const std::vector<MlpKernelInfo>& mlp_kernel_list() {
     static const std::vector<MlpKernelInfo> list = {
         {"cuda.mlp_fused_3xtf32", "fp32",
-         "whole network in one launch on tensor cores: 3xTF32 WMMA, W1 slices staged in shared memory, "
-         "split-K layer 1 over 7 blocks, last block runs layers 2-3 + softmax",
-         fused_tc_source()},
-        {"cuda.mlp_fused_tf32", "tf32", "the tensor-core fused network with one tf32 pass (3x less tensor work)",
-         fused_tc_source()},
+         "whole network in one launch on tensor cores at every batch: 3xTF32 mma.sync, layer 1 split by columns "
+         "over a 7-block cluster (row-block kernel for large batches)",
+         repo_path(__FILE__)},
+        {"cuda.mlp_fused_tf32", "tf32",
+         "whole network in one launch, one tf32 pass on tensor cores (FMAs for a few rows)", repo_path(__FILE__)},
         {"cuda.mlp_fused", "fp32",
-         "whole network in one launch on CUDA cores: weights straight from L2 into registers, layer 1 split over "
-         "a cluster of 8 blocks (DSMEM all-gather on sm_90), layer 2 by column slices, fp32 FMAs; "
-         "batches over 512 run the 3xTF32 kernel",
+         "whole network in one launch: layer 1 split by columns over a 7-block cluster, one DSMEM hand-off; fp32 "
+         "FMAs for a few rows, 3xTF32 tensor cores beyond",
          repo_path(__FILE__)},
     };
     return list;

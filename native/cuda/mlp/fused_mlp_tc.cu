@@ -1,328 +1,292 @@
-// cuda.mlp_fused_3xtf32 / cuda.mlp_fused_tf32: the whole 784-100-100-10 network in ONE
-// launch on tensor cores. (Until 2026-11-22 this was cuda.mlp_fused; the CUDA-core
-// kernel of fused_mlp.cu replaced it as the default, see there.)
+// The large-batch path of the fused kernels (cuda.mlp_fused, cuda.mlp_fused_tf32,
+// cuda.mlp_fused_3xtf32 from batch 1024 on): one block per 32-row tile runs
+// all three layers on tensor cores, with no hand-off between blocks.
 //
-// What changed (from running the ladder layer by layer): one kernel does
-// layer 1, layer 2, layer 3 and the softmax; activations never leave shared
-// memory between layers, and there is one launch instead of four (plus casts).
-// Why it should be faster: at batch 1 the ladder pays ~4 launches and their
-// gaps for ~90 KFLOP of work; here the launch is the cost. The tiny-cuda-nn
-// "fully fused MLP" idea, adapted to a first layer too wide for one block:
+// What changed (from the split-K WMMA kernel that lived here: 7 blocks per
+// 16/32-row tile, each staging a 112x112 W1 slice in shared memory, global
+// partials + last block, WMMA fragments converted to tf32 hi/lo in registers):
+//   * No split of K: a block owns whole rows, so layers 2 and 3 follow layer 1
+//     in the same block, from shared memory; nothing goes through global
+//     scratch, no fence, no counter, no last block. The grid is batch / 32
+//     blocks (128 at batch 4096, one per SM).
+//   * mma.sync.m16n8k8 (PTX) instead of WMMA; warp w owns hidden units
+//     16w..16w+15 for all rows of the tile, and its B fragments come from L2
+//     in fragment order (fused_common.cuh): one float4 per lane per k-step,
+//     14 k-steps in flight in a register ring, W2's fragments requested while
+//     the last W1 chunk is multiplied. W1 is never staged in shared memory.
+//   * x tile: all 7 chunks of 112 columns requested at once with cp.async,
+//     each waited for in turn (compute chunk c while c+1.. land).
+//   * tf32 split with integer ops (round: add 0x1000, mask) instead of
+//     cvt.rna; 3xTF32 accumulates the two small products first, one
+//     accumulator per tile. The tf32 variant feeds rounded operands once.
+// Why it should be faster: at 4096 rows the old kernel launched 896 blocks
+// that each re-staged W1 slices and round-tripped partials through L2; here
+// each SM streams W1 once (351 KB from L2) for 32 rows, and the tensor work
+// (3 x 0.42 G FMA for 3xTF32) is spread over 128 SMs with nothing serial after it.
 //
-//   * The batch is cut into tiles of BM rows (16 for small batches, 32 for
-//     large ones). Layer 1's K = 784 is cut into 7 chunks of 112: each
-//     (tile, chunk) pair is one block, so even batch 1 spreads W1 (313 KB)
-//     over 7 SMs instead of streaming it through one.
-//   * Each block copies its 112x112 slice of W1 into shared memory with
-//     cp.async (all loads in flight at once), multiplies, writes its partial
-//     layer-1 sums to global scratch, fences, and bumps the tile's arrival
-//     counter; the LAST block of the tile to arrive (threadFenceReduction
-//     pattern: works on every arch, no cluster or cooperative launch needed)
-//     starts W2's copy into the same shared buffer, sums the 7 partials while
-//     it flies, applies bias + ReLU, runs layers 2 and 3 and the softmax from
-//     shared memory, then resets the counter for the next launch.
-//   * Products run on tensor cores through WMMA m16n16k8 tf32 fragments. The
-//     fp32 kernel uses 3xTF32 (a = a_hi + a_lo, b = b_hi + b_lo; a*b ~ a_hi*b_hi
-//     + a_hi*b_lo + a_lo*b_hi, the small terms in their own accumulator), which
-//     restores fp32 accuracy at 3x the tensor work; the tf32 kernel does one
-//     pass. The split happens in registers so the weights stay plain fp32.
-//   * Widths are zero-padded to multiples of 16 at upload (100 -> 112, 10 -> 16),
-//     so no kernel code handles ragged tiles; rows past the batch are zero-filled
-//     in shared memory and never stored.
-// Input and output may live in mapped pinned host memory: at small batches the
-// kernel itself fetches x over PCIe and writes the probabilities back, so a
-// call is one launch and one event wait.
-// History: the first version loaded every B fragment straight from L2 inside
-// the k loop (one dependent round trip per k-step, three times per layer) and
-// measured 28.9 us kernel / 37.4 us end to end at batch 1 on an H200 (torch
-// CUDA graph: 14.9 / 47.5), 103 us at batch 4096; hence the staging above.
-// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-22, `gemmpad bench mlp`,
-// an earlier run; current figures in assets/benchmarks/h200/): kernel / end-to-end us
-//   batch 1:    fused 19.4 / 27.4, fused_tf32 17.2 / 25.5; torch CUDA graph 16.1 / 58.8, eager 93.4 / 122.7
-//   batch 256:  fused 20.4 / 98.7, fused_tf32 17.9 / 103.1; torch CUDA graph 32.6 / 137.3
-//   batch 4096: fused 75.7, fused_tf32 57.2; torch CUDA graph 51.0
-// Re-measured 2026-11-22 (same H200, launched from mlp.cu's captured CUDA graph,
-// so the events no longer include the host's launch call), kernel / end to end:
-//   3xtf32: batch 1 16.9 / 25.6, batch 256 22.1, batch 4096 73.7 us;
-//   tf32:   batch 1 14.2 / 22.9, batch 256 19.8, batch 4096 56.2 us.
-// cuda.mlp_fused (fused_mlp.cu) now runs CUDA cores up to batch 512 and this
-// kernel's 3xTF32 variant beyond.
-// Short of the issue's goals (batch 1: 4 us kernel / 12 us end to end; 5 us at
-// 256, 15 us at 4096). Still to try: a 14-way split of K (half the k-steps on
-// the critical path), thread-block clusters with DSMEM instead of the global
-// partials + counter on sm_90, and 64-row tiles at large batches.
-#include <mma.h>
-
-#include "mlp.cuh"
+// History (this file's earlier kernel, H200, driver 580.159.04, CUDA 13.0,
+// 2026-11-22, kernel / end-to-end us, launched from mlp.cu's CUDA graph):
+//   first version, B fragments straight from L2 inside the k loop: batch 1
+//   28.9 / 37.4 (torch CUDA graph 14.9 / 47.5), batch 4096 103 us; with W1/W2
+//   slices staged by cp.async: 3xtf32 batch 1 16.9 / 25.6, batch 256 22.1,
+//   batch 4096 73.7; tf32 14.2 / 22.9, 19.8, 56.2 (torch graph at 4096: 50.4).
+//
+// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-23; native/tools/mlp_probe.cu,
+// CUDA events around one graph-launched kernel, x in device memory, median of 300):
+//   batch 4096, 32-row tiles: tf32 16.99 us, 3xTF32 26.40 us (24.54 before the per-chunk
+//   promotion below); 16-row tiles: 17.38 / 28.45. Batch 1024: tf32 11.90 (16-row tiles).
+//   Through `gemmpad bench mlp` (shipped model, x copied in by the graph first): batch 4096
+//   cuda.mlp_fused 30.5 us, cuda.mlp_fused_tf32 21.8 us; torch CUDA graph 51.1 us.
+//   Accuracy: 3xTF32 gave a relative error of 1.55e-5 on the probabilities at batch 4096
+//   (over the 1e-5 of an fp32 path). Rounding the low half to tf32 (instead of letting the
+//   tensor core truncate it) and promoting the accumulators into an fp32 total every 112
+//   k (the tensor core adds with fewer bits than an FMA) brought the worst error over every
+//   batch from 1 to 4096 to 1.8e-7.
+// Short of the issue's 15 us at batch 4096 in fp32; tf32 is 2 us off. Reading x (12.8 MB)
+// takes ~2.7 us at HBM speed and the tensor work is ~2 us, so a wgmma kernel with a TMA
+// pipeline (as in gemm/10) is the way down from here.
+#include "fused_common.cuh"
 
 namespace gemmpad::cuda {
 namespace {
 
-using namespace nvcuda;
+constexpr int kXs = kIn + 4;                           // x tile row stride: 788 = 20 (mod 32)
+constexpr int kHs = kHiddenPad + 4;                    // h1 / h2 row stride: 116 = 20 (mod 32)
+constexpr int kChunkK = 112, kChunks = kIn / kChunkK;  // 7 chunks of 14 k-steps
+constexpr int kRing = kChunkK / 8;                     // 14: B fragments in flight per warp
+static_assert(kChunks * kChunkK == kIn && kRing == kKSteps2, "the ring also holds W2's 14 k-steps");
 
-constexpr int kWarps = 8;
-constexpr int kThreads = kWarps * 32;
-constexpr int kLds = kChunk + 4;  // shared-memory row stride (floats): a multiple of 4, skews banks
+template <int BM, int kWarps>
+constexpr size_t smem_floats() {
+    return (size_t)BM * kXs + (size_t)kWarps * BM * kOutPad;
+}
 
-using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
-using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major>;
-using FragC = wmma::fragment<wmma::accumulator, 16, 16, 8, float>;
-
-// 16-byte asynchronous copy global -> shared (sm_80+): the loads of a whole
-// weight tile go out at once instead of one dependent L2 round trip per k-step.
-__device__ __forceinline__ void cp_async16(void* smem_dst, const void* gmem_src) {
+__device__ __forceinline__ void cp_async16(float* smem_dst, const float* gmem_src, bool valid) {
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem_src));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(valid ? 16 : 0));
 }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
-
-// dst[112, kLds] (shared) <- src[112, 112] (global, row-major), issued by the whole block.
-__device__ __forceinline__ void stage_weights(float* dst, const float* __restrict__ src) {
-    constexpr int kVecs = kHiddenPad / 4;  // float4 per row
-    for (int i = threadIdx.x; i < kHiddenPad * kVecs; i += kThreads) {
-        const int r = i / kVecs, q = i % kVecs;
-        cp_async16(dst + r * kLds + q * 4, src + (size_t)r * kHiddenPad + q * 4);
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Wait until at most `pending` groups are still in flight (an immediate operand, hence the switch).
+__device__ __forceinline__ void cp_async_wait(int pending) {
+    switch (pending) {
+        case 0: asm volatile("cp.async.wait_group 0;\n" ::); break;
+        case 1: asm volatile("cp.async.wait_group 1;\n" ::); break;
+        case 2: asm volatile("cp.async.wait_group 2;\n" ::); break;
+        case 3: asm volatile("cp.async.wait_group 3;\n" ::); break;
+        case 4: asm volatile("cp.async.wait_group 4;\n" ::); break;
+        case 5: asm volatile("cp.async.wait_group 5;\n" ::); break;
+        default: asm volatile("cp.async.wait_group 6;\n" ::); break;
     }
 }
 
-// Two accumulators per output tile: `hi` collects a_hi*b_hi, `lo` the two
-// correction terms of 3xTF32. Separate chains also give the tensor cores
-// independent work (a k-step is 2 dependent mma instead of 3).
-struct Acc {
-    FragC hi, lo;
-    __device__ __forceinline__ void zero() {
-        wmma::fill_fragment(hi, 0.0f);
-        wmma::fill_fragment(lo, 0.0f);
-    }
-    __device__ __forceinline__ void store(float* dst, int ld) {
+// hi/lo[m] += A (m-tile m0 + m, k-step at column k of `src`, row stride ld) * B (a column pair's fragments)
+template <int kMt, Engine E>
+__device__ __forceinline__ void mma_rows(float (&hi)[kMt][2][4], float (&lo)[kMt][2][4], const float* src, int ld,
+                                         int m0, int k, const float4 b) {
+    const int g = (threadIdx.x % 32) / 4;
 #pragma unroll
-        for (int i = 0; i < hi.num_elements; ++i) hi.x[i] += lo.x[i];
-        wmma::store_matrix_sync(dst, hi, ld, wmma::mem_row_major);
+    for (int m = 0; m < kMt; ++m) {
+        const float* r = src + (16 * (m0 + m) + g) * ld + k;
+        const float a[4] = {r[0], r[8 * ld], r[4], r[8 * ld + 4]};
+        mma_pair<E>(hi[m], lo[m], a, b);
     }
-};
+}
 
-// acc += A[16x8] @ B[8x16], both from shared memory.
-template <bool kSplit3>
-__device__ __forceinline__ void mma_step(Acc& acc, const float* a_ptr, int lda, const float* b_ptr, int ldb) {
-    FragA a_hi, a_lo;
-    FragB b_hi, b_lo;
-    wmma::load_matrix_sync(a_hi, a_ptr, lda);
-    wmma::load_matrix_sync(b_hi, b_ptr, ldb);
-    if constexpr (kSplit3) {
+template <int kMt>
+__device__ __forceinline__ void zero(float (&acc)[kMt][2][4]) {
 #pragma unroll
-        for (int i = 0; i < a_hi.num_elements; ++i) {
-            const float v = a_hi.x[i];
-            a_hi.x[i] = wmma::__float_to_tf32(v);
-            a_lo.x[i] = wmma::__float_to_tf32(v - a_hi.x[i]);
+    for (int m = 0; m < kMt; ++m)
+#pragma unroll
+        for (int n = 0; n < 2; ++n) acc[m][n][0] = acc[m][n][1] = acc[m][n][2] = acc[m][n][3] = 0.0f;
+}
+
+// dst[row][16p + col] = relu(hi + lo + bias) for this warp's accumulators (C fragment layout).
+template <int kMt>
+__device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const float (&lo)[kMt][2][4],
+                                           const float* __restrict__ bias, float* dst, int ld, int pair, int m0) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+        const int c = 16 * pair + 8 * n + 2 * t;
+        const float b0 = __ldg(bias + c), b1 = __ldg(bias + c + 1);
+#pragma unroll
+        for (int m = 0; m < kMt; ++m) {
+            float* d = dst + (16 * (m0 + m) + g) * ld + c;
+            d[0] = relu(hi[m][n][0] + lo[m][n][0] + b0);
+            d[1] = relu(hi[m][n][1] + lo[m][n][1] + b1);
+            d[8 * ld] = relu(hi[m][n][2] + lo[m][n][2] + b0);
+            d[8 * ld + 1] = relu(hi[m][n][3] + lo[m][n][3] + b1);
+        }
+    }
+}
+
+// kWarpsPerPair = 1: warp w owns column pair w for all BM rows; 2: warps w and w + 7
+// split the rows (twice the warps for the same work: more in flight per SM).
+template <int BM, Engine E, int kWarpsPerPair, bool kRotate>
+__global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
+    rows_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch) {
+    constexpr int kWarps = kPairs * kWarpsPerPair, kThreads = kWarps * 32;
+    constexpr int kMt = BM / 16 / kWarpsPerPair;  // m-tiles per warp
+    static_assert(kMt >= 1 && kMt * 16 * kWarpsPerPair == BM, "whole m-tiles per warp");
+    extern __shared__ __align__(16) float smem[];
+    float* xs = smem;                  // [BM][788]; after layer 1: h1 [BM][116], h2 [BM][116]
+    float* h1s = smem;
+    float* h2s = smem + BM * kHs;
+    float* red = smem + BM * kXs;      // [warps][BM][16]: layer-3 partial logits
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
+    const int pair = warp % kPairs, m0 = (warp / kPairs) * kMt;
+    const int row0 = blockIdx.x * BM, rows = min(BM, batch - row0);
+    const int rot = kRotate ? blockIdx.x % kChunks : 0;  // K chunk order: rot, rot + 1, ... (mod 7)
+
+    // ---- x tile: 7 chunks of 112 columns, all requested now in this block's order (rows past the batch read as 0)
+    for (int c = 0; c < kChunks; ++c) {
+        const int cc = (c + rot) % kChunks;
+        for (int i = tid; i < BM * (kChunkK / 4); i += kThreads) {
+            const int r = i / (kChunkK / 4), q = i % (kChunkK / 4);
+            const bool valid = r < rows;
+            cp_async16(xs + r * kXs + cc * kChunkK + 4 * q,
+                       x + (size_t)(row0 + (valid ? r : 0)) * kIn + cc * kChunkK + 4 * q, valid);
+        }
+        cp_async_commit();
+    }
+    // ---- B fragments: this warp's column pair, one chunk (14 k-steps) ahead
+    const float4* w1src = reinterpret_cast<const float4*>(w.w1f) + (size_t)pair * kKSteps1 * 32 + lane;
+    const float4* w2src = reinterpret_cast<const float4*>(w.w2f) + (size_t)pair * kKSteps2 * 32 + lane;
+    float4 ring[kRing];
+#pragma unroll
+    for (int i = 0; i < kRing; ++i) ring[i] = __ldg(w1src + (size_t)(rot * kRing + i) * 32);
+
+    // ---- layer 1. The tensor core's fp32 accumulation keeps fewer bits than an
+    // FMA: hi/lo restart from zero every chunk (14 k-steps) and are promoted into
+    // `tot` with ordinary fp32 adds, so no accumulator carries all 784 terms.
+    float hi[kMt][2][4], lo[kMt][2][4], tot[kMt][2][4];
+    zero(tot);
+    for (int c = 0; c < kChunks; ++c) {
+        zero(hi);
+        zero(lo);
+        const int cc = (c + rot) % kChunks;
+        cp_async_wait(kChunks - 1 - c);
+        __syncthreads();
+        // next chunk's W1 fragments, or, during the last chunk, W2's
+        const float4* next = c + 1 < kChunks ? w1src + (size_t)((cc + 1) % kChunks) * kRing * 32 : w2src;
+#pragma unroll
+        for (int i = 0; i < kRing; ++i) {
+            mma_rows<kMt, E>(hi, lo, xs, kXs, m0, cc * kChunkK + 8 * i + t, ring[i]);
+            ring[i] = __ldg(next + i * 32);
         }
 #pragma unroll
-        for (int i = 0; i < b_hi.num_elements; ++i) {
-            const float v = b_hi.x[i];
-            b_hi.x[i] = wmma::__float_to_tf32(v);
-            b_lo.x[i] = wmma::__float_to_tf32(v - b_hi.x[i]);
-        }
-        wmma::mma_sync(acc.lo, a_lo, b_hi, acc.lo);
-        wmma::mma_sync(acc.lo, a_hi, b_lo, acc.lo);
-        wmma::mma_sync(acc.hi, a_hi, b_hi, acc.hi);
-    } else {
+        for (int m = 0; m < kMt; ++m)
 #pragma unroll
-        for (int i = 0; i < a_hi.num_elements; ++i) a_hi.x[i] = wmma::__float_to_tf32(a_hi.x[i]);
+            for (int n = 0; n < 2; ++n)
 #pragma unroll
-        for (int i = 0; i < b_hi.num_elements; ++i) b_hi.x[i] = wmma::__float_to_tf32(b_hi.x[i]);
-        wmma::mma_sync(acc.hi, a_hi, b_hi, acc.hi);
+                for (int e = 0; e < 4; ++e) tot[m][n][e] += lo[m][n][e] + hi[m][n][e];
     }
-}
+    __syncthreads();  // every warp is done with the x tile
+    zero(lo);
+    store_relu(tot, lo, w.b1, h1s, kHs, pair, m0);
+    __syncthreads();
 
-// dst[BM, 112] = src[BM, 112] @ ws[112, 112]; all three in shared memory
-// (stride kLds); (row tile, column tile) pairs spread over the warps.
-template <int BM, bool kSplit3>
-__device__ __forceinline__ void tile_product(const float* src, const float* ws, float* dst, int ld_dst) {
-    constexpr int kRowTiles = BM / 16, kColTiles = kHiddenPad / 16;
-    const int warp = threadIdx.x / 32;
-    for (int item = warp; item < kRowTiles * kColTiles; item += kWarps) {
-        const int rt = item % kRowTiles, ct = item / kRowTiles;
-        Acc acc;
-        acc.zero();
+    // ---- layer 2 (W2's fragments already in the ring); W3's k-steps for this warp requested first
+    constexpr int kSteps3 = kKSteps2 / kWarps;  // 2 (7 warps) or 1 (14 warps)
+    float4 b3f[kSteps3];
 #pragma unroll
-        for (int k = 0; k < kHiddenPad; k += 8)
-            mma_step<kSplit3>(acc, src + rt * 16 * kLds + k, kLds, ws + k * kLds + ct * 16, kLds);
-        acc.store(dst + rt * 16 * ld_dst + ct * 16, ld_dst);
-    }
-}
-
-// In place: h = relu(h + bias) over BM x 112 (padding columns stay 0: zero weights, zero bias).
-template <int BM>
-__device__ __forceinline__ void bias_relu(float* h, const float* __restrict__ bias) {
-    for (int i = threadIdx.x; i < BM * kHiddenPad; i += kThreads) {
-        const int r = i / kHiddenPad, c = i % kHiddenPad;
-        h[r * kLds + c] = epilogue(h[r * kLds + c], bias, c, Act::Relu);
-    }
-}
-
-template <int BM, bool kSplit3>
-__global__ void __launch_bounds__(kThreads)
-    fused_mlp_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                     float* __restrict__ partials, unsigned* __restrict__ counters) {
-    constexpr int kRowTiles = BM / 16;
-    constexpr int kKGroups = kHiddenPad / 16;  // layer 3 splits its K over 7 warps, 2 k-steps each
-    static_assert(kKGroups * 16 <= kLds, "layer-3 partial logits must fit in the h1 buffer");
-    extern __shared__ __align__(128) float smem[];
-    float* xs = smem;                 // [BM, kLds]: the x chunk, later h2
-    float* hs = xs + BM * kLds;       // [BM, kLds]: h1, later layer-3 partial logits [7][BM, 16]
-    float* ws = hs + BM * kLds;       // [112, kLds]: the W1 chunk, later W2
-    __shared__ bool is_last;
-
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int tile = blockIdx.x / kChunks, chunk = blockIdx.x % kChunks;
-    const int row0 = tile * BM;
-
-    // ---- stage this chunk of W1 (async) and of x (float4; rows past the batch are 0)
-    stage_weights(ws, w.w1 + (size_t)chunk * kChunk * kHiddenPad);
-    for (int i = threadIdx.x; i < BM * (kChunk / 4); i += kThreads) {
-        const int r = i / (kChunk / 4), q = i % (kChunk / 4);
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (row0 + r < batch) v = *reinterpret_cast<const float4*>(x + (size_t)(row0 + r) * kIn + chunk * kChunk + q * 4);
-        *reinterpret_cast<float4*>(xs + r * kLds + q * 4) = v;
-    }
-    cp_async_wait_all();
-    __syncthreads();
-
-    // ---- layer 1, this chunk of K: partial[BM, 112] = x_chunk @ W1[chunk rows], to global scratch
-    float* part = partials + ((size_t)tile * kChunks + chunk) * BM * kHiddenPad;
-    tile_product<BM, kSplit3>(xs, ws, part, kHiddenPad);
-
-    // ---- the last block of this tile to finish goes on; the others are done
-    __threadfence();  // make this block's partials visible device-wide before counting in
-    __syncthreads();  // also: every warp is done with ws
-    if (threadIdx.x == 0) is_last = atomicAdd(&counters[tile], 1u) == kChunks - 1;
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();  // order the reads below after every other block's fence + count
-
-    stage_weights(ws, w.w2);  // W2 streams in while the partials are summed
-    const float* tile_parts = partials + (size_t)tile * kChunks * BM * kHiddenPad;
-    for (int i = threadIdx.x; i < BM * kHiddenPad; i += kThreads) {
-        float s = 0.0f;
+    for (int i = 0; i < kSteps3; ++i) b3f[i] = __ldg(reinterpret_cast<const float4*>(w.w3f) + (size_t)(kSteps3 * warp + i) * 32 + lane);
+    zero(hi);
+    zero(lo);
 #pragma unroll
-        for (int p = 0; p < kChunks; ++p) s += __ldcg(tile_parts + (size_t)p * BM * kHiddenPad + i);  // L2, not stale L1
-        hs[(i / kHiddenPad) * kLds + i % kHiddenPad] = s;
-    }
-    if (threadIdx.x == 0) counters[tile] = 0;  // ready for the next launch on this stream
-    __syncthreads();
-    bias_relu<BM>(hs, w.b1);
-    cp_async_wait_all();
+    for (int i = 0; i < kRing; ++i) mma_rows<kMt, E>(hi, lo, h1s, kHs, m0, 8 * i + t, ring[i]);
+    store_relu(hi, lo, w.b2, h2s, kHs, pair, m0);
     __syncthreads();
 
-    // ---- layer 2: h2 = relu(h1 @ W2 + b2), into xs (the x chunk is no longer needed)
-    tile_product<BM, kSplit3>(hs, ws, xs, kLds);
-    __syncthreads();
-    bias_relu<BM>(xs, w.b2);
-    __syncthreads();
-
-    // ---- layer 3: partial logits per group of 16 k (W3 is 7 KB: read from L2/L1 directly)
-    float* ls = hs;  // h1 is no longer needed
-    for (int item = warp; item < kRowTiles * kKGroups; item += kWarps) {
-        const int rt = item % kRowTiles, g = item / kRowTiles;
-        Acc acc;
-        acc.zero();
+    // ---- layer 3: every warp takes its k-steps of all rows and all 16 (10 live) outputs; partials summed below
+    {
+        constexpr int kMtAll = BM / 16;
+        float h3[kMtAll][2][4], l3[kMtAll][2][4];
+        zero(h3);
+        zero(l3);
 #pragma unroll
-        for (int k = g * 16; k < g * 16 + 16; k += 8) {
-            // B straight from global: ldm 16 floats, tiles 32-byte aligned.
-            FragA a_hi, a_lo;
-            FragB b_hi, b_lo;
-            wmma::load_matrix_sync(a_hi, xs + rt * 16 * kLds + k, kLds);
-            wmma::load_matrix_sync(b_hi, w.w3 + (size_t)k * kOutPad, kOutPad);
+        for (int i = 0; i < kSteps3; ++i) mma_rows<kMtAll, E>(h3, l3, h2s, kHs, 0, 8 * (kSteps3 * warp + i) + t, b3f[i]);
+        const int g = lane / 4;
 #pragma unroll
-            for (int i = 0; i < a_hi.num_elements; ++i) {
-                const float v = a_hi.x[i];
-                a_hi.x[i] = wmma::__float_to_tf32(v);
-                a_lo.x[i] = wmma::__float_to_tf32(v - a_hi.x[i]);
+        for (int m = 0; m < kMtAll; ++m)
+#pragma unroll
+            for (int n = 0; n < 2; ++n) {
+                float* d = red + (warp * BM + 16 * m + g) * kOutPad + 8 * n + 2 * t;
+                d[0] = h3[m][n][0] + l3[m][n][0];
+                d[1] = h3[m][n][1] + l3[m][n][1];
+                d[8 * kOutPad] = h3[m][n][2] + l3[m][n][2];
+                d[8 * kOutPad + 1] = h3[m][n][3] + l3[m][n][3];
             }
-#pragma unroll
-            for (int i = 0; i < b_hi.num_elements; ++i) {
-                const float v = b_hi.x[i];
-                b_hi.x[i] = wmma::__float_to_tf32(v);
-                b_lo.x[i] = wmma::__float_to_tf32(v - b_hi.x[i]);
-            }
-            if constexpr (kSplit3) {
-                wmma::mma_sync(acc.lo, a_lo, b_hi, acc.lo);
-                wmma::mma_sync(acc.lo, a_hi, b_lo, acc.lo);
-            }
-            wmma::mma_sync(acc.hi, a_hi, b_hi, acc.hi);
-        }
-        acc.store(ls + g * BM * kOutPad + rt * 16 * kOutPad, kOutPad);
     }
     __syncthreads();
 
-    // ---- softmax, one warp per row; lanes 0..9 hold the ten logits
-    for (int r = warp; r < BM; r += kWarps) {
-        if (row0 + r >= batch) break;  // warp-uniform; rows only grow with r
-        float v = -INFINITY;
-        if (lane < kOut) {
-            v = w.b3[lane];
+    // ---- softmax: one thread per row
+    if (tid < rows) {
+        float z[kOut];
+        float m = -INFINITY;
 #pragma unroll
-            for (int g = 0; g < kKGroups; ++g) v += ls[g * BM * kOutPad + r * kOutPad + lane];
+        for (int o = 0; o < kOut; ++o) {
+            float v = __ldg(w.b3 + o);
+#pragma unroll
+            for (int wp = 0; wp < kWarps; ++wp) v += red[(wp * BM + tid) * kOutPad + o];
+            z[o] = v;
+            m = fmaxf(m, v);
         }
-        float m = v;
+        float sum = 0.0f;
 #pragma unroll
-        for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-        const float e = lane < kOut ? expf(v - m) : 0.0f;
-        float sum = e;
+        for (int o = 0; o < kOut; ++o) sum += (z[o] = expf(z[o] - m));
+        float* dst = out + (size_t)(row0 + tid) * kOut;
 #pragma unroll
-        for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        if (lane < kOut) out[(size_t)(row0 + r) * kOut + lane] = e / sum;
+        for (int o = 0; o < kOut; ++o) dst[o] = z[o] / sum;
     }
 }
 
-// Small batches: 16-row tiles, so batch 1 wastes least. Large batches: 32-row
-// tiles, so W1 is read from L2 half as often (64 would not fit 99 KB of shared memory).
-constexpr int kSmallBatchMax = 512;
-constexpr int kLargeTile = 32;
-
-template <int BM>
-constexpr size_t smem_bytes() {
-    return (size_t)(2 * BM * kLds + kHiddenPad * kLds) * sizeof(float);
-}
-
-template <int BM, bool kSplit3>
-void launch_config(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-                   cudaStream_t stream) {
+template <int BM, Engine E, int kWarpsPerPair, bool kRotate>
+void launch_config(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
+    constexpr int kThreads = kPairs * kWarpsPerPair * 32;
+    constexpr size_t smem = smem_floats<BM, kPairs * kWarpsPerPair>() * sizeof(float);
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
-    constexpr size_t smem = smem_bytes<BM>();
     if (!configured) {
         if (smem > max_smem_per_block_optin())
-            throw std::runtime_error("cuda.mlp_fused needs " + std::to_string(smem) +
+            throw std::runtime_error("cuda.mlp_fused row-block kernel needs " + std::to_string(smem) +
                                      " bytes of shared memory per block; this device allows " +
                                      std::to_string(max_smem_per_block_optin()));
-        CUDA_CHECK(cudaFuncSetAttribute(fused_mlp_kernel<BM, kSplit3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<BM, E, kWarpsPerPair, kRotate>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;
     }
-    const int tiles = ceil_div(batch, BM);
-    fused_mlp_kernel<BM, kSplit3><<<tiles * kChunks, kThreads, smem, stream>>>(w, x, out, batch, s.partials, s.counters);
-    CUDA_CHECK_LAUNCH(kSplit3 ? "cuda.mlp_fused_3xtf32" : "cuda.mlp_fused_tf32");
+    rows_kernel<BM, E, kWarpsPerPair, kRotate><<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, x, out, batch);
+    CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (rows)" : "cuda.mlp_fused (rows, 3xTF32)");
+}
+
+template <Engine E, int BM, int kWarpsPerPair>
+void launch_rot(bool rotate, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
+    if (rotate) launch_config<BM, E, kWarpsPerPair, true>(w, x, out, batch, stream);
+    else launch_config<BM, E, kWarpsPerPair, false>(w, x, out, batch, stream);
+}
+
+template <Engine E>
+void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
+                   cudaStream_t stream) {
+    int bm = p.bm;
+    // 32-row tiles need 115 KB of shared memory: Hopper and A100, not the 99 KB of sm_86/89.
+    if (bm == 32 && smem_floats<32, 14>() * sizeof(float) > max_smem_per_block_optin()) bm = 16;
+    if (bm == 32 && p.warps == 14) return launch_rot<E, 32, 2>(p.rotate, w, x, out, batch, stream);
+    if (bm == 32) return launch_rot<E, 32, 1>(p.rotate, w, x, out, batch, stream);
+    if (bm == 16) return launch_rot<E, 16, 1>(p.rotate, w, x, out, batch, stream);
+    throw std::invalid_argument("row-block kernel: tiles of 16 or 32 rows");
 }
 
 }  // namespace
 
-std::pair<size_t, int> fused_tc_scratch_size(int batch) {
-    const int bm = batch <= kSmallBatchMax ? 16 : kLargeTile;
-    const int tiles = ceil_div(batch, bm);
-    return {(size_t)tiles * kChunks * bm * kHiddenPad, tiles};
-}
-
-void launch_fused_mlp_tc(const FusedWeights& w, const float* x, float* out, int batch, bool split3,
-                         const FusedScratch& scratch, cudaStream_t stream) {
+void launch_fused_rows(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
+                       cudaStream_t stream) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    if (batch <= kSmallBatchMax) {
-        if (split3) launch_config<16, true>(w, x, out, batch, scratch, stream);
-        else launch_config<16, false>(w, x, out, batch, scratch, stream);
-    } else {
-        if (split3) launch_config<kLargeTile, true>(w, x, out, batch, scratch, stream);
-        else launch_config<kLargeTile, false>(w, x, out, batch, scratch, stream);
-    }
+    if (p.engine == Engine::Tf32x3) return launch_engine<Engine::Tf32x3>(p, w, x, out, batch, stream);
+    if (p.engine == Engine::Tf32) return launch_engine<Engine::Tf32>(p, w, x, out, batch, stream);
+    throw std::invalid_argument("the row-block kernel runs on tensor cores only");
 }
 
-std::string fused_tc_source() { return repo_path(__FILE__); }
+std::string fused_rows_source() { return repo_path(__FILE__); }
 
 }  // namespace gemmpad::cuda

@@ -57,17 +57,48 @@ __global__ void softmax_kernel(const float* __restrict__ logits, float* __restri
     for (int c = lane; c < n; c += 32) probs[(size_t)row * n + c] = expf(z[c] - m) / sum;
 }
 
-// Batches up to this size let the fused kernel read x and write the
-// probabilities through mapped host memory (one launch, no copies); larger
-// ones are copied explicitly, which moves bulk data faster.
-constexpr int kMappedBatchMax = 64;
+// Zero-pads a host [rows, cols] matrix to [prows, pcols].
+std::vector<float> padded(const float* src, int rows, int cols, int prows, int pcols) {
+    std::vector<float> out((size_t)prows * pcols, 0.0f);
+    for (int r = 0; r < rows; ++r) std::memcpy(&out[(size_t)r * pcols], src + (size_t)r * cols, cols * sizeof(float));
+    return out;
+}
 
-// Copies a host [rows, cols] matrix into a zero-padded [prows, pcols] device one.
-void upload_padded(DeviceBuffer& dst, const float* src, int rows, int cols, int prows, int pcols) {
-    std::vector<float> padded((size_t)prows * pcols, 0.0f);
-    for (int r = 0; r < rows; ++r) std::memcpy(&padded[(size_t)r * pcols], src + (size_t)r * cols, cols * sizeof(float));
-    dst.reserve(padded.size() * sizeof(float));
-    CUDA_CHECK(cudaMemcpy(dst.ptr, padded.data(), padded.size() * sizeof(float), cudaMemcpyHostToDevice));
+void upload(DeviceBuffer& dst, const std::vector<float>& v) {
+    dst.reserve(v.size() * sizeof(float));
+    CUDA_CHECK(cudaMemcpy(dst.ptr, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+// A padded [K][N] matrix (N a multiple of 16, K of 8) in the fused kernels'
+// fragment order (fused_common.cuh): [N/16][K/8][32 lanes][4].
+std::vector<float> fragment_order(const std::vector<float>& m, int K, int N) {
+    std::vector<float> out((size_t)K * N);
+    size_t i = 0;
+    for (int p = 0; p < N / 16; ++p)
+        for (int j = 0; j < K / 8; ++j)
+            for (int lane = 0; lane < 32; ++lane) {
+                const int g = lane / 4, t = lane % 4;
+                const int r0 = 8 * j + t, r1 = r0 + 4, c0 = 16 * p + g, c1 = c0 + 8;
+                out[i++] = m[(size_t)r0 * N + c0];
+                out[i++] = m[(size_t)r1 * N + c0];
+                out[i++] = m[(size_t)r0 * N + c1];
+                out[i++] = m[(size_t)r1 * N + c1];
+            }
+    return out;
+}
+
+// The same for single n-tiles of 8 columns: [N/8][K/8][32 lanes][2] = {M[8j+t][8p+g], M[8j+t+4][8p+g]}.
+std::vector<float> fragment_order8(const std::vector<float>& m, int K, int N) {
+    std::vector<float> out((size_t)K * N);
+    size_t i = 0;
+    for (int p = 0; p < N / 8; ++p)
+        for (int j = 0; j < K / 8; ++j)
+            for (int lane = 0; lane < 32; ++lane) {
+                const int g = lane / 4, t = lane % 4;
+                out[i++] = m[(size_t)(8 * j + t) * N + 8 * p + g];
+                out[i++] = m[(size_t)(8 * j + t + 4) * N + 8 * p + g];
+            }
+    return out;
 }
 
 }  // namespace
@@ -96,10 +127,19 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
             cast_f32_to_f16(static_cast<float*>(w32_[l].ptr), static_cast<__half*>(w16_[l].ptr), n, stream_);
             bias_[l].reserve(cols[l] * sizeof(float));
             CUDA_CHECK(cudaMemcpy(bias_[l].ptr, b[l], cols[l] * sizeof(float), cudaMemcpyHostToDevice));
-            // The fused kernel's zero-padded copies.
-            upload_padded(fw_[l], W[l], rows[l], cols[l], prows[l], pcols[l]);
-            upload_padded(fbias_[l], b[l], 1, cols[l], 1, pcols[l]);
+            // The fused kernels' zero-padded biases.
+            upload(fbias_[l], padded(b[l], 1, cols[l], 1, pcols[l]));
         }
+        // The fused kernels' weights (FusedWeights says which layout each kernel reads).
+        const auto w1p = padded(W1, kIn, kHidden, prows[0], pcols[0]);
+        const auto w2p = padded(W2, kHidden, kHidden, prows[1], pcols[1]);
+        const auto w3p = padded(W3, kHidden, kOut, prows[2], pcols[2]);
+        upload(fw1f_, fragment_order(w1p, kIn, kHiddenPad));
+        upload(fw1f8_, fragment_order8(w1p, kIn, kHiddenPad));
+        upload(fw2f_, fragment_order(w2p, kHiddenPad, kHiddenPad));
+        upload(fw2_, w2p);
+        upload(fw3_, w3p);
+        upload(fw3f_, fragment_order(w3p, kHiddenPad, kOutPad));
         CUDA_CHECK(cudaStreamSynchronize(stream_));
     } catch (...) {
         release();  // the destructor does not run for a constructor that throws
@@ -111,13 +151,18 @@ Mlp::~Mlp() { release(); }
 
 void Mlp::release() noexcept {
     if (stream_) cudaStreamSynchronize(stream_);
-    for (auto* group : {w32_, w16_, bias_, fw_, fbias_})
+    for (auto* group : {w32_, w16_, bias_, fbias_})
         for (int l = 0; l < 3; ++l) group[l].release();
-    for (auto* b : {&x_, &h1_, &h2_, &logits_, &probs_, &a16_, &scratch_partials_, &scratch_counters_}) b->release();
+    for (auto* b : {&fw1f_, &fw1f8_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
+                    &scratch_partials_, &scratch_counters_})
+        b->release();
     if (graph_) cudaGraphExecDestroy(graph_);
+    if (graph_template_) cudaGraphDestroy(graph_template_);
     graph_ = nullptr;
+    graph_template_ = nullptr;
     in_.release();
     out_.release();
+    done_.release();
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -127,9 +172,10 @@ void Mlp::release() noexcept {
 
 size_t Mlp::device_bytes() const {
     size_t total = 0;
-    for (const auto* group : {w32_, w16_, bias_, fw_, fbias_})
+    for (const auto* group : {w32_, w16_, bias_, fbias_})
         for (int l = 0; l < 3; ++l) total += group[l].bytes;
-    for (const auto* b : {&x_, &h1_, &h2_, &logits_, &probs_, &a16_, &scratch_partials_, &scratch_counters_})
+    for (const auto* b : {&fw1f_, &fw1f8_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
+                          &scratch_partials_, &scratch_counters_})
         total += b->bytes;
     return total;
 }
@@ -158,6 +204,7 @@ void Mlp::ensure_capacity(int batch) {
     a16_.reserve(B * kIn * sizeof(__half));
     in_.reserve(B * kIn * sizeof(float));
     out_.reserve(B * kOut * sizeof(float));
+    done_.reserve(64);
     capacity_ = batch;
 }
 
@@ -193,7 +240,9 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
 }
 
 bool Mlp::GraphKey::operator==(const GraphKey& o) const {
-    if (kernel != o.kernel || batch != o.batch || clusters != o.clusters) return false;
+    if (kernel != o.kernel || batch != o.batch || clusters != o.clusters || mapped_in != o.mapped_in ||
+        mapped_out != o.mapped_out || x_param != o.x_param || done_flag != o.done_flag)
+        return false;
     for (int i = 0; i < 6; ++i)
         if (buffers[i] != o.buffers[i]) return false;
     return true;
@@ -204,32 +253,56 @@ Mlp::GraphKey Mlp::fused_key(const std::string& kernel, int batch) const {
     k.kernel = kernel;
     k.batch = batch;
     k.clusters = fused_clusters_enabled();
+    k.mapped_in = batch <= mapped_in_max_;
+    k.mapped_out = batch <= mapped_out_max_;
+    k.x_param = x_param_;
+    k.done_flag = done_flag_;
     const void* b[6] = {x_.ptr, probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr, scratch_counters_.ptr};
     std::copy(b, b + 6, k.buffers);
     return k;
 }
 
+FusedWeights Mlp::fused_weights() const {
+    auto f = [](const DeviceBuffer& b) { return static_cast<const float*>(b.ptr); };
+    return FusedWeights{f(fw1f_), f(fw1f8_), f(fw2f_), f(fw2_), f(fw3_), f(fw3f_), f(fbias_[0]), f(fbias_[1]), f(fbias_[2])};
+}
+
+void Mlp::set_io_policy(int mapped_in_max, int mapped_out_max, bool x_param, bool done_flag) {
+    mapped_in_max_ = mapped_in_max;
+    mapped_out_max_ = mapped_out_max;
+    x_param_ = x_param;
+    done_flag_ = done_flag;
+}
+
 void Mlp::enqueue_fused(const std::string& kernel, int batch) {
-    const bool mapped = batch <= kMappedBatchMax;
+    FusedKind kind{};
+    if (!fused_kind(kernel, kind)) throw std::invalid_argument("not a fused kernel: " + kernel);
+    FusedPlan plan = fused_plan(kind, batch);
+    plan.xparam = x_param_ && batch == 1 && plan.design == FusedPlan::Split && plan.bm == 1 && plan.engine == Engine::Fma;
+    const bool mapped_in = batch <= mapped_in_max_ || plan.xparam, mapped_out = batch <= mapped_out_max_;
+    const bool use_done = done_flag_ && mapped_out && plan.design == FusedPlan::Split && batch <= plan.bm;
+    graph_x_param_ = plan.xparam;
+    graph_done_ = use_done;
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
-    FusedWeights w{static_cast<float*>(fw_[0].ptr),    static_cast<float*>(fw_[1].ptr),
-                   static_cast<float*>(fw_[2].ptr),    static_cast<float*>(fbias_[0].ptr),
-                   static_cast<float*>(fbias_[1].ptr), static_cast<float*>(fbias_[2].ptr)};
-    FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
-    const float* src = mapped ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
-    float* dst = mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
-    if (!mapped) CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
+    FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr),
+                   use_done ? static_cast<unsigned*>(done_.device) : nullptr};
+    const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
+    float* dst = mapped_out ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
+    if (!mapped_in) CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
     CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
-    if (kernel == "cuda.mlp_fused") launch_fused_mlp(w, src, dst, batch, s, stream_);
-    else launch_fused_mlp_tc(w, src, dst, batch, kernel == "cuda.mlp_fused_3xtf32", s, stream_);
+    launch_fused(plan, fused_weights(), src, dst, batch, s, stream_, &xparam_);
     CUDA_CHECK(cudaEventRecordWithFlags(stop_, stream_, cudaEventRecordExternal));
-    if (!mapped) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+    if (!mapped_out) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
 }
 
 void Mlp::capture_fused(const std::string& kernel, int batch) {
     if (graph_) {
         CUDA_CHECK(cudaGraphExecDestroy(graph_));
         graph_ = nullptr;
+    }
+    if (graph_template_) {
+        CUDA_CHECK(cudaGraphDestroy(graph_template_));
+        graph_template_ = nullptr;
     }
     // Relaxed: the first launch of a kernel configures it (cudaFuncSetAttribute) inside the capture.
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -243,8 +316,32 @@ void Mlp::capture_fused(const std::string& kernel, int batch) {
         throw;
     }
     CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
+    graph_template_ = g;  // kept: its kernel node names the node to update when x is a parameter
+    if (graph_x_param_) {
+        size_t n = 0;
+        CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
+        std::vector<cudaGraphNode_t> nodes(n);
+        CUDA_CHECK(cudaGraphGetNodes(g, nodes.data(), &n));
+        kernel_node_ = nullptr;
+        for (auto node : nodes) {
+            cudaGraphNodeType type{};
+            CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+            if (type == cudaGraphNodeTypeKernel) kernel_node_ = node;
+        }
+        if (!kernel_node_) throw std::runtime_error("cuda.mlp_fused: no kernel node in the captured graph");
+        CUDA_CHECK(cudaGraphKernelNodeGetParams(kernel_node_, &kernel_params_));
+        // The split kernel's arguments: (FusedWeights, XParam, float* out, int batch, float*, unsigned*, unsigned*).
+        void** a = kernel_params_.kernelParams;
+        kernel_args_ = KernelArgs{*static_cast<FusedWeights*>(a[0]), *static_cast<float**>(a[2]),
+                                  *static_cast<int*>(a[3]), *static_cast<float**>(a[4]),
+                                  *static_cast<unsigned**>(a[5]), *static_cast<unsigned**>(a[6])};
+        void* ptrs[7] = {&kernel_args_.w,        &xparam_,          &kernel_args_.out,  &kernel_args_.batch,
+                         &kernel_args_.partials, &kernel_args_.counters, &kernel_args_.done};
+        std::copy(ptrs, ptrs + 7, kernel_arg_ptrs_);
+        kernel_params_.kernelParams = kernel_arg_ptrs_;
+        kernel_params_.extra = nullptr;
+    }
     const cudaError_t err = cudaGraphInstantiate(&graph_, g, 0);
-    cudaGraphDestroy(g);
     if (err != cudaSuccess) graph_ = nullptr;
     CUDA_CHECK(err);
     graph_key_ = fused_key(kernel, batch);
@@ -254,25 +351,44 @@ std::pair<double, double> Mlp::forward(const float* x, float* out, int batch, co
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    const bool fused = kernel == "cuda.mlp_fused" || kernel == "cuda.mlp_fused_3xtf32" || kernel == "cuda.mlp_fused_tf32";
+    FusedKind kind{};
+    const bool fused = fused_kind(kernel, kind);
     if (!fused) CudaRegistry::instance().get(kernel);  // unknown name -> clear error before any work
     ensure_capacity(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
-    std::memcpy(in_.ptr, x, in_bytes);
+    bool spin = false;
     if (fused) {
         if (!graph_ || !(fused_key(kernel, batch) == graph_key_)) capture_fused(kernel, batch);
+        if (graph_x_param_) {  // x into the graph's kernel node: it travels with the launch
+            std::memcpy(xparam_.x, x, in_bytes);
+            CUDA_CHECK(cudaGraphExecKernelNodeSetParams(graph_, kernel_node_, &kernel_params_));
+        } else {
+            std::memcpy(in_.ptr, x, in_bytes);
+        }
+        spin = graph_done_;
+        if (spin) *static_cast<volatile unsigned*>(done_.ptr) = 0u;
         CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     } else {
+        std::memcpy(in_.ptr, x, in_bytes);
         CUDA_CHECK(cudaMemcpyAsync(x_.ptr, in_.ptr, in_bytes, cudaMemcpyHostToDevice, stream_));
         CUDA_CHECK(cudaEventRecord(start_, stream_));
         forward_layered(kernel, batch);
         CUDA_CHECK(cudaEventRecord(stop_, stream_));
         CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
     }
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (spin) {
+        // The kernel sets the flag after its last store (system-scope fence first): the
+        // probabilities are in host memory. The stop event follows right after the kernel.
+        while (*static_cast<volatile unsigned*>(done_.ptr) == 0u) {
+        }
+        std::memcpy(out, out_.ptr, out_bytes);
+        CUDA_CHECK(cudaEventSynchronize(stop_));
+    } else {
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        std::memcpy(out, out_.ptr, out_bytes);
+    }
     float ms = 0.0f;
     CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    std::memcpy(out, out_.ptr, out_bytes);
     const double e2e_us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
     return {ms * 1000.0, e2e_us};
 }

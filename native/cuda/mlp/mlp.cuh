@@ -5,7 +5,8 @@
 // Two ways to run it:
 //   * layer by layer through any GEMM kernel of the registry (the ladder), with
 //     bias + ReLU fused into each GEMM's store and a small softmax kernel last;
-//   * "cuda.mlp_fused*": the whole network in one launch (fused_mlp.cu).
+//   * "cuda.mlp_fused*": the whole network in one launch (fused_mlp.cu for
+//     small and medium batches, fused_mlp_tc.cu for large ones).
 // No pybind11 here (nvcc compiles it slowly); bind_mlp.cpp wraps this class.
 #pragma once
 
@@ -17,13 +18,10 @@
 
 namespace gemmpad::cuda {
 
-// The network's shape. The fused kernel pads every width up to a multiple of
-// 16 (tensor-core tiles): 100 -> 112, 10 -> 16; 784 is 7 chunks of 112.
+// The network's shape. The fused kernels pad every width up to a multiple of
+// 16 (tensor-core tiles): 100 -> 112, 10 -> 16.
 inline constexpr int kIn = 784, kHidden = 100, kOut = 10;
 inline constexpr int kHiddenPad = 112, kOutPad = 16;
-inline constexpr int kChunk = 112;                 // K columns of layer 1 per chunk
-inline constexpr int kChunks = kIn / kChunk;       // 7
-static_assert(kChunks * kChunk == kIn, "784 must split into whole chunks");
 
 // A whole-network kernel, as listed by _cuda.mlp_kernels().
 struct MlpKernelInfo {
@@ -31,44 +29,87 @@ struct MlpKernelInfo {
 };
 const std::vector<MlpKernelInfo>& mlp_kernel_list();
 
-// Weights as the fused kernel reads them: fp32, zero-padded to tile multiples
-// (W1 [784,112], W2 [112,112], W3 [112,16], biases [112], [112], [16]).
-// Not pre-split for 3xTF32: the split happens in registers, which halves the
-// bytes every block pulls from L2 (the bottleneck at large batches).
+// Weights as the fused kernels read them, uploaded once by Mlp: fp32, widths
+// zero-padded to 112 / 16, the matrices the tensor cores multiply by stored in
+// fragment order (fused_common.cuh says what that is), so that one coalesced
+// 16-byte load per lane brings a whole k-step of B fragments (or four FMA weights).
 struct FusedWeights {
-    const float *w1, *w2, *w3, *b1, *b2, *b3;
+    const float* w1f;   // W1 [784,112] in fragment order: [7 column pairs][98 k-steps][32 lanes][4]
+    const float* w1f8;  // W1 in single-n-tile fragment order: [14 column octets][98][32][2]
+    const float* w2f;   // W2 [112,112] in fragment order: [7][14][32][4]
+    const float* w2;    // W2 [112,112] row-major
+    const float* w3;    // W3 [112,16] row-major
+    const float* w3f;   // W3 in fragment order: [1][14][32][4]
+    const float *b1, *b2, *b3;  // [112], [112], [16]
 };
 
-// Scratch for the split-K scheme: per-tile partial sums and arrival counters.
-// The counters must start at zero; the kernel leaves them at zero again.
+// Scratch for the split kernel without clusters (sm_80-89, or clusters turned
+// off): per-tile layer-2 partial sums and arrival counters. The counters must
+// start at zero; the kernel leaves them at zero again.
 struct FusedScratch {
-    float* partials = nullptr;    // [tiles][kChunks][tile rows][kHiddenPad]
+    float* partials = nullptr;     // [tiles][slices][tile rows][kHiddenPad]
     unsigned* counters = nullptr;  // [tiles]
+    unsigned* done = nullptr;      // split kernel with ONE row tile: set to 1 (system scope) once `out` is written
 };
 
-// out[B,10] = softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3) in one launch.
+// One input row passed by value as a kernel parameter (batch 1): it travels with
+// the launch itself, so the kernel reads no host memory over PCIe.
+struct alignas(16) XParam {
+    float x[kIn];
+};
+
+// Which arithmetic runs layer 1 (fused_common.cuh): fp32 FMAs, 3xTF32 or one tf32 pass on tensor cores.
+enum class Engine { Fma, Tf32x3, Tf32 };
+
+// The whole-network kernels, as listed by _cuda.mlp_kernels():
+//   cuda.mlp_fused        fp32: CUDA-core FMAs for a few rows, 3xTF32 tensor cores beyond;
+//   cuda.mlp_fused_tf32   tf32: one tf32 pass on tensor cores wherever they pay;
+//   cuda.mlp_fused_3xtf32 fp32: 3xTF32 tensor cores at every batch (also batch 1).
+enum class FusedKind { Fp32, Tf32, Fp32Tc };
+bool fused_kind(const std::string& name, FusedKind& kind);  // false for other names
+
+// Two designs (one file each), out[B,10] = softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3):
+//   Split (fused_mlp.cu): a row tile of `bm` rows is 112 / `cols` blocks, each
+//     owning `cols` hidden units (a slice of W1's columns, all 784 k): its h1
+//     slice is complete in one block; its layer-2 partial goes to block 0 of a
+//     thread-block cluster (sm_90; global partials + last block elsewhere),
+//     which runs layer 3 and the softmax. bm: 1, 2, 4 (Engine::Fma) or 16.
+//   Rows (fused_mlp_tc.cu): one block per `bm` rows (16 or 32) runs all three
+//     layers on tensor cores, no hand-off; W1 streams from L2 in fragment order.
 // `x` and `out` may be device pointers or mapped pinned host memory.
-//
-// cuda.mlp_fused (fused_mlp.cu): fp32 FMAs on CUDA cores, weights read straight
-// from L2, layer 1 split over 8 blocks per row tile (a thread-block cluster on
-// sm_90, global partials + last block elsewhere); batches over 512 go to the
-// 3xTF32 tensor-core kernel.
-void launch_fused_mlp(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& scratch,
-                      cudaStream_t stream);
-// cuda.mlp_fused_3xtf32 / cuda.mlp_fused_tf32 (fused_mlp_tc.cu): tensor cores
-// through WMMA; split3 = true: 3xTF32 (fp32 accuracy); false: one tf32 pass.
-void launch_fused_mlp_tc(const FusedWeights& w, const float* x, float* out, int batch, bool split3,
-                         const FusedScratch& scratch, cudaStream_t stream);
-// Floats of partial sums and number of counters a launch for `batch` needs
-// (enough for every fused kernel).
+struct FusedPlan {
+    enum Design { Split, Rows } design = Split;
+    int bm = 1;
+    Engine engine = Engine::Fma;
+    int cols = 16;       // split: hidden units per block, 16 (7 blocks) or 8 (14 blocks, cluster of 14; 1-2 row tiles)
+    bool cluster = true;  // split: thread-block cluster + DSMEM hand-off where available (else global partials)
+    bool xparam = false;  // split, batch 1: x comes as a kernel parameter (XParam) instead of a pointer
+    int warps = 7;       // rows: 7 warps (one per column pair) or 14 (two per pair, 32-row tiles)
+    bool rotate = true;  // rows: block b starts at chunk b % 7 of K (spreads the L2 reads of W1)
+};
+// The plan a kernel runs for a batch (measured choices, see the kernel files' headers).
+FusedPlan fused_plan(FusedKind kind, int batch);
+// C++ only (native/tools/mlp_probe.cu): make fused_plan return `plan` for every
+// kernel and batch (nullptr: back to the measured choices).
+void set_fused_plan_override(const FusedPlan* plan);
+// `xp`: the input for plans with xparam (batch 1), else unused.
+void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+                  const FusedScratch& scratch, cudaStream_t stream, const XParam* xp = nullptr);
+void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+                        const FusedScratch& scratch, cudaStream_t stream, const XParam* xp = nullptr);
+void launch_fused_rows(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+                       cudaStream_t stream);
+// Clusters of this plan that fit on the device at once (0: cannot launch; -1: no clusters here).
+int fused_split_max_clusters(const FusedPlan& plan);
+// Floats of partial sums and number of counters any split launch for `batch` needs.
 std::pair<size_t, int> fused_scratch_size(int batch);
-std::pair<size_t, int> fused_tc_scratch_size(int batch);
-std::string fused_tc_source();
-// Whether cuda.mlp_fused may use thread-block clusters where the device and
-// the build allow them (default true). Turning them off runs the sm_80-89
-// path on sm_90 too, so tests can check it there. Returns the previous value.
+std::string fused_rows_source();
+// Whether the fused kernels may use sm_90 features (thread-block clusters, bulk
+// copies) where the device and the build allow them (default true). Turning
+// them off runs the sm_80-89 paths on sm_90 too, so tests can check them
+// there. Returns the previous value.
 bool set_fused_clusters(bool enabled);
-// Whether the last cuda.mlp_fused launch used clusters.
+// Whether the last split launch used clusters.
 bool fused_used_clusters();
 bool fused_clusters_enabled();
 
@@ -108,12 +149,25 @@ class Mlp {
     // Device bytes this object holds (for the soak test: must stop growing).
     size_t device_bytes() const;
 
+    // How a fused call moves data (the defaults are the measured best;
+    // native/tools/mlp_probe.cu times the alternatives):
+    //   batches up to mapped_in_max: the kernel reads x straight from mapped
+    //     pinned host memory; larger ones: a memcpy node copies it to the device
+    //     first. Likewise mapped_out_max for the probabilities.
+    //   x_param (batch 1): x travels as a kernel parameter, written into the
+    //     executable graph before each launch (cudaGraphExecKernelNodeSetParams).
+    //   done_flag (one row tile, mapped output): the host spins on a flag the
+    //     kernel sets after its last store instead of cudaStreamSynchronize,
+    //     then waits for the stop event to read the kernel time.
+    void set_io_policy(int mapped_in_max, int mapped_out_max, bool x_param, bool done_flag);
+    FusedWeights fused_weights() const;
+
   private:
     // What a captured fused-kernel graph bakes in; a change means a new capture.
     struct GraphKey {
         std::string kernel;
         int batch = 0;
-        bool clusters = false;
+        bool clusters = false, mapped_in = false, mapped_out = false, x_param = false, done_flag = false;
         const void* buffers[6] = {};
         bool operator==(const GraphKey& o) const;
     };
@@ -128,11 +182,28 @@ class Mlp {
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
     // Unpadded weights for the GEMM ladder (fp32 and fp16 copies).
     DeviceBuffer w32_[3], w16_[3], bias_[3];
-    // Padded weights for the fused kernel.
-    DeviceBuffer fw_[3], fbias_[3];
+    // The fused kernels' weights (layouts: FusedWeights) and padded biases.
+    DeviceBuffer fw1f_, fw1f8_, fw2f_, fw2_, fw3_, fw3f_, fbias_[3];
     // Activations (device) and staging (pinned, mapped).
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
-    PinnedBuffer in_, out_;
+    PinnedBuffer in_, out_, done_;
+    int mapped_in_max_ = 0, mapped_out_max_ = 64;  // measured: see fused_mlp.cu's header
+    bool x_param_ = true, done_flag_ = false;
+    // The captured graph's kernel node and its arguments when x is a parameter (batch 1).
+    cudaGraph_t graph_template_ = nullptr;
+    cudaGraphNode_t kernel_node_ = nullptr;
+    cudaKernelNodeParams kernel_params_{};
+    struct KernelArgs {
+        FusedWeights w;
+        float* out;
+        int batch;
+        float* partials;
+        unsigned* counters;
+        unsigned* done;
+    } kernel_args_{};
+    void* kernel_arg_ptrs_[7] = {};
+    XParam xparam_{};
+    bool graph_x_param_ = false, graph_done_ = false;
     // The fused path runs as a CUDA graph: ONE submission for copy-in, start
     // event, kernel, stop event and copy-out. The events then bracket the
     // kernel on the GPU; launched one call at a time, the start event ran while

@@ -1,0 +1,118 @@
+// Device helpers shared by the whole-network kernels (fused_mlp.cu,
+// fused_mlp_tc.cu): tensor-core fragments in the weights' upload order, the
+// tf32 split, cluster barriers. Only .cu files include this (mlp.cuh stays
+// host-compilable for bind_mlp.cpp).
+//
+// Fragment order (mlp.cu writes it at upload, see fragment_order there): a
+// padded weight matrix M [K][N] is stored as [N/16 column pairs p][K/8 k-steps
+// j][32 lanes][4 floats], lane = 4 * g + t holding
+//     { M[8j+t][16p+g], M[8j+t+4][16p+g], M[8j+t][16p+8+g], M[8j+t+4][16p+8+g] }
+// = the B fragments of mma.m16n8k8 (b0, b1) for the two n-tiles of pair p. One
+// coalesced 16-byte load per lane per k-step feeds two tensor-core products,
+// or, read as plain floats, four FMA weights.
+#pragma once
+
+#include <cstdint>
+
+#include "mlp.cuh"
+
+namespace gemmpad::cuda {
+
+inline constexpr int kKSteps1 = kIn / 8;         // 98 k-steps of layer 1
+inline constexpr int kKSteps2 = kHiddenPad / 8;  // 14 k-steps of layers 2 and 3
+inline constexpr int kPairs = kHiddenPad / 16;   // 7 column pairs (16 hidden units each)
+
+__device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }  // NaN stays NaN
+
+// Round to the nearest tf32 (ties away from zero), as bits of an fp32: two integer
+// instructions instead of cvt.rna.tf32.f32. Inf stays Inf, NaN stays NaN.
+__device__ __forceinline__ uint32_t tf32_round(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
+
+// v = hi + lo with hi a tf32 value and lo = v - hi (exact in fp32) rounded to
+// tf32 as well: |lo| <= 2^-11 |v| loses at most 2^-11 of itself, so hi + lo is
+// within ~2^-22 |v|, fp32's order. (Left unrounded, the tensor core would
+// truncate lo's low bits: twice the error, and biased.)
+__device__ __forceinline__ void tf32_split(float v, uint32_t& hi, uint32_t& lo) {
+    hi = tf32_round(v);
+    lo = tf32_round(v - __uint_as_float(hi));
+}
+
+// d += a (16x8, row) * b (8x8, col), tf32 in, fp32 accumulate.
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// hi[nt] (+ lo[nt]) += A (16x8 fragment, fp32 values a) * B (the two n-tiles of
+// a column pair, fp32 values b = {nt0.b0, nt0.b1, nt1.b0, nt1.b1}) with engine E.
+// 3xTF32: the two small products go to `lo`, the large one to `hi` (sum them at
+// the end): two short dependency chains instead of one of three.
+template <Engine E>
+__device__ __forceinline__ void mma_pair(float (&hi)[2][4], float (&lo)[2][4], const float (&a)[4], const float4 b) {
+    static_assert(E != Engine::Fma, "tensor-core engines only");
+    const float bv[4] = {b.x, b.y, b.z, b.w};
+    if constexpr (E == Engine::Tf32) {
+        uint32_t ar[4], br[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) ar[i] = tf32_round(a[i]), br[i] = tf32_round(bv[i]);
+        mma_tf32(hi[0], ar, br[0], br[1]);
+        mma_tf32(hi[1], ar, br[2], br[3]);
+    } else {
+        uint32_t ahi[4], alo[4], bhi[4], blo[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) tf32_split(a[i], ahi[i], alo[i]), tf32_split(bv[i], bhi[i], blo[i]);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+            mma_tf32(lo[nt], alo, bhi[2 * nt], bhi[2 * nt + 1]);
+            mma_tf32(lo[nt], ahi, blo[2 * nt], blo[2 * nt + 1]);
+            mma_tf32(hi[nt], ahi, bhi[2 * nt], bhi[2 * nt + 1]);
+        }
+    }
+}
+
+// Softmax helpers: an order-preserving map of floats to unsigned ints, so that one
+// redux.sync finds a warp's maximum (NaN maps above +Inf and stays NaN).
+__device__ __forceinline__ unsigned float_order(float f) {
+    const unsigned b = __float_as_uint(f);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float float_unorder(unsigned u) {
+    return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+
+// Thread-block cluster barrier (sm_90), split into arrive and wait so that a
+// block can signal and go on (or exit) without waiting. Every thread of the
+// cluster arrives once per phase; .aligned: whole warps execute it together.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_arrive_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+// The generic address of `p` (this block's shared memory) in block `rank` of the cluster.
+template <class T>
+__device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint64_t out;
+    asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(reinterpret_cast<uint64_t>(p)), "r"(rank));
+    return reinterpret_cast<T*>(out);
+#else
+    (void)rank;
+    return p;
+#endif
+}
+
+}  // namespace gemmpad::cuda

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# One device call for the fused MLP kernels: standalone probe (floors, clocks,
+# rates, correctness, kernel and end-to-end timing; a globaltimer trace build;
+# compute-sanitizer memcheck/racecheck over every variant), ncu, the module
+# build, pytest, compute-sanitizer on the module's fused kernels, the MLP
+# benchmark. Each step is time-boxed; logs go to $OUT (at most 8 files come back).
+#
+#   STEPS="probe trace memcheck racecheck ncu build test sanitize bench" bash native/tools/mlp_probe.sh
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/mlp-probe-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/app:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+STEPS=${STEPS:-probe memcheck racecheck build test sanitize}
+want() { [[ " $STEPS " == *" $1 "* ]]; }
+T0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
+SRC="native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/mlp.cu native/cuda/common.cu"
+NVCC="nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -Inative/include"
+
+# at most 8 files come back: probe.txt clocks.csv ncu.txt build.log pytest.log sanitize-*.log bench.txt (pick the steps)
+nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv >/tmp/device.txt 2>&1
+cat /tmp/device.txt
+if want build; then
+  stamp "module build (background)"
+  ( cmake -S native -B build/gpu -G Ninja -DGEMMPAD_INPLACE=ON -DCMAKE_CUDA_ARCHITECTURES=${ARCH:-90a-real} \
+      -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$OUT/build.log" 2>&1 \
+    && timeout 240 cmake --build build/gpu -j${BUILD_JOBS:-12} >>"$OUT/build.log" 2>&1; echo "build exit $?" >>"$OUT/build.log" ) &
+  BUILD=$!
+fi
+if want probe || want trace || want memcheck || want racecheck || want ncu; then
+stamp "compiling probes"
+mkdir -p /tmp/probe-obj
+PIDS=""
+for f in native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/mlp.cu native/cuda/common.cu native/tools/mlp_probe.cu; do
+  $NVCC -Inative/cuda/mlp -c $f -o /tmp/probe-obj/$(basename $f .cu).o >/tmp/probe-obj/$(basename $f .cu).log 2>&1 &
+  PIDS="$PIDS $!"
+  if want trace && { [ $f = native/cuda/mlp/fused_mlp.cu ] || [ $f = native/tools/mlp_probe.cu ]; }; then
+    $NVCC -DGEMMPAD_MLP_TRACE -Inative/cuda/mlp -c $f -o /tmp/probe-obj/$(basename $f .cu)-trace.o >/tmp/probe-obj/$(basename $f .cu)-trace.log 2>&1 &
+    PIDS="$PIDS $!"
+  fi
+done
+wait $PIDS
+cat /tmp/probe-obj/*.log | grep -E "error" | head -20
+O=/tmp/probe-obj
+$NVCC $O/mlp_probe.o $O/fused_mlp.o $O/fused_mlp_tc.o $O/mlp.o $O/common.o -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
+want trace && $NVCC $O/mlp_probe-trace.o $O/fused_mlp-trace.o $O/fused_mlp_tc.o $O/mlp.o $O/common.o -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
+cat /tmp/probe-build.log | head -5
+fi
+
+if want probe && [ -x /tmp/mlp_probe ]; then
+  stamp "probe"
+  nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,power.draw,utilization.gpu --format=csv -lms 250 >"$OUT/clocks.csv" 2>&1 &
+  SMI=$!
+  { cat /tmp/device.txt; nvcc --version | tail -1; grep -E "error" /tmp/probe-build.log; } >"$OUT/probe.txt" 2>&1
+  timeout ${PROBE_TIMEOUT:-150} /tmp/mlp_probe all >>"$OUT/probe.txt" 2>&1; echo "probe exit $?" >>"$OUT/probe.txt"
+  kill $SMI 2>/dev/null
+fi
+if want trace && [ -x /tmp/mlp_probe_trace ]; then
+  stamp "trace"
+  timeout 60 /tmp/mlp_probe_trace trace >>"$OUT/probe.txt" 2>&1; echo "trace exit $?" >>"$OUT/probe.txt"
+fi
+if want memcheck && [ -x /tmp/mlp_probe ]; then
+  stamp "memcheck over every variant (probe check mode)"
+  timeout ${MEMCHECK_TIMEOUT:-120} compute-sanitizer --tool memcheck --error-exitcode 9 /tmp/mlp_probe check >"$OUT/sanitize-memcheck.log" 2>&1
+  echo "memcheck probe exit=$?: $(grep -E 'ERROR SUMMARY' "$OUT/sanitize-memcheck.log" | tail -1)"
+fi
+if want racecheck && [ -x /tmp/mlp_probe ]; then
+  stamp "racecheck over every variant (probe check mode)"
+  PROBE_FILTER=${RACECHECK_FILTER:-} timeout ${RACECHECK_TIMEOUT:-120} compute-sanitizer --tool racecheck --error-exitcode 9 /tmp/mlp_probe check >"$OUT/sanitize-racecheck.log" 2>&1
+  echo "racecheck probe exit=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/sanitize-racecheck.log" | tail -1)"
+fi
+if want ncu && [ -x /tmp/mlp_probe ]; then
+  stamp "ncu"
+  timeout 120 ncu --clock-control none --cache-control none --section SpeedOfLight --section LaunchStats --section Occupancy \
+    --section WarpStateStats -k regex:"split_kernel|rows_kernel" --launch-count 5 /tmp/mlp_probe ncu >"$OUT/ncu.txt" 2>&1
+  echo "ncu exit $?" >>"$OUT/ncu.txt"
+fi
+if want build; then
+  wait $BUILD
+  stamp "build: $(tail -1 "$OUT/build.log")"
+  grep -E "error|spill" "$OUT/build.log" | grep -v "0 bytes spill" | head -20
+fi
+if want test && grep -q "build exit 0" "$OUT/build.log" 2>/dev/null; then
+  stamp "pytest"
+  timeout ${PYTEST_TIMEOUT:-200} python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_cuda_mlp.py tests/test_engine.py >"$OUT/pytest.log" 2>&1
+  echo "pytest exit $?" >>"$OUT/pytest.log"
+  tail -15 "$OUT/pytest.log"
+fi
+if want sanitize && grep -q "build exit 0" "$OUT/build.log" 2>/dev/null; then
+  stamp "sanitize (module: native/cuda/mlp/sanitize_mlp.py)"
+  : >"$OUT/sanitize-module.log"
+  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+    echo "==== $tool" >>"$OUT/sanitize-module.log"
+    SANITIZE_MLP_KERNELS=${SANITIZE_MLP_KERNELS:-mlp_fused} timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
+      python3 native/cuda/mlp/sanitize_mlp.py >>"$OUT/sanitize-module.log" 2>&1
+    echo "module $tool exit=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-module.log" | tail -1)"
+  done
+fi
+if want bench && grep -q "build exit 0" "$OUT/build.log" 2>/dev/null; then
+  stamp "bench mlp"
+  timeout ${BENCH_TIMEOUT:-200} python3 -m gemmpad bench mlp ${BENCH_ARGS:-} >"$OUT/bench.txt" 2>&1
+  echo "bench exit $?" >>"$OUT/bench.txt"
+fi
+
+stamp "summary"
+[ -f "$OUT/ncu.txt" ] && grep -E "split_kernel|rows_kernel|Duration|SM Frequency|Elapsed Cycles  |Registers Per|Achieved Occ|Warp Cycles Per Issued|ncu exit" "$OUT/ncu.txt" \
+  | sed -E 's/\(FusedWeights.*//; s/gemmpad::cuda::\(anonymous namespace\):://; s/ +/ /g' | head -70
+[ -f "$OUT/probe.txt" ] && grep -E "FAIL|failures|exit" "$OUT/probe.txt" | head -20
+[ -f "$OUT/probe.txt" ] && grep -E "^  trace" "$OUT/probe.txt" | cut -c1-400
+[ -f "$OUT/bench.txt" ] && grep -E "^\| (cuda|torch)|exit" "$OUT/bench.txt" | head -12
+[ -f "$OUT/probe.txt" ] && sed -n "${PROBE_FROM:-/== floors/},\$p" "$OUT/probe.txt" | grep -v "^  trace"
+exit 0
