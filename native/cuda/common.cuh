@@ -66,6 +66,37 @@ __device__ __forceinline__ float epilogue(float acc, const float* __restrict__ b
     return acc;
 }
 
+// D = A(16x8, row) * B(8x8, col) + D: one tensor-core product, tf32 inputs (fp32
+// bit patterns whose low 13 mantissa bits the hardware ignores), fp32 accumulators.
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// A cudaLaunchKernelEx configuration; with cluster > 1 the blocks run in 1-D
+// thread-block clusters of that size (sm_90), described in attr[0], which must
+// outlive the launch.
+inline cudaLaunchConfig_t make_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, int cluster,
+                                             cudaLaunchAttribute* attr) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    if (cluster > 1) {
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = cluster;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    return cfg;
+}
+
 }  // namespace gemmpad::cuda
 
 #define CUDA_CHECK(call) ::gemmpad::cuda::check((call), #call, __FILE__, __LINE__)

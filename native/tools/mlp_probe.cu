@@ -354,34 +354,14 @@ __global__ void param_kernel(ToyParam p, float* __restrict__ out) {
 }
 
 void launch_cluster(cudaStream_t st, void (*k)(int), int blocks, int threads, int cluster, int n) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(threads);
-    cfg.stream = st;
     cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = cluster;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    const cudaLaunchConfig_t cfg = make_launch_config(dim3(blocks), dim3(threads), 0, st, cluster, attr);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, k, n));
 }
 
 void launch_empty(cudaStream_t st, int blocks, int threads, int cluster) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(threads);
-    cfg.stream = st;
     cudaLaunchAttribute attr[1];
-    if (cluster > 1) {
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = cluster;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-    }
+    const cudaLaunchConfig_t cfg = make_launch_config(dim3(blocks), dim3(threads), 0, st, cluster, attr);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, empty_kernel));
 }
 
@@ -708,18 +688,8 @@ int main(int argc, char** argv) {
             for (int C : {2, 4}) {
                 const std::string what = "multicast, cluster " + std::to_string(C) + ", 128 blocks, same 192 KB of W1";
                 bw(what.c_str(), 196608, 128, time_graph(st, [&] {
-                       cudaLaunchConfig_t cfg = {};
-                       cfg.gridDim = dim3(128);
-                       cfg.blockDim = dim3(128);
-                       cfg.dynamicSmemBytes = 196608;
-                       cfg.stream = st;
                        cudaLaunchAttribute attr[1];
-                       attr[0].id = cudaLaunchAttributeClusterDimension;
-                       attr[0].val.clusterDim.x = C;
-                       attr[0].val.clusterDim.y = 1;
-                       attr[0].val.clusterDim.z = 1;
-                       cfg.attrs = attr;
-                       cfg.numAttrs = 1;
+                       const cudaLaunchConfig_t cfg = make_launch_config(dim3(128), dim3(128), 196608, st, C, attr);
                        CUDA_CHECK(cudaLaunchKernelEx(&cfg, mcast_kernel, wc, 49152u, 4, C, sink));
                    }, 300));
             }

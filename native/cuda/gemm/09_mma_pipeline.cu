@@ -122,15 +122,6 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// D = A(16x8, row) * B(8x8, col) + D, tf32 inputs, fp32 accumulators.
-__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // float32 bits -> tf32 (round to nearest, ties away), as cuBLAS's tf32 mode does.
 __device__ __forceinline__ unsigned to_tf32(unsigned bits) {
     unsigned r;
@@ -233,7 +224,7 @@ __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* tA, c
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j) mma_1688_tf32(acc[i][j], af[i], bf[j][0], bf[j][1]);
+                for (int j = 0; j < NT; ++j) mma_m16n8k8_tf32(acc[i][j], af[i], bf[j][0], bf[j][1]);
         }
     }
 }

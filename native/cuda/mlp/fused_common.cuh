@@ -37,15 +37,6 @@ __device__ __forceinline__ void tf32_split(float v, uint32_t& hi, uint32_t& lo) 
     lo = tf32_round(v - __uint_as_float(hi));
 }
 
-// d += a (16x8, row) * b (8x8, col), tf32 in, fp32 accumulate.
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // hi[nt] (+ lo[nt]) += A (16x8 fragment, fp32 values a) * B (the two n-tiles of
 // a column pair, fp32 values b = {nt0.b0, nt0.b1, nt1.b0, nt1.b1}) with engine E.
 // 3xTF32: the two small products go to `lo`, the large one to `hi` (sum them at
@@ -58,17 +49,17 @@ __device__ __forceinline__ void mma_pair(float (&hi)[2][4], float (&lo)[2][4], c
         uint32_t ar[4], br[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) ar[i] = tf32_round(a[i]), br[i] = tf32_round(bv[i]);
-        mma_tf32(hi[0], ar, br[0], br[1]);
-        mma_tf32(hi[1], ar, br[2], br[3]);
+        mma_m16n8k8_tf32(hi[0], ar, br[0], br[1]);
+        mma_m16n8k8_tf32(hi[1], ar, br[2], br[3]);
     } else {
         uint32_t ahi[4], alo[4], bhi[4], blo[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) tf32_split(a[i], ahi[i], alo[i]), tf32_split(bv[i], bhi[i], blo[i]);
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
-            mma_tf32(lo[nt], alo, bhi[2 * nt], bhi[2 * nt + 1]);
-            mma_tf32(lo[nt], ahi, blo[2 * nt], blo[2 * nt + 1]);
-            mma_tf32(hi[nt], ahi, bhi[2 * nt], bhi[2 * nt + 1]);
+            mma_m16n8k8_tf32(lo[nt], alo, bhi[2 * nt], bhi[2 * nt + 1]);
+            mma_m16n8k8_tf32(lo[nt], ahi, blo[2 * nt], blo[2 * nt + 1]);
+            mma_m16n8k8_tf32(hi[nt], ahi, bhi[2 * nt], bhi[2 * nt + 1]);
         }
     }
 }

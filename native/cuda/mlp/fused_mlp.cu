@@ -394,20 +394,8 @@ struct Split {
         configured = true;
     }
     static cudaLaunchConfig_t config(int batch, cudaStream_t stream, cudaLaunchAttribute* attr) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(ceil_div(batch, BM) * L::kSlices);
-        cfg.blockDim = dim3(kThreads);
-        cfg.dynamicSmemBytes = smem;
-        cfg.stream = stream;
-        if (kCluster) {
-            attr[0].id = cudaLaunchAttributeClusterDimension;
-            attr[0].val.clusterDim.x = L::kSlices;
-            attr[0].val.clusterDim.y = 1;
-            attr[0].val.clusterDim.z = 1;
-            cfg.attrs = attr;
-            cfg.numAttrs = 1;
-        }
-        return cfg;
+        return make_launch_config(dim3(ceil_div(batch, BM) * L::kSlices), dim3(kThreads), smem, stream,
+                                  kCluster ? L::kSlices : 1, attr);
     }
     static void launch(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
                        cudaStream_t stream, const XParam* xp) {
