@@ -250,17 +250,21 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     h = np.maximum(np.maximum(x @ teacher["W1"] + teacher["b1"], 0) @ teacher["W2"] + teacher["b2"], 0)
     y = np.argmax(h @ teacher["W3"] + teacher["b3"], axis=1).astype(np.int32)
     w0 = random_weights(rng)
-    lrs, momentum, decay, seed = [0.1, 0.05], 0.9, 3e-2, 11  # a decay large enough to tell the two bias rules apart
+    # A decay large enough to tell the two bias rules apart. The learning rate keeps the run out of the
+    # chaotic regime: at lr 0.1 one ReLU that flips between float32 and float64 grew into a 3.6e-3
+    # difference over these 22 steps in fp32 (and 28% with bf16) for some draws; at 0.01, over 60
+    # draws on an H200: fp32 at most 2.1e-5, mixed at most 2.0e-3, while the same run without
+    # weight decay lands >= 2.8e-2 away.
+    lrs, momentum, decay, seed = [0.01, 0.005], 0.9, 3e-2, 11
     stats = []
     got = train_native.fit(x, y, w0, epochs=2, batch_size=64, lr_schedule=lrs, momentum=momentum,
                            weight_decay=decay, decay_biases=decay_biases, seed=seed, precision=precision,
                            callback=lambda *args: stats.append(args))
     order = train_native.batch_orders(650, seed)
     ref, losses = sgd_reference(w0, x, y, [next(order), next(order)], 64, lrs, momentum, decay, decay_biases)
-    # bf16 forward moves each step's gradients by 2-6% (see the test above); over 22 steps the
-    # weights drift further apart than one step's bound (5.6% measured once on an H200), so mixed
-    # precision gets 10%: a broken step (wrong sign, missing term) moves them by far more.
-    tol = 1e-4 if precision == "fp32" else 0.1
+    # bf16 forward moves each step's gradients by 2-6% (see the test above), which at this learning
+    # rate leaves the weights within 2e-3 of torch's: mixed precision gets 2e-2, 10x that.
+    tol = 1e-4 if precision == "fp32" else 2e-2
     for name in NAMES:
         assert rel_error(got[name], ref[name]) < tol, name
     steps = len(losses) // 2
