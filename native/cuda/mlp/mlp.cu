@@ -69,34 +69,22 @@ void upload(DeviceBuffer& dst, const std::vector<float>& v) {
     CUDA_CHECK(cudaMemcpy(dst.ptr, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
 }
 
-// A padded [K][N] matrix (N a multiple of 16, K of 8) in the fused kernels'
-// fragment order (fused_common.cuh): [N/16][K/8][32 lanes][4].
-std::vector<float> fragment_order(const std::vector<float>& m, int K, int N) {
+// A padded [K][N] matrix (K a multiple of 8, N of `cols`) in the fused kernels'
+// fragment order (fused_common.cuh): [N/cols][K/8][32 lanes][cols/4]. Lane
+// (g = lane / 4, t = lane % 4) holds M[8j+t][c] and M[8j+t+4][c] for each
+// n-tile of the group, c = cols * p + g (+ 8): 16 columns for the pairs of
+// n-tiles most kernels read, 8 for the split kernel's single n-tiles.
+std::vector<float> fragment_order(const std::vector<float>& m, int K, int N, int cols) {
     std::vector<float> out((size_t)K * N);
     size_t i = 0;
-    for (int p = 0; p < N / 16; ++p)
+    for (int p = 0; p < N / cols; ++p)
         for (int j = 0; j < K / 8; ++j)
             for (int lane = 0; lane < 32; ++lane) {
                 const int g = lane / 4, t = lane % 4;
-                const int r0 = 8 * j + t, r1 = r0 + 4, c0 = 16 * p + g, c1 = c0 + 8;
-                out[i++] = m[(size_t)r0 * N + c0];
-                out[i++] = m[(size_t)r1 * N + c0];
-                out[i++] = m[(size_t)r0 * N + c1];
-                out[i++] = m[(size_t)r1 * N + c1];
-            }
-    return out;
-}
-
-// The same for single n-tiles of 8 columns: [N/8][K/8][32 lanes][2] = {M[8j+t][8p+g], M[8j+t+4][8p+g]}.
-std::vector<float> fragment_order8(const std::vector<float>& m, int K, int N) {
-    std::vector<float> out((size_t)K * N);
-    size_t i = 0;
-    for (int p = 0; p < N / 8; ++p)
-        for (int j = 0; j < K / 8; ++j)
-            for (int lane = 0; lane < 32; ++lane) {
-                const int g = lane / 4, t = lane % 4;
-                out[i++] = m[(size_t)(8 * j + t) * N + 8 * p + g];
-                out[i++] = m[(size_t)(8 * j + t + 4) * N + 8 * p + g];
+                for (int c = cols * p + g; c < cols * (p + 1); c += 8) {
+                    out[i++] = m[(size_t)(8 * j + t) * N + c];
+                    out[i++] = m[(size_t)(8 * j + t + 4) * N + c];
+                }
             }
     return out;
 }
@@ -134,12 +122,12 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
         const auto w1p = padded(W1, kIn, kHidden, prows[0], pcols[0]);
         const auto w2p = padded(W2, kHidden, kHidden, prows[1], pcols[1]);
         const auto w3p = padded(W3, kHidden, kOut, prows[2], pcols[2]);
-        upload(fw1f_, fragment_order(w1p, kIn, kHiddenPad));
-        upload(fw1f8_, fragment_order8(w1p, kIn, kHiddenPad));
-        upload(fw2f_, fragment_order(w2p, kHiddenPad, kHiddenPad));
+        upload(fw1f_, fragment_order(w1p, kIn, kHiddenPad, 16));
+        upload(fw1f8_, fragment_order(w1p, kIn, kHiddenPad, 8));
+        upload(fw2f_, fragment_order(w2p, kHiddenPad, kHiddenPad, 16));
         upload(fw2_, w2p);
         upload(fw3_, w3p);
-        upload(fw3f_, fragment_order(w3p, kHiddenPad, kOutPad));
+        upload(fw3f_, fragment_order(w3p, kHiddenPad, kOutPad, 16));
         CUDA_CHECK(cudaStreamSynchronize(stream_));
     } catch (...) {
         release();  // the destructor does not run for a constructor that throws
