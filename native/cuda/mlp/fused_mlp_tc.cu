@@ -287,6 +287,5 @@ void launch_fused_rows(const FusedPlan& p, const FusedWeights& w, const float* x
     throw std::invalid_argument("the row-block kernel runs on tensor cores only");
 }
 
-std::string fused_rows_source() { return repo_path(__FILE__); }
 
 }  // namespace gemmpad::cuda
