@@ -287,5 +287,4 @@ void launch_fused_rows(const FusedPlan& p, const FusedWeights& w, const float* x
     throw std::invalid_argument("the row-block kernel runs on tensor cores only");
 }
 
-
 }  // namespace gemmpad::cuda
