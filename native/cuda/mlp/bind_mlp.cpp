@@ -69,9 +69,8 @@ void bind_mlp(py::module_& m) {
         },
         "(free, total) device memory in bytes, for leak checks.");
     m.def("set_fused_clusters", &set_fused_clusters, py::arg("enabled"),
-          "Let the fused kernels use sm_90 features where possible (thread-block clusters, bulk copies; default "
-          "True); False runs their sm_80-89 paths (global partials + last block, plain loads) on sm_90 too, for "
-          "tests. Returns the previous value.");
+          "Let the fused kernels use thread-block clusters where possible (default True); False runs their "
+          "sm_80-89 path (global partials + last block) on sm_90 too, for tests. Returns the previous value.");
     m.def("fused_used_clusters", &fused_used_clusters, "Whether the last split-kernel launch used clusters.");
     m.def("build_archs", &build_arch_list, "CUDA architectures compiled in (nvcc's __CUDA_ARCH_LIST__).");
     m.def(

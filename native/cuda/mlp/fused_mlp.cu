@@ -354,7 +354,6 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 using KernelFn = void (*)(FusedWeights, const float*, float*, int, float*, unsigned*, unsigned*);
-using KernelXpFn = void (*)(FusedWeights, XParam, float*, int, float*, unsigned*, unsigned*);
 
 // Clusters need a device that launches them AND a kernel binary built for
 // sm_90+ (an sm_80 binary running on Hopper has no cluster barrier in it).
@@ -381,16 +380,13 @@ struct Split {
             throw std::runtime_error("cuda.mlp_fused (" + std::to_string(BM) + "-row tiles) needs " +
                                      std::to_string(smem) + " bytes of shared memory per block; this device allows " +
                                      std::to_string(max_smem_per_block_optin()));
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        if (kCluster && L::kSlices > 8)
-            CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        if constexpr (kXp) {
-            CUDA_CHECK(cudaFuncSetAttribute(split_kernel_xp<kCluster, kCols>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)smem));
-            if (kCluster && L::kSlices > 8)
-                CUDA_CHECK(cudaFuncSetAttribute(split_kernel_xp<kCluster, kCols>,
-                                                cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        }
+        auto set_attributes = [](auto fn) {
+            CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            if (kCluster && L::kSlices > 8)  // clusters of 14 blocks exceed the portable 8
+                CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        };
+        set_attributes(kernel);
+        if constexpr (kXp) set_attributes(split_kernel_xp<kCluster, kCols>);
         configured = true;
     }
     static cudaLaunchConfig_t config(int batch, cudaStream_t stream, cudaLaunchAttribute* attr) {

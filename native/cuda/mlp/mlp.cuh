@@ -103,10 +103,10 @@ void launch_fused_rows(const FusedPlan& plan, const FusedWeights& w, const float
 int fused_split_max_clusters(const FusedPlan& plan);
 // Floats of partial sums and number of counters any split launch for `batch` needs.
 std::pair<size_t, int> fused_scratch_size(int batch);
-// Whether the fused kernels may use sm_90 features (thread-block clusters, bulk
-// copies) where the device and the build allow them (default true). Turning
-// them off runs the sm_80-89 paths on sm_90 too, so tests can check them
-// there. Returns the previous value.
+// Whether the split kernel may use thread-block clusters (sm_90) where the
+// device and the build allow them (default true). Turning them off runs its
+// sm_80-89 path (global partials + last block) on sm_90 too, so tests can check
+// it there. Returns the previous value.
 bool set_fused_clusters(bool enabled);
 // Whether the last split launch used clusters.
 bool fused_used_clusters();
