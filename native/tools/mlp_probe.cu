@@ -7,7 +7,7 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Inative/include -Inative/cuda/mlp native/tools/mlp_probe.cu \
 //        native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/mlp.cu \
-//        native/cuda/common.cu -o /tmp/mlp_probe && /tmp/mlp_probe [all|ncu|e2e]
+//        native/cuda/common.cu -o /tmp/mlp_probe && /tmp/mlp_probe [all|final|check|rows|loads|ncu]
 //
 // -DGEMMPAD_MLP_TRACE (with fused_mlp.cu built the same way): mode "trace" prints per-phase globaltimer stamps.
 #include <algorithm>
@@ -32,46 +32,6 @@ void fused_trace_clear();
 
 using namespace gemmpad::cuda;
 using clk = std::chrono::steady_clock;
-
-namespace {
-// Bulk copies global -> shared through the copy engine of the SM (sm_90,
-// cp.async.bulk), completion counted in bytes on an mbarrier. The barrier is
-// used for one phase per launch (parity 0).
-__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count));
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(a), "r"(bytes) : "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_copy(void* smem_dst, const void* gmem_src, unsigned bytes, unsigned long long* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-    const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(d),
-                 "l"(gmem_src), "r"(bytes), "r"(b)
-                 : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));
-    asm volatile(
-        "{\n .reg .pred p;\n WAIT_%=:\n"
-        " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        " @!p bra WAIT_%=;\n}\n" ::"r"(a),
-        "r"(parity)
-        : "memory");
-#endif
-}
-
-}  // namespace
 
 namespace {
 
@@ -282,9 +242,10 @@ __global__ void ldg8_kernel(const float4* __restrict__ src, int n4, int mode, fl
 // reads its own bytes; else all blocks read the same.
 __global__ void bulk_kernel(const char* src, unsigned piece, int pieces, int distinct, float* sink) {
     extern __shared__ __align__(128) unsigned char buf[];
-    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(8) uint64_t bar;
     if (threadIdx.x == 0) {
         mbar_init(&bar, 1);
+        mbar_init_fence();
         mbar_expect_tx(&bar, piece * pieces);
         const char* s0 = src + (distinct ? (size_t)blockIdx.x * piece * pieces : 0);
         for (int p = 0; p < pieces; ++p) bulk_copy(buf + (size_t)p * piece, s0 + (size_t)p * piece, piece, &bar);
@@ -298,21 +259,22 @@ __global__ void bulk_kernel(const char* src, unsigned piece, int pieces, int dis
 // with .multicast::cluster (one L2 read, C deliveries).
 __global__ void mcast_kernel(const char* src, unsigned piece, int pieces, int C, float* sink) {
     extern __shared__ __align__(128) unsigned char buf[];
-    __shared__ __align__(8) unsigned long long bar;
+    __shared__ __align__(8) uint64_t bar;
     unsigned rank;
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     if (threadIdx.x == 0) {
         mbar_init(&bar, 1);
+        mbar_init_fence();
         mbar_expect_tx(&bar, piece * pieces);
     }
     __syncthreads();
     cluster_arrive_release();
     cluster_wait_acquire();  // every block's barrier is initialised before any copy lands
     if (threadIdx.x == 0) {
-        const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+        const unsigned b = smem_u32(&bar);
         const unsigned short mask = (unsigned short)((1u << C) - 1);
         for (int p = (int)rank; p < pieces; p += C) {
-            const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(buf + (size_t)p * piece));
+            const unsigned d = smem_u32(buf + (size_t)p * piece);
             asm volatile(
                 "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, "
                 "[%3], %4;\n" ::"r"(d),
@@ -498,10 +460,11 @@ int main(int argc, char** argv) {
 #endif
 
     // ---------------------------------------------------------------- correctness
-    if (mode == "all" || mode == "check" || mode == "final") {
+    if (mode == "all" || mode == "check" || mode == "final" || mode == "rows") {
         std::vector<int> batches = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
                                     300, 511, 512, 513, 1000, 1023, 1024, 1025, 2047, 4096};
         if (mode == "check") batches = {1, 2, 3, 17, 33, 257, 1025};  // under compute-sanitizer
+        if (mode == "rows") batches = {16, 17, 33, 128, 1000, 1025, 2047, 4096};
         std::vector<float> out((size_t)kMax * 10);
         int failures = 0;
         for (const auto& c : configs)
@@ -514,6 +477,7 @@ int main(int argc, char** argv) {
         // PROBE_FILTER="a|b|c": only configs whose name contains one of the parts (for the slow sanitizers)
         const char* filter = std::getenv("PROBE_FILTER");
         auto selected = [&](const std::string& name) {
+            if (mode == "rows" && name.rfind("rows", 0) != 0) return false;
             if (!filter || !*filter) return true;
             std::string f = filter;
             size_t pos = 0;
@@ -572,83 +536,113 @@ int main(int argc, char** argv) {
         if (mode == "check") return failures ? 1 : 0;
     }
 
-    // ---------------------------------------------------------------- floors
-    if (mode == "all" || mode == "final") {
-        std::printf("\n== floors (graph: event, kernel, event; kernel = events, e2e = host launch + sync), median of 2000\n");
-        auto row = [](const char* what, Timing t) { std::printf("  %-58s kernel %6.2f us  e2e %6.2f us\n", what, t.kernel_us, t.e2e_us); };
-        row("empty kernel, 1 block x 32", time_graph(st, [&] { launch_empty(st, 1, 32, 1); }, 2000));
-        if (mode == "all") row("empty kernel, 7 blocks x 448", time_graph(st, [&] { launch_empty(st, 7, 448, 1); }, 2000));
-        row("empty kernel, 7 blocks x 448, cluster 7", time_graph(st, [&] { launch_empty(st, 7, 448, 7); }, 2000));
-        row("empty kernel, 112 blocks x 448, cluster 7", time_graph(st, [&] { launch_empty(st, 112, 448, 7); }, 2000));
-        row("empty kernel, 128 blocks x 224", time_graph(st, [&] { launch_empty(st, 128, 224, 1); }, 2000));
-        row("20 empty kernels back to back (per kernel)", time_graph(st, [&] { launch_empty(st, 7, 448, 7); }, 500, 20));
-        row("read 3136 B mapped host (196 thr) + write 40 B mapped", time_graph(st, [&] {
-                pcie_kernel<<<1, 224, 0, st>>>(reinterpret_cast<const float4*>(x_map), out_map, 196, 1);
-            }, 2000));
-        row("read 3136 B device + write 40 B device", time_graph(st, [&] {
-                pcie_kernel<<<1, 224, 0, st>>>(reinterpret_cast<const float4*>(x_dev), out_dev, 196, 1);
-            }, 2000));
-        row("write 40 B mapped host only", time_graph(st, [&] { write_kernel<<<1, 32, 0, st>>>(out_map); }, 2000));
-        row("memcpy node H2D 3136 B, empty kernel, memcpy node D2H 40 B",
-            time_graph(st, [&] { launch_empty(st, 1, 32, 1); }, 2000, 1, {}, {},
-                       [&] { CUDA_CHECK(cudaMemcpyAsync(x_dev, x_host, 3136, cudaMemcpyHostToDevice, st)); },
-                       [&] { CUDA_CHECK(cudaMemcpyAsync(out_host, out_dev, 40, cudaMemcpyDeviceToHost, st)); }));
-        row("memcpy node H2D 3136 B, empty kernel, (out mapped)",
-            time_graph(st, [&] { launch_empty(st, 1, 32, 1); }, 2000, 1, {}, {},
-                       [&] { CUDA_CHECK(cudaMemcpyAsync(x_dev, x_host, 3136, cudaMemcpyHostToDevice, st)); }));
-
-        // latency of single dependent accesses
-        {
-            const int n = 64;
-            unsigned *chain_h, *chain_map, *chain_d, *sink;
-            long long *cyc, *cyc_dev;
-            CUDA_CHECK(cudaHostAlloc(&chain_h, 4096 * 4, cudaHostAllocMapped));
-            CUDA_CHECK(cudaHostGetDevicePointer((void**)&chain_map, chain_h, 0));
-            const size_t big = (size_t)256 << 20;  // 1 GB of unsigned: beyond L2
-            CUDA_CHECK(cudaMalloc(&chain_d, big * 4));
-            CUDA_CHECK(cudaMalloc(&sink, 64));
-            CUDA_CHECK(cudaHostAlloc(&cyc, 64, cudaHostAllocMapped));  // read after sync
-            CUDA_CHECK(cudaHostGetDevicePointer((void**)&cyc_dev, cyc, 0));
-            for (int i = 0; i < 4096; ++i) chain_h[i] = (i + 64 * 7) % 4096;  // 64 steps, different lines
-            std::vector<unsigned> hop(4096);
-            for (int i = 0; i < 4096; ++i) hop[i] = (i + 97) % 4096;
-            CUDA_CHECK(cudaMemcpy(chain_d, hop.data(), 4096 * 4, cudaMemcpyHostToDevice));
-            chase_kernel<<<1, 1, 0, st>>>(chain_map, n, sink, cyc_dev);
-            CUDA_CHECK(cudaStreamSynchronize(st));
-            chase_kernel<<<1, 1, 0, st>>>(chain_map, n, sink, cyc_dev);
-            CUDA_CHECK(cudaStreamSynchronize(st));
-            const long long host_cyc = cyc[0];
-            chase_kernel<<<1, 1, 0, st>>>(chain_d, n, sink, cyc_dev);  // warms L2 with the chain
-            CUDA_CHECK(cudaStreamSynchronize(st));
-            chase_kernel<<<1, 1, 0, st>>>(chain_d, n, sink, cyc_dev);
-            CUDA_CHECK(cudaStreamSynchronize(st));
-            const long long l2_cyc = cyc[0];
-            // HBM: a chain with ~16 MB hops (fresh lines every time)
-            for (int i = 0; i < n + 1; ++i) {
-                const unsigned at = (unsigned)((size_t)i * 3900000u), next = (unsigned)((size_t)(i + 1) * 3900000u);
-                CUDA_CHECK(cudaMemcpy(chain_d + at, &next, 4, cudaMemcpyHostToDevice));
+    // ---------------------------------------------------------------- the row-block kernel alone
+    if (mode == "rows") {
+        const int tb[] = {256, 512, 1024, 2048, 4096};
+        for (int fresh = 0; fresh < 2; ++fresh) {
+            std::printf("\n== row-block kernel (us, events around one graph-launched kernel, median of 200), x %s\n",
+                        fresh ? "copied in from pinned host memory just before (as Mlp::forward does)" : "in device memory (L2-warm)");
+            std::printf("  %-32s", "config");
+            for (int b : tb) std::printf(" %6d", b);
+            std::printf("\n");
+            for (const auto& c : configs) try {
+                if (!c.rows) continue;
+                std::printf("  %-32s", c.name.c_str());
+                for (int b : tb) {
+                    const auto copy_in = [&] {
+                        CUDA_CHECK(cudaMemcpyAsync(x_dev, x_host, (size_t)b * 784 * 4, cudaMemcpyHostToDevice, st));
+                    };
+                    const Timing t = fresh ? time_graph(st, [&] { launch(c, x_dev, out_dev, b); }, 200, 1, {}, {}, copy_in)
+                                           : time_graph(st, [&] { launch(c, x_dev, out_dev, b); }, 200);
+                    std::printf(" %6.2f", t.kernel_us);
+                    std::fflush(stdout);
+                }
+                std::printf("\n");
+            } catch (const std::exception& e) {
+                std::printf(" ERROR %s\n", e.what());
             }
-            void* flush;
-            CUDA_CHECK(cudaMalloc(&flush, 256 << 20));
-            CUDA_CHECK(cudaMemset(flush, 1, 256 << 20));  // evict L2
-            chase_kernel<<<1, 1, 0, st>>>(chain_d, n, sink, cyc_dev);
-            CUDA_CHECK(cudaStreamSynchronize(st));
-            std::printf("  dependent load latency (cycles): mapped host %lld, L2 %lld, HBM %lld\n", host_cyc, l2_cyc, cyc[0]);
-            // clock under the same cadence as a batch-1 loop (launch, sync, repeat)
-            std::vector<double> mhz;
-            for (int i = 0; i < 300; ++i) {
-                clock_kernel<<<1, 1, 0, st>>>(cyc_dev, 20000);
-                CUDA_CHECK(cudaStreamSynchronize(st));
-                mhz.push_back(cyc[1] > 0 ? 1000.0 * cyc[0] / cyc[1] : 0);
-            }
-            std::printf("  SM clock from clock64 / globaltimer over 20000 cycles, launch-sync cadence: median %.0f MHz (min %.0f, max %.0f)\n",
-                        median(mhz), *std::min_element(mhz.begin(), mhz.end()), *std::max_element(mhz.begin(), mhz.end()));
-            CUDA_CHECK(cudaFree(flush));
-            CUDA_CHECK(cudaFree(chain_d));
-            CUDA_CHECK(cudaFreeHost(chain_h));
-            CUDA_CHECK(cudaFree(sink));
-            CUDA_CHECK(cudaFreeHost(cyc));
         }
+    }
+
+    // ---------------------------------------------------------------- floors
+    if (mode == "all" || mode == "final" || mode == "loads") {
+        if (mode != "loads") {  // "loads": the load-rate section only
+            std::printf("\n== floors (graph: event, kernel, event; kernel = events, e2e = host launch + sync), median of 2000\n");
+            auto row = [](const char* what, Timing t) { std::printf("  %-58s kernel %6.2f us  e2e %6.2f us\n", what, t.kernel_us, t.e2e_us); };
+            row("empty kernel, 1 block x 32", time_graph(st, [&] { launch_empty(st, 1, 32, 1); }, 2000));
+            if (mode == "all") row("empty kernel, 7 blocks x 448", time_graph(st, [&] { launch_empty(st, 7, 448, 1); }, 2000));
+            row("empty kernel, 7 blocks x 448, cluster 7", time_graph(st, [&] { launch_empty(st, 7, 448, 7); }, 2000));
+            row("empty kernel, 112 blocks x 448, cluster 7", time_graph(st, [&] { launch_empty(st, 112, 448, 7); }, 2000));
+            row("empty kernel, 128 blocks x 224", time_graph(st, [&] { launch_empty(st, 128, 224, 1); }, 2000));
+            row("20 empty kernels back to back (per kernel)", time_graph(st, [&] { launch_empty(st, 7, 448, 7); }, 500, 20));
+            row("read 3136 B mapped host (196 thr) + write 40 B mapped", time_graph(st, [&] {
+                    pcie_kernel<<<1, 224, 0, st>>>(reinterpret_cast<const float4*>(x_map), out_map, 196, 1);
+                }, 2000));
+            row("read 3136 B device + write 40 B device", time_graph(st, [&] {
+                    pcie_kernel<<<1, 224, 0, st>>>(reinterpret_cast<const float4*>(x_dev), out_dev, 196, 1);
+                }, 2000));
+            row("write 40 B mapped host only", time_graph(st, [&] { write_kernel<<<1, 32, 0, st>>>(out_map); }, 2000));
+            row("memcpy node H2D 3136 B, empty kernel, memcpy node D2H 40 B",
+                time_graph(st, [&] { launch_empty(st, 1, 32, 1); }, 2000, 1, {}, {},
+                           [&] { CUDA_CHECK(cudaMemcpyAsync(x_dev, x_host, 3136, cudaMemcpyHostToDevice, st)); },
+                           [&] { CUDA_CHECK(cudaMemcpyAsync(out_host, out_dev, 40, cudaMemcpyDeviceToHost, st)); }));
+            row("memcpy node H2D 3136 B, empty kernel, (out mapped)",
+                time_graph(st, [&] { launch_empty(st, 1, 32, 1); }, 2000, 1, {}, {},
+                           [&] { CUDA_CHECK(cudaMemcpyAsync(x_dev, x_host, 3136, cudaMemcpyHostToDevice, st)); }));
+
+            // latency of single dependent accesses
+            {
+                const int n = 64;
+                unsigned *chain_h, *chain_map, *chain_d, *sink;
+                long long *cyc, *cyc_dev;
+                CUDA_CHECK(cudaHostAlloc(&chain_h, 4096 * 4, cudaHostAllocMapped));
+                CUDA_CHECK(cudaHostGetDevicePointer((void**)&chain_map, chain_h, 0));
+                const size_t big = (size_t)256 << 20;  // 1 GB of unsigned: beyond L2
+                CUDA_CHECK(cudaMalloc(&chain_d, big * 4));
+                CUDA_CHECK(cudaMalloc(&sink, 64));
+                CUDA_CHECK(cudaHostAlloc(&cyc, 64, cudaHostAllocMapped));  // read after sync
+                CUDA_CHECK(cudaHostGetDevicePointer((void**)&cyc_dev, cyc, 0));
+                for (int i = 0; i < 4096; ++i) chain_h[i] = (i + 64 * 7) % 4096;  // 64 steps, different lines
+                std::vector<unsigned> hop(4096);
+                for (int i = 0; i < 4096; ++i) hop[i] = (i + 97) % 4096;
+                CUDA_CHECK(cudaMemcpy(chain_d, hop.data(), 4096 * 4, cudaMemcpyHostToDevice));
+                chase_kernel<<<1, 1, 0, st>>>(chain_map, n, sink, cyc_dev);
+                CUDA_CHECK(cudaStreamSynchronize(st));
+                chase_kernel<<<1, 1, 0, st>>>(chain_map, n, sink, cyc_dev);
+                CUDA_CHECK(cudaStreamSynchronize(st));
+                const long long host_cyc = cyc[0];
+                chase_kernel<<<1, 1, 0, st>>>(chain_d, n, sink, cyc_dev);  // warms L2 with the chain
+                CUDA_CHECK(cudaStreamSynchronize(st));
+                chase_kernel<<<1, 1, 0, st>>>(chain_d, n, sink, cyc_dev);
+                CUDA_CHECK(cudaStreamSynchronize(st));
+                const long long l2_cyc = cyc[0];
+                // HBM: a chain with ~16 MB hops (fresh lines every time)
+                for (int i = 0; i < n + 1; ++i) {
+                    const unsigned at = (unsigned)((size_t)i * 3900000u), next = (unsigned)((size_t)(i + 1) * 3900000u);
+                    CUDA_CHECK(cudaMemcpy(chain_d + at, &next, 4, cudaMemcpyHostToDevice));
+                }
+                void* flush;
+                CUDA_CHECK(cudaMalloc(&flush, 256 << 20));
+                CUDA_CHECK(cudaMemset(flush, 1, 256 << 20));  // evict L2
+                chase_kernel<<<1, 1, 0, st>>>(chain_d, n, sink, cyc_dev);
+                CUDA_CHECK(cudaStreamSynchronize(st));
+                std::printf("  dependent load latency (cycles): mapped host %lld, L2 %lld, HBM %lld\n", host_cyc, l2_cyc, cyc[0]);
+                // clock under the same cadence as a batch-1 loop (launch, sync, repeat)
+                std::vector<double> mhz;
+                for (int i = 0; i < 300; ++i) {
+                    clock_kernel<<<1, 1, 0, st>>>(cyc_dev, 20000);
+                    CUDA_CHECK(cudaStreamSynchronize(st));
+                    mhz.push_back(cyc[1] > 0 ? 1000.0 * cyc[0] / cyc[1] : 0);
+                }
+                std::printf("  SM clock from clock64 / globaltimer over 20000 cycles, launch-sync cadence: median %.0f MHz (min %.0f, max %.0f)\n",
+                            median(mhz), *std::min_element(mhz.begin(), mhz.end()), *std::max_element(mhz.begin(), mhz.end()));
+                CUDA_CHECK(cudaFree(flush));
+                CUDA_CHECK(cudaFree(chain_d));
+                CUDA_CHECK(cudaFreeHost(chain_h));
+                CUDA_CHECK(cudaFree(sink));
+                CUDA_CHECK(cudaFreeHost(cyc));
+            }
+        }  // mode != "loads"
         // Loads: in-flight LSU loads vs bulk copies vs multicast; rotation; cluster barrier
         {
             float* sink;
@@ -703,6 +697,7 @@ int main(int argc, char** argv) {
                         flops / (t.kernel_us * 1e-6) / 1e12);
             CUDA_CHECK(cudaFree(sink));
         }
+        if (mode == "loads") return 0;
         // Launch and completion alternatives for one small kernel (reads 3136 B mapped, writes 40 B mapped)
         {
             std::printf("\n== launch / completion alternatives (small kernel: 3136 B mapped in, 40 B mapped out), median of 2000\n");
@@ -907,7 +902,9 @@ int main(int argc, char** argv) {
         for (const char* k : {"cuda.mlp_fused", "cuda.mlp_fused_tf32", "cuda.mlp_fused_3xtf32"}) {
             std::printf("  %-22s default plans and I/O:\n   ", k);
             int n = 0;
-            for (int b : {1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096}) {
+            const std::vector<int> fb = mode == "rows" ? std::vector<int>{512, 1024, 2048, 4096}
+                                                       : std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096};
+            for (int b : fb) {
                 try {
                     e2e(k, b, b >= 256 ? 300 : 2000);
                 } catch (const std::exception& ex) {
@@ -916,6 +913,10 @@ int main(int argc, char** argv) {
                 if (++n % 5 == 0) std::printf("\n   ");
             }
             std::printf("\n");
+        }
+        if (mode == "rows") {
+            std::printf("\nprobe done\n");
+            return 0;
         }
         std::printf("\n== batch 1, cuda.mlp_fused: plan x I/O (kernel / e2e us, C++)\n");
         struct Io {

@@ -6,6 +6,7 @@
 # benchmark. Each step is time-boxed; logs go to $OUT (at most 8 files come back).
 #
 #   STEPS="probe trace memcheck racecheck ncu build test sanitize bench" bash native/tools/mlp_probe.sh
+#   PROBE_MODE=rows|loads|final (default all): what the probe step runs (native/tools/mlp_probe.cu)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/mlp-probe-out}
@@ -53,7 +54,7 @@ if want probe && [ -x /tmp/mlp_probe ]; then
   nvidia-smi --query-gpu=timestamp,pstate,clocks.sm,clocks.mem,power.draw,utilization.gpu --format=csv -lms 250 >"$OUT/clocks.csv" 2>&1 &
   SMI=$!
   { cat /tmp/device.txt; nvcc --version | tail -1; grep -E "error" /tmp/probe-build.log; } >"$OUT/probe.txt" 2>&1
-  timeout ${PROBE_TIMEOUT:-150} /tmp/mlp_probe all >>"$OUT/probe.txt" 2>&1; echo "probe exit $?" >>"$OUT/probe.txt"
+  timeout ${PROBE_TIMEOUT:-150} /tmp/mlp_probe ${PROBE_MODE:-all} >>"$OUT/probe.txt" 2>&1; echo "probe exit $?" >>"$OUT/probe.txt"
   kill $SMI 2>/dev/null
 fi
 if want trace && [ -x /tmp/mlp_probe_trace ]; then

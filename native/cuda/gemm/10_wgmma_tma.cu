@@ -74,34 +74,6 @@ static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
 constexpr int B_BOX_BYTES = BK * BOX_N * 2;  // 8 KB
 constexpr int GROUP_M = 8;                   // tile-rows per raster group
 
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// ---- mbarrier: a shared-memory barrier that also counts bytes delivered by the copy engine
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(count));
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-// Returns once the phase with this parity has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra WAIT_%=;\n"
-        "}\n" ::"r"(smem_u32(bar)),
-        "r"(parity)
-        : "memory");
-}
-
 // ---- TMA: one 2-D box of a tensor map into shared memory, completion counted on `bar`
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c_inner, int c_outer, uint64_t* bar) {
     asm volatile(
@@ -193,7 +165,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(&full[s], 1);               // the producer's arrive.expect_tx (+ the bytes)
             mbar_init(&empty[s], 4 * CONSUMERS);  // one arrive per consumer warp
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the copy engine
+        mbar_init_fence();  // visible to the copy engine
     }
     __syncthreads();
 

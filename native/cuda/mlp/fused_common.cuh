@@ -1,7 +1,7 @@
 // Device helpers shared by the whole-network kernels (fused_mlp.cu,
 // fused_mlp_tc.cu): tensor-core fragments in the weights' upload order, the
-// tf32 split, cluster barriers. Only .cu files include this (mlp.cuh stays
-// host-compilable for bind_mlp.cpp).
+// tf32 split, cluster barriers and the st.async hand-off. Only .cu files
+// include this (mlp.cuh stays host-compilable for bind_mlp.cpp).
 //
 // Fragment order (mlp.cu writes it at upload, see fragment_order there): a
 // padded weight matrix M [K][N] is stored as [N/16 column pairs p][K/8 k-steps
@@ -93,16 +93,28 @@ __device__ __forceinline__ void cluster_wait_acquire() {
 #endif
 }
 
-// The generic address of `p` (this block's shared memory) in block `rank` of the cluster.
-template <class T>
-__device__ __forceinline__ T* cluster_map(T* p, unsigned rank) {
+// The shared::cluster address (32-bit) of `p` (this block's shared memory) in block `rank`.
+__device__ __forceinline__ unsigned cluster_map_u32(const void* p, unsigned rank) {
+    unsigned out = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint64_t out;
-    asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(out) : "l"(reinterpret_cast<uint64_t>(p)), "r"(rank));
-    return reinterpret_cast<T*>(out);
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(smem_u32(p)), "r"(rank));
 #else
+    (void)p;
     (void)rank;
-    return p;
+#endif
+    return out;
+}
+// One float into another block's shared memory (both addresses from cluster_map_u32); its
+// 4 bytes count towards the transaction count of that block's mbarrier `bar` on arrival.
+__device__ __forceinline__ void st_async_f32(unsigned addr, float v, unsigned bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];\n" ::"r"(addr), "f"(v),
+                 "r"(bar)
+                 : "memory");
+#else
+    (void)addr;
+    (void)v;
+    (void)bar;
 #endif
 }
 

@@ -10,10 +10,11 @@
 //     it goes straight on to its share of layer 2: the partial product of
 //     those 16 h1 columns with W2's rows 16s..16s+15 ([BM,112]).
 //   * ONE hand-off: every block pushes its layer-2 partial into block 0's
-//     shared memory (DSMEM stores) and arrives on the cluster barrier
-//     (release); blocks 1-6 exit, block 0 waits (acquire), sums the seven
-//     partials, runs layer 3 and the softmax. (A relaxed arrive at the start
-//     and a wait before the first remote store make sure block 0 is running.)
+//     shared memory with st.async, each store counting its bytes on an
+//     mbarrier in block 0 (its "inbox"), and exits; block 0 waits on the
+//     inbox until all bytes are in, sums the partials, runs layer 3 and the
+//     softmax. (A relaxed cluster arrive at the start and a wait before the
+//     first remote store make sure block 0 is running and its inbox is set up.)
 //     sm_80-89 or clusters off: partials to global scratch, the last block of
 //     the tile to arrive (fence + counter) runs the tail, as before.
 //   * Weights come in fragment order (fused_common.cuh): one coalesced float4
@@ -23,8 +24,10 @@
 //     16: mma.m16n8k8, 3xTF32 for fp32 or one tf32 pass), same data layout.
 //   * x tile staged in shared memory with a row stride of 788 floats (= 20
 //     mod 32 banks): the A fragments of 8 rows x 4 k hit 32 different banks.
+//     One row (BM = 1): each lane loads its 14 values of x straight from the
+//     kernel parameter, no staging and no block barrier before layer 1.
 // Why it should be faster: the previous kernel paid two cluster barriers and
-// a DSMEM all-gather of [BM,112] partials; this one pays one barrier and
+// a DSMEM all-gather of [BM,112] partials; this one pays one hand-off and
 // moves BM x 112 floats per block once. Nothing else is serial.
 //
 // History (earlier cuda.mlp_fused, H200, 2026-11-22, `gemmpad bench mlp`,
@@ -50,10 +53,21 @@
 //   (25.3 / 59.0), 256: 14.7 / 105.4 (29.4 / 123.2). Writing the output over PCIe from the
 //   kernel costs kernel time (6 -> 12 us at batch 8-64) but saves a device-to-host copy
 //   node, which costs more end to end (probe: +8 us for 40 bytes).
+// Later the same day, the hand-off by st.async into an mbarrier-counted inbox instead of a
+// release/acquire cluster barrier (whose release waits for the remote stores to complete),
+// and x read straight into registers at batch 1 (probe, same method): trace at batch 1
+// (14 blocks of 8): x in 544, h1 slice done 992, partial pushed 1152, tail starts 1216,
+// end 1824 ns (the hand-off went from 480 to 64 ns); kernel 4.99-5.02 us (14 blocks of 8),
+// 5.31 (7 of 16); back to back 2.79-2.85 us. `gemmpad bench mlp`: batch 1 5.7 / 14.8 us
+// (torch CUDA graph 15.4 / 46.5 in the same run). Empty kernel in that run: 2.72 us.
+// Tried and dropped: a single-warp tail for one-row tiles (warp 0 sums the partials, runs
+// layer 3 as a butterfly over the warp and the softmax, no block barrier): probe kernel
+// 4.80 vs 5.02 us with x in device memory, but 5.7 us either way through `gemmpad bench
+// mlp` (x as a kernel parameter), and its trace tail stayed at ~600 ns.
 // Still short of the inference issue's goals (4 us kernel at batch 1, 5 us at 256): with
 // 2.7-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
-// x and W1 from L2, multiply, reduce across blocks, two more layers, write) that the trace
-// puts at 2.4 us; the cross-block hand-off alone (barrier + tail) is ~1.1 us of it.
+// x and W1 from L2, multiply, hand off across blocks, two more layers, write) that the
+// trace puts at 1.8 us; the tail block's layers 2-3 and softmax are 0.6 us of it.
 #include <algorithm>
 #include <type_traits>
 
@@ -122,6 +136,7 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     float* h2s = red;
     float* logits = xs;  // [4 k-quarters][BM][16], once the x tile is dead
     __shared__ bool is_last;
+    __shared__ __align__(8) uint64_t inbox;  // cluster: block 0's, counts the bytes the others push
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int tile = blockIdx.x / kSlices, s = blockIdx.x % kSlices;  // s == cluster rank (clusters run along x)
@@ -135,7 +150,15 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
         if (n != kSlices) __trap();
     }
 #endif
-    if constexpr (kCluster) cluster_arrive_relaxed();  // phase 0: "this block is running"
+    if constexpr (kCluster) {  // block 0's inbox expects every other block's layer-2 partial
+        if (s == 0 && tid == 0) {
+            mbar_init(&inbox, 1);
+            mbar_init_fence();
+        }
+        __syncthreads();
+        if (s == 0 && tid == 0) mbar_expect_tx(&inbox, (kSlices - 1) * BM * kHiddenPad * sizeof(float));
+        cluster_arrive_relaxed();  // phase 0: "this block is running" (block 0: and its inbox is set up)
+    }
 
     // ---- 1. every load goes out first: W1 fragments, x tile, W2 rows, W3 (tail block), biases
     const float* w1g = (kCols == 16 ? w.w1f : w.w1f8) + (size_t)s * kIn * kCols;
@@ -153,7 +176,17 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     const float b1v = tid < BM * kCols ? __ldg(w.b1 + kCols * s + tid % kCols) : 0.0f;
     const float b2v = tail_block ? __ldg(w.b2 + tid % kHiddenPad) : 0.0f;
     const float b3v = tail_block && lane % 16 < kOut ? __ldg(w.b3 + lane % 16) : 0.0f;
-    {
+    // one row: each lane reads the 14 values of x its k-steps need straight from x (the kernel
+    // parameter at batch 1), no staging in shared memory; more rows: the x tile, staged
+    float x1[kStepsPerWarp][2];
+    if constexpr (BM == 1) {
+#pragma unroll
+        for (int i = 0; i < kStepsPerWarp; ++i) {
+            const int k = 8 * (warp * kStepsPerWarp + i) + t;
+            x1[i][0] = x[(size_t)row0 * kIn + k];
+            x1[i][1] = x[(size_t)row0 * kIn + k + 4];
+        }
+    } else {
         constexpr int kQuads = kIn / 4, kIters = (BM * kQuads + kThreads - 1) / kThreads;
         float4 v[kIters];
 #pragma unroll
@@ -167,8 +200,8 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
             const int i = tid + it * kThreads, r = i / kQuads, q = i % kQuads;
             if (i < BM * kQuads) *reinterpret_cast<float4*>(xs + r * kXs + 4 * q) = v[it];
         }
+        __syncthreads();
     }
-    __syncthreads();
     stamp(1);
 
     // ---- 2. layer 1 over this warp's 7 k-steps; lane (g, t) holds k = 8j + t and 8j + t + 4
@@ -184,7 +217,7 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
             const int k = 8 * (warp * kStepsPerWarp + i) + t;
 #pragma unroll
             for (int r = 0; r < BM; ++r) {
-                const float xa = xs[r * kXs + k], xb = xs[r * kXs + k + 4];
+                const float xa = BM == 1 ? x1[i][0] : xs[r * kXs + k], xb = BM == 1 ? x1[i][1] : xs[r * kXs + k + 4];
                 if constexpr (kCols == 16) {
                     acc[r][0] = fmaf(xa, wf[i].x, acc[r][0]);
                     acc[r][1] = fmaf(xb, wf[i].y, acc[r][1]);
@@ -249,12 +282,14 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     stamp(3);
 
     // ---- 4. layer-2 partial: h1[:, slice] @ W2[slice rows, :], pushed to the tail block
-    float* dst;
+    // cluster: blocks 1.. push into block 0's inbox (st.async, counted on its mbarrier), block 0
+    // writes its own slice in place; else: global scratch
+    float* dst = kCluster ? recv : partials + ((size_t)tile * kSlices + s) * BM * kHiddenPad;
+    unsigned remote = 0, remote_bar = 0;
     if constexpr (kCluster) {
-        cluster_wait_acquire();  // phase 0 complete: block 0 is running, its shared memory is there
-        dst = cluster_map(recv, 0) + s * BM * kHiddenPad;
-    } else {
-        dst = partials + ((size_t)tile * kSlices + s) * BM * kHiddenPad;
+        cluster_wait_acquire();  // phase 0 complete: block 0 is running, its inbox is initialised
+        remote = cluster_map_u32(recv + s * BM * kHiddenPad, 0);
+        remote_bar = cluster_map_u32(&inbox, 0);
     }
     const int c2 = tid % kHiddenPad;
     for (int r = tid / kHiddenPad; r < BM; r += kRowGroups) {
@@ -264,15 +299,16 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
             p0 = fmaf(h1s[r * kCols + k], w2s[k * kHiddenPad + c2], p0);
             p1 = fmaf(h1s[r * kCols + k + 1], w2s[(k + 1) * kHiddenPad + c2], p1);
         }
-        dst[r * kHiddenPad + c2] = p0 + p1;
+        if (kCluster && s != 0) st_async_f32(remote + (r * kHiddenPad + c2) * sizeof(float), p0 + p1, remote_bar);
+        else dst[r * kHiddenPad + c2] = p0 + p1;
     }
     stamp(4);
 
     // ---- 5. hand-off: only the tail block goes on
     if constexpr (kCluster) {
-        cluster_arrive_release();  // phase 1: my partial is in block 0 (every thread releases its own stores)
-        if (s != 0) return;        // nothing reads this block's shared memory
-        cluster_wait_acquire();
+        if (s != 0) return;  // nothing reads this block's shared memory; block 0 waits for the bytes
+        __syncthreads();     // block 0's own slice
+        mbar_wait<true>(&inbox, 0);  // acquire at cluster scope: the others' stores
     } else {
         __threadfence();  // this block's partials visible device-wide before counting in
         __syncthreads();

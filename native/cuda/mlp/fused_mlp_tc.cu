@@ -42,9 +42,31 @@
 //   tensor core truncate it) and promoting the accumulators into an fp32 total every 112
 //   k (the tensor core adds with fewer bits than an FMA) brought the worst error over every
 //   batch from 1 to 4096 to 1.8e-7.
-// Short of the issue's 15 us at batch 4096 in fp32; tf32 is 2 us off. Reading x (12.8 MB)
-// takes ~2.7 us at HBM speed and the tensor work is ~2 us, so a wgmma kernel with a TMA
-// pipeline (as in gemm/10) is the way down from here.
+// Short of the issue's 15 us at batch 4096 in fp32; tf32 is 2 us off.
+//
+// Tried and dropped (H200, 2026-11-23, `STEPS=probe PROBE_MODE=rows bash
+// native/tools/mlp_probe.sh`, kernel us at batch 256 / 4096, x in L2; this kernel in the
+// same runs: tf32 15.2-15.5 / 16.7-17.1, 3xTF32 24.5-24.9 / 25.9-26.4). Every variant
+// was checked against float64 and run under memcheck and racecheck first:
+//   * W1 staged in shared memory by bulk copies (4 stages of 25 KB, one mbarrier each)
+//     instead of each warp's register ring: tf32 18.1 / 19.6, 3xTF32 27.7 / 29.2. The
+//     fragments then cross shared memory twice.
+//   * the x tile by bulk copies (one per row and chunk, 448 B each): tf32 18.7 / 19.3.
+//   * 14 warps, two per column pair splitting K, summed through shared memory: 15.9 / 16.6.
+//   * warp tiles of 32 rows x 56 units (K split over 4 warp pairs, W1 in a k-pair order
+//     that makes each A fragment one 16-byte load: ~4x fewer instructions per mma),
+//     x by four bulk copies of 25 KB: tf32 16.5-16.8 / 19.2-20.2. Its globaltimer trace:
+//     2.8 us before the x tile was in, 6.4-7.6 us of layer 1, 3 us to sum the warps'
+//     partials, 2 us for layers 2-3: nothing left to overlap the x load with.
+//   * W1 as fp16 for the tf32 kernel (tf32-rounded weights are exact in fp16), half the
+//     bytes, two chunks in flight: 16.6 / 17.8.
+//   * tf32 operands left for the tensor core to truncate (no rounding): 1.3 us faster,
+//     but the error grew from 1.7e-4 to 7.8e-4.
+// Rates measured the same day (probe mode "loads"): 16-byte loads 20-44 GB/s per SM,
+// bulk copies 29-108 GB/s per SM, mma.sync tf32 311 TFLOP/s over the device. In
+// Mlp::forward the x tile is copied in just before the kernel, which adds 3-8 us at
+// batch 4096 (probe: tf32 24.7, 3xTF32 34.0). A wgmma kernel fed by TMA (as gemm/10) is
+// the next thing to try; 3xTF32 through mma.sync alone needs ~7 us of tensor work per SM.
 #include "fused_common.cuh"
 
 namespace gemmpad::cuda {
@@ -61,21 +83,16 @@ constexpr size_t smem_floats() {
     return (size_t)BM * kXs + (size_t)kWarps * BM * kOutPad;
 }
 
-__device__ __forceinline__ void cp_async16(float* smem_dst, const float* gmem_src, bool valid) {
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem_src), "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Wait until at most `pending` groups are still in flight (an immediate operand, hence the switch).
-__device__ __forceinline__ void cp_async_wait(int pending) {
+// Wait until at most `pending` (0-6) cp.async groups are still in flight (an immediate operand, hence the switch).
+__device__ __forceinline__ void cp_async_wait_dyn(int pending) {
     switch (pending) {
-        case 0: asm volatile("cp.async.wait_group 0;\n" ::); break;
-        case 1: asm volatile("cp.async.wait_group 1;\n" ::); break;
-        case 2: asm volatile("cp.async.wait_group 2;\n" ::); break;
-        case 3: asm volatile("cp.async.wait_group 3;\n" ::); break;
-        case 4: asm volatile("cp.async.wait_group 4;\n" ::); break;
-        case 5: asm volatile("cp.async.wait_group 5;\n" ::); break;
-        default: asm volatile("cp.async.wait_group 6;\n" ::); break;
+        case 0: cp_async_wait<0>(); break;
+        case 1: cp_async_wait<1>(); break;
+        case 2: cp_async_wait<2>(); break;
+        case 3: cp_async_wait<3>(); break;
+        case 4: cp_async_wait<4>(); break;
+        case 5: cp_async_wait<5>(); break;
+        default: cp_async_wait<6>(); break;
     }
 }
 
@@ -145,7 +162,7 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
             const int r = i / (kChunkK / 4), q = i % (kChunkK / 4);
             const bool valid = r < rows;
             cp_async16(xs + r * kXs + cc * kChunkK + 4 * q,
-                       x + (size_t)(row0 + (valid ? r : 0)) * kIn + cc * kChunkK + 4 * q, valid);
+                       x + (size_t)(row0 + (valid ? r : 0)) * kIn + cc * kChunkK + 4 * q, valid ? 16 : 0);
         }
         cp_async_commit();
     }
@@ -165,7 +182,7 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
         zero(hi);
         zero(lo);
         const int cc = (c + rot) % kChunks;
-        cp_async_wait(kChunks - 1 - c);
+        cp_async_wait_dyn(kChunks - 1 - c);
         __syncthreads();
         // next chunk's W1 fragments, or, during the last chunk, W2's
         const float4* next = c + 1 < kChunks ? w1src + (size_t)((cc + 1) % kChunks) * kRing * 32 : w2src;
