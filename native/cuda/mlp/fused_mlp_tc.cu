@@ -47,7 +47,7 @@
 // Tried and dropped (H200, 2026-11-23, `STEPS=probe PROBE_MODE=rows bash
 // native/tools/mlp_probe.sh`, kernel us at batch 256 / 4096, x in L2; this kernel in the
 // same runs: tf32 15.2-15.5 / 16.7-17.1, 3xTF32 24.5-24.9 / 25.9-26.4). Every variant
-// was checked against float64 and run under memcheck and racecheck first:
+// was checked against float64 first, the first five also under memcheck and racecheck:
 //   * W1 staged in shared memory by bulk copies (4 stages of 25 KB, one mbarrier each)
 //     instead of each warp's register ring: tf32 18.1 / 19.6, 3xTF32 27.7 / 29.2. The
 //     fragments then cross shared memory twice.
