@@ -25,7 +25,11 @@ inline constexpr int kPairs = kHiddenPad / 16;   // 7 column pairs (16 hidden un
 __device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }  // NaN stays NaN
 
 // Round to the nearest tf32 (ties away from zero), as bits of an fp32: two integer
-// instructions instead of cvt.rna.tf32.f32. Inf stays Inf, NaN stays NaN.
+// instructions instead of cvt.rna.tf32.f32. Inf stays Inf, and so does a NaN unless
+// the top 11 bits of its mantissa are all set: then the add carries into the sign
+// bit and makes it -0. CUDA's own NaN (0x7fffffff) is one of those, so a NaN that
+// layer 1 of the row-block kernel produces is rounded to -0 in layer 2 (a NaN input
+// row comes out finite; see the inference issue's note of 2026-11-23).
 __device__ __forceinline__ uint32_t tf32_round(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
 
 // v = hi + lo with hi a tf32 value and lo = v - hi (exact in fp32) rounded to

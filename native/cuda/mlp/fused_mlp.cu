@@ -65,7 +65,7 @@
 // 4.80 vs 5.02 us with x in device memory, but 5.7 us either way through `gemmpad bench
 // mlp` (x as a kernel parameter), and its trace tail stayed at ~600 ns.
 // Still short of the inference issue's goals (4 us kernel at batch 1, 5 us at 256): with
-// 2.7-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
+// 2.6-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
 // x and W1 from L2, multiply, hand off across blocks, two more layers, write) that the
 // trace puts at 1.8 us; the tail block's layers 2-3 and softmax are 0.6 us of it.
 #include <algorithm>
