@@ -15,11 +15,14 @@ pytestmark = pytest.mark.gpu
 
 # Plan edges (fused_mlp.cu's fused_plan): the split kernel with 1-row tiles of
 # 14 blocks up to 4 rows (x as a kernel parameter at batch 1), 2-row tiles of
-# 14 blocks to 8, 2-row tiles of 7 blocks to 64, 4-row to 128, 16-row
-# tensor-core tiles beyond (clusters up to 240 rows); the row-block kernel
-# (fused_mlp_tc.cu) from 384 rows (tf32) / 1024 rows (fp32), 32-row tiles from 3072.
-BATCHES = (1, 2, 3, 4, 5, 8, 9, 16, 17, 33, 64, 65, 128, 129, 240, 241, 300, 383, 384, 1023, 1024, 1025, 3071, 3072,
-           4096)
+# 14 blocks to 8, 2-row tiles of 7 blocks to 64. Beyond, with clusters (the H200:
+# 15 clusters of 7 at once), the k-split kernel (fused_mlp_ksplit.cu) with 16-row
+# tiles to 240, 32-row to 480, 64-row to 960, then the row-block kernel
+# (fused_mlp_tc.cu), 32-row tiles from 3072. Without clusters: 4-row FMA tiles
+# to 128, 16-row tensor-core split tiles, the row-block kernel from 384 rows
+# (tf32) / 1024 rows (fp32).
+BATCHES = (1, 2, 3, 4, 5, 8, 9, 16, 17, 33, 64, 65, 128, 129, 240, 241, 256, 257, 300, 383, 384, 480, 481, 960, 961,
+           1023, 1024, 1025, 3071, 3072, 4096)
 
 
 @pytest.fixture
@@ -85,6 +88,31 @@ def test_fused_paths_interleaved_reuse_counters_and_scratch(cuda_mod, rng):
 def test_tensor_core_fused_every_tile(cuda_mod, kernel, rng):
     model = random_model(rng)
     _check(_mlp(cuda_mod, model), model, kernel, registry.get(kernel).precision, rng)
+
+
+@pytest.mark.parametrize("clusters", [True, False])
+@pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32"])
+def test_fused_nan_input_row_gives_nan_row(cuda_mod, kernel, clusters, rng):
+    """A NaN pixel makes its row's probabilities NaN and leaves the other rows
+    right, in every design: the tensor-core kernels round activations to tf32
+    with integer ops, which would turn CUDA's NaN (0x7fffffff) into -0."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    before = cuda_mod.set_fused_clusters(clusters)
+    try:
+        for batch in (1, 2, 300, 1024, 4096):
+            x = _inputs(rng, batch)
+            bad = batch // 2
+            x[bad, 400] = np.nan
+            out = np.full((batch, 10), -1.0, dtype=np.float32)
+            mlp.forward(x, out, kernel)
+            assert np.isnan(out[bad]).all(), f"{kernel} batch {batch}: {out[bad]}"
+            keep = np.arange(batch) != bad
+            if keep.any():
+                assert_agrees(out[keep], reference(model, x[keep]), registry.get(kernel).precision,
+                              f"{kernel} batch {batch}")
+    finally:
+        cuda_mod.set_fused_clusters(before)
 
 
 def test_kernel_list(cuda_mod):

@@ -437,6 +437,7 @@ class TorchMlp:
             t0 = time.perf_counter()
             pinned_in.numpy()[...] = x_host
             static_in.copy_(pinned_in, non_blocking=True)
+            t.cuda._sleep(1)  # the copy engine hands over before the timed span, as in Mlp (mlp.cu's copy_in)
             start.record()
             g.replay()
             stop.record()

@@ -95,6 +95,20 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Four 8x8 b16 matrices from shared memory (lanes 8j..8j+7 give the row
+// addresses of matrix j, 16-byte aligned); .trans transposes each. Read as
+// fp32, each matrix is 8 rows x 4 floats: the A fragment of a tf32 m16n8k8.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(p)));
+}
+
 // ---- sm_90 mbarriers: shared-memory barriers that also count the bytes the
 // SM's copy engine delivers (cp.async.bulk, TMA). On older architectures these
 // compile to nothing; callers check the device before taking such a path.

@@ -27,6 +27,8 @@
 namespace gemmpad::cuda {
 void fused_trace_read(unsigned long long* host);
 void fused_trace_clear();
+void ksplit_trace_read(unsigned long long* host);
+void ksplit_trace_clear();
 }  // namespace gemmpad::cuda
 #endif
 
@@ -338,6 +340,7 @@ struct Config {
     int cols = 16;
     int warps = 7;
     bool rotate = true;
+    bool ksplit = false;  // the k-split kernel (fused_mlp_ksplit.cu); `rows` is false then
 };
 
 }  // namespace
@@ -395,9 +398,13 @@ int main(int argc, char** argv) {
         for (Engine e : {Engine::Tf32x3, Engine::Tf32})
             configs.push_back({"rows bm" + std::to_string(bm) + " w7 rot" + (e == Engine::Tf32 ? " tf32" : " 3xtf32"), true, bm, e,
                                false, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 16, 16, 7, true});
+    for (int bm : {16, 32, 64})
+        for (Engine e : {Engine::Tf32x3, Engine::Tf32})
+            configs.push_back({"ksplit bm" + std::to_string(bm) + " w7" + (e == Engine::Tf32 ? " tf32" : " 3xtf32"), false,
+                               bm, e, true, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 1, 16, 7, true, true});
     auto plan_of = [](const Config& c) {
         FusedPlan p;
-        p.design = c.rows ? FusedPlan::Rows : FusedPlan::Split;
+        p.design = c.ksplit ? FusedPlan::KSplit : c.rows ? FusedPlan::Rows : FusedPlan::Split;
         p.bm = c.bm;
         p.engine = c.engine;
         p.cols = c.cols;
@@ -432,19 +439,22 @@ int main(int argc, char** argv) {
         const char* phase[] = {"start", "x in (sync)", "weights in (bulk)", "h1 done", "partial pushed", "tail start", "end"};
         for (const auto& [name, b] : std::vector<std::pair<std::string, int>>{
                  {"split bm1 fma c16 +cl", 1}, {"split bm1 fma c8 +cl", 1}, {"split bm1 fma c16 -cl", 1},
-                 {"split bm16 3xtf32 c16 -cl", 256}, {"split bm16 3xtf32 c16 +cl", 256}}) {
+                 {"split bm16 3xtf32 c16 -cl", 256}, {"split bm16 3xtf32 c16 +cl", 256}, {"ksplit bm16 w7 tf32", 16},
+                 {"ksplit bm16 w7 tf32", 64}, {"ksplit bm32 w7 tf32", 256}, {"ksplit bm64 w7 tf32", 512},
+                 {"ksplit bm64 w7 3xtf32", 512}}) {
             const Config& c = find(name);
-            const int blocks = std::min(64, ((b + c.bm - 1) / c.bm) * (112 / c.cols));
+            const int blocks = std::min(64, ((b + c.bm - 1) / c.bm) * (c.ksplit ? 7 : 112 / c.cols));
+            const char* kphase[] = {"start", "x in", "layer 1 done", "cluster wait", "h1 in", "h2 in", "logits in", "end"};
             std::vector<std::vector<double>> ph(8);  // per phase: block 0 (tail) and latest non-tail block, ns after earliest start
             std::vector<std::vector<double>> other(8);
             for (int rep = 0; rep < 300; ++rep) {
-                fused_trace_clear();
+                c.ksplit ? ksplit_trace_clear() : fused_trace_clear();
                 launch(c, x_dev, out_dev, b);
                 CUDA_CHECK(cudaStreamSynchronize(st));
-                fused_trace_read(tr.data());
+                c.ksplit ? ksplit_trace_read(tr.data()) : fused_trace_read(tr.data());
                 unsigned long long t0 = ~0ull;
                 for (int blk = 0; blk < blocks; ++blk) t0 = std::min(t0, tr[blk * 8]);
-                for (int i = 0; i < 7; ++i) {
+                for (int i = 0; i < 8; ++i) {
                     unsigned long long latest = 0;
                     for (int blk = 0; blk < blocks; ++blk)
                         if (tr[blk * 8 + i] >= t0) latest = std::max(latest, tr[blk * 8 + i]);
@@ -452,7 +462,8 @@ int main(int argc, char** argv) {
                 }
             }
             std::printf("  trace %-32s batch %4d (ns after the first block starts; latest block):", name.c_str(), b);
-            for (int i = 0; i < 7; ++i) std::printf(" %s %.0f |", phase[i], median(other[i]));
+            for (int i = 0; i < (c.ksplit ? 8 : 7); ++i)
+                std::printf(" %s %.0f |", c.ksplit ? kphase[i] : phase[i], median(other[i]));
             std::printf("\n");
         }
         return 0;
@@ -469,7 +480,8 @@ int main(int argc, char** argv) {
         int failures = 0;
         for (const auto& c : configs)
             if (!c.rows && c.cluster) try {
-                    std::printf("  max active clusters %-32s %d\n", c.name.c_str(), fused_split_max_clusters(plan_of(c)));
+                    std::printf("  max active clusters %-32s %d\n", c.name.c_str(),
+                                c.ksplit ? fused_ksplit_max_clusters(plan_of(c)) : fused_split_max_clusters(plan_of(c)));
                 } catch (const std::exception& e) {
                     std::printf("  max active clusters %-32s ERROR %s\n", c.name.c_str(), e.what());
                 }
@@ -477,7 +489,7 @@ int main(int argc, char** argv) {
         // PROBE_FILTER="a|b|c": only configs whose name contains one of the parts (for the slow sanitizers)
         const char* filter = std::getenv("PROBE_FILTER");
         auto selected = [&](const std::string& name) {
-            if (mode == "rows" && name.rfind("rows", 0) != 0) return false;
+            if (mode == "rows" && name.rfind("rows", 0) != 0 && name.rfind("ksplit", 0) != 0) return false;
             if (!filter || !*filter) return true;
             std::string f = filter;
             size_t pos = 0;
@@ -538,26 +550,36 @@ int main(int argc, char** argv) {
 
     // ---------------------------------------------------------------- the row-block kernel alone
     if (mode == "rows") {
-        const int tb[] = {256, 512, 1024, 2048, 4096};
-        for (int fresh = 0; fresh < 2; ++fresh) {
-            std::printf("\n== row-block kernel (us, events around one graph-launched kernel, median of 200), x %s\n",
-                        fresh ? "copied in from pinned host memory just before (as Mlp::forward does)" : "in device memory (L2-warm)");
+        const int tb[] = {16, 64, 128, 256, 512, 1024, 2048, 4096};
+        // x: 0 in device memory (L2-warm); 1 copied in just before the start event (as Mlp::forward
+        // does); 2 copied in, then an empty kernel, then the start event (the copy engine hands over
+        // to the compute queue before the timed span opens)
+        const char* how[] = {"in device memory (L2-warm)", "copied in from pinned host memory just before (as Mlp::forward does)",
+                             "copied in, then an empty kernel, then the start event"};
+        for (int fresh = 0; fresh < 3; ++fresh) {
+            std::printf("\n== row-block and k-split kernels (us, events around one graph-launched kernel, median of 200), x %s\n",
+                        how[fresh]);
             std::printf("  %-32s", "config");
             for (int b : tb) std::printf(" %6d", b);
             std::printf("\n");
-            for (const auto& c : configs) try {
-                if (!c.rows) continue;
-                std::printf("  %-32s", c.name.c_str());
+            auto row_of = [&](const std::string& name, const std::function<void(int)>& enqueue) {
+                std::printf("  %-32s", name.c_str());
                 for (int b : tb) {
                     const auto copy_in = [&] {
                         CUDA_CHECK(cudaMemcpyAsync(x_dev, x_host, (size_t)b * 784 * 4, cudaMemcpyHostToDevice, st));
+                        if (fresh == 2) launch_empty(st, 1, 32, 1);
                     };
-                    const Timing t = fresh ? time_graph(st, [&] { launch(c, x_dev, out_dev, b); }, 200, 1, {}, {}, copy_in)
-                                           : time_graph(st, [&] { launch(c, x_dev, out_dev, b); }, 200);
+                    const Timing t = fresh ? time_graph(st, [&] { enqueue(b); }, 200, 1, {}, {}, copy_in)
+                                           : time_graph(st, [&] { enqueue(b); }, 200);
                     std::printf(" %6.2f", t.kernel_us);
                     std::fflush(stdout);
                 }
                 std::printf("\n");
+            };
+            row_of("empty kernel, 7 blocks x 224", [&](int) { launch_empty(st, 7, 224, 1); });
+            for (const auto& c : configs) try {
+                if (!c.rows && !c.ksplit) continue;
+                row_of(c.name, [&](int b) { launch(c, x_dev, out_dev, b); });
             } catch (const std::exception& e) {
                 std::printf(" ERROR %s\n", e.what());
             }

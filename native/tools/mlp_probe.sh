@@ -16,7 +16,7 @@ STEPS=${STEPS:-probe memcheck racecheck build test sanitize}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-SRC="native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/mlp.cu native/cuda/common.cu"
+SRC="native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/common.cu"
 NVCC="nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -Inative/include"
 
 # at most 8 files come back: probe.txt clocks.csv ncu.txt build.log pytest.log sanitize-*.log bench.txt (pick the steps)
@@ -33,10 +33,10 @@ if want probe || want trace || want memcheck || want racecheck || want ncu; then
 stamp "compiling probes"
 mkdir -p /tmp/probe-obj
 PIDS=""
-for f in native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/mlp.cu native/cuda/common.cu native/tools/mlp_probe.cu; do
+for f in native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/common.cu native/tools/mlp_probe.cu; do
   $NVCC -Inative/cuda/mlp -c $f -o /tmp/probe-obj/$(basename $f .cu).o >/tmp/probe-obj/$(basename $f .cu).log 2>&1 &
   PIDS="$PIDS $!"
-  if want trace && { [ $f = native/cuda/mlp/fused_mlp.cu ] || [ $f = native/tools/mlp_probe.cu ]; }; then
+  if want trace && { [ $f = native/cuda/mlp/fused_mlp.cu ] || [ $f = native/cuda/mlp/fused_mlp_ksplit.cu ] || [ $f = native/tools/mlp_probe.cu ]; }; then
     $NVCC -DGEMMPAD_MLP_TRACE -Inative/cuda/mlp -c $f -o /tmp/probe-obj/$(basename $f .cu)-trace.o >/tmp/probe-obj/$(basename $f .cu)-trace.log 2>&1 &
     PIDS="$PIDS $!"
   fi
@@ -44,8 +44,8 @@ done
 wait $PIDS
 cat /tmp/probe-obj/*.log | grep -E "error" | head -20
 O=/tmp/probe-obj
-$NVCC $O/mlp_probe.o $O/fused_mlp.o $O/fused_mlp_tc.o $O/mlp.o $O/common.o -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
-want trace && $NVCC $O/mlp_probe-trace.o $O/fused_mlp-trace.o $O/fused_mlp_tc.o $O/mlp.o $O/common.o -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
+$NVCC $O/mlp_probe.o $O/fused_mlp.o $O/fused_mlp_tc.o $O/fused_mlp_ksplit.o $O/mlp.o $O/common.o -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
+want trace && $NVCC $O/mlp_probe-trace.o $O/fused_mlp-trace.o $O/fused_mlp_tc.o $O/fused_mlp_ksplit-trace.o $O/mlp.o $O/common.o -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
 cat /tmp/probe-build.log | head -5
 fi
 

@@ -27,10 +27,15 @@ __device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ?
 // Round to the nearest tf32 (ties away from zero), as bits of an fp32: two integer
 // instructions instead of cvt.rna.tf32.f32. Inf stays Inf, and so does a NaN unless
 // the top 11 bits of its mantissa are all set: then the add carries into the sign
-// bit and makes it -0. CUDA's own NaN (0x7fffffff) is one of those, so a NaN that
-// layer 1 of the row-block kernel produces is rounded to -0 in layer 2 (a NaN input
-// row comes out finite; see the inference issue's note of 2026-11-23).
+// bit and makes it -0. CUDA's own NaN (0x7fffffff, what arithmetic on a NaN gives)
+// is one of those, so every activation a kernel stores for the tensor cores to
+// multiply goes through quiet_nan first (once per value, not in the inner loops;
+// guarding here made the row-block kernel 1.4-1.7x slower). Inputs: NumPy's and
+// x86's NaN (0x7fc00000 and 0xffc00000) round to themselves.
 __device__ __forceinline__ uint32_t tf32_round(float v) { return (__float_as_uint(v) + 0x1000u) & 0xffffe000u; }
+
+// Any NaN as 0x7fc00000, which tf32_round keeps a NaN.
+__device__ __forceinline__ float quiet_nan(float v) { return v == v ? v : __uint_as_float(0x7fc00000u); }
 
 // v = hi + lo with hi a tf32 value and lo = v - hi (exact in fp32) rounded to
 // tf32 as well: |lo| <= 2^-11 |v| loses at most 2^-11 of itself, so hi + lo is
@@ -67,6 +72,53 @@ __device__ __forceinline__ void mma_pair(float (&hi)[2][4], float (&lo)[2][4], c
         }
     }
 }
+
+template <int kMt>
+__device__ __forceinline__ void zero(float (&acc)[kMt][2][4]) {
+#pragma unroll
+    for (int m = 0; m < kMt; ++m)
+#pragma unroll
+        for (int n = 0; n < 2; ++n) acc[m][n][0] = acc[m][n][1] = acc[m][n][2] = acc[m][n][3] = 0.0f;
+}
+
+// hi/lo[m] += A (m-tile m0 + m, the k-step at columns k0..k0+7 of `src`, row stride ld) * B (a
+// column pair's fragments). One ldmatrix.x4 per m-tile brings the A fragment (rows and k0 16-byte
+// aligned; a row stride of 20 mod 32 words keeps its 8-row phases free of bank conflicts).
+template <int kMt, Engine E>
+__device__ __forceinline__ void mma_rows(float (&hi)[kMt][2][4], float (&lo)[kMt][2][4], const float* src, int ld,
+                                         int m0, int k0, const float4 b) {
+    const int lane = threadIdx.x % 32, j = lane / 8;  // lane gives row lane % 8 of matrix j
+    const float* base = src + (lane % 8 + 8 * (j & 1)) * ld + k0 + 4 * (j >> 1);
+#pragma unroll
+    for (int m = 0; m < kMt; ++m) {
+        unsigned r[4];
+        ldmatrix_x4(r, base + 16 * (m0 + m) * ld);
+        const float a[4] = {__uint_as_float(r[0]), __uint_as_float(r[1]), __uint_as_float(r[2]), __uint_as_float(r[3])};
+        mma_pair<E>(hi[m], lo[m], a, b);
+    }
+}
+
+#ifdef GEMMPAD_MLP_TRACE
+// globaltimer stamps per block and phase (probe builds only, native/tools/mlp_probe.cu's
+// "trace" mode); each .cu file that includes this has its own table.
+static __device__ unsigned long long g_trace[64][8];
+__device__ __forceinline__ void stamp(int i) {
+    if (threadIdx.x == 0 && blockIdx.x < 64) {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        g_trace[blockIdx.x][i] = t;
+    }
+}
+static inline void trace_read(unsigned long long* host) {  // [64][8]
+    CUDA_CHECK(cudaMemcpyFromSymbol(host, g_trace, sizeof(g_trace)));
+}
+static inline void trace_clear() {
+    static const unsigned long long zero[64][8] = {};
+    CUDA_CHECK(cudaMemcpyToSymbol(g_trace, zero, sizeof(zero)));
+}
+#else
+__device__ __forceinline__ void stamp(int) {}
+#endif
 
 // Softmax helpers: an order-preserving map of floats to unsigned ints, so that one
 // redux.sync finds a warp's maximum (NaN maps above +Inf and stays NaN).
@@ -118,6 +170,20 @@ __device__ __forceinline__ void st_async_f32(unsigned addr, float v, unsigned ba
 #else
     (void)addr;
     (void)v;
+    (void)bar;
+#endif
+}
+
+// Two adjacent floats (8-byte aligned), as st_async_f32: 8 bytes towards `bar`.
+__device__ __forceinline__ void st_async_v2_f32(unsigned addr, float a, float b, unsigned bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::"r"(addr),
+                 "f"(a), "f"(b), "r"(bar)
+                 : "memory");
+#else
+    (void)addr;
+    (void)a;
+    (void)b;
     (void)bar;
 #endif
 }

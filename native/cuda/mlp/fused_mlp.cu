@@ -1,6 +1,7 @@
-// cuda.mlp_fused (and the small/medium batches of cuda.mlp_fused_tf32 and
-// cuda.mlp_fused_3xtf32): the whole 784-100-100-10 network in ONE launch,
-// layer 1 split by COLUMNS over a 7-block thread-block cluster.
+// cuda.mlp_fused (and the small batches of cuda.mlp_fused_tf32 and
+// cuda.mlp_fused_3xtf32; medium ones too where the k-split kernel of
+// fused_mlp_ksplit.cu cannot run): the whole 784-100-100-10 network in ONE
+// launch, layer 1 split by COLUMNS over a 7-block thread-block cluster.
 //
 // What changed (from the previous cuda.mlp_fused: layer 1 split by ROWS of W1,
 // K = 784 = 8 x 98, two cluster.sync()s, layer 2 by column slices):
@@ -64,7 +65,7 @@
 // layer 3 as a butterfly over the warp and the softmax, no block barrier): probe kernel
 // 4.80 vs 5.02 us with x in device memory, but 5.7 us either way through `gemmpad bench
 // mlp` (x as a kernel parameter), and its trace tail stayed at ~600 ns.
-// Still short of the inference issue's goals (4 us kernel at batch 1, 5 us at 256): with
+// Still short of the inference issue's goal of 4 us kernel at batch 1: with
 // 2.6-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
 // x and W1 from L2, multiply, hand off across blocks, two more layers, write) that the
 // trace puts at 1.8 us; the tail block's layers 2-3 and softmax are 0.6 us of it.
@@ -85,20 +86,6 @@ static_assert(kStepsPerWarp * kWarps == kKSteps1 && kRowGroups * kHiddenPad == k
 bool g_clusters_enabled = true;  // one host thread drives the GPU (common.cuh)
 bool g_used_clusters = false;
 
-#ifdef GEMMPAD_MLP_TRACE
-// globaltimer stamps per block (probe builds only): start, inputs loaded, weights
-// in, h1 slice done, partial pushed, tail start, end.
-__device__ unsigned long long g_trace[64][8];
-__device__ __forceinline__ void stamp(int i) {
-    if (threadIdx.x == 0 && blockIdx.x < 64) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        g_trace[blockIdx.x][i] = t;
-    }
-}
-#else
-__device__ __forceinline__ void stamp(int) {}
-#endif
 
 template <int kCols>
 using FragT = std::conditional_t<kCols == 16, float4, float2>;
@@ -391,17 +378,6 @@ __global__ void __launch_bounds__(kThreads)
 
 using KernelFn = void (*)(FusedWeights, const float*, float*, int, float*, unsigned*, unsigned*);
 
-// Clusters need a device that launches them AND a kernel binary built for
-// sm_90+ (an sm_80 binary running on Hopper has no cluster barrier in it).
-bool sm90_binary(KernelFn fn) {
-    int dev = 0, attr = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&attr, cudaDevAttrClusterLaunch, dev));
-    cudaFuncAttributes fa{};
-    CUDA_CHECK(cudaFuncGetAttributes(&fa, fn));
-    return attr != 0 && fa.binaryVersion >= 90;
-}
-
 template <int BM, Engine E, bool kCluster, int kCols>
 struct Split {
     using L = SplitSmem<BM, kCols, kCluster>;
@@ -462,7 +438,7 @@ template <int BM, Engine E>
 int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
              cudaStream_t stream, bool query, const XParam* xp) {
     // Per instantiation: whether this binary can use clusters (sm_90).
-    static const bool sm90 = sm90_binary(split_kernel<BM, E, true, 16>);
+    static const bool sm90 = cluster_binary(reinterpret_cast<const void*>(split_kernel<BM, E, true, 16>));
     // _cuda.set_fused_clusters(False) turns clusters off: the sm_80-89 path, testable on Hopper.
     const bool cluster = p.cluster && g_clusters_enabled && sm90;
     if (!query) g_used_clusters = cluster;
@@ -499,14 +475,18 @@ int split_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* 
 
 }  // namespace
 
+bool cluster_binary(const void* kernel) {
+    int dev = 0, attr = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&attr, cudaDevAttrClusterLaunch, dev));
+    cudaFuncAttributes fa{};
+    CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    return attr != 0 && fa.binaryVersion >= 90;
+}
+
 #ifdef GEMMPAD_MLP_TRACE
-void fused_trace_read(unsigned long long* host) {  // [64][8]
-    CUDA_CHECK(cudaMemcpyFromSymbol(host, g_trace, sizeof(g_trace)));
-}
-void fused_trace_clear() {
-    static const unsigned long long zero[64][8] = {};
-    CUDA_CHECK(cudaMemcpyToSymbol(g_trace, zero, sizeof(zero)));
-}
+void fused_trace_read(unsigned long long* host) { trace_read(host); }
+void fused_trace_clear() { trace_clear(); }
 #endif
 
 bool set_fused_clusters(bool enabled) {
@@ -540,16 +520,29 @@ void set_fused_plan_override(const FusedPlan* plan) {
     if (plan) g_plan_override = *plan;
 }
 
-// Measured choices (H200, see the header): FMAs while a tile has few rows
-// (14 blocks of 8 hidden units for 1-2 row tiles, 7 of 16 beyond), 3xTF32 /
-// tf32 tensor cores from 16-row tiles on, clusters while those tiles fit at
-// once, the row-block kernel (fused_mlp_tc.cu) for large batches.
+// Measured choices (H200, see the headers): FMAs while a tile has few rows
+// (14 blocks of 8 hidden units for 1-2 row tiles, 7 of 16 beyond); from 65
+// rows with clusters, the k-split kernel (fused_mlp_ksplit.cu) while one wave of
+// its clusters covers the batch, then the row-block kernel (fused_mlp_tc.cu).
+// Without clusters: 16-row 3xTF32 / tf32 split tiles from 129 rows, the
+// row-block kernel from 384 (tf32) / 1024 rows.
 FusedPlan fused_plan(FusedKind kind, int batch) {
     if (g_plan_override_set) return g_plan_override;
     constexpr int kRowsFrom = 1024, kRowsFromTf32 = 384;  // batches from here run the row-block kernel
     const Engine tc = kind == FusedKind::Tf32 ? Engine::Tf32 : Engine::Tf32x3;
     FusedPlan p;
-    if (batch >= (kind == FusedKind::Tf32 ? kRowsFromTf32 : kRowsFrom)) {
+    // sm_90 with clusters: the k-split kernel with the smallest tile whose tiles all run in one wave
+    // of clusters (16 rows up to 240 on the H200, 32 to 480, 64 to 960), the row-block kernel beyond
+    const bool ksplit = batch > 64 && g_clusters_enabled && fused_ksplit_available();
+    if (ksplit) {
+        p.design = FusedPlan::KSplit;
+        p.engine = tc;
+        for (int bm : {16, 32, 64}) {
+            p.bm = bm;
+            if ((batch + bm - 1) / bm <= fused_ksplit_max_clusters(p)) return p;
+        }
+    }
+    if (ksplit || batch >= (kind == FusedKind::Tf32 ? kRowsFromTf32 : kRowsFrom)) {
         p.design = FusedPlan::Rows;
         p.bm = batch >= 3072 ? 32 : 16;
         p.engine = tc;
@@ -573,6 +566,7 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
                   const FusedScratch& scratch, cudaStream_t stream, const XParam* xp) {
     if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream);
+    else if (plan.design == FusedPlan::KSplit) launch_fused_ksplit(plan, w, x, out, batch, stream);
     else launch_fused_split(plan, w, x, out, batch, scratch, stream, xp);
 }
 
@@ -588,13 +582,13 @@ const std::vector<MlpKernelInfo>& mlp_kernel_list() {
     static const std::vector<MlpKernelInfo> list = {
         {"cuda.mlp_fused_3xtf32", "fp32",
          "whole network in one launch on tensor cores at every batch: 3xTF32 mma.sync, layer 1 split by columns "
-         "over a 7-block cluster (row-block kernel for large batches)",
+         "over a 7-block cluster (by K from 65 rows, row-block kernel for large batches)",
          repo_path(__FILE__)},
         {"cuda.mlp_fused_tf32", "tf32",
          "whole network in one launch, one tf32 pass on tensor cores (FMAs for a few rows)", repo_path(__FILE__)},
         {"cuda.mlp_fused", "fp32",
          "whole network in one launch: layer 1 split by columns over a 7-block cluster, one DSMEM hand-off; fp32 "
-         "FMAs for a few rows, 3xTF32 tensor cores beyond",
+         "FMAs for a few rows, 3xTF32 tensor cores beyond (layer 1 split by K from 65 rows)",
          repo_path(__FILE__)},
     };
     return list;

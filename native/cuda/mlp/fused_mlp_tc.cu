@@ -1,6 +1,7 @@
 // The large-batch path of the fused kernels (cuda.mlp_fused, cuda.mlp_fused_tf32,
-// cuda.mlp_fused_3xtf32 from batch 1024 on): one block per 32-row tile runs
-// all three layers on tensor cores, with no hand-off between blocks.
+// cuda.mlp_fused_3xtf32 from batch 961 on the H200, from 1024 / 384 rows where the
+// k-split kernel cannot run): one block per 16- or 32-row tile runs all three
+// layers on tensor cores, with no hand-off between blocks.
 //
 // What changed (from the split-K WMMA kernel that lived here: 7 blocks per
 // 16/32-row tile, each staging a 112x112 W1 slice in shared memory, global
@@ -64,9 +65,13 @@
 //     but the error grew from 1.7e-4 to 7.8e-4.
 // Rates measured the same day (probe mode "loads"): 16-byte loads 20-44 GB/s per SM,
 // bulk copies 29-108 GB/s per SM, mma.sync tf32 311 TFLOP/s over the device. In
-// Mlp::forward the x tile is copied in just before the kernel, which adds 3-8 us at
-// batch 4096 (probe: tf32 24.7, 3xTF32 34.0). A wgmma kernel fed by TMA (as gemm/10) is
-// the next thing to try; 3xTF32 through mma.sync alone needs ~7 us of tensor work per SM.
+// Mlp::forward the x tile is copied in just before the kernel, which added 3-8 us at
+// batch 4096 (probe: tf32 24.7, 3xTF32 34.0): the copy engine handing over to the compute
+// queue inside the timed span (an empty kernel measured 4.2-8.9 us that way); mlp.cu's
+// copy_in now puts an empty kernel between the copy and the start event (probe, same day:
+// tf32 15.97, 3xTF32 25.76 at 4096 after a copy, as with x already in L2). A wgmma kernel
+// fed by TMA (as gemm/10) is the next thing to try; 3xTF32 through mma.sync alone needs
+// ~7 us of tensor work per SM.
 #include "fused_common.cuh"
 
 namespace gemmpad::cuda {
@@ -96,28 +101,8 @@ __device__ __forceinline__ void cp_async_wait_dyn(int pending) {
     }
 }
 
-// hi/lo[m] += A (m-tile m0 + m, k-step at column k of `src`, row stride ld) * B (a column pair's fragments)
-template <int kMt, Engine E>
-__device__ __forceinline__ void mma_rows(float (&hi)[kMt][2][4], float (&lo)[kMt][2][4], const float* src, int ld,
-                                         int m0, int k, const float4 b) {
-    const int g = (threadIdx.x % 32) / 4;
-#pragma unroll
-    for (int m = 0; m < kMt; ++m) {
-        const float* r = src + (16 * (m0 + m) + g) * ld + k;
-        const float a[4] = {r[0], r[8 * ld], r[4], r[8 * ld + 4]};
-        mma_pair<E>(hi[m], lo[m], a, b);
-    }
-}
-
-template <int kMt>
-__device__ __forceinline__ void zero(float (&acc)[kMt][2][4]) {
-#pragma unroll
-    for (int m = 0; m < kMt; ++m)
-#pragma unroll
-        for (int n = 0; n < 2; ++n) acc[m][n][0] = acc[m][n][1] = acc[m][n][2] = acc[m][n][3] = 0.0f;
-}
-
-// dst[row][16p + col] = relu(hi + lo + bias) for this warp's accumulators (C fragment layout).
+// dst[row][16p + col] = relu(hi + lo + bias) for this warp's accumulators (C fragment layout),
+// NaN as quiet_nan: the next layer's tf32_round must not turn it into -0.
 template <int kMt>
 __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const float (&lo)[kMt][2][4],
                                            const float* __restrict__ bias, float* dst, int ld, int pair, int m0) {
@@ -129,10 +114,10 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
 #pragma unroll
         for (int m = 0; m < kMt; ++m) {
             float* d = dst + (16 * (m0 + m) + g) * ld + c;
-            d[0] = relu(hi[m][n][0] + lo[m][n][0] + b0);
-            d[1] = relu(hi[m][n][1] + lo[m][n][1] + b1);
-            d[8 * ld] = relu(hi[m][n][2] + lo[m][n][2] + b0);
-            d[8 * ld + 1] = relu(hi[m][n][3] + lo[m][n][3] + b1);
+            d[0] = quiet_nan(relu(hi[m][n][0] + lo[m][n][0] + b0));
+            d[1] = quiet_nan(relu(hi[m][n][1] + lo[m][n][1] + b1));
+            d[8 * ld] = quiet_nan(relu(hi[m][n][2] + lo[m][n][2] + b0));
+            d[8 * ld + 1] = quiet_nan(relu(hi[m][n][3] + lo[m][n][3] + b1));
         }
     }
 }
@@ -188,7 +173,7 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
         const float4* next = c + 1 < kChunks ? w1src + (size_t)((cc + 1) % kChunks) * kRing * 32 : w2src;
 #pragma unroll
         for (int i = 0; i < kRing; ++i) {
-            mma_rows<kMt, E>(hi, lo, xs, kXs, m0, cc * kChunkK + 8 * i + t, ring[i]);
+            mma_rows<kMt, E>(hi, lo, xs, kXs, m0, cc * kChunkK + 8 * i, ring[i]);
             ring[i] = __ldg(next + i * 32);
         }
 #pragma unroll
@@ -211,7 +196,7 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
     zero(hi);
     zero(lo);
 #pragma unroll
-    for (int i = 0; i < kRing; ++i) mma_rows<kMt, E>(hi, lo, h1s, kHs, m0, 8 * i + t, ring[i]);
+    for (int i = 0; i < kRing; ++i) mma_rows<kMt, E>(hi, lo, h1s, kHs, m0, 8 * i, ring[i]);
     store_relu(hi, lo, w.b2, h2s, kHs, pair, m0);
     __syncthreads();
 
@@ -222,7 +207,7 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
         zero(h3);
         zero(l3);
 #pragma unroll
-        for (int i = 0; i < kSteps3; ++i) mma_rows<kMtAll, E>(h3, l3, h2s, kHs, 0, 8 * (kSteps3 * warp + i) + t, b3f[i]);
+        for (int i = 0; i < kSteps3; ++i) mma_rows<kMtAll, E>(h3, l3, h2s, kHs, 0, 8 * (kSteps3 * warp + i), b3f[i]);
         const int g = lane / 4;
 #pragma unroll
         for (int m = 0; m < kMtAll; ++m)

@@ -68,17 +68,21 @@ enum class Engine { Fma, Tf32x3, Tf32 };
 enum class FusedKind { Fp32, Tf32, Fp32Tc };
 bool fused_kind(const std::string& name, FusedKind& kind);  // false for other names
 
-// Two designs (one file each), out[B,10] = softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3):
+// Three designs (one file each), out[B,10] = softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3):
 //   Split (fused_mlp.cu): a row tile of `bm` rows is 112 / `cols` blocks, each
 //     owning `cols` hidden units (a slice of W1's columns, all 784 k): its h1
 //     slice is complete in one block; its layer-2 partial goes to block 0 of a
 //     thread-block cluster (sm_90; global partials + last block elsewhere),
 //     which runs layer 3 and the softmax. bm: 1, 2, 4 (Engine::Fma) or 16.
+//   KSplit (fused_mlp_ksplit.cu, sm_90 clusters only): a cluster of 7 blocks
+//     splits layer 1 by K (112 columns of x each, W1's fragments held in
+//     registers) and loops over row tiles of `bm` rows (16, 32, 64); partial
+//     sums of every layer cross the cluster by st.async.
 //   Rows (fused_mlp_tc.cu): one block per `bm` rows (16 or 32) runs all three
 //     layers on tensor cores, no hand-off; W1 streams from L2 in fragment order.
 // `x` and `out` may be device pointers or mapped pinned host memory.
 struct FusedPlan {
-    enum Design { Split, Rows } design = Split;
+    enum Design { Split, KSplit, Rows } design = Split;
     int bm = 1;
     Engine engine = Engine::Fma;
     int cols = 16;       // split: hidden units per block, 16 (7 blocks) or 8 (14 blocks, cluster of 14; 1-2 row tiles)
@@ -97,6 +101,16 @@ void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, 
                   const FusedScratch& scratch, cudaStream_t stream, const XParam* xp = nullptr);
 void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
                         const FusedScratch& scratch, cudaStream_t stream, const XParam* xp = nullptr);
+void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+                         cudaStream_t stream);
+// Whether this device and build run the k-split kernel (sm_90 binary, clusters of 7 fit).
+bool fused_ksplit_available();
+// Clusters of this k-split plan that fit on the device at once (its tile size sets the shared memory).
+int fused_ksplit_max_clusters(const FusedPlan& plan);
+// Whether `kernel` (a __global__ function) can launch in clusters here: the device
+// launches them AND its binary was built for sm_90+ (an sm_80 binary running on
+// Hopper has no cluster barrier in it).
+bool cluster_binary(const void* kernel);
 void launch_fused_rows(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
                        cudaStream_t stream);
 // Clusters of this plan that fit on the device at once (0: cannot launch; -1: no clusters here).
@@ -174,7 +188,7 @@ class Mlp {
     void release() noexcept;
     void forward_layered(const std::string& kernel, int batch);
     GraphKey fused_key(const std::string& kernel, int batch) const;
-    void enqueue_fused(const std::string& kernel, int batch);  // copy in, start, kernel, stop, copy out
+    void enqueue_fused(const std::string& kernel, int batch);  // copy in (+ hand-off), start, kernel, stop, copy out
     void capture_fused(const std::string& kernel, int batch);
 
     cudaStream_t stream_ = nullptr;

@@ -2,9 +2,10 @@
 registry layer by layer, and the fused kernels in all the configurations their
 plans pick (the split kernel of fused_mlp.cu: 1-row tiles with x as a kernel
 parameter, 1-, 2-, 4-row FMA tiles, 16-row tensor-core tiles, each with and
-without clusters; the row-block kernel of fused_mlp_tc.cu from 384 / 1024 rows,
-16- and 32-row tiles; mapped output up to 64). native/tools/mlp_probe.cu's
-"check" mode runs every variant, under compute-sanitizer too.
+without clusters; the k-split kernel of fused_mlp_ksplit.cu, 16-, 32- and 64-row
+tiles; the row-block kernel of fused_mlp_tc.cu, 16- and 32-row tiles; mapped
+output up to 64). native/tools/mlp_probe.cu's "check" mode runs every variant,
+under compute-sanitizer too.
 
     SANITIZE_EXTRA=native/cuda/mlp/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
 
@@ -27,7 +28,7 @@ _pattern = re.compile(os.environ.get("SANITIZE_MLP_KERNELS", "."))
 for _name in filter(_pattern.search, _names):
     for _clusters in (True, False) if _name.startswith("cuda.mlp_fused") else (True,):
         _cuda.set_fused_clusters(_clusters)
-        for _batch in (1, 2, 7, 33, 100, 200, 300, 600, 1500, 3100):
+        for _batch in (1, 2, 7, 33, 100, 200, 300, 600, 900, 1500, 3100):
             _x = _rng.uniform(0, 1, (_batch, 784)).astype(np.float32)
             _out = np.full((_batch, 10), np.nan, dtype=np.float32)
             _mlp.forward(_x, _out, _name)

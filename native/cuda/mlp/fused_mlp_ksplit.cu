@@ -1,0 +1,328 @@
+// The medium and large batches of the fused kernels (cuda.mlp_fused,
+// cuda.mlp_fused_tf32, cuda.mlp_fused_3xtf32; sm_90 with clusters): layer 1
+// split by K over a 7-block thread-block cluster, every layer's partial sums
+// handed across the cluster by st.async, the clusters looping over row tiles.
+//
+// What changed (from fused_mlp_tc.cu, where one block owns whole rows and so
+// reads all of W1, 351 KB, for every 32 rows, and from fused_mlp.cu's split
+// kernel, whose 7 blocks each read the whole x tile):
+//   * Block s of a cluster owns K slice 112s..112s+111 of layer 1: its warps'
+//     B fragments (W1, 50 KB per block) are loaded into registers ONCE and
+//     serve every row tile the cluster takes; per tile a block reads only its
+//     112 columns of x (BM x 448 bytes).
+//   * Three hand-offs per tile, each by st.async into an inbox of the owner,
+//     counted on the owner's mbarrier (no cluster barrier): block p owns
+//     hidden units 16p..16p+15. Layer 1: warp p of every block pushes its
+//     [BM,16] partial to block p, which sums the 7, adds the bias, ReLU.
+//     Layer 2: block p multiplies its 16 columns of h1 by W2's rows 16p.., and
+//     pushes the [BM,16] piece of pair q to block q. Layer 3: each block's
+//     [BM,16] partial logits go to the tile's tail block (tiles take turns),
+//     which runs the softmax.
+//   * Inboxes are reused tile after tile without a barrier: a block can only
+//     send tile i+1's partials after it has received tile i's layer-2 pieces
+//     from every block, and each block sends those only after it has read its
+//     layer-1 inbox of tile i (the same holds one stage later). So an mbarrier
+//     phase per tile is enough; a phase's bytes may arrive before its owner
+//     announces them (the transaction count may go negative meanwhile).
+//   * The next tile's x slice is requested (cp.async) while this one's hand-offs run.
+// Why it should be faster: per SM, the bytes to bring in drop from 351 KB (W1)
+// + x rows to 50 KB + a slice of x, and the SMs that hold a cluster run it in
+// parallel; the hand-offs move BM x 16 floats per warp.
+//
+// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-23; native/tools/mlp_probe.cu "rows"
+// mode: CUDA events around one graph-launched kernel, x in device memory, median of 200; an
+// empty kernel 2.5 us the same way), kernel us at batch 16 / 128 / 256 / 512 / 1024 / 4096:
+//   bm16 3xTF32  7.30 /  7.52 / 10.69 / 14.08 / 20.19 / 60.06   tf32  6.37 /  6.62 /  9.41 / 11.84 / 16.96 / 49.06
+//   bm32 3xTF32  8.96 /  9.31 /  9.38 / 14.46 / 19.78 / 50.05   tf32  7.65 /  7.97 /  7.94 / 12.13 / 16.51 / 41.28
+//   bm64 3xTF32 12.86 / 13.66 / 13.73 / 13.76 / 23.39 / 52.83   tf32 10.02 / 10.62 / 10.85 / 10.85 / 17.63 / 39.30
+//   same run, fused_mlp_tc.cu's row-block kernel, 16-row tiles: 3xTF32 16.42 at 128, 16.48 at 256,
+//   16.64 at 512, 16.99 at 1024; tf32 10.40, 10.46, 10.69, 10.78; at 4096 (32-row tiles) 25.22 / 15.49.
+//   The earlier probe of the split kernel (fused_mlp.cu, 16-row 3xTF32 tiles) at 256: 10.88.
+// So fused_plan takes the smallest tile whose tiles all fit in one wave of clusters (15 clusters
+// of 7 at once on the H200: 16 rows up to 240, 32 to 480, 64 to 960) and the row-block kernel
+// beyond: every extra wave costs ~3-10 us, three hand-offs in a row per tile.
+// globaltimer trace (latest block, ns after the first block starts; tf32):
+//   bm16, batch 16:  x in 1056, layer 1 done 1472, h1 in 1856, h2 in 2464, logits in 2848, end 3616
+//   bm32, batch 256: x in 1344, layer 1 done 2080, h1 in 2688, h2 in 3552, logits in 4128, end 5216
+//   bm64, batch 512: x in 1504, layer 1 done 2784, h1 in 3840, h2 in 5472, logits in 6304, end 8064
+//   (3xTF32 bm64: layer 1 done 5984.) Each hand-off with its sums costs 0.4-1.7 us, and the
+//   first bytes of x take ~1 us to arrive while W1's 50 KB per block stream in beside them.
+// First version: biases read from global memory inside each sum and a one-thread-per-row
+// softmax; loading them into registers first, a half-warp per row, and ldmatrix for the A
+// fragments (fused_common.cuh, also used by the row-block kernel: tf32 17.1 -> 15.9 us there
+// at 4096) took bm32 tf32 at batch 256 from 8.51 to 7.94 us. Two warps per column pair (14 warps,
+// splitting layer 1's k-steps) measured slower at every batch (bm32 tf32 at 256: 8.70 vs 8.42)
+// and were dropped.
+// Short of the inference issue's 5 us at batch 256: ~5.4 us of the 7.9 are the chain above,
+// on top of the empty-kernel floor.
+#include <algorithm>
+
+#include "fused_common.cuh"
+
+namespace gemmpad::cuda {
+namespace {
+
+constexpr int kC = kPairs;                 // 7 blocks per cluster = K slices = owners of 16 hidden units
+constexpr int kSliceK = kIn / kC;          // 112 columns of x per block
+constexpr int kSliceSteps = kSliceK / 8;   // 14 k-steps
+constexpr int kXs = kSliceK + 4;           // x slice row stride: 116 = 20 (mod 32), conflict-free A fragments
+constexpr int kPs = 16 + 4;                // h1 / h2 slice row stride: 20 (mod 32), likewise
+constexpr int kThreads = kPairs * 32;      // warp p serves column pair p
+static_assert(kC * kSliceK == kIn, "K splits evenly");
+
+// Shared memory (floats): x slice [2][BM][116] (double buffer) | three inboxes [7 senders][BM][16] |
+// h1 and h2 slices [BM][20].
+template <int BM>
+struct KSmem {
+    static constexpr size_t xs = (size_t)BM * kXs, inbox = (size_t)kC * BM * 16, h = (size_t)BM * kPs;
+    static constexpr size_t floats = 2 * xs + 3 * inbox + 2 * h;
+    static constexpr unsigned inbox_bytes = (unsigned)(inbox * sizeof(float));
+};
+
+// This warp's accumulators (m-tiles m0.. of a [BM,16] piece) as hi + lo into `dst` (a shared::cluster
+// address of a [BM][16] block), counted on `bar` there.
+template <int kMt>
+__device__ __forceinline__ void push(const float (&hi)[kMt][2][4], const float (&lo)[kMt][2][4], unsigned dst, int m0,
+                                     unsigned bar) {
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int m = 0; m < kMt; ++m)
+#pragma unroll
+        for (int n = 0; n < 2; ++n) {
+            const unsigned d = dst + ((16 * (m0 + m) + g) * 16 + 8 * n + 2 * t) * sizeof(float);
+            st_async_v2_f32(d, hi[m][n][0] + lo[m][n][0], hi[m][n][1] + lo[m][n][1], bar);
+            st_async_v2_f32(d + 8 * 16 * sizeof(float), hi[m][n][2] + lo[m][n][2], hi[m][n][3] + lo[m][n][3], bar);
+        }
+}
+
+// dst[r][c] = relu(bias + the senders' inbox[.][r][c]) for a [BM,16] slice, NaN kept as quiet_nan.
+// Every element a thread sums is in column threadIdx.x % 16, so `bias` is that column's, loaded once.
+template <int BM, int kSenders>
+__device__ __forceinline__ void sum_inbox(const float* inbox, float bias, float* dst) {
+    static_assert(kThreads % 16 == 0, "one column per thread");
+    for (int i = threadIdx.x; i < BM * 16; i += kThreads) {
+        float v = bias;
+#pragma unroll
+        for (int p = 0; p < kSenders; ++p) v += inbox[p * BM * 16 + i];
+        dst[(i / 16) * kPs + i % 16] = quiet_nan(relu(v));
+    }
+}
+
+template <int BM, Engine E>
+__global__ void __launch_bounds__(kThreads, 1)
+    ksplit_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch) {
+    constexpr int kMt = BM / 16;  // m-tiles
+    using L = KSmem<BM>;
+    extern __shared__ __align__(16) float smem[];
+    float* xbuf = smem;
+    float* in1 = smem + 2 * L::xs;
+    float* in2 = in1 + L::inbox;
+    float* in3 = in2 + L::inbox;
+    float* h1s = in3 + L::inbox;
+    float* h2s = h1s + L::h;
+    __shared__ __align__(8) uint64_t bar[3];  // the three inboxes' arrivals, one phase per tile
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int pair = warp;
+    const int s = blockIdx.x % kC;  // cluster rank (clusters run along x)
+    const int first = blockIdx.x / kC, stride = gridDim.x / kC, tiles = (batch + BM - 1) / BM;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    {  // launched without its cluster (never by this file): fail, do not hang
+        unsigned n;
+        asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+        if (n != kC) __trap();
+    }
+#endif
+    stamp(0);
+    if (tid == 0) {
+        for (auto& b : bar) mbar_init(&b, 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    cluster_arrive_relaxed();  // "this block runs and its inboxes are set up"; waited for before the first push
+
+    // this block's 112 columns of x for the rows of `tile` (rows past the batch read as 0)
+    auto load_x = [&](int tile, float* dst) {
+        const int row0 = tile * BM, rows = min(BM, batch - row0);
+        for (int i = tid; i < BM * (kSliceK / 4); i += kThreads) {
+            const int r = i / (kSliceK / 4), q = i % (kSliceK / 4);
+            const bool valid = r < rows;
+            cp_async16(dst + r * kXs + 4 * q, x + (size_t)(row0 + (valid ? r : 0)) * kIn + s * kSliceK + 4 * q,
+                       valid ? 16 : 0);
+        }
+        cp_async_commit();
+    };
+    load_x(first, xbuf);
+    // B fragments, kept in registers for every tile: W1 (this pair, this block's 14 k-steps), W2 (pair
+    // `pair`, k-steps 2s and 2s + 1: this block's 16 hidden units), W3 (k-steps 2s, 2s + 1)
+    float4 w1r[kSliceSteps], w2r[2], w3r[2];
+    {
+        const float4* w1 = reinterpret_cast<const float4*>(w.w1f) + ((size_t)pair * kKSteps1 + s * kSliceSteps) * 32 + lane;
+#pragma unroll
+        for (int i = 0; i < kSliceSteps; ++i) w1r[i] = __ldg(w1 + i * 32);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            w2r[j] = __ldg(reinterpret_cast<const float4*>(w.w2f) + ((size_t)pair * kKSteps2 + 2 * s + j) * 32 + lane);
+            w3r[j] = __ldg(reinterpret_cast<const float4*>(w.w3f) + (size_t)(2 * s + j) * 32 + lane);
+        }
+    }
+    const int o = tid % 16;  // the column this thread sums (sum_inbox) and the output it computes (softmax)
+    const float b1v = __ldg(w.b1 + 16 * s + o), b2v = __ldg(w.b2 + 16 * s + o), b3v = o < kOut ? __ldg(w.b3 + o) : 0.f;
+    const unsigned bar1_to = cluster_map_u32(&bar[0], pair);
+    const unsigned in1_to = cluster_map_u32(in1 + s * BM * 16, pair);
+    const unsigned bar2_to = cluster_map_u32(&bar[1], pair), in2_to = cluster_map_u32(in2 + s * BM * 16, pair);
+
+    int it = 0;
+    for (int tile = first; tile < tiles; tile += stride, ++it) {
+        const int row0 = tile * BM, rows = min(BM, batch - row0), tail = it % kC;
+        const float* xs = xbuf + (it & 1) * L::xs;
+        if (tid == 0) {  // this tile's phase of each inbox this block owns: 7 senders x [BM,16]
+            mbar_expect_tx(&bar[0], L::inbox_bytes);
+            mbar_expect_tx(&bar[1], L::inbox_bytes);
+            if (s == tail) mbar_expect_tx(&bar[2], L::inbox_bytes);
+        }
+        cp_async_wait<0>();
+        __syncthreads();  // the x slice is in; the other buffer is free
+        if (it == 0) stamp(1);
+        if (tile + stride < tiles) load_x(tile + stride, xbuf + ((it + 1) & 1) * L::xs);
+
+        // ---- layer 1: this block's K slice for pair `pair`, pushed to block `pair`
+        float hi[kMt][2][4], lo[kMt][2][4];
+        zero(hi);
+        zero(lo);
+#pragma unroll
+        for (int i = 0; i < kSliceSteps; ++i) mma_rows<kMt, E>(hi, lo, xs, kXs, 0, 8 * i, w1r[i]);
+        if (it == 0) stamp(2), cluster_wait_acquire();  // every block of the cluster runs, inboxes initialised
+        if (it == 0) stamp(3);
+        push(hi, lo, in1_to, 0, bar1_to);
+        mbar_wait<true>(&bar[0], it & 1);
+        if (it == 0) stamp(4);
+        sum_inbox<BM, kC>(in1, b1v, h1s);
+        __syncthreads();
+
+        // ---- layer 2: h1[:, 16s..] x W2[16s.., pair], pushed to block `pair`
+        zero(hi);
+        zero(lo);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) mma_rows<kMt, E>(hi, lo, h1s, kPs, 0, 8 * j, w2r[j]);
+        push(hi, lo, in2_to, 0, bar2_to);
+        mbar_wait<true>(&bar[1], it & 1);
+        if (it == 0) stamp(5);
+        sum_inbox<BM, kC>(in2, b2v, h2s);
+        __syncthreads();
+
+        // ---- layer 3: h2[:, 16s..] x W3[16s.., :] for m-tile `warp`, pushed to the tail block
+        if (warp < BM / 16) {
+            float h3[1][2][4], l3[1][2][4];
+            zero(h3);
+            zero(l3);
+#pragma unroll
+            for (int j = 0; j < 2; ++j) mma_rows<1, E>(h3, l3, h2s, kPs, warp, 8 * j, w3r[j]);
+            push(h3, l3, cluster_map_u32(in3 + s * BM * 16, tail), warp, cluster_map_u32(&bar[2], tail));
+        }
+        if (s != tail) continue;
+        // ---- tail: logits = b3 + the 7 partials; softmax, a half-warp per row (lane o: output o)
+        mbar_wait<true>(&bar[2], (it / kC) & 1);
+        if (it == 0) stamp(6);
+        for (int r0 = 0; r0 < BM; r0 += kThreads / 16) {  // the same trip count for every lane: whole-warp shuffles
+            const int r = r0 + tid / 16;
+            const bool live = r < rows && o < kOut;
+            float v = -INFINITY;
+            if (live) {
+                v = b3v;
+#pragma unroll
+                for (int p = 0; p < kC; ++p) v += in3[(p * BM + r) * 16 + o];
+            }
+            float m = v;
+#pragma unroll
+            for (int off = 8; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+            const float e = live ? expf(v - m) : 0.0f;
+            float sum = e;
+#pragma unroll
+            for (int off = 8; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            if (live) out[(size_t)(row0 + r) * kOut + o] = e / sum;
+        }
+    }
+    stamp(7);
+}
+
+using KernelFn = void (*)(FusedWeights, const float*, float*, int);
+
+template <int BM, Engine E>
+struct KSplit {
+    static constexpr KernelFn kernel = ksplit_kernel<BM, E>;
+    static constexpr size_t smem = KSmem<BM>::floats * sizeof(float);
+
+    static void configure() {
+        static bool configured = false;  // one host thread drives the GPU (common.cuh)
+        if (configured) return;
+        if (smem > max_smem_per_block_optin())
+            throw std::runtime_error("cuda.mlp_fused (k-split, " + std::to_string(BM) + "-row tiles) needs " +
+                                     std::to_string(smem) + " bytes of shared memory per block; this device allows " +
+                                     std::to_string(max_smem_per_block_optin()));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        configured = true;
+    }
+    static int max_clusters() {
+        static int n = -1;
+        if (n < 0) {
+            configure();
+            cudaLaunchAttribute attr[1];
+            const cudaLaunchConfig_t cfg = make_launch_config(dim3(kC * 64), dim3(kThreads), smem, nullptr, kC, attr);
+            CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, kernel, &cfg));
+        }
+        return n;
+    }
+    static int launch(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream, bool query) {
+        if (query) return max_clusters();
+        const int fit = max_clusters();
+        if (fit < 1) throw std::runtime_error("cuda.mlp_fused (k-split): no cluster of 7 blocks fits on this device");
+        const int n = std::min((batch + BM - 1) / BM, fit);
+        cudaLaunchAttribute attr[1];
+        const cudaLaunchConfig_t cfg = make_launch_config(dim3(kC * n), dim3(kThreads), smem, stream, kC, attr);
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch));
+        CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (k-split)" : "cuda.mlp_fused (k-split, 3xTF32)");
+        return 0;
+    }
+};
+
+template <Engine E>
+int ksplit_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
+                  cudaStream_t stream, bool query) {
+    if (p.bm == 16) return KSplit<16, E>::launch(w, x, out, batch, stream, query);
+    if (p.bm == 32) return KSplit<32, E>::launch(w, x, out, batch, stream, query);
+    if (p.bm == 64) return KSplit<64, E>::launch(w, x, out, batch, stream, query);
+    throw std::invalid_argument("k-split kernel: tiles of 16, 32 or 64 rows");
+}
+
+int ksplit_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
+               bool query) {
+    if (batch < 1) throw std::invalid_argument("batch must be >= 1");
+    if (p.engine == Engine::Tf32x3) return ksplit_engine<Engine::Tf32x3>(p, w, x, out, batch, stream, query);
+    if (p.engine == Engine::Tf32) return ksplit_engine<Engine::Tf32>(p, w, x, out, batch, stream, query);
+    throw std::invalid_argument("the k-split kernel runs on tensor cores only");
+}
+
+}  // namespace
+
+void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+                         cudaStream_t stream) {
+    ksplit_any(plan, w, x, out, batch, stream, false);
+}
+
+bool fused_ksplit_available() {
+    static const bool ok = cluster_binary(reinterpret_cast<const void*>(KSplit<16, Engine::Tf32>::kernel)) &&
+                           KSplit<16, Engine::Tf32>::max_clusters() > 0;
+    return ok;
+}
+
+#ifdef GEMMPAD_MLP_TRACE
+void ksplit_trace_read(unsigned long long* host) { trace_read(host); }
+void ksplit_trace_clear() { trace_clear(); }
+#endif
+
+int fused_ksplit_max_clusters(const FusedPlan& plan) {
+    return ksplit_any(plan, FusedWeights{}, nullptr, nullptr, 1, nullptr, true);
+}
+
+}  // namespace gemmpad::cuda
