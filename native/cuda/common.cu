@@ -39,6 +39,13 @@ const cudaDeviceProp& device_props() {
 
 size_t max_smem_per_block_optin() { return device_props().sharedMemPerBlockOptin; }
 
+void require_smem(size_t bytes, const std::string& what) {
+    if (bytes > max_smem_per_block_optin())
+        throw std::runtime_error(what + " needs " + std::to_string(bytes) +
+                                 " bytes of shared memory per block; this device allows " +
+                                 std::to_string(max_smem_per_block_optin()));
+}
+
 void* workspace(size_t bytes) {
     static void* ptr = nullptr;
     static size_t capacity = 0;

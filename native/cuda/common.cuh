@@ -44,6 +44,9 @@ const cudaDeviceProp& device_props();
 // (99 KB on consumer Ampere/Ada, 227 KB on Hopper). Kernels size their
 // tiles against this instead of assuming Hopper.
 size_t max_smem_per_block_optin();
+// Throws std::runtime_error("<what> needs N bytes of shared memory per block; this device
+// allows M") when `bytes` exceeds max_smem_per_block_optin().
+void require_smem(size_t bytes, const std::string& what);
 
 // A device scratch buffer that only grows (split-K partial sums and the like).
 // Not thread-safe: one host thread drives the GPU in gemmpad.
@@ -59,11 +62,13 @@ void fill_uniform(__half* dst, size_t n, unsigned seed, float lo, float hi, cuda
 
 inline constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// The fused MLP-layer epilogue every kernel applies at its store:
-// bias add, then ReLU. NaN stays NaN, as with NumPy's maximum(x, 0).
+// ReLU that keeps NaN a NaN, as NumPy's maximum(x, 0) does.
+__device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }
+
+// The fused MLP-layer epilogue every kernel applies at its store: bias add, then ReLU.
 __device__ __forceinline__ float epilogue(float acc, const float* __restrict__ bias, int col, Act act) {
     if (bias) acc += bias[col];
-    if (act == Act::Relu) acc = acc > 0.0f ? acc : (acc != acc ? acc : 0.0f);
+    if (act == Act::Relu) acc = relu(acc);
     return acc;
 }
 

@@ -88,7 +88,6 @@ struct Tile {
     static_assert((BM * BK / EPC) % THREADS == 0 && (BK * BN / EPC) % THREADS == 0, "chunks per thread");
 };
 
-
 // D = A(16x16, row) * B(16x8, col) + D, fp16 inputs, fp32 accumulators.
 __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
     asm volatile(

@@ -22,8 +22,6 @@ inline constexpr int kKSteps1 = kIn / 8;         // 98 k-steps of layer 1
 inline constexpr int kKSteps2 = kHiddenPad / 8;  // 14 k-steps of layers 2 and 3
 inline constexpr int kPairs = kHiddenPad / 16;   // 7 column pairs (16 hidden units each)
 
-__device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }  // NaN stays NaN
-
 // Round to the nearest tf32 (ties away from zero), as bits of an fp32: two integer
 // instructions instead of cvt.rna.tf32.f32. Inf stays Inf, and so does a NaN unless
 // the top 11 bits of its mantissa are all set: then the add carries into the sign

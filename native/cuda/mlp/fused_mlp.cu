@@ -388,10 +388,7 @@ struct Split {
     static void configure() {
         static bool configured = false;  // one host thread drives the GPU (common.cuh)
         if (configured) return;
-        if (smem > max_smem_per_block_optin())
-            throw std::runtime_error("cuda.mlp_fused (" + std::to_string(BM) + "-row tiles) needs " +
-                                     std::to_string(smem) + " bytes of shared memory per block; this device allows " +
-                                     std::to_string(max_smem_per_block_optin()));
+        require_smem(smem, "cuda.mlp_fused (" + std::to_string(BM) + "-row tiles)");
         auto set_attributes = [](auto fn) {
             CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             if (kCluster && L::kSlices > 8)  // clusters of 14 blocks exceed the portable 8

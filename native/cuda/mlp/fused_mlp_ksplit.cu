@@ -192,8 +192,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         zero(lo);
 #pragma unroll
         for (int i = 0; i < kSliceSteps; ++i) mma_rows<kMt, E>(hi, lo, xs, kXs, 0, 8 * i, w1r[i]);
-        if (it == 0) stamp(2), cluster_wait_acquire();  // every block of the cluster runs, inboxes initialised
-        if (it == 0) stamp(3);
+        if (it == 0) {  // every block of the cluster runs, inboxes initialised
+            stamp(2);
+            cluster_wait_acquire();
+            stamp(3);
+        }
         push(hi, lo, in1_to, 0, bar1_to);
         mbar_wait<true>(&bar[0], it & 1);
         if (it == 0) stamp(4);
@@ -256,10 +259,7 @@ struct KSplit {
     static void configure() {
         static bool configured = false;  // one host thread drives the GPU (common.cuh)
         if (configured) return;
-        if (smem > max_smem_per_block_optin())
-            throw std::runtime_error("cuda.mlp_fused (k-split, " + std::to_string(BM) + "-row tiles) needs " +
-                                     std::to_string(smem) + " bytes of shared memory per block; this device allows " +
-                                     std::to_string(max_smem_per_block_optin()));
+        require_smem(smem, "cuda.mlp_fused (k-split, " + std::to_string(BM) + "-row tiles)");
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;
     }

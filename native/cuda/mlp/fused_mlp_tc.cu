@@ -249,10 +249,7 @@ void launch_config(const FusedWeights& w, const float* x, float* out, int batch,
     constexpr size_t smem = smem_floats<BM, kPairs * kWarpsPerPair>() * sizeof(float);
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
     if (!configured) {
-        if (smem > max_smem_per_block_optin())
-            throw std::runtime_error("cuda.mlp_fused row-block kernel needs " + std::to_string(smem) +
-                                     " bytes of shared memory per block; this device allows " +
-                                     std::to_string(max_smem_per_block_optin()));
+        require_smem(smem, "cuda.mlp_fused row-block kernel");
         CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<BM, E, kWarpsPerPair, kRotate>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;

@@ -27,8 +27,6 @@ constexpr int THREADS = 256;
 constexpr int W2S = H1 + 1;  // padded row stride of W2 in shared memory
 constexpr size_t SMEM_FLOATS = (size_t)H1 * W2S + H2 * OUT + 3 * 100 * R + OUT * R;
 
-__device__ __forceinline__ float relu(float z) { return z > 0.0f ? z : (z != z ? z : 0.0f); }
-
 template <bool MIXED>
 __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset, int rows) {
     extern __shared__ __align__(16) float smem[];
