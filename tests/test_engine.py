@@ -90,8 +90,9 @@ def test_fused_all_batch_configurations(kernel, rng):
         x = digit_like(rng, batch)
         x[0] = rng.uniform(0, 1, 784)  # one dense row too
         out = np.full((batch, 10), np.nan, dtype=np.float32)
-        k_us, e_us = mlp.forward(x, out, kernel)
-        assert k_us > 0 and e_us >= k_us * 0.5
+        e_us = mlp.forward(x, out, kernel)
+        k_us = mlp.kernel_us()
+        assert k_us > 0 and e_us >= k_us * 0.5 and mlp.kernel_us() == k_us  # read once, then kept
         assert_agrees(out, reference(model, x), precision, f"{kernel} batch {batch}")
     # a second call after a larger one reuses the grown buffers and the reset counters
     x = digit_like(rng, 3)
@@ -108,6 +109,8 @@ def test_cuda_mlp_rejects_bad_arrays(rng):
     with pytest.raises(ValueError, match="W1"):
         _cuda.Mlp(w["W1"][:10], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
     mlp = _cuda.Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+    with pytest.raises(RuntimeError, match="no forward pass"):
+        mlp.kernel_us()
     x = digit_like(rng, 2)
     with pytest.raises(ValueError):
         mlp.forward(x, np.empty((3, 10), np.float32), "cuda.mlp_fused")
@@ -202,6 +205,28 @@ def test_stats_and_history(rng):
     assert len(h) == 5 and h[-1] is clf.last_timing and all(t.batch == 4 for t in h)
     clf.configure("numpy")  # statistics describe one configuration at a time
     assert clf.stats()["count"] == 0 and clf.history() == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.07_warptile"])
+@pytest.mark.parametrize("batch", [1, 16, 300])
+def test_gpu_timings_are_per_call(kernel, batch, rng):
+    """A GPU call returns before its kernel time is read (last_timing reads it): every call
+    still gets its own timing, whether it is asked for after each call or only at the end."""
+    clf = Classifier(random_model(rng), backend="cuda", kernel=kernel)
+    x = digit_like(rng, batch)
+    for _ in range(5):
+        clf.predict(x)
+        t = clf.last_timing
+        assert t is not None and t.batch == batch and t.kernel_us > 0 and t.end_to_end_us > 0
+    for _ in range(7):
+        clf.predict(x)  # never asked for in between
+    h = clf.history()
+    assert len(h) == 12 and h[-1] is clf.last_timing and clf.stats()["count"] == 12
+    assert all(t.kernel_us > 0 and t.end_to_end_us > 0 and t.batch == batch for t in h)
+    clf.predict(x)
+    clf.configure(kernel="cuda.mlp_fused_tf32")  # a switch drops the pending call with the rest
+    assert clf.last_timing is None and clf.stats()["count"] == 0
 
 
 def stroke_image(size: tuple[int, int], dark_ink: bool) -> np.ndarray:

@@ -341,6 +341,7 @@ struct Config {
     int warps = 7;
     bool rotate = true;
     bool ksplit = false;  // the k-split kernel (fused_mlp_ksplit.cu); `rows` is false then
+    bool x_slices = false;  // split FMA tiles with clusters: x loaded by slices, shared over the cluster
 };
 
 }  // namespace
@@ -389,6 +390,11 @@ int main(int argc, char** argv) {
             for (int bm : {1, 2, 4}) {
                 if (cols == 8 && bm > 2) continue;
                 configs.push_back({"split bm" + std::to_string(bm) + " fma" + c, false, bm, Engine::Fma, cl, 1e-5, 1100, 1, cols});
+                if (cl) {
+                    configs.push_back(configs.back());
+                    configs.back().name += " xs";
+                    configs.back().x_slices = true;
+                }
             }
             if (cols == 8) continue;
             configs.push_back({"split bm16 3xtf32" + c, false, 16, Engine::Tf32x3, cl, 1e-5, kMax, 1, cols});
@@ -411,6 +417,7 @@ int main(int argc, char** argv) {
         p.warps = c.warps;
         p.rotate = c.rotate;
         p.cluster = c.cluster;
+        p.x_slices = c.x_slices;
         return p;
     };
     auto launch = [&](const Config& c, const float* x, float* out, int batch) {
@@ -438,7 +445,7 @@ int main(int argc, char** argv) {
         std::vector<unsigned long long> tr(64 * 8);
         const char* phase[] = {"start", "x in (sync)", "weights in (bulk)", "h1 done", "partial pushed", "tail start", "end"};
         for (const auto& [name, b] : std::vector<std::pair<std::string, int>>{
-                 {"split bm1 fma c16 +cl", 1}, {"split bm1 fma c8 +cl", 1}, {"split bm1 fma c16 -cl", 1},
+                 {"split bm1 fma c16 +cl", 1}, {"split bm1 fma c8 +cl", 1}, {"split bm1 fma c8 +cl xs", 1}, {"split bm1 fma c16 -cl", 1},
                  {"split bm16 3xtf32 c16 -cl", 256}, {"split bm16 3xtf32 c16 +cl", 256}, {"ksplit bm16 w7 tf32", 16},
                  {"ksplit bm16 w7 tf32", 64}, {"ksplit bm32 w7 tf32", 256}, {"ksplit bm64 w7 tf32", 512},
                  {"ksplit bm64 w7 3xtf32", 512}}) {
@@ -913,7 +920,8 @@ int main(int argc, char** argv) {
             std::vector<double> ks, es;
             for (int i = 0; i < reps + 100; ++i) {
                 std::fill(out.begin(), out.begin() + (size_t)b * 10, NAN);
-                const auto [kus, eus] = mlp.forward(x_all.data(), out.data(), b, k);
+                const double eus = mlp.forward(x_all.data(), out.data(), b, k);
+                const double kus = mlp.kernel_us();
                 if (i >= 100) ks.push_back(kus), es.push_back(eus);
             }
             const double e = rel_error(out.data(), ref_all.data(), b);
@@ -940,18 +948,16 @@ int main(int argc, char** argv) {
             std::printf("\nprobe done\n");
             return 0;
         }
-        std::printf("\n== batch 1, cuda.mlp_fused: plan x I/O (kernel / e2e us, C++)\n");
-        struct Io {
-            const char* name;
-            int in;
-            bool xp;
-        };
-        for (const auto& io : {Io{"x param ", 0, true}, Io{"x copied", 0, false}, Io{"x mapped", 64, false}}) {
+        std::printf("\n== cuda.mlp_fused: x mapped (read by slices over the cluster) or copied, per plan (kernel / e2e us, C++)\n");
+        for (int in_max : {64, 0}) {
+            mlp.set_io_policy(in_max, 64);
+            std::printf("  x %s, default plans:\n   ", in_max ? "mapped" : "copied");
+            for (int b : {1, 2, 4, 16, 64}) e2e("cuda.mlp_fused", b, 2000);
+            std::printf("\n");
             for (const char* pname : {"split bm1 fma c8 +cl", "split bm1 fma c16 +cl", "split bm1 fma c16 -cl"}) {
                 const FusedPlan pl = plan_of(find(pname));
                 set_fused_plan_override(&pl);
-                mlp.set_io_policy(io.in, 64, io.xp, false);
-                std::printf("  %s %-24s", io.name, pname);
+                std::printf("  x %s %-24s", in_max ? "mapped" : "copied", pname);
                 try {
                     e2e("cuda.mlp_fused", 1, 3000);
                 } catch (const std::exception& ex) {
@@ -959,9 +965,9 @@ int main(int argc, char** argv) {
                 }
                 std::printf("\n");
             }
+            set_fused_plan_override(nullptr);
         }
-        set_fused_plan_override(nullptr);
-        mlp.set_io_policy(0, 64, true, false);
+        mlp.set_io_policy(64, 64);
     }
     std::printf("\nprobe done\n");
     return 0;

@@ -58,7 +58,16 @@ void bind_mlp(py::module_& m) {
                 return self.forward(xp, o, batch, kernel);
             },
             py::arg("x"), py::arg("out"), py::arg("kernel") = "cuda.mlp_fused",
-            "out = probabilities for x; returns (kernel_us by CUDA events, end_to_end_us).")
+            "out = probabilities for x. Returns once they are in `out`, with the microseconds from the call to "
+            "then (C++ clock); the kernel time comes from kernel_us().")
+        .def(
+            "kernel_us",
+            [](Mlp& self) {
+                py::gil_scoped_release nogil;
+                return self.kernel_us();
+            },
+            "Kernel time of the last forward() in microseconds (CUDA events around the forward pass); the first "
+            "call after a forward() waits for its stop event.")
         .def_property_readonly("device_bytes", &Mlp::device_bytes, "Device memory this object holds.");
     m.def(
         "mem_info",

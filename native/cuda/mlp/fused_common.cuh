@@ -186,4 +186,18 @@ __device__ __forceinline__ void st_async_v2_f32(unsigned addr, float a, float b,
 #endif
 }
 
+// Four adjacent floats (16-byte aligned), as st_async_f32: 16 bytes towards `bar`.
+__device__ __forceinline__ void st_async_v4_f32(unsigned addr, float4 v, unsigned bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(
+                     addr),
+                 "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar)
+                 : "memory");
+#else
+    (void)addr;
+    (void)v;
+    (void)bar;
+#endif
+}
+
 }  // namespace gemmpad::cuda

@@ -25,8 +25,10 @@
 //     16: mma.m16n8k8, 3xTF32 for fp32 or one tf32 pass), same data layout.
 //   * x tile staged in shared memory with a row stride of 788 floats (= 20
 //     mod 32 banks): the A fragments of 8 rows x 4 k hit 32 different banks.
-//     One row (BM = 1): each lane loads its 14 values of x straight from the
-//     kernel parameter, no staging and no block barrier before layer 1.
+//     With clusters and FMA tiles (up to 64 rows), x by slices: block s loads
+//     1/S of the tile (from mapped host memory: mlp.cu's I/O policy) and
+//     st.async's it into every block of the cluster, counted on each one's
+//     mbarrier, so each byte of x crosses PCIe once, not once per block.
 // Why it should be faster: the previous kernel paid two cluster barriers and
 // a DSMEM all-gather of [BM,112] partials; this one pays one hand-off and
 // moves BM x 112 floats per block once. Nothing else is serial.
@@ -65,6 +67,19 @@
 // layer 3 as a butterfly over the warp and the softmax, no block barrier): probe kernel
 // 4.80 vs 5.02 us with x in device memory, but 5.7 us either way through `gemmpad bench
 // mlp` (x as a kernel parameter), and its trace tail stayed at ~600 ns.
+// Then (H200, same day) the batch-1 input moved from a kernel parameter to mapped host memory,
+// read by slices over the cluster, and the host stopped waiting for the stream: it spins on
+// the mapped output until every value has replaced a marker it wrote there (mlp.cu). The
+// parameter cost 3 us of host time per call (cudaGraphExecKernelNodeSetParams for 3 KB) and
+// ~0.9 us of kernel time (x copied to the device first: 5.3 us; as a parameter: 6.1); the
+// stop event reaches the host ~3.5 us after the probabilities do. Probe, Mlp::forward at
+// batch 1, C++ clock, kernel / end to end: parameter + stream sync 6.1 / 15.1 us; x copied
+// + spin 5.3 / 11.6; x mapped by slices + spin 6.1 / 9.3 (the x load issued first: 6.6 before).
+// Batch 16: copied 5.9 / 22.9, mapped 9.0 / 14.3; 64: 6.9 / 39.0 vs 15.2 / 27.8 (PCIe reads of
+// x in the kernel time, no copy node and hand-off kernel before it). Mapped is the default up
+// to 64 rows: the shorter end-to-end time at every batch measured. Trace at batch 1 (x in
+// device memory; staged in shared memory for one row too now): x in 1088 ns, h1 done 1376,
+// pushed 1504, tail starts 1568, end 2208.
 // Still short of the inference issue's goal of 4 us kernel at batch 1: with
 // 2.6-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
 // x and W1 from L2, multiply, hand off across blocks, two more layers, write) that the
@@ -106,7 +121,7 @@ struct SplitSmem {
 template <int BM, Engine E, bool kCluster, int kCols>
 __device__ __forceinline__ void split_body(const FusedWeights& w, const float* __restrict__ x, float* __restrict__ out,
                                            int batch, float* __restrict__ partials, unsigned* __restrict__ counters,
-                                           unsigned* done) {
+                                           bool x_slices) {
     static_assert(E == Engine::Fma ? BM <= 4 : BM % 16 == 0, "FMA for up to 4 rows, tensor cores for 16k");
     static_assert(kCols == 16 || (kCols == 8 && E == Engine::Fma), "a column pair, or a single n-tile with FMAs");
     static_assert(BM * kCols <= kThreads, "one thread per h1 value");
@@ -124,6 +139,7 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     float* logits = xs;  // [4 k-quarters][BM][16], once the x tile is dead
     __shared__ bool is_last;
     __shared__ __align__(8) uint64_t inbox;  // cluster: block 0's, counts the bytes the others push
+    __shared__ __align__(8) uint64_t xbar;   // cluster, x by slices: counts the bytes of the x tile
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int tile = blockIdx.x / kSlices, s = blockIdx.x % kSlices;  // s == cluster rank (clusters run along x)
@@ -137,14 +153,29 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
         if (n != kSlices) __trap();
     }
 #endif
+    // x by slices (clusters, FMA tiles; for x in mapped host memory, so that each byte of it
+    // crosses PCIe once, not once per block): block s loads 1/kSlices of the x tile, first of
+    // all (the longest wait), and stores it into every block's tile by st.async, counted on
+    // each block's xbar.
+    x_slices = kCluster && E == Engine::Fma && x_slices;
+    constexpr int kQuads = kIn / 4;  // float4s per row of x
+    constexpr int kSliceQ = BM * kQuads / kSlices;
+    static_assert(BM * kQuads % kSlices == 0 && kSliceQ <= kThreads, "one float4 of a slice per thread");
+    const int xi = s * kSliceQ + tid, xr = xi / kQuads, xq = xi % kQuads;  // this thread's float4 of the slice
+    float4 xv = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (x_slices && tid < kSliceQ && xr < rows) xv = reinterpret_cast<const float4*>(x + (size_t)(row0 + xr) * kIn)[xq];
     if constexpr (kCluster) {  // block 0's inbox expects every other block's layer-2 partial
-        if (s == 0 && tid == 0) {
-            mbar_init(&inbox, 1);
+        if (tid == 0) {
+            if (s == 0) mbar_init(&inbox, 1);
+            if (x_slices) mbar_init(&xbar, 1);
             mbar_init_fence();
         }
         __syncthreads();
-        if (s == 0 && tid == 0) mbar_expect_tx(&inbox, (kSlices - 1) * BM * kHiddenPad * sizeof(float));
-        cluster_arrive_relaxed();  // phase 0: "this block is running" (block 0: and its inbox is set up)
+        if (tid == 0) {
+            if (s == 0) mbar_expect_tx(&inbox, (kSlices - 1) * BM * kHiddenPad * sizeof(float));
+            if (x_slices) mbar_expect_tx(&xbar, BM * kIn * sizeof(float));
+        }
+        cluster_arrive_relaxed();  // phase 0: "this block is running" (and its barriers are set up)
     }
 
     // ---- 1. every load goes out first: W1 fragments, x tile, W2 rows, W3 (tail block), biases
@@ -163,18 +194,16 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     const float b1v = tid < BM * kCols ? __ldg(w.b1 + kCols * s + tid % kCols) : 0.0f;
     const float b2v = tail_block ? __ldg(w.b2 + tid % kHiddenPad) : 0.0f;
     const float b3v = tail_block && lane % 16 < kOut ? __ldg(w.b3 + lane % 16) : 0.0f;
-    // one row: each lane reads the 14 values of x its k-steps need straight from x (the kernel
-    // parameter at batch 1), no staging in shared memory; more rows: the x tile, staged
-    float x1[kStepsPerWarp][2];
-    if constexpr (BM == 1) {
+    if (x_slices) {
+        cluster_wait_acquire();  // phase 0 complete: every block is running, its xbar initialised
+        if (tid < kSliceQ) {
 #pragma unroll
-        for (int i = 0; i < kStepsPerWarp; ++i) {
-            const int k = 8 * (warp * kStepsPerWarp + i) + t;
-            x1[i][0] = x[(size_t)row0 * kIn + k];
-            x1[i][1] = x[(size_t)row0 * kIn + k + 4];
+            for (int p = 0; p < kSlices; ++p)
+                st_async_v4_f32(cluster_map_u32(xs + xr * kXs + 4 * xq, p), xv, cluster_map_u32(&xbar, p));
         }
+        mbar_wait<true>(&xbar, 0);  // acquire at cluster scope: every slice is in
     } else {
-        constexpr int kQuads = kIn / 4, kIters = (BM * kQuads + kThreads - 1) / kThreads;
+        constexpr int kIters = (BM * kQuads + kThreads - 1) / kThreads;
         float4 v[kIters];
 #pragma unroll
         for (int it = 0; it < kIters; ++it) {
@@ -204,7 +233,7 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
             const int k = 8 * (warp * kStepsPerWarp + i) + t;
 #pragma unroll
             for (int r = 0; r < BM; ++r) {
-                const float xa = BM == 1 ? x1[i][0] : xs[r * kXs + k], xb = BM == 1 ? x1[i][1] : xs[r * kXs + k + 4];
+                const float xa = xs[r * kXs + k], xb = xs[r * kXs + k + 4];
                 if constexpr (kCols == 16) {
                     acc[r][0] = fmaf(xa, wf[i].x, acc[r][0]);
                     acc[r][1] = fmaf(xb, wf[i].y, acc[r][1]);
@@ -274,7 +303,7 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     float* dst = kCluster ? recv : partials + ((size_t)tile * kSlices + s) * BM * kHiddenPad;
     unsigned remote = 0, remote_bar = 0;
     if constexpr (kCluster) {
-        cluster_wait_acquire();  // phase 0 complete: block 0 is running, its inbox is initialised
+        if (!x_slices) cluster_wait_acquire();  // phase 0 complete: block 0 is running, its inbox is initialised
         remote = cluster_map_u32(recv + s * BM * kHiddenPad, 0);
         remote_bar = cluster_map_u32(&inbox, 0);
     }
@@ -351,51 +380,29 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
         for (int off = 8; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
         if (kh == 0 && live) out[(size_t)(row0 + r) * kOut + o] = e / sum;
     }
-    if (done != nullptr) {  // one row tile: tell the host the probabilities are there
-        __syncthreads();
-        if (tid == 0) {
-            __threadfence_system();
-            *reinterpret_cast<volatile unsigned*>(done) = 1u;
-        }
-    }
     stamp(6);
 }
 
 template <int BM, Engine E, bool kCluster, int kCols>
 __global__ void __launch_bounds__(kThreads)
     split_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                 float* __restrict__ partials, unsigned* __restrict__ counters, unsigned* done) {
-    split_body<BM, E, kCluster, kCols>(w, x, out, batch, partials, counters, done);
+                 float* __restrict__ partials, unsigned* __restrict__ counters, bool x_slices) {
+    split_body<BM, E, kCluster, kCols>(w, x, out, batch, partials, counters, x_slices);
 }
-
-// Batch 1 with the input row as a kernel parameter, read in place (__grid_constant__).
-template <bool kCluster, int kCols>
-__global__ void __launch_bounds__(kThreads)
-    split_kernel_xp(FusedWeights w, const __grid_constant__ XParam xp, float* __restrict__ out, int batch,
-                    float* __restrict__ partials, unsigned* __restrict__ counters, unsigned* done) {
-    split_body<1, Engine::Fma, kCluster, kCols>(w, xp.x, out, batch, partials, counters, done);
-}
-
-using KernelFn = void (*)(FusedWeights, const float*, float*, int, float*, unsigned*, unsigned*);
 
 template <int BM, Engine E, bool kCluster, int kCols>
 struct Split {
     using L = SplitSmem<BM, kCols, kCluster>;
-    static constexpr bool kXp = BM == 1 && E == Engine::Fma;  // the x-parameter kernel exists for 1-row tiles
-    static constexpr KernelFn kernel = split_kernel<BM, E, kCluster, kCols>;
+    static constexpr auto kernel = split_kernel<BM, E, kCluster, kCols>;
     static constexpr size_t smem = L::floats * sizeof(float);
 
     static void configure() {
         static bool configured = false;  // one host thread drives the GPU (common.cuh)
         if (configured) return;
         require_smem(smem, "cuda.mlp_fused (" + std::to_string(BM) + "-row tiles)");
-        auto set_attributes = [](auto fn) {
-            CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            if (kCluster && L::kSlices > 8)  // clusters of 14 blocks exceed the portable 8
-                CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        };
-        set_attributes(kernel);
-        if constexpr (kXp) set_attributes(split_kernel_xp<kCluster, kCols>);
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        if (kCluster && L::kSlices > 8)  // clusters of 14 blocks exceed the portable 8
+            CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
         configured = true;
     }
     static cudaLaunchConfig_t config(int batch, cudaStream_t stream, cudaLaunchAttribute* attr) {
@@ -403,20 +410,11 @@ struct Split {
                                   kCluster ? L::kSlices : 1, attr);
     }
     static void launch(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-                       cudaStream_t stream, const XParam* xp) {
+                       cudaStream_t stream, bool x_slices) {
         configure();
         cudaLaunchAttribute attr[1];
         const cudaLaunchConfig_t cfg = config(batch, stream, attr);
-        if constexpr (kXp) {
-            if (xp) {
-                CUDA_CHECK(cudaLaunchKernelEx(&cfg, split_kernel_xp<kCluster, kCols>, w, *xp, out, batch, s.partials,
-                                              s.counters, s.done));
-                CUDA_CHECK_LAUNCH("cuda.mlp_fused (split, x as a parameter)");
-                return;
-            }
-        }
-        if (xp) throw std::invalid_argument("split kernel: x as a parameter needs 1-row FMA tiles");
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters, s.done));
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters, x_slices));
         CUDA_CHECK_LAUNCH("cuda.mlp_fused (split)");
     }
     static int max_clusters() {
@@ -433,7 +431,7 @@ struct Split {
 // cols x clusters for one (BM, engine); `query`: report max active clusters instead of launching.
 template <int BM, Engine E>
 int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-             cudaStream_t stream, bool query, const XParam* xp) {
+             cudaStream_t stream, bool query) {
     // Per instantiation: whether this binary can use clusters (sm_90).
     static const bool sm90 = cluster_binary(reinterpret_cast<const void*>(split_kernel<BM, E, true, 16>));
     // _cuda.set_fused_clusters(False) turns clusters off: the sm_80-89 path, testable on Hopper.
@@ -442,7 +440,7 @@ int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* o
     auto run = [&](auto split) {
         using S = decltype(split);
         if (query) return S::max_clusters();
-        S::launch(w, x, out, batch, s, stream, xp);
+        S::launch(w, x, out, batch, s, stream, p.x_slices);
         return 0;
     };
     if constexpr (BM <= 2) {  // 8 hidden units per block (14 blocks) pay only for tiles of 1-2 rows
@@ -453,19 +451,18 @@ int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* o
 }
 
 int split_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-              cudaStream_t stream, bool query, const XParam* xp) {
+              cudaStream_t stream, bool query) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    if (xp && batch != 1) throw std::invalid_argument("split kernel: x as a parameter holds one row");
     if (p.cols != 8 && p.cols != 16) throw std::invalid_argument("split kernel: 8 or 16 hidden units per block");
     if (p.engine == Engine::Fma) {
         switch (p.bm) {
-            case 1: return dispatch<1, Engine::Fma>(p, w, x, out, batch, s, stream, query, xp);
-            case 2: return dispatch<2, Engine::Fma>(p, w, x, out, batch, s, stream, query, xp);
-            case 4: return dispatch<4, Engine::Fma>(p, w, x, out, batch, s, stream, query, xp);
+            case 1: return dispatch<1, Engine::Fma>(p, w, x, out, batch, s, stream, query);
+            case 2: return dispatch<2, Engine::Fma>(p, w, x, out, batch, s, stream, query);
+            case 4: return dispatch<4, Engine::Fma>(p, w, x, out, batch, s, stream, query);
         }
     } else if (p.bm == 16) {
-        if (p.engine == Engine::Tf32x3) return dispatch<16, Engine::Tf32x3>(p, w, x, out, batch, s, stream, query, xp);
-        return dispatch<16, Engine::Tf32>(p, w, x, out, batch, s, stream, query, xp);
+        if (p.engine == Engine::Tf32x3) return dispatch<16, Engine::Tf32x3>(p, w, x, out, batch, s, stream, query);
+        return dispatch<16, Engine::Tf32>(p, w, x, out, batch, s, stream, query);
     }
     throw std::invalid_argument("split kernel: no " + std::to_string(p.bm) + "-row tile for this engine");
 }
@@ -501,12 +498,12 @@ std::pair<size_t, int> fused_scratch_size(int batch) {
 }
 
 void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                        const FusedScratch& s, cudaStream_t stream, const XParam* xp) {
-    split_any(plan, w, x, out, batch, s, stream, false, plan.xparam ? xp : nullptr);
+                        const FusedScratch& s, cudaStream_t stream) {
+    split_any(plan, w, x, out, batch, s, stream, false);
 }
 
 int fused_split_max_clusters(const FusedPlan& plan) {
-    return split_any(plan, FusedWeights{}, nullptr, nullptr, 1, FusedScratch{}, nullptr, true, nullptr);
+    return split_any(plan, FusedWeights{}, nullptr, nullptr, 1, FusedScratch{}, nullptr, true);
 }
 
 bool g_plan_override_set = false;
@@ -561,10 +558,10 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
 }
 
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                  const FusedScratch& scratch, cudaStream_t stream, const XParam* xp) {
+                  const FusedScratch& scratch, cudaStream_t stream) {
     if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream);
     else if (plan.design == FusedPlan::KSplit) launch_fused_ksplit(plan, w, x, out, batch, stream);
-    else launch_fused_split(plan, w, x, out, batch, scratch, stream, xp);
+    else launch_fused_split(plan, w, x, out, batch, scratch, stream);
 }
 
 bool fused_kind(const std::string& name, FusedKind& kind) {

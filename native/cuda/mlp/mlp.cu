@@ -3,7 +3,10 @@
 // any GEMM kernel of the registry.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "mlp.cuh"
@@ -158,12 +161,9 @@ void Mlp::release() noexcept {
                     &scratch_partials_, &scratch_counters_})
         b->release();
     if (graph_) cudaGraphExecDestroy(graph_);
-    if (graph_template_) cudaGraphDestroy(graph_template_);
     graph_ = nullptr;
-    graph_template_ = nullptr;
     in_.release();
     out_.release();
-    done_.release();
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -196,6 +196,7 @@ void Mlp::ensure_capacity(int batch) {
         scratch_counters_n_ = counters;
     }
     if (batch <= capacity_) return;
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // forward() may return before the GPU is done with the old buffers
     const size_t B = batch;
     x_.reserve(B * kIn * sizeof(float));
     h1_.reserve(B * kHidden * sizeof(float));
@@ -205,7 +206,6 @@ void Mlp::ensure_capacity(int batch) {
     a16_.reserve(B * kIn * sizeof(__half));
     in_.reserve(B * kIn * sizeof(float));
     out_.reserve(B * kOut * sizeof(float));
-    done_.reserve(64);
     capacity_ = batch;
 }
 
@@ -241,23 +241,21 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
 }
 
 bool Mlp::GraphKey::operator==(const GraphKey& o) const {
-    if (kernel != o.kernel || batch != o.batch || clusters != o.clusters || mapped_in != o.mapped_in ||
-        mapped_out != o.mapped_out || x_param != o.x_param || done_flag != o.done_flag)
+    if (kind != o.kind || batch != o.batch || clusters != o.clusters || mapped_in_max != o.mapped_in_max ||
+        mapped_out_max != o.mapped_out_max)
         return false;
     for (int i = 0; i < 6; ++i)
         if (buffers[i] != o.buffers[i]) return false;
     return true;
 }
 
-Mlp::GraphKey Mlp::fused_key(const std::string& kernel, int batch) const {
+Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch) const {
     GraphKey k;
-    k.kernel = kernel;
+    k.kind = kind;
     k.batch = batch;
     k.clusters = fused_clusters_enabled();
-    k.mapped_in = batch <= mapped_in_max_;
-    k.mapped_out = batch <= mapped_out_max_;
-    k.x_param = x_param_;
-    k.done_flag = done_flag_;
+    k.mapped_in_max = mapped_in_max_;
+    k.mapped_out_max = mapped_out_max_;
     const void* b[6] = {x_.ptr, probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr, scratch_counters_.ptr};
     std::copy(b, b + 6, k.buffers);
     return k;
@@ -268,48 +266,40 @@ FusedWeights Mlp::fused_weights() const {
     return FusedWeights{f(fw1f_), f(fw1f8_), f(fw2f_), f(fw2_), f(fw3_), f(fw3f_), f(fbias_[0]), f(fbias_[1]), f(fbias_[2])};
 }
 
-void Mlp::set_io_policy(int mapped_in_max, int mapped_out_max, bool x_param, bool done_flag) {
+void Mlp::set_io_policy(int mapped_in_max, int mapped_out_max) {
     mapped_in_max_ = mapped_in_max;
     mapped_out_max_ = mapped_out_max;
-    x_param_ = x_param;
-    done_flag_ = done_flag;
 }
 
-void Mlp::enqueue_fused(const std::string& kernel, int batch) {
-    FusedKind kind{};
-    if (!fused_kind(kernel, kind)) throw std::invalid_argument("not a fused kernel: " + kernel);
+void Mlp::enqueue_fused(FusedKind kind, int batch) {
     FusedPlan plan = fused_plan(kind, batch);
-    plan.xparam = x_param_ && batch == 1 && plan.design == FusedPlan::Split && plan.bm == 1 && plan.engine == Engine::Fma;
-    const bool mapped_in = batch <= mapped_in_max_ || plan.xparam, mapped_out = batch <= mapped_out_max_;
-    const bool use_done = done_flag_ && mapped_out && plan.design == FusedPlan::Split && batch <= plan.bm;
-    graph_x_param_ = plan.xparam;
-    graph_done_ = use_done;
+    // x from host memory only where the kernel shares it over a cluster (read once, not once per block)
+    plan.x_slices = batch <= mapped_in_max_ && plan.design == FusedPlan::Split && plan.engine == Engine::Fma &&
+                    fused_split_max_clusters(plan) > 0;
+    const bool mapped_in = plan.x_slices, mapped_out = batch <= mapped_out_max_;
+    graph_spin_ = mapped_out;
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
-    FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr),
-                   use_done ? static_cast<unsigned*>(done_.device) : nullptr};
+    FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
     const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
     float* dst = mapped_out ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
     if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, stream_);
     CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
-    launch_fused(plan, fused_weights(), src, dst, batch, s, stream_, &xparam_);
+    launch_fused(plan, fused_weights(), src, dst, batch, s, stream_);
     CUDA_CHECK(cudaEventRecordWithFlags(stop_, stream_, cudaEventRecordExternal));
     if (!mapped_out) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
 }
 
-void Mlp::capture_fused(const std::string& kernel, int batch) {
+void Mlp::capture_fused(FusedKind kind, int batch) {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the old graph may still be finishing
     if (graph_) {
         CUDA_CHECK(cudaGraphExecDestroy(graph_));
         graph_ = nullptr;
-    }
-    if (graph_template_) {
-        CUDA_CHECK(cudaGraphDestroy(graph_template_));
-        graph_template_ = nullptr;
     }
     // Relaxed: the first launch of a kernel configures it (cudaFuncSetAttribute) inside the capture.
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
     cudaGraph_t g = nullptr;
     try {
-        enqueue_fused(kernel, batch);
+        enqueue_fused(kind, batch);
     } catch (...) {
         cudaStreamEndCapture(stream_, &g);  // leave the stream usable; the original error is the one to report
         if (g) cudaGraphDestroy(g);
@@ -317,38 +307,39 @@ void Mlp::capture_fused(const std::string& kernel, int batch) {
         throw;
     }
     CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
-    graph_template_ = g;  // kept: its kernel node names the node to update when x is a parameter
-    if (graph_x_param_) {
-        size_t n = 0;
-        CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &n));
-        std::vector<cudaGraphNode_t> nodes(n);
-        CUDA_CHECK(cudaGraphGetNodes(g, nodes.data(), &n));
-        kernel_node_ = nullptr;
-        for (auto node : nodes) {
-            cudaGraphNodeType type{};
-            CUDA_CHECK(cudaGraphNodeGetType(node, &type));
-            if (type == cudaGraphNodeTypeKernel) kernel_node_ = node;
-        }
-        if (!kernel_node_) throw std::runtime_error("cuda.mlp_fused: no kernel node in the captured graph");
-        CUDA_CHECK(cudaGraphKernelNodeGetParams(kernel_node_, &kernel_params_));
-        // The split kernel's arguments: (FusedWeights, XParam, float* out, int batch, float*, unsigned*, unsigned*).
-        void** a = kernel_params_.kernelParams;
-        kernel_args_ = KernelArgs{*static_cast<FusedWeights*>(a[0]), *static_cast<float**>(a[2]),
-                                  *static_cast<int*>(a[3]), *static_cast<float**>(a[4]),
-                                  *static_cast<unsigned**>(a[5]), *static_cast<unsigned**>(a[6])};
-        void* ptrs[7] = {&kernel_args_.w,        &xparam_,          &kernel_args_.out,  &kernel_args_.batch,
-                         &kernel_args_.partials, &kernel_args_.counters, &kernel_args_.done};
-        std::copy(ptrs, ptrs + 7, kernel_arg_ptrs_);
-        kernel_params_.kernelParams = kernel_arg_ptrs_;
-        kernel_params_.extra = nullptr;
-    }
     const cudaError_t err = cudaGraphInstantiate(&graph_, g, 0);
+    cudaGraphDestroy(g);
     if (err != cudaSuccess) graph_ = nullptr;
     CUDA_CHECK(err);
-    graph_key_ = fused_key(kernel, batch);
+    graph_key_ = fused_key(kind, batch);
 }
 
-std::pair<double, double> Mlp::forward(const float* x, float* out, int batch, const std::string& kernel) {
+// What the host writes into the mapped output before a launch and spins on: a NaN with
+// the sign bit set, which no kernel stores (GPU arithmetic makes NaNs 0x7fffffff, the
+// fused kernels store theirs as 0x7fc00000). Every value is written once, as one 32-bit
+// store, so once none of them is kPending all of them are final.
+constexpr uint32_t kPending = 0xffffffffu;
+
+void Mlp::wait_for_output(const float* out, size_t n) {
+    const volatile uint32_t* v = reinterpret_cast<const volatile uint32_t*>(out);
+    size_t i = 0;  // v[0, i) are known to be written
+    for (unsigned spin = 1;; ++spin) {
+        while (i < n && v[i] != kPending) ++i;
+        if (i == n) return;
+        if (spin % 1024 == 0) {  // rarely (a few us apart): did the kernel fail, or end without writing?
+            const cudaError_t e = cudaEventQuery(stop_);
+            if (e == cudaErrorNotReady) continue;
+            CUDA_CHECK(e);
+            for (; i < n; ++i)  // the stop event is complete: everything the kernel stored is visible
+                if (v[i] == kPending)
+                    throw std::runtime_error("cuda.mlp_fused: the kernel finished without writing probability " +
+                                             std::to_string(i));
+            return;
+        }
+    }
+}
+
+double Mlp::forward(const float* x, float* out, int batch, const std::string& kernel) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
@@ -357,17 +348,14 @@ std::pair<double, double> Mlp::forward(const float* x, float* out, int batch, co
     if (!fused) CudaRegistry::instance().get(kernel);  // unknown name -> clear error before any work
     ensure_capacity(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
+    timed_ = false;
+    kernel_us_ = -1.0;
     bool spin = false;
     if (fused) {
-        if (!graph_ || !(fused_key(kernel, batch) == graph_key_)) capture_fused(kernel, batch);
-        if (graph_x_param_) {  // x into the graph's kernel node: it travels with the launch
-            std::memcpy(xparam_.x, x, in_bytes);
-            CUDA_CHECK(cudaGraphExecKernelNodeSetParams(graph_, kernel_node_, &kernel_params_));
-        } else {
-            std::memcpy(in_.ptr, x, in_bytes);
-        }
-        spin = graph_done_;
-        if (spin) *static_cast<volatile unsigned*>(done_.ptr) = 0u;
+        if (!graph_ || !(fused_key(kind, batch) == graph_key_)) capture_fused(kind, batch);
+        std::memcpy(in_.ptr, x, in_bytes);  // read by the kernel (mapped) or by the graph's memcpy node
+        spin = graph_spin_;
+        if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
         CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     } else {
         std::memcpy(in_.ptr, x, in_bytes);
@@ -377,21 +365,22 @@ std::pair<double, double> Mlp::forward(const float* x, float* out, int batch, co
         CUDA_CHECK(cudaEventRecord(stop_, stream_));
         CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
     }
-    if (spin) {
-        // The kernel sets the flag after its last store (system-scope fence first): the
-        // probabilities are in host memory. The stop event follows right after the kernel.
-        while (*static_cast<volatile unsigned*>(done_.ptr) == 0u) {
-        }
-        std::memcpy(out, out_.ptr, out_bytes);
+    timed_ = true;
+    if (spin) wait_for_output(static_cast<const float*>(out_.ptr), (size_t)batch * kOut);
+    else CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::memcpy(out, out_.ptr, out_bytes);
+    return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
+}
+
+double Mlp::kernel_us() {
+    if (!timed_) throw std::logic_error("no forward pass has been timed yet");
+    if (kernel_us_ < 0.0) {
         CUDA_CHECK(cudaEventSynchronize(stop_));
-    } else {
-        CUDA_CHECK(cudaStreamSynchronize(stream_));
-        std::memcpy(out, out_.ptr, out_bytes);
+        float ms = 0.0f;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+        kernel_us_ = ms * 1000.0;
     }
-    float ms = 0.0f;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    const double e2e_us = std::chrono::duration<double, std::micro>(clock::now() - t0).count();
-    return {ms * 1000.0, e2e_us};
+    return kernel_us_;
 }
 
 }  // namespace gemmpad::cuda

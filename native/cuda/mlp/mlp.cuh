@@ -49,13 +49,6 @@ struct FusedWeights {
 struct FusedScratch {
     float* partials = nullptr;     // [tiles][slices][tile rows][kHiddenPad]
     unsigned* counters = nullptr;  // [tiles]
-    unsigned* done = nullptr;      // split kernel with ONE row tile: set to 1 (system scope) once `out` is written
-};
-
-// One input row passed by value as a kernel parameter (batch 1): it travels with
-// the launch itself, so the kernel reads no host memory over PCIe.
-struct alignas(16) XParam {
-    float x[kIn];
 };
 
 // Which arithmetic runs layer 1 (fused_common.cuh): fp32 FMAs, 3xTF32 or one tf32 pass on tensor cores.
@@ -87,7 +80,7 @@ struct FusedPlan {
     Engine engine = Engine::Fma;
     int cols = 16;       // split: hidden units per block, 16 (7 blocks) or 8 (14 blocks, cluster of 14; 1-2 row tiles)
     bool cluster = true;  // split: thread-block cluster + DSMEM hand-off where available (else global partials)
-    bool xparam = false;  // split, batch 1: x comes as a kernel parameter (XParam) instead of a pointer
+    bool x_slices = false;  // split, FMA tiles, clusters: each block loads 1/S of the x tile and shares it (x in host memory)
     int warps = 7;       // rows: 7 warps (one per column pair) or 14 (two per pair, 32-row tiles)
     bool rotate = true;  // rows: block b starts at chunk b % 7 of K (spreads the L2 reads of W1)
 };
@@ -96,11 +89,10 @@ FusedPlan fused_plan(FusedKind kind, int batch);
 // C++ only (native/tools/mlp_probe.cu): make fused_plan return `plan` for every
 // kernel and batch (nullptr: back to the measured choices).
 void set_fused_plan_override(const FusedPlan* plan);
-// `xp`: the input for plans with xparam (batch 1), else unused.
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                  const FusedScratch& scratch, cudaStream_t stream, const XParam* xp = nullptr);
+                  const FusedScratch& scratch, cudaStream_t stream);
 void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                        const FusedScratch& scratch, cudaStream_t stream, const XParam* xp = nullptr);
+                        const FusedScratch& scratch, cudaStream_t stream);
 void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
                          cudaStream_t stream);
 // Whether this device and build run the k-split kernel (sm_90 binary, clusters of 7 fit).
@@ -155,68 +147,62 @@ class Mlp {
     Mlp(const Mlp&) = delete;
     Mlp& operator=(const Mlp&) = delete;
 
-    // x [batch, 784] -> out [batch, 10] (host memory). Returns (kernel_us from
-    // CUDA events, end_to_end_us from the host's steady clock, this call only).
-    std::pair<double, double> forward(const float* x, float* out, int batch, const std::string& kernel);
+    // x [batch, 784] -> out [batch, 10] (host memory). Returns once `out` holds
+    // the probabilities, with the host's steady-clock microseconds from entry to
+    // then. The GPU may still be finishing (the stop event, blocks that exit
+    // after the last store): kernel_us() waits for that.
+    double forward(const float* x, float* out, int batch, const std::string& kernel);
+    // Kernel time of the last forward() in microseconds (CUDA events around the
+    // forward pass), waiting for its stop event the first time it is asked.
+    double kernel_us();
 
     // Device bytes this object holds (for the soak test: must stop growing).
     size_t device_bytes() const;
 
     // How a fused call moves data (the defaults are the measured best;
     // native/tools/mlp_probe.cu times the alternatives):
-    //   batches up to mapped_in_max: the kernel reads x straight from mapped
-    //     pinned host memory; larger ones: a memcpy node copies it to the device
-    //     first. Likewise mapped_out_max for the probabilities.
-    //   x_param (batch 1): x travels as a kernel parameter, written into the
-    //     executable graph before each launch (cudaGraphExecKernelNodeSetParams).
-    //   done_flag (one row tile, mapped output): the host spins on a flag the
-    //     kernel sets after its last store instead of cudaStreamSynchronize,
-    //     then waits for the stop event to read the kernel time.
-    void set_io_policy(int mapped_in_max, int mapped_out_max, bool x_param, bool done_flag);
+    //   batches up to mapped_in_max whose plan splits FMA tiles over a cluster:
+    //     the kernel reads x from mapped pinned host memory, each block 1/S of
+    //     it, shared over the cluster (FusedPlan::x_slices); others: a memcpy
+    //     node copies x to the device first.
+    //   batches up to mapped_out_max: the kernel writes the probabilities to
+    //     mapped pinned host memory, and the host, instead of waiting for the
+    //     stream, spins until every value has replaced the marker it wrote there
+    //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
+    void set_io_policy(int mapped_in_max, int mapped_out_max);
     FusedWeights fused_weights() const;
 
   private:
     // What a captured fused-kernel graph bakes in; a change means a new capture.
     struct GraphKey {
-        std::string kernel;
+        FusedKind kind = FusedKind::Fp32;
         int batch = 0;
-        bool clusters = false, mapped_in = false, mapped_out = false, x_param = false, done_flag = false;
+        bool clusters = false;
+        int mapped_in_max = 0, mapped_out_max = 0;
         const void* buffers[6] = {};
         bool operator==(const GraphKey& o) const;
     };
     void ensure_capacity(int batch);
     void release() noexcept;
     void forward_layered(const std::string& kernel, int batch);
-    GraphKey fused_key(const std::string& kernel, int batch) const;
-    void enqueue_fused(const std::string& kernel, int batch);  // copy in (+ hand-off), start, kernel, stop, copy out
-    void capture_fused(const std::string& kernel, int batch);
+    GraphKey fused_key(FusedKind kind, int batch) const;
+    void enqueue_fused(FusedKind kind, int batch);  // copy in (+ hand-off), start, kernel, stop, copy out
+    void capture_fused(FusedKind kind, int batch);
+    void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
 
     cudaStream_t stream_ = nullptr;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
+    bool timed_ = false;          // a forward() recorded start_ and stop_
+    double kernel_us_ = -1.0;     // its kernel time once read (< 0: not read yet)
     // Unpadded weights for the GEMM ladder (fp32 and fp16 copies).
     DeviceBuffer w32_[3], w16_[3], bias_[3];
     // The fused kernels' weights (layouts: FusedWeights) and padded biases.
     DeviceBuffer fw1f_, fw1f8_, fw2f_, fw2_, fw3_, fw3f_, fbias_[3];
     // Activations (device) and staging (pinned, mapped).
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
-    PinnedBuffer in_, out_, done_;
-    int mapped_in_max_ = 0, mapped_out_max_ = 64;  // measured: see fused_mlp.cu's header
-    bool x_param_ = true, done_flag_ = false;
-    // The captured graph's kernel node and its arguments when x is a parameter (batch 1).
-    cudaGraph_t graph_template_ = nullptr;
-    cudaGraphNode_t kernel_node_ = nullptr;
-    cudaKernelNodeParams kernel_params_{};
-    struct KernelArgs {
-        FusedWeights w;
-        float* out;
-        int batch;
-        float* partials;
-        unsigned* counters;
-        unsigned* done;
-    } kernel_args_{};
-    void* kernel_arg_ptrs_[7] = {};
-    XParam xparam_{};
-    bool graph_x_param_ = false, graph_done_ = false;
+    PinnedBuffer in_, out_;
+    int mapped_in_max_ = 64, mapped_out_max_ = 64;  // measured: see fused_mlp.cu's header
+    bool graph_spin_ = false;  // the captured graph writes the probabilities to mapped memory
     // The fused path runs as a CUDA graph: ONE submission for copy-in, start
     // event, kernel, stop event and copy-out. The events then bracket the
     // kernel on the GPU; launched one call at a time, the start event ran while

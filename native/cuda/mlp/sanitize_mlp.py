@@ -1,10 +1,10 @@
 """Exercise gemmpad._cuda.Mlp under compute-sanitizer: every CUDA kernel of the
 registry layer by layer, and the fused kernels in all the configurations their
-plans pick (the split kernel of fused_mlp.cu: 1-row tiles with x as a kernel
-parameter, 1-, 2-, 4-row FMA tiles, 16-row tensor-core tiles, each with and
-without clusters; the k-split kernel of fused_mlp_ksplit.cu, 16-, 32- and 64-row
-tiles; the row-block kernel of fused_mlp_tc.cu, 16- and 32-row tiles; mapped
-output up to 64). native/tools/mlp_probe.cu's "check" mode runs every variant,
+plans pick (the split kernel of fused_mlp.cu: 1-, 2-, 4-row FMA tiles, with
+clusters reading x from mapped host memory by slices, without them from device
+memory; 16-row tensor-core tiles, each with and without clusters; the k-split
+kernel of fused_mlp_ksplit.cu, 16-, 32- and 64-row tiles; the row-block kernel
+of fused_mlp_tc.cu, 16- and 32-row tiles; mapped output up to 64). native/tools/mlp_probe.cu's "check" mode runs every variant,
 under compute-sanitizer too.
 
     SANITIZE_EXTRA=native/cuda/mlp/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
