@@ -1,4 +1,6 @@
 // Implementation of the shared CUDA plumbing declared in common.cuh.
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+
 #include <cstdlib>
 #include <mutex>
 
@@ -44,6 +46,35 @@ void require_smem(size_t bytes, const std::string& what) {
         throw std::runtime_error(what + " needs " + std::to_string(bytes) +
                                  " bytes of shared memory per block; this device allows " +
                                  std::to_string(max_smem_per_block_optin()));
+}
+
+CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t elem_bytes, uint64_t rows, uint64_t cols,
+                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what) {
+    static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+        void* f = nullptr;
+        cudaDriverEntryPointQueryResult q{};
+#if CUDART_VERSION >= 12050
+        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
+#else
+        CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q));
+#endif
+        if (q != cudaDriverEntryPointSuccess || f == nullptr)
+            throw CudaError(cudaErrorNotSupported, "cuTensorMapEncodeTiled is not available from this driver");
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }();
+    CUtensorMap map;
+    const cuuint64_t dims[2] = {cols, rows};  // innermost first
+    const cuuint64_t strides[1] = {cols * elem_bytes};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUresult r = encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        throw CudaError(cudaErrorInvalidValue, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string((int)r) +
+                                                   ") for " + what + " (" + std::to_string(rows) + "x" +
+                                                   std::to_string(cols) + ")");
+    return map;
 }
 
 void* workspace(size_t bytes) {

@@ -4,6 +4,7 @@
 // (nvcc compiles pybind11 slowly; bindings live in .cpp files).
 #pragma once
 
+#include <cuda.h>  // CUtensorMap and its enums (types only)
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -47,6 +48,11 @@ size_t max_smem_per_block_optin();
 // Throws std::runtime_error("<what> needs N bytes of shared memory per block; this device
 // allows M") when `bytes` exceeds max_smem_per_block_optin().
 void require_smem(size_t bytes, const std::string& what);
+// A 2-D TMA tensor map over a row-major [rows, cols] matrix of `type` (`elem_bytes`
+// each), read in boxes of box_rows x box_cols; no interleave, zeros past the edges.
+// cuTensorMapEncodeTiled comes from the driver at run time (no link against libcuda).
+CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t elem_bytes, uint64_t rows, uint64_t cols,
+                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what);
 
 // A device scratch buffer that only grows (split-K partial sums and the like).
 // Not thread-safe: one host thread drives the GPU in gemmpad.

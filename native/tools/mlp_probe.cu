@@ -342,6 +342,7 @@ struct Config {
     bool rotate = true;
     bool ksplit = false;  // the k-split kernel (fused_mlp_ksplit.cu); `rows` is false then
     bool x_slices = false;  // split FMA tiles with clusters: x loaded by slices, shared over the cluster
+    bool tma_x = false;     // rows: the x tile by TMA
 };
 
 }  // namespace
@@ -402,8 +403,12 @@ int main(int argc, char** argv) {
         }
     for (int bm : {16, 32})
         for (Engine e : {Engine::Tf32x3, Engine::Tf32})
-            configs.push_back({"rows bm" + std::to_string(bm) + " w7 rot" + (e == Engine::Tf32 ? " tf32" : " 3xtf32"), true, bm, e,
-                               false, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 16, 16, 7, true});
+            for (bool tma : {false, true}) {
+                configs.push_back({"rows bm" + std::to_string(bm) + " w7 rot" + (tma ? " tma" : "") +
+                                       (e == Engine::Tf32 ? " tf32" : " 3xtf32"),
+                                   true, bm, e, false, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 16, 16, 7, true});
+                configs.back().tma_x = tma;
+            }
     for (int bm : {16, 32, 64})
         for (Engine e : {Engine::Tf32x3, Engine::Tf32})
             configs.push_back({"ksplit bm" + std::to_string(bm) + " w7" + (e == Engine::Tf32 ? " tf32" : " 3xtf32"), false,
@@ -418,6 +423,7 @@ int main(int argc, char** argv) {
         p.rotate = c.rotate;
         p.cluster = c.cluster;
         p.x_slices = c.x_slices;
+        p.tma_x = c.tma_x;
         return p;
     };
     auto launch = [&](const Config& c, const float* x, float* out, int batch) {

@@ -45,9 +45,6 @@
 // (758.2), 8192^3 656.6 TFLOP/s = 89.3 % (735.6); 09 in the same run: 43.2 % and
 // 43.6 %. 2.1x the previous rung. Correctness: float64 reference on structured
 // (A = I, B = I, ones) and random inputs, compute-sanitizer memcheck clean.
-#include <cuda.h>          // CUtensorMap and its enums (header only)
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled; the function itself is fetched at run time
-
 #include <cstdint>
 #include <string>
 
@@ -274,39 +271,6 @@ std::string unavailable() {
     return reason;
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-    static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-        void* f = nullptr;
-        cudaDriverEntryPointQueryResult q{};
-#if CUDART_VERSION >= 12050
-        CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q));
-#else
-        CUDA_CHECK(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q));
-#endif
-        if (q != cudaDriverEntryPointSuccess || f == nullptr)
-            throw CudaError(cudaErrorNotSupported, "cuTensorMapEncodeTiled is not available from this driver");
-        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-    }();
-    return fn;
-}
-
-// A row-major [rows, cols] fp16 matrix, read in boxes of box_rows x box_cols (box_cols * 2 = 128 bytes).
-CUtensorMap tensor_map(const void* base, int rows, int cols, int box_rows, int box_cols) {
-    CUtensorMap map;
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};  // innermost first
-    const cuuint64_t strides[1] = {(cuuint64_t)cols * sizeof(__half)};
-    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
-                                   elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-        throw CudaError(cudaErrorInvalidValue, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string((int)r) +
-                                                   ") for a " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                                   " fp16 matrix");
-    return map;
-}
-
 void launch(const GemmProblem& p, cudaStream_t stream) {
     constexpr const char* name = "cuda.10_wgmma_fp16";
     if (p.in_type != InType::F16) throw std::invalid_argument(std::string(name) + " expects float16 operands");
@@ -322,8 +286,11 @@ void launch(const GemmProblem& p, cudaStream_t stream) {
         CUDA_CHECK(cudaFuncSetAttribute(wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
         attribute_set = true;
     }
-    const CUtensorMap map_a = tensor_map(p.A, p.M, p.K, BM, BK);
-    const CUtensorMap map_b = tensor_map(p.B, p.K, p.N, BK, BOX_N);
+    // boxes of 64 halves = 128 bytes = one swizzled row
+    const CUtensorMap map_a = tensor_map_2d(p.A, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, sizeof(__half), p.M, p.K, BM, BK,
+                                            CU_TENSOR_MAP_SWIZZLE_128B, "A (fp16)");
+    const CUtensorMap map_b = tensor_map_2d(p.B, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, sizeof(__half), p.K, p.N, BK, BOX_N,
+                                            CU_TENSOR_MAP_SWIZZLE_128B, "B (fp16)");
     const int blocks = ceil_div(p.M, BM) * ceil_div(p.N, BN);
     wgmma_kernel<<<blocks, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, p.M, p.N, p.K, p.bias, p.C, p.act);
     CUDA_CHECK_LAUNCH(name);

@@ -517,7 +517,8 @@ void set_fused_plan_override(const FusedPlan* plan) {
 // Measured choices (H200, see the headers): FMAs while a tile has few rows
 // (14 blocks of 8 hidden units for 1-2 row tiles, 7 of 16 beyond); from 65
 // rows with clusters, the k-split kernel (fused_mlp_ksplit.cu) while one wave of
-// its clusters covers the batch, then the row-block kernel (fused_mlp_tc.cu).
+// its clusters covers the batch, then the row-block kernel (fused_mlp_tc.cu,
+// its x tile by TMA on sm_90).
 // Without clusters: 16-row 3xTF32 / tf32 split tiles from 129 rows, the
 // row-block kernel from 384 (tf32) / 1024 rows.
 FusedPlan fused_plan(FusedKind kind, int batch) {
@@ -527,7 +528,8 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
     FusedPlan p;
     // sm_90 with clusters: the k-split kernel with the smallest tile whose tiles all run in one wave
     // of clusters (16 rows up to 240 on the H200, 32 to 480, 64 to 960), the row-block kernel beyond
-    const bool ksplit = batch > 64 && g_clusters_enabled && fused_ksplit_available();
+    const bool sm90 = g_clusters_enabled && fused_ksplit_available();  // clusters off: the sm_80-89 paths
+    const bool ksplit = batch > 64 && sm90;
     if (ksplit) {
         p.design = FusedPlan::KSplit;
         p.engine = tc;
@@ -542,6 +544,7 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
         p.engine = tc;
         p.warps = 7;
         p.rotate = true;
+        p.tma_x = sm90;
         return p;
     }
     if (kind == FusedKind::Fp32Tc || batch > 128) {

@@ -16,7 +16,9 @@
 //     14 k-steps in flight in a register ring, W2's fragments requested while
 //     the last W1 chunk is multiplied. W1 is never staged in shared memory.
 //   * x tile: all 7 chunks of 112 columns requested at once with cp.async,
-//     each waited for in turn (compute chunk c while c+1.. land).
+//     each waited for in turn (compute chunk c while c+1.. land). On sm_90
+//     (since 2026-11-23, see below): one TMA box of BM rows x 116 columns
+//     per chunk instead, each on its own mbarrier.
 //   * tf32 split with integer ops (round: add 0x1000, mask) instead of
 //     cvt.rna; 3xTF32 accumulates the two small products first, one
 //     accumulator per tile. The tf32 variant feeds rounded operands once.
@@ -72,6 +74,15 @@
 // tf32 15.97, 3xTF32 25.76 at 4096 after a copy, as with x already in L2). A wgmma kernel
 // fed by TMA (as gemm/10) is the next thing to try; 3xTF32 through mma.sync alone needs
 // ~7 us of tensor work per SM.
+// The x tile by TMA (later the same day): the warps' W1 stream and the x tile shared the
+// load path (16-byte loads from L2 measured 20-44 GB/s per SM, bulk copies up to 108). One
+// TMA box per chunk (BM rows x 116 columns, 116 = 20 mod 32 banks for ldmatrix; the 4 extra
+// columns overlap the next chunk, past column 784 TMA fills zeros, as past the batch) moves
+// the x tile off that path. Probe, x copied in + an empty kernel before the start event
+// (as Mlp::forward), us at batch 1024 / 4096: tf32 32-row tiles 14.14 / 16.00 -> 11.62 /
+// 14.08, 16-row tiles 10.85 / 16.61 -> 10.50 / 15.97; 3xTF32 32-row 23.81 / 25.63 -> 21.86 /
+// 23.10, 16-row 16.93 / 28.19 -> 15.36 / 25.50. Checked against float64, memcheck and
+// racecheck clean. (The 1-D bulk copies tried earlier were one per row and chunk: 224 per block.)
 #include "fused_common.cuh"
 
 namespace gemmpad::cuda {
@@ -83,9 +94,24 @@ constexpr int kChunkK = 112, kChunks = kIn / kChunkK;  // 7 chunks of 14 k-steps
 constexpr int kRing = kChunkK / 8;                     // 14: B fragments in flight per warp
 static_assert(kChunks * kChunkK == kIn && kRing == kKSteps2, "the ring also holds W2's 14 k-steps");
 
-template <int BM, int kWarps>
+constexpr int kXt = kChunkK + 4;  // TMA x tile: per chunk [BM][116] (= 20 mod 32 banks), 4 columns of overlap
+
+template <int BM, int kWarps, bool kTma = false>
 constexpr size_t smem_floats() {
-    return (size_t)BM * kXs + (size_t)kWarps * BM * kOutPad;
+    return (kTma ? (size_t)kChunks * BM * kXt + 32 : (size_t)BM * kXs) + (size_t)kWarps * BM * kOutPad;  // +32: alignment
+}
+
+// One 2-D box of a tensor map into shared memory (128-byte aligned), completion counted on `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c_inner, int c_outer, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+            smem_u32(dst)),
+        "l"(map), "r"(c_inner), "r"(c_outer), "r"(smem_u32(bar))
+        : "memory");
+#else
+    (void)dst, (void)map, (void)c_inner, (void)c_outer, (void)bar;
+#endif
 }
 
 // Wait until at most `pending` (0-6) cp.async groups are still in flight (an immediate operand, hence the switch).
@@ -124,32 +150,51 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
 
 // kWarpsPerPair = 1: warp w owns column pair w for all BM rows; 2: warps w and w + 7
 // split the rows (twice the warps for the same work: more in flight per SM).
-template <int BM, Engine E, int kWarpsPerPair, bool kRotate>
+// kTma (sm_90): the x tile comes by TMA, one box of BM rows x 116 columns per chunk (tensor map
+// `xmap` over x [batch, 784]; rows past the batch and columns past 784 arrive as zeros).
+template <int BM, Engine E, int kWarpsPerPair, bool kRotate, bool kTma>
 __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
-    rows_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch) {
+    rows_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
+                const __grid_constant__ CUtensorMap xmap) {
     constexpr int kWarps = kPairs * kWarpsPerPair, kThreads = kWarps * 32;
     constexpr int kMt = BM / 16 / kWarpsPerPair;  // m-tiles per warp
     static_assert(kMt >= 1 && kMt * 16 * kWarpsPerPair == BM, "whole m-tiles per warp");
-    extern __shared__ __align__(16) float smem[];
-    float* xs = smem;                  // [BM][788]; after layer 1: h1 [BM][116], h2 [BM][116]
+    extern __shared__ __align__(16) float smem_raw[];
+    // TMA boxes land on 128-byte boundaries
+    float* smem = kTma ? reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_raw) + 127) & ~uintptr_t(127)) : smem_raw;
+    float* xs = smem;                  // [BM][788] (TMA: [7][BM][116]); after layer 1: h1 [BM][116], h2 [BM][116]
     float* h1s = smem;
     float* h2s = smem + BM * kHs;
-    float* red = smem + BM * kXs;      // [warps][BM][16]: layer-3 partial logits
+    float* red = smem + (kTma ? kChunks * BM * kXt : BM * kXs);  // [warps][BM][16]: layer-3 partial logits
+    __shared__ __align__(8) uint64_t xbar[kChunks];             // TMA: one per chunk
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
     const int pair = warp % kPairs, m0 = (warp / kPairs) * kMt;
     const int row0 = blockIdx.x * BM, rows = min(BM, batch - row0);
     const int rot = kRotate ? blockIdx.x % kChunks : 0;  // K chunk order: rot, rot + 1, ... (mod 7)
 
     // ---- x tile: 7 chunks of 112 columns, all requested now in this block's order (rows past the batch read as 0)
-    for (int c = 0; c < kChunks; ++c) {
-        const int cc = (c + rot) % kChunks;
-        for (int i = tid; i < BM * (kChunkK / 4); i += kThreads) {
-            const int r = i / (kChunkK / 4), q = i % (kChunkK / 4);
-            const bool valid = r < rows;
-            cp_async16(xs + r * kXs + cc * kChunkK + 4 * q,
-                       x + (size_t)(row0 + (valid ? r : 0)) * kIn + cc * kChunkK + 4 * q, valid ? 16 : 0);
+    if constexpr (kTma) {
+        if (tid == 0) {
+            for (int c = 0; c < kChunks; ++c) mbar_init(&xbar[c], 1);
+            mbar_init_fence();
+            for (int c = 0; c < kChunks; ++c) {
+                const int cc = (c + rot) % kChunks;
+                mbar_expect_tx(&xbar[cc], BM * kXt * sizeof(float));
+                tma_load_2d(xs + cc * BM * kXt, &xmap, cc * kChunkK, row0, &xbar[cc]);
+            }
         }
-        cp_async_commit();
+        __syncthreads();  // the barriers are initialised before anyone waits on them
+    } else {
+        for (int c = 0; c < kChunks; ++c) {
+            const int cc = (c + rot) % kChunks;
+            for (int i = tid; i < BM * (kChunkK / 4); i += kThreads) {
+                const int r = i / (kChunkK / 4), q = i % (kChunkK / 4);
+                const bool valid = r < rows;
+                cp_async16(xs + r * kXs + cc * kChunkK + 4 * q,
+                           x + (size_t)(row0 + (valid ? r : 0)) * kIn + cc * kChunkK + 4 * q, valid ? 16 : 0);
+            }
+            cp_async_commit();
+        }
     }
     // ---- B fragments: this warp's column pair, one chunk (14 k-steps) ahead
     const float4* w1src = reinterpret_cast<const float4*>(w.w1f) + (size_t)pair * kKSteps1 * 32 + lane;
@@ -167,13 +212,18 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
         zero(hi);
         zero(lo);
         const int cc = (c + rot) % kChunks;
-        cp_async_wait_dyn(kChunks - 1 - c);
-        __syncthreads();
+        if constexpr (kTma) {
+            mbar_wait(&xbar[cc], 0);
+        } else {
+            cp_async_wait_dyn(kChunks - 1 - c);
+            __syncthreads();
+        }
         // next chunk's W1 fragments, or, during the last chunk, W2's
         const float4* next = c + 1 < kChunks ? w1src + (size_t)((cc + 1) % kChunks) * kRing * 32 : w2src;
 #pragma unroll
         for (int i = 0; i < kRing; ++i) {
-            mma_rows<kMt, E>(hi, lo, xs, kXs, m0, cc * kChunkK + 8 * i, ring[i]);
+            if constexpr (kTma) mma_rows<kMt, E>(hi, lo, xs + cc * BM * kXt, kXt, m0, 8 * i, ring[i]);
+            else mma_rows<kMt, E>(hi, lo, xs, kXs, m0, cc * kChunkK + 8 * i, ring[i]);
             ring[i] = __ldg(next + i * 32);
         }
 #pragma unroll
@@ -243,25 +293,38 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
     }
 }
 
-template <int BM, Engine E, int kWarpsPerPair, bool kRotate>
+template <int BM, Engine E, int kWarpsPerPair, bool kRotate, bool kTma>
 void launch_config(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
     constexpr int kThreads = kPairs * kWarpsPerPair * 32;
-    constexpr size_t smem = smem_floats<BM, kPairs * kWarpsPerPair>() * sizeof(float);
+    constexpr size_t smem = smem_floats<BM, kPairs * kWarpsPerPair, kTma>() * sizeof(float);
+    constexpr auto kernel = rows_kernel<BM, E, kWarpsPerPair, kRotate, kTma>;
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
     if (!configured) {
         require_smem(smem, "cuda.mlp_fused row-block kernel");
-        CUDA_CHECK(cudaFuncSetAttribute(rows_kernel<BM, E, kWarpsPerPair, kRotate>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;
     }
-    rows_kernel<BM, E, kWarpsPerPair, kRotate><<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, x, out, batch);
+    CUtensorMap map{};
+    if constexpr (kTma)  // boxes of BM rows x 116 columns
+        map = tensor_map_2d(x, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), batch, kIn, BM, kXt,
+                            CU_TENSOR_MAP_SWIZZLE_NONE, "x (fp32)");
+    kernel<<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, x, out, batch, map);
     CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (rows)" : "cuda.mlp_fused (rows, 3xTF32)");
 }
 
 template <Engine E, int BM, int kWarpsPerPair>
-void launch_rot(bool rotate, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
-    if (rotate) launch_config<BM, E, kWarpsPerPair, true>(w, x, out, batch, stream);
-    else launch_config<BM, E, kWarpsPerPair, false>(w, x, out, batch, stream);
+void launch_rot(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
+    if constexpr (kWarpsPerPair == 1) {
+        if (p.tma_x) {
+            static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, 1, true, true>));
+            if (!ok) throw std::invalid_argument("row-block kernel: the x tile by TMA needs sm_90");
+            if (!p.rotate) throw std::invalid_argument("row-block kernel: TMA x tiles with rotated chunks only");
+            return launch_config<BM, E, 1, true, true>(w, x, out, batch, stream);
+        }
+    }
+    if (p.tma_x) throw std::invalid_argument("row-block kernel: TMA x tiles with 7 warps only");
+    if (p.rotate) launch_config<BM, E, kWarpsPerPair, true, false>(w, x, out, batch, stream);
+    else launch_config<BM, E, kWarpsPerPair, false, false>(w, x, out, batch, stream);
 }
 
 template <Engine E>
@@ -270,9 +333,9 @@ void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, fl
     int bm = p.bm;
     // 32-row tiles need 115 KB of shared memory: Hopper and A100, not the 99 KB of sm_86/89.
     if (bm == 32 && smem_floats<32, 14>() * sizeof(float) > max_smem_per_block_optin()) bm = 16;
-    if (bm == 32 && p.warps == 14) return launch_rot<E, 32, 2>(p.rotate, w, x, out, batch, stream);
-    if (bm == 32) return launch_rot<E, 32, 1>(p.rotate, w, x, out, batch, stream);
-    if (bm == 16) return launch_rot<E, 16, 1>(p.rotate, w, x, out, batch, stream);
+    if (bm == 32 && p.warps == 14) return launch_rot<E, 32, 2>(p, w, x, out, batch, stream);
+    if (bm == 32) return launch_rot<E, 32, 1>(p, w, x, out, batch, stream);
+    if (bm == 16) return launch_rot<E, 16, 1>(p, w, x, out, batch, stream);
     throw std::invalid_argument("row-block kernel: tiles of 16 or 32 rows");
 }
 

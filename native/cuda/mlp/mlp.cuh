@@ -83,6 +83,7 @@ struct FusedPlan {
     bool x_slices = false;  // split, FMA tiles, clusters: each block loads 1/S of the x tile and shares it (x in host memory)
     int warps = 7;       // rows: 7 warps (one per column pair) or 14 (two per pair, 32-row tiles)
     bool rotate = true;  // rows: block b starts at chunk b % 7 of K (spreads the L2 reads of W1)
+    bool tma_x = false;  // rows, 7 warps, sm_90: the x tile by TMA boxes instead of cp.async
 };
 // The plan a kernel runs for a batch (measured choices, see the kernel files' headers).
 FusedPlan fused_plan(FusedKind kind, int batch);
