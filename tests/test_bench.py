@@ -33,6 +33,14 @@ def test_bench_gemm_bad_size(monkeypatch, capsys):
     assert "MxNxK" in err
 
 
+@pytest.mark.parametrize("what", ["gemm", "mlp", "train"])
+def test_bench_unwritable_out_fails_before_the_run(monkeypatch, capsys, tmp_path, what):
+    (tmp_path / "plain").write_text("a file")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", what, "--out", str(tmp_path / "plain" / "res"))
+    assert rc == 2 and out == ""  # nothing measured, so nothing lost
+    assert err.startswith("gemmpad: error: --out ") and "cannot write" in err and "Traceback" not in err
+
+
 def test_bench_mlp_numpy(monkeypatch, capsys, tmp_path):
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "numpy", "--batches", "1", "3", "--sweep", "1", "2",
                  "--budget-s", "0.01", "--soak", "50", "--out", str(tmp_path))

@@ -229,6 +229,49 @@ def test_gpu_timings_are_per_call(kernel, batch, rng):
     assert clf.last_timing is None and clf.stats()["count"] == 0
 
 
+class CountingForward:
+    """Stands in for a backend's forward pass and counts the calls."""
+
+    def __init__(self, forward) -> None:
+        self.forward, self.calls = forward, 0
+
+    def __call__(self, *args):
+        self.calls += 1
+        return self.forward(*args)
+
+
+@pytest.mark.parametrize("backend", [
+    "numpy",
+    pytest.param("cpu", marks=[pytest.mark.skip(reason=CPU_MLP_REASON)] if CPU_MLP_REASON else []),
+    pytest.param("cuda", marks=pytest.mark.gpu),
+])
+def test_warmup_passes_run_untimed(backend, rng):
+    """predict(x, warmup=n) runs the pass n + 1 times and records one timing, of the last."""
+    clf = Classifier(random_model(rng), backend=backend)
+    x = digit_like(rng, 3)
+    ref = reference(clf.model, x)
+    if backend == "numpy":
+        counter = clf.model.forward = CountingForward(clf.model.forward)
+    else:
+        inner = clf._native[backend]
+        counter = CountingForward(inner.forward)
+
+        class Counted:  # the native Mlp with a counted forward (its methods are read-only)
+            forward = counter
+
+            def __getattr__(self, name: str):
+                return getattr(inner, name)
+
+        clf._native[backend] = Counted()
+    assert_agrees(clf.predict(x), ref, "fp32", "plain call")  # on the GPU still pending while the next warms up
+    assert_agrees(clf.predict(x, warmup=4), ref, "fp32", "after warm-up")
+    assert counter.calls == 1 + 5
+    h = clf.history()
+    assert len(h) == 2 and all(t.batch == 3 and t.kernel_us > 0 and t.end_to_end_us > 0 for t in h)
+    p = clf.classify(stroke_image((60, 60), dark_ink=True), warmup=2)
+    assert p is not None and p.timing is clf.last_timing and counter.calls == 6 + 3 and len(clf.history()) == 3
+
+
 def stroke_image(size: tuple[int, int], dark_ink: bool) -> np.ndarray:
     """A thick diagonal stroke, ink dark on light paper or the reverse."""
     h, w = size

@@ -7,7 +7,8 @@ import stat
 
 import pytest
 
-from gemmpad.files import atomic_path, write_text
+from gemmpad.errors import GemmpadError
+from gemmpad.files import atomic_path, check_writable_dir, write_text
 
 
 def test_write_replaces_and_leaves_no_temp(tmp_path):
@@ -37,3 +38,15 @@ def test_temp_keeps_suffix_and_permissions_are_ordinary(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
+
+
+def test_check_writable_dir_creates_and_leaves_nothing(tmp_path):
+    d = check_writable_dir(tmp_path / "a" / "b", "--out a/b")
+    assert d.is_dir() and list(d.iterdir()) == []
+
+
+def test_check_writable_dir_names_the_option(tmp_path):
+    (tmp_path / "plain").write_text("a file, not a directory")
+    with pytest.raises(GemmpadError, match=r"^--out x: cannot write to .*plain/sub"):
+        check_writable_dir(tmp_path / "plain" / "sub", "--out x")
+    assert (tmp_path / "plain").read_text() == "a file, not a directory"

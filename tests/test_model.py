@@ -74,8 +74,14 @@ def test_corrupt_arrays(tmp_path: Path, rng: np.random.Generator, corrupt, messa
 
 def test_not_a_zip_truncated_missing_and_pickles(tmp_path: Path, rng: np.random.Generator) -> None:
     (tmp_path / "text.npz").write_text("hello")
-    with pytest.raises(ModelFileError, match="not a readable"):
+    with pytest.raises(ModelFileError, match="not an .npz model file") as info:
         load_model(tmp_path / "text.npz")
+    assert "unsafe" not in str(info.value)  # NumPy's own advice for non-zip files: never pass it on
+    (tmp_path / "png.npz").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    with pytest.raises(ModelFileError, match="not an .npz model file"):
+        load_model(tmp_path / "png.npz")
+    with pytest.raises(ModelFileError, match="not a readable"):
+        load_model(tmp_path)  # a directory
     Model(random_weights(rng)).save(tmp_path / "good.npz")
     raw = (tmp_path / "good.npz").read_bytes()
     (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])

@@ -60,6 +60,12 @@ def test_bad_options(tmp_path: Path) -> None:
         train.run(parse("--output", str(tmp_path / "m.bin"), "--data", str(tmp_path)))
     with pytest.raises(DataError):
         train.run(parse("--data", str(tmp_path / "absent"), "--output", str(tmp_path / "m.npz")))
+    (tmp_path / "plain").write_text("a file")
+    bad_dir = str(tmp_path / "plain")
+    for option, argv in (("--output", ["--output", f"{bad_dir}/m.npz"]),
+                         ("--curve", ["--output", str(tmp_path / "m.npz"), "--curve", f"{bad_dir}/c.png"])):
+        with pytest.raises(GemmpadError, match=f"^{option} .*cannot write"):  # before the data is even read
+            train.run(parse(*argv, "--data", str(tmp_path / "absent")))
 
 
 def test_default_output_never_the_shipped_model() -> None:

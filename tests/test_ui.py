@@ -226,10 +226,10 @@ def test_worker_answers_the_newest_request_and_skips_stale_ones(monkeypatch: pyt
     clf = Classifier(_model(), backend="numpy")
     real, seen = clf.classify, []
 
-    def slow(image: np.ndarray, batch: int = 1) -> object:
+    def slow(image: np.ndarray, batch: int = 1, warmup: int = 0) -> object:
         seen.append(float(image[0, 0]))
         time.sleep(0.05)
-        return real(image, batch)
+        return real(image, batch, warmup)
 
     monkeypatch.setattr(clf, "classify", slow)
     worker = InferenceWorker(clf)
@@ -250,6 +250,34 @@ def test_worker_answers_the_newest_request_and_skips_stale_ones(monkeypatch: pyt
         bad = worker.take()
         assert bad is not None and "no-such-backend" in bad.error and bad.backend == "numpy"
         assert bad.prediction is not None
+    finally:
+        worker.close()
+
+
+def test_warm_requests_run_untimed_passes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmpad.engine import Classifier, Timing
+    from gemmpad.ui.inference import WARM_SKIP_US, WARMUP_PASSES, InferenceWorker
+
+    clf = Classifier(_model(), backend="numpy")
+    real, warmups = clf.classify, []
+
+    def counted(image: np.ndarray, batch: int = 1, warmup: int = 0) -> object:
+        warmups.append(warmup)
+        return real(image, batch, warmup)
+
+    monkeypatch.setattr(clf, "classify", counted)
+    worker = InferenceWorker(clf)
+    try:
+        image = strokes.render(_seven())
+        for warm in (False, True, True):
+            worker.submit(image, "numpy", None, 1, warm)
+            assert worker.wait_idle(10)
+        result = worker.take()
+        assert warmups == [0, WARMUP_PASSES, WARMUP_PASSES]
+        assert result is not None and len(result.history) == 2  # warm and cold frames are not mixed
+        clf._record(Timing(1.0, 2 * WARM_SKIP_US, 1))  # as if the last call took 20 ms
+        worker.submit(image, "numpy", None, 1, True)
+        assert worker.wait_idle(10) and warmups[-1] == 0  # slow calls are not warmed up
     finally:
         worker.close()
 
@@ -409,6 +437,14 @@ def test_keyboard_shortcuts_drive_the_same_actions(app: object) -> None:
     assert app.backend == usable[(usable.index(BASE) + 1) % len(usable)]
     app.shortcut(dpg.mvKey_R)
     assert app.continuous
+    app.shortcut(dpg.mvKey_W)
+    assert app.warm and dpg.get_value(app._warm_box)
+    app.settle()
+    assert app.summary()["warm"] and "warm" in dpg.get_value(app._lat_caption)
+    assert app.history and app.history[-1].batch == 1
+    app.shortcut(dpg.mvKey_W)
+    app.set_continuous(False)
+    assert not app.warm and not dpg.get_value(app._warm_box)
     app.shortcut(dpg.mvKey_C)
     assert app.canvas.empty
     assert not app.shortcut(dpg.mvKey_F12)
@@ -421,10 +457,10 @@ def test_drawing_never_waits_for_a_slow_forward_pass(app: object, monkeypatch: p
     real = clf.classify
     calls = []
 
-    def slow(image: np.ndarray, batch: int = 1) -> object:
+    def slow(image: np.ndarray, batch: int = 1, warmup: int = 0) -> object:
         calls.append(time.perf_counter())
         time.sleep(1.0)  # sleeps release the GIL, as the native kernels do
-        return real(image, batch)
+        return real(image, batch, warmup)
 
     monkeypatch.setattr(clf, "classify", slow)
     app.set_continuous(True)
@@ -629,6 +665,8 @@ def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
         (["--replay", "/nonexistent/strokes.json"], "strokes file not found"),
         (["--batch", "5000"], "--batch must be between 1 and 4096"),
         (["--kernel", "numpy.no_such_kernel", "--backend", "numpy"], "no_such_kernel"),
+        (["--screenshot", "/dev/null/shot.png"], "--screenshot /dev/null/shot.png: cannot write"),
+        (["--record", "/dev/null/strokes.json"], "--record /dev/null/strokes.json: cannot write"),
     ],
 )
 def test_bad_arguments_give_one_line_errors(display: str, args: list[str], message: str, tmp_path: Path) -> None:

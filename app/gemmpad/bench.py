@@ -28,7 +28,7 @@ import numpy as np
 
 from gemmpad import native, registry, train_native
 from gemmpad.errors import GemmpadError
-from gemmpad.files import atomic_path, write_text
+from gemmpad.files import atomic_path, check_writable_dir, write_text
 
 TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3}
 DEFAULT_SIZES = ["1024x1024x768", "4096x4096x4096", "8192x8192x8192", "1x100x784", "256x100x784", "4096x100x784"]
@@ -60,6 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out:
+        check_writable_dir(args.out, f"--out {args.out}")  # before the run, not after it
     if args.what == "gemm":
         return bench_gemm(args)
     if args.what == "mlp":

@@ -174,9 +174,18 @@ class Classifier:
         raise GemmpadError(f"kernel {kernel!r} is not available on backend {backend!r}; choose one of {', '.join(names)}")
 
     # ---------------------------------------------------------------- inference
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        """Probabilities [B, 10] for inputs [B, 784] (float32, ink bright, in [0, 1])."""
+    def predict(self, x: np.ndarray, warmup: int = 0) -> np.ndarray:
+        """Probabilities [B, 10] for inputs [B, 784] (float32, ink bright, in [0, 1]).
+
+        warmup > 0 first runs the same pass that many times, untimed. A single call
+        after idle time (the app's one call per frame) finds cold caches, a slow clock
+        and an idle GPU, and on the development VM takes 10-35x longer than the same
+        call repeated; the timed call after a few warm-up passes measures what a
+        benchmark's steady state does.
+        """
         self._settle()  # the previous GPU call's kernel time, before this call's clock starts
+        if warmup > 0:
+            self._untimed(_as_batch(x), warmup)
         t0 = time.perf_counter()
         xb = _as_batch(x)
         batch = xb.shape[0]
@@ -194,6 +203,14 @@ class Classifier:
         else:
             self._record(Timing(kernel_us, e2e_us, batch))  # positional: the cheaper call
         return probs
+
+    def _untimed(self, xb: np.ndarray, passes: int) -> None:
+        probs = np.empty((xb.shape[0], N_OUT), dtype=_F32)
+        for _ in range(passes):
+            if self.backend == "numpy":
+                self.model.forward(xb)
+            else:
+                self._native[self.backend].forward(xb, probs, self.kernel)
 
     @property
     def last_timing(self) -> Timing | None:
@@ -215,11 +232,12 @@ class Classifier:
         self._last_timing = timing
         self._timings.append(timing)
 
-    def classify(self, image: np.ndarray, batch: int = 1) -> Prediction | None:
+    def classify(self, image: np.ndarray, batch: int = 1, warmup: int = 0) -> Prediction | None:
         """Preprocess a drawing or photo of a digit and read it; None when there is no ink.
 
         batch > 1 runs that many slightly shifted copies and averages their
-        probabilities (test-time augmentation); the timing is that one call's.
+        probabilities (test-time augmentation); the timing is that one call's,
+        after `warmup` untimed passes (see predict).
         """
         from gemmpad.preprocess import preprocess
 
@@ -229,7 +247,7 @@ class Classifier:
         if image28 is None:
             return None
         x = jitter(image28, batch, self._rng) if batch > 1 else image28.reshape(1, N_IN)
-        probs = self.predict(x).mean(axis=0, dtype=np.float64).astype(np.float32)
+        probs = self.predict(x, warmup).mean(axis=0, dtype=np.float64).astype(np.float32)
         digit = int(np.argmax(probs))
         assert self.last_timing is not None
         return Prediction(

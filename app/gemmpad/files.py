@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from gemmpad.errors import GemmpadError
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -29,6 +31,20 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+
+
+def check_writable_dir(directory: str | os.PathLike[str], what: str) -> Path:
+    """Create `directory` if needed and prove a file can be made there, or raise
+    GemmpadError naming `what` (the option, e.g. "--out results"). Called before
+    minutes of training or benchmarking, so a bad path fails first, not last."""
+    d = Path(directory)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as exc:
+        raise GemmpadError(f"{what}: cannot write to {d}: {exc.strerror or exc}") from None
+    return d
 
 
 def _umask() -> int:

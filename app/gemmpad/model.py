@@ -96,6 +96,9 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
     p = Path(path) if path is not None else default_model_path()
     if not p.exists():
         raise ModelFileError(f"model file not found: {p}")
+    if p.is_file() and not zipfile.is_zipfile(p):
+        # checked first: NumPy would try such a file as a pickle and advise loading it unsafely
+        raise ModelFileError(f"{p}: not an .npz model file (no zip archive: corrupt, truncated or another kind of file)")
     try:
         with np.load(p, allow_pickle=False) as data:
             weights = {k: np.ascontiguousarray(data[k]) for k in data.files}

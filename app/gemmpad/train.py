@@ -32,7 +32,7 @@ import numpy as np
 
 from gemmpad import augment, data, drawn
 from gemmpad.errors import CudaUnavailable, GemmpadError
-from gemmpad.files import atomic_path
+from gemmpad.files import atomic_path, check_writable_dir
 from gemmpad.model import LAYERS, Model
 from gemmpad.preprocess import preprocess_batch
 
@@ -339,6 +339,8 @@ def run(args: argparse.Namespace) -> int:
     if out_path.suffix != ".npz":
         raise GemmpadError(f"--output {out_path}: the model file must end in .npz")
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
+    for option, path in (("--output", out_path), ("--curve", curve_path)):
+        check_writable_dir(path.parent, f"{option} {path}")  # before training, not after it
     if args.optimizer is None:
         args.optimizer = "adamw" if args.engine == "torch" else "sgd"
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)

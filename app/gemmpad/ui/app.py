@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from gemmpad.errors import GemmpadError
+from gemmpad.files import check_writable_dir
 
 _T_IMPORT = time.perf_counter()
 
@@ -39,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernel", metavar="NAME", help="start on this kernel (default: the backend's fastest)")
     parser.add_argument("--batch", type=int, default=1, metavar="B",
                         help="test-time augmentation: run B jittered copies and average (1..4096, default 1)")
+    parser.add_argument("--warm", action="store_true",
+                        help="warm timing: a few untimed passes before each frame's timed one (as benchmarks measure)")
     parser.add_argument("--brush", type=float, metavar="PX", help="brush diameter in canvas pixels (default 18)")
     parser.add_argument("--replay", metavar="STROKES_JSON", help="draw these strokes, then print a JSON line")
     parser.add_argument("--record", metavar="STROKES_JSON", help="save the drawing's strokes here on exit")
@@ -104,6 +107,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 1 <= args.batch <= 4096:
         raise GemmpadError(f"--batch must be between 1 and 4096, got {args.batch}")
+    for option in ("screenshot", "record"):  # before the window opens, not after a drawing session
+        if getattr(args, option):
+            check_writable_dir(Path(getattr(args, option)).parent, f"--{option} {getattr(args, option)}")
     age = _process_age_s()
     started_at = time.perf_counter() - age if age is not None else _T_IMPORT
 
@@ -123,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         classifier,
         drawings_dir=args.drawings or default_drawings_dir(),
         batch=args.batch,
+        warm=args.warm,
         brush=args.brush,
         vsync=not args.no_vsync,
         started_at=started_at,

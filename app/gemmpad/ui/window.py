@@ -30,7 +30,7 @@ from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path
 from gemmpad.ui import style
 from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
-from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
+from gemmpad.ui.inference import HISTORY, WARMUP_PASSES, InferenceWorker, Result
 
 BACKEND_LABELS = {"numpy": "NumPy", "cpu": "CPU", "cuda": "GPU"}
 BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 jittered copies
@@ -79,7 +79,9 @@ def _shortcuts() -> list[Shortcut]:
         s(dpg.mvKey_Add, False, False, lambda a: a.set_batch(min(2 * a.batch, BATCHES[-1])), None),
         s(dpg.mvKey_Minus, False, False, lambda a: a.set_batch(max(a.batch // 2, 1)), None),
         s(dpg.mvKey_Subtract, False, False, lambda a: a.set_batch(max(a.batch // 2, 1)), None),
-        s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.continuous), ("R", "run live")),
+        # R and W: named on their check boxes, not in the list
+        s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.continuous), None),
+        s(dpg.mvKey_W, False, False, lambda a: a.set_warm(not a.warm), None),
         s(dpg.mvKey_S, True, False, lambda a: a.save(), ("Ctrl+S", "save PNG")),
         s(dpg.mvKey_Q, True, False, lambda a: a.quit(), ("Ctrl+Q", "quit")),
     ]
@@ -100,10 +102,12 @@ def _fmt_us(v: float | None) -> str:
 
 
 def _log_ticks(lo: float, hi: float) -> tuple[tuple[str, float], ...]:
-    """1-2-5 ticks between lo and hi (the default log axis labels only whole decades)."""
+    """1-2-5 ticks between lo and hi (the default log axis labels only whole decades), or
+    decades alone when the range spans more than 2.5 of them (the labels would overlap)."""
     ticks = []
+    digits = (1, 2, 5) if np.log10(hi / lo) <= 2.5 else (1,)
     for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
-        for d in (1, 2, 5):
+        for d in digits:
             v = d * 10.0**e
             if lo <= v <= hi:
                 ticks.append((f"{v / 1000:g}k" if v >= 1000 else f"{v:g}", v))
@@ -129,6 +133,7 @@ class App:
         *,
         drawings_dir: Path,
         batch: int = 1,
+        warm: bool = False,
         brush: float | None = None,
         vsync: bool = True,
         started_at: float | None = None,
@@ -140,6 +145,7 @@ class App:
         self.clf_backend, self.clf_kernel = classifier.backend, classifier.kernel
         self.backend, self.kernel = classifier.backend, classifier.kernel
         self.batch = batch
+        self.warm = warm
         self.continuous = False
         self.gpu = native.cuda_status()
         self.backend_reasons = available_backends()
@@ -160,7 +166,7 @@ class App:
         self._mouse_down = False
         self._mouse_stroke = False
         self._submitted_version = -1
-        self._submitted_config: tuple[str, str | None, int] | None = None
+        self._submitted_config: tuple[str, str | None, int, bool] | None = None
         self._last_seq = 0
         self._quit = False
         self._shortcuts = _shortcuts()
@@ -344,12 +350,22 @@ class App:
                                  "differences visible in the latency plot.")
                 self._batch_caption = dpg.add_text("", color=style.MUTED)
             self._continuous_box = dpg.add_checkbox(
-                label="Run every frame, not only when the drawing changes",
+                label="Run every frame, not only when the drawing changes  (R)",
                 callback=lambda s, v: self.set_continuous(bool(v)),
             )
             with dpg.tooltip(self._continuous_box):
                 dpg.add_text("Keeps the latency plot moving and its median and p99 steady\n"
                              "while you compare kernels on the same drawing.")
+            self._warm_box = dpg.add_checkbox(
+                label=f"Warm timing: {WARMUP_PASSES} untimed passes before the timed one  (W)",
+                default_value=self.warm,
+                callback=lambda s, v: self.set_warm(bool(v)),
+            )
+            with dpg.tooltip(self._warm_box):
+                dpg.add_text("One call per frame finds the caches cold, the clock low and the GPU idle after\n"
+                             "the frame's wait, and can take 10-35x longer than the same call repeated.\n"
+                             "Warm timing shows the steady state that `gemmpad bench` measures; off, you see\n"
+                             "what an interactive app really waits. (Skipped for calls over 10 ms.)")
             dpg.add_spacer(height=4)
             self._heading("Latency per frame")
             with dpg.table(header_row=True, policy=dpg.mvTable_SizingStretchProp, borders_innerH=False,
@@ -562,6 +578,10 @@ class App:
         self.continuous = on
         dpg.set_value(self._continuous_box, on)
 
+    def set_warm(self, on: bool) -> None:
+        self.warm = on
+        dpg.set_value(self._warm_box, on)
+
     def next_backend(self) -> None:
         usable = [b for b, r in self.backend_reasons.items() if not r]
         self.set_backend(usable[(usable.index(self.backend) + 1) % len(usable)])
@@ -598,7 +618,7 @@ class App:
 
     # ---------------------------------------------------- inference hand-off
     def _submit(self) -> None:
-        config = (self.backend, self.kernel, self.batch)
+        config = (self.backend, self.kernel, self.batch, self.warm)
         changed = self.canvas.version != self._submitted_version or config != self._submitted_config
         if self.canvas.empty and self.canvas.version != self._submitted_version:
             # Just cleared: blank the reading now rather than after the worker's current job.
@@ -607,7 +627,7 @@ class App:
         # An empty canvas is still sent on a change: the worker switches backend or
         # kernel and reports what it resolved, and classify() returns None cheaply.
         if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
-            self._last_seq = self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch)
+            self._last_seq = self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch, self.warm)
             self._submitted_version, self._submitted_config = self.canvas.version, config
 
     def _apply(self, r: Result) -> None:
@@ -617,7 +637,7 @@ class App:
             # The worker resolved the default kernel, or refused a switch: show what really
             # runs. (Only for the newest request: an older one describes an older choice.)
             self.backend, self.kernel = r.backend, r.kernel
-            self._submitted_config = (self.backend, self.kernel, self.batch)
+            self._submitted_config = (self.backend, self.kernel, self.batch, self.warm)
             self._refresh_controls()
         self.history = r.history
         self.prediction = None if self.canvas.empty else r.prediction
@@ -685,7 +705,7 @@ class App:
             dpg.set_axis_ticks(self._lat_y, _log_ticks(lo, hi))
         dpg.set_value(
             self._lat_caption,
-            f"{len(self.history)} frames of {self.clf_kernel} at batch {self.batch} "
+            f"{len(self.history)} frames of {self.clf_kernel} at batch {self.batch}{', warm' if self.warm else ''} "
             "(the plot restarts when the setting changes)",
         )
 
@@ -776,6 +796,7 @@ class App:
             "backend": self.clf_backend,
             "kernel": self.clf_kernel,
             "batch": self.batch,
+            "warm": self.warm,
             "kernel_us": None if p is None else round(p.timing.kernel_us, 3),
             "end_to_end_us": None if p is None else round(p.timing.end_to_end_us, 3),
         }
