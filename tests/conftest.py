@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 
 import numpy as np
@@ -33,8 +34,10 @@ def kernel_marks(spec) -> list:
 
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
-    """A generator with a fresh seed each run; the seed is shown if the test fails."""
-    seed = secrets.randbits(32)
+    """A generator with a fresh seed each run; the seed is shown if the test fails, and
+    GEMMPAD_TEST_SEED=<seed> replays it."""
+    forced = os.environ.get("GEMMPAD_TEST_SEED", "")
+    seed = int(forced) if forced else secrets.randbits(32)
     request.node.user_properties.append(("seed", seed))
     print(f"random seed: {seed}")
     return np.random.default_rng(seed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import gemmpad
@@ -55,6 +56,39 @@ def test_bench_mlp_numpy(monkeypatch, capsys, tmp_path):
     (soak,) = [s for s in data["soak"] if s["backend"] == "numpy"] or [None]
     assert soak["calls"] == 50 and soak["rss_end_mb"] > 0
     assert (tmp_path / "bench-mlp.png").stat().st_size > 0
+
+
+def test_bench_kernels_that_match_nothing_are_an_error(monkeypatch, capsys):
+    for what, pattern, message in (("gemm", "nomatch_xyz", "matches no kernel"), ("mlp", "cpu.((", "regular expression")):
+        rc, out, err = run_cli(monkeypatch, capsys, "bench", what, "--kernels", pattern)
+        assert rc == 2 and out == "" and message in err and "Traceback" not in err
+
+
+def test_bench_gemm_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
+    """The correctness gate: a kernel that returns zeros is reported wrong, never timed, exit 1."""
+    def zeros(a, b, *, kernel=None, out=None, **kw):
+        out = np.empty((a.shape[0], b.shape[1]), np.float32) if out is None else out
+        out[:] = 0.0
+        return out
+
+    monkeypatch.setattr(gemmpad, "gemm", zeros)
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "17x13x29", "--kernels", "cpu.02_blocked_simd",
+                           "--out", str(tmp_path))
+    assert rc == 1 and "WRONG" in out and "| wrong |" in out
+    (row,) = json.loads((tmp_path / "bench-gemm.json").read_text())["results"]
+    assert row["correct"] is False and "ms" not in row
+    assert not (tmp_path / "bench-gemm.png").exists() and "nothing timed" in out  # no chart of nothing
+
+
+def test_bench_mlp_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
+    from gemmpad.engine import Classifier
+
+    monkeypatch.setattr(Classifier, "predict", lambda self, x, warmup=0: np.full((len(x), 10), 0.1, np.float32))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "numpy", "--batches", "3", "--sweep",
+                           "--out", str(tmp_path))
+    assert rc == 1 and "WRONG" in out
+    (row,) = [r for r in json.loads((tmp_path / "bench-mlp.json").read_text())["results"] if r["backend"] == "numpy"]
+    assert row["correct"] is False and "kernel_us" not in row
 
 
 def test_sweep_table_names_where_the_gpu_wins():

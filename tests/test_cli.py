@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import pytest
 
 from gemmpad import cli
@@ -14,7 +18,39 @@ def test_help_lists_every_command(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     for name in cli.COMMANDS:
-        assert name in out
+        assert re.search(rf"^\s+{name}\s", out, re.M), name
+
+
+def test_version(capsys):
+    from gemmpad import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"gemmpad {__version__}"
+
+
+def test_bare_gemmpad_and_leading_options_open_the_app(monkeypatch):
+    seen = []
+    monkeypatch.setattr("gemmpad.ui.app.run", lambda args: seen.append(args) or 0)
+    assert cli.main([]) == 0 and cli.main(["--batch", "4"]) == 0
+    assert [a.command for a in seen] == ["app", "app"] and seen[1].batch == 4
+
+
+def test_interrupt_exits_130(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gemmpad.info.run", interrupted)
+    assert cli.main(["info"]) == 130 and "interrupted" in capsys.readouterr().err
+
+
+def test_building_the_parser_loads_no_heavy_module():
+    """`gemmpad info` and `predict` build the parser, which imports every command module:
+    torch, the window toolkit and matplotlib must stay unloaded until a command needs them."""
+    code = ("import sys; from gemmpad import cli; cli.build_parser(); "
+            "print(','.join(m for m in ('torch', 'dearpygui', 'matplotlib') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "", f"loaded: {proc.stdout.strip()}"
 
 
 def test_user_error_is_one_line_exit_2(monkeypatch, capsys):

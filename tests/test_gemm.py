@@ -79,11 +79,13 @@ def test_nan_and_inf_pass_through(name, rng):
     b = rng.uniform(-1, 1, (17, 5)).astype(np.float32)
     a[2, 3] = np.nan
     a[4, 0] = np.inf
-    out = gemmpad.gemm(a, b, kernel=name, activation="relu")
+    b[0] = [0.5, -0.5, 0.25, -0.75, 1.0]  # row 4 of the product: +inf and -inf (ReLU'd to 0) columns
+    out = np.full((9, 5), -7.0, np.float32)  # a finite poison: NaN could not tell an unwritten row 2
+    gemmpad.gemm(a, b, kernel=name, activation="relu", out=out)
     assert np.isnan(out[2]).all()
     with np.errstate(invalid="ignore"):
         ref = np.maximum(a.astype(np.float64) @ b, 0)
-    assert np.array_equal(np.isnan(out[4]), np.isnan(ref[4]))
+    np.testing.assert_array_equal(out[4], ref[4].astype(np.float32))
     ok = [r for r in range(9) if r not in (2, 4)]
     assert rel_error(out[ok], ref[ok]) <= TOLERANCE[registry.get(name).precision]
 
@@ -121,6 +123,30 @@ def test_bad_dtypes():
         gemmpad.gemm(np.ones((2, 2)), np.ones((2, 2)), activation="tanh")
 
 
+def test_bad_out(rng):
+    a = rng.standard_normal((6, 6)).astype(np.float32)
+    b = rng.standard_normal((6, 6)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    cases = [
+        (np.empty((6, 6), np.float64), "float32 array of shape"),
+        (np.empty((6, 5), np.float32), r"shape \(6, 6\)"),
+        ([[0.0] * 6] * 6, "got list"),
+        (np.empty((6, 6), np.float32).T, "C-contiguous"),
+        (a, "share memory"),
+        (b, "share memory"),
+    ]
+    for out, match in cases:
+        before = a.copy()
+        with pytest.raises(InputShapeError, match=match):
+            gemmpad.gemm(a, b, bias=bias, kernel="cpu.01_naive", out=out)
+        np.testing.assert_array_equal(a, before)  # refused before any write
+    buf = rng.standard_normal(36).astype(np.float32)  # out whose last row is also the bias
+    with pytest.raises(InputShapeError, match="share memory"):
+        gemmpad.gemm(a, b, bias=buf[30:], kernel="cpu.01_naive", out=buf.reshape(6, 6))
+    with pytest.raises(ValueError, match="whole-network kernel"):
+        gemmpad.gemm(a, b, kernel="cpu.mlp_sparse")
+
+
 def test_unknown_kernel():
     with pytest.raises(gemmpad.errors.GemmpadError, match="unknown kernel"):
         gemmpad.gemm(np.ones((2, 2)), np.ones((2, 2)), kernel="cpu.99_missing")
@@ -142,9 +168,9 @@ def test_cuda_kernel_without_gpu_says_why():
 
 
 @pytest.mark.gpu
-def test_device_allocation_failure_is_a_memory_error():
+def test_device_allocation_failure_is_a_memory_error(rng):
     """An allocation the GPU cannot satisfy raises, and the process goes on working."""
     name = registry.default_gemm("cuda").name
     with pytest.raises(MemoryError):
         gemmpad.native.cuda().bench_gemm(name, 2**30, 2**30, 1, reps=1, warmup=0)
-    check(name, 33, 17, 9, np.random.default_rng())
+    check(name, 33, 17, 9, rng)

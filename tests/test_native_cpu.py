@@ -85,23 +85,22 @@ def test_default_kernel_is_sparse_and_listed(weights, rng):
     assert registry.get("cpu.mlp_sparse").kind == "mlp"
     mlp = make_mlp(weights)
     x = digit_like(rng, 3)
-    a, b = np.empty((3, 10), np.float32), np.empty((3, 10), np.float32)
+    a, b = np.full((3, 10), np.nan, np.float32), np.full((3, 10), np.nan, np.float32)
     mlp.forward(x, a)
     mlp.forward(x, b, "cpu.mlp_sparse")
-    assert np.array_equal(a, b)
+    assert np.array_equal(a, b) and rel_error(a, reference(weights, x)) <= 1e-5
 
 
 def test_weights_are_copied(weights, rng):
     """Changing the caller's arrays after construction must not change the network."""
     mlp = make_mlp(weights)
     x = digit_like(rng, 4)
-    before = np.empty((4, 10), np.float32)
-    mlp.forward(x, before)
+    ref = reference(weights, x)
     for arr in weights.values():
         arr[...] = rng.standard_normal(arr.shape)
-    after = np.empty((4, 10), np.float32)
+    after = np.full((4, 10), np.nan, np.float32)
     mlp.forward(x, after)
-    assert np.array_equal(before, after)
+    assert rel_error(after, ref) <= 1e-5
 
 
 @pytest.mark.parametrize("kernel", CPU_KERNELS)
@@ -127,7 +126,7 @@ def test_non_finite_weight_in_a_skipped_row_still_gives_nan(weights, rng):
     x[:, 10] = 0.0
     weights["W1"][10, 3] = np.inf
     mlp = _cpu.Mlp(*(weights[k] for k in ORDER))  # Model() would reject these weights; Mlp must not crash
-    out = np.empty((2, 10), np.float32)
+    out = np.full((2, 10), -1.0, np.float32)  # a finite poison: the expected result is all NaN
     mlp.forward(x, out)
     assert np.isnan(out).all()
 
@@ -152,6 +151,7 @@ def test_concurrent_calls_on_one_object(weights, rng):
     def worker(i: int) -> None:
         out = np.empty((xs[i].shape[0], 10), np.float32)
         for _ in range(30):
+            out.fill(np.nan)  # every call must write its own result
             mlp.forward(xs[i], out, "cpu.02_blocked_simd" if i % 2 else "cpu.mlp_sparse")
             if rel_error(out, refs[i]) > 1e-5:
                 errors.append(f"thread {i}")

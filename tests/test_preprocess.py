@@ -1,8 +1,6 @@
-"""preprocess(): the invariants the app relies on, and its speed."""
+"""preprocess(): the invariants the app relies on (its speed is the app's work_ms, not a test)."""
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import pytest
@@ -120,17 +118,3 @@ def test_batch_matches_single(rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(out[0], preprocess(imgs[0]))
     assert not out[1].any()
 
-
-def test_fast_enough_for_every_frame() -> None:
-    canvas = drawing()
-    preprocess(canvas)
-    best = min(_time(canvas) for _ in range(5))
-    print(f"preprocess 280x280: {best * 1e6:.0f} us")
-    assert best < 1e-3  # goal 200 us (measured ~100 us); generous bound for a loaded CI machine
-
-
-def _time(canvas: np.ndarray, n: int = 50) -> float:
-    t = time.perf_counter()
-    for _ in range(n):
-        preprocess(canvas)
-    return (time.perf_counter() - t) / n

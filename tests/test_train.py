@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmpad import train
-from gemmpad.errors import DataError, GemmpadError
+from gemmpad import native, train
+from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
 from gemmpad.model import Model, load_model
 from tests.mnist_data import mnist_dir
 
@@ -48,14 +48,26 @@ def test_smoke_run_learns_and_writes_everything(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".*tmp*"))
 
 
+def quick_args(tmp_path: Path, *extra: str) -> argparse.Namespace:
+    """Arguments for runs that must fail before any data is read (so no MNIST is needed)."""
+    return parse("--data", str(tmp_path / "absent"), "--output", str(tmp_path / "m.npz"), "--quiet", *extra)
+
+
+@pytest.mark.skipif(native.cuda_status().available, reason="a usable GPU: --engine native would train")
 def test_native_engine_says_why_it_cannot_run(tmp_path: Path) -> None:
-    with pytest.raises(GemmpadError, match="train_native|GPU|CUDA"):
-        train.run(smoke_args(tmp_path, "n", "--engine", "native"))
+    with pytest.raises(CudaUnavailable, match="--engine native trains on the GPU"):
+        train.run(quick_args(tmp_path, "--engine", "native"))
+
+
+def test_native_engine_is_sgd_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
+    with pytest.raises(GemmpadError, match="SGD with momentum only"):
+        train.run(quick_args(tmp_path, "--engine", "native", "--optimizer", "adamw"))
 
 
 def test_bad_options(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="augment"):
-        train.run(smoke_args(tmp_path, "x", "--augment", "warp,blur"))
+        train.run(quick_args(tmp_path, "--augment", "warp,blur"))
     with pytest.raises(GemmpadError, match=".npz"):
         train.run(parse("--output", str(tmp_path / "m.bin"), "--data", str(tmp_path)))
     with pytest.raises(DataError):
@@ -68,9 +80,24 @@ def test_bad_options(tmp_path: Path) -> None:
             train.run(parse(*argv, "--data", str(tmp_path / "absent")))
 
 
-def test_default_output_never_the_shipped_model() -> None:
-    args = parse()
-    assert args.output is None  # run() then picks runs/mnist-mlp-<time>.npz
+def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --output, run() writes runs/mnist-mlp-<time>.npz under the working directory."""
+    from gemmpad import data
+    from gemmpad.model import default_model_path
+
+    class Stop(Exception):
+        pass
+
+    checked: list[str] = []
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(train, "check_writable_dir", lambda d, what: checked.append(what))
+    monkeypatch.setattr(data, "load_split", lambda *a, **k: (_ for _ in ()).throw(Stop()))
+    with pytest.raises(Stop):
+        train.run(parse("--data", str(tmp_path), "--quiet"))
+    output = Path(checked[0].split(" ", 1)[1])
+    assert checked[0].startswith("--output ") and output.parent == Path("runs") and output.suffix == ".npz"
+    assert (tmp_path / output).resolve() != default_model_path().resolve()
+    assert checked[1] == f"--curve {output.with_suffix('.png')}"
 
 
 def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
@@ -132,18 +159,9 @@ def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch
     assert seen["y"].shape == (2000,) and seen["y"].max() <= 9
     assert seen["epochs"] == 3 and seen["batch_size"] == 32 and seen["momentum"] == 0.9
     assert seen["weight_decay"] == 0.001 and seen["precision"] == "fp32" and seen["seed"] == 0
+    assert seen["decay_biases"] is True  # the torch engine decays its biases too: the same training
     assert seen["lr_schedule"] == train.lr_schedule("cosine", 0.1, 3)
     np.testing.assert_array_equal(seen["batch_order"](1), train.batch_order(0, 1, 2000))
     np.testing.assert_array_equal(seen["weights"]["W1"], train.initial_weights(0)["W1"])
     card = json.loads((tmp_path / "nat.json").read_text())
     assert card["training"]["engine"] == "native" and len(card["history"]) == 3
-
-
-def test_importing_train_does_not_load_torch() -> None:
-    """`gemmpad info` and the app build the CLI parser, which imports this module: torch must stay unloaded."""
-    import subprocess
-    import sys
-
-    code = "import sys, argparse; import gemmpad.train as t; t.add_arguments(argparse.ArgumentParser()); " \
-           "sys.exit('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

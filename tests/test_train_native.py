@@ -15,6 +15,7 @@ from gemmpad import train_native
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.model import SHAPES
 from tests.conftest import rel_error
+from tests.mnist_data import mnist_dir
 
 torch = pytest.importorskip("torch")
 
@@ -159,7 +160,8 @@ def test_fit_plumbing_with_a_stand_in_trainer(rng, monkeypatch):
 
     def make(*args):
         trainer = TorchStandIn(*args)
-        trainer.initial = w0
+        assert all(np.array_equal(args[2][k], w0[k]) for k in NAMES) and args[4] is False  # fp32, not mixed
+        trainer.initial = args[2]  # what fit() handed over, not the test's own copy
         return trainer
 
     monkeypatch.setattr(train_native, "_cuda_trainer_class", lambda: make)
@@ -168,9 +170,13 @@ def test_fit_plumbing_with_a_stand_in_trainer(rng, monkeypatch):
     got = train_native.fit(x, y, w0, epochs=3, batch_size=16, lr_schedule=lambda e: 0.1 / (e + 1), momentum=0.5,
                            weight_decay=1e-3, batch_order=lambda e: orders[e],
                            callback=lambda *a: seen.append(a))
-    ref, _ = sgd_reference(w0, x, y, orders, 16, [0.1, 0.05, 0.1 / 3], 0.5, 1e-3, decay_biases=False)
+    ref, _ = sgd_reference(w0, x, y, orders, 16, [0.1, 0.05, 0.1 / 3], 0.5, 1e-3)  # biases decayed by default
     for name in NAMES:
         assert rel_error(got[name], ref[name]) < 1e-6, name
+    exempt = train_native.fit(x, y, w0, epochs=3, batch_size=16, lr_schedule=lambda e: 0.1 / (e + 1), momentum=0.5,
+                              weight_decay=1e-3, decay_biases=False, batch_order=lambda e: orders[e])
+    ref_exempt, _ = sgd_reference(w0, x, y, orders, 16, [0.1, 0.05, 0.1 / 3], 0.5, 1e-3, decay_biases=False)
+    assert rel_error(exempt["b1"], ref_exempt["b1"]) < 1e-6 and rel_error(exempt["b1"], ref["b1"]) > 1e-6
     assert [a[0] for a in seen] == [0, 1, 2] and all(isinstance(a[3], dict) for a in seen)
     with pytest.raises(InputShapeError, match="batch_order"):
         train_native.fit(x, y, w0, epochs=1, batch_order=lambda e: np.arange(89))
@@ -300,13 +306,7 @@ def test_graph_replay_equals_direct_launches(rng, mixed):
 @pytest.mark.gpu
 def test_real_digits_learn(rng):
     """If MNIST is at hand: one epoch on 10,000 images must reach > 85% on 2,000 others."""
-    import os
-    from pathlib import Path
-
-    root = os.environ.get("GEMMPAD_DATA") or "/work/shared/data/mnist"
-    if not Path(root).exists():
-        pytest.skip(f"no MNIST at {root}")
-    x, y, _, _ = train_native.load_mnist(root)
+    x, y, _, _ = train_native.load_mnist(mnist_dir())
     w = train_native.init_weights(int(rng.integers(1 << 30)))
     out = train_native.fit(x[:10000], y[:10000], w, epochs=1, batch_size=32, lr_schedule=0.05, precision="fp32")
     assert train_native.accuracy(out, x[50000:52000], y[50000:52000]) > 0.85

@@ -62,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.out:
         check_writable_dir(args.out, f"--out {args.out}")  # before the run, not after it
+    if getattr(args, "kernels", None):  # a typo would otherwise measure nothing and exit 0
+        known = [s.name for s in registry.kernels()] + ["numpy"]
+        unmatched = [p for p in args.kernels if not _select(known, [p])]
+        if unmatched:
+            raise GemmpadError(f"--kernels {' '.join(unmatched)}: matches no kernel; known: {', '.join(known)}")
     if args.what == "gemm":
         return bench_gemm(args)
     if args.what == "mlp":
@@ -108,12 +113,19 @@ def _cpu_model() -> str:
 def _select(names: list[str], patterns: list[str] | None) -> list[str]:
     if not patterns:
         return names
-    return [n for n in names if any(p == n or re.search(p, n) for p in patterns)]
+    try:
+        return [n for n in names if any(p == n or re.search(p, n) for p in patterns)]
+    except re.error as exc:
+        raise GemmpadError(f"--kernels: {exc.pattern!r} is neither a kernel name nor a regular expression ({exc})") from None
 
 
-def _write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path], None]) -> None:
+def _write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path], None] | None) -> None:
+    """The JSON, and the PNG drawn by `plot` (None: nothing was timed, so no chart)."""
     d = Path(out_dir)
     write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
+    if plot is None:
+        print(f"wrote {d / stem}.json (nothing timed: no {stem}.png)")
+        return
     try:
         import matplotlib
 
@@ -254,7 +266,7 @@ def bench_gemm(args: argparse.Namespace) -> int:
     by_name = {s.name: s for s in specs}
     cuda_mod = native.cuda() if any(by_name[n].device == "cuda" for n in names) else None
     ref = CublasRef() if cuda_mod is not None else None
-    rng = np.random.default_rng()
+    rng = np.random.default_rng(0)  # the same operands every run: a wrong result can be replayed
     results: list[dict[str, Any]] = []
     failures = 0
     print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
@@ -305,7 +317,8 @@ def bench_gemm(args: argparse.Namespace) -> int:
     print(gemm_table(results))
     if args.out:
         payload = {"machine": machine(), "reference": ref.backend if ref else "NumPy", "results": results}
-        _write(args.out, "bench-gemm", payload, lambda p: _plot_gemm(results, p))
+        timed = any("ms" in r for r in results)
+        _write(args.out, "bench-gemm", payload, (lambda p: _plot_gemm(results, p)) if timed else None)
     return 1 if failures else 0
 
 
@@ -550,7 +563,8 @@ def bench_mlp(args: argparse.Namespace) -> int:
     if args.out:
         payload = {"machine": machine(), "model": model_name, "torch": torch_version, "results": rows,
                    "sweep": sweep, "soak": soaks}
-        _write(args.out, "bench-mlp", payload, lambda p: _plot_mlp(rows, sweep, p))
+        timed = sweep or any("e2e_us" in r for r in rows)
+        _write(args.out, "bench-mlp", payload, (lambda p: _plot_mlp(rows, sweep, p)) if timed else None)
     return 1 if failures else 0
 
 

@@ -50,7 +50,8 @@ def gemm(
     contiguous float32 (as NumPy would promote them). NaN and Inf pass
     through as they would in NumPy. `kernel` defaults to the top of the fp32
     ladder on the GPU when one is usable, else on the CPU. `out`, if given,
-    must be a C-contiguous float32 [M, N] array and is overwritten.
+    must be a C-contiguous float32 [M, N] array, apart from the inputs, and is
+    overwritten.
     """
     a_in, b_in = _checked("a", a, 2), _checked("b", b, 2)
     (m, k), (k2, n) = a_in.shape, b_in.shape
@@ -80,8 +81,14 @@ def gemm(
 
     if out is None:
         out = np.empty((m, n), dtype=np.float32)
-    elif out.dtype != np.float32 or out.shape != (m, n) or not out.flags.c_contiguous:
-        raise InputShapeError(f"out must be C-contiguous float32 of shape {(m, n)}, got {out.dtype} {out.shape}")
+    elif not isinstance(out, np.ndarray) or out.dtype != np.float32 or out.shape != (m, n):
+        got = f"{out.dtype} {out.shape}" if isinstance(out, np.ndarray) else type(out).__name__
+        raise InputShapeError(f"out must be a C-contiguous float32 array of shape {(m, n)}, got {got}")
+    elif not out.flags.c_contiguous:
+        raise InputShapeError("out must be C-contiguous (a transposed or strided view is not)")
+    elif any(x is not None and np.shares_memory(out, x) for x in (a32, b32, bias32)):
+        # the kernels read a, b and bias while they write out: an overlap would corrupt the result silently
+        raise InputShapeError("out must not share memory with a, b or bias")
     module = native.cpu if spec.device == "cpu" else native.cuda()
     try:
         module.gemm(spec.name, a32, b32, bias32, _ACTS[activation], out)

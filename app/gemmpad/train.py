@@ -265,7 +265,7 @@ def fit_native(trainer: Any, x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndar
     return trainer.fit(
         x, y, w0,
         epochs=len(lrs), batch_size=args.batch_size, lr_schedule=lrs, momentum=args.momentum,
-        weight_decay=args.weight_decay, seed=args.seed, precision=args.precision,
+        weight_decay=args.weight_decay, decay_biases=True, seed=args.seed, precision=args.precision,
         batch_order=lambda epoch: batch_order(args.seed, epoch, len(x)),
         callback=on_epoch,
     )
@@ -346,6 +346,7 @@ def run(args: argparse.Namespace) -> int:
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
     device = _torch_device(args.device) if args.engine == "torch" else "cuda"
     trainer = native_trainer(args) if args.engine == "native" else None
+    sources = _sources(args.augment)  # a typo here fails now, not after the data has loaded
 
     train, test = data.load_split("train", args.data), data.load_split("test", args.data)
     images, labels = train.images, train.labels.astype(np.int64)
@@ -355,7 +356,6 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError(f"--val {args.val}: must be between 0 and the number of training images ({len(images)})")
     split = np.random.default_rng([args.seed, 0]).permutation(len(images))
     val_idx, train_idx = split[: args.val], split[args.val :]
-    sources = _sources(args.augment)
     log(f"building training arrays ({', '.join(sources)}) from {len(train_idx)} MNIST images")
     x, y, counts = _cached_training_set(args, images[train_idx], labels[train_idx], sources, {**train.md5}, log)
     x_val = preprocess_batch(images[val_idx])[0].reshape(-1, 784)

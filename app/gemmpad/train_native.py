@@ -136,7 +136,7 @@ def fit(
     lr_schedule: LrSchedule = 0.05,
     momentum: float = 0.9,
     weight_decay: float = 0.0,
-    decay_biases: bool = False,
+    decay_biases: bool = True,
     seed: int = 0,
     batch_order: Callable[[int], np.ndarray] | None = None,
     precision: str = "fp32",
@@ -156,9 +156,9 @@ def fit(
     lr_schedule: a constant, a per-epoch list, or a function epoch (0-based) -> lr.
     momentum, weight_decay: torch.optim.SGD semantics (dampening 0, no
     Nesterov: g += decay * p; v = momentum * v + g; p -= lr * v). The decay
-    applies to W1..W3 only, as in gemmpad.train's torch engine (biases in a
-    no-decay group); decay_biases=True decays b1..b3 too, like
-    torch.optim.SGD(model.parameters(), weight_decay=...).
+    applies to every parameter, biases included, like
+    torch.optim.SGD(model.parameters(), weight_decay=...) and gemmpad.train's
+    torch engine; decay_biases=False exempts b1..b3 (a no-decay group).
     Loss: mean softmax cross-entropy over the batch.
     precision: "fp32", or "mixed" (layer-1 matmuls on bf16 tensor cores, fp32
     accumulation, fp32 master weights and everything else in fp32).

@@ -1,0 +1,51 @@
+"""Strokes files (the app's --replay / --record and saved drawings): round trip and every bad file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad import strokes
+from gemmpad.errors import GemmpadError
+
+
+def test_round_trip_rounds_to_a_tenth_of_a_pixel(tmp_path: Path, rng: np.random.Generator) -> None:
+    drawn = [rng.uniform(0, 280, (n, 2)) for n in (1, 2, 17)]
+    strokes.save(tmp_path / "s.json", drawn)
+    back = strokes.load(tmp_path / "s.json")
+    assert [s.shape for s in back] == [(1, 2), (2, 2), (17, 2)]
+    for a, b in zip(drawn, back):
+        np.testing.assert_allclose(b, a, atol=0.05 + 1e-9)
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not a valid strokes JSON file"),
+        ('{"strokes": []}', "expected a list of strokes, got dict"),
+        ("[[[1, 2], [3]]]", "stroke 0 is not a list of \\[x, y\\] points"),
+        ('[[[1, 2]], "ab"]', "stroke 1 is not a list of \\[x, y\\] points"),
+        ("[[]]", "stroke 0 must be a non-empty list"),
+        ("[[[1, 2, 3]]]", "stroke 0 must be a non-empty list"),
+        ("[[[1, NaN]]]", "finite"),
+        ("[[[1, Infinity]]]", "finite"),
+    ],
+    ids=["not JSON", "not a list", "ragged point", "a string", "empty stroke", "3-D point", "NaN", "Inf"],
+)
+def test_bad_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "s.json").write_text(text)
+    with pytest.raises(GemmpadError, match=message):
+        strokes.load(tmp_path / "s.json")
+
+
+def test_missing_and_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(GemmpadError, match="strokes file not found"):
+        strokes.load(tmp_path / "absent.json")
+    with pytest.raises(GemmpadError, match="not a valid strokes JSON file"):
+        strokes.load(tmp_path)  # a directory
+    (tmp_path / "latin1.json").write_bytes(b"[\xff]")
+    with pytest.raises(GemmpadError, match="not a valid strokes JSON file"):
+        strokes.load(tmp_path / "latin1.json")
