@@ -64,6 +64,8 @@ def _corrupt_cases(images: np.ndarray, labels: np.ndarray) -> dict[str, tuple[by
         "count mismatch": (good_i, idx_labels(labels[:-1]), "labels"),
         "header only": (good_i[:10], good_l, "too short"),
         "label out of range": (good_i, idx_labels(np.array([3, 11, 4])), "out of range"),
+        "not 28x28": (idx_images(np.zeros((3, 28, 27))), good_l, "28x27, expected 28x28"),
+        "no images": (idx_images(np.zeros((0, 28, 28))), idx_labels(np.zeros(0)), "holds no images"),
     }
 
 
@@ -95,6 +97,13 @@ def test_missing_files_and_directories(tmp_path: Path) -> None:
         data.load_split("train", tmp_path / "nope")
     with pytest.raises(DataError, match="unknown split"):
         data.load_split("validation", tmp_path)
+
+
+def test_environment_variable_that_is_not_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("not a directory")
+    monkeypatch.setenv("GEMMPAD_DATA", str(tmp_path / "file"))
+    with pytest.raises(DataError, match=r"\$GEMMPAD_DATA=.*file: not a directory"):
+        data.load_split("test")
 
 
 def test_real_mnist_files() -> None:

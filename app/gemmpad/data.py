@@ -145,8 +145,10 @@ def load_split(split: str, directory: str | os.PathLike[str] | None = None) -> S
     labels, lbl_md5 = read_idx(lbl_path, "labels")
     if images.shape[1:] != (28, 28):
         raise DataError(f"{img_path}: images are {images.shape[1]}x{images.shape[2]}, expected 28x28")
-    if len(images) != len(labels) or len(images) == 0:
+    if len(images) != len(labels):
         raise DataError(f"{img_path} has {len(images)} images but {lbl_path} has {len(labels)} labels")
+    if len(images) == 0:
+        raise DataError(f"{img_path}: the file holds no images")
     if labels.max(initial=0) > 9:
         raise DataError(f"{lbl_path}: label {int(labels.max())} out of range 0..9")
     return Split(images=images, labels=labels, md5={img_stem: img_md5, lbl_stem: lbl_md5})

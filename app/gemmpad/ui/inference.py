@@ -59,7 +59,7 @@ class InferenceWorker:
         self._submitted = 0
         self._done = 0
         self._stop = False
-        # Frames run since the last backend/kernel/batch change: the latency
+        # Frames run since the last backend/kernel/batch/warm change: the latency
         # plot and its median/p99 describe one configuration, not a mix.
         self._since_change = 0
         self._config: tuple[str, str, int, bool] | None = None
