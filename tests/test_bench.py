@@ -64,6 +64,13 @@ def test_bench_kernels_that_match_nothing_are_an_error(monkeypatch, capsys):
         assert rc == 2 and out == "" and message in err and "Traceback" not in err
 
 
+@pytest.mark.skipif(gemmpad.cuda_status().available, reason="checks kernels that cannot run without a GPU")
+def test_bench_kernels_that_cannot_run_here_are_an_error(monkeypatch, capsys):
+    for what in ("gemm", "mlp"):
+        rc, out, err = run_cli(monkeypatch, capsys, "bench", what, "--kernels", "cuda.0[17]")
+        assert rc == 2 and out == "" and "none of them can run here" in err
+
+
 def test_bench_gemm_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
     """The correctness gate: a kernel that returns zeros is reported wrong, never timed, exit 1."""
     def zeros(a, b, *, kernel=None, out=None, **kw):

@@ -44,6 +44,21 @@ def test_interrupt_exits_130(monkeypatch, capsys):
     assert cli.main(["info"]) == 130 and "interrupted" in capsys.readouterr().err
 
 
+def test_closed_pipe_and_exhausted_memory_are_not_bugs(monkeypatch, capsys):
+    def reader_gone(args):
+        raise BrokenPipeError
+
+    monkeypatch.setattr("gemmpad.info.run", reader_gone)
+    assert cli.main(["info"]) == 141 and capsys.readouterr().err == ""  # `gemmpad ... | head`: silent
+
+    def too_big(args):
+        raise MemoryError("Unable to allocate 149. GiB")
+
+    monkeypatch.setattr("gemmpad.info.run", too_big)
+    assert cli.main(["info"]) == 2
+    assert capsys.readouterr().err.strip() == "gemmpad: error: out of memory: Unable to allocate 149. GiB"
+
+
 def test_building_the_parser_loads_no_heavy_module():
     """`gemmpad info` and `predict` build the parser, which imports every command module:
     torch, the window toolkit and matplotlib must stay unloaded until a command needs them."""

@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from gemmpad.errors import GemmpadError
-from gemmpad.files import atomic_path, check_writable_dir, write_text
+from gemmpad.files import atomic_path, check_output_file, check_writable_dir, write_text
 
 
 def test_write_replaces_and_leaves_no_temp(tmp_path):
@@ -50,3 +50,15 @@ def test_check_writable_dir_names_the_option(tmp_path):
     with pytest.raises(GemmpadError, match=r"^--out x: cannot write to .*plain/sub"):
         check_writable_dir(tmp_path / "plain" / "sub", "--out x")
     assert (tmp_path / "plain").read_text() == "a file, not a directory"
+    with pytest.raises(GemmpadError, match=r"^--cache plain: .*plain is a file, not a directory"):
+        check_writable_dir(tmp_path / "plain", "--cache plain")
+
+
+def test_check_output_file(tmp_path):
+    assert check_output_file(tmp_path / "new" / "a.PNG", "--x", {".png"}) == tmp_path / "new" / "a.PNG"
+    with pytest.raises(GemmpadError, match=r"^--x: .* is a directory"):
+        check_output_file(tmp_path, "--x", {".png"})
+    for name, shown in (("a", "no suffix"), ("a.tmp", ".tmp")):
+        with pytest.raises(GemmpadError, match=rf"^--x: the file type comes from the suffix, and {shown} .*e\.g\. \.png"):
+            check_output_file(tmp_path / name, "--x", {".png", ".bmp"})
+    assert check_output_file(tmp_path / "strokes", "--record") == tmp_path / "strokes"  # any suffix when none is asked

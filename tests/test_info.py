@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from gemmpad import native, registry
 from tests.cli_helpers import run_cli
 
@@ -31,3 +33,26 @@ def test_info_json(monkeypatch, capsys):
     if info["cuda"]["built"]:
         assert info["cuda"]["archs"]  # compiled architectures are known
         assert "cuda.mlp_fused" in [k["name"] for k in info["kernels"]]
+
+
+def test_model_scores_and_model_errors(monkeypatch, capsys, tmp_path):
+    """The card's scores are shown; without a loadable model, info still answers and says why."""
+    from gemmpad import info
+    from gemmpad.errors import ModelFileError
+    from gemmpad.model import Model
+    from tests.test_engine import random_model
+
+    card = {"name": "m", "results": {"mnist_test_accuracy": 0.98765, "drawn_accuracy": {"all": 0.9912, "1-flag": 0.9}}}
+    model = Model(random_model(np.random.default_rng(0)).weights, card=card)
+    assert model.scores() == ["MNIST test 98.77 %", "drawn digits 99.1 %"]
+    assert Model(model.weights).scores() == []
+    monkeypatch.setattr(info, "load_model", lambda: model)
+    rc, out, err = run_cli(monkeypatch, capsys, "info")
+    assert rc == 0 and "model scores: MNIST test 98.77 %, drawn digits 99.1 %" in out
+
+    def broken():
+        raise ModelFileError("model file not found: /nowhere/mnist-mlp.npz")
+
+    monkeypatch.setattr(info, "load_model", broken)
+    rc, out, err = run_cli(monkeypatch, capsys, "info")
+    assert rc == 0 and "model: model file not found: /nowhere/mnist-mlp.npz" in out

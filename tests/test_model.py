@@ -147,3 +147,13 @@ def test_shipped_model_reads_drawn_digits(shipped: Model) -> None:
     acc = float((shipped.forward(ds.images.reshape(-1, 784)).argmax(1) == ds.labels).mean())
     print(f"shipped model, 600 drawn digits: {100 * acc:.2f}%")
     assert acc >= 0.93  # the full 5,000-digit set must reach 96%; a 600 sample has ~1% standard error
+
+
+def test_missing_bundled_model_says_where_it_looked(monkeypatch, tmp_path: Path) -> None:
+    from gemmpad import model as model_module
+
+    monkeypatch.setattr(model_module, "MODELS_DIR", tmp_path / "pkg" / "models")
+    monkeypatch.setattr(model_module, "default_model_path", lambda: tmp_path / "checkout" / "mnist-mlp.npz")
+    with pytest.raises(ModelFileError, match=r"bundled model is missing \(looked for .*pkg/models/mnist-mlp.npz and "
+                                             r".*checkout/mnist-mlp.npz\)"):
+        load_model()

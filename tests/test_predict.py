@@ -4,6 +4,7 @@ several sizes and formats, a directory, and files that must fail alone."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -92,18 +93,19 @@ def test_bad_files_fail_alone(monkeypatch, capsys, tmp_path, images, model_file)
     Image.new("L", (64, 64), 255).save(blank)
     empty_dir = tmp_path / "empty"
     empty_dir.mkdir()
-    args = [str(images["dark.png"]), str(bad), str(blank), str(tmp_path / "missing.png"), str(empty_dir),
+    args = [str(images["dark.png"]), str(bad), str(blank), str(tmp_path / "missing.png"), str(empty_dir), "",
             str(images["light.png"])]
     rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json", *args)
     rows = json_lines(out)
     assert rc == 1
     assert [r["file"] for r in rows] == args  # every path answered, in order
     errors = {Path(r["file"]).name: r["error"] for r in rows if "error" in r}
-    assert set(errors) == {"corrupt.png", "blank.png", "missing.png", "empty"}
+    assert set(errors) == {"corrupt.png", "blank.png", "missing.png", "empty", ""}
+    assert errors[""] == "empty path"
     assert "cannot read image" in errors["corrupt.png"]
     assert "no ink" in errors["blank.png"]
     assert "no such file" in errors["missing.png"]
-    assert "Traceback" not in err and "4 file(s) failed" in err
+    assert "Traceback" not in err and "5 file(s) failed" in err
     assert "digit" in rows[0] and "digit" in rows[-1]
 
 
@@ -146,3 +148,67 @@ def test_shipped_model_reads_a_one(monkeypatch, capsys, images):
                  str(images["light.png"]))
     rows = json_lines(out)
     assert rc == 0 and [r["digit"] for r in rows] == [1, 1]
+
+
+def test_directories_are_searched_below_and_hidden_files_skipped(monkeypatch, capsys, tmp_path, model_file):
+    """The app saves drawings as <drawings>/<label>/*.png: predict on <drawings> finds them all."""
+    for sub in ("3", "unlabelled"):
+        (tmp_path / "drawings" / sub).mkdir(parents=True)
+        draw_one((100, 100), False).save(tmp_path / "drawings" / sub / "d.png")
+    draw_one((100, 100), False).save(tmp_path / "drawings" / "3" / ".d.tmp.png")  # a write in progress
+    (tmp_path / "drawings" / ".cache").mkdir()
+    draw_one((100, 100), False).save(tmp_path / "drawings" / ".cache" / "x.png")
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                           str(tmp_path / "drawings"))
+    rows = json_lines(out)
+    assert rc == 0 and [Path(r["file"]).relative_to(tmp_path / "drawings").as_posix() for r in rows] == \
+        ["3/d.png", "unlabelled/d.png"]
+
+
+def _digit_seen(path: Path) -> np.ndarray:
+    from gemmpad.predict import load_image
+    from gemmpad.preprocess import preprocess
+
+    return preprocess(load_image(path))
+
+
+def test_camera_orientation_and_deep_images(tmp_path):
+    """A phone JPEG stored sideways with an EXIF Orientation tag reads as shown, not as stored;
+    16-bit and float images are scaled, not clipped to a blank 8-bit page."""
+    upright = draw_one((120, 200), True)
+    upright.convert("RGB").save(tmp_path / "upright.jpg", quality=95)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90 degrees clockwise to display": the pixels are stored turned left
+    upright.rotate(90, expand=True).convert("RGB").save(tmp_path / "sideways.jpg", exif=exif, quality=95)
+    seen, ref = _digit_seen(tmp_path / "sideways.jpg"), _digit_seen(tmp_path / "upright.jpg")
+    assert np.abs(seen - ref).max() < 0.1  # JPEG noise only: the stroke leans the same way
+
+    grey = np.asarray(draw_one((120, 200), True), dtype=np.float64) / 255.0
+    Image.fromarray((grey * 30000 + 20000).astype(np.uint16)).save(tmp_path / "deep.png")  # paper 50000, ink 20000
+    Image.fromarray(grey.astype(np.float32)).save(tmp_path / "float.tiff")
+    for name in ("deep.png", "float.tiff"):
+        got = _digit_seen(tmp_path / name)
+        assert got is not None, name  # was "no ink found": 16-bit clipped to 255 everywhere
+        assert np.abs(got - ref).max() < 0.1, name
+
+
+def test_kernel_alone_picks_its_backend(monkeypatch, capsys, images, model_file):
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--model", str(model_file), "--json", "--kernel", "numpy",
+                           str(images["dark.png"]))
+    assert rc == 0 and json_lines(out)[0]["backend"] == "numpy"
+    if available_backends()["cuda"]:  # no GPU here: the kernel's backend is named as unavailable
+        rc, out, err = run_cli(monkeypatch, capsys, "predict", "--model", str(model_file), "--kernel", "07_warptile",
+                               str(images["dark.png"]))
+        assert rc == 2 and "backend 'cuda' is unavailable" in err
+
+
+def test_file_names_that_are_not_utf8(monkeypatch, capsys, tmp_path, model_file):
+    """Bytes that are not UTF-8 in a name are printed as escapes, and the next file still runs."""
+    odd = tmp_path / os.fsdecode(b"odd\xff\xfe.png")
+    draw_one((60, 60), True).save(odd)
+    draw_one((60, 60), True).save(tmp_path / "plain.png")
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                           str(odd), str(tmp_path / "plain.png"))
+    rows = json_lines(out)
+    assert rc == 0 and rows[0]["file"].endswith("odd\\xff\\xfe.png") and rows[1]["file"].endswith("plain.png")
+    out.encode("utf-8")  # strict: no lone surrogates reached the output

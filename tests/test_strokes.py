@@ -32,8 +32,9 @@ def test_round_trip_rounds_to_a_tenth_of_a_pixel(tmp_path: Path, rng: np.random.
         ("[[[1, 2, 3]]]", "stroke 0 must be a non-empty list"),
         ("[[[1, NaN]]]", "finite"),
         ("[[[1, Infinity]]]", "finite"),
+        ("[[[1e12, 1e12], [-1e12, 5]]]", "from the canvas"),
     ],
-    ids=["not JSON", "not a list", "ragged point", "a string", "empty stroke", "3-D point", "NaN", "Inf"],
+    ids=["not JSON", "not a list", "ragged point", "a string", "empty stroke", "3-D point", "NaN", "Inf", "far away"],
 )
 def test_bad_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "s.json").write_text(text)

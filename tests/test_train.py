@@ -74,9 +74,13 @@ def test_bad_options(tmp_path: Path) -> None:
         train.run(parse("--data", str(tmp_path / "absent"), "--output", str(tmp_path / "m.npz")))
     (tmp_path / "plain").write_text("a file")
     bad_dir = str(tmp_path / "plain")
-    for option, argv in (("--output", ["--output", f"{bad_dir}/m.npz"]),
-                         ("--curve", ["--output", str(tmp_path / "m.npz"), "--curve", f"{bad_dir}/c.png"])):
-        with pytest.raises(GemmpadError, match=f"^{option} .*cannot write"):  # before the data is even read
+    good = ["--output", str(tmp_path / "m.npz")]
+    for option, argv, message in (("--output", ["--output", f"{bad_dir}/m.npz"], "is a file, not a directory"),
+                                  ("--curve", [*good, "--curve", f"{bad_dir}/c.png"], "is a file, not a directory"),
+                                  ("--curve", [*good, "--curve", str(tmp_path / "curve")], "comes from the suffix"),
+                                  ("--curve", [*good, "--curve", str(tmp_path)], "is a directory"),
+                                  ("--cache", [*good, "--cache", bad_dir], "is a file, not a directory")):
+        with pytest.raises(GemmpadError, match=f"^{option} .*{message}"):  # before the data is even read
             train.run(parse(*argv, "--data", str(tmp_path / "absent")))
 
 
@@ -90,7 +94,8 @@ def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pyt
 
     checked: list[str] = []
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(train, "check_writable_dir", lambda d, what: checked.append(what))
+    monkeypatch.setattr(train, "check_output_file", lambda path, what, suffixes=None: checked.append(what))
+    monkeypatch.setattr(train, "check_writable_dir", lambda d, what: None)  # --cache: runs/cache
     monkeypatch.setattr(data, "load_split", lambda *a, **k: (_ for _ in ()).throw(Stop()))
     with pytest.raises(Stop):
         train.run(parse("--data", str(tmp_path), "--quiet"))

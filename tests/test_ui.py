@@ -517,6 +517,15 @@ def test_save_png_with_and_without_label(app: object) -> None:
     assert app.shortcut(dpg.mvKey_4, ctrl=True)  # Ctrl+digit: save under that label
     assert len(list((app.drawings_dir / "4").glob("*.png"))) == 1
     assert not list(app.drawings_dir.rglob(".*tmp*")), "temporary files left behind"
+    good_dir, app.drawings_dir = app.drawings_dir, app.drawings_dir / "plain-file"
+    app.drawings_dir.write_text("a file where the drawings folder should be")
+    try:
+        assert app.save(label=2) is None  # refused, said, and the window goes on
+        assert app.error.startswith("Not saved:") and not app.canvas.empty
+        app.step()
+    finally:
+        app.drawings_dir.unlink()
+        app.drawings_dir = good_dir
 
 
 class _XTest:
@@ -680,8 +689,12 @@ def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
         (["--replay", "/nonexistent/strokes.json"], "strokes file not found"),
         (["--batch", "5000"], "--batch must be between 1 and 4096"),
         (["--kernel", "numpy.no_such_kernel", "--backend", "numpy"], "no_such_kernel"),
-        (["--screenshot", "/dev/null/shot.png"], "--screenshot /dev/null/shot.png: cannot write"),
-        (["--record", "/dev/null/strokes.json"], "--record /dev/null/strokes.json: cannot write"),
+        (["--screenshot", "/dev/null/shot.png"], "--screenshot /dev/null/shot.png: /dev/null is a file, not a directory"),
+        (["--screenshot", "/tmp/shot"], "--screenshot /tmp/shot: the file type comes from the suffix"),
+        (["--screenshot", "/tmp"], "--screenshot /tmp: /tmp is a directory"),
+        (["--record", "/dev/null/strokes.json"], "--record /dev/null/strokes.json: /dev/null is a file"),
+        (["--record", "/tmp"], "--record /tmp: /tmp is a directory"),
+        (["--brush", "nan"], "argument --brush: must be a finite number"),
     ],
 )
 def test_bad_arguments_give_one_line_errors(display: str, args: list[str], message: str, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad import native, registry, train_native
+from gemmpad.args import integer, number
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, check_writable_dir, write_text
 
@@ -44,15 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = sub.add_parser("gemm", help="every GEMM kernel vs cuBLAS (GPU) and NumPy (CPU)")
     g.add_argument("--sizes", nargs="+", default=DEFAULT_SIZES, metavar="MxNxK")
     g.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
-    g.add_argument("--reps", type=int, default=50, help="timed repetitions per measurement at most")
-    g.add_argument("--budget-s", type=float, default=2.0, help="time budget per measurement (fewer reps if slow)")
+    g.add_argument("--reps", type=integer(1), default=50, help="timed repetitions per measurement at most")
+    g.add_argument("--budget-s", type=number(0, above=True), default=2.0, help="time budget per measurement (fewer reps if slow)")
     g.add_argument("--out", default=None, metavar="DIR", help="write bench-gemm.json (+ .png) here")
     m = sub.add_parser("mlp", help="the MLP forward pass per backend and kernel vs torch and NumPy")
-    m.add_argument("--batches", nargs="+", type=int, default=MLP_BATCHES)
-    m.add_argument("--sweep", nargs="*", type=int, default=SWEEP_BATCHES, help="batch sweep for CPU vs GPU")
+    m.add_argument("--batches", nargs="+", type=integer(1), default=MLP_BATCHES)
+    m.add_argument("--sweep", nargs="*", type=integer(1), default=SWEEP_BATCHES, help="batch sweep for CPU vs GPU")
     m.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
-    m.add_argument("--budget-s", type=float, default=0.3, help="time budget per measurement")
-    m.add_argument("--soak", type=int, default=0, metavar="N", help="also run N batch-1 calls per backend, report memory")
+    m.add_argument("--budget-s", type=number(0, above=True), default=0.3, help="time budget per measurement")
+    m.add_argument("--soak", type=integer(0), default=0, metavar="N", help="also run N batch-1 calls per backend, report memory")
     m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
     m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
     t = sub.add_parser("train", help="native training engine vs torch (gemmpad.train_native.bench)")
@@ -62,11 +63,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.out:
         check_writable_dir(args.out, f"--out {args.out}")  # before the run, not after it
-    if getattr(args, "kernels", None):  # a typo would otherwise measure nothing and exit 0
-        known = [s.name for s in registry.kernels()] + ["numpy"]
+    if getattr(args, "kernels", None):  # a typo, or kernels this machine lacks, would measure nothing and exit 0
+        specs = registry.kernels(kind="gemm" if args.what == "gemm" else None)
+        numpy_ = [] if args.what == "gemm" else ["numpy"]
+        known = [s.name for s in specs] + numpy_
         unmatched = [p for p in args.kernels if not _select(known, [p])]
         if unmatched:
             raise GemmpadError(f"--kernels {' '.join(unmatched)}: matches no kernel; known: {', '.join(known)}")
+        if not _select([s.name for s in specs if s.available] + numpy_, args.kernels):
+            why = {s.unavailable_reason for s in specs if _select([s.name], args.kernels)}
+            raise GemmpadError(f"--kernels {' '.join(args.kernels)}: none of them can run here ({'; '.join(sorted(why))})")
     if args.what == "gemm":
         return bench_gemm(args)
     if args.what == "mlp":
@@ -277,6 +283,8 @@ def bench_gemm(args: argparse.Namespace) -> int:
         for name in names:
             spec = by_name[name]
             if spec.device == "cpu" and m * n * k > CPU_MAX_MNK and name not in explicit:
+                print(f"  {name} {m}x{n}x{k}: skipped (CPU kernels above {CPU_MAX_MNK:.2g} M*N*K run only when "
+                      "named in full in --kernels)", flush=True)
                 continue
             row: dict[str, Any] = {"kernel": name, "device": spec.device, "precision": spec.precision,
                                    "M": m, "N": n, "K": k}

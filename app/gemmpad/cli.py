@@ -9,6 +9,7 @@ Modules are imported lazily so `gemmpad info` never pays for torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -61,6 +62,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gemmpad: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `gemmpad predict DIR | head`: the reader has gone, nothing to say
+        with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor: nothing to redirect)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        return 141
+    except MemoryError as exc:  # a size the machine cannot hold (--sizes, --batches): a limit, not a bug
+        print(f"gemmpad: error: out of memory{f': {exc}' if str(exc) else ''}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
         if os.environ.get("GEMMPAD_DEBUG"):
             raise

@@ -47,6 +47,18 @@ def available_backends() -> dict[str, str]:
     return out
 
 
+def backend_of(kernel: str | None) -> str | None:
+    """The backend a kernel name belongs to, so --kernel alone suffices: "cpu.01_naive" ->
+    "cpu", and a short name one backend alone has ("07_warptile", "fused") -> that backend."""
+    if not kernel:
+        return None
+    if kernel == "numpy":
+        return "numpy"
+    devices = {s.device for s in registry.kernels()
+               if s.name in (kernel, f"{s.device}.{kernel}", f"{s.device}.mlp_{kernel}")}
+    return devices.pop() if len(devices) == 1 else None
+
+
 def _check_backend(backend: str) -> None:
     """CudaUnavailable / GemmpadError with the reason when `backend` cannot run here."""
     if backend not in BACKENDS:

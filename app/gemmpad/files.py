@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from gemmpad.errors import GemmpadError
@@ -38,6 +38,8 @@ def check_writable_dir(directory: str | os.PathLike[str], what: str) -> Path:
     GemmpadError naming `what` (the option, e.g. "--out results"). Called before
     minutes of training or benchmarking, so a bad path fails first, not last."""
     d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise GemmpadError(f"{what}: {d} is a file, not a directory")
     try:
         d.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=d):
@@ -45,6 +47,21 @@ def check_writable_dir(directory: str | os.PathLike[str], what: str) -> Path:
     except OSError as exc:
         raise GemmpadError(f"{what}: cannot write to {d}: {exc.strerror or exc}") from None
     return d
+
+
+def check_output_file(path: str | os.PathLike[str], what: str, suffixes: Collection[str] | None = None) -> Path:
+    """Prove `path` can be written as a file of one of `suffixes` (".png", ...: the
+    writers pick the format by suffix), or raise GemmpadError naming `what`; like
+    check_writable_dir, before the work rather than after it."""
+    p = Path(path)
+    if p.is_dir():
+        raise GemmpadError(f"{what}: {p} is a directory; name a file")
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        examples = [s for s in (".png", ".jpg", ".pdf", ".svg") if s in suffixes] or sorted(suffixes)[:3]
+        raise GemmpadError(f"{what}: the file type comes from the suffix, and {p.suffix or 'no suffix'} is not one "
+                           f"that can be written here (e.g. {', '.join(examples)})")
+    check_writable_dir(p.parent, what)
+    return p
 
 
 def _umask() -> int:

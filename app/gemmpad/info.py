@@ -56,6 +56,7 @@ def collect() -> dict[str, Any]:
     try:
         m = load_model()
         model["card"] = {k: v for k, v in m.card.items() if isinstance(v, (str, int, float, bool))}
+        model["scores"] = m.scores()
     except GemmpadError as exc:
         model["error"] = str(exc)
     return {
@@ -97,4 +98,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         card = ", ".join(f"{k}={v}" for k, v in m["card"].items()) or "no model card"
         out(f"model: {m['path']}: {card}\n")
+        if m["scores"]:
+            out(f"model scores: {', '.join(m['scores'])}\n")
     return 0

@@ -50,7 +50,7 @@ class CudaStatus:
 def cuda_status() -> CudaStatus:
     """Probe once per process; a GPU does not appear or vanish while we run."""
     if _cuda_module is None:
-        reason = "gemmpad was built without CUDA (nvcc was not found at build time)"
+        reason = "gemmpad was built without its CUDA module (no nvcc at build time, or GEMMPAD_WITH_CUDA=OFF)"
         if _CUDA_IMPORT_ERROR:
             reason = f"the CUDA module failed to load: {_CUDA_IMPORT_ERROR}"
         return CudaStatus(available=False, reason=reason, built=False)

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from gemmpad.engine import BACKENDS, Classifier, available_backends
+from gemmpad.engine import BACKENDS, Classifier, available_backends, backend_of
 from gemmpad.errors import GemmpadError, ImageError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -24,21 +26,34 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="image files (PNG/JPEG/BMP) or directories of them")
     parser.add_argument(
-        "--backend", choices=BACKENDS, default=None, help="where the network runs (default: cpu, else numpy)"
+        "--backend", choices=BACKENDS, default=None,
+        help="where the network runs (default: the --kernel's backend, else cpu, else numpy)"
     )
     parser.add_argument("--kernel", default=None, help="kernel name, e.g. cuda.mlp_fused or 07_warptile (default: fastest)")
     parser.add_argument("--model", default=None, help="model .npz file (default: the shipped model)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
 
 
+def shown(name: str) -> str:
+    """A path as printable text: bytes that are not UTF-8 (kept by Python as lone
+    surrogates) become \\xNN escapes, so a strict UTF-8 terminal or JSON reader
+    never chokes on them and the other files still run."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
-    """(shown name, path or None, error) for every image named or inside a named directory."""
+    """(name, path or None, error) for every image named, or anywhere under a named
+    directory (the app saves drawings in one folder per label); hidden files and
+    folders are passed over (half-written temporaries are hidden)."""
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+        if not raw:
+            yield raw, None, "empty path"  # Path("") would be ".", and a search of everything below it
+        elif p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
+                           and not any(part.startswith(".") for part in f.relative_to(p).parts))
             if not found:
-                yield raw, None, f"no {'/'.join(s[1:].upper() for s in IMAGE_SUFFIXES)} images in directory"
+                yield raw, None, f"no {'/'.join(s[1:].upper() for s in IMAGE_SUFFIXES)} images in this directory or below"
             for f in found:
                 yield str(f), f, ""
         elif p.exists():
@@ -48,13 +63,21 @@ def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
 
 
 def load_image(path: Path) -> np.ndarray:
-    """The image as a 2-D uint8 array. Transparent areas become white paper,
+    """The image as a 2-D array, upright as its camera meant (EXIF orientation):
+    uint8, or float32 in [0, 1] for 16-bit and floating-point images, which an
+    8-bit conversion would clip to blank. Transparent areas become white paper,
     so a dark-ink drawing saved with an alpha channel still reads."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
-        with Image.open(path) as im:
-            im.load()
+        with warnings.catch_warnings(), Image.open(path) as opened:
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # big photos are fine: we shrink them
+            opened.load()
+            im = ImageOps.exif_transpose(opened)
+            if im.mode == "F":
+                return np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], or 0..255 when above 1
+            if im.mode.startswith("I"):  # 16- or 32-bit integer grey
+                return np.asarray(im, dtype=np.float32) / np.float32(65535.0)
             if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
                 rgba = im.convert("RGBA")
                 paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
@@ -65,13 +88,14 @@ def load_image(path: Path) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> int:
-    backend = args.backend or ("cpu" if not available_backends()["cpu"] else "numpy")
+    backend = args.backend or backend_of(args.kernel) or ("cpu" if not available_backends()["cpu"] else "numpy")
     clf = Classifier(model=args.model, backend=backend, kernel=args.kernel)  # GemmpadError -> cli: message, exit 2
     failures = 0
     if not args.json:
         print(f"backend {clf.backend}, kernel {clf.kernel}")
         print(f"{'file':<40} {'digit':>5} {'confidence':>10} {'latency_us':>10}")
-    for name, path, error in image_files(args.paths):
+    for raw_name, path, error in image_files(args.paths):
+        name = shown(raw_name)
         pred = None
         if path is not None:
             try:
@@ -79,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                 if pred is None:
                     error = "no ink found (blank image)"
             except GemmpadError as exc:
-                error = str(exc)
+                error = shown(str(exc))  # messages quote the file name
         if error:
             failures += 1
             if args.json:

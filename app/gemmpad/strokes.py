@@ -21,6 +21,7 @@ from gemmpad.files import write_text
 
 Stroke = np.ndarray  # [n, 2] float, (x, y) in canvas pixels
 CANVAS = (280, 280)  # (height, width) of the app's canvas
+FAR = 10 * max(CANVAS)  # farthest a stroke point may lie from the canvas origin
 
 
 def paint_segment(canvas: np.ndarray, p0: Sequence[float], p1: Sequence[float], width: float) -> None:
@@ -89,6 +90,8 @@ def load(path: str | os.PathLike[str]) -> list[Stroke]:
             raise GemmpadError(f"{p}: stroke {i} is not a list of [x, y] points") from None
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0 or not np.all(np.isfinite(arr)):
             raise GemmpadError(f"{p}: stroke {i} must be a non-empty list of finite [x, y] points")
+        if np.abs(arr).max() > FAR:  # a pen can leave the canvas, not by kilometres (painting would run out of memory)
+            raise GemmpadError(f"{p}: stroke {i} has a point more than {FAR:g} px from the canvas origin")
         strokes.append(arr)
     return strokes
 

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 
 from gemmpad import augment, data, drawn
+from gemmpad.args import integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError
-from gemmpad.files import atomic_path, check_writable_dir
+from gemmpad.files import atomic_path, check_output_file, check_writable_dir
 from gemmpad.model import LAYERS, Model
 from gemmpad.preprocess import preprocess_batch
 
@@ -53,18 +54,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--optimizer", choices=("sgd", "adamw"),
                    help="sgd = SGD with momentum (both engines); default: adamw for torch (as the shipped "
                         "model), sgd for native")
-    p.add_argument("--epochs", type=int, default=20)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--lr", type=float, help="peak learning rate (default 0.05 sgd, 0.002 adamw)")
-    p.add_argument("--momentum", type=float, default=0.9)
-    p.add_argument("--weight-decay", type=float, default=1e-4)
+    p.add_argument("--epochs", type=integer(1), default=20)
+    p.add_argument("--batch-size", type=integer(1), default=128)
+    p.add_argument("--lr", type=number(0, above=True), help="peak learning rate (default 0.05 sgd, 0.002 adamw)")
+    p.add_argument("--momentum", type=number(0), default=0.9)
+    p.add_argument("--weight-decay", type=number(0), default=1e-4)
     p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine",
                    help="per-epoch learning rate")
     p.add_argument("--augment", default=",".join(SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
-    p.add_argument("--drawn", type=int, default=20000, metavar="N", help="synthetic drawn training digits")
-    p.add_argument("--limit", type=int, metavar="N", help="use only the first N MNIST training images")
-    p.add_argument("--val", type=int, default=5000, metavar="N", help="original training images held out for progress")
-    p.add_argument("--eval-drawn", type=int, default=drawn.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
+    p.add_argument("--drawn", type=integer(0), default=20000, metavar="N", help="synthetic drawn training digits")
+    p.add_argument("--limit", type=integer(1), metavar="N", help="use only the first N MNIST training images")
+    p.add_argument("--val", type=integer(0), default=5000, metavar="N", help="original training images held out for progress")
+    p.add_argument("--eval-drawn", type=integer(0), default=drawn.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
     p.add_argument("--seed", type=int, default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--cache", metavar="DIR", default="runs/cache", help="reuse built training arrays ('' disables)")
@@ -316,6 +317,15 @@ def plot_curves(history: list[dict[str, float]], path: Path, title: str) -> None
     plt.close(fig)
 
 
+def _plot_types() -> set[str] | None:
+    """The suffixes matplotlib can save (None without matplotlib: then any is let through)."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        return None
+    return {f".{ext}" for ext in FigureCanvasBase.get_supported_filetypes()}
+
+
 def _versions() -> dict[str, str]:
     import torch
 
@@ -332,15 +342,14 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise GemmpadError("gemmpad train needs torch: pip install 'gemmpad[train]'") from None
     log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
-    if args.epochs < 1 or args.batch_size < 1:
-        raise GemmpadError("--epochs and --batch-size must be at least 1")
     t_start = time.perf_counter()
     out_path = Path(args.output) if args.output else Path("runs") / f"mnist-mlp-{datetime.now():%Y%m%d-%H%M%S}.npz"
-    if out_path.suffix != ".npz":
-        raise GemmpadError(f"--output {out_path}: the model file must end in .npz")
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
-    for option, path in (("--output", out_path), ("--curve", curve_path)):
-        check_writable_dir(path.parent, f"{option} {path}")  # before training, not after it
+    # before training, not after it
+    check_output_file(out_path, f"--output {out_path}", {".npz"})
+    check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
+    if args.cache:
+        check_writable_dir(args.cache, f"--cache {args.cache}")
     if args.optimizer is None:
         args.optimizer = "adamw" if args.engine == "torch" else "sgd"
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
@@ -350,7 +359,7 @@ def run(args: argparse.Namespace) -> int:
 
     train, test = data.load_split("train", args.data), data.load_split("test", args.data)
     images, labels = train.images, train.labels.astype(np.int64)
-    if args.limit:
+    if args.limit is not None:
         images, labels = images[: args.limit], labels[: args.limit]
     if not 0 <= args.val < len(images):
         raise GemmpadError(f"--val {args.val}: must be between 0 and the number of training images ({len(images)})")

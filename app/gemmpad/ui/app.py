@@ -23,8 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+from gemmpad.args import number
 from gemmpad.errors import GemmpadError
-from gemmpad.files import check_writable_dir
+from gemmpad.files import check_output_file
+from gemmpad.ui.canvas import BRUSH_RANGE
 
 _T_IMPORT = time.perf_counter()
 
@@ -42,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="test-time augmentation: run B jittered copies and average (1..4096, default 1)")
     parser.add_argument("--warm", action="store_true",
                         help="warm timing: a few untimed passes before each frame's timed one (as benchmarks measure)")
-    parser.add_argument("--brush", type=float, metavar="PX", help="brush diameter in canvas pixels (default 18)")
+    parser.add_argument("--brush", type=number(BRUSH_RANGE[0], BRUSH_RANGE[1]), metavar="PX",
+                        help=f"brush diameter in canvas pixels ({BRUSH_RANGE[0]:g}-{BRUSH_RANGE[1]:g}, default 18)")
     parser.add_argument("--replay", metavar="STROKES_JSON", help="draw these strokes, then print a JSON line")
     parser.add_argument("--record", metavar="STROKES_JSON", help="save the drawing's strokes here on exit")
     parser.add_argument("--screenshot", metavar="PNG", help="write a screenshot after --replay (or at start)")
@@ -89,14 +92,6 @@ def _process_age_s() -> float | None:
         return None
 
 
-def _backend_of(kernel: str | None) -> str | None:
-    """The backend a kernel name belongs to ("cpu.01_naive" -> "cpu"), so --kernel alone suffices."""
-    if kernel is None:
-        return None
-    prefix = kernel.split(".", 1)[0]
-    return prefix if prefix in ("numpy", "cpu", "cuda") else None
-
-
 def run(args: argparse.Namespace) -> int:
     problem = display_problem()
     if problem:
@@ -107,20 +102,25 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 1 <= args.batch <= 4096:
         raise GemmpadError(f"--batch must be between 1 and 4096, got {args.batch}")
-    for option in ("screenshot", "record"):  # before the window opens, not after a drawing session
-        if getattr(args, option):
-            check_writable_dir(Path(getattr(args, option)).parent, f"--{option} {getattr(args, option)}")
+    # before the window opens, not after a drawing session
+    if args.screenshot:
+        from PIL import Image
+
+        image_types = {ext for ext, fmt in Image.registered_extensions().items() if fmt in Image.SAVE}
+        check_output_file(args.screenshot, f"--screenshot {args.screenshot}", image_types)
+    if args.record:
+        check_output_file(args.record, f"--record {args.record}")
     age = _process_age_s()
     started_at = time.perf_counter() - age if age is not None else _T_IMPORT
 
     from gemmpad import strokes
-    from gemmpad.engine import Classifier, available_backends
+    from gemmpad.engine import Classifier, available_backends, backend_of
 
     drawing = strokes.load(args.replay) if args.replay else None
     # The fastest usable backend by default: the GPU, else the native CPU code, else NumPy.
     reasons = available_backends()
     usable = [b for b in ("cuda", "cpu", "numpy") if not reasons.get(b, "unknown")]
-    backend = args.backend or _backend_of(args.kernel) or usable[0]
+    backend = args.backend or backend_of(args.kernel) or usable[0]
     classifier = Classifier(args.model, backend=backend, kernel=args.kernel)
 
     from gemmpad.ui.window import App

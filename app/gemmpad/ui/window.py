@@ -413,15 +413,7 @@ class App:
         """The weights in use and what they scored (from the model card, when there is one)."""
         model = self._model
         name = model.path.name if model.path is not None else "weights given in memory"
-        results = model.card.get("results", {}) if isinstance(model.card, dict) else {}
-        parts = [name]
-        acc = results.get("mnist_test_accuracy")
-        if isinstance(acc, (int, float)):
-            parts.append(f"MNIST test {100 * acc:.2f} %")
-        drawn = results.get("drawn_accuracy")
-        if isinstance(drawn, dict) and isinstance(drawn.get("all"), (int, float)):
-            parts.append(f"drawn digits {100 * drawn['all']:.1f} %")
-        return "  ·  ".join(parts)
+        return "  ·  ".join([name, *model.scores()])
 
     def _gpu_line(self) -> str:
         if self.gpu.available:
@@ -610,9 +602,13 @@ class App:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
         png = folder / f"{stamp}.png"
         pixels = np.round(np.clip(self.canvas.image, 0.0, 1.0) * 255.0).astype(np.uint8)
-        with atomic_path(png) as tmp:
-            Image.fromarray(pixels, mode="L").save(tmp)
-        strokes.save(png.with_suffix(".json"), self.canvas.strokes())
+        try:
+            with atomic_path(png) as tmp:
+                Image.fromarray(pixels, mode="L").save(tmp)
+            strokes.save(png.with_suffix(".json"), self.canvas.strokes())
+        except OSError as exc:  # a full disk or a folder we may not write: say so, keep the drawing
+            self.error = f"Not saved: {exc}"
+            return None
         self.message = f"Saved {png}"
         return png
 
