@@ -113,3 +113,20 @@ def test_real_mnist_files() -> None:
     assert train.images.dtype == np.uint8 and train.labels.max() == 9
     assert np.bincount(test.labels, minlength=10).min() > 800  # every digit present
     assert data.checksums_ok({**train.md5, **test.md5}), {**train.md5, **test.md5}
+
+
+def test_failed_download_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --data or $GEMMPAD_DATA the loader asks torchvision; offline, that is one clear line."""
+    datasets = pytest.importorskip("torchvision.datasets")
+
+    def offline(*args, **kwargs):
+        raise RuntimeError("Error downloading train-images-idx3-ubyte.gz:\nTried https://a/, got:\nNo route to host")
+
+    monkeypatch.delenv("GEMMPAD_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(datasets, "MNIST", offline)
+    with pytest.raises(DataError) as info:
+        data.load_split("test")
+    message = str(info.value)
+    assert "\n" not in message and "pass --data DIR or set $GEMMPAD_DATA" in message
+    assert message.endswith("RuntimeError: Error downloading train-images-idx3-ubyte.gz:)")

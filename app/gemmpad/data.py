@@ -123,9 +123,10 @@ def _torchvision_download() -> Path:
         MNIST(str(root), train=True, download=True)
         MNIST(str(root), train=False, download=True)
     except Exception as exc:  # network errors come in many types; the message is what matters
+        first = (str(exc).strip().splitlines() or [""])[0]  # torchvision lists every mirror it tried
         raise DataError(
             f"no MNIST data: pass --data DIR or set $GEMMPAD_DATA to a directory with the IDX files "
-            f"(the torchvision download failed: {type(exc).__name__}: {exc})"
+            f"(the torchvision download into {root} failed: {type(exc).__name__}: {first})"
         ) from None
     return root / "MNIST" / "raw"
 
