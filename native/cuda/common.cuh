@@ -184,6 +184,17 @@ __device__ __forceinline__ void bulk_copy(void* smem_dst, const void* gmem_src, 
                  : "memory");
 #endif
 }
+// One 2-D box of a TMA tensor map (tensor_map_2d) into shared memory (128-byte aligned),
+// at column c_inner, row c_outer; completion counted on `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c_inner, int c_outer, uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+            smem_u32(dst)),
+        "l"(map), "r"(c_inner), "r"(c_outer), "r"(smem_u32(bar))
+        : "memory");
+#endif
+}
 #endif  // __CUDACC__
 
 // A cudaLaunchKernelEx configuration; with cluster > 1 the blocks run in 1-D

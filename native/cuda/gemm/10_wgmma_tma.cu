@@ -71,15 +71,6 @@ static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
 constexpr int B_BOX_BYTES = BK * BOX_N * 2;  // 8 KB
 constexpr int GROUP_M = 8;                   // tile-rows per raster group
 
-// ---- TMA: one 2-D box of a tensor map into shared memory, completion counted on `bar`
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c_inner, int c_outer, uint64_t* bar) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-            smem_u32(dst)),
-        "l"(map), "r"(c_inner), "r"(c_outer), "r"(smem_u32(bar))
-        : "memory");
-}
-
 // ---- wgmma
 // Shared-memory matrix descriptor: start address, leading and stride byte
 // offsets (all in 16-byte units), 128-byte swizzle (layout type 1, bits 62-63).

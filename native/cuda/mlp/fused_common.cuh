@@ -152,9 +152,6 @@ __device__ __forceinline__ unsigned cluster_map_u32(const void* p, unsigned rank
     unsigned out = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(smem_u32(p)), "r"(rank));
-#else
-    (void)p;
-    (void)rank;
 #endif
     return out;
 }
@@ -165,10 +162,6 @@ __device__ __forceinline__ void st_async_f32(unsigned addr, float v, unsigned ba
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];\n" ::"r"(addr), "f"(v),
                  "r"(bar)
                  : "memory");
-#else
-    (void)addr;
-    (void)v;
-    (void)bar;
 #endif
 }
 
@@ -178,11 +171,6 @@ __device__ __forceinline__ void st_async_v2_f32(unsigned addr, float a, float b,
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::"r"(addr),
                  "f"(a), "f"(b), "r"(bar)
                  : "memory");
-#else
-    (void)addr;
-    (void)a;
-    (void)b;
-    (void)bar;
 #endif
 }
 
@@ -193,10 +181,6 @@ __device__ __forceinline__ void st_async_v4_f32(unsigned addr, float4 v, unsigne
                      addr),
                  "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar)
                  : "memory");
-#else
-    (void)addr;
-    (void)v;
-    (void)bar;
 #endif
 }
 

@@ -101,19 +101,6 @@ constexpr size_t smem_floats() {
     return (kTma ? (size_t)kChunks * BM * kXt + 32 : (size_t)BM * kXs) + (size_t)kWarps * BM * kOutPad;  // +32: alignment
 }
 
-// One 2-D box of a tensor map into shared memory (128-byte aligned), completion counted on `bar`.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c_inner, int c_outer, uint64_t* bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-            smem_u32(dst)),
-        "l"(map), "r"(c_inner), "r"(c_outer), "r"(smem_u32(bar))
-        : "memory");
-#else
-    (void)dst, (void)map, (void)c_inner, (void)c_outer, (void)bar;
-#endif
-}
-
 // Wait until at most `pending` (0-6) cp.async groups are still in flight (an immediate operand, hence the switch).
 __device__ __forceinline__ void cp_async_wait_dyn(int pending) {
     switch (pending) {

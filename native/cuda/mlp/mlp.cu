@@ -277,7 +277,6 @@ void Mlp::enqueue_fused(FusedKind kind, int batch) {
     plan.x_slices = batch <= mapped_in_max_ && plan.design == FusedPlan::Split && plan.engine == Engine::Fma &&
                     fused_split_max_clusters(plan) > 0;
     const bool mapped_in = plan.x_slices, mapped_out = batch <= mapped_out_max_;
-    graph_spin_ = mapped_out;
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
     const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
@@ -351,14 +350,13 @@ double Mlp::forward(const float* x, float* out, int batch, const std::string& ke
     timed_ = false;
     kernel_us_ = -1.0;
     bool spin = false;
+    std::memcpy(in_.ptr, x, in_bytes);  // pinned staging: read by the kernel (mapped) or copied to the device
     if (fused) {
         if (!graph_ || !(fused_key(kind, batch) == graph_key_)) capture_fused(kind, batch);
-        std::memcpy(in_.ptr, x, in_bytes);  // read by the kernel (mapped) or by the graph's memcpy node
-        spin = graph_spin_;
+        spin = batch <= mapped_out_max_;  // the graph (its key holds this policy) writes `out` mapped
         if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
         CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     } else {
-        std::memcpy(in_.ptr, x, in_bytes);
         copy_in(x_.ptr, in_.ptr, in_bytes, stream_);
         CUDA_CHECK(cudaEventRecord(start_, stream_));
         forward_layered(kernel, batch);

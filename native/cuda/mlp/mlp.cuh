@@ -203,7 +203,6 @@ class Mlp {
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
     PinnedBuffer in_, out_;
     int mapped_in_max_ = 64, mapped_out_max_ = 64;  // measured: see fused_mlp.cu's header
-    bool graph_spin_ = false;  // the captured graph writes the probabilities to mapped memory
     // The fused path runs as a CUDA graph: ONE submission for copy-in, start
     // event, kernel, stop event and copy-out. The events then bracket the
     // kernel on the GPU; launched one call at a time, the start event ran while
