@@ -527,7 +527,8 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
     const Engine tc = kind == FusedKind::Tf32 ? Engine::Tf32 : Engine::Tf32x3;
     FusedPlan p;
     // sm_90 with clusters: the k-split kernel with the smallest tile whose tiles all run in one wave
-    // of clusters (16 rows up to 240 on the H200, 32 to 480, 64 to 960), the row-block kernel beyond
+    // of clusters (H200: 16 rows up to 240, 32 to 480, 64 to 960; tf32, two blocks per SM: 16 rows
+    // up to 512, 32 to 1024), the row-block kernel beyond
     const bool sm90 = g_clusters_enabled && fused_ksplit_available();  // clusters off: the sm_80-89 paths
     const bool ksplit = batch > 64 && sm90;
     if (ksplit) {

@@ -41,6 +41,14 @@
 // So fused_plan takes the smallest tile whose tiles all fit in one wave of clusters (15 clusters
 // of 7 at once on the H200: 16 rows up to 240, 32 to 480, 64 to 960) and the row-block kernel
 // beyond: every extra wave costs ~3-10 us, three hand-offs in a row per tile.
+// Then tf32 two blocks per SM (__launch_bounds__(224, 2): 134-172 -> 122-126 registers, no spills;
+// at 134, four warps of a sub-partition needed more than its 16K registers): 32 clusters of 16- and
+// 32-row tiles at once (64-row tiles stay at 15, shared memory). Same probe, 2026-11-23 (later run),
+// tf32 at 16 / 64 / 128 / 256 / 512 / 1024 / 2048 / 4096:
+//   bm16  6.43 / 6.66 / 6.62 /  7.33 /  7.87 / 10.85 / 16.86 / 28.32  (at 256: 9.41 before)
+//   bm32  7.84 / 8.03 / 8.19 /  8.32 /  9.82 / 10.72 / 15.81 / 26.11
+// so batch 256 runs 16-row tiles in one wave (bench: tf32 8.1 -> 7.4 us kernel); 3xTF32 needs ~240
+// registers and keeps one block per SM.
 // globaltimer trace (latest block, ns after the first block starts; tf32):
 //   bm16, batch 16:  x in 1056, layer 1 done 1472, h1 in 1856, h2 in 2464, logits in 2848, end 3616
 //   bm32, batch 256: x in 1344, layer 1 done 2080, h1 in 2688, h2 in 3552, logits in 4128, end 5216
@@ -108,8 +116,10 @@ __device__ __forceinline__ void sum_inbox(const float* inbox, float bias, float*
     }
 }
 
+// tf32: two blocks per SM (ptxas keeps it to 128 registers without spilling; 134 before), so twice
+// the clusters fit in one wave. 3xTF32 needs ~240 registers: one block per SM.
 template <int BM, Engine E>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     ksplit_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch) {
     constexpr int kMt = BM / 16;  // m-tiles
     using L = KSmem<BM>;
