@@ -260,7 +260,8 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     # chaotic regime: at lr 0.1 one ReLU that flips between float32 and float64 grew into a 3.6e-3
     # difference over these 22 steps in fp32 (and 28% with bf16) for some draws; at 0.01, over 60
     # draws on an H200: fp32 at most 2.1e-5, mixed at most 2.0e-3, while the same run without
-    # weight decay lands >= 2.8e-2 away.
+    # weight decay lands >= 2.8e-2 away. One fp32 draw in ~100 still meets a flip
+    # (GEMMPAD_TEST_SEED=1060384661: 1.8e-4 in W1), so fp32 gets 1e-3, still 28x inside that gap.
     lrs, momentum, decay, seed = [0.01, 0.005], 0.9, 3e-2, 11
     stats = []
     got = train_native.fit(x, y, w0, epochs=2, batch_size=64, lr_schedule=lrs, momentum=momentum,
@@ -270,7 +271,7 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     ref, losses = sgd_reference(w0, x, y, [next(order), next(order)], 64, lrs, momentum, decay, decay_biases)
     # bf16 forward moves each step's gradients by 2-6% (see the test above), which at this learning
     # rate leaves the weights within 2e-3 of torch's: mixed precision gets 2e-2, 10x that.
-    tol = 1e-4 if precision == "fp32" else 2e-2
+    tol = 1e-3 if precision == "fp32" else 2e-2
     for name in NAMES:
         assert rel_error(got[name], ref[name]) < tol, name
     steps = len(losses) // 2
