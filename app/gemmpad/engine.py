@@ -47,6 +47,12 @@ def available_backends() -> dict[str, str]:
     return out
 
 
+def _full_names(backend: str, kernel: str) -> tuple[str, str, str]:
+    """What a kernel name given on `backend` may stand for: itself, or a short form
+    ("07_warptile" -> "cuda.07_warptile", "fused" -> "cuda.mlp_fused")."""
+    return kernel, f"{backend}.{kernel}", f"{backend}.mlp_{kernel}"
+
+
 def backend_of(kernel: str | None) -> str | None:
     """The backend a kernel name belongs to, so --kernel alone suffices: "cpu.01_naive" ->
     "cpu", and a short name one backend alone has ("07_warptile", "fused") -> that backend."""
@@ -54,8 +60,7 @@ def backend_of(kernel: str | None) -> str | None:
         return None
     if kernel == "numpy":
         return "numpy"
-    devices = {s.device for s in registry.kernels()
-               if s.name in (kernel, f"{s.device}.{kernel}", f"{s.device}.mlp_{kernel}")}
+    devices = {s.device for s in registry.kernels() if s.name in _full_names(s.device, kernel)}
     return devices.pop() if len(devices) == 1 else None
 
 
@@ -176,11 +181,11 @@ class Classifier:
         self._pending = None
 
     def _resolve_kernel(self, backend: str, kernel: str | None) -> str:
-        """Full name, or a short one: "07_warptile" -> "cuda.07_warptile", "fused" -> "cuda.mlp_fused"."""
+        """Full name, or a short one (_full_names)."""
         names = self.kernels(backend)
         if not kernel:
             return DEFAULT_KERNELS[backend]
-        for candidate in (kernel, f"{backend}.{kernel}", f"{backend}.mlp_{kernel}"):
+        for candidate in _full_names(backend, kernel):
             if candidate in names:
                 return candidate
         raise GemmpadError(f"kernel {kernel!r} is not available on backend {backend!r}; choose one of {', '.join(names)}")

@@ -613,8 +613,12 @@ class App:
         return png
 
     # ---------------------------------------------------- inference hand-off
+    def _config(self) -> tuple[str, str | None, int, bool]:
+        """What a request runs with; a change is a new request even for the same drawing."""
+        return self.backend, self.kernel, self.batch, self.warm
+
     def _submit(self) -> None:
-        config = (self.backend, self.kernel, self.batch, self.warm)
+        config = self._config()
         changed = self.canvas.version != self._submitted_version or config != self._submitted_config
         if self.canvas.empty and self.canvas.version != self._submitted_version:
             # Just cleared: blank the reading now rather than after the worker's current job.
@@ -633,7 +637,7 @@ class App:
             # The worker resolved the default kernel, or refused a switch: show what really
             # runs. (Only for the newest request: an older one describes an older choice.)
             self.backend, self.kernel = r.backend, r.kernel
-            self._submitted_config = (self.backend, self.kernel, self.batch, self.warm)
+            self._submitted_config = self._config()
             self._refresh_controls()
         self.history = r.history
         self.prediction = None if self.canvas.empty else r.prediction
