@@ -121,3 +121,24 @@ def test_kernel_list(cuda_mod):
     names = [k["name"] for k in cuda_mod.mlp_kernels()]
     assert names == ["cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32", "cuda.mlp_fused"]
     assert {k["name"]: k["precision"] for k in cuda_mod.mlp_kernels()}["cuda.mlp_fused"] == "fp32"
+
+
+@pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_tf32", "cuda.06_vectorized"])
+def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
+    """x of at least min_bytes goes to the GPU in chunks over several host threads
+    (mlp.cu's stage_chunked). Chunks that split rows, a ragged last chunk, more threads
+    than chunks, one thread, and the one-copy path all give the reference's answer."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    precision = registry.get(kernel).precision
+    for min_bytes, chunk, threads in ((0, 100_003, 3), (0, 1 << 20, 8), (0, 4096 * 784 * 4, 4), (0, 65_536, 1),
+                                      (1 << 62, 1 << 20, 4)):
+        mlp.set_staging(min_bytes, chunk, threads)
+        for batch in (65, 129, 1000, 4096):
+            x = _inputs(rng, batch)
+            out = np.full((batch, 10), np.nan, dtype=np.float32)
+            mlp.forward(x, out, kernel)
+            assert_agrees(out, reference(model, x), precision,
+                          f"{kernel} batch {batch}, chunks of {chunk} bytes over {threads} threads")
+    with pytest.raises(ValueError, match="threads >= 1"):
+        mlp.set_staging(0, 1 << 20, 0)

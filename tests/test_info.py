@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from gemmpad import native, registry
 from tests.cli_helpers import run_cli
@@ -56,3 +57,11 @@ def test_model_scores_and_model_errors(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(info, "load_model", broken)
     rc, out, err = run_cli(monkeypatch, capsys, "info")
     assert rc == 0 and "model: model file not found: /nowhere/mnist-mlp.npz" in out
+
+
+@pytest.mark.parametrize("arch, name", [("90a-real", "sm_90a"), ("90-virtual", "compute_90 (PTX)"), ("86", "sm_86 + PTX"),
+                                        ("native", "native"), ("100f-real", "sm_100f")])
+def test_arch_names(arch, name):
+    from gemmpad.info import arch_name
+
+    assert arch_name(arch) == name

@@ -70,6 +70,15 @@ def collect() -> dict[str, Any]:
     }
 
 
+def arch_name(arch: str) -> str:
+    """A CMake CUDA target as nvcc's users write it: "90a-real" -> sm_90a, "90-virtual" ->
+    compute_90 (PTX), "86" (both) -> sm_86 + PTX."""
+    num, _, kind = arch.strip().partition("-")
+    if not num[:1].isdigit():
+        return arch.strip()  # "native", "all": what CMake was given
+    return {"real": f"sm_{num}", "virtual": f"compute_{num} (PTX)"}.get(kind, f"sm_{num} + PTX")
+
+
 def run(args: argparse.Namespace) -> int:
     info = collect()
     if args.json:
@@ -83,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if not c["built"]:
         out(f"CUDA: not built ({c['reason']})\n")
     else:
-        archs = ", ".join(f"sm_{int(a) // 10}" for a in c["archs"].split(",") if a) or "unknown"
+        archs = ", ".join(arch_name(a) for a in c["archs"].split(",") if a) or "unknown"
         out(f"CUDA build: architectures {archs}\n")
         out(f"CUDA device: {c['device']} (compute {c.get('compute_capability', '?')})\n" if c["available"]
             else f"CUDA device: none usable: {c['reason']}\n")

@@ -68,7 +68,15 @@ void bind_mlp(py::module_& m) {
             },
             "Kernel time of the last forward() in microseconds (CUDA events around the forward pass); the first "
             "call after a forward() waits for its stop event.")
-        .def_property_readonly("device_bytes", &Mlp::device_bytes, "Device memory this object holds.");
+        .def_property_readonly("device_bytes", &Mlp::device_bytes, "Device memory this object holds.")
+        .def(
+            "set_staging",
+            [](Mlp& self, size_t min_bytes, size_t chunk_bytes, int threads) {
+                self.set_staging({min_bytes, chunk_bytes, threads});
+            },
+            py::arg("min_bytes"), py::arg("chunk_bytes"), py::arg("threads"),
+            "How forward() moves x of at least min_bytes to the GPU: in chunks of chunk_bytes over `threads` host "
+            "threads, host copies overlapping DMAs (default: 0, 512 KiB, up to 4). For tests and measurements.");
     m.def(
         "mem_info",
         [] {
@@ -81,7 +89,7 @@ void bind_mlp(py::module_& m) {
           "Let the fused kernels use thread-block clusters where possible (default True); False runs their "
           "sm_80-89 path (global partials + last block) on sm_90 too, for tests. Returns the previous value.");
     m.def("fused_used_clusters", &fused_used_clusters, "Whether the last split-kernel launch used clusters.");
-    m.def("build_archs", &build_arch_list, "CUDA architectures compiled in (nvcc's __CUDA_ARCH_LIST__).");
+    m.def("build_archs", &build_arch_list, "CUDA architectures compiled in, as CMake was given them (\"90a-real,90-virtual\").");
     m.def(
         "mlp_kernels",
         [] {

@@ -1,17 +1,40 @@
 // The GPU MLP object (see mlp.cuh): resident weights, growing buffers,
 // pinned + mapped staging, event timing, and the layer-by-layer path through
 // any GEMM kernel of the registry.
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "mlp.cuh"
 
 namespace gemmpad::cuda {
+
+void copy_streaming(void* dst_, const void* src_, size_t n) {
+    char* dst = static_cast<char*>(dst_);
+    const char* src = static_cast<const char*>(src_);
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15); ++i) dst[i] = src[i];
+    for (; i + 64 <= n; i += 64) {  // four loads in flight, then four streaming stores
+        __m128i v[4];
+        for (int j = 0; j < 4; ++j) v[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16 * j));
+        for (int j = 0; j < 4; ++j) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16 * j), v[j]);
+    }
+    _mm_sfence();  // streaming stores are weakly ordered: make them visible before the DMA is queued
+#endif
+    std::memcpy(dst + i, src + i, n - i);
+}
 
 void* DeviceBuffer::reserve(size_t want) {
     if (want > bytes) {
@@ -100,9 +123,10 @@ std::vector<float> fragment_order(const std::vector<float>& m, int K, int N, int
 
 }  // namespace
 
-// x: pinned host staging -> device, then the hand-off kernel above.
-static void copy_in(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+// x: pinned host staging -> device (unless forward() has queued that already: stage_chunked),
+// then the hand-off kernel above.
+static void copy_in(void* dst, const void* src, size_t bytes, bool staged, cudaStream_t stream) {
+    if (!staged) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
     copy_handoff_kernel<<<1, 32, 0, stream>>>();
     CUDA_CHECK_LAUNCH("copy hand-off");
 }
@@ -242,7 +266,7 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
 
 bool Mlp::GraphKey::operator==(const GraphKey& o) const {
     if (kind != o.kind || batch != o.batch || clusters != o.clusters || mapped_in_max != o.mapped_in_max ||
-        mapped_out_max != o.mapped_out_max)
+        mapped_out_max != o.mapped_out_max || staged != o.staged)
         return false;
     for (int i = 0; i < 6; ++i)
         if (buffers[i] != o.buffers[i]) return false;
@@ -256,6 +280,7 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch) const {
     k.clusters = fused_clusters_enabled();
     k.mapped_in_max = mapped_in_max_;
     k.mapped_out_max = mapped_out_max_;
+    k.staged = staged(batch);
     const void* b[6] = {x_.ptr, probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr, scratch_counters_.ptr};
     std::copy(b, b + 6, k.buffers);
     return k;
@@ -271,6 +296,73 @@ void Mlp::set_io_policy(int mapped_in_max, int mapped_out_max) {
     mapped_out_max_ = mapped_out_max;
 }
 
+void Mlp::set_staging(const Staging& staging) {
+    if (staging.chunk_bytes == 0 || staging.threads < 1)
+        throw std::invalid_argument("staging needs chunk_bytes > 0 and threads >= 1");
+    staging_ = staging;
+}
+
+Mlp::Staging Mlp::default_staging() {
+    const int hw = (int)std::thread::hardware_concurrency();  // 0 where unknown
+    return {0, size_t{512} << 10, std::clamp(hw / 2, 1, 4)};
+}
+
+bool Mlp::staged(int batch) const {
+    // (never for batches the kernel may read from mapped memory: those are small anyway)
+    return batch > mapped_in_max_ && (size_t)batch * kIn * sizeof(float) >= staging_.min_bytes;
+}
+
+// A large x took two serial passes: the host copy into pinned staging (12.8 MB at batch 4096:
+// 0.9-1.1 ms on one core of the H200's host), then the DMA to the device (0.24 ms). Here it
+// goes in chunks: `threads` threads (this one and threads - 1 more) each take the lowest chunk
+// not yet taken, copy it into pinned staging with streaming stores and queue its DMA at once,
+// so the copy engine starts after the first chunk and the host copy runs on several cores.
+// DMAs may be queued out of order; the graph behind them waits for all.
+// Measured (H200 host, 16 hardware threads, 2026-11-23; native/tools/mlp_probe.cu "staging" mode).
+// A copy of this function with stamps, 4096 rows, us from entry until the DMAs are done: memcpy
+// on one thread 1191, on 4 threads (1 MB chunks) 645-671; streaming stores on one thread 954, on
+// 4 threads 371-385: the DMA now ends 40-90 us after the last host copy instead of ~260 (a plain
+// copy's stores read every line before writing it and leave it dirty in the cache, so host copy
+// and DMA fought over memory); on 8 threads 410 (a thread spawn costs ~17 us). Mlp::forward end
+// to end (cuda.mlp_fused_tf32, C++ clock), one copy + one DMA -> 512 KB chunks over 4 threads:
+// batch 128 60.0 -> 52.1 us, 256 101.2 -> 80.6, 512 181.0 -> 115.3, 1024 349.0 -> 165.9,
+// 4096 1302.0 -> 417.2 (1 MB chunks: 415-436 at 4096, 179-188 at 1024).
+void Mlp::stage_chunked(const float* x, size_t bytes) {
+    const size_t chunk = staging_.chunk_bytes, chunks = (bytes + chunk - 1) / chunk;
+    const int n = (int)std::min<size_t>((size_t)staging_.threads, chunks);
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    const char* src = reinterpret_cast<const char*>(x);
+    char* pinned = static_cast<char*>(in_.ptr);
+    char* dev = static_cast<char*>(x_.ptr);
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::vector<cudaError_t> errors(n, cudaSuccess);  // per thread: nothing in work() allocates or throws
+    std::vector<const char*> calls(n, "");
+    auto work = [&](int t) noexcept {
+        cudaError_t e = cudaSuccess;
+        if (t > 0 && (e = cudaSetDevice(device)) != cudaSuccess) calls[t] = "cudaSetDevice (staging thread)";
+        for (size_t c; e == cudaSuccess && !failed.load(std::memory_order_relaxed) && (c = next.fetch_add(1)) < chunks;) {
+            const size_t off = c * chunk, len = std::min(chunk, bytes - off);
+            copy_streaming(pinned + off, src + off, len);
+            e = cudaMemcpyAsync(dev + off, pinned + off, len, cudaMemcpyHostToDevice, stream_);
+            if (e != cudaSuccess) calls[t] = "cudaMemcpyAsync(x chunk)";
+        }
+        if (e != cudaSuccess) failed = true;
+        errors[t] = e;
+    };
+    std::vector<std::thread> helpers;
+    helpers.reserve(n - 1);
+    try {
+        for (int t = 1; t < n; ++t) helpers.emplace_back(work, t);
+    } catch (const std::system_error&) {  // no thread to be had: the ones running (and this one) share the chunks
+    }
+    work(0);
+    for (auto& h : helpers) h.join();
+    for (int t = 0; t < n; ++t)
+        if (errors[t] != cudaSuccess) check(errors[t], calls[t], __FILE__, __LINE__);
+}
+
 void Mlp::enqueue_fused(FusedKind kind, int batch) {
     FusedPlan plan = fused_plan(kind, batch);
     // x from host memory only where the kernel shares it over a cluster (read once, not once per block)
@@ -281,7 +373,7 @@ void Mlp::enqueue_fused(FusedKind kind, int batch) {
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
     const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
     float* dst = mapped_out ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
-    if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, stream_);
+    if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, staged(batch), stream_);
     CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
     launch_fused(plan, fused_weights(), src, dst, batch, s, stream_);
     CUDA_CHECK(cudaEventRecordWithFlags(stop_, stream_, cudaEventRecordExternal));
@@ -350,14 +442,16 @@ double Mlp::forward(const float* x, float* out, int batch, const std::string& ke
     timed_ = false;
     kernel_us_ = -1.0;
     bool spin = false;
-    std::memcpy(in_.ptr, x, in_bytes);  // pinned staging: read by the kernel (mapped) or copied to the device
+    const bool chunked = staged(batch);
+    if (chunked) stage_chunked(x, in_bytes);  // queued on the stream ahead of the graph or the layers
+    else std::memcpy(in_.ptr, x, in_bytes);   // pinned staging: read by the kernel (mapped) or copied to the device
     if (fused) {
         if (!graph_ || !(fused_key(kind, batch) == graph_key_)) capture_fused(kind, batch);
         spin = batch <= mapped_out_max_;  // the graph (its key holds this policy) writes `out` mapped
         if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
         CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     } else {
-        copy_in(x_.ptr, in_.ptr, in_bytes, stream_);
+        copy_in(x_.ptr, in_.ptr, in_bytes, chunked, stream_);
         CUDA_CHECK(cudaEventRecord(start_, stream_));
         forward_layered(kernel, batch);
         CUDA_CHECK(cudaEventRecord(stop_, stream_));
@@ -385,15 +479,14 @@ double Mlp::kernel_us() {
 
 namespace gemmpad::cuda {
 
-// The architectures this module was compiled for, as nvcc lists them
-// (__CUDA_ARCH_LIST__, e.g. "800,860,890,900"); `gemmpad info` shows it.
+// The architectures this module was compiled for, as CMake was asked for them
+// ("80-real,86-real,89-real,90a-real,90-virtual"; native/CMakeLists.txt), for
+// `gemmpad info`. (nvcc's own __CUDA_ARCH_LIST__ says 900 for sm_90 and sm_90a alike.)
 std::string build_arch_list() {
-#ifdef __CUDA_ARCH_LIST__
-#define GEMMPAD_STR2(...) #__VA_ARGS__
-#define GEMMPAD_STR(...) GEMMPAD_STR2(__VA_ARGS__)  // the list has commas
-    return GEMMPAD_STR(__CUDA_ARCH_LIST__);
+#ifdef GEMMPAD_CUDA_ARCHITECTURES
+    return GEMMPAD_CUDA_ARCHITECTURES;
 #else
-    return "";
+    return "";  // built without CMake (native/tools/mlp_probe.cu)
 #endif
 }
 

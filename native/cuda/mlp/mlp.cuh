@@ -119,11 +119,15 @@ bool set_fused_clusters(bool enabled);
 bool fused_used_clusters();
 bool fused_clusters_enabled();
 
-// Architectures the module was compiled for, e.g. "800,860,890,900".
+// Architectures the module was compiled for, as CMake was given them, e.g. "80-real,90a-real,90-virtual".
 std::string build_arch_list();
 
 // Row-wise softmax over `n` columns, one warp per row.
 void launch_softmax(const float* logits, float* probs, int rows, int n, cudaStream_t stream);
+
+// memcpy with streaming (non-temporal) stores on x86: the destination is not read into the
+// cache first nor left dirty there, for memory a DMA reads next (plain memcpy elsewhere).
+void copy_streaming(void* dst, const void* src, size_t n);
 
 // A device or pinned-host allocation that only grows.
 struct DeviceBuffer {
@@ -164,13 +168,27 @@ class Mlp {
     // native/tools/mlp_probe.cu times the alternatives):
     //   batches up to mapped_in_max whose plan splits FMA tiles over a cluster:
     //     the kernel reads x from mapped pinned host memory, each block 1/S of
-    //     it, shared over the cluster (FusedPlan::x_slices); others: a memcpy
-    //     node copies x to the device first.
+    //     it, shared over the cluster (FusedPlan::x_slices); others: forward()
+    //     copies x to the device first (set_staging: how).
     //   batches up to mapped_out_max: the kernel writes the probabilities to
     //     mapped pinned host memory, and the host, instead of waiting for the
     //     stream, spins until every value has replaced the marker it wrote there
     //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
     void set_io_policy(int mapped_in_max, int mapped_out_max);
+    // How forward() moves x to the device where the kernel does not read it from
+    // mapped memory (native/tools/mlp_probe.cu's "staging" mode times the
+    // choices): inputs of at least `min_bytes` go in chunks of `chunk_bytes`,
+    // each copied into pinned staging by one of `threads` host threads, which
+    // queues that chunk's DMA at once, so host copies and DMAs overlap; smaller
+    // inputs take one host copy and a memcpy node of the graph.
+    struct Staging {
+        size_t min_bytes, chunk_bytes;
+        int threads;
+    };
+    void set_staging(const Staging& staging);
+    // The measured choice: every batch the kernel does not read from mapped memory, 512 KiB chunks,
+    // up to 4 threads (half the hardware threads, at least one).
+    static Staging default_staging();
     FusedWeights fused_weights() const;
 
   private:
@@ -180,6 +198,7 @@ class Mlp {
         int batch = 0;
         bool clusters = false;
         int mapped_in_max = 0, mapped_out_max = 0;
+        bool staged = false;  // forward() moved x to the device (stage_chunked), the graph does not
         const void* buffers[6] = {};
         bool operator==(const GraphKey& o) const;
     };
@@ -190,6 +209,8 @@ class Mlp {
     void enqueue_fused(FusedKind kind, int batch);  // copy in (+ hand-off), start, kernel, stop, copy out
     void capture_fused(FusedKind kind, int batch);
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
+    bool staged(int batch) const;                       // whether forward() stages this batch in chunks
+    void stage_chunked(const float* x, size_t bytes);   // x -> pinned staging -> x_, chunk by chunk
 
     cudaStream_t stream_ = nullptr;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -203,8 +224,10 @@ class Mlp {
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
     PinnedBuffer in_, out_;
     int mapped_in_max_ = 64, mapped_out_max_ = 64;  // measured: see fused_mlp.cu's header
-    // The fused path runs as a CUDA graph: ONE submission for copy-in, start
-    // event, kernel, stop event and copy-out. The events then bracket the
+    Staging staging_ = default_staging();  // measured: see stage_chunked in mlp.cu
+    // The fused path runs as a CUDA graph: ONE submission for copy-in (where
+    // forward() has not queued it already: stage_chunked), start event, kernel,
+    // stop event and copy-out. The events then bracket the
     // kernel on the GPU; launched one call at a time, the start event ran while
     // the host was still inside the launch call, so kernel_us also counted the
     // host's launch overhead (~5 us). The last capture is kept and replayed
