@@ -115,6 +115,13 @@ def test_table_output(monkeypatch, capsys, images, model_file):
     assert rc == 1
     assert "backend numpy, kernel numpy" in out
     assert "wide.jpg" in out and "nope.bmp" in out and "error: no such file" in out
+    # the columns line up whatever the names' lengths (the temporary paths here pass 40 characters)
+    width = max(len(str(images["wide.jpg"])), len(str(images["dark.png"].parent / "nope.bmp")))
+    assert width > 40
+    header, good, bad = out.splitlines()[1:4]
+    assert header.index("digit") == width + 1
+    assert good[width] == " " and good[width + 1:width + 6].strip().isdigit()
+    assert bad[width + 1:].startswith("error: no such file")
 
 
 def test_unknown_kernel_and_model(monkeypatch, capsys, images, model_file, tmp_path):

@@ -91,11 +91,12 @@ def run(args: argparse.Namespace) -> int:
     backend = args.backend or backend_of(args.kernel) or ("cpu" if not available_backends()["cpu"] else "numpy")
     clf = Classifier(model=args.model, backend=backend, kernel=args.kernel)  # GemmpadError -> cli: message, exit 2
     failures = 0
+    files = [(shown(raw_name), path, error) for raw_name, path, error in image_files(args.paths)]
+    width = max([len("file")] + [len(name) for name, _, _ in files])  # the table lines up for any name
     if not args.json:
         print(f"backend {clf.backend}, kernel {clf.kernel}")
-        print(f"{'file':<40} {'digit':>5} {'confidence':>10} {'latency_us':>10}")
-    for raw_name, path, error in image_files(args.paths):
-        name = shown(raw_name)
+        print(f"{'file':<{width}} {'digit':>5} {'confidence':>10} {'latency_us':>10}")
+    for name, path, error in files:
         pred = None
         if path is not None:
             try:
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"file": name, "error": error}))
             else:
-                print(f"{name:<40} error: {error}")
+                print(f"{name:<{width}} error: {error}")
             continue
         assert pred is not None
         if args.json:
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
         else:
-            print(f"{name:<40} {pred.digit:>5} {pred.confidence:>10.4f} {pred.timing.end_to_end_us:>10.1f}")
+            print(f"{name:<{width}} {pred.digit:>5} {pred.confidence:>10.4f} {pred.timing.end_to_end_us:>10.1f}")
         sys.stdout.flush()
     if failures:
         print(f"gemmpad predict: {failures} file(s) failed", file=sys.stderr)
