@@ -5,6 +5,10 @@
 #include <emmintrin.h>
 #endif
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -303,7 +307,11 @@ void Mlp::set_staging(const Staging& staging) {
 }
 
 Mlp::Staging Mlp::default_staging() {
-    const int hw = (int)std::thread::hardware_concurrency();  // 0 where unknown
+    int hw = (int)std::thread::hardware_concurrency();  // 0 where unknown
+#if defined(__linux__)
+    cpu_set_t allowed;  // the CPUs this process may run on (taskset, a container's cpuset), not all online ones
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) hw = CPU_COUNT(&allowed);
+#endif
     return {0, size_t{512} << 10, std::clamp(hw / 2, 1, 4)};
 }
 

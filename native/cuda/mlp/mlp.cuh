@@ -187,7 +187,7 @@ class Mlp {
     };
     void set_staging(const Staging& staging);
     // The measured choice: every batch the kernel does not read from mapped memory, 512 KiB chunks,
-    // up to 4 threads (half the hardware threads, at least one).
+    // up to 4 threads (half the CPUs this process may run on, at least one).
     static Staging default_staging();
     FusedWeights fused_weights() const;
 
