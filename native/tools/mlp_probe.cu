@@ -46,6 +46,18 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// Median host-clock microseconds of `reps` calls of f after `warmup` untimed ones.
+double host_median_us(const std::function<void()>& f, int reps, int warmup) {
+    std::vector<double> v;
+    for (int i = 0; i < warmup + reps; ++i) {
+        const auto t0 = clk::now();
+        f();
+        const auto t1 = clk::now();
+        if (i >= warmup) v.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    return median(v);
+}
+
 struct Model {
     std::vector<float> W1, b1, W2, b2, W3, b3;
 };
@@ -117,6 +129,23 @@ double rel_error(const float* out, const double* ref, int batch) {
         den += ref[i] * ref[i];
     }
     return std::sqrt(num / den);
+}
+
+// Mlp::forward on the first `batch` rows of x, `reps` times after `warmup` untimed calls, the
+// output poisoned before each: medians of kernel and end-to-end time, and the last output's error.
+struct ForwardTimes {
+    double kernel_us, e2e_us, error;
+};
+ForwardTimes time_forward(Mlp& mlp, const char* kernel, const float* x, float* out, const double* ref, int batch,
+                          int reps, int warmup) {
+    std::vector<double> ks, es;
+    for (int i = 0; i < warmup + reps; ++i) {
+        std::fill(out, out + (size_t)batch * 10, NAN);
+        const double e = mlp.forward(x, out, batch, kernel);
+        const double k = mlp.kernel_us();
+        if (i >= warmup) ks.push_back(k), es.push_back(e);
+    }
+    return {median(ks), median(es), rel_error(out, ref, batch)};
 }
 
 // Kernel time of `enqueue` (events inside a graph, as Mlp does) and host time
@@ -744,16 +773,7 @@ int main(int argc, char** argv) {
             auto k = [&] { pcie_kernel<<<1, 224, 0, st>>>(xm4, out_map, 196, 1); };
             Timing t = time_graph(st, k, 2000);
             std::printf("  V1 graph [event, kernel, event] + cudaStreamSynchronize:      kernel %5.2f  e2e %5.2f us\n", t.kernel_us, t.e2e_us);
-            auto host_loop = [&](const std::function<void()>& call) {
-                std::vector<double> es;
-                for (int i = 0; i < 2100; ++i) {
-                    const auto t0 = clk::now();
-                    call();
-                    const auto t1 = clk::now();
-                    if (i >= 100) es.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-                }
-                return median(es);
-            };
+            auto host_loop = [](const std::function<void()>& call) { return host_median_us(call, 2000, 100); };
             {
                 cudaGraph_t g;
                 cudaGraphExec_t ge;
@@ -925,15 +945,7 @@ int main(int argc, char** argv) {
     // ---------------------------------------------------------------- x staging for large batches (C++)
     if (mode == "staging") {
         const size_t mb = size_t{1} << 20, bytes = x_all.size() * sizeof(float);
-        auto host_us = [](const std::function<void()>& f, int reps) {
-            std::vector<double> v;
-            for (int i = 0; i < reps + 3; ++i) {
-                const auto t0 = clk::now();
-                f();
-                if (i >= 3) v.push_back(std::chrono::duration<double, std::micro>(clk::now() - t0).count());
-            }
-            return median(v);
-        };
+        auto host_us = [](const std::function<void()>& f, int reps) { return host_median_us(f, reps, 3); };
         std::printf("\n== x staging, %d rows (%.1f MB), host clock us, median of 30; %u hardware threads\n", kMax,
                     bytes / 1e6, std::thread::hardware_concurrency());
         std::printf("  host copy into pinned memory, one thread: %8.1f\n",
@@ -1024,13 +1036,9 @@ int main(int argc, char** argv) {
             mlp.set_staging(policy);
             std::printf("  %-26s", name.c_str());
             for (int b : sb) {
-                std::vector<double> es;
-                for (int i = 0; i < 220; ++i) {
-                    std::fill(out.begin(), out.begin() + (size_t)b * 10, NAN);
-                    const double e = mlp.forward(x_all.data(), out.data(), b, "cuda.mlp_fused_tf32");
-                    if (i >= 20) es.push_back(e);
-                }
-                std::printf(" %8.1f%s", median(es), rel_error(out.data(), ref_all.data(), b) <= 5e-3 ? "" : " WRONG");
+                const ForwardTimes t =
+                    time_forward(mlp, "cuda.mlp_fused_tf32", x_all.data(), out.data(), ref_all.data(), b, 200, 20);
+                std::printf(" %8.1f%s", t.e2e_us, t.error <= 5e-3 ? "" : " WRONG");
                 std::fflush(stdout);
             }
             std::printf("\n");
@@ -1044,16 +1052,9 @@ int main(int argc, char** argv) {
         std::printf("\n== Mlp::forward (C++ host clock, no Python), kernel / e2e us, median of 2000 (300 at >= 256)\n");
         std::vector<float> out((size_t)kMax * 10);
         auto e2e = [&](const char* k, int b, int reps) {
-            std::vector<double> ks, es;
-            for (int i = 0; i < reps + 100; ++i) {
-                std::fill(out.begin(), out.begin() + (size_t)b * 10, NAN);
-                const double eus = mlp.forward(x_all.data(), out.data(), b, k);
-                const double kus = mlp.kernel_us();
-                if (i >= 100) ks.push_back(kus), es.push_back(eus);
-            }
-            const double e = rel_error(out.data(), ref_all.data(), b);
-            std::printf("  %5d: %6.2f / %7.2f%s", b, median(ks), median(es),
-                        e <= (std::string(k) == "cuda.mlp_fused_tf32" ? 5e-3 : 1e-5) ? "" : " WRONG");
+            const ForwardTimes t = time_forward(mlp, k, x_all.data(), out.data(), ref_all.data(), b, reps, 100);
+            std::printf("  %5d: %6.2f / %7.2f%s", b, t.kernel_us, t.e2e_us,
+                        t.error <= (std::string(k) == "cuda.mlp_fused_tf32" ? 5e-3 : 1e-5) ? "" : " WRONG");
             std::fflush(stdout);
         };
         for (const char* k : {"cuda.mlp_fused", "cuda.mlp_fused_tf32", "cuda.mlp_fused_3xtf32"}) {
