@@ -184,6 +184,19 @@ __device__ __forceinline__ void bulk_copy(void* smem_dst, const void* gmem_src, 
                  : "memory");
 #endif
 }
+// bulk_copy into the same shared-memory offset of every block of the cluster in `mask`
+// (bit r: rank r), counted on the mbarrier at `bar`'s offset in each of them: one L2
+// read, several deliveries. Their mbarriers must be initialised first (a cluster barrier).
+__device__ __forceinline__ void bulk_copy_multicast(void* smem_dst, const void* gmem_src, unsigned bytes, uint64_t* bar,
+                                                    uint16_t mask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n" ::"r"(
+            smem_u32(smem_dst)),
+        "l"(gmem_src), "r"(bytes), "r"(smem_u32(bar)), "h"(mask)
+        : "memory");
+#endif
+}
 // One 2-D box of a TMA tensor map (tensor_map_2d) into shared memory (128-byte aligned),
 // at column c_inner, row c_outer; completion counted on `bar`.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c_inner, int c_outer, uint64_t* bar) {

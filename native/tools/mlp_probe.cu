@@ -305,18 +305,10 @@ __global__ void mcast_kernel(const char* src, unsigned piece, int pieces, int C,
     __syncthreads();
     cluster_arrive_release();
     cluster_wait_acquire();  // every block's barrier is initialised before any copy lands
-    if (threadIdx.x == 0) {
-        const unsigned b = smem_u32(&bar);
-        const unsigned short mask = (unsigned short)((1u << C) - 1);
-        for (int p = (int)rank; p < pieces; p += C) {
-            const unsigned d = smem_u32(buf + (size_t)p * piece);
-            asm volatile(
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, "
-                "[%3], %4;\n" ::"r"(d),
-                "l"(src + (size_t)p * piece), "r"(piece), "r"(b), "h"(mask)
-                : "memory");
-        }
-    }
+    if (threadIdx.x == 0)
+        for (int p = (int)rank; p < pieces; p += C)
+            bulk_copy_multicast(buf + (size_t)p * piece, src + (size_t)p * piece, piece, &bar,
+                                (uint16_t)((1u << C) - 1));
     mbar_wait(&bar, 0);
     cluster_arrive_release();
     cluster_wait_acquire();
@@ -487,7 +479,7 @@ int main(int argc, char** argv) {
                  {"split bm1 fma c16 +cl", 1}, {"split bm1 fma c8 +cl", 1}, {"split bm1 fma c8 +cl xs", 1}, {"split bm1 fma c16 -cl", 1},
                  {"split bm16 3xtf32 c16 -cl", 256}, {"split bm16 3xtf32 c16 +cl", 256}, {"ksplit bm16 w7 tf32", 16},
                  {"ksplit bm16 w7 tf32", 64}, {"ksplit bm32 w7 tf32", 256}, {"ksplit bm64 w7 tf32", 512},
-                 {"ksplit bm64 w7 3xtf32", 512}}) {
+                 {"ksplit bm64 w7 3xtf32", 512}, {"ksplit bm16 w7 tf32", 256}}) {
             const Config& c = find(name);
             const int blocks = std::min(64, ((b + c.bm - 1) / c.bm) * (c.ksplit ? 7 : 112 / c.cols));
             const char* kphase[] = {"start", "x in", "layer 1 done", "cluster wait", "h1 in", "h2 in", "logits in", "end"};
@@ -516,6 +508,24 @@ int main(int argc, char** argv) {
     }
 #endif
 
+    // PROBE_FILTER="a|b|c": only configs whose name contains one of the parts (for the slow sanitizers,
+    // and A/B runs of one kernel)
+    const char* filter = std::getenv("PROBE_FILTER");
+    auto selected = [&](const std::string& name) {
+        if (mode == "rows" && name.rfind("rows", 0) != 0 && name.rfind("ksplit", 0) != 0) return false;
+        if (!filter || !*filter) return true;
+        std::string f = filter;
+        size_t pos = 0;
+        while (pos <= f.size()) {
+            const size_t bar = f.find('|', pos);
+            const std::string part = f.substr(pos, bar == std::string::npos ? std::string::npos : bar - pos);
+            if (!part.empty() && name.find(part) != std::string::npos) return true;
+            if (bar == std::string::npos) break;
+            pos = bar + 1;
+        }
+        return false;
+    };
+
     // ---------------------------------------------------------------- correctness
     if (mode == "all" || mode == "check" || mode == "final" || mode == "rows") {
         std::vector<int> batches = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257,
@@ -532,22 +542,6 @@ int main(int argc, char** argv) {
                     std::printf("  max active clusters %-32s ERROR %s\n", c.name.c_str(), e.what());
                 }
         std::printf("\n== correctness (rel. error vs float64; NaN-poisoned output; x in device memory and, up to 64, mapped)\n");
-        // PROBE_FILTER="a|b|c": only configs whose name contains one of the parts (for the slow sanitizers)
-        const char* filter = std::getenv("PROBE_FILTER");
-        auto selected = [&](const std::string& name) {
-            if (mode == "rows" && name.rfind("rows", 0) != 0 && name.rfind("ksplit", 0) != 0) return false;
-            if (!filter || !*filter) return true;
-            std::string f = filter;
-            size_t pos = 0;
-            while (pos <= f.size()) {
-                const size_t bar = f.find('|', pos);
-                const std::string part = f.substr(pos, bar == std::string::npos ? std::string::npos : bar - pos);
-                if (!part.empty() && name.find(part) != std::string::npos) return true;
-                if (bar == std::string::npos) break;
-                pos = bar + 1;
-            }
-            return false;
-        };
         for (const auto& c : configs) try {
             if (!selected(c.name)) continue;
             double worst = 0;
@@ -624,7 +618,7 @@ int main(int argc, char** argv) {
             };
             row_of("empty kernel, 7 blocks x 224", [&](int) { launch_empty(st, 7, 224, 1); });
             for (const auto& c : configs) try {
-                if (!c.rows && !c.ksplit) continue;
+                if ((!c.rows && !c.ksplit) || !selected(c.name)) continue;
                 row_of(c.name, [&](int b) { launch(c, x_dev, out_dev, b); });
             } catch (const std::exception& e) {
                 std::printf(" ERROR %s\n", e.what());

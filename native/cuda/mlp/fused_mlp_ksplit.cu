@@ -63,7 +63,27 @@
 // and were dropped.
 // Short of the inference issue's 5 us at batch 256: ~5.4 us of the 7.9 are the chain above,
 // on top of the empty-kernel floor.
+// Then (2026-11-23, later): the tail's softmax with 8 lanes per row for 16-row tiles and 4 for
+// 32- and 64-row ones (16 lanes before: two passes over a 16-row tile, its shuffles in series),
+// sum_inbox by float2 / float4 (one pass over 16- and 32-row tiles), and the biases in shared
+// memory (the wider sums' biases in registers made tf32 spill). A/B in one device call, probe
+// "rows" mode, x copied in + an empty kernel, two rounds each, us at batch 16 / 128 / 256 /
+// 1024 / 4096 (old in brackets):
+//   bm16 tf32: 6.11-6.30 / 6.30-6.50 / 7.30-7.39 / 10.72 / 26.2
+//              (6.46-6.53 / 6.75-6.78 / 7.42-7.49 / 11.17-11.23 / 28.6)
+//   bm32 3xTF32 at 256: 8.96-9.06 (9.41-9.50); bm32 tf32 at 256: 7.55-7.78 (8.32-8.45);
+//   bm64 3xTF32 at 512: 13.38-13.50 (13.92-14.02). Trace, bm16 tf32 at batch 16: logits in -> end
+//   512 ns (768).
+// Tried and dropped the same day: ONE hand-off instead of three. Tiles of 14 rows per m-tile (mma
+// rows 7 and 15 padding), so that lane group g of every warp holds two rows of block g alone; after
+// layer 1 each block receives its rows' partials from the 7 and finishes layers 2 and 3 by itself,
+// W2 and W3 in its shared memory (multicast over the cluster, 1/7 of them per block from L2).
+// Layers 2-3 on CUDA cores: layer 2 alone took ~1 us in the trace, tf32 at 256 9.15 us (this
+// kernel 7.39 in the same run); on tensor cores (each warp a 14-k-step chain for its column pair):
+// 770 ns, 8.93 us (7.36); 3xTF32 in 28-row tiles at 256: 10.11 (32-row tiles 9.25). The owner's
+// chain of 14 dependent mma costs more than the two hand-offs it saves (2 k-steps each).
 #include <algorithm>
+#include <type_traits>
 
 #include "fused_common.cuh"
 
@@ -103,16 +123,27 @@ __device__ __forceinline__ void push(const float (&hi)[kMt][2][4], const float (
         }
 }
 
-// dst[r][c] = relu(bias + the senders' inbox[.][r][c]) for a [BM,16] slice, NaN kept as quiet_nan.
-// Every element a thread sums is in column threadIdx.x % 16, so `bias` is that column's, loaded once.
+// dst[r][c] = relu(bias[c] + the senders' inbox[.][r][c]) for a [BM,16] slice, NaN kept as quiet_nan.
+// A thread sums V adjacent columns, one vector load per sender: V = 2 lets one pass cover a 16-row
+// tile, 4 a 32-row one (64-row tiles: 3 passes).
 template <int BM, int kSenders>
-__device__ __forceinline__ void sum_inbox(const float* inbox, float bias, float* dst) {
-    static_assert(kThreads % 16 == 0, "one column per thread");
-    for (int i = threadIdx.x; i < BM * 16; i += kThreads) {
-        float v = bias;
+__device__ __forceinline__ void sum_inbox(const float* inbox, const float* bias, float* dst) {
+    constexpr int V = BM == 16 ? 2 : 4;
+    using Vec = std::conditional_t<V == 2, float2, float4>;
+    static_assert(kThreads * V % 16 == 0, "the same columns in every pass");
+    for (int i = threadIdx.x * V; i < BM * 16; i += kThreads * V) {
+        float v[V];
 #pragma unroll
-        for (int p = 0; p < kSenders; ++p) v += inbox[p * BM * 16 + i];
-        dst[(i / 16) * kPs + i % 16] = quiet_nan(relu(v));
+        for (int c = 0; c < V; ++c) v[c] = bias[i % 16 + c];
+#pragma unroll
+        for (int p = 0; p < kSenders; ++p) {
+            const Vec a = *reinterpret_cast<const Vec*>(inbox + p * BM * 16 + i);
+            const float* f = reinterpret_cast<const float*>(&a);
+#pragma unroll
+            for (int c = 0; c < V; ++c) v[c] += f[c];
+        }
+#pragma unroll
+        for (int c = 0; c < V; ++c) dst[(i / 16) * kPs + i % 16 + c] = quiet_nan(relu(v[c]));
     }
 }
 
@@ -131,6 +162,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     float* h1s = in3 + L::inbox;
     float* h2s = h1s + L::h;
     __shared__ __align__(8) uint64_t bar[3];  // the three inboxes' arrivals, one phase per tile
+    __shared__ float bias[48];                // b1 and b2 of this block's 16 hidden units, b3 (padded to 16)
 
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int pair = warp;
@@ -163,6 +195,8 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
         cp_async_commit();
     };
     load_x(first, xbuf);
+    if (tid < 48)
+        bias[tid] = __ldg(tid < 16 ? w.b1 + 16 * s + tid : tid < 32 ? w.b2 + 16 * s + tid - 16 : w.b3 + tid - 32);
     // B fragments, kept in registers for every tile: W1 (this pair, this block's 14 k-steps), W2 (pair
     // `pair`, k-steps 2s and 2s + 1: this block's 16 hidden units), W3 (k-steps 2s, 2s + 1)
     float4 w1r[kSliceSteps], w2r[2], w3r[2];
@@ -176,8 +210,8 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
             w3r[j] = __ldg(reinterpret_cast<const float4*>(w.w3f) + (size_t)(2 * s + j) * 32 + lane);
         }
     }
-    const int o = tid % 16;  // the column this thread sums (sum_inbox) and the output it computes (softmax)
-    const float b1v = __ldg(w.b1 + 16 * s + o), b2v = __ldg(w.b2 + 16 * s + o), b3v = o < kOut ? __ldg(w.b3 + o) : 0.f;
+    // softmax: kLanes lanes per row, as few as let one pass cover 16- and 32-row tiles
+    constexpr int kLanes = BM <= 16 ? 8 : 4, kPerLane = 16 / kLanes;
     const unsigned bar1_to = cluster_map_u32(&bar[0], pair);
     const unsigned in1_to = cluster_map_u32(in1 + s * BM * 16, pair);
     const unsigned bar2_to = cluster_map_u32(&bar[1], pair), in2_to = cluster_map_u32(in2 + s * BM * 16, pair);
@@ -210,7 +244,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
         push(hi, lo, in1_to, 0, bar1_to);
         mbar_wait<true>(&bar[0], it & 1);
         if (it == 0) stamp(4);
-        sum_inbox<BM, kC>(in1, b1v, h1s);
+        sum_inbox<BM, kC>(in1, bias, h1s);
         __syncthreads();
 
         // ---- layer 2: h1[:, 16s..] x W2[16s.., pair], pushed to block `pair`
@@ -221,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
         push(hi, lo, in2_to, 0, bar2_to);
         mbar_wait<true>(&bar[1], it & 1);
         if (it == 0) stamp(5);
-        sum_inbox<BM, kC>(in2, b2v, h2s);
+        sum_inbox<BM, kC>(in2, bias + 16, h2s);
         __syncthreads();
 
         // ---- layer 3: h2[:, 16s..] x W3[16s.., :] for m-tile `warp`, pushed to the tail block
@@ -234,26 +268,34 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
             push(h3, l3, cluster_map_u32(in3 + s * BM * 16, tail), warp, cluster_map_u32(&bar[2], tail));
         }
         if (s != tail) continue;
-        // ---- tail: logits = b3 + the 7 partials; softmax, a half-warp per row (lane o: output o)
+        // ---- tail: logits = b3 + the 7 partials; softmax, kLanes lanes per row (lane i: outputs i, i + kLanes, ..)
         mbar_wait<true>(&bar[2], (it / kC) & 1);
         if (it == 0) stamp(6);
-        for (int r0 = 0; r0 < BM; r0 += kThreads / 16) {  // the same trip count for every lane: whole-warp shuffles
-            const int r = r0 + tid / 16;
-            const bool live = r < rows && o < kOut;
-            float v = -INFINITY;
-            if (live) {
-                v = b3v;
+        for (int r0 = 0; r0 < BM; r0 += kThreads / kLanes) {  // the same trip count for every lane: whole-warp shuffles
+            const int r = r0 + tid / kLanes;
+            float v[kPerLane], m = -INFINITY;
 #pragma unroll
-                for (int p = 0; p < kC; ++p) v += in3[(p * BM + r) * 16 + o];
+            for (int k = 0; k < kPerLane; ++k) {
+                const int o = tid % kLanes + kLanes * k;
+                v[k] = -INFINITY;
+                if (r < rows && o < kOut) {
+                    v[k] = bias[32 + o];
+#pragma unroll
+                    for (int p = 0; p < kC; ++p) v[k] += in3[(p * BM + r) * 16 + o];
+                }
+                m = fmaxf(m, v[k]);
             }
-            float m = v;
 #pragma unroll
-            for (int off = 8; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-            const float e = live ? expf(v - m) : 0.0f;
-            float sum = e;
+            for (int off = kLanes / 2; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+            float e[kPerLane], sum = 0.0f;
 #pragma unroll
-            for (int off = 8; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-            if (live) out[(size_t)(row0 + r) * kOut + o] = e / sum;
+            for (int k = 0; k < kPerLane; ++k) sum += e[k] = v[k] == -INFINITY ? 0.0f : expf(v[k] - m);
+#pragma unroll
+            for (int off = kLanes / 2; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+#pragma unroll
+            for (int k = 0; k < kPerLane; ++k)
+                if (const int o = tid % kLanes + kLanes * k; r < rows && o < kOut)
+                    out[(size_t)(row0 + r) * kOut + o] = e[k] / sum;
         }
     }
     stamp(7);
