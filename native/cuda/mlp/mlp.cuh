@@ -10,6 +10,7 @@
 // No pybind11 here (nvcc compiles it slowly); bind_mlp.cpp wraps this class.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -144,6 +145,8 @@ struct PinnedBuffer {
     void release() noexcept;
 };
 
+class StagingPool;  // mlp.cu
+
 class Mlp {
   public:
     // Host float32 arrays: W1 [784,100], b1 [100], W2 [100,100], b2 [100], W3 [100,10], b3 [10].
@@ -211,6 +214,7 @@ class Mlp {
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
     bool staged(int batch) const;                       // whether forward() stages this batch in chunks
     void stage_chunked(const float* x, size_t bytes);   // x -> pinned staging -> x_, chunk by chunk
+    std::unique_ptr<StagingPool> pool_;                // stage_chunked's helper threads
 
     cudaStream_t stream_ = nullptr;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
