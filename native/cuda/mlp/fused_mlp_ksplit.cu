@@ -82,6 +82,13 @@
 // kernel 7.39 in the same run); on tensor cores (each warp a 14-k-step chain for its column pair):
 // 770 ns, 8.93 us (7.36); 3xTF32 in 28-row tiles at 256: 10.11 (32-row tiles 9.25). The owner's
 // chain of 14 dependent mma costs more than the two hand-offs it saves (2 k-steps each).
+// Also tried and dropped: W1's slice by 7 bulk copies into shared memory for 16-row tiles (B
+// fragments from there by LDS.128; bulk copies measured up to 2.5x the per-SM rate of 16-byte
+// loads). Same A/B method, two rounds: tf32 at 16 / 256 / 512 6.27-6.53 / 7.74-7.87 / 8.90-8.93
+// (registers: 6.05-6.27 / 7.14-7.39 / 7.87-7.94); trace at 16: layer 1 done 640 ns after x is in
+// (416 from registers), x no sooner. Freed of W1's 56 registers, 3xTF32 fit in 124 and ran two
+// blocks per SM, its 16-row tiles at 256 in one wave: 8.90-8.96, no better than 32-row tiles with
+// W1 in registers (8.90-8.93).
 #include <algorithm>
 #include <type_traits>
 
