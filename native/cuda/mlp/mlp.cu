@@ -62,11 +62,13 @@ class StagingPool {
     // work(1) .. work(helpers) on pool threads (fewer where no more threads can be had) and work(0)
     // on this one; returns when all have returned. work must not throw.
     void run(int helpers, const std::function<void(int)>& work) {
-        while ((int)threads_.size() < helpers) try {
+        while ((int)threads_.size() < helpers) {
+            try {
                 threads_.emplace_back([this, i = (int)threads_.size()] { loop(i); });
             } catch (const std::system_error&) {
                 break;
             }
+        }
         helpers = std::min(helpers, (int)threads_.size());
         {
             std::lock_guard<std::mutex> lock(mu_);
