@@ -276,10 +276,13 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
         assert rel_error(got[name], ref[name]) < tol, name
     steps = len(losses) // 2
     sizes = np.array([min(64, 650 - o) for o in range(0, 650, 64)])
+    # The absolute floor: a sample the model already gets right has a loss of -log(p), p within a few
+    # 1e-5 of 1, and float32 holds the softmax's sum near 1 to ~6e-8, the size of the whole loss
+    # there (GEMMPAD_TEST_SEED=1084426423: epoch loss 8.028e-5 vs torch's float64 8.033e-5).
     for e in range(2):  # the epoch loss is the per-sample mean; torch's per-batch means weighted by batch size
         ref_epoch = float(np.sum(losses[e * steps : (e + 1) * steps] * sizes) / 650)
         assert stats[e][0] == e
-        assert stats[e][1] == pytest.approx(ref_epoch, rel=1e-4 if precision == "fp32" else 2e-2)
+        assert stats[e][1] == pytest.approx(ref_epoch, rel=1e-4 if precision == "fp32" else 2e-2, abs=1e-6)
     assert stats[1][1] < stats[0][1]
     assert all(np.array_equal(stats[1][3][k], got[k]) for k in NAMES)  # the callback's weights are the epoch's
 
