@@ -948,7 +948,8 @@ int main(int argc, char** argv) {
                     host_us([&] { CUDA_CHECK(cudaMemcpy(x_dev, x_host, bytes, cudaMemcpyHostToDevice)); }, 30));
         std::printf("  DMA from pageable memory (cudaMemcpy):    %8.1f\n",
                     host_us([&] { CUDA_CHECK(cudaMemcpy(x_dev, x_all.data(), bytes, cudaMemcpyHostToDevice)); }, 30));
-        // Where the time goes: a copy of stage_chunked (mlp.cu) with stamps, 4096 rows, us after entry.
+        // Where the time goes: a copy of stage_chunked (mlp.cu) with stamps, 4096 rows, us after entry; its
+        // helper threads are spawned per call, as before stage_chunked kept them in a StagingPool.
         {
             float* dev_x = x_dev;
             const char* src = reinterpret_cast<const char*>(x_all.data());

@@ -385,6 +385,8 @@ Mlp::Staging Mlp::default_staging() {
     return {0, size_t{512} << 10, std::clamp(hw / 2, 1, 4)};
 }
 
+bool Mlp::mapped_out(int batch) const { return batch <= mapped_out_max_; }
+
 bool Mlp::staged(int batch) const {
     // (never for batches the kernel may read from mapped memory: those are small anyway)
     return batch > mapped_in_max_ && (size_t)batch * kIn * sizeof(float) >= staging_.min_bytes;
@@ -447,16 +449,16 @@ void Mlp::enqueue_fused(FusedKind kind, int batch) {
     // x from host memory only where the kernel shares it over a cluster (read once, not once per block)
     plan.x_slices = batch <= mapped_in_max_ && plan.design == FusedPlan::Split && plan.engine == Engine::Fma &&
                     fused_split_max_clusters(plan) > 0;
-    const bool mapped_in = plan.x_slices, mapped_out = batch <= mapped_out_max_;
+    const bool mapped_in = plan.x_slices, out_mapped = mapped_out(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
     const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
-    float* dst = mapped_out ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
+    float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
     if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, staged(batch), stream_);
     CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
     launch_fused(plan, fused_weights(), src, dst, batch, s, stream_);
     CUDA_CHECK(cudaEventRecordWithFlags(stop_, stream_, cudaEventRecordExternal));
-    if (!mapped_out) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+    if (!out_mapped) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
 }
 
 void Mlp::capture_fused(FusedKind kind, int batch) {
@@ -526,7 +528,7 @@ double Mlp::forward(const float* x, float* out, int batch, const std::string& ke
     else std::memcpy(in_.ptr, x, in_bytes);   // pinned staging: read by the kernel (mapped) or copied to the device
     if (fused) {
         if (!graph_ || !(fused_key(kind, batch) == graph_key_)) capture_fused(kind, batch);
-        spin = batch <= mapped_out_max_;  // the graph (its key holds this policy) writes `out` mapped
+        spin = mapped_out(batch);  // the graph (its key holds this policy) writes `out` mapped
         if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
         CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     } else {

@@ -212,6 +212,7 @@ class Mlp {
     void enqueue_fused(FusedKind kind, int batch);  // copy in (+ hand-off), start, kernel, stop, copy out
     void capture_fused(FusedKind kind, int batch);
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
+    bool mapped_out(int batch) const;                   // whether the kernel writes the probabilities to mapped memory
     bool staged(int batch) const;                       // whether forward() stages this batch in chunks
     void stage_chunked(const float* x, size_t bytes);   // x -> pinned staging -> x_, chunk by chunk
     std::unique_ptr<StagingPool> pool_;                // stage_chunked's helper threads
