@@ -92,6 +92,20 @@ def test_tensor_core_fused_every_tile(cuda_mod, kernel, rng):
     _check(_mlp(cuda_mod, model), model, kernel, registry.get(kernel).precision, rng)
 
 
+@pytest.mark.parametrize("w1_scale", [2.0**20, 2.0**-20])
+def test_tf32_fused_w1_outside_fp16_range(cuda_mod, w1_scale, rng):
+    """The tf32 k-split kernel reads W1 as fp16 scaled by a power of two (mlp.cu's
+    tf32_as_half): weights far above fp16's largest value or below its smallest
+    normal one must come out as they do in fp32. W2 takes the inverse scale, so
+    the network computes the same function (ReLU commutes with positive scales)."""
+    model = random_model(rng)
+    w = model.weights
+    w["W1"] = (w["W1"] * w1_scale).astype(np.float32)
+    w["b1"] = (w["b1"] * w1_scale).astype(np.float32)
+    w["W2"] = (w["W2"] / w1_scale).astype(np.float32)
+    _check(_mlp(cuda_mod, model), model, "cuda.mlp_fused_tf32", "tf32", rng, batches=(1, 65, 240, 256, 480, 960))
+
+
 @pytest.mark.parametrize("clusters", [True, False])
 @pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32"])
 def test_fused_nan_input_row_gives_nan_row(cuda_mod, kernel, clusters, rng):

@@ -84,6 +84,15 @@
 // 2.6-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
 // x and W1 from L2, multiply, hand off across blocks, two more layers, write) that the
 // trace puts at 1.8 us; the tail block's layers 2-3 and softmax are 0.6 us of it.
+// What the loads cost at batch 1 (H200, 2026-11-23, evening; the probe built with W1's loads
+// replaced by register constants, with x's loads dropped, with both: results wrong, timing only;
+// 14 blocks of 8 hidden units, x by slices as Mlp runs it; kernel us, medians of 300, two rounds,
+// empty kernel 2.59 / 2.69 us): x in mapped host memory 5.92-5.95 / 6.50-6.53, without x's loads
+// 4.96-5.25 / 4.86, without any loads 5.47 / 5.02-5.18 (that run's empty kernel: 3.20); x in
+// device memory 4.86-5.06 / 5.41-5.44, without W1's loads 4.70-4.86 / 4.93-5.06. So reading x
+// over PCIe is ~1 us of the kernel time, W1's 25 KB per block ~0.2, and with nothing to load the
+// chain (cluster start, x shared, layer 1, one hand-off, the tail) still takes ~2.2 us over the
+// floor: 4 us is out of reach for this design, whatever the loads.
 #include <algorithm>
 #include <type_traits>
 

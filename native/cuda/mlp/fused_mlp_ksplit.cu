@@ -7,9 +7,9 @@
 // reads all of W1, 351 KB, for every 32 rows, and from fused_mlp.cu's split
 // kernel, whose 7 blocks each read the whole x tile):
 //   * Block s of a cluster owns K slice 112s..112s+111 of layer 1: its warps'
-//     B fragments (W1, 50 KB per block) are loaded into registers ONCE and
-//     serve every row tile the cluster takes; per tile a block reads only its
-//     112 columns of x (BM x 448 bytes).
+//     B fragments (W1, 50 KB per block; 25 KB as fp16 for tf32, see below) are
+//     loaded into registers ONCE and serve every row tile the cluster takes;
+//     per tile a block reads only its 112 columns of x (BM x 448 bytes).
 //   * Three hand-offs per tile, each by st.async into an inbox of the owner,
 //     counted on the owner's mbarrier (no cluster barrier): block p owns
 //     hidden units 16p..16p+15. Layer 1: warp p of every block pushes its
@@ -89,6 +89,30 @@
 // (416 from registers), x no sooner. Freed of W1's 56 registers, 3xTF32 fit in 124 and ran two
 // blocks per SM, its 16-row tiles at 256 in one wave: 8.90-8.96, no better than 32-row tiles with
 // W1 in registers (8.90-8.93).
+// What the loads cost, and what is left without them (H200, 2026-11-23, evening): the probe built
+// three more times, with W1's loads replaced by register constants, with x's loads dropped, and
+// with both (results wrong, timing only); kernel us, x in device memory, medians of 300, two rounds
+// (the second with a slower clock: empty kernel 2.59 / 2.69 us):
+//   bm16 tf32 at 256  as built 7.20 / 7.68, no W1 loads 6.66 / 6.78-6.82, no x loads 7.30-7.33 / 6.98-7.10
+//   bm16 tf32 at 16   6.11 / 6.75, 5.82 / 6.14, 6.30-6.43 / 6.08
+//   bm32 3xTF32 at 256  8.96-8.99 / 9.41-9.44, 8.58 / 8.74-8.77, 8.90-9.22 / 8.74-8.77
+// (neither: within the noise of "no W1 loads"). Trace, bm16 tf32 at 256 (latest block, ns): x in
+// 1536, layer 1 done 2080, h1 in 2560, h2 in 3264, logits in 3648, end 4224. So W1's 50 KB per
+// block hold up layer 1 by ~0.5 us at 256 (x's 7 KB stream beside them), and with nothing to
+// load at all the kernel still measures ~6.7 us: the three hand-offs, their sums and the softmax
+// (~2.7 us after x is in) on top of the launch floor leave the inference issue's 5 us out of
+// reach for this design, whatever the loads.
+// Then (same evening): for tf32 tiles of 16 and 32 rows W1 comes as fp16 (mlp.cu's tf32_as_half:
+// tf32-rounded weights are exact in fp16 after a power-of-two scale), 25 KB per block, widened at
+// use; 64-row tiles keep fp32 (ptxas spilled 136 bytes). On one m-tile, tf32's odd k-steps go to a
+// second accumulator: four chains of dependent mma per warp, not two. A/B in one device call (HEAD
+// and this file, probe "rows" mode, x copied in + an empty kernel, two rounds), us at 128 / 256 /
+// 512 / 1024:
+//   bm16 tf32  6.24 / 7.04-7.10 / 7.74-7.78 / 10.66-10.72   (before: 6.37-6.43 / 7.23-7.36 / 7.90-8.00 / 10.82-10.91)
+//   bm32 tf32  7.39-7.49 / 7.52-7.58 / 9.12-9.15 / 9.98     (before: 7.46-7.68 / 7.52-7.68 / 9.41-9.57 / 10.30-10.43)
+//   bm32 3xTF32, code unchanged, at 256: 8.83-8.90 (before: 8.96-9.06): the drift between builds.
+// Worst error of the tf32 paths over the probe's batches unchanged (1.69e-4); memcheck and
+// racecheck clean over every k-split variant.
 #include <algorithm>
 #include <type_traits>
 
@@ -154,6 +178,26 @@ __device__ __forceinline__ void sum_inbox(const float* inbox, const float* bias,
     }
 }
 
+// A k-step of B fragments as fp32: as loaded (float4), or four fp16 values times `scale` (uint2).
+__device__ __forceinline__ float4 fragment(const float4 b, float) { return b; }
+__device__ __forceinline__ float4 fragment(const uint2 b, float scale) {
+    const float2 lo = __half22float2(*reinterpret_cast<const __half2*>(&b.x)),
+                 hi = __half22float2(*reinterpret_cast<const __half2*>(&b.y));
+    return make_float4(lo.x * scale, lo.y * scale, hi.x * scale, hi.y * scale);
+}
+
+// hi/lo += m-tiles m0.. of the k-step at column k0 of `src` times b, step i of a chain. tf32 on one
+// m-tile (which writes only `hi` otherwise): odd steps into `lo`, so that four chains of dependent
+// mma run side by side, not two (push() and the caller add hi and lo). More m-tiles have chains
+// enough, and their `lo` would cost registers (tf32 keeps to 128); 3xTF32 keeps its two chains
+// (fused_common.cuh's mma_pair).
+template <int kMt, Engine E>
+__device__ __forceinline__ void mma_step(float (&hi)[kMt][2][4], float (&lo)[kMt][2][4], const float* src, int ld,
+                                         int m0, int k0, const float4 b, int i) {
+    if (E == Engine::Tf32 && kMt == 1 && i % 2) mma_rows<kMt, E>(lo, hi, src, ld, m0, k0, b);
+    else mma_rows<kMt, E>(hi, lo, src, ld, m0, k0, b);
+}
+
 // tf32: two blocks per SM (ptxas keeps it to 128 registers without spilling; 134 before), so twice
 // the clusters fit in one wave. 3xTF32 needs ~240 registers: one block per SM.
 template <int BM, Engine E>
@@ -204,11 +248,16 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     load_x(first, xbuf);
     if (tid < 48)
         bias[tid] = __ldg(tid < 16 ? w.b1 + 16 * s + tid : tid < 32 ? w.b2 + 16 * s + tid - 16 : w.b3 + tid - 32);
-    // B fragments, kept in registers for every tile: W1 (this pair, this block's 14 k-steps), W2 (pair
-    // `pair`, k-steps 2s and 2s + 1: this block's 16 hidden units), W3 (k-steps 2s, 2s + 1)
-    float4 w1r[kSliceSteps], w2r[2], w3r[2];
+    // B fragments, kept in registers for every tile: W1 (this pair, this block's 14 k-steps; tf32 in
+    // 16- and 32-row tiles: as fp16, 8 bytes per lane and k-step; with 64 rows ptxas then spilled),
+    // W2 (pair `pair`, k-steps 2s and 2s + 1: this block's 16 hidden units), W3 (k-steps 2s, 2s + 1)
+    constexpr bool kHalfW1 = E == Engine::Tf32 && BM <= 32;
+    using W1Frag = std::conditional_t<kHalfW1, uint2, float4>;
+    W1Frag w1r[kSliceSteps];
+    float4 w2r[2], w3r[2];
     {
-        const float4* w1 = reinterpret_cast<const float4*>(w.w1f) + ((size_t)pair * kKSteps1 + s * kSliceSteps) * 32 + lane;
+        const W1Frag* w1 = static_cast<const W1Frag*>(kHalfW1 ? w.w1h : static_cast<const void*>(w.w1f)) +
+                           ((size_t)pair * kKSteps1 + s * kSliceSteps) * 32 + lane;
 #pragma unroll
         for (int i = 0; i < kSliceSteps; ++i) w1r[i] = __ldg(w1 + i * 32);
 #pragma unroll
@@ -242,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
         zero(hi);
         zero(lo);
 #pragma unroll
-        for (int i = 0; i < kSliceSteps; ++i) mma_rows<kMt, E>(hi, lo, xs, kXs, 0, 8 * i, w1r[i]);
+        for (int i = 0; i < kSliceSteps; ++i) mma_step<kMt, E>(hi, lo, xs, kXs, 0, 8 * i, fragment(w1r[i], w.w1h_scale), i);
         if (it == 0) {  // every block of the cluster runs, inboxes initialised
             stamp(2);
             cluster_wait_acquire();
@@ -258,7 +307,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
         zero(hi);
         zero(lo);
 #pragma unroll
-        for (int j = 0; j < 2; ++j) mma_rows<kMt, E>(hi, lo, h1s, kPs, 0, 8 * j, w2r[j]);
+        for (int j = 0; j < 2; ++j) mma_step<kMt, E>(hi, lo, h1s, kPs, 0, 8 * j, w2r[j], j);
         push(hi, lo, in2_to, 0, bar2_to);
         mbar_wait<true>(&bar[1], it & 1);
         if (it == 0) stamp(5);
@@ -271,7 +320,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
             zero(h3);
             zero(l3);
 #pragma unroll
-            for (int j = 0; j < 2; ++j) mma_rows<1, E>(h3, l3, h2s, kPs, warp, 8 * j, w3r[j]);
+            for (int j = 0; j < 2; ++j) mma_step<1, E>(h3, l3, h2s, kPs, warp, 8 * j, w3r[j], j);
             push(h3, l3, cluster_map_u32(in3 + s * BM * 16, tail), warp, cluster_map_u32(&bar[2], tail));
         }
         if (s != tail) continue;

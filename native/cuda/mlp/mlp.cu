@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -194,6 +195,28 @@ std::vector<float> fragment_order(const std::vector<float>& m, int K, int N, int
     return out;
 }
 
+// `m` rounded to tf32 (as tf32_round in fused_common.cuh) and stored as fp16 divided by `scale`,
+// the power of two that brings the largest finite value into [2^14, 2^15): tf32 and fp16 both
+// hold 10 bits of mantissa, so every value is exact down to 2^-29 of the largest (fp16's normal
+// range), and below that off by less than 2^-39 of it. NaN and Inf stay NaN and Inf.
+std::vector<__half> tf32_as_half(const std::vector<float>& m, float& scale) {
+    std::vector<float> r(m.size());
+    float top = 0.0f;
+    for (size_t i = 0; i < m.size(); ++i) {
+        uint32_t u;
+        std::memcpy(&u, &m[i], 4);
+        if (std::isfinite(m[i])) u = (u + 0x1000u) & 0xffffe000u;
+        std::memcpy(&r[i], &u, 4);
+        if (std::isfinite(r[i])) top = std::max(top, std::fabs(r[i]));
+    }
+    int exp = 0;
+    if (top > 0.0f) std::frexp(top, &exp), exp -= 15;  // top = f * 2^e, 0.5 <= f < 1
+    scale = std::ldexp(1.0f, exp);
+    std::vector<__half> out(m.size());
+    for (size_t i = 0; i < m.size(); ++i) out[i] = __float2half_rn(std::ldexp(r[i], -exp));
+    return out;
+}
+
 }  // namespace
 
 // x: pinned host staging -> device (unless forward() has queued that already: stage_chunked),
@@ -235,7 +258,11 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
         const auto w1p = padded(W1, kIn, kHidden, prows[0], pcols[0]);
         const auto w2p = padded(W2, kHidden, kHidden, prows[1], pcols[1]);
         const auto w3p = padded(W3, kHidden, kOut, prows[2], pcols[2]);
-        upload(fw1f_, fragment_order(w1p, kIn, kHiddenPad, 16));
+        const auto w1frag = fragment_order(w1p, kIn, kHiddenPad, 16);
+        upload(fw1f_, w1frag);
+        const auto w1h = tf32_as_half(w1frag, w1h_scale_);
+        fw1h_.reserve(w1h.size() * sizeof(__half));
+        CUDA_CHECK(cudaMemcpy(fw1h_.ptr, w1h.data(), w1h.size() * sizeof(__half), cudaMemcpyHostToDevice));
         upload(fw1f8_, fragment_order(w1p, kIn, kHiddenPad, 8));
         upload(fw2f_, fragment_order(w2p, kHiddenPad, kHiddenPad, 16));
         upload(fw2_, w2p);
@@ -254,7 +281,7 @@ void Mlp::release() noexcept {
     if (stream_) cudaStreamSynchronize(stream_);
     for (auto* group : {w32_, w16_, bias_, fbias_})
         for (int l = 0; l < 3; ++l) group[l].release();
-    for (auto* b : {&fw1f_, &fw1f8_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
+    for (auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
                     &scratch_partials_, &scratch_counters_})
         b->release();
     pool_.reset();  // (its helpers are idle: stage_chunked waits for them)
@@ -273,7 +300,7 @@ size_t Mlp::device_bytes() const {
     size_t total = 0;
     for (const auto* group : {w32_, w16_, bias_, fbias_})
         for (int l = 0; l < 3; ++l) total += group[l].bytes;
-    for (const auto* b : {&fw1f_, &fw1f8_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
+    for (const auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
                           &scratch_partials_, &scratch_counters_})
         total += b->bytes;
     return total;
@@ -362,7 +389,8 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch) const {
 
 FusedWeights Mlp::fused_weights() const {
     auto f = [](const DeviceBuffer& b) { return static_cast<const float*>(b.ptr); };
-    return FusedWeights{f(fw1f_), f(fw1f8_), f(fw2f_), f(fw2_), f(fw3_), f(fw3f_), f(fbias_[0]), f(fbias_[1]), f(fbias_[2])};
+    return FusedWeights{f(fw1f_), f(fw1f8_), fw1h_.ptr, w1h_scale_, f(fw2f_), f(fw2_), f(fw3_), f(fw3f_),
+                        f(fbias_[0]), f(fbias_[1]), f(fbias_[2])};
 }
 
 void Mlp::set_io_policy(int mapped_in_max, int mapped_out_max) {

@@ -37,6 +37,8 @@ const std::vector<MlpKernelInfo>& mlp_kernel_list();
 struct FusedWeights {
     const float* w1f;   // W1 [784,112] in fragment order: [7 column pairs][98 k-steps][32 lanes][4]
     const float* w1f8;  // W1 in single-n-tile fragment order: [14 column octets][98][32][2]
+    const void* w1h;    // W1 rounded to tf32, as fp16 divided by w1h_scale (a power of two), in w1f's
+    float w1h_scale;    // order (4 halves per lane and k-step): the tf32 k-split kernel's, half w1f's bytes
     const float* w2f;   // W2 [112,112] in fragment order: [7][14][32][4]
     const float* w2;    // W2 [112,112] row-major
     const float* w3;    // W3 [112,16] row-major
@@ -224,7 +226,8 @@ class Mlp {
     // Unpadded weights for the GEMM ladder (fp32 and fp16 copies).
     DeviceBuffer w32_[3], w16_[3], bias_[3];
     // The fused kernels' weights (layouts: FusedWeights) and padded biases.
-    DeviceBuffer fw1f_, fw1f8_, fw2f_, fw2_, fw3_, fw3f_, fbias_[3];
+    DeviceBuffer fw1f_, fw1f8_, fw1h_, fw2f_, fw2_, fw3_, fw3f_, fbias_[3];
+    float w1h_scale_ = 1.0f;  // FusedWeights::w1h_scale
     // Activations (device) and staging (pinned, mapped).
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
     PinnedBuffer in_, out_;
