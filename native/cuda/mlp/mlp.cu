@@ -210,7 +210,10 @@ std::vector<__half> tf32_as_half(const std::vector<float>& m, float& scale) {
         if (std::isfinite(r[i])) top = std::max(top, std::fabs(r[i]));
     }
     int exp = 0;
-    if (top > 0.0f) std::frexp(top, &exp), exp -= 15;  // top = f * 2^e, 0.5 <= f < 1
+    if (top > 0.0f) {
+        std::frexp(top, &exp);  // top = f * 2^exp, 0.5 <= f < 1
+        exp -= 15;              // top / 2^exp in [2^14, 2^15)
+    }
     scale = std::ldexp(1.0f, exp);
     std::vector<__half> out(m.size());
     for (size_t i = 0; i < m.size(); ++i) out[i] = __float2half_rn(std::ldexp(r[i], -exp));
