@@ -96,12 +96,12 @@
 //   bm16 tf32 at 256  as built 7.20 / 7.68, no W1 loads 6.66 / 6.78-6.82, no x loads 7.30-7.33 / 6.98-7.10
 //   bm16 tf32 at 16   6.11 / 6.75, 5.82 / 6.14, 6.30-6.43 / 6.08
 //   bm32 3xTF32 at 256  8.96-8.99 / 9.41-9.44, 8.58 / 8.74-8.77, 8.90-9.22 / 8.74-8.77
-// (neither: within the noise of "no W1 loads"). Trace, bm16 tf32 at 256 (latest block, ns): x in
-// 1536, layer 1 done 2080, h1 in 2560, h2 in 3264, logits in 3648, end 4224. So W1's 50 KB per
-// block hold up layer 1 by ~0.5 us at 256 (x's 7 KB stream beside them), and with nothing to
-// load at all the kernel still measures ~6.7 us: the three hand-offs, their sums and the softmax
-// (~2.7 us after x is in) on top of the launch floor leave the inference issue's 5 us out of
-// reach for this design, whatever the loads.
+// (neither: bm16 tf32 at 256 7.07-7.71 / 6.69-7.26, empty kernel 3.20 / 2.72: no less than "no W1
+// loads"). Trace, bm16 tf32 at 256 (latest block, ns): x in 1536, layer 1 done 2080, h1 in 2560,
+// h2 in 3264, logits in 3648, end 4224. So W1's 50 KB per block hold up layer 1 by ~0.5 us at 256
+// (x's 7 KB stream beside them), and without any loads the kernel still measures ~6.7 us: the
+// three hand-offs, their sums and the softmax (~2.7 us after x is in) on top of the launch floor
+// leave the inference issue's 5 us out of reach for this design, whatever the loads.
 // Then (same evening): for tf32 tiles of 16 and 32 rows W1 comes as fp16 (mlp.cu's tf32_as_half:
 // tf32-rounded weights are exact in fp16 after a power-of-two scale), 25 KB per block, widened at
 // use; 64-row tiles keep fp32 (ptxas spilled 136 bytes). On one m-tile, tf32's odd k-steps go to a
