@@ -170,9 +170,10 @@ std::vector<float> padded(const float* src, int rows, int cols, int prows, int p
     return out;
 }
 
-void upload(DeviceBuffer& dst, const std::vector<float>& v) {
-    dst.reserve(v.size() * sizeof(float));
-    CUDA_CHECK(cudaMemcpy(dst.ptr, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice));
+template <class T>
+void upload(DeviceBuffer& dst, const std::vector<T>& v) {
+    dst.reserve(v.size() * sizeof(T));
+    CUDA_CHECK(cudaMemcpy(dst.ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 
 // A padded [K][N] matrix (K a multiple of 8, N of `cols`) in the fused kernels'
@@ -263,9 +264,7 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
         const auto w3p = padded(W3, kHidden, kOut, prows[2], pcols[2]);
         const auto w1frag = fragment_order(w1p, kIn, kHiddenPad, 16);
         upload(fw1f_, w1frag);
-        const auto w1h = tf32_as_half(w1frag, w1h_scale_);
-        fw1h_.reserve(w1h.size() * sizeof(__half));
-        CUDA_CHECK(cudaMemcpy(fw1h_.ptr, w1h.data(), w1h.size() * sizeof(__half), cudaMemcpyHostToDevice));
+        upload(fw1h_, tf32_as_half(w1frag, w1h_scale_));
         upload(fw1f8_, fragment_order(w1p, kIn, kHiddenPad, 8));
         upload(fw2f_, fragment_order(w2p, kHiddenPad, kHiddenPad, 16));
         upload(fw2_, w2p);
