@@ -5,11 +5,13 @@
 // configuration checked against a float64 reference (output poisoned with NaN)
 // and timed, gemmpad's Mlp::forward end to end per I/O policy, and ("staging")
 // how a large x reaches the device: host copy and DMA alone, a stamped copy of
-// Mlp::stage_chunked per thread count, chunk size and store kind, Mlp::forward per policy.
+// Mlp::stage_chunked per thread count, chunk size and store kind, Mlp::forward per policy;
+// ("floors") the event-timed floor three ways: events as graph nodes around the kernel (what
+// Mlp does), events on the stream around a graph of the kernel alone, and no graph at all.
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Inative/include -Inative/cuda/mlp native/tools/mlp_probe.cu \
 //        native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/mlp.cu \
-//        native/cuda/common.cu -o /tmp/mlp_probe && /tmp/mlp_probe [all|final|check|rows|staging|loads|ncu]
+//        native/cuda/common.cu -o /tmp/mlp_probe && /tmp/mlp_probe [all|final|check|rows|staging|loads|floors|ncu]
 //
 // -DGEMMPAD_MLP_TRACE (with fused_mlp.cu built the same way): mode "trace" prints per-phase globaltimer stamps.
 #include <algorithm>
@@ -197,6 +199,43 @@ Timing time_graph(cudaStream_t st, const std::function<void()>& enqueue, int rep
 }
 
 __global__ void empty_kernel() {}
+
+// The same measure without a graph: events recorded on the stream around a direct launch (the
+// question: is part of the event-timed floor the graph's own work, not the kernel's?).
+Timing time_stream(cudaStream_t st, const std::function<void()>& enqueue, int reps) {
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<double> ks, es;
+    for (int i = 0; i < reps + 50; ++i) {
+        const auto t0 = clk::now();
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        enqueue();
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaStreamSynchronize(st));
+        const auto t1 = clk::now();
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i >= 50) ks.push_back(ms * 1000.0), es.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    return {median(ks), median(es)};
+}
+
+// A graph of the kernel alone, the events recorded on the stream around its launch.
+Timing time_graph_outside(cudaStream_t st, const std::function<void()>& enqueue, int reps) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+    enqueue();
+    CUDA_CHECK(cudaStreamEndCapture(st, &g));
+    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    const Timing t = time_stream(st, [&] { CUDA_CHECK(cudaGraphLaunch(ge, st)); }, reps);
+    CUDA_CHECK(cudaGraphExecDestroy(ge));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    return t;
+}
 
 __global__ void pcie_kernel(const float4* __restrict__ x, float* __restrict__ out, int n4, int write) {
     float4 v = threadIdx.x < n4 ? x[threadIdx.x] : make_float4(0, 0, 0, 0);
@@ -461,6 +500,27 @@ int main(int argc, char** argv) {
         throw std::runtime_error("no config " + name);
     };
 
+    if (mode == "floors") {  // the event-timed floor: graph with event nodes, graph with events outside, no graph
+        CUDA_CHECK(cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        std::printf("\n== floors three ways (kernel = events, e2e = host enqueue + sync), median of 2000; rounds of each\n");
+        auto row = [](const std::string& what, Timing t) { std::printf("  %-62s kernel %6.2f us  e2e %6.2f us\n", what.c_str(), t.kernel_us, t.e2e_us); };
+        const std::vector<std::pair<std::string, std::function<void()>>> ks = {
+            {"empty 1x32", [&] { launch_empty(st, 1, 32, 1); }},
+            {"empty 14x448 cluster 14", [&] { launch_empty(st, 14, 448, 14); }},
+            {"empty 112x224 cluster 7", [&] { launch_empty(st, 112, 224, 7); }},
+            {"split bm1 fma c8 +cl xs, batch 1, x mapped", [&] { launch(find("split bm1 fma c8 +cl xs"), x_map, out_map, 1); }},
+            {"split bm1 fma c8 +cl, batch 1, x device", [&] { launch(find("split bm1 fma c8 +cl"), x_dev, out_dev, 1); }},
+            {"ksplit bm16 w7 tf32, batch 256", [&] { launch(find("ksplit bm16 w7 tf32"), x_dev, out_dev, 256); }},
+            {"ksplit bm32 w7 3xtf32, batch 256", [&] { launch(find("ksplit bm32 w7 3xtf32"), x_dev, out_dev, 256); }},
+        };
+        for (int round = 0; round < 2; ++round)
+            for (const auto& [name, k] : ks) {
+                row(name + " | graph [ev,k,ev]", time_graph(st, k, 2000));
+                row(name + " | ev, graph [k], ev", time_graph_outside(st, k, 2000));
+                row(name + " | ev, k, ev (no graph)", time_stream(st, k, 2000));
+            }
+        return 0;
+    }
     if (mode == "ncu") {  // a few launches for ncu to profile (x in device memory)
         const std::vector<std::pair<std::string, int>> runs = {
             {"split bm1 fma c8 +cl", 1}, {"split bm16 3xtf32 c16 -cl", 256},

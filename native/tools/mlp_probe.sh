@@ -6,7 +6,7 @@
 # benchmark. Each step is time-boxed; logs go to $OUT (at most 8 files come back).
 #
 #   STEPS="probe trace memcheck racecheck ncu build test sanitize bench" bash native/tools/mlp_probe.sh
-#   PROBE_MODE=rows|staging|loads|final (default all): what the probe step runs (native/tools/mlp_probe.cu)
+#   PROBE_MODE=rows|staging|loads|floors|final (default all): what the probe step runs (native/tools/mlp_probe.cu)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/mlp-probe-out}
