@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -65,3 +67,34 @@ def gemm_error(out: np.ndarray, ref: np.ndarray, a: np.ndarray, b: np.ndarray, b
     if bias is not None:
         scale += np.abs(bias)
     return float(np.linalg.norm(out64 - ref) / max(np.linalg.norm(scale), 1e-30))
+
+
+def forward_releases_gil(forward, x: np.ndarray, calls: int = 20) -> bool:
+    """Whether `forward(x, out)` lets other Python threads run during the call.
+
+    With a switch interval of minutes, a thread holding the GIL keeps it until it
+    blocks or gives it up: this thread, waiting to start another that calls forward
+    `calls` times, runs again in the middle of those calls only if forward() releases
+    the GIL, and after the last one otherwise. A kept GIL is thus seen for certain; a
+    released one only if this thread wakes up before the call ends and takes the GIL
+    back, so give it calls that last (a large batch: hundreds of us or more).
+    """
+    out = np.empty((x.shape[0], 10), dtype=np.float32)
+    done: list[int] = []
+
+    def work() -> None:
+        for _ in range(calls):
+            forward(x, out)
+            done.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(300.0)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        seen = len(done)
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert len(done) == calls
+    return seen < calls

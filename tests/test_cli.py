@@ -96,3 +96,16 @@ def test_unknown_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["frobnicate"])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "module", "install"),
+    [(["app"], "dearpygui", "pip install dearpygui"), (["predict", "x.png"], "PIL", "pip install pillow"),
+     (["train"], "torch", "pip install 'gemmpad[train]'")],
+)
+def test_missing_package_is_named_with_its_install(monkeypatch, capsys, argv, module, install):
+    monkeypatch.setitem(sys.modules, module, None)  # import now raises ImportError, as when not installed
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"needs {module}" in err and install in err and "internal error" not in err

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from gemmpad import native, registry
+from tests.conftest import forward_releases_gil
 from tests.test_engine import assert_agrees, digit_like, random_model, reference
 
 pytestmark = pytest.mark.gpu
@@ -156,3 +157,12 @@ def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
                           f"{kernel} batch {batch}, chunks of {chunk} bytes over {threads} threads")
     with pytest.raises(ValueError, match="threads >= 1"):
         mlp.set_staging(0, 1 << 20, 0)
+
+
+def test_forward_keeps_the_gil_for_a_few_rows_only(cuda_mod, rng):
+    """As on the CPU (tests/test_native_cpu.py): the batch-1 round trip is ~10 us."""
+    mlp = _mlp(cuda_mod, random_model(rng))
+    for kernel in ("cuda.mlp_fused", "cuda.03_smem_tiled"):
+        call = lambda x, out: mlp.forward(x, out, kernel)  # noqa: E731
+        assert not forward_releases_gil(call, digit_like(rng, 16)), kernel
+        assert forward_releases_gil(call, digit_like(rng, 4096)), kernel

@@ -22,7 +22,7 @@ import gemmpad
 
 from gemmpad import _cpu, registry
 from gemmpad.model import SHAPES, Model
-from tests.conftest import rel_error
+from tests.conftest import forward_releases_gil, rel_error
 
 ORDER = ("W1", "b1", "W2", "b2", "W3", "b3")
 CPU_KERNELS = [s.name for s in registry.kernels(device="cpu")]  # GEMM ladder, then cpu.mlp_sparse
@@ -294,3 +294,11 @@ def test_every_isa_path(isa, rng):
         [sys.executable, "-c", ISA_CHECK, isa, seed], env=env, cwd=root, capture_output=True, text=True, timeout=300
     )
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr
+
+
+def test_forward_keeps_the_gil_for_a_few_rows_only(weights, rng):
+    """A few rows take microseconds: giving the GIL up would make the call wait to get it back
+    from the app's window thread (ms in the app's p99). Large batches let other threads run."""
+    mlp = make_mlp(weights)
+    assert not forward_releases_gil(lambda x, out: mlp.forward(x, out), digit_like(rng, 16))
+    assert forward_releases_gil(lambda x, out: mlp.forward(x, out), digit_like(rng, 4096))

@@ -268,7 +268,7 @@ def test_worker_answers_the_newest_request_and_skips_stale_ones(monkeypatch: pyt
         worker.close()
 
 
-def test_warm_requests_run_untimed_passes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changes_and_warm_requests_run_untimed_passes_first(monkeypatch: pytest.MonkeyPatch) -> None:
     from gemmpad.engine import Classifier, Timing
     from gemmpad.ui.inference import WARM_SKIP_US, WARMUP_PASSES, InferenceWorker
 
@@ -283,11 +283,13 @@ def test_warm_requests_run_untimed_passes_first(monkeypatch: pytest.MonkeyPatch)
     worker = InferenceWorker(clf)
     try:
         image = strokes.render(_seven())
-        for warm in (False, True, True):
+        for warm in (False, False, True, True):
             worker.submit(image, "numpy", None, 1, warm)
             assert worker.wait_idle(10)
         result = worker.take()
-        assert warmups == [0, WARMUP_PASSES, WARMUP_PASSES]
+        # one untimed set-up pass after each change of setting (the first request is one), then
+        # cold frames run alone and warm ones after WARMUP_PASSES
+        assert warmups == [1, 0, WARMUP_PASSES, WARMUP_PASSES]
         assert result is not None and len(result.history) == 2  # warm and cold frames are not mixed
         clf._record(Timing(1.0, 2 * WARM_SKIP_US, 1))  # as if the last call took 20 ms
         worker.submit(image, "numpy", None, 1, True)

@@ -8,9 +8,26 @@ would expect (TypeError / ValueError / MemoryError).
 
 from __future__ import annotations
 
+import importlib
+
 
 class GemmpadError(Exception):
     """Base class: a problem the user can read and act on."""
+
+
+class MissingDependency(GemmpadError, ImportError):
+    """A package a command needs cannot be imported; the message says what to install."""
+
+
+def require(module: str, needed_by: str, install: str, otherwise: str = "") -> None:
+    """Raise MissingDependency unless `module` imports. A window library without a
+    wheel for this platform, or an install made with --no-deps, should end in a line
+    that names the package to install, not in ModuleNotFoundError."""
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependency(f"{needed_by} needs {module}, which cannot be imported here ({exc}): "
+                                f"pip install {install}" + (f"; {otherwise}" if otherwise else "")) from None
 
 
 class InputTypeError(GemmpadError, TypeError):

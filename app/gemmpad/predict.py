@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from gemmpad.engine import BACKENDS, Classifier, available_backends, backend_of
-from gemmpad.errors import GemmpadError, ImageError
+from gemmpad.errors import GemmpadError, ImageError, require
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
@@ -88,6 +88,7 @@ def load_image(path: Path) -> np.ndarray:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("PIL", "gemmpad predict", "pillow")
     backend = args.backend or backend_of(args.kernel) or ("cpu" if not available_backends()["cpu"] else "numpy")
     clf = Classifier(model=args.model, backend=backend, kernel=args.kernel)  # GemmpadError -> cli: message, exit 2
     failures = 0

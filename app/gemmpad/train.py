@@ -32,7 +32,7 @@ import numpy as np
 
 from gemmpad import augment, data, drawn
 from gemmpad.args import integer, number
-from gemmpad.errors import CudaUnavailable, GemmpadError
+from gemmpad.errors import CudaUnavailable, GemmpadError, require
 from gemmpad.files import atomic_path, check_output_file, check_writable_dir
 from gemmpad.model import LAYERS, Model
 from gemmpad.preprocess import preprocess_batch
@@ -337,10 +337,7 @@ def _versions() -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     """Train, save, measure; returns the exit status."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise GemmpadError("gemmpad train needs torch: pip install 'gemmpad[train]'") from None
+    require("torch", "gemmpad train", "'gemmpad[train]'")
     log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     t_start = time.perf_counter()
     out_path = Path(args.output) if args.output else Path("runs") / f"mnist-mlp-{datetime.now():%Y%m%d-%H%M%S}.npz"

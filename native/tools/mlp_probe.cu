@@ -223,17 +223,23 @@ Timing time_stream(cudaStream_t st, const std::function<void()>& enqueue, int re
     return {median(ks), median(es)};
 }
 
-// A graph of the kernel alone, the events recorded on the stream around its launch.
-Timing time_graph_outside(cudaStream_t st, const std::function<void()>& enqueue, int reps) {
+// What `enqueue` puts on the stream, captured and instantiated (no events around it).
+cudaGraphExec_t capture_exec(cudaStream_t st, const std::function<void()>& enqueue) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
     enqueue();
     CUDA_CHECK(cudaStreamEndCapture(st, &g));
     CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    return ge;
+}
+
+// A graph of the kernel alone, the events recorded on the stream around its launch.
+Timing time_graph_outside(cudaStream_t st, const std::function<void()>& enqueue, int reps) {
+    cudaGraphExec_t ge = capture_exec(st, enqueue);
     const Timing t = time_stream(st, [&] { CUDA_CHECK(cudaGraphLaunch(ge, st)); }, reps);
     CUDA_CHECK(cudaGraphExecDestroy(ge));
-    CUDA_CHECK(cudaGraphDestroy(g));
     return t;
 }
 
@@ -829,12 +835,7 @@ int main(int argc, char** argv) {
             std::printf("  V1 graph [event, kernel, event] + cudaStreamSynchronize:      kernel %5.2f  e2e %5.2f us\n", t.kernel_us, t.e2e_us);
             auto host_loop = [](const std::function<void()>& call) { return host_median_us(call, 2000, 100); };
             {
-                cudaGraph_t g;
-                cudaGraphExec_t ge;
-                CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
-                k();
-                CUDA_CHECK(cudaStreamEndCapture(st, &g));
-                CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+                cudaGraphExec_t ge = capture_exec(st, k);
                 std::printf("  V2 graph [kernel] + cudaStreamSynchronize:                              e2e %5.2f us\n",
                             host_loop([&] { CUDA_CHECK(cudaGraphLaunch(ge, st)); CUDA_CHECK(cudaStreamSynchronize(st)); }));
                 std::printf("  V7 cudaGraphLaunch alone (host call, then sync untimed):                e2e %5.2f us\n", [&] {
@@ -849,7 +850,6 @@ int main(int argc, char** argv) {
                     return median(es);
                 }());
                 CUDA_CHECK(cudaGraphExecDestroy(ge));
-                CUDA_CHECK(cudaGraphDestroy(g));
             }
             std::printf("  V3 direct launch + cudaStreamSynchronize:                               e2e %5.2f us\n",
                         host_loop([&] { k(); CUDA_CHECK(cudaStreamSynchronize(st)); }));

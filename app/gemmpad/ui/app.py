@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from gemmpad.args import number
-from gemmpad.errors import GemmpadError
+from gemmpad.errors import GemmpadError, require
 from gemmpad.files import check_output_file
 from gemmpad.ui.canvas import BRUSH_RANGE
 
@@ -93,6 +93,8 @@ def _process_age_s() -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("dearpygui", "the drawing window", "dearpygui",
+            otherwise="`gemmpad predict IMAGE` reads digits from image files without it")
     problem = display_problem()
     if problem:
         raise GemmpadError(

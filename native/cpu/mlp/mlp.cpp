@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../cpu.h"
+#include "gemmpad/gil.h"
 #include "mlp.h"
 
 namespace py = pybind11;
@@ -180,7 +181,7 @@ void bind_mlp(py::module_& m) {
                     }
                 }
                 float* probs = static_cast<float*>(out.mutable_data());
-                py::gil_scoped_release nogil;
+                const ReleaseGilFor nogil(batch);
                 return self.forward(fdata(x), probs, (int)batch, gemm);
             },
             py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName,

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "../bind.h"
+#include "gemmpad/gil.h"
 #include "mlp.cuh"
 
 namespace py = pybind11;
@@ -54,7 +55,7 @@ void bind_mlp(py::module_& m) {
                 const int batch = (int)x.shape(0);
                 float* o = const_cast<float*>(checked(out, {batch, kOut}, "out"));
                 const float* xp = x.data();
-                py::gil_scoped_release nogil;
+                const ReleaseGilFor nogil(batch);
                 return self.forward(xp, o, batch, kernel);
             },
             py::arg("x"), py::arg("out"), py::arg("kernel") = "cuda.mlp_fused",
