@@ -150,55 +150,71 @@ ForwardTimes time_forward(Mlp& mlp, const char* kernel, const float* x, float* o
     return {median(ks), median(es), rel_error(out, ref, batch)};
 }
 
-// Kernel time of `enqueue` (events inside a graph, as Mlp does) and host time
-// of launch + sync, medians of `reps` replays after a warm-up.
 struct Timing {
     double kernel_us, e2e_us;
 };
+
+// What `enqueue` puts on the stream, captured and instantiated. A throw inside ends the capture
+// first, so that the stream stays usable and the original error is the one reported.
+cudaGraphExec_t capture_exec(cudaStream_t st, const std::function<void()>& enqueue) {
+    cudaGraph_t g = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+    try {
+        enqueue();
+    } catch (...) {
+        cudaStreamEndCapture(st, &g);
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(st, &g));
+    cudaGraphExec_t ge;
+    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    return ge;
+}
+
+// Medians over `reps` calls of `call`, after 50 untimed ones: the span between the events e0 and
+// e1 that it records (divided by `inner`), and its host time. It returns with both complete.
+Timing time_calls(cudaEvent_t e0, cudaEvent_t e1, const std::function<void()>& call, int reps, int inner = 1) {
+    std::vector<double> ks, es;
+    for (int i = 0; i < reps + 50; ++i) {
+        const auto t0 = clk::now();
+        call();
+        const auto t1 = clk::now();
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i >= 50) ks.push_back(ms * 1000.0 / inner), es.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    return {median(ks), median(es)};
+}
+
+// Kernel time of `enqueue` (events inside a graph, as Mlp does) and host time
+// of launch + sync, medians of `reps` replays after a warm-up.
 Timing time_graph(cudaStream_t st, const std::function<void()>& enqueue, int reps, int inner = 1,
                   const std::function<void()>& before = {}, const std::function<void()>& after = {},
                   const std::function<void()>& pre = {}, const std::function<void()>& post = {}) {
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
-    try {
+    cudaGraphExec_t ge = capture_exec(st, [&] {
         if (pre) pre();
         CUDA_CHECK(cudaEventRecordWithFlags(e0, st, cudaEventRecordExternal));
         for (int i = 0; i < inner; ++i) enqueue();
         CUDA_CHECK(cudaEventRecordWithFlags(e1, st, cudaEventRecordExternal));
         if (post) post();
-    } catch (...) {
-        cudaGraph_t bad = nullptr;
-        cudaStreamEndCapture(st, &bad);
-        if (bad) cudaGraphDestroy(bad);
-        cudaGetLastError();
-        throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(st, &g));
-    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-    std::vector<double> ks, es;
-    for (int i = 0; i < reps + 50; ++i) {
-        const auto t0 = clk::now();
+    });
+    const Timing t = time_calls(e0, e1, [&] {
         if (before) before();
         CUDA_CHECK(cudaGraphLaunch(ge, st));
         CUDA_CHECK(cudaStreamSynchronize(st));
         if (after) after();
-        const auto t1 = clk::now();
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        if (i >= 50) ks.push_back(ms * 1000.0 / inner), es.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    }
+    }, reps, inner);
     CUDA_CHECK(cudaGraphExecDestroy(ge));
-    CUDA_CHECK(cudaGraphDestroy(g));
     CUDA_CHECK(cudaEventDestroy(e0));
     CUDA_CHECK(cudaEventDestroy(e1));
-    return {median(ks), median(es)};
+    return t;
 }
-
-__global__ void empty_kernel() {}
 
 // The same measure without a graph: events recorded on the stream around a direct launch (the
 // question: is part of the event-timed floor the graph's own work, not the kernel's?).
@@ -206,33 +222,15 @@ Timing time_stream(cudaStream_t st, const std::function<void()>& enqueue, int re
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
-    std::vector<double> ks, es;
-    for (int i = 0; i < reps + 50; ++i) {
-        const auto t0 = clk::now();
+    const Timing t = time_calls(e0, e1, [&] {
         CUDA_CHECK(cudaEventRecord(e0, st));
         enqueue();
         CUDA_CHECK(cudaEventRecord(e1, st));
         CUDA_CHECK(cudaStreamSynchronize(st));
-        const auto t1 = clk::now();
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        if (i >= 50) ks.push_back(ms * 1000.0), es.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    }
+    }, reps);
     CUDA_CHECK(cudaEventDestroy(e0));
     CUDA_CHECK(cudaEventDestroy(e1));
-    return {median(ks), median(es)};
-}
-
-// What `enqueue` puts on the stream, captured and instantiated (no events around it).
-cudaGraphExec_t capture_exec(cudaStream_t st, const std::function<void()>& enqueue) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
-    enqueue();
-    CUDA_CHECK(cudaStreamEndCapture(st, &g));
-    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-    CUDA_CHECK(cudaGraphDestroy(g));
-    return ge;
+    return t;
 }
 
 // A graph of the kernel alone, the events recorded on the stream around its launch.
@@ -242,6 +240,8 @@ Timing time_graph_outside(cudaStream_t st, const std::function<void()>& enqueue,
     CUDA_CHECK(cudaGraphExecDestroy(ge));
     return t;
 }
+
+__global__ void empty_kernel() {}
 
 __global__ void pcie_kernel(const float4* __restrict__ x, float* __restrict__ out, int n4, int write) {
     float4 v = threadIdx.x < n4 ? x[threadIdx.x] : make_float4(0, 0, 0, 0);
