@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from gemmpad import native, registry, train_native
-from gemmpad.args import integer, number
+from gemmpad.args import MAX_BATCH, MAX_REPS, integer, number
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, check_writable_dir, write_text
+from gemmpad.gemm import MAX_ELEMENTS
 
 TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3}
 DEFAULT_SIZES = ["1024x1024x768", "4096x4096x4096", "8192x8192x8192", "1x100x784", "256x100x784", "4096x100x784"]
@@ -45,15 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = sub.add_parser("gemm", help="every GEMM kernel vs cuBLAS (GPU) and NumPy (CPU)")
     g.add_argument("--sizes", nargs="+", default=DEFAULT_SIZES, metavar="MxNxK")
     g.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
-    g.add_argument("--reps", type=integer(1), default=50, help="timed repetitions per measurement at most")
+    g.add_argument("--reps", type=integer(1, MAX_REPS), default=50, help="timed repetitions per measurement at most")
     g.add_argument("--budget-s", type=number(0, above=True), default=2.0, help="time budget per measurement (fewer reps if slow)")
     g.add_argument("--out", default=None, metavar="DIR", help="write bench-gemm.json (+ .png) here")
     m = sub.add_parser("mlp", help="the MLP forward pass per backend and kernel vs torch and NumPy")
-    m.add_argument("--batches", nargs="+", type=integer(1), default=MLP_BATCHES)
-    m.add_argument("--sweep", nargs="*", type=integer(1), default=SWEEP_BATCHES, help="batch sweep for CPU vs GPU")
+    m.add_argument("--batches", nargs="+", type=integer(1, MAX_BATCH), default=MLP_BATCHES)
+    m.add_argument("--sweep", nargs="*", type=integer(1, MAX_BATCH), default=SWEEP_BATCHES, help="batch sweep for CPU vs GPU")
     m.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
     m.add_argument("--budget-s", type=number(0, above=True), default=0.3, help="time budget per measurement")
-    m.add_argument("--soak", type=integer(0), default=0, metavar="N", help="also run N batch-1 calls per backend, report memory")
+    m.add_argument("--soak", type=integer(0, MAX_REPS), default=0, metavar="N", help="also run N batch-1 calls per backend, report memory")
     m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
     m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
     t = sub.add_parser("train", help="native training engine vs torch (gemmpad.train_native.bench)")
@@ -152,6 +153,8 @@ def _parse_size(s: str) -> tuple[int, int, int]:
         raise GemmpadError(f"size {s!r} is not MxNxK (e.g. 1024x1024x768)") from None
     if min(m, n, k) < 1:
         raise GemmpadError(f"size {s!r}: every dimension must be >= 1")
+    if max(m * k, k * n, m * n) > MAX_ELEMENTS:
+        raise GemmpadError(f"size {s!r}: a matrix of over {MAX_ELEMENTS:,} elements is more than the kernels index")
     return m, n, k
 
 
