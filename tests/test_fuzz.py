@@ -14,6 +14,7 @@ import io
 import json
 import os
 import random
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -115,9 +116,13 @@ def _mutate_json(data: bytes, rng: random.Random) -> bytes:
     text = data.decode()
     swaps = ["1e308", "-1e309", "NaN", "Infinity", "1" * 400, "null", "true", '"x"', "[]", "{}", "-0", "[[1,2]]"]
     for _ in range(rng.randint(1, 3)):
-        op = rng.randrange(4)
+        op = 4 if rng.random() < 0.5 else rng.randrange(4)
         at = rng.randrange(len(text) + 1)
-        if op == 0:
+        numbers = list(re.finditer(r"-?[0-9.]+(e-?[0-9]+)?", text))
+        if op == 4 and numbers:  # keeps the file valid JSON: a value at an edge
+            m = rng.choice(numbers)
+            text = text[: m.start()] + rng.choice(("2800", "-2800", "2801", "1e-300", "0", "279.9")) + text[m.end() :]
+        elif op == 0:
             text = text[:at] + rng.choice(swaps) + text[at:]
         elif op == 1:
             text = text[:at] + text[at + rng.randint(1, 8) :]

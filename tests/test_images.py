@@ -16,6 +16,7 @@ from PIL import Image, ImageDraw
 
 from gemmpad.errors import ImageError
 from gemmpad.images import MAX_SIDE, image_paths, load_image
+from tests.hostile_files import broken_idat
 
 
 def digit_png(size: int = 64) -> bytes:
@@ -24,13 +25,6 @@ def digit_png(size: int = 64) -> bytes:
     buf = io.BytesIO()
     im.save(buf, "PNG")
     return buf.getvalue()
-
-
-def broken_idat(png: bytes, delta: int = -8) -> bytes:
-    """The PNG with its IDAT chunk's length field off by `delta` bytes (Pillow: SyntaxError)."""
-    at = png.index(b"IDAT") - 4
-    (length,) = struct.unpack(">I", png[at : at + 4])
-    return png[:at] + struct.pack(">I", length + delta) + png[at + 4 :]
 
 
 def test_a_good_png_reads(tmp_path: Path) -> None:

@@ -4,13 +4,13 @@ read once with a cap, JSON bounded in size and depth (issue 20, findings 5 and 8
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from gemmpad.errors import GemmpadError, ImageError
 from gemmpad.inputs import MAX_JSON_DEPTH, json_depth, load_json, read_input
+from tests.hostile_files import pipe_with
 
 
 def test_regular_file_and_its_cap(tmp_path: Path) -> None:
@@ -43,45 +43,14 @@ def test_symlink_loop_and_missing_say_so(tmp_path: Path) -> None:
         read_input(tmp_path / "none", 10)
 
 
-def fifo(path: Path, escape_after_s: float = 20.0) -> threading.Event:
-    """mkfifo `path`; if nothing set the returned event within `escape_after_s`, open the FIFO
-    for writing once, so that code that (wrongly) blocks on it fails its test instead of hanging."""
-    os.mkfifo(path)
-    done = threading.Event()
-
-    def escape() -> None:
-        if not done.wait(escape_after_s):
-            os.close(os.open(path, os.O_RDWR))  # never blocks; a blocked reader then sees end of file
-
-    threading.Thread(target=escape, daemon=True).start()
-    return done
-
-
-def _pipe_with(data: bytes) -> tuple[str, threading.Thread]:
-    """A pipe as the shell's <(...) gives it: /dev/fd/N with a writer on the other end."""
-    r, w = os.pipe()
-
-    def write() -> None:
-        try:
-            os.write(w, data)
-        except BrokenPipeError:  # the reader stopped at its cap
-            pass
-        finally:
-            os.close(w)
-
-    t = threading.Thread(target=write, daemon=True)
-    t.start()
-    return f"/dev/fd/{r}", t
-
-
 def test_process_substitution_is_read_once_with_a_cap() -> None:
-    name, t = _pipe_with(b"y" * 50_000)
+    name, t = pipe_with(b"y" * 50_000)
     try:
         assert read_input(name, 60_000) == b"y" * 50_000
     finally:
         os.close(int(name.rsplit("/", 1)[1]))
     t.join(5)
-    name, t = _pipe_with(b"y" * 200_000)
+    name, t = pipe_with(b"y" * 200_000)
     try:
         with pytest.raises(GemmpadError, match="more than 100,000 bytes came through the pipe"):
             read_input(name, 100_000)

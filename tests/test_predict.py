@@ -225,7 +225,7 @@ def test_file_names_that_are_not_utf8(monkeypatch, capsys, tmp_path, model_file)
 
 def test_one_corrupt_image_does_not_stop_the_batch(monkeypatch, capsys, tmp_path, images, model_file):
     """Finding 1: Pillow's SyntaxError for a broken PNG chunk is that file's error line."""
-    from tests.test_images import broken_idat
+    from tests.hostile_files import broken_idat
 
     (tmp_path / "bad.png").write_bytes(broken_idat(images["dark.png"].read_bytes()))
     rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
@@ -239,7 +239,7 @@ def test_one_corrupt_image_does_not_stop_the_batch(monkeypatch, capsys, tmp_path
 def test_fifos_are_refused_not_waited_on(monkeypatch, capsys, tmp_path, images, model_file):
     """Finding 5: `mkfifo f.png; gemmpad predict f.png good.png` and `--model fifo.npz` end at
     once (a writer opens the FIFOs after 20 s so that old code fails instead of hanging)."""
-    from tests.test_inputs import fifo
+    from tests.hostile_files import fifo
 
     fifos = [tmp_path / "f.png", tmp_path / "fifo.npz"]
     escapes = [fifo(f) for f in fifos]
@@ -256,9 +256,9 @@ def test_fifos_are_refused_not_waited_on(monkeypatch, capsys, tmp_path, images, 
 
 
 def test_process_substitution_still_works(monkeypatch, capsys, images, model_file):
-    from tests.test_inputs import _pipe_with
+    from tests.hostile_files import pipe_with
 
-    name, t = _pipe_with(images["dark.png"].read_bytes())
+    name, t = pipe_with(images["dark.png"].read_bytes())
     try:
         rc, out, _ = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
                              name)

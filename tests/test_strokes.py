@@ -71,7 +71,7 @@ def test_points_are_capped_per_stroke_and_in_all(tmp_path: Path) -> None:
 
 def test_deep_nesting_and_fifos_are_clear_errors(tmp_path: Path) -> None:
     """Issue 20, findings 5 and 8: a FIFO hung --replay; 100,000 levels of nesting gave RecursionError."""
-    from tests.test_inputs import fifo
+    from tests.hostile_files import fifo
 
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(GemmpadError, match="nested 100000 levels deep"):

@@ -23,9 +23,9 @@ from gemmpad.inputs import load_json
 Stroke = np.ndarray  # [n, 2] float, (x, y) in canvas pixels
 CANVAS = (280, 280)  # (height, width) of the app's canvas
 FAR = 10 * max(CANVAS)  # farthest a stroke point may lie from the canvas origin
-MAX_STROKE_POINTS = 5_000  # a slow, long stroke at 60 frames per second is a few hundred
-MAX_POINTS = 20_000
-MAX_FILE_BYTES = 4 << 20  # 20,000 points take ~0.3 MB as saved; room for indentation
+MAX_STROKE_POINTS = 2_000  # a slow, long stroke at 60 frames per second is a few hundred
+MAX_POINTS = 10_000  # replaying this many took ~10 s in the window (development VM, 2026-11-24)
+MAX_FILE_BYTES = 4 << 20  # 10,000 points take ~0.15 MB as saved; room for indentation
 
 
 def paint_segment(canvas: np.ndarray, p0: Sequence[float], p1: Sequence[float], width: float) -> None:

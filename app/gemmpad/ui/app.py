@@ -30,7 +30,7 @@ from gemmpad.ui.canvas import BRUSH_RANGE
 
 _T_IMPORT = time.perf_counter()
 # A script's strokes are fed this many points per frame, not a hand's two: a frame costs
-# ~10-20 ms, so a 20,000-point file (strokes.MAX_POINTS) replays in seconds, not minutes.
+# ~10-20 ms, so the frames of a strokes.MAX_POINTS file take seconds, not minutes.
 REPLAY_POINTS_PER_FRAME = 64
 
 
