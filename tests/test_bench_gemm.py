@@ -98,3 +98,10 @@ def test_bench_gemm_readme_without_markers_fails_before_the_run(monkeypatch, cap
     assert readme.read_text() == "no markers\n" and not (tmp_path / "res").exists()
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--kernels", "cpu.01_naive", "--readme", str(readme))
     assert rc == 2 and "--readme needs --out" in err
+
+
+def test_bench_gemm_huge_size_is_a_clear_error(monkeypatch, capsys):
+    """Issue 20, finding 8: 99999999999999999999x1x1 was an internal error (exit 3)."""
+    for size in ("99999999999999999999x1x1", "46341x46341x1"):
+        rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", size, "--kernels", "cpu.01_naive")
+        assert rc == 2 and f"size '{size}': a matrix of over 2,147,483,647 elements" in err

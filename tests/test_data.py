@@ -130,3 +130,35 @@ def test_failed_download_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyP
     message = str(info.value)
     assert "\n" not in message and "pass --data DIR or set $GEMMPAD_DATA" in message
     assert message.endswith("RuntimeError: Error downloading train-images-idx3-ubyte.gz:)")
+
+
+# ---- issue 20: hostile IDX files
+
+
+def test_dimensions_that_multiply_past_2_64_are_refused(tmp_path: Path) -> None:
+    """Finding 8: 2^16 * 2^24 * 2^24 wrapped to 0 in int64, passed the length check and failed
+    inside reshape (exit 3)."""
+    header = struct.pack(">IIII", data.IMAGES_MAGIC, 2**16, 2**24, 2**24)
+    write_split(tmp_path, header, idx_labels(np.zeros(1)), gz=False)
+    with pytest.raises(DataError, match=r"declares 18,446,744,073,709,551,616 bytes of data, more than"):
+        data.load_split("train", tmp_path)
+
+
+def test_a_gzip_bomb_is_read_only_to_the_declared_size(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Finding 3: a 9.4 MB .gz inflating to 9 GiB was inflated whole. Here 64 MiB of zeros
+    follow a header declaring 10 images: reading stops just past the declared size."""
+    import tracemalloc
+
+    images = rng.integers(0, 256, (10, 28, 28), dtype=np.uint8)
+    z = gzip.compress(idx_images(images) + bytes(64 << 20), compresslevel=1)
+    write_split(tmp_path, b"", idx_labels(np.zeros(10)), gz=False)
+    (tmp_path / "train-images-idx3-ubyte").unlink()
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(z)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError, match="has trailing bytes: the header"):
+            data.load_split("train", tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated while reading 10 images"

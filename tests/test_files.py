@@ -62,3 +62,38 @@ def test_check_output_file(tmp_path):
         with pytest.raises(GemmpadError, match=rf"^--x: the file type comes from the suffix, and {shown} .*e\.g\. \.png"):
             check_output_file(tmp_path / name, "--x", {".png", ".bmp"})
     assert check_output_file(tmp_path / "strokes", "--record") == tmp_path / "strokes"  # any suffix when none is asked
+
+def test_symlinks_are_written_through_to_their_target(tmp_path):
+    """Issue 20, finding 7: --record replaced a symlink with a regular file."""
+    real = tmp_path / "real" / "strokes.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    real.chmod(0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640  # a replaced file keeps its permissions
+    assert sorted(p.name for p in real.parent.iterdir()) == ["strokes.json"]
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "real" / "later.json")
+    write_text(dangling, "made")
+    assert dangling.is_symlink() and (tmp_path / "real" / "later.json").read_text() == "made"
+
+
+def test_special_files_are_refused_not_replaced(tmp_path):
+    """Issue 20, finding 7: as root, --record /dev/full replaced the device node. (A FIFO
+    stands in for the device here: replacing it is as wrong and harmless to try.)"""
+    fifo = tmp_path / "f.json"
+    os.mkfifo(fifo)
+    (tmp_path / "via.json").symlink_to(fifo)
+    for target in (fifo, tmp_path / "via.json"):
+        with pytest.raises(GemmpadError, match="not a regular file .*refusing to replace it"):
+            write_text(target, "x")
+        with pytest.raises(GemmpadError, match="^--record x: .*not a regular file"):
+            check_output_file(target, "--record x")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    with pytest.raises(GemmpadError, match="symbolic links"):
+        write_text(loop, "x")

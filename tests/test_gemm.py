@@ -174,3 +174,12 @@ def test_device_allocation_failure_is_a_memory_error(rng):
     with pytest.raises(MemoryError):
         gemmpad.native.cuda().bench_gemm(name, 2**30, 2**30, 1, reps=1, warmup=0)
     check(name, 33, 17, 9, rng)
+
+
+def test_wrong_argument_types_are_type_errors_naming_the_argument():
+    """Issue 20, finding 11: kernel=7 raised AttributeError, activation=['relu'] "unhashable type"."""
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(TypeError, match="^kernel must be a kernel name"):
+        gemmpad.gemm(a, a, kernel=7)
+    with pytest.raises(TypeError, match="^activation must be None or 'relu', got list"):
+        gemmpad.gemm(a, a, activation=["relu"])

@@ -80,7 +80,7 @@ def test_not_a_zip_truncated_missing_and_pickles(tmp_path: Path, rng: np.random.
     (tmp_path / "png.npz").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
     with pytest.raises(ModelFileError, match="not an .npz model file"):
         load_model(tmp_path / "png.npz")
-    with pytest.raises(ModelFileError, match="not a readable"):
+    with pytest.raises(ModelFileError, match="is a directory, not a model file"):
         load_model(tmp_path)  # a directory
     Model(random_weights(rng)).save(tmp_path / "good.npz")
     raw = (tmp_path / "good.npz").read_bytes()
@@ -157,3 +157,90 @@ def test_missing_bundled_model_says_where_it_looked(monkeypatch, tmp_path: Path)
     with pytest.raises(ModelFileError, match=r"bundled model is missing \(looked for .*pkg/models/mnist-mlp.npz and "
                                              r".*checkout/mnist-mlp.npz\)"):
         load_model()
+
+
+# ---- issue 20: hostile model files
+
+
+def test_extra_members_are_refused(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Finding 8: an extra string array gave `could not convert string to float` (exit 3);
+    a non-.npy member or an extra numeric array was read, or accepted."""
+    w = random_weights(rng)
+    cases = {"str.npz": {**w, "note": np.array(["hello"])}, "zeros.npz": {**w, "Z": np.zeros(1000, np.float32)}}
+    for name, arrays in cases.items():
+        _save_raw(tmp_path / name, arrays)
+        with pytest.raises(ModelFileError, match="unexpected member '(note|Z).npy'"):
+            load_model(tmp_path / name)
+    _save_raw(tmp_path / "txt.npz", w)
+    with zipfile.ZipFile(tmp_path / "txt.npz", "a") as zf:
+        zf.writestr("README.txt", "not an array")
+    with pytest.raises(ModelFileError, match="unexpected member 'README.txt'"):
+        load_model(tmp_path / "txt.npz")
+
+
+def test_headers_are_checked_before_any_data_is_inflated(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Finding 3: a 9.7 MB file holding a 9 GiB array of zeros took 27.6 s and 9.3 GB. Here W1's
+    header declares a 64 MiB array (deflated to ~64 KB): refused with no large allocation."""
+    import tracemalloc
+
+    w = random_weights(rng)
+    _save_raw(tmp_path / "m.npz", {k: v for k, v in w.items() if k != "W1"})
+    header = {"descr": "<f4", "fortran_order": False, "shape": (784, 21400)}
+    buf = __import__("io").BytesIO()
+    np.lib.format.write_array_header_1_0(buf, header)
+    with zipfile.ZipFile(tmp_path / "m.npz", "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("W1.npy", "w", force_zip64=True) as f:
+            f.write(buf.getvalue())
+            chunk = bytes(1 << 20)
+            for _ in range(64):
+                f.write(chunk)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFileError, match=r"W1 has shape \(784, 21400\), expected \(784, 100\)"):
+            load_model(tmp_path / "m.npz")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated while refusing the file"
+
+
+def test_data_past_the_declared_size_is_never_read(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A right header followed by far more data than it declares: exactly the declared bytes are read."""
+    w = random_weights(rng)
+    _save_raw(tmp_path / "m.npz", {k: v for k, v in w.items() if k != "b3"})
+    buf = __import__("io").BytesIO()
+    np.lib.format.write_array(buf, w["b3"])
+    with zipfile.ZipFile(tmp_path / "m.npz", "a", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("b3.npy", buf.getvalue() + bytes(8 << 20))
+    m = load_model(tmp_path / "m.npz")
+    np.testing.assert_array_equal(m["b3"], w["b3"])
+
+
+def test_weights_that_overflow_are_refused_naming_the_file(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Finding 4: every weight finite, W1 = 3e38: the forward pass gives NaN, which printed as a result."""
+    w = random_weights(rng)
+    w["W1"] = np.full(SHAPES["W1"], 3e38, np.float32)
+    _save_raw(tmp_path / "huge.npz", w)
+    with pytest.raises(ModelFileError, match="huge.npz: the network's output is not finite"):
+        load_model(tmp_path / "huge.npz")
+    m = Model(random_weights(rng))
+    with pytest.raises(ModelFileError, match="^weights: the network's output is not finite"):
+        m.check_output(np.array([[np.nan] * 10], np.float32))
+
+
+def test_card_nested_deeply_is_a_model_file_error(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Finding 8: a card nested 100,000 levels gave RecursionError (exit 3)."""
+    Model(random_weights(rng)).save(tmp_path / "m.npz")
+    (tmp_path / "m.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ModelFileError, match="nested 100000 levels deep"):
+        load_model(tmp_path / "m.npz")
+
+
+def test_fortran_order_and_big_endian_arrays_load(tmp_path: Path, rng: np.random.Generator) -> None:
+    w = random_weights(rng)
+    odd = {**w, "W1": np.asfortranarray(w["W1"]), "W2": w["W2"].astype(">f4")}
+    _save_raw(tmp_path / "m.npz", odd)
+    m = load_model(tmp_path / "m.npz")
+    for k in SHAPES:
+        np.testing.assert_array_equal(m[k], w[k])
+        assert m[k].dtype == np.float32 and m[k].flags.c_contiguous

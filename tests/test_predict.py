@@ -176,7 +176,7 @@ def _digit_seen(path: Path) -> np.ndarray:
     from gemmpad.predict import load_image
     from gemmpad.preprocess import preprocess
 
-    return preprocess(load_image(path))
+    return preprocess(load_image(path)[0])
 
 
 def test_camera_orientation_and_deep_images(tmp_path):
@@ -219,3 +219,90 @@ def test_file_names_that_are_not_utf8(monkeypatch, capsys, tmp_path, model_file)
     rows = json_lines(out)
     assert rc == 0 and rows[0]["file"].endswith("odd\\xff\\xfe.png") and rows[1]["file"].endswith("plain.png")
     out.encode("utf-8")  # strict: no lone surrogates reached the output
+
+
+# ---- issue 20: a hostile or careless user
+
+def test_one_corrupt_image_does_not_stop_the_batch(monkeypatch, capsys, tmp_path, images, model_file):
+    """Finding 1: Pillow's SyntaxError for a broken PNG chunk is that file's error line."""
+    from tests.hostile_files import broken_idat
+
+    (tmp_path / "bad.png").write_bytes(broken_idat(images["dark.png"].read_bytes()))
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                           str(images["dark.png"]), str(tmp_path / "bad.png"), str(images["wide.jpg"]))
+    rows = json_lines(out)
+    assert rc == 1 and "internal error" not in err
+    assert [set(r) == FIELDS for r in rows] == [True, False, True]
+    assert "cannot read image: SyntaxError" in rows[1]["error"]
+
+
+def test_fifos_are_refused_not_waited_on(monkeypatch, capsys, tmp_path, images, model_file):
+    """Finding 5: `mkfifo f.png; gemmpad predict f.png good.png` and `--model fifo.npz` end at
+    once (a writer opens the FIFOs after 20 s so that old code fails instead of hanging)."""
+    from tests.hostile_files import fifo
+
+    fifos = [tmp_path / "f.png", tmp_path / "fifo.npz"]
+    escapes = [fifo(f) for f in fifos]
+    try:
+        rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file),
+                               "--json", str(fifos[0]), str(images["dark.png"]))
+        rows = json_lines(out)
+        assert rc == 1 and "is a FIFO, not a regular file" in rows[0]["error"] and set(rows[1]) == FIELDS
+        rc, out, err = run_cli(monkeypatch, capsys, "predict", "--model", str(fifos[1]), str(images["dark.png"]))
+        assert rc == 2 and "fifo.npz: is a FIFO" in err
+    finally:
+        for done in escapes:
+            done.set()
+
+
+def test_process_substitution_still_works(monkeypatch, capsys, images, model_file):
+    from tests.hostile_files import pipe_with
+
+    name, t = pipe_with(images["dark.png"].read_bytes())
+    try:
+        rc, out, _ = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                             name)
+    finally:
+        os.close(int(name.rsplit("/", 1)[1]))
+    assert rc == 0 and set(json_lines(out)[0]) == FIELDS
+
+
+def test_a_model_that_overflows_is_refused_naming_it(monkeypatch, capsys, tmp_path, images, rng):
+    """Finding 4: finite weights that overflow float32 gave `"confidence": NaN` (invalid JSON)."""
+    from gemmpad.model import SHAPES
+
+    w = {k: rng.standard_normal(s).astype(np.float32) for k, s in SHAPES.items()}
+    w["W1"] = np.full(SHAPES["W1"], 3e38, np.float32)
+    path = tmp_path / "huge.npz"
+    np.savez(path, **w)
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(path), "--json",
+                           str(images["dark.png"]))
+    assert rc == 2 and "huge.npz: the network's output is not finite" in err and "NaN" not in out
+    for line in out.splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"invalid JSON constant {c}"))
+
+
+def test_control_characters_in_names_are_escaped(monkeypatch, capsys, tmp_path, model_file):
+    """Finding 10: a newline in a name split a table row; ESC[31m recoloured the terminal."""
+    names = ["two\nlines.png", "\x1b[31mred.png", "bell\x07.png"]
+    for n in names:
+        draw_one((60, 60), True).save(tmp_path / n, format="PNG")
+    (tmp_path / "gone\x1b[0m.png").symlink_to(tmp_path / "nowhere")
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file),
+                           *(str(tmp_path / n) for n in [*names, "gone\x1b[0m.png"]))
+    assert rc == 1
+    assert not any(c in out + err for c in "\x1b\x07")
+    lines = out.splitlines()
+    assert len(lines) == 2 + 4 and "two\\x0alines.png" in out and "\\x1b[31mred.png" in out
+
+
+def test_wrong_blame_symlink_loop_and_unreadable_model(monkeypatch, capsys, tmp_path, images, model_file):
+    """Finding 11: a symlink loop was "no such file or directory"."""
+    (tmp_path / "loop.png").symlink_to(tmp_path / "loop.png")
+    rc, out, _ = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                         str(tmp_path / "loop.png"), str(images["dark.png"]))
+    rows = json_lines(out)
+    assert rc == 1 and "symbolic links" in rows[0]["error"] and set(rows[1]) == FIELDS
+    (tmp_path / "loop.npz").symlink_to(tmp_path / "loop.npz")
+    rc, _, err = run_cli(monkeypatch, capsys, "predict", "--model", str(tmp_path / "loop.npz"), str(images["dark.png"]))
+    assert rc == 2 and "symbolic links" in err and "zip" not in err

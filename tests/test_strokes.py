@@ -43,10 +43,40 @@ def test_bad_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) ->
 
 
 def test_missing_and_unreadable(tmp_path: Path) -> None:
-    with pytest.raises(GemmpadError, match="strokes file not found"):
+    with pytest.raises(GemmpadError, match="strokes JSON file not found"):
         strokes.load(tmp_path / "absent.json")
-    with pytest.raises(GemmpadError, match="not a valid strokes JSON file"):
-        strokes.load(tmp_path)  # a directory
+    with pytest.raises(GemmpadError, match="is a directory, not a strokes JSON file"):
+        strokes.load(tmp_path)
     (tmp_path / "latin1.json").write_bytes(b"[\xff]")
     with pytest.raises(GemmpadError, match="not a valid strokes JSON file"):
         strokes.load(tmp_path / "latin1.json")
+
+
+def test_points_are_capped_per_stroke_and_in_all(tmp_path: Path) -> None:
+    """Issue 20, finding 6: replay costs time per point (a 20,000-point stroke took 158 s)."""
+    import json
+
+    one = [[[1.0, 2.0]] * (strokes.MAX_STROKE_POINTS + 1)]
+    (tmp_path / "long.json").write_text(json.dumps(one))
+    with pytest.raises(GemmpadError, match=f"stroke 0 has {strokes.MAX_STROKE_POINTS + 1:,} points, more than"):
+        strokes.load(tmp_path / "long.json")
+    many = [[[1.0, 2.0]] * strokes.MAX_STROKE_POINTS] * (strokes.MAX_POINTS // strokes.MAX_STROKE_POINTS + 1)
+    (tmp_path / "many.json").write_text(json.dumps(many))
+    with pytest.raises(GemmpadError, match=f"more than {strokes.MAX_POINTS:,} points in all"):
+        strokes.load(tmp_path / "many.json")
+    ok = [[[1.0, 2.0]] * strokes.MAX_STROKE_POINTS] * (strokes.MAX_POINTS // strokes.MAX_STROKE_POINTS)
+    (tmp_path / "ok.json").write_text(json.dumps(ok))
+    assert sum(len(s) for s in strokes.load(tmp_path / "ok.json")) == strokes.MAX_POINTS
+
+
+def test_deep_nesting_and_fifos_are_clear_errors(tmp_path: Path) -> None:
+    """Issue 20, findings 5 and 8: a FIFO hung --replay; 100,000 levels of nesting gave RecursionError."""
+    from tests.hostile_files import fifo
+
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(GemmpadError, match="nested 100000 levels deep"):
+        strokes.load(tmp_path / "deep.json")
+    done = fifo(tmp_path / "f.json")
+    with pytest.raises(GemmpadError, match="is a FIFO"):
+        strokes.load(tmp_path / "f.json")
+    done.set()

@@ -170,3 +170,42 @@ def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch
     np.testing.assert_array_equal(seen["weights"]["W1"], train.initial_weights(0)["W1"])
     card = json.loads((tmp_path / "nat.json").read_text())
     assert card["training"]["engine"] == "native" and len(card["history"]) == 3
+
+
+# ---- issue 20: nothing overwritten, nothing lost
+
+
+def test_existing_outputs_are_not_replaced_without_force(tmp_path: Path) -> None:
+    """Finding 2: --output silently replaced any file, the shipped model included, and the
+    .json/.png beside it that the user never named."""
+    from gemmpad.model import default_model_path
+
+    for existing in ("m.npz", "m.json", "m.png"):
+        (tmp_path / existing).write_text("keep me")
+        with pytest.raises(GemmpadError, match=f"{existing} already exists: name another --output .* or pass --force"):
+            train.run(quick_args(tmp_path))  # before the data is read (--data is absent)
+        assert (tmp_path / existing).read_text() == "keep me"
+        (tmp_path / existing).unlink()
+    shipped = default_model_path()
+    with pytest.raises(GemmpadError, match="already exist.*--force"):
+        train.run(parse("--data", str(tmp_path / "absent"), "--output", str(shipped), "--quiet"))
+    (tmp_path / "m.npz").write_text("replace me")
+    with pytest.raises(DataError):  # --force lets the run go on, to the missing data
+        train.run(quick_args(tmp_path, "--force"))
+
+
+@pytest.mark.slow
+def test_the_model_is_saved_before_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 9: an evaluation failing after training (--eval-drawn 10^9) lost the trained model."""
+    from gemmpad import drawn
+
+    def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError("drawn test digits")
+
+    monkeypatch.setattr(drawn, "generate", out_of_memory)
+    args = parse("--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "1", "--augment", "none",
+                 "--drawn", "0", "--eval-drawn", "10", "--cache", "", "--quiet", "--output", str(tmp_path / "m.npz"))
+    with pytest.raises(MemoryError):
+        train.run(args)
+    m = load_model(tmp_path / "m.npz")
+    assert m.card["training"]["epochs"] == 1 and m.card["results"] == {}

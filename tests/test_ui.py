@@ -688,7 +688,7 @@ def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--replay", "/nonexistent/strokes.json"], "strokes file not found"),
+        (["--replay", "/nonexistent/strokes.json"], "strokes JSON file not found"),
         (["--batch", "5000"], "--batch must be between 1 and 4096"),
         (["--kernel", "numpy.no_such_kernel", "--backend", "numpy"], "no_such_kernel"),
         (["--screenshot", "/dev/null/shot.png"], "--screenshot /dev/null/shot.png: /dev/null is a file, not a directory"),

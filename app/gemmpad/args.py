@@ -8,17 +8,26 @@ import argparse
 import math
 from collections.abc import Callable
 
+# Upper bounds shared by the subcommands' options, each well past any real use and
+# well inside what a lists or arrays of that length costs on an ordinary machine.
+MAX_BATCH = 65536  # images in one forward pass or training step (784 floats each: 205 MB)
+MAX_EPOCHS = 10_000
+MAX_SEED = 2**32 - 1  # what NumPy and torch both take
+MAX_REPS = 10**8  # repetitions of a timed call
 
-def integer(minimum: int) -> Callable[[str], int]:
-    """A whole number >= minimum."""
+
+def integer(minimum: int, maximum: int) -> Callable[[str], int]:
+    """A whole number in [minimum, maximum]. Every count has an upper bound too: a
+    billion epochs or drawn digits is a list or an array the machine cannot hold,
+    and the bound says so at once instead of after minutes of work."""
 
     def parse(text: str) -> int:
         try:
             value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        except ValueError:  # also a number of more than 4300 digits
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be between {minimum:,} and {maximum:,}, got {value}")
         return value
 
     return parse

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import math
 import os
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from gemmpad.errors import DataError
+from gemmpad.inputs import open_input, read_at_most
 
 IMAGES_MAGIC = 0x00000803
 LABELS_MAGIC = 0x00000801
@@ -49,44 +53,52 @@ class Split:
     md5: dict[str, str]
 
 
-def _read_bytes(path: Path) -> bytes:
-    """Whole file contents, gunzipped if it is gzip (detected from the magic, not the name)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError, ValueError) as exc:
-            raise DataError(f"{path}: corrupt or truncated gzip data ({exc})") from None
-    return raw
-
-
-def parse_idx(data: bytes, source: str, kind: str) -> np.ndarray:
-    """Parse IDX bytes; kind is "images" ([N, rows, cols]) or "labels" ([N])."""
-    magic = IMAGES_MAGIC if kind == "images" else LABELS_MAGIC
-    header = 16 if kind == "images" else 8
-    if len(data) >= 4:  # the magic first: a wrong kind of file is the likelier mistake
-        got = struct.unpack(">I", data[:4])[0]
-        if got != magic:
-            raise DataError(f"{source}: bad magic number 0x{got:08x}, expected 0x{magic:08x} (IDX {kind} file)")
-    if len(data) < header:
-        raise DataError(f"{source}: only {len(data)} bytes, too short for an IDX {kind} header ({header} bytes)")
-    dims = struct.unpack(f">{(header - 4) // 4}I", data[4:header])
-    expected = header + int(np.prod(dims, dtype=np.int64))
-    if len(data) != expected:
-        what = "truncated" if len(data) < expected else "has trailing bytes"
-        raise DataError(f"{source}: {what}: {len(data)} bytes, header {dims} needs {expected}")
-    arr = np.frombuffer(data, dtype=np.uint8, offset=header)
-    return arr.reshape(dims).copy()
+MAX_IDX_BYTES = 1 << 30  # MNIST's largest file is 47 MB; a header may declare at most this much data
 
 
 def read_idx(path: str | os.PathLike[str], kind: str) -> tuple[np.ndarray, str]:
-    """Read one IDX file (gzip or raw); returns the array and the MD5 of the uncompressed bytes."""
+    """Read one IDX file (gzip or raw, told apart by the magic, not the name); returns
+    the array and the MD5 of the uncompressed bytes.
+
+    The data is streamed: the header is read first, and then exactly the bytes it
+    declares, plus one to notice trailing data. A small .gz that inflates to
+    gigabytes is therefore never inflated past the declared size.
+    """
     p = Path(path)
-    data = _read_bytes(p)
-    return parse_idx(data, str(p), kind), hashlib.md5(data).hexdigest()
+    with open_input(p, MAX_IDX_BYTES, DataError, "IDX file") as raw:
+        try:
+            gz = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if gz else raw
+            header = _idx_header(stream.read(16 if kind == "images" else 8), str(p), kind)
+            dims = struct.unpack(f">{(len(header) - 4) // 4}I", header[4:])
+            size = math.prod(dims)  # a Python int: four large dimensions cannot wrap around to a small size
+            if size > MAX_IDX_BYTES:
+                raise DataError(f"{p}: header {dims} declares {size:,} bytes of data, more than an IDX file "
+                                f"may hold here ({MAX_IDX_BYTES:,})")
+            body = read_at_most(stream, size + 1)
+        except (OSError, EOFError, ValueError, zlib.error) as exc:
+            raise DataError(f"{p}: corrupt or truncated {'gzip' if gz else 'IDX'} data ({exc})") from None
+    if len(body) != size:
+        what = "truncated" if len(body) < size else "has trailing bytes"
+        raise DataError(f"{p}: {what}: the header {dims} declares {size:,} bytes of data, "
+                        f"{'found ' + format(len(body), ',') if len(body) < size else 'and more follow'}")
+    md5 = hashlib.md5(header)
+    md5.update(body)
+    return np.frombuffer(body, dtype=np.uint8).reshape(dims).copy(), md5.hexdigest()
+
+
+def _idx_header(header: bytes, source: str, kind: str) -> bytes:
+    """The header bytes, once the magic number and length are right for `kind`."""
+    magic = IMAGES_MAGIC if kind == "images" else LABELS_MAGIC
+    size = 16 if kind == "images" else 8
+    if len(header) >= 4:  # the magic first: a wrong kind of file is the likelier mistake
+        got = struct.unpack(">I", header[:4])[0]
+        if got != magic:
+            raise DataError(f"{source}: bad magic number 0x{got:08x}, expected 0x{magic:08x} (IDX {kind} file)")
+    if len(header) < size:
+        raise DataError(f"{source}: only {len(header)} bytes, too short for an IDX {kind} header ({size} bytes)")
+    return header
 
 
 def _find(directory: Path, stem: str) -> Path:

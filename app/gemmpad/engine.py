@@ -264,7 +264,7 @@ class Classifier:
         if image28 is None:
             return None
         x = jitter(image28, batch, self._rng) if batch > 1 else image28.reshape(1, N_IN)
-        probs = self.predict(x, warmup).mean(axis=0, dtype=np.float64).astype(np.float32)
+        probs = self.model.check_output(self.predict(x, warmup)).mean(axis=0, dtype=np.float64).astype(np.float32)
         digit = int(np.argmax(probs))
         assert self.last_timing is not None
         return Prediction(

@@ -1,10 +1,16 @@
 """Atomic file writes: a crash or a full disk never leaves a half-written file
-where a good one was (the shipped model, a benchmark result, a saved drawing)."""
+where a good one was (the shipped model, a benchmark result, a saved drawing).
+
+Every writer goes through atomic_path, which also decides *what* may be replaced:
+a symlink is written through to its target (the link stays a link), and a device,
+FIFO or socket is refused rather than swapped for a regular file.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -19,11 +25,15 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     The temporary file keeps the target's suffix so that writers which pick a
     format by extension (Pillow, matplotlib, numpy.savez) still do.
     """
-    target = Path(path)
+    target = write_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the permissions a plain open() would
+    try:  # mkstemp makes 0600: keep a replaced file's permissions, else those a plain open() would give
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        mode = 0o666 & ~_umask()
+    os.chmod(tmp, mode)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
@@ -31,6 +41,25 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+
+
+def write_target(path: str | os.PathLike[str]) -> Path:
+    """The file a write to `path` should replace: a symlink's final target (so the
+    rename lands there and the link survives), or `path` itself. Raises GemmpadError
+    for a directory, device, FIFO or socket, or a symlink loop."""
+    given = Path(path)
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    try:
+        mode = target.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):  # a new file (check_writable_dir judges its folder)
+        return target
+    except OSError as exc:  # a symlink loop, a component that is a file, no permission
+        raise GemmpadError(f"{given}: cannot write here ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise GemmpadError(f"{given} is a directory; name a file")
+    if not stat.S_ISREG(mode):
+        raise GemmpadError(f"{given} is not a regular file (a device, FIFO or socket): refusing to replace it")
+    return target
 
 
 def check_writable_dir(directory: str | os.PathLike[str], what: str) -> Path:
@@ -54,13 +83,15 @@ def check_output_file(path: str | os.PathLike[str], what: str, suffixes: Collect
     writers pick the format by suffix), or raise GemmpadError naming `what`; like
     check_writable_dir, before the work rather than after it."""
     p = Path(path)
-    if p.is_dir():
-        raise GemmpadError(f"{what}: {p} is a directory; name a file")
+    try:
+        write_target(p)
+    except GemmpadError as exc:
+        raise GemmpadError(f"{what}: {exc}") from None
     if suffixes is not None and p.suffix.lower() not in suffixes:
         examples = [s for s in (".png", ".jpg", ".pdf", ".svg") if s in suffixes] or sorted(suffixes)[:3]
         raise GemmpadError(f"{what}: the file type comes from the suffix, and {p.suffix or 'no suffix'} is not one "
                            f"that can be written here (e.g. {', '.join(examples)})")
-    check_writable_dir(p.parent, what)
+    check_writable_dir(write_target(p).parent, what)
     return p
 
 

@@ -16,7 +16,7 @@ from gemmpad.errors import CudaUnavailable, InputShapeError, InputTypeError
 Activation = Literal["relu"] | None
 _ACTS = {None: 0, "none": 0, "relu": 1}
 # Largest dimension we accept; past this int32 indexing in the kernels would overflow.
-_MAX_ELEMENTS = 2**31 - 1
+MAX_ELEMENTS = 2**31 - 1
 
 
 def _checked(name: str, x: object, ndim: int) -> np.ndarray:
@@ -60,10 +60,14 @@ def gemm(
     bias_in = None if bias is None else _checked("bias", bias, 1)
     if bias_in is not None and bias_in.shape[0] != n:
         raise InputShapeError(f"bias must have shape ({n},) for b of shape {b_in.shape}, got {bias_in.shape}")
+    if activation is not None and not isinstance(activation, str):
+        raise InputTypeError(f"activation must be None or 'relu', got {type(activation).__name__} {activation!r}")
     if activation not in _ACTS:
         raise ValueError(f"activation must be None or 'relu', got {activation!r}")
+    if kernel is not None and not isinstance(kernel, str):
+        raise InputTypeError(f"kernel must be a kernel name (str) or None, got {type(kernel).__name__} {kernel!r}")
     # Before any conversion: a float32 copy of an oversized input could itself exhaust memory.
-    if max(m * k, k * n, m * n) > _MAX_ELEMENTS:
+    if max(m * k, k * n, m * n) > MAX_ELEMENTS:
         raise InputShapeError(f"a {a_in.shape} @ b {b_in.shape} is too large (over 2**31 elements in one matrix)")
     a32 = np.ascontiguousarray(a_in, dtype=np.float32)
     b32 = np.ascontiguousarray(b_in, dtype=np.float32)

@@ -6,9 +6,12 @@ loaded with allow_pickle=False so a model file can never run code.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ import numpy as np
 
 from gemmpad.errors import ModelFileError
 from gemmpad.files import atomic_path, write_text
+from gemmpad.inputs import load_json, read_input
 
 LAYERS = (784, 100, 100, 10)
 SHAPES: dict[str, tuple[int, ...]] = {
@@ -47,7 +51,26 @@ class Model:
     path: Path | None = None
 
     def __post_init__(self) -> None:
-        validate(self.weights, source=str(self.path or "weights"))
+        validate(self.weights, source=self.name)
+        # Finite weights can still overflow float32 on the way (W1 = 3e38): try blank, full and
+        # random inputs now, so such a file is refused when loaded rather than answering "nan %"
+        probe = np.random.default_rng(0).random((8, LAYERS[0]), dtype=np.float32)
+        probe[0], probe[1] = 0.0, 1.0
+        with np.errstate(over="ignore", invalid="ignore"):  # the check below says it, once
+            self.check_output(self.forward(probe))
+
+    @property
+    def name(self) -> str:
+        """How messages name these weights: the file they came from, if any."""
+        return str(self.path) if self.path is not None else "weights"
+
+    def check_output(self, probs: np.ndarray) -> np.ndarray:
+        """`probs`, or ModelFileError when any is NaN or Inf: the weights overflowed float32 on
+        this input, and a NaN answer would otherwise read like a result."""
+        if not np.all(np.isfinite(probs)):
+            raise ModelFileError(f"{self.name}: the network's output is not finite (NaN or Inf): "
+                                 "its weights are too large for float32 arithmetic")
+        return probs
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.weights[name]
@@ -79,7 +102,12 @@ class Model:
             with open(tmp, "wb") as f:
                 np.savez(f, **{k: self.weights[k].astype(np.float32) for k in SHAPES})
         if card is not None:
-            write_text(target.with_suffix(".json"), json.dumps(card, indent=2, sort_keys=False) + "\n")
+            save_card(target, card)
+
+
+def save_card(model_path: str | os.PathLike[str], card: dict[str, Any]) -> None:
+    """Write the model card beside `model_path` (same name, .json), atomically."""
+    write_text(Path(model_path).with_suffix(".json"), json.dumps(card, indent=2, sort_keys=False) + "\n")
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -104,27 +132,91 @@ def validate(weights: dict[str, np.ndarray], source: str = "weights") -> None:
             raise ModelFileError(f"{source}: {name} contains NaN or Inf")
 
 
+MAX_FILE_BYTES = 64 << 20  # the real file is ~360 KB; a cap keeps a hostile one from filling memory
+MAX_CARD_BYTES = 4 << 20
+
+
 def load_model(path: str | os.PathLike[str] | None = None) -> Model:
     """Load and validate a model file; its .json card is read when present."""
     p = Path(path) if path is not None else default_model_path()
-    if not p.exists() and path is None:
+    if path is None and not p.exists():
         raise ModelFileError(f"the bundled model is missing (looked for {MODELS_DIR / p.name} and {p}): "
                              "reinstall gemmpad, or name a model file")
-    if not p.exists():
-        raise ModelFileError(f"model file not found: {p}")
-    if p.is_file() and not zipfile.is_zipfile(p):
-        # checked first: NumPy would try such a file as a pickle and advise loading it unsafely
-        raise ModelFileError(f"{p}: not an .npz model file (no zip archive: corrupt, truncated or another kind of file)")
-    try:
-        with np.load(p, allow_pickle=False) as data:
-            weights = {k: np.ascontiguousarray(data[k]) for k in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise ModelFileError(f"{p}: not a readable .npz model file ({exc})") from None
+    weights = read_npz(read_input(p, MAX_FILE_BYTES, ModelFileError, "model file"), str(p))
     card: dict[str, Any] = {}
     card_path = p.with_suffix(".json")
-    if card_path.exists():
-        try:
-            card = json.loads(card_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ModelFileError(f"{card_path}: model card is not valid JSON ({exc})") from None
+    if card_path != p and card_path.exists():
+        card = load_json(card_path, MAX_CARD_BYTES, ModelFileError, "model card (JSON)")
     return Model(weights=weights, card=card, path=p)
+
+
+def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
+    """The six arrays of an .npz held in `data`. Every member's name and its .npy
+    header (shape, dtype) are checked before any array data is inflated, and each
+    array is read to exactly the size its header declares: a file can neither hide
+    an extra member (a string array, a 9 GiB run of zeros) nor a pickle."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
+        raise ModelFileError(f"{source}: not an .npz model file (no zip archive: corrupt, truncated or another "
+                             f"kind of file; {exc})") from None
+    try:
+        with zf:
+            members = _npy_members(zf, source)
+            headers = {name: _npy_header(zf, info, source) for name, info in members.items()}
+            return {name: _npy_data(zf, members[name], *headers[name], source) for name in SHAPES}
+    except ModelFileError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError,
+            RuntimeError, zlib.error, struct.error, KeyError, SyntaxError) as exc:
+        # zipfile and zlib report corruption with all of these (RuntimeError: an encrypted member;
+        # NotImplementedError: a compression method; SyntaxError: a bad header literal)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelFileError(f"{source}: not a readable .npz model file ({first})") from None
+
+
+def _npy_members(zf: zipfile.ZipFile, source: str) -> dict[str, zipfile.ZipInfo]:
+    """The members by array name; anything but the six expected .npy arrays is an error."""
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in zf.infolist():
+        name = info.filename[:-4] if info.filename.endswith(".npy") else None
+        if name not in SHAPES or name in members:
+            raise ModelFileError(f"{source}: unexpected member {info.filename!r} "
+                                 f"(a model file holds exactly {', '.join(k + '.npy' for k in SHAPES)})")
+        members[name] = info
+    missing = [k for k in SHAPES if k not in members]
+    if missing:
+        raise ModelFileError(f"{source}: missing arrays {missing} (expected {list(SHAPES)})")
+    return members
+
+
+def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tuple[bool, np.dtype]:
+    """(fortran order, dtype) from one member's .npy header, after checking shape and dtype."""
+    name = info.filename[:-4]
+    with zf.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        shape, fortran, dtype = _HEADER_READERS[version](f) if version in _HEADER_READERS else (None, False, None)
+    if dtype is None:
+        raise ModelFileError(f"{source}: {name} has an unknown .npy format version {version}")
+    if dtype.kind != "f" or dtype.itemsize != 4:
+        raise ModelFileError(f"{source}: {name} has dtype {dtype}, expected float32")
+    if tuple(shape) != SHAPES[name]:
+        raise ModelFileError(f"{source}: {name} has shape {tuple(shape)}, expected {SHAPES[name]}")
+    return bool(fortran), dtype
+
+
+_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, fortran: bool, dtype: np.dtype, source: str) -> np.ndarray:
+    """One array, reading exactly the bytes its (already checked) header declares."""
+    name = info.filename[:-4]
+    shape = SHAPES[name]
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    with zf.open(info) as f:
+        _HEADER_READERS[np.lib.format.read_magic(f)](f)
+        raw = f.read(nbytes)
+    if len(raw) != nbytes:
+        raise ModelFileError(f"{source}: {name} is truncated ({len(raw)} of {nbytes} bytes)")
+    arr = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return np.ascontiguousarray(arr, dtype=np.float32)

@@ -10,17 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import stat
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 from gemmpad.engine import BACKENDS, Classifier, available_backends, backend_of
-from gemmpad.errors import GemmpadError, ImageError, require
+from gemmpad.errors import GemmpadError, require
+from gemmpad.images import SUFFIXES, image_paths, load_image
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,56 +34,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def shown(name: str) -> str:
-    """A path as printable text: bytes that are not UTF-8 (kept by Python as lone
-    surrogates) become \\xNN escapes, so a strict UTF-8 terminal or JSON reader
-    never chokes on them and the other files still run."""
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    """Text as printable: bytes that are not UTF-8 (kept by Python as lone surrogates)
+    and control characters become \\xNN escapes, so a strict UTF-8 reader never chokes,
+    a newline in a file name cannot split a table row and an escape sequence cannot
+    recolour the terminal."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
     """(name, path or None, error) for every image named, or anywhere under a named
-    directory (the app saves drawings in one folder per label); hidden files and
-    folders are passed over (half-written temporaries are hidden)."""
+    directory (the app saves drawings in one folder per label)."""
     for raw in paths:
         p = Path(raw)
         if not raw:
             yield raw, None, "empty path"  # Path("") would be ".", and a search of everything below it
-        elif p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
-                           and not any(part.startswith(".") for part in f.relative_to(p).parts))
-            if not found:
-                yield raw, None, f"no {'/'.join(s[1:].upper() for s in IMAGE_SUFFIXES)} images in this directory or below"
-            for f in found:
-                yield str(f), f, ""
-        elif p.exists():
-            yield raw, p, ""
-        else:
-            yield raw, None, "no such file or directory"
-
-
-def load_image(path: Path) -> np.ndarray:
-    """The image as a 2-D array, upright as its camera meant (EXIF orientation):
-    uint8, or float32 in [0, 1] for 16-bit and floating-point images, which an
-    8-bit conversion would clip to blank. Transparent areas become white paper,
-    so a dark-ink drawing saved with an alpha channel still reads."""
-    from PIL import Image, ImageOps, UnidentifiedImageError
-
-    try:
-        with warnings.catch_warnings(), Image.open(path) as opened:
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # big photos are fine: we shrink them
-            opened.load()
-            im = ImageOps.exif_transpose(opened)
-            if im.mode == "F":
-                return np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], or 0..255 when above 1
-            if im.mode.startswith("I"):  # 16- or 32-bit integer grey
-                return np.asarray(im, dtype=np.float32) / np.float32(65535.0)
-            if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
-                rgba = im.convert("RGBA")
-                paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-                im = Image.alpha_composite(paper, rgba)
-            return np.asarray(im.convert("L"), dtype=np.uint8)
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise ImageError(f"cannot read image: {exc}") from None
+            continue
+        try:
+            is_dir = stat.S_ISDIR(os.stat(p).st_mode)
+        except OSError as exc:  # missing, a symlink loop, a parent without permission
+            yield raw, None, exc.strerror.lower() if exc.strerror else str(exc)
+            continue
+        if not is_dir:
+            yield raw, p, ""  # the image loader says what is wrong with a FIFO or a device
+            continue
+        count = 0
+        for f, error in image_paths(p):
+            count += 1
+            yield str(f), (None if error else f), error
+        if not count:
+            yield raw, None, f"no {'/'.join(s[1:].upper() for s in SUFFIXES)} images in this directory or below"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
         pred = None
         if path is not None:
             try:
-                pred = clf.classify(load_image(path))
+                pixels, notes = load_image(path)
+                for note in notes:
+                    print(f"gemmpad predict: {name}: {shown(note)}", file=sys.stderr)
+                pred = clf.classify(pixels)
                 if pred is None:
                     error = "no ink found (blank image)"
             except GemmpadError as exc:
@@ -109,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         if error:
             failures += 1
             if args.json:
-                print(json.dumps({"file": name, "error": error}))
+                print(json.dumps({"file": name, "error": error}, allow_nan=False))
             else:
                 print(f"{name:<{width}} error: {error}")
             continue
@@ -125,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
                         "backend": clf.backend,
                         "kernel": clf.kernel,
                         "latency_us": round(pred.timing.end_to_end_us, 2),
-                    }
+                    },
+                    allow_nan=False,  # check_output made the numbers finite; never print invalid JSON
                 )
             )
         else:

@@ -18,10 +18,14 @@ import numpy as np
 
 from gemmpad.errors import GemmpadError
 from gemmpad.files import write_text
+from gemmpad.inputs import load_json
 
 Stroke = np.ndarray  # [n, 2] float, (x, y) in canvas pixels
 CANVAS = (280, 280)  # (height, width) of the app's canvas
 FAR = 10 * max(CANVAS)  # farthest a stroke point may lie from the canvas origin
+MAX_STROKE_POINTS = 2_000  # a slow, long stroke at 60 frames per second is a few hundred
+MAX_POINTS = 10_000  # replaying this many took ~10 s in the window (development VM, 2026-11-24)
+MAX_FILE_BYTES = 4 << 20  # 10,000 points take ~0.15 MB as saved; room for indentation
 
 
 def paint_segment(canvas: np.ndarray, p0: Sequence[float], p1: Sequence[float], width: float) -> None:
@@ -72,21 +76,28 @@ def render(strokes: Sequence[Stroke], size: tuple[int, int] = CANVAS, width: flo
 
 
 def load(path: str | os.PathLike[str]) -> list[Stroke]:
-    """Read a strokes JSON file: a list of strokes, each a list of [x, y] points."""
+    """Read a strokes JSON file: a list of strokes, each a list of [x, y] points.
+
+    Points are capped per stroke and in all (MAX_STROKE_POINTS, MAX_POINTS): a hand
+    drawing a digit makes a few hundred, and replaying costs time per point, so a
+    larger file is a mistake or an attack, refused before any of it is drawn.
+    """
     p = Path(path)
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GemmpadError(f"strokes file not found: {p}") from None
-    except (OSError, ValueError) as exc:
-        raise GemmpadError(f"{p}: not a valid strokes JSON file ({exc})") from None
+    raw = load_json(p, MAX_FILE_BYTES, GemmpadError, "strokes JSON file")
     if not isinstance(raw, list):
         raise GemmpadError(f"{p}: expected a list of strokes, got {type(raw).__name__}")
     strokes = []
+    total = 0
     for i, s in enumerate(raw):
+        if isinstance(s, list) and len(s) > MAX_STROKE_POINTS:
+            raise GemmpadError(f"{p}: stroke {i} has {len(s):,} points, more than a stroke may have "
+                               f"({MAX_STROKE_POINTS:,})")
+        total += len(s) if isinstance(s, list) else 0
+        if total > MAX_POINTS:
+            raise GemmpadError(f"{p}: more than {MAX_POINTS:,} points in all (by stroke {i}): too many to replay")
         try:
             arr = np.asarray(s, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise GemmpadError(f"{p}: stroke {i} is not a list of [x, y] points") from None
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0 or not np.all(np.isfinite(arr)):
             raise GemmpadError(f"{p}: stroke {i} must be a non-empty list of finite [x, y] points")

@@ -31,14 +31,15 @@ from typing import Any
 import numpy as np
 
 from gemmpad import augment, data, drawn
-from gemmpad.args import integer, number
+from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
 from gemmpad.files import atomic_path, check_output_file, check_writable_dir
-from gemmpad.model import LAYERS, Model
+from gemmpad.model import LAYERS, Model, save_card
 from gemmpad.preprocess import preprocess_batch
 
 SOURCES = ("original", "warp", "restroke", "drawn")
 CHUNK = 5000  # images per augmentation batch: bounds memory (~60 MB per 56x56 array)
+MAX_DRAWN = 200_000  # synthetic digits in one array: 784 float32 each, 627 MB
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,6 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="MNIST IDX directory (default $GEMMPAD_DATA, else torchvision download)")
     p.add_argument("--output", metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
     p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
+    p.add_argument("--force", action="store_true",
+                   help="replace --output, its .json card and --curve when they exist (default: refuse)")
     p.add_argument("--engine", choices=("torch", "native"), default="torch",
                    help="torch, or the CUDA kernels of gemmpad.train_native")
     p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32",
@@ -54,19 +57,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--optimizer", choices=("sgd", "adamw"),
                    help="sgd = SGD with momentum (both engines); default: adamw for torch (as the shipped "
                         "model), sgd for native")
-    p.add_argument("--epochs", type=integer(1), default=20)
-    p.add_argument("--batch-size", type=integer(1), default=128)
+    p.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=20)
+    p.add_argument("--batch-size", type=integer(1, MAX_BATCH), default=128)
     p.add_argument("--lr", type=number(0, above=True), help="peak learning rate (default 0.05 sgd, 0.002 adamw)")
     p.add_argument("--momentum", type=number(0), default=0.9)
     p.add_argument("--weight-decay", type=number(0), default=1e-4)
     p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine",
                    help="per-epoch learning rate")
     p.add_argument("--augment", default=",".join(SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
-    p.add_argument("--drawn", type=integer(0), default=20000, metavar="N", help="synthetic drawn training digits")
-    p.add_argument("--limit", type=integer(1), metavar="N", help="use only the first N MNIST training images")
-    p.add_argument("--val", type=integer(0), default=5000, metavar="N", help="original training images held out for progress")
-    p.add_argument("--eval-drawn", type=integer(0), default=drawn.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
-    p.add_argument("--seed", type=int, default=0, help="seeds augmentation, initial weights and batch order")
+    p.add_argument("--drawn", type=integer(0, MAX_DRAWN), default=20000, metavar="N", help="synthetic drawn training digits")
+    p.add_argument("--limit", type=integer(1, 10**9), metavar="N", help="use only the first N MNIST training images")
+    p.add_argument("--val", type=integer(0, 10**9), default=5000, metavar="N", help="original training images held out for progress")
+    p.add_argument("--eval-drawn", type=integer(0, MAX_DRAWN), default=drawn.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
+    p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--cache", metavar="DIR", default="runs/cache", help="reuse built training arrays ('' disables)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -345,6 +348,10 @@ def run(args: argparse.Namespace) -> int:
     # before training, not after it
     check_output_file(out_path, f"--output {out_path}", {".npz"})
     check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
+    existing = [str(f) for f in dict.fromkeys((out_path, out_path.with_suffix(".json"), curve_path)) if f.exists()]
+    if existing and not args.force:  # the shipped model among them: one run must not silently replace it
+        raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
+                           "name another --output (and --curve), or pass --force to replace")
     if args.cache:
         check_writable_dir(args.cache, f"--cache {args.cache}")
     if args.optimizer is None:
@@ -390,6 +397,10 @@ def run(args: argparse.Namespace) -> int:
         w = fit_native(trainer, xn, y, w0, lrs, args, on_epoch)
     t_train = time.perf_counter() - t_fit
     model = Model(fold_normalisation(w, mean, std))
+    card = _card(args, out_path, lr, mean, std, device, train, test, counts, len(train_idx), history)
+    card["time_s"] = {"data": round(t_data, 1), "train": round(t_train, 1)}
+    model.save(out_path, card)  # before any evaluation: if one fails, the trained weights are kept
+    log(f"wrote {out_path} (measuring it next)")
 
     # measure the weights exactly as shipped: NumPy forward on preprocessed inputs
     x_test = preprocess_batch(test.images)[0].reshape(-1, 784)
@@ -404,7 +415,28 @@ def run(args: argparse.Namespace) -> int:
         log(f"drawn-digit accuracy {100 * drawn_acc['all']:.2f}% on {args.eval_drawn} "
             f"(worst: {', '.join(f'{k} {100 * v:.1f}%' for v, k in worst)})")
 
-    card = {
+    card["results"] = {
+        "mnist_test_accuracy": test_acc,
+        "mnist_test_how": "10,000 t10k images through gemmpad.preprocess, NumPy forward of the saved weights",
+        "drawn_accuracy": drawn_acc,
+        "drawn_how": (f"{args.eval_drawn} synthetic drawn digits (gemmpad.drawn, seed {drawn.EVAL_SEED}, "
+                      f"{len(drawn.STYLE_NAMES)} styles in equal shares, random size/position/slant/"
+                      "brush width, half inverted), painted with gemmpad.strokes on a 280x280 canvas "
+                      "and preprocessed like the app") if args.eval_drawn else None,
+    }
+    card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
+    save_card(out_path, card)
+    plot_curves(history, curve_path, f"{out_path.name}: {args.engine}/{args.optimizer}/{args.precision}, "
+                                     f"MNIST test {100 * test_acc:.2f}%")
+    log(f"wrote {out_path}, {out_path.with_suffix('.json')} and {curve_path} ({card['time_s']['total']:.0f} s)")
+    return 0
+
+
+def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std: float, device: str,
+          train: data.Split, test: data.Split, counts: dict[str, int], n_train: int,
+          history: list[dict[str, float]]) -> dict[str, Any]:
+    """The model card as far as training knows it; "results" and "time_s" are added by run()."""
+    return {
         "name": out_path.stem,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "architecture": "784-100-100-10 MLP, ReLU, softmax: softmax(relu(relu(x@W1+b1)@W2+b2)@W3+b3)",
@@ -416,28 +448,13 @@ def run(args: argparse.Namespace) -> int:
             "optimizer": args.optimizer, "lr": lr, "momentum": args.momentum if args.optimizer == "sgd" else None,
             "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
-            "mnist_train_images": int(len(train_idx)), "held_out": int(args.val),
+            "mnist_train_images": n_train, "held_out": int(args.val),
             "loss": "softmax cross-entropy", "init": "He-uniform, zero biases",
         },
-        "results": {
-            "mnist_test_accuracy": test_acc,
-            "mnist_test_how": "10,000 t10k images through gemmpad.preprocess, NumPy forward of the saved weights",
-            "drawn_accuracy": drawn_acc,
-            "drawn_how": (f"{args.eval_drawn} synthetic drawn digits (gemmpad.drawn, seed {drawn.EVAL_SEED}, "
-                          f"{len(drawn.STYLE_NAMES)} styles in equal shares, random size/position/slant/"
-                          "brush width, half inverted), painted with gemmpad.strokes on a 280x280 canvas "
-                          "and preprocessed like the app") if args.eval_drawn else None,
-        },
+        "results": {},
         "history": history,
-        "time_s": {"data": round(t_data, 1), "train": round(t_train, 1),
-                   "total": round(time.perf_counter() - t_start, 1)},
         "versions": _versions(),
     }
-    model.save(out_path, card)
-    plot_curves(history, curve_path, f"{out_path.name}: {args.engine}/{args.optimizer}/{args.precision}, "
-                                     f"MNIST test {100 * test_acc:.2f}%")
-    log(f"wrote {out_path}, {out_path.with_suffix('.json')} and {curve_path} ({card['time_s']['total']:.0f} s)")
-    return 0
 
 
 def _device_name(device: str, engine: str) -> str:

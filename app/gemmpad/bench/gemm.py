@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 
 from gemmpad import native, registry
-from gemmpad.args import integer, number
+from gemmpad.args import MAX_REPS, integer, number
 from gemmpad.bench import select
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError
+from gemmpad.gemm import MAX_ELEMENTS
 
 DEFAULT_SIZES = ["256x100x784", "4096x100x784", "4096x100x100", "4096x4096x4096", "8192x8192x8192"]
 # The CPU ladder's naive rung needs ~1 s per GFLOP: larger products are skipped
@@ -61,7 +62,7 @@ def precision(name: str) -> Precision:
 def add_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--sizes", nargs="+", default=DEFAULT_SIZES, metavar="MxNxK")
     g.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
-    g.add_argument("--reps", type=integer(1), default=50, help="timed repetitions per measurement at most")
+    g.add_argument("--reps", type=integer(1, MAX_REPS), default=50, help="timed repetitions per measurement at most")
     g.add_argument("--budget-s", type=number(0, above=True), default=2.0, help="time budget per measurement (fewer reps if slow)")
     g.add_argument("--out", default=None, metavar="DIR", help="write bench-gemm.json (+ .png) here")
     add_readme_argument(g)
@@ -74,6 +75,8 @@ def parse_size(s: str) -> tuple[int, int, int]:
         raise GemmpadError(f"size {s!r} is not MxNxK (e.g. 1024x1024x768)") from None
     if min(m, n, k) < 1:
         raise GemmpadError(f"size {s!r}: every dimension must be >= 1")
+    if max(m * k, k * n, m * n) > MAX_ELEMENTS:
+        raise GemmpadError(f"size {s!r}: a matrix of over {MAX_ELEMENTS:,} elements is more than the kernels index")
     return m, n, k
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad import native, registry
-from gemmpad.args import integer, number
+from gemmpad.args import MAX_BATCH, MAX_REPS, integer, number
 from gemmpad.bench import select
 from gemmpad.bench.gemm import precision as precision_of
 from gemmpad.bench.machine import machine
@@ -33,11 +33,11 @@ SWEEP_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 
 
 def add_arguments(m: argparse.ArgumentParser) -> None:
-    m.add_argument("--batches", nargs="+", type=integer(1), default=MLP_BATCHES)
-    m.add_argument("--sweep", nargs="*", type=integer(1), default=SWEEP_BATCHES, help="batch sweep for CPU vs GPU")
+    m.add_argument("--batches", nargs="+", type=integer(1, MAX_BATCH), default=MLP_BATCHES)
+    m.add_argument("--sweep", nargs="*", type=integer(1, MAX_BATCH), default=SWEEP_BATCHES, help="batch sweep for CPU vs GPU")
     m.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
     m.add_argument("--budget-s", type=number(0, above=True), default=0.3, help="time budget per measurement")
-    m.add_argument("--soak", type=integer(0), default=0, metavar="N", help="also run N batch-1 calls per backend, report memory")
+    m.add_argument("--soak", type=integer(0, MAX_REPS), default=0, metavar="N", help="also run N batch-1 calls per backend, report memory")
     m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
     m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
     add_readme_argument(m)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad.args import integer, number
+from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.files import atomic_path, write_text
 from gemmpad.model import SHAPES
@@ -27,17 +27,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `gemmpad bench train`."""
     parser.add_argument("--out", default=None, metavar="DIR", help="write train.json and the PNGs here")
     parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data)")
-    parser.add_argument("--batches", type=integer(1), nargs="+", default=[64, 256], help="batch sizes to time")
-    parser.add_argument("--epochs", type=integer(1), default=5, help="timed epochs per engine and batch (after one warm-up)")
-    parser.add_argument("--torch-epochs", type=integer(1), default=3, help="timed epochs for the torch engines")
-    parser.add_argument("--parity-epochs", type=integer(0), default=10, help="epochs of the parity run (0: skip it)")
-    parser.add_argument("--parity-batch", type=integer(1), default=64)
+    parser.add_argument("--batches", type=integer(1, MAX_BATCH), nargs="+", default=[64, 256], help="batch sizes to time")
+    parser.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=5, help="timed epochs per engine and batch (after one warm-up)")
+    parser.add_argument("--torch-epochs", type=integer(1, MAX_EPOCHS), default=3, help="timed epochs for the torch engines")
+    parser.add_argument("--parity-epochs", type=integer(0, MAX_EPOCHS), default=10, help="epochs of the parity run (0: skip it)")
+    parser.add_argument("--parity-batch", type=integer(1, MAX_BATCH), default=64)
     parser.add_argument("--lr", type=number(0, above=True), default=0.05)
     parser.add_argument("--momentum", type=number(0), default=0.9)
     parser.add_argument("--weight-decay", type=number(0), default=1e-4)
     parser.add_argument("--lr-decay", type=number(0, above=True), default=0.8,
                         help="parity run: lr of epoch e is lr * lr_decay**e (the timing runs keep lr)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=integer(0, MAX_SEED), default=0)
 
 
 def _defaults() -> argparse.Namespace:

@@ -29,6 +29,9 @@ from gemmpad.files import check_output_file
 from gemmpad.ui.canvas import BRUSH_RANGE
 
 _T_IMPORT = time.perf_counter()
+# A script's strokes are fed this many points per frame, not a hand's two: a frame costs
+# ~10-20 ms, so the frames of a strokes.MAX_POINTS file take seconds, not minutes.
+REPLAY_POINTS_PER_FRAME = 64
 
 
 def default_drawings_dir() -> Path:
@@ -139,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         app.step()  # the first frame: start-up ends here
         if drawing is not None:
-            app.replay(drawing)
+            app.replay(drawing, points_per_frame=REPLAY_POINTS_PER_FRAME)
             app.settle()
         if args.screenshot:
             app.screenshot(args.screenshot)

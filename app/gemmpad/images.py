@@ -1,0 +1,163 @@
+"""Reading one image file into pixels: the single path every image takes (`predict`,
+its directory scans, tests), so each safeguard below holds for all of them.
+
+- The file is opened through gemmpad.inputs (regular files only; a process
+  substitution pipe read once with a cap).
+- Any exception while decoding is that file's ImageError: Pillow's plugins raise
+  SyntaxError, NotImplementedError, struct.error and more for corrupt files, and
+  one bad file must not stop a batch.
+- Warnings (Pillow's "Corrupt EXIF data", its DecompressionBombWarning) and what
+  libtiff prints straight to file descriptor 2 are collected per file and returned
+  as notes, so the caller can print them next to the file's name.
+- Large images are decoded at reduced size (JPEG's DCT scaling via draft()) or
+  reduced right after decoding, before any conversion copies them: preprocessing
+  scales the ink to 20 px anyway, and peak memory stays near one decoded frame
+  (at most ~0.7 GB at Pillow's own pixel limit) instead of several.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from gemmpad.errors import GemmpadError, ImageError
+from gemmpad.inputs import open_input
+
+SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # what a directory scan picks up
+MAX_BYTES = 1 << 30  # a regular file is not read whole, so this only stops absurd ones
+MAX_SIDE = 4096  # longer side kept after decoding; preprocess needs ~20 px of ink
+# EXIF orientation -> the transpose that makes the picture upright (as ImageOps.exif_transpose)
+_UPRIGHT = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE",
+            6: "ROTATE_270", 7: "TRANSVERSE", 8: "ROTATE_90"}
+_REDUCIBLE = ("L", "LA", "RGB", "RGBA", "CMYK", "YCbCr", "I", "F", "I;16")
+
+
+def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
+    """(pixels, notes) for one image file; raises ImageError with the reason.
+
+    Pixels are 2-D, upright as the camera meant (EXIF orientation): uint8, or
+    float32 in [0, 1] for 16-bit and floating-point images, which an 8-bit
+    conversion would clip to blank. Transparent areas become white paper, so a
+    dark-ink drawing saved with an alpha channel still reads. Notes are the
+    decoder's warnings about this file, one line each.
+    """
+    from PIL import Image
+
+    notes: list[str] = []
+    with open_input(path, MAX_BYTES, ImageError, "image file") as f:
+        try:
+            with _native_stderr(notes), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # big is fine: reduced below
+                with Image.open(f) as opened:
+                    pixels = _pixels(_upright(_decoded(opened), _orientation(opened, notes)))
+            notes.extend(str(w.message) for w in caught)
+        except GemmpadError:
+            raise
+        except Exception as exc:  # noqa: BLE001  any decoder failure is this file's, not the batch's
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            raise ImageError(f"cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
+    return pixels, list(dict.fromkeys(n.strip() for n in notes if n.strip()))
+
+
+def _decoded(im: object) -> object:
+    """`im` decoded, at most about MAX_SIDE on its longer side."""
+    from PIL import Image
+
+    assert isinstance(im, Image.Image)
+    factor = math.ceil(max(im.size) / MAX_SIDE)
+    if factor > 1:
+        im.draft(None, (im.size[0] // factor, im.size[1] // factor))  # JPEG decodes smaller; others ignore it
+    im.load()
+    factor = math.ceil(max(im.size) / MAX_SIDE)
+    if factor > 1:
+        if im.mode not in _REDUCIBLE:  # palette and 1-bit images: to the mode _pixels would make anyway
+            im = im.convert("RGBA" if _transparent(im) else "L")
+        im = im.reduce(factor)
+    return im
+
+
+def _orientation(im: object, notes: list[str]) -> int:
+    try:
+        return int(im.getexif().get(0x0112, 1))  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001  unreadable EXIF: the picture is still there
+        notes.append(f"EXIF data ignored ({type(exc).__name__}: {exc})")
+        return 1
+
+
+def _upright(im: object, orientation: int) -> object:
+    from PIL import Image
+
+    assert isinstance(im, Image.Image)
+    method = _UPRIGHT.get(orientation)
+    return im.transpose(getattr(Image.Transpose, method)) if method else im
+
+
+def _transparent(im: object) -> bool:
+    mode = im.mode  # type: ignore[attr-defined]
+    return mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in im.info)  # type: ignore[attr-defined]
+
+
+def _pixels(im: object) -> np.ndarray:
+    from PIL import Image
+
+    assert isinstance(im, Image.Image)
+    if im.mode == "F":
+        arr = np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], or 0..255 when above 1
+        if not np.all(np.isfinite(arr)):
+            raise ImageError("pixel values are NaN, Inf or beyond float32's range (about 3.4e38)")
+        return arr
+    if im.mode.startswith("I"):  # 16- or 32-bit integer grey
+        return np.asarray(im, dtype=np.float32) / np.float32(65535.0)
+    if _transparent(im):
+        rgba = im.convert("RGBA")
+        paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        im = Image.alpha_composite(paper, rgba)
+    return np.asarray(im.convert("L"), dtype=np.uint8)
+
+
+@contextlib.contextmanager
+def _native_stderr(notes: list[str]) -> Iterator[None]:
+    """Collect what C libraries (libtiff, libjpeg) print to file descriptor 2 meanwhile into `notes`."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no descriptor 2 to borrow: leave it alone
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            notes.extend(tmp.read(4096).decode("utf-8", "replace").splitlines())
+
+
+def image_paths(directory: Path) -> Iterator[tuple[Path, str]]:
+    """(path, error) for the images under `directory` (sorted; hidden files and folders
+    passed over, since half-written temporaries are hidden), and ("", error) pairs for
+    folders that cannot be read, so that they are reported rather than silently empty."""
+    found: list[Path] = []
+    errors: list[tuple[Path, str]] = []
+
+    def unreadable(exc: OSError) -> None:
+        errors.append((Path(exc.filename or directory), f"cannot read directory ({exc.strerror or exc})"))
+
+    for root, dirs, files in os.walk(directory, onerror=unreadable):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(Path(root) / f for f in files if not f.startswith(".") and Path(f).suffix.lower() in SUFFIXES)
+    yield from errors
+    for f in sorted(found):
+        if f.is_file():  # symlinks to files count; FIFOs and dangling links with a .png name do not
+            yield f, ""

@@ -1,0 +1,190 @@
+"""Fuzzing the loaders (issue 20): mutated PNG/JPEG/BMP/TIFF/GIF files, model .npz files and
+stroke JSON. Each case must end in a result or the loader's own error (a GemmpadError:
+one line for the user), never another exception type, and within a generous deadline.
+
+A seeded mutator, so a failure names its seed and case and replays exactly:
+GEMMPAD_FUZZ_N sets the cases per kind (default 50, ~7 kinds: a few hundred on CI),
+GEMMPAD_FUZZ_SEED the seed (default 20). A failing input is kept under the test's
+tmp_path as `<kind>-<case>` for a closer look.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from gemmpad import strokes
+from gemmpad.errors import GemmpadError
+from gemmpad.images import load_image
+from gemmpad.model import SHAPES, Model, load_model
+from gemmpad.preprocess import preprocess
+
+N = int(os.environ.get("GEMMPAD_FUZZ_N", "50"))
+SEED = int(os.environ.get("GEMMPAD_FUZZ_SEED", "20"))
+DEADLINE_S = 30.0  # per case: a hang or an unbounded loop, not a speed limit
+# Byte values and 32-bit fields that tend to find edges: sizes, counts, signs.
+_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
+_WORDS = (0, 1, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x10000, 0xFFFF)
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    """One to four random edits: bit flips, byte and 32-bit field overwrites, cuts,
+    duplicated or deleted runs, truncation. Headers are hit often (the first 64 bytes
+    get a third of the edits), since that is where sizes and counts live."""
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if not buf:
+            buf = bytearray(b"\x00")
+        at = rng.randrange(min(len(buf), 64)) if rng.random() < 0.33 else rng.randrange(len(buf))
+        op = rng.randrange(7)
+        if op == 0:
+            buf[at] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            buf[at] = rng.choice(_BYTES) if rng.random() < 0.5 else rng.randrange(256)
+        elif op == 2:
+            word = rng.choice(_WORDS).to_bytes(4, rng.choice(("big", "little")))
+            buf[at : at + 4] = word
+        elif op == 3:
+            del buf[at : at + rng.randint(1, 64)]
+        elif op == 4:
+            run = buf[at : at + rng.randint(1, 256)]
+            buf[at:at] = run * rng.randint(1, 8)
+        elif op == 5:
+            buf[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+        else:
+            del buf[max(1, at) :]
+    return bytes(buf)
+
+
+def _digit(mode: str, size: int = 40) -> Image.Image:
+    im = Image.new("L", (size, size), 255)
+    ImageDraw.Draw(im).line([(size * 0.55, size * 0.15), (size * 0.45, size * 0.85)], fill=0, width=4)
+    if mode == "RGBA":
+        rgba = Image.new("RGBA", im.size, (0, 0, 0, 0))
+        rgba.putalpha(Image.eval(im, lambda v: 255 - v))
+        return rgba
+    return im.convert(mode)
+
+
+def _image_seed(fmt: str) -> bytes:
+    buf = io.BytesIO()
+    if fmt == "PNG":
+        _digit("RGBA").save(buf, "PNG")
+    elif fmt == "JPEG":
+        exif = Image.Exif()
+        exif[0x0112] = 6  # orientation: the EXIF path is exercised too
+        _digit("RGB").save(buf, "JPEG", quality=85, exif=exif)
+    elif fmt == "BMP":
+        _digit("L").save(buf, "BMP")
+    elif fmt == "TIFF":
+        _digit("L").save(buf, "TIFF", compression="tiff_deflate")
+    else:
+        frames = [_digit("P"), _digit("P").transpose(Image.Transpose.FLIP_LEFT_RIGHT)]
+        frames[0].save(buf, "GIF", save_all=True, append_images=frames[1:], transparency=0)
+    return buf.getvalue()
+
+
+def _model_seed(compressed: bool) -> bytes:
+    rng = np.random.default_rng(SEED)
+    w = {k: rng.normal(0, 0.1, s).astype(np.float32) for k, s in SHAPES.items()}
+    buf = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buf, **w)
+    return buf.getvalue()
+
+
+def _strokes_seed() -> bytes:
+    rng = np.random.default_rng(SEED)
+    drawing = [np.cumsum(rng.normal(0, 6, (n, 2)), axis=0) + 140 for n in (12, 5, 1)]
+    return json.dumps([[[round(float(x), 1), round(float(y), 1)] for x, y in s] for s in drawing]).encode()
+
+
+def _mutate_json(data: bytes, rng: random.Random) -> bytes:
+    """Byte edits half the time; otherwise edits that keep the text JSON-like: numbers
+    swapped for extremes, brackets added or removed, deep nesting."""
+    if rng.random() < 0.5:
+        return mutate(data, rng)
+    text = data.decode()
+    swaps = ["1e308", "-1e309", "NaN", "Infinity", "1" * 400, "null", "true", '"x"', "[]", "{}", "-0", "[[1,2]]"]
+    for _ in range(rng.randint(1, 3)):
+        op = 4 if rng.random() < 0.5 else rng.randrange(4)
+        at = rng.randrange(len(text) + 1)
+        numbers = list(re.finditer(r"-?[0-9.]+(e-?[0-9]+)?", text))
+        if op == 4 and numbers:  # keeps the file valid JSON: a value at an edge
+            m = rng.choice(numbers)
+            text = text[: m.start()] + rng.choice(("2800", "-2800", "2801", "1e-300", "0", "279.9")) + text[m.end() :]
+        elif op == 0:
+            text = text[:at] + rng.choice(swaps) + text[at:]
+        elif op == 1:
+            text = text[:at] + text[at + rng.randint(1, 8) :]
+        elif op == 2:
+            depth = rng.choice((2, 50, 70, 5000))
+            text = text[:at] + "[" * depth + "0" + "]" * depth + text[at:]
+        else:
+            text = text.replace("]", "]" * rng.randint(0, 2), 1)
+    return text.encode()
+
+
+def _check_image(path: Path) -> None:
+    pixels, notes = load_image(path)
+    assert pixels.ndim == 2 and pixels.dtype in (np.uint8, np.float32) and all(isinstance(n, str) for n in notes)
+    preprocess(pixels)  # the rest of `predict`'s path: a result (or None: no ink) or its own error
+
+
+def _check_model(path: Path) -> None:
+    m = load_model(path)
+    assert isinstance(m, Model)
+    m.check_output(m.forward(np.random.default_rng(0).random((4, 784), dtype=np.float32)))
+
+
+def _check_strokes(path: Path) -> None:
+    drawing = strokes.load(path)
+    assert sum(len(s) for s in drawing) <= strokes.MAX_POINTS
+    strokes.render(drawing)  # what --replay does with them
+
+
+KINDS: dict[str, tuple[Callable[[], bytes], Callable[[bytes, random.Random], bytes], Callable[[Path], None], str]] = {
+    "png": (lambda: _image_seed("PNG"), mutate, _check_image, ".png"),
+    "jpeg": (lambda: _image_seed("JPEG"), mutate, _check_image, ".jpg"),
+    "bmp": (lambda: _image_seed("BMP"), mutate, _check_image, ".bmp"),
+    "tiff": (lambda: _image_seed("TIFF"), mutate, _check_image, ".tif"),
+    "gif": (lambda: _image_seed("GIF"), mutate, _check_image, ".gif"),
+    "npz": (lambda: _model_seed(False), mutate, _check_model, ".npz"),
+    "npz-deflated": (lambda: _model_seed(True), mutate, _check_model, ".npz"),
+    "strokes": (_strokes_seed, _mutate_json, _check_strokes, ".json"),
+}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_mutated_files_end_in_a_result_or_a_clear_error(kind: str, tmp_path: Path) -> None:
+    make_seed, mutator, check, suffix = KINDS[kind]
+    seed = make_seed()
+    rng = random.Random(f"{SEED}-{kind}")
+    outcomes = {"result": 0, "error": 0}
+    for case in range(N):
+        path = tmp_path / f"case{suffix}"
+        path.write_bytes(mutator(seed, rng))
+        t0 = time.perf_counter()
+        try:
+            check(path)
+            outcomes["result"] += 1
+        except GemmpadError as exc:
+            assert "\n" not in str(exc).strip(), f"{kind} case {case}: a multi-line error: {exc!r}"
+            outcomes["error"] += 1
+        except Exception as exc:  # noqa: BLE001  the point of the test: name the case, keep the input
+            kept = tmp_path / f"{kind}-{case}{suffix}"
+            path.rename(kept)
+            pytest.fail(f"{kind} case {case} (GEMMPAD_FUZZ_SEED={SEED}): {type(exc).__name__}: {exc} (input: {kept})")
+        elapsed = time.perf_counter() - t0
+        assert elapsed < DEADLINE_S, f"{kind} case {case} (GEMMPAD_FUZZ_SEED={SEED}) took {elapsed:.1f} s"
+    print(f"{kind}: {N} cases, {outcomes['result']} results, {outcomes['error']} clear errors")
+    assert outcomes["error"] > 0  # the mutator does break files; a fuzz that never fails tested nothing
