@@ -151,3 +151,23 @@ def test_reduction_by_strips_equals_reducing_the_whole_frame(monkeypatch: pytest
     p = Image.fromarray(rng.integers(0, 4, (50, 40), dtype=np.uint8), "P")
     p.putpalette([0, 0, 0, 255, 255, 255, 128, 128, 128, 30, 60, 90])
     np.testing.assert_array_equal(np.asarray(images._reduced(p, 3)), np.asarray(p.convert("L").reduce(3)))
+
+
+# A 40x40 deflated TIFF from the fuzz test (seed 3, case 62) with a mangled tag: libtiff
+# prints "TIFFFetchNormalTag: ..." straight to file descriptor 2, where no file was named.
+LIBTIFF_WARNS = (
+    "SUkqACoAAAB4nPv/fxT8ZwCCQaxukDtvNFgGlbpB7rzRYBlWAADVvsaACQAAAQMAAQAAACgAAAABAQMAAQAAACgAAAACAQMAAQAAAAgAAAAD"
+    "AQMAAQAAAAgAAAAGAQMAAQAAAAEAAAARAQQAAQAAAAgAAAAWAQMAAQAAACgA3q7r7UXIrsIaje+bAAAXAQQAAQAAACIAAAAcAQMAAQAAAAEA"
+    "AAAAAAAA"
+)
+
+
+def test_libtiff_messages_are_the_files_notes(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Finding 11: libtiff's messages reached stderr untied to any file."""
+    import base64
+
+    (tmp_path / "odd.tif").write_bytes(base64.b64decode(LIBTIFF_WARNS))
+    pixels, notes = load_image(tmp_path / "odd.tif")
+    assert pixels.shape == (40, 40)
+    assert any(n.startswith("TIFFFetchNormalTag: ") for n in notes)
+    assert "TIFFFetchNormalTag" not in capfd.readouterr().err

@@ -53,7 +53,7 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
     dark-ink drawing saved with an alpha channel still reads. Notes are the
     decoder's warnings about this file, one line each.
     """
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     notes: list[str] = []
     with open_input(path, MAX_BYTES, ImageError, "image file") as f:
@@ -66,6 +66,8 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
             notes.extend(str(w.message) for w in caught)
         except GemmpadError:
             raise
+        except UnidentifiedImageError:
+            raise ImageError("cannot read image: not a format Pillow knows, or its header is corrupt") from None
         except Exception as exc:  # noqa: BLE001  any decoder failure is this file's, not the batch's
             text = str(exc).splitlines()[0] if str(exc) else ""
             raise ImageError(f"cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
