@@ -27,11 +27,15 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gemmpad.errors import GemmpadError, ImageError
 from gemmpad.inputs import open_input
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PilImage
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # what a directory scan picks up
 MAX_BYTES = 1 << 30  # a regular file is not read whole, so this only stops absurd ones
@@ -68,17 +72,14 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
             raise
         except UnidentifiedImageError:
             raise ImageError("cannot read image: not a format Pillow knows, or its header is corrupt") from None
-        except Exception as exc:  # noqa: BLE001  any decoder failure is this file's, not the batch's
+        except Exception as exc:  # any decoder failure is this file's, not the batch's
             text = str(exc).splitlines()[0] if str(exc) else ""
             raise ImageError(f"cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
     return pixels, list(dict.fromkeys(n.strip() for n in notes if n.strip()))
 
 
-def _decoded(im: object) -> object:
+def _decoded(im: PilImage) -> PilImage:
     """`im` decoded, at most about MAX_SIDE on its longer side."""
-    from PIL import Image
-
-    assert isinstance(im, Image.Image)
     factor = math.ceil(max(im.size) / MAX_SIDE)
     if factor > 1:
         im.draft(None, (im.size[0] // factor, im.size[1] // factor))  # JPEG decodes smaller; others ignore it
@@ -91,12 +92,11 @@ def _decoded(im: object) -> object:
     return _reduced(im, factor) if factor > 1 else im
 
 
-def _reduced(im: object, factor: int) -> object:
+def _reduced(im: PilImage, factor: int) -> PilImage:
     """`im` reduced by `factor` (box average) a strip at a time: reduce() on the whole
     frame would first copy it (premultiplied alpha, or a palette image converted)."""
     from PIL import Image
 
-    assert isinstance(im, Image.Image)
     mode = im.mode if im.mode in _REDUCIBLE else "RGBA" if _transparent(im) else "L"
     w, h = im.size
     out = Image.new(mode, ((w + factor - 1) // factor, (h + factor - 1) // factor))
@@ -113,31 +113,29 @@ def _bytes_per_pixel(mode: str) -> int:
     return 1 if mode in ("1", "L", "P") else 2 if mode.startswith("I;16") else 4
 
 
-def _orientation(im: object, notes: list[str]) -> int:
+def _orientation(im: PilImage, notes: list[str]) -> int:
     try:
-        return int(im.getexif().get(0x0112, 1))  # type: ignore[attr-defined]
-    except Exception as exc:  # noqa: BLE001  unreadable EXIF: the picture is still there
+        return int(im.getexif().get(0x0112, 1))
+    except Exception as exc:  # unreadable EXIF: the picture is still there
         notes.append(f"EXIF data ignored ({type(exc).__name__}: {exc})")
         return 1
 
 
-def _upright(im: object, orientation: int) -> object:
+def _upright(im: PilImage, orientation: int) -> PilImage:
     from PIL import Image
 
-    assert isinstance(im, Image.Image)
     method = _UPRIGHT.get(orientation)
     return im.transpose(getattr(Image.Transpose, method)) if method else im
 
 
-def _transparent(im: object) -> bool:
-    mode = im.mode  # type: ignore[attr-defined]
-    return mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in im.info)  # type: ignore[attr-defined]
+def _transparent(im: PilImage) -> bool:
+    mode = im.mode
+    return mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in im.info)
 
 
-def _pixels(im: object) -> np.ndarray:
+def _pixels(im: PilImage) -> np.ndarray:
     from PIL import Image
 
-    assert isinstance(im, Image.Image)
     if im.mode == "F":
         arr = np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], or 0..255 when above 1
         if not np.all(np.isfinite(arr)):
@@ -174,8 +172,8 @@ def _native_stderr(notes: list[str]) -> Iterator[None]:
 
 def image_paths(directory: Path) -> Iterator[tuple[Path, str]]:
     """(path, error) for the images under `directory` (sorted; hidden files and folders
-    passed over, since half-written temporaries are hidden), and ("", error) pairs for
-    folders that cannot be read, so that they are reported rather than silently empty."""
+    passed over, since half-written temporaries are hidden), after a (folder, error) pair
+    for each folder that cannot be read, so that it is reported rather than silently empty."""
     found: list[Path] = []
     errors: list[tuple[Path, str]] = []
 
