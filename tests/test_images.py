@@ -124,3 +124,50 @@ def test_zlib_bomb_png_is_refused_or_reduced(tmp_path: Path) -> None:
     (tmp_path / "bomb.png").write_bytes(png)
     with pytest.raises(ImageError, match="cannot read image"):
         load_image(tmp_path / "bomb.png")
+
+
+def test_decoded_size_is_capped_by_memory_not_pixels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pillow's limit counts pixels: near it an RGBA frame alone is 358 MB, and a palette image
+    converted before reduction more. The loader refuses what would decode past MAX_DECODE_BYTES."""
+    from gemmpad import images
+
+    Image.new("RGBA", (300, 200), (0, 0, 0, 0)).save(tmp_path / "a.png")
+    monkeypatch.setattr(images, "MAX_DECODE_BYTES", 300 * 200 * 4 - 1)
+    with pytest.raises(ImageError, match=r"too large to read: 300x200 pixels of mode RGBA would take 0 MB"):
+        load_image(tmp_path / "a.png")
+    monkeypatch.setattr(images, "MAX_DECODE_BYTES", 300 * 200 * 4)
+    assert load_image(tmp_path / "a.png")[0].shape == (200, 300)
+
+
+def test_reduction_by_strips_equals_reducing_the_whole_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmpad import images
+
+    rng = np.random.default_rng(7)
+    im = Image.fromarray(rng.integers(0, 256, (1001, 37, 3), dtype=np.uint8), "RGB")
+    monkeypatch.setattr(images, "STRIP_BYTES", 37 * 4 * 11 * 3)  # strips of 33 rows, the last one short
+    out = images._reduced(im, 11)
+    assert out.size == im.reduce(11).size
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(im.reduce(11)))
+    p = Image.fromarray(rng.integers(0, 4, (50, 40), dtype=np.uint8), "P")
+    p.putpalette([0, 0, 0, 255, 255, 255, 128, 128, 128, 30, 60, 90])
+    np.testing.assert_array_equal(np.asarray(images._reduced(p, 3)), np.asarray(p.convert("L").reduce(3)))
+
+
+# A 40x40 deflated TIFF from the fuzz test (seed 3, case 62) with a mangled tag: libtiff
+# prints "TIFFFetchNormalTag: ..." straight to file descriptor 2, where no file was named.
+LIBTIFF_WARNS = (
+    "SUkqACoAAAB4nPv/fxT8ZwCCQaxukDtvNFgGlbpB7rzRYBlWAADVvsaACQAAAQMAAQAAACgAAAABAQMAAQAAACgAAAACAQMAAQAAAAgAAAAD"
+    "AQMAAQAAAAgAAAAGAQMAAQAAAAEAAAARAQQAAQAAAAgAAAAWAQMAAQAAACgA3q7r7UXIrsIaje+bAAAXAQQAAQAAACIAAAAcAQMAAQAAAAEA"
+    "AAAAAAAA"
+)
+
+
+def test_libtiff_messages_are_the_files_notes(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Finding 11: libtiff's messages reached stderr untied to any file."""
+    import base64
+
+    (tmp_path / "odd.tif").write_bytes(base64.b64decode(LIBTIFF_WARNS))
+    pixels, notes = load_image(tmp_path / "odd.tif")
+    assert pixels.shape == (40, 40)
+    assert any(n.startswith("TIFFFetchNormalTag: ") for n in notes)
+    assert "TIFFFetchNormalTag" not in capfd.readouterr().err

@@ -69,3 +69,19 @@ def test_json_depth_is_bounded_without_recursion(tmp_path: Path) -> None:
     (tmp_path / "digits.json").write_text("1" * 5000)  # past int()'s digit limit: ValueError, not a crash
     with pytest.raises(GemmpadError, match="not a valid"):
         load_json(tmp_path / "digits.json", 1 << 20)
+
+
+def test_unreadable_files_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 11: an unreadable model was "no zip archive". (Root reads everything: simulated.)"""
+    from gemmpad import inputs
+    from gemmpad.errors import ModelFileError
+    from gemmpad.model import load_model
+
+    (tmp_path / "m.npz").write_bytes(b"PK")
+
+    def denied(*args: object, **kwargs: object) -> int:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(inputs.os, "open", denied)
+    with pytest.raises(ModelFileError, match=r"m.npz: cannot read \(Permission denied\)$"):
+        load_model(tmp_path / "m.npz")

@@ -306,3 +306,15 @@ def test_wrong_blame_symlink_loop_and_unreadable_model(monkeypatch, capsys, tmp_
     (tmp_path / "loop.npz").symlink_to(tmp_path / "loop.npz")
     rc, _, err = run_cli(monkeypatch, capsys, "predict", "--model", str(tmp_path / "loop.npz"), str(images["dark.png"]))
     assert rc == 2 and "symbolic links" in err and "zip" not in err
+
+
+def test_decoder_warnings_name_their_file(monkeypatch, capsys, tmp_path, model_file):
+    """Finding 11: "Corrupt EXIF data" and libtiff's messages reached stderr tied to no file."""
+    import base64
+
+    from tests.test_images import LIBTIFF_WARNS
+
+    (tmp_path / "odd.tif").write_bytes(base64.b64decode(LIBTIFF_WARNS))
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file),
+                           str(tmp_path / "odd.tif"))
+    assert f"gemmpad predict: {tmp_path / 'odd.tif'}: TIFFFetchNormalTag: " in err

@@ -123,3 +123,14 @@ def test_batch_matches_single(rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(out[0], preprocess(imgs[0]))
     assert not out[1].any()
 
+
+
+def test_huge_finite_pixels_are_not_called_nan() -> None:
+    """Issue 20, finding 11: a float64 image holding 1e300 was reported as "NaN or Inf pixels"."""
+    img = np.zeros((28, 28))
+    img[10, 10] = 1e300
+    with pytest.raises(InputTypeError, match="beyond float32's range"):
+        preprocess(img)
+    img[10, 10] = np.nan
+    with pytest.raises(InputTypeError, match="NaN or Inf"):
+        preprocess(img)

@@ -706,3 +706,27 @@ def test_bad_arguments_give_one_line_errors(display: str, args: list[str], messa
     proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", *args, "--exit"], env=_env(display),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_hostile_files_for_the_window_are_one_line_errors(display: str, tmp_path: Path) -> None:
+    """Issue 20: --replay of a FIFO hung (finding 5), --record replaced special files and
+    symlinks (finding 7), a model that overflows showed "nan %" (finding 4)."""
+    from tests.hostile_files import fifo
+
+    escapes = [fifo(tmp_path / "replay.json"), fifo(tmp_path / "record.json")]
+    huge = {k: np.asarray(v, np.float32) for k, v in _model().weights.items()}
+    huge["W1"] = np.full_like(huge["W1"], 3e38)
+    np.savez(tmp_path / "huge.npz", **huge)
+    model = ["--model", str(tmp_path / "huge.npz")]
+    cases = [(["--replay", str(tmp_path / "replay.json")], "replay.json: is a FIFO, not a regular file"),
+             (["--record", str(tmp_path / "record.json")], "record.json is not a regular file"),
+             (model, "huge.npz: the network's output is not finite")]
+    try:
+        for args, message in cases:
+            proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", *args, "--exit"], env=_env(display),
+                                  capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    finally:
+        for done in escapes:
+            done.set()
+    assert (tmp_path / "record.json").is_fifo()

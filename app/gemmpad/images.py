@@ -11,8 +11,10 @@ its directory scans, tests), so each safeguard below holds for all of them.
   as notes, so the caller can print them next to the file's name.
 - Large images are decoded at reduced size (JPEG's DCT scaling via draft()) or
   reduced right after decoding, before any conversion copies them: preprocessing
-  scales the ink to 20 px anyway, and peak memory stays near one decoded frame
-  (at most ~0.7 GB at Pillow's own pixel limit) instead of several.
+  scales the ink to 20 px anyway, and peak memory stays near one decoded frame,
+  itself capped at MAX_DECODE_BYTES. An RGBA PNG at Pillow's pixel limit (9459 px
+  square, 370 KB) peaked at 1.74 GB RSS through the old path; see the report of issue 20
+  for this one's figure.
 """
 
 from __future__ import annotations
@@ -25,15 +27,21 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gemmpad.errors import GemmpadError, ImageError
 from gemmpad.inputs import open_input
 
+if TYPE_CHECKING:
+    from PIL.Image import Image as PilImage
+
 SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # what a directory scan picks up
 MAX_BYTES = 1 << 30  # a regular file is not read whole, so this only stops absurd ones
 MAX_SIDE = 4096  # longer side kept after decoding; preprocess needs ~20 px of ink
+MAX_DECODE_BYTES = 512 << 20  # one decoded frame at most
+STRIP_BYTES = 16 << 20  # copied at a time while reducing
 # EXIF orientation -> the transpose that makes the picture upright (as ImageOps.exif_transpose)
 _UPRIGHT = {2: "FLIP_LEFT_RIGHT", 3: "ROTATE_180", 4: "FLIP_TOP_BOTTOM", 5: "TRANSPOSE",
             6: "ROTATE_270", 7: "TRANSVERSE", 8: "ROTATE_90"}
@@ -49,7 +57,7 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
     dark-ink drawing saved with an alpha channel still reads. Notes are the
     decoder's warnings about this file, one line each.
     """
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     notes: list[str] = []
     with open_input(path, MAX_BYTES, ImageError, "image file") as f:
@@ -62,54 +70,72 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
             notes.extend(str(w.message) for w in caught)
         except GemmpadError:
             raise
-        except Exception as exc:  # noqa: BLE001  any decoder failure is this file's, not the batch's
+        except UnidentifiedImageError:
+            raise ImageError("cannot read image: not a format Pillow knows, or its header is corrupt") from None
+        except Exception as exc:  # any decoder failure is this file's, not the batch's
             text = str(exc).splitlines()[0] if str(exc) else ""
             raise ImageError(f"cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
     return pixels, list(dict.fromkeys(n.strip() for n in notes if n.strip()))
 
 
-def _decoded(im: object) -> object:
+def _decoded(im: PilImage) -> PilImage:
     """`im` decoded, at most about MAX_SIDE on its longer side."""
-    from PIL import Image
-
-    assert isinstance(im, Image.Image)
     factor = math.ceil(max(im.size) / MAX_SIDE)
     if factor > 1:
         im.draft(None, (im.size[0] // factor, im.size[1] // factor))  # JPEG decodes smaller; others ignore it
+    cost = im.size[0] * im.size[1] * _bytes_per_pixel(im.mode)
+    if cost > MAX_DECODE_BYTES:  # Pillow's own limit counts pixels, not what they take in memory
+        raise ImageError(f"image too large to read: {im.size[0]}x{im.size[1]} pixels of mode {im.mode} would take "
+                         f"{cost / 2**20:,.0f} MB to decode (at most {MAX_DECODE_BYTES / 2**20:,.0f} MB)")
     im.load()
     factor = math.ceil(max(im.size) / MAX_SIDE)
-    if factor > 1:
-        if im.mode not in _REDUCIBLE:  # palette and 1-bit images: to the mode _pixels would make anyway
-            im = im.convert("RGBA" if _transparent(im) else "L")
-        im = im.reduce(factor)
-    return im
+    return _reduced(im, factor) if factor > 1 else im
 
 
-def _orientation(im: object, notes: list[str]) -> int:
+def _reduced(im: PilImage, factor: int) -> PilImage:
+    """`im` reduced by `factor` (box average) a strip at a time: reduce() on the whole
+    frame would first copy it (premultiplied alpha, or a palette image converted)."""
+    from PIL import Image
+
+    mode = im.mode if im.mode in _REDUCIBLE else "RGBA" if _transparent(im) else "L"
+    w, h = im.size
+    out = Image.new(mode, ((w + factor - 1) // factor, (h + factor - 1) // factor))
+    step = factor * max(1, STRIP_BYTES // max(1, w * 4 * factor))  # rows per strip
+    for top in range(0, h, step):
+        strip = im.crop((0, top, w, min(h, top + step)))
+        out.paste(strip.convert(mode).reduce(factor), (0, top // factor))
+    return out
+
+
+def _bytes_per_pixel(mode: str) -> int:
+    """What Pillow stores per pixel: 1 byte for 1-bit, grey and palette images, 2 for 16-bit
+    grey, and 4 for everything else (RGB is kept as 32-bit pixels too)."""
+    return 1 if mode in ("1", "L", "P") else 2 if mode.startswith("I;16") else 4
+
+
+def _orientation(im: PilImage, notes: list[str]) -> int:
     try:
-        return int(im.getexif().get(0x0112, 1))  # type: ignore[attr-defined]
-    except Exception as exc:  # noqa: BLE001  unreadable EXIF: the picture is still there
+        return int(im.getexif().get(0x0112, 1))
+    except Exception as exc:  # unreadable EXIF: the picture is still there
         notes.append(f"EXIF data ignored ({type(exc).__name__}: {exc})")
         return 1
 
 
-def _upright(im: object, orientation: int) -> object:
+def _upright(im: PilImage, orientation: int) -> PilImage:
     from PIL import Image
 
-    assert isinstance(im, Image.Image)
     method = _UPRIGHT.get(orientation)
     return im.transpose(getattr(Image.Transpose, method)) if method else im
 
 
-def _transparent(im: object) -> bool:
-    mode = im.mode  # type: ignore[attr-defined]
-    return mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in im.info)  # type: ignore[attr-defined]
+def _transparent(im: PilImage) -> bool:
+    mode = im.mode
+    return mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in im.info)
 
 
-def _pixels(im: object) -> np.ndarray:
+def _pixels(im: PilImage) -> np.ndarray:
     from PIL import Image
 
-    assert isinstance(im, Image.Image)
     if im.mode == "F":
         arr = np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], or 0..255 when above 1
         if not np.all(np.isfinite(arr)):
@@ -146,8 +172,8 @@ def _native_stderr(notes: list[str]) -> Iterator[None]:
 
 def image_paths(directory: Path) -> Iterator[tuple[Path, str]]:
     """(path, error) for the images under `directory` (sorted; hidden files and folders
-    passed over, since half-written temporaries are hidden), and ("", error) pairs for
-    folders that cannot be read, so that they are reported rather than silently empty."""
+    passed over, since half-written temporaries are hidden), after a (folder, error) pair
+    for each folder that cannot be read, so that it is reported rather than silently empty."""
     found: list[Path] = []
     errors: list[tuple[Path, str]] = []
 

@@ -41,10 +41,13 @@ def _as_unit_float(image: np.ndarray) -> np.ndarray:
         return arr.astype(np.float32)
     if not np.issubdtype(arr.dtype, np.floating):
         raise InputTypeError(f"preprocess expects uint8 or float pixels, got {arr.dtype}")
-    out = arr.astype(np.float32, copy=False)
-    top = out.max()
-    if not np.isfinite(top) or not np.isfinite(out.min()):  # NaN propagates through max/min
+    if not np.isfinite(arr.max()) or not np.isfinite(arr.min()):  # NaN propagates through max/min
         raise InputTypeError("preprocess got NaN or Inf pixels")
+    with np.errstate(over="ignore"):  # checked just below, with a message
+        out = arr.astype(np.float32, copy=False)
+    top = out.max()
+    if not np.isfinite(top) or not np.isfinite(out.min()):  # finite float64, out of float32's range
+        raise InputTypeError("preprocess got pixel values beyond float32's range (about 3.4e38)")
     if top > 1.0:
         out = out * np.float32(1.0 / 255.0)
     return out
