@@ -14,7 +14,7 @@ from tests.test_engine import assert_agrees, digit_like, random_model, reference
 
 pytestmark = pytest.mark.gpu
 
-# Plan edges (fused_mlp.cu's fused_plan): the split kernel with 1-row tiles of
+# Plan edges (fused_dispatch.cu's fused_plan): the split kernel with 1-row tiles of
 # 14 blocks up to 4 rows, 2-row tiles of
 # 14 blocks to 8, 2-row tiles of 7 blocks to 64. Beyond, with clusters (the H200:
 # 15 clusters of 7 at once), the k-split kernel (fused_mlp_ksplit.cu) with 16-row
@@ -95,7 +95,7 @@ def test_tensor_core_fused_every_tile(cuda_mod, kernel, rng):
 
 @pytest.mark.parametrize("w1_scale", [2.0**20, 2.0**-20])
 def test_tf32_fused_w1_outside_fp16_range(cuda_mod, w1_scale, rng):
-    """The tf32 k-split kernel reads W1 as fp16 scaled by a power of two (mlp.cu's
+    """The tf32 k-split kernel reads W1 as fp16 scaled by a power of two (weights.cu's
     tf32_as_half): weights far above fp16's largest value or below its smallest
     normal one must come out as they do in fp32. W2 takes the inverse scale, so
     the network computes the same function (ReLU commutes with positive scales)."""
@@ -141,7 +141,7 @@ def test_kernel_list(cuda_mod):
 @pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_tf32", "cuda.06_vectorized"])
 def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
     """x of at least min_bytes goes to the GPU in chunks over several host threads
-    (mlp.cu's stage_chunked). Chunks that split rows, a ragged last chunk, more threads
+    (staging.cu's stage_chunked). Chunks that split rows, a ragged last chunk, more threads
     than chunks, one thread, and the one-copy path all give the reference's answer."""
     model = random_model(rng)
     mlp = _mlp(cuda_mod, model)

@@ -17,16 +17,16 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from gemmpad import native, registry
+from gemmpad import backends, registry
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.model import LAYERS, Model, load_model
 
-BACKENDS = ("numpy", "cpu", "cuda")
-DEFAULT_KERNELS = {"numpy": "numpy", "cpu": "cpu.mlp_sparse", "cuda": "cuda.mlp_fused"}
+BACKENDS = backends.NAMES  # the one list of backends: gemmpad.backends
+DEFAULT_KERNELS = {b.name: b.default_kernel for b in backends.BACKENDS}
 HISTORY = 1000  # calls kept for stats() and history()
 N_IN, N_OUT = LAYERS[0], LAYERS[-1]
 _F32 = np.dtype(np.float32)
@@ -34,17 +34,7 @@ _F32 = np.dtype(np.float32)
 
 def available_backends() -> dict[str, str]:
     """backend -> "" when usable here, else the reason (shown next to a greyed-out choice)."""
-    out = {"numpy": ""}
-    out["cpu"] = "" if hasattr(native.cpu, "Mlp") else "this build of gemmpad has no native CPU MLP (gemmpad._cpu.Mlp)"
-    status = native.cuda_status()
-    cuda_mod = native.cuda_module_if_built()
-    if not status.available:
-        out["cuda"] = status.reason
-    elif cuda_mod is None or not hasattr(cuda_mod, "Mlp"):
-        out["cuda"] = "this build of gemmpad has no GPU MLP (gemmpad._cuda.Mlp)"
-    else:
-        out["cuda"] = ""
-    return out
+    return {b.name: b.reason() for b in backends.BACKENDS}
 
 
 def _full_names(backend: str, kernel: str) -> tuple[str, str, str]:
@@ -137,7 +127,7 @@ class Classifier:
         _check_backend(backend)  # before loading: "no GPU" is the message a user needs first
         self.model = model if isinstance(model, Model) else load_model(model)
         self._weights = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in self.model.weights.items()}
-        self._native: dict[str, Any] = {}  # backend -> its native Mlp, built on first use and kept
+        self._native: dict[str, backends.Runner] = {}  # backend -> its runner, built on first use and kept
         self._timings: deque[Timing] = deque(maxlen=HISTORY)
         self._rng = np.random.default_rng(0)  # jitter beyond the fixed shifts: reproducible per Classifier
         self._last_timing: Timing | None = None
@@ -171,10 +161,8 @@ class Classifier:
         if kernel is None and backend is None:
             kernel = self.kernel  # configure() with nothing keeps the current choice
         name = self._resolve_kernel(new_backend, kernel)
-        if new_backend != "numpy" and new_backend not in self._native:
-            w = self._weights
-            module = native.cpu if new_backend == "cpu" else native.cuda()
-            self._native[new_backend] = module.Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+        if new_backend not in self._native:
+            self._native[new_backend] = backends.BY_NAME[new_backend].make(self.model, self._weights)
         self.backend, self.kernel = new_backend, name
         self._timings.clear()
         self._last_timing = None
@@ -206,16 +194,11 @@ class Classifier:
         t0 = time.perf_counter()
         xb = _as_batch(x)
         batch = xb.shape[0]
-        if self.backend == "numpy":
-            t1 = time.perf_counter()
-            probs = self.model.forward(xb).astype(np.float32, copy=False)
-            kernel_us = (time.perf_counter() - t1) * 1e6
-        else:
-            probs = np.empty((batch, N_OUT), dtype=_F32)
-            # the CPU returns its kernel time; the GPU its own clock's end-to-end time (unused here)
-            kernel_us = self._native[self.backend].forward(xb, probs, self.kernel)
+        probs = np.empty((batch, N_OUT), dtype=_F32)
+        # the kernel time; with deferred timing (the GPU) its own clock's end-to-end time, unused here
+        kernel_us = self._native[self.backend].forward(xb, probs, self.kernel)
         e2e_us = (time.perf_counter() - t0) * 1e6
-        if self.backend == "cuda":
+        if backends.BY_NAME[self.backend].deferred_timing:
             self._pending = (e2e_us, batch)  # kernel time from the CUDA events, when asked (last_timing)
         else:
             self._record(Timing(kernel_us, e2e_us, batch))  # positional: the cheaper call
@@ -224,10 +207,7 @@ class Classifier:
     def _untimed(self, xb: np.ndarray, passes: int) -> None:
         probs = np.empty((xb.shape[0], N_OUT), dtype=_F32)
         for _ in range(passes):
-            if self.backend == "numpy":
-                self.model.forward(xb)
-            else:
-                self._native[self.backend].forward(xb, probs, self.kernel)
+            self._native[self.backend].forward(xb, probs, self.kernel)
 
     @property
     def last_timing(self) -> Timing | None:
@@ -243,7 +223,8 @@ class Classifier:
             return
         e2e_us, batch = self._pending
         self._pending = None
-        self._record(Timing(self._native["cuda"].kernel_us(), e2e_us, batch))
+        runner = cast(backends.DeferredRunner, self._native[self.backend])
+        self._record(Timing(runner.kernel_us(), e2e_us, batch))
 
     def _record(self, timing: Timing) -> None:
         self._last_timing = timing

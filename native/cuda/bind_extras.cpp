@@ -6,7 +6,7 @@
 namespace gemmpad::cuda {
 
 void bind_mlp(pybind11::module_& m);    // mlp/bind_mlp.cpp
-void bind_train(pybind11::module_& m);  // train/train_bind.cpp
+void bind_train(pybind11::module_& m);  // train/bind_train.cpp
 
 void bind_extras(pybind11::module_& m) {
     bind_mlp(m);

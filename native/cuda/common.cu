@@ -39,6 +39,15 @@ const cudaDeviceProp& device_props() {
     return props;
 }
 
+// (nvcc's own __CUDA_ARCH_LIST__ says 900 for sm_90 and sm_90a alike, hence CMake's list.)
+std::string build_arch_list() {
+#ifdef GEMMPAD_CUDA_ARCHITECTURES
+    return GEMMPAD_CUDA_ARCHITECTURES;
+#else
+    return "";  // built without CMake (native/tools/mlp_probe)
+#endif
+}
+
 size_t max_smem_per_block_optin() { return device_props().sharedMemPerBlockOptin; }
 
 void require_smem(size_t bytes, const std::string& what) {

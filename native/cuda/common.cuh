@@ -41,6 +41,10 @@ using CudaRegistry = Registry<Launch>;
 // Properties of the current device, read once.
 const cudaDeviceProp& device_props();
 
+// The architectures this module was compiled for, as CMake was given them
+// ("80-real,86-real,89-real,90a-real,90-virtual"; native/CMakeLists.txt), for `gemmpad info`.
+std::string build_arch_list();
+
 // Largest dynamic shared memory a block may opt into on this device
 // (99 KB on consumer Ampere/Ada, 227 KB on Hopper). Kernels size their
 // tiles against this instead of assuming Hopper.

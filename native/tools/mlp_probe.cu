@@ -9,11 +9,15 @@
 // ("floors") the event-timed floor three ways: events as graph nodes around the kernel (what
 // Mlp does), events on the stream around a graph of the kernel alone, and no graph at all.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 -Inative/include -Inative/cuda/mlp native/tools/mlp_probe.cu \
-//        native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/mlp.cu \
-//        native/cuda/common.cu -o /tmp/mlp_probe && /tmp/mlp_probe [all|final|check|rows|staging|loads|floors|ncu]
-//
-// -DGEMMPAD_MLP_TRACE (with fused_mlp.cu built the same way): mode "trace" prints per-phase globaltimer stamps.
+//   nvcc -O3 -std=c++17 -arch=sm_90a -DGEMMPAD_MLP_PROBE -Inative/include -Inative/cuda/mlp \
+//        native/tools/mlp_probe.cu native/cuda/mlp/*.cu native/cuda/common.cu -o /tmp/mlp_probe \
+//     && /tmp/mlp_probe [all|final|check|rows|staging|loads|floors|ncu]
+// (native/tools/mlp_probe.sh builds it that way, in parallel, and runs it on the GPU machine.)
+// Add -DGEMMPAD_MLP_TRACE to every file for mode "trace": per-phase globaltimer stamps.
+#ifndef GEMMPAD_MLP_PROBE
+#error "mlp_probe needs -DGEMMPAD_MLP_PROBE on every file (the build line above)"
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -408,8 +412,6 @@ struct Config {
     double tol;
     int max_batch, min_batch;
     int cols = 16;
-    int warps = 7;
-    bool rotate = true;
     bool ksplit = false;  // the k-split kernel (fused_mlp_ksplit.cu); `rows` is false then
     bool x_slices = false;  // split FMA tiles with clusters: x loaded by slices, shared over the cluster
     bool tma_x = false;     // rows: the x tile by TMA
@@ -476,21 +478,19 @@ int main(int argc, char** argv) {
             for (bool tma : {false, true}) {
                 configs.push_back({"rows bm" + std::to_string(bm) + " w7 rot" + (tma ? " tma" : "") +
                                        (e == Engine::Tf32 ? " tf32" : " 3xtf32"),
-                                   true, bm, e, false, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 16, 16, 7, true});
+                                   true, bm, e, false, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 16, 16});
                 configs.back().tma_x = tma;
             }
     for (int bm : {16, 32, 64})
         for (Engine e : {Engine::Tf32x3, Engine::Tf32})
             configs.push_back({"ksplit bm" + std::to_string(bm) + " w7" + (e == Engine::Tf32 ? " tf32" : " 3xtf32"), false,
-                               bm, e, true, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 1, 16, 7, true, true});
+                               bm, e, true, e == Engine::Tf32 ? 5e-3 : 1e-5, kMax, 1, 16, true});
     auto plan_of = [](const Config& c) {
         FusedPlan p;
         p.design = c.ksplit ? FusedPlan::KSplit : c.rows ? FusedPlan::Rows : FusedPlan::Split;
         p.bm = c.bm;
         p.engine = c.engine;
         p.cols = c.cols;
-        p.warps = c.warps;
-        p.rotate = c.rotate;
         p.cluster = c.cluster;
         p.x_slices = c.x_slices;
         p.tma_x = c.tma_x;
@@ -1008,7 +1008,7 @@ int main(int argc, char** argv) {
                     host_us([&] { CUDA_CHECK(cudaMemcpy(x_dev, x_host, bytes, cudaMemcpyHostToDevice)); }, 30));
         std::printf("  DMA from pageable memory (cudaMemcpy):    %8.1f\n",
                     host_us([&] { CUDA_CHECK(cudaMemcpy(x_dev, x_all.data(), bytes, cudaMemcpyHostToDevice)); }, 30));
-        // Where the time goes: a copy of stage_chunked (mlp.cu) with stamps, 4096 rows, us after entry; its
+        // Where the time goes: a copy of stage_chunked (staging.cu) with stamps, 4096 rows, us after entry; its
         // helper threads are spawned per call, as before stage_chunked kept them in a StagingPool.
         {
             float* dev_x = x_dev;

@@ -16,8 +16,9 @@ STEPS=${STEPS:-probe memcheck racecheck build test sanitize}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-SRC="native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/common.cu"
-NVCC="nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -Inative/include"
+MLP_SRC="native/cuda/mlp/fused_dispatch.cu native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/mlp/staging.cu native/cuda/mlp/weights.cu native/cuda/common.cu"
+# GEMMPAD_MLP_PROBE: the probe-only knobs (set_fused_plan_override, Mlp::set_io_policy) and variants
+NVCC="nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -Inative/include -DGEMMPAD_MLP_PROBE"
 
 # at most 8 files come back: probe.txt clocks.csv ncu.txt build.log pytest.log sanitize-*.log bench.txt (pick the steps)
 nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv >/tmp/device.txt 2>&1
@@ -33,7 +34,7 @@ if want probe || want trace || want memcheck || want racecheck || want ncu; then
 stamp "compiling probes"
 mkdir -p /tmp/probe-obj
 PIDS=""
-for f in native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/common.cu native/tools/mlp_probe.cu; do
+for f in $MLP_SRC native/tools/mlp_probe.cu; do
   $NVCC -Inative/cuda/mlp -c $f -o /tmp/probe-obj/$(basename $f .cu).o >/tmp/probe-obj/$(basename $f .cu).log 2>&1 &
   PIDS="$PIDS $!"
   if want trace && { [ $f = native/cuda/mlp/fused_mlp.cu ] || [ $f = native/cuda/mlp/fused_mlp_ksplit.cu ] || [ $f = native/tools/mlp_probe.cu ]; }; then
@@ -44,8 +45,9 @@ done
 wait $PIDS
 cat /tmp/probe-obj/*.log | grep -E "error" | head -20
 O=/tmp/probe-obj
-$NVCC $O/mlp_probe.o $O/fused_mlp.o $O/fused_mlp_tc.o $O/fused_mlp_ksplit.o $O/mlp.o $O/common.o -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
-want trace && $NVCC $O/mlp_probe-trace.o $O/fused_mlp-trace.o $O/fused_mlp_tc.o $O/fused_mlp_ksplit-trace.o $O/mlp.o $O/common.o -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
+OBJS="$O/fused_dispatch.o $O/fused_mlp_tc.o $O/mlp.o $O/staging.o $O/weights.o $O/common.o"
+$NVCC $O/mlp_probe.o $O/fused_mlp.o $O/fused_mlp_ksplit.o $OBJS -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
+want trace && $NVCC $O/mlp_probe-trace.o $O/fused_mlp-trace.o $O/fused_mlp_ksplit-trace.o $OBJS -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
 cat /tmp/probe-build.log | head -5
 fi
 
@@ -89,12 +91,12 @@ if want test && grep -q "build exit 0" "$OUT/build.log" 2>/dev/null; then
   tail -15 "$OUT/pytest.log"
 fi
 if want sanitize && grep -q "build exit 0" "$OUT/build.log" 2>/dev/null; then
-  stamp "sanitize (module: native/cuda/mlp/sanitize_mlp.py)"
+  stamp "sanitize (module: native/tools/sanitize_mlp.py)"
   : >"$OUT/sanitize-module.log"
   for tool in ${SAN_TOOLS:-memcheck racecheck}; do
     echo "==== $tool" >>"$OUT/sanitize-module.log"
     SANITIZE_MLP_KERNELS=${SANITIZE_MLP_KERNELS:-mlp_fused} timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
-      python3 native/cuda/mlp/sanitize_mlp.py >>"$OUT/sanitize-module.log" 2>&1
+      python3 native/tools/sanitize_mlp.py >>"$OUT/sanitize-module.log" 2>&1
     echo "module $tool exit=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-module.log" | tail -1)"
   done
 fi

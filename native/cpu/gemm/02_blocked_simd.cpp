@@ -34,31 +34,9 @@
 // into the store of the last K block, as in 01_naive.
 // ISA dispatch: see ../simd.h (AVX-512, AVX2+FMA, generic 4-wide; picked at run time).
 //
-// Measured on the dev VM (2 cores of a Xeon Sapphire Rapids KVM guest, AVX-512,
-// shared with other jobs, so single-threaded: OMP_NUM_THREADS=1 and
-// OPENBLAS_NUM_THREADS=1), vs NumPy matmul = OpenBLAS 0.3.31 in the same
-// process; median over 7 interleaved rounds (each the median of 15-2000
-// calls after warm-up), Python call included for both; GFLOP/s:
-//   shape (MxNxK)    cpu.02              numpy               cpu.02 / numpy (two runs)
-//   1024x1024x768    128.8 [98.6-133.1]  137.1 [102.6-138.9] 0.94x, 0.91x
-//     (with 12 x 32 tiles: 0.80-0.98x over eight runs)
-//   1x100x784         39.6 [39.5-39.7]    37.8 [37.7-38.0]   1.05x, 1.03x
-//     (28.5 GFLOP/s, 0.77x, before step 7: four 2-vector passes over B)
-//   1x100x100         17.5 [17.4-17.5]    16.5 [16.5-16.5]   1.06x, 1.03x
-//   1x10x100           2.7 [2.6-2.7]       2.3 [2.3-2.3]     1.14x, 1.08x
-//   256x100x784      128.8 [117.6-132.4] 122.9 [109.7-124.0] 1.05x, 1.04x
-//   256x100x100      126.0 [104.4-126.2] 118.2 [97.6-119.0]  1.07x, 1.07x
-//   256x10x100        60.8 [60.6-61.1]    62.6 [62.1-62.7]   0.97x, 0.97x
-//   4096x100x784     117.5 [86.0-124.4]  116.2 [84.3-121.4]  1.01x, 1.01x
-//   4096x100x100     123.9 [123.4-124.9] 122.2 [121.7-122.4] 1.01x, 0.99x
-//   4096x10x100       68.8 [68.3-68.9]    43.9 [43.3-45.3]   1.57x, 1.45x
-//     (the MLP shapes with N = 100 and 10 were 0.41-0.81x while A was packed)
-// The machine's load changed absolute figures by up to 2x between minutes
-// (other jobs); the ratios, taken in interleaved rounds, held. Known weak
-// spot: one row times a wide B with a power-of-two row stride (1x4096x1024:
-// 0.55x), where each 128-column pass walks B's rows 16 KB apart (a TLB miss
-// per row). With 2 threads both libraries were dominated by the other jobs on
-// the 2 cores here, so no thread figures are claimed.
+// Measured: 256x100x784 333 GFLOP/s = 90.2 % of NumPy on the H200's host
+// (assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`); on a 2-core VM, single-threaded,
+// level with OpenBLAS at the MLP's shapes (0.97-1.57x) and 0.91-0.94x at 1024x1024x768 (NOTES.md).
 #include <algorithm>
 #include <cstddef>
 #include <utility>

@@ -15,9 +15,8 @@
 // instant*, not along one thread's loop: with B transposed, the 32 threads of
 // a warp read 32 addresses K floats apart at every step. Row-major B with
 // threadIdx.x on columns, as here, is the layout that coalesces.
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22, a timing script since folded into `gemmpad bench gemm`:
-// median, L2 flushed, cuBLAS fp32 via torch in the same run = 50,249 GFLOP/s):
-// 4096^3 5,854 GFLOP/s = 11.7 % of cuBLAS fp32; 6.0x the 01 kernel (974 GFLOP/s).
+// Measured: 4096^3 5,924 GFLOP/s = 11.9 % of cuBLAS fp32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

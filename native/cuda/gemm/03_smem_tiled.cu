@@ -12,9 +12,8 @@
 // is 32 consecutive words in 32 different banks (no bank conflicts).
 // What still holds it back: each multiply-add needs two shared-memory loads,
 // so the loop is bound by shared-memory bandwidth, not by the FMA units.
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22, a timing script since folded into `gemmpad bench gemm`:
-// median, L2 flushed, cuBLAS fp32 via torch in the same run = 50,249 GFLOP/s):
-// 4096^3 8,484 GFLOP/s = 16.9 % of cuBLAS fp32; 1.45x 02.
+// Measured: 4096^3 8,551 GFLOP/s = 17.1 % of cuBLAS fp32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

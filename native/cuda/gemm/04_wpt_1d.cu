@@ -12,9 +12,8 @@
 // the same move (tiles -> more work per thread) as a 2x speed-up.
 // What still holds it back: A still costs one shared load per FMA; a 2-D
 // block of outputs per thread (05) reuses both operands.
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22, a timing script since folded into `gemmpad bench gemm`:
-// median, L2 flushed, cuBLAS fp32 via torch in the same run = 50,249 GFLOP/s):
-// 4096^3 18,981 GFLOP/s = 37.8 % of cuBLAS fp32; 2.2x 03.
+// Measured: 4096^3 19,064 GFLOP/s = 38.2 % of cuBLAS fp32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

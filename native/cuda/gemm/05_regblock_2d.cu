@@ -12,11 +12,9 @@
 // What still holds it back: every shared load is a 4-byte scalar, the B row
 // reads of a warp hit the same banks 4 times over (16 threads read 8 floats
 // each, 32 floats apart), and the global loads are scalar too (06).
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22, a timing script since folded into `gemmpad bench gemm`:
-// median, L2 flushed, cuBLAS fp32 via torch in the same run = 50,249 GFLOP/s):
-// 4096^3 21,012 GFLOP/s = 41.8 % of cuBLAS fp32; 1.11x 04. Only at large sizes:
-// at 1024x1024x768 it is slower than 04 (9,653 vs 15,847 GFLOP/s) because 128x128
-// tiles make 64 blocks for 132 SMs, and 147 registers per thread allow one block per SM.
+// Measured: 4096^3 21,175 GFLOP/s = 42.4 % of cuBLAS fp32; at 1024x1024x768 it is
+// slower than 04: 128x128 tiles make 64 blocks for 132 SMs, and 147 registers per thread allow
+// one block per SM (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

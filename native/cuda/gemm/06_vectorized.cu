@@ -18,9 +18,8 @@
 // 32 bytes apart, so each float4 read of B takes 4 shared-memory wavefronts
 // instead of 2 (bank conflicts); the transposed store of A is 2-way
 // conflicted; global loads stall the block between tiles (07 fixes all three).
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22, a timing script since folded into `gemmpad bench gemm`:
-// median, L2 flushed, cuBLAS fp32 via torch in the same run = 50,249 GFLOP/s):
-// 4096^3 34,101 GFLOP/s = 67.9 % of cuBLAS fp32; 1.62x 05.
+// Measured: 4096^3 34,043 GFLOP/s = 68.2 % of cuBLAS fp32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include <cstdint>
 
 #include "../common.cuh"

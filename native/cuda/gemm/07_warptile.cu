@@ -26,21 +26,10 @@
 // Shared memory: 2 * (8*(128+4) + 8*256) * 4 B = 24.3 KB per block (16.3 KB
 // for 128x128), static: under the 48 KB every CUDA device grants without an
 // opt-in, so the same tiles fit consumer cards (99 KB per block) and Hopper.
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22,
-// a timing script since folded into `gemmpad bench gemm`: median, L2 flushed, cuBLAS fp32 via torch in
-// the same run): 4096^3 2.967 ms = 46,325 GFLOP/s = 92.2 % of cuBLAS fp32
-// (50,249 GFLOP/s); a second pass in that run: 46,223 GFLOP/s = 90.3 % of
-// cuBLAS (51,186 GFLOP/s). 1.36x the 06 kernel.
-// Tried in the same run at 4096^3 and not kept (each verified by the tests
-// and both sanitizers): 128x128 tiles with 256 threads 80.3 % (88.7 % in an
-// earlier run whose source differed only in how the fragments were declared:
-// at this level the compiler's scheduling moves results by 10 %); 128x128
-// with 128 threads of 8x16 89.7 %; 256x128 86.1 % (earlier run); B copied
-// with cp.async plus fragments of k+1 loaded across the barrier 86.6-89.8 %;
-// the same with BK = 16, 90.0-91.7 % but at 255 registers or spilling.
-// Small problems are another matter: at 256x100x784 (an MLP layer) 07 needs
-// 0.091 ms against cuBLAS's 0.011 ms, because 2 blocks walk K alone while
-// 130 SMs idle; splitting K (step 09) is the cure.
+// Measured: 4096^3 46,235 GFLOP/s = 92.6 % of cuBLAS fp32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// What holds it back: small problems. At 256x100x784 (an MLP layer) 2 blocks walk K alone while
+// the other SMs idle; splitting K (step 09) is the cure. Tile variants tried: NOTES.md.
 #include <cstdint>
 
 #include "../common.cuh"

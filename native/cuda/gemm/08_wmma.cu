@@ -20,20 +20,13 @@
 // vector loads only where the row length keeps them aligned. The epilogue
 // goes through a per-warp 16x16 staging tile in shared memory, because a WMMA
 // accumulator's element-to-lane mapping is unspecified.
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, 2026-11-22,
-// a timing script since folded into `gemmpad bench gemm`: L2 flushed, median, cuBLAS via torch in the same
-// run), TFLOP/s and % of cuBLAS of the same precision:
-//                     1024x1024x768   4096^3          8192^3          4096x100x784
-//   08_wmma_fp16      23.7  (13%)     101.7 (13%)     111.0 (14%)     8.2 (22%)
-//   08_wmma_tf32      11.4  (10%)     25.3  (6%)      25.8  (7%)      4.0 (10%)
-//   cuBLAS fp16 / tf32 at 8192^3: 776.9 / 352.0.
-// fp16 is far above what fp32 SIMT reaches (cuBLAS fp32: 51 TFLOP/s on the
-// H200, issue 2). tf32 is not, so in tf32 this rung is probably slower than 07
-// (compare in the README table): the tf32 kernel needs 146 registers x 256
-// threads plus 35 KB of float tiles, so one block (8 warps) fits per SM and,
-// with single-buffered loads, nothing hides the global-memory latency; tf32
-// mma also has half the fp16 rate and its tiles twice the bytes. The fp16
-// kernel (123 registers, 19 KB) runs two blocks per SM. 09 fixes the loads.
+// Measured: 4096^3 108,022 GFLOP/s = 13.7 % of cuBLAS fp16; 4096^3 25,839 GFLOP/s = 6.3 % of cuBLAS tf32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// What holds it back: fp16 is far above fp32 SIMT, tf32 is not (slower than 07): the tf32
+// kernel needs 146 registers x 256 threads plus 35 KB of float tiles, so one block (8 warps) fits
+// per SM and, with single-buffered loads, nothing hides the global-memory latency; tf32 mma also
+// has half the fp16 rate and twice the bytes per tile. (The fp16 kernel, 123 registers and 19 KB,
+// runs two blocks per SM.) 09 fixes the loads.
 #include <mma.h>
 
 #include <type_traits>

@@ -1,57 +1,27 @@
-// cuda.09_mma_fp16 / cuda.09_mma_tf32: hand-written tensor-core GEMM with
-// mma.sync, ldmatrix and a cp.async multi-stage pipeline, plus split-K for
-// problems too small to fill the GPU (the seed's "parallel-K").
+// cuda.09_mma_fp16 / cuda.09_mma_tf32: hand-written tensor-core GEMM with mma.sync, ldmatrix
+// and a cp.async multi-stage pipeline, plus split-K for problems too small to fill the GPU.
 //
-// What changed from 08 (WMMA): we drop the WMMA fragment abstraction and talk
-// to the tensor cores in PTX.
-//  * cp.async copies 16-byte chunks global -> shared without passing through
-//    registers, and 4 k-tiles are in flight at once: while the warps multiply
-//    tile k, tiles k+1..k+3 are still arriving. 08 loads, syncs, then computes,
-//    so its tensor cores idle during every load.
-//  * ldmatrix.x4 loads four 8x8 fragments per instruction straight into the
-//    register layout mma.sync wants (.trans for the row-major B tile), instead
-//    of WMMA's opaque load_matrix_sync.
-//  * mma.sync.m16n8k16 (fp16 in, fp32 accumulate; m16n8k8 for tf32); each warp
-//    owns a 64x64 tile of C (32 mma per k step), 4 warps a 128x128 block tile.
-//  * Shared-memory rows are padded by 16 bytes (A rows 80 B, fp16 B rows 272 B),
-//    so the 8 row addresses of every ldmatrix phase fall in 8 different 16-byte
-//    bank groups: conflict-free without a swizzle.
-//  * Block tiles are visited in groups of 8 tile-rows ("grouped raster") so
-//    concurrently running blocks share A and B panels in L2.
-//  * Split-K: when ceil(M/128)*ceil(N/128) blocks cannot fill the SMs (the
-//    MLP shapes: 4096x100x784 is 32 tiles on a 132-SM GPU), the K range is cut
-//    into S slices; each writes raw fp32 partial sums to a workspace [S][M][N]
-//    and a second kernel adds them in a fixed order and applies the epilogue.
-//    Deterministic (no atomics): the same input gives the same bits.
-//  * tf32 variant: same pipeline on float32 tiles (64-byte k-tile = 16 floats),
-//    A fragments by ldmatrix (8x8 b16 = 8x4 fp32), B fragments by two 32-bit
-//    loads per n-tile (ldmatrix cannot transpose 32-bit elements), rounded with
-//    cvt.rna.tf32.f32.
-// Odd shapes: out-of-range 16-byte chunks are zero-filled by cp.async with
-// src-size 0. cp.async needs 16-byte-aligned sources, i.e. K and N multiples of
-// 8 halves (4 floats); otherwise the same kernel runs with a loader that reads
-// element by element (bounds-checked) and stores 16 bytes to shared memory.
+// What changed from 08 (WMMA): the tensor cores are driven in PTX.
+//  * cp.async copies 16-byte chunks global -> shared without registers, 4 k-tiles in flight:
+//    while the warps multiply tile k, tiles k+1..k+3 arrive (08 loads, syncs, then computes).
+//  * ldmatrix.x4 loads four 8x8 fragments per instruction in the layout mma.sync wants (.trans
+//    for the row-major B tile); mma.sync.m16n8k16 (fp16; m16n8k8 for tf32), fp32 accumulate;
+//    a warp owns a 64x64 tile of C, 4 warps a 128x128 block tile.
+//  * Shared-memory rows padded by 16 bytes, so every ldmatrix phase is conflict-free without a
+//    swizzle; block tiles visited in groups of 8 tile-rows so running blocks share L2 panels.
+//  * Split-K when ceil(M/128)*ceil(N/128) blocks cannot fill the SMs (4096x100x784 is 32 tiles on
+//    132 SMs): S slices write fp32 partials to a workspace, a second kernel adds them in a fixed
+//    order with the epilogue. Deterministic: the same input gives the same bits.
+//  * tf32: the same pipeline on float32 tiles; A by ldmatrix (8x8 b16 = 8x4 fp32), B by two
+//    32-bit loads per n-tile (ldmatrix cannot transpose 32-bit elements), cvt.rna.tf32.f32.
+// Odd shapes: cp.async zero-fills out-of-range chunks (src-size 0); where K or N is not a
+// multiple of 8 halves (4 floats) a bounds-checked element loader feeds the same kernel.
 //
-// Measured (NVIDIA H200, 132 SMs, driver 580.159.04, CUDA 13.0, 2026-11-22,
-// a timing script since folded into `gemmpad bench gemm`: L2 flushed, median of 20-50 reps, cuBLAS through
-// torch 2.11 in the same run), TFLOP/s and % of cuBLAS of the same precision:
-//                     1024x1024x768   4096^3          8192^3          4096x100x784
-//   09_mma_fp16       56.6  (30%)     329.5 (43%)     339.8 (44%)     23.5 (62%)
-//   09_mma_tf32       43.7  (39%)     156.2 (39%)     143.6 (41%)     22.7 (56%)
-//   cuBLAS fp16       188.9           772.4           776.9           37.9
-//   cuBLAS tf32       112.1           404.7           352.0           40.2
-// 3.1x 08_wmma_fp16 and 5.6x 08_wmma_tf32 at 8192^3, but well short of the 70%
-// goal. Why: cuBLAS runs Hopper's wgmma (sm_90a only: asynchronous warpgroup
-// MMA fed straight from shared memory by the TMA engine); mma.sync is the
-// Ampere instruction, issued per warp with operands staged through registers by
-// ldmatrix, and reaches only part of Hopper's tensor throughput. This file must
-// also run on sm_80-89, so it stays with mma.sync. Within mma.sync, untried
-// levers: ldmatrix fragments double-buffered across k steps, a swizzled
-// 128-byte-row layout with a larger k-tile, more warps per SM.
-// Tile shapes tried in the same run (fp16, 8192^3, TFLOP/s): 128x128 k32
-// 4 stages 339.8 (kept); 5 stages 324.3; 128x128 k64 3 stages 309.9; 128x256
-// k32 3/4 stages 276.1/301.2; 128x256 k64 3 stages 306.8; 256x128 k32 3 stages
-// 266.2 (the 8-warp tiles need ~220 registers/thread: one block per SM).
+// Measured: 4096^3 326,204 GFLOP/s = 41.5 % of cuBLAS fp16; 4096^3 156,272 GFLOP/s = 38.2 % of cuBLAS tf32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// What holds it back: mma.sync is the Ampere instruction, issued per warp with operands staged
+// through registers by ldmatrix; Hopper's full tensor rate needs wgmma (step 10). This file must
+// also run on sm_80-89, so it stays with mma.sync. Tile shapes tried: NOTES.md.
 #include "../common.cuh"
 
 #include <algorithm>

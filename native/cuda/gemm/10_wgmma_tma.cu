@@ -27,24 +27,11 @@
 // Why it should be faster: Hopper's tensor cores reach their full rate only
 // through wgmma (09's mma.sync tops out at ~45 % of cuBLAS here), and the
 // SM's issue slots no longer go to operand movement.
-// B is row-major [K, N] (the registry's contract), i.e. "N-major" for wgmma:
-// the descriptor's transpose bit for B is set (allowed for 16-bit types) and
-// its shared-memory layout is the MN-major canonical one: 64-column boxes of
-// 128-byte rows, LBO = 8 KB between boxes along N, SBO = 1 KB between groups
-// of 8 k-rows. A is K-major: SBO = 1 KB between groups of 8 rows.
-// Limits, and what runs instead:
-//  * needs compute capability 9.0 (H100/H200/GH200) and a build with sm_90a
-//    code (the default architecture list has it); elsewhere the registry lists
-//    the kernel as unavailable, with the reason;
-//  * TMA needs 16-byte row strides: K and N multiples of 8 (fp16). Other
-//    shapes (the MLP's N = 100 and 10, odd test shapes) run 09's kernel, which
-//    handles any shape and splits K for small problems.
-// Measured (NVIDIA H200, driver 580.159.04, CUDA 13.0, torch 2.11 cuBLAS in the
-// same run, `gemmpad bench gemm`, L2 flushed, median; 2026-11-23, first version
-// as written here, no tuning yet): 4096^3 699.6 TFLOP/s = 92.3 % of cuBLAS fp16
-// (758.2), 8192^3 656.6 TFLOP/s = 89.3 % (735.6); 09 in the same run: 43.2 % and
-// 43.6 %. 2.1x the previous rung. Correctness: float64 reference on structured
-// (A = I, B = I, ones) and random inputs, compute-sanitizer memcheck clean.
+// Limits: compute capability 9.0 and an sm_90a build (elsewhere the registry lists it as
+// unavailable, with the reason); TMA needs K and N multiples of 8 (16-byte rows): other shapes,
+// the MLP's N = 100 and 10 among them, run 09's kernel, which takes any shape and splits K.
+// Measured: 4096^3 694,866 GFLOP/s = 88.4 % of cuBLAS fp16; 8192^3 668,796 GFLOP/s = 84.5 % of cuBLAS fp16
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include <cstdint>
 #include <string>
 
@@ -72,6 +59,11 @@ constexpr int B_BOX_BYTES = BK * BOX_N * 2;  // 8 KB
 constexpr int GROUP_M = 8;                   // tile-rows per raster group
 
 // ---- wgmma
+// B is row-major [K, N] (the registry's contract), i.e. "N-major" for wgmma:
+// the descriptor's transpose bit for B is set (allowed for 16-bit types) and
+// its shared-memory layout is the MN-major canonical one: 64-column boxes of
+// 128-byte rows, LBO = 8 KB between boxes along N, SBO = 1 KB between groups
+// of 8 k-rows. A is K-major: SBO = 1 KB between groups of 8 rows.
 // Shared-memory matrix descriptor: start address, leading and stride byte
 // offsets (all in 16-byte units), 128-byte swizzle (layout type 1, bits 62-63).
 __device__ __forceinline__ uint64_t smem_desc(unsigned addr, unsigned lbo_bytes, unsigned sbo_bytes) {

@@ -90,7 +90,6 @@ void bind_mlp(py::module_& m) {
           "Let the fused kernels use thread-block clusters where possible (default True); False runs their "
           "sm_80-89 path (global partials + last block) on sm_90 too, for tests. Returns the previous value.");
     m.def("fused_used_clusters", &fused_used_clusters, "Whether the last split-kernel launch used clusters.");
-    m.def("build_archs", &build_arch_list, "CUDA architectures compiled in, as CMake was given them (\"90a-real,90-virtual\").");
     m.def(
         "mlp_kernels",
         [] {

@@ -1,9 +1,9 @@
-// Device helpers shared by the whole-network kernels (fused_mlp.cu,
+// Device helpers shared by the whole-network kernels (fused_mlp.cu, fused_mlp_ksplit.cu,
 // fused_mlp_tc.cu): tensor-core fragments in the weights' upload order, the
 // tf32 split, cluster barriers and the st.async hand-off. Only .cu files
 // include this (mlp.cuh stays host-compilable for bind_mlp.cpp).
 //
-// Fragment order (mlp.cu writes it at upload, see fragment_order there): a
+// Fragment order (weights.cu writes it at upload, see fragment_order there): a
 // padded weight matrix M [K][N] is stored as [N/16 column pairs p][K/8 k-steps
 // j][32 lanes][4 floats], lane = 4 * g + t holding
 //     { M[8j+t][16p+g], M[8j+t+4][16p+g], M[8j+t][16p+8+g], M[8j+t+4][16p+8+g] }
@@ -15,6 +15,10 @@
 #include <cstdint>
 
 #include "mlp.cuh"
+
+#ifdef GEMMPAD_MLP_TRACE
+#include "../../tools/mlp_trace.cuh"
+#endif
 
 namespace gemmpad::cuda {
 
@@ -96,25 +100,9 @@ __device__ __forceinline__ void mma_rows(float (&hi)[kMt][2][4], float (&lo)[kMt
     }
 }
 
-#ifdef GEMMPAD_MLP_TRACE
-// globaltimer stamps per block and phase (probe builds only, native/tools/mlp_probe.cu's
-// "trace" mode); each .cu file that includes this has its own table.
-static __device__ unsigned long long g_trace[64][8];
-__device__ __forceinline__ void stamp(int i) {
-    if (threadIdx.x == 0 && blockIdx.x < 64) {
-        unsigned long long t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        g_trace[blockIdx.x][i] = t;
-    }
-}
-static inline void trace_read(unsigned long long* host) {  // [64][8]
-    CUDA_CHECK(cudaMemcpyFromSymbol(host, g_trace, sizeof(g_trace)));
-}
-static inline void trace_clear() {
-    static const unsigned long long zero[64][8] = {};
-    CUDA_CHECK(cudaMemcpyToSymbol(g_trace, zero, sizeof(zero)));
-}
-#else
+// stamp(i): a globaltimer stamp per block and phase in probe trace builds (-DGEMMPAD_MLP_TRACE,
+// native/tools/mlp_trace.cuh); nothing otherwise.
+#ifndef GEMMPAD_MLP_TRACE
 __device__ __forceinline__ void stamp(int) {}
 #endif
 

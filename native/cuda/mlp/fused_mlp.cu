@@ -1,98 +1,25 @@
-// cuda.mlp_fused (and the small batches of cuda.mlp_fused_tf32 and
-// cuda.mlp_fused_3xtf32; medium ones too where the k-split kernel of
-// fused_mlp_ksplit.cu cannot run): the whole 784-100-100-10 network in ONE
-// launch, layer 1 split by COLUMNS over a 7-block thread-block cluster.
+// Split design of the fused MLP: cuda.mlp_fused and its variants for a few rows (1-64 on the
+// H200; medium batches too where the k-split kernel cannot run). The whole 784-100-100-10
+// network in ONE launch, layer 1 split by COLUMNS over a 7- or 14-block thread-block cluster.
 //
-// What changed (from the previous cuda.mlp_fused: layer 1 split by ROWS of W1,
-// K = 784 = 8 x 98, two cluster.sync()s, layer 2 by column slices):
-//   * A row tile of BM rows is 7 blocks; block s owns hidden units
-//     16s..16s+15: W1's columns 16s..16s+15 over all 784 k. Its slice of h1
-//     is complete inside the block (no cross-block sum before the ReLU), so
-//     it goes straight on to its share of layer 2: the partial product of
-//     those 16 h1 columns with W2's rows 16s..16s+15 ([BM,112]).
-//   * ONE hand-off: every block pushes its layer-2 partial into block 0's
-//     shared memory with st.async, each store counting its bytes on an
-//     mbarrier in block 0 (its "inbox"), and exits; block 0 waits on the
-//     inbox until all bytes are in, sums the partials, runs layer 3 and the
-//     softmax. (A relaxed cluster arrive at the start and a wait before the
-//     first remote store make sure block 0 is running and its inbox is set up.)
-//     sm_80-89 or clusters off: partials to global scratch, the last block of
-//     the tile to arrive (fence + counter) runs the tail, as before.
-//   * Weights come in fragment order (fused_common.cuh): one coalesced float4
-//     per lane per k-step, all 7 of a warp's k-steps requested before any is
-//     used. 14 warps split the 98 k-steps (7 each), summed through shared memory.
-//   * Layer 1 runs on FMAs (BM = 1, 2, 4, 8: exact fp32) or tensor cores (BM =
-//     16: mma.m16n8k8, 3xTF32 for fp32 or one tf32 pass), same data layout.
-//   * x tile staged in shared memory with a row stride of 788 floats (= 20
-//     mod 32 banks): the A fragments of 8 rows x 4 k hit 32 different banks.
-//     With clusters and FMA tiles (up to 64 rows), x by slices: block s loads
-//     1/S of the tile (from mapped host memory: mlp.cu's I/O policy) and
-//     st.async's it into every block of the cluster, counted on each one's
-//     mbarrier, so each byte of x crosses PCIe once, not once per block.
-// Why it should be faster: the previous kernel paid two cluster barriers and
-// a DSMEM all-gather of [BM,112] partials; this one pays one hand-off and
-// moves BM x 112 floats per block once. Nothing else is serial.
-//
-// History (earlier cuda.mlp_fused, H200, 2026-11-22, `gemmpad bench mlp`,
-// kernel / end-to-end us): the tensor-core kernel (now fused_mlp_tc.cu's
-// history) 19.4 / 27.4 at batch 1; the K-split CUDA-core cluster kernel 7.5 /
-// 16.4 (batch 1), 11.2 / 22.7 (16), 21.2 / 115.3 (256); torch CUDA graph 17.3 /
-// 63.7, 26.7 / 68.0, 32.1 / 141.0 in the same run. Its header asked why 8
-// blocks of 224 threads needed ~7 us at batch 1.
-//
-// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-23; native/tools/mlp_probe.cu:
-// CUDA events around one graph-launched kernel, x and out in device memory, median of 300):
-//   batch 1: 5.34 us (14 blocks of 8 hidden units, cluster) / 5.54 (7 blocks of 16); the
-//   previous kernel 7.2. An EMPTY kernel measures 2.7-3.1 us the same way, so the network
-//   itself now costs ~2.5 us. globaltimer trace at batch 1 (ns after the first block starts,
-//   latest block): x in 544, h1 slice done 1024, partial pushed 1216, tail starts 1696
-//   (the cluster barrier), end 2368. Back to back (20 launches between two events): 2.97 us.
-//   batch 16: 6.27 (2-row FMA tiles); 128: 8.19 (4-row tiles); 256: 10.88 (16-row 3xTF32
-//   tiles without clusters: 16 tiles x 7 blocks do not fit as clusters at once; 13.79 with).
-//   Clusters vs global partials + last block: batch 1 5.54 vs 5.89, batch 16 6.27 vs 6.59.
-//   Through Mlp::forward from Python (`gemmpad bench mlp`, shipped model; x as a kernel
-//   parameter at batch 1, output in mapped host memory up to batch 64), kernel / end to end:
-//   batch 1 6.5 / 17.8 us (torch CUDA graph 15.8 / 48.9 in the same run), 16: 12.9 / 29.7
-//   (25.3 / 59.0), 256: 14.7 / 105.4 (29.4 / 123.2). Writing the output over PCIe from the
-//   kernel costs kernel time (6 -> 12 us at batch 8-64) but saves a device-to-host copy
-//   node, which costs more end to end (probe: +8 us for 40 bytes).
-// Later the same day, the hand-off by st.async into an mbarrier-counted inbox instead of a
-// release/acquire cluster barrier (whose release waits for the remote stores to complete),
-// and x read straight into registers at batch 1 (probe, same method): trace at batch 1
-// (14 blocks of 8): x in 544, h1 slice done 992, partial pushed 1152, tail starts 1216,
-// end 1824 ns (the hand-off went from 480 to 64 ns); kernel 4.99-5.02 us (14 blocks of 8),
-// 5.31 (7 of 16); back to back 2.79-2.85 us. `gemmpad bench mlp`: batch 1 5.7 / 14.8 us
-// (torch CUDA graph 15.4 / 46.5 in the same run). Empty kernel in that run: 2.72 us.
-// Tried and dropped: a single-warp tail for one-row tiles (warp 0 sums the partials, runs
-// layer 3 as a butterfly over the warp and the softmax, no block barrier): probe kernel
-// 4.80 vs 5.02 us with x in device memory, but 5.7 us either way through `gemmpad bench
-// mlp` (x as a kernel parameter), and its trace tail stayed at ~600 ns.
-// Then (H200, same day) the batch-1 input moved from a kernel parameter to mapped host memory,
-// read by slices over the cluster, and the host stopped waiting for the stream: it spins on
-// the mapped output until every value has replaced a marker it wrote there (mlp.cu). The
-// parameter cost 3 us of host time per call (cudaGraphExecKernelNodeSetParams for 3 KB) and
-// ~0.9 us of kernel time (x copied to the device first: 5.3 us; as a parameter: 6.1); the
-// stop event reaches the host ~3.5 us after the probabilities do. Probe, Mlp::forward at
-// batch 1, C++ clock, kernel / end to end: parameter + stream sync 6.1 / 15.1 us; x copied
-// + spin 5.3 / 11.6; x mapped by slices + spin 6.1 / 9.3 (the x load issued first: 6.6 before).
-// Batch 16: copied 5.9 / 22.9, mapped 9.0 / 14.3; 64: 6.9 / 39.0 vs 15.2 / 27.8 (PCIe reads of
-// x in the kernel time, no copy node and hand-off kernel before it). Mapped is the default up
-// to 64 rows: the shorter end-to-end time at every batch measured. Trace at batch 1 (x in
-// device memory; staged in shared memory for one row too now): x in 1088 ns, h1 done 1376,
-// pushed 1504, tail starts 1568, end 2208.
-// Still short of the inference issue's goal of 4 us kernel at batch 1: with
-// 2.6-3.1 us of event-timed floor, 4 us leaves ~1 us for a chain of dependent steps (load
-// x and W1 from L2, multiply, hand off across blocks, two more layers, write) that the
-// trace puts at 1.8 us; the tail block's layers 2-3 and softmax are 0.6 us of it.
-// What the loads cost at batch 1 (H200, 2026-11-23, evening; the probe built with W1's loads
-// replaced by register constants, with x's loads dropped, with both: results wrong, timing only;
-// 14 blocks of 8 hidden units, x by slices as Mlp runs it; kernel us, medians of 300, two rounds,
-// empty kernel 2.59 / 2.69 us): x in mapped host memory 5.92-5.95 / 6.50-6.53, without x's loads
-// 4.96-5.25 / 4.86, without any loads 5.47 / 5.02-5.18 (that run's empty kernel: 3.20); x in
-// device memory 4.86-5.06 / 5.41-5.44, without W1's loads 4.70-4.86 / 4.93-5.06. So reading x
-// over PCIe is ~1 us of the kernel time, W1's 25 KB per block ~0.2, and with nothing to load the
-// chain (cluster start, x shared, layer 1, one hand-off, the tail) still takes ~2.2 us over the
-// floor: 4 us is out of reach for this design, whatever the loads.
+// What changed (from layer 1 split by rows of W1, two cluster.sync()s, an all-gather of
+// [BM,112] partials): block s owns hidden units cols*s.. (all 784 k), so its h1 slice is
+// complete in the block and it goes straight on to its share of layer 2. ONE hand-off: each
+// block st.async's its layer-2 partial into block 0's shared memory, counted on an mbarrier
+// there, and exits; block 0 sums, runs layer 3 and the softmax. sm_80-89 (or clusters off):
+// partials to global scratch, the last block of the tile to arrive runs the tail.
+//   * weights in fragment order (fused_common.cuh): one coalesced float4 per lane per k-step;
+//   * layer 1 on FMAs (BM = 1, 2, 4, 8: exact fp32) or tensor cores (BM = 16: 3xTF32 / tf32);
+//   * x staged with a row stride of 788 floats (conflict-free A fragments); with clusters and
+//     FMA tiles, block s loads 1/S of the x tile (from mapped host memory) and st.async's it
+//     into every block, so each byte of x crosses PCIe once.
+// Why it should be faster: one hand-off instead of two cluster barriers and an all-gather;
+// each block moves BM x 112 floats once. Nothing else is serial.
+// What holds it back: the chain of dependent steps (cluster start, x in, layer 1, the
+// hand-off, the tail's layers 2-3 and softmax) on top of the ~2.5-3 us event-timed floor:
+// with no loads at all it still measures ~4.7-5.4 us at batch 1 (README.md, NOTES.md).
+// Measured: batch 1, kernel 6.2 us / end to end 10.5 us through the Python API (torch CUDA
+// graph 15.0 / 49.4), assets/benchmarks/h200/bench-mlp.json.
 #include <algorithm>
 #include <type_traits>
 
@@ -515,90 +442,15 @@ int fused_split_max_clusters(const FusedPlan& plan) {
     return split_any(plan, FusedWeights{}, nullptr, nullptr, 1, FusedScratch{}, nullptr, true);
 }
 
-bool g_plan_override_set = false;
-FusedPlan g_plan_override;
-
-void set_fused_plan_override(const FusedPlan* plan) {
-    g_plan_override_set = plan != nullptr;
-    if (plan) g_plan_override = *plan;
-}
-
-// Measured choices (H200, see the headers): FMAs while a tile has few rows
-// (14 blocks of 8 hidden units for 1-2 row tiles, 7 of 16 beyond); from 65
-// rows with clusters, the k-split kernel (fused_mlp_ksplit.cu) while one wave of
-// its clusters covers the batch, then the row-block kernel (fused_mlp_tc.cu,
-// its x tile by TMA on sm_90).
-// Without clusters: 16-row 3xTF32 / tf32 split tiles from 129 rows, the
-// row-block kernel from 384 (tf32) / 1024 rows.
-FusedPlan fused_plan(FusedKind kind, int batch) {
-    if (g_plan_override_set) return g_plan_override;
-    constexpr int kRowsFrom = 1024, kRowsFromTf32 = 384;  // batches from here run the row-block kernel
-    const Engine tc = kind == FusedKind::Tf32 ? Engine::Tf32 : Engine::Tf32x3;
-    FusedPlan p;
-    // sm_90 with clusters: the k-split kernel with the smallest tile whose tiles all run in one wave
-    // of clusters (H200: 16 rows up to 240, 32 to 480, 64 to 960; tf32, two blocks per SM: 16 rows
-    // up to 512, 32 to 1024), the row-block kernel beyond
-    const bool sm90 = g_clusters_enabled && fused_ksplit_available();  // clusters off: the sm_80-89 paths
-    const bool ksplit = batch > 64 && sm90;
-    if (ksplit) {
-        p.design = FusedPlan::KSplit;
-        p.engine = tc;
-        for (int bm : {16, 32, 64}) {
-            p.bm = bm;
-            if ((batch + bm - 1) / bm <= fused_ksplit_max_clusters(p)) return p;
-        }
-    }
-    if (ksplit || batch >= (kind == FusedKind::Tf32 ? kRowsFromTf32 : kRowsFrom)) {
-        p.design = FusedPlan::Rows;
-        p.bm = batch >= 3072 ? 32 : 16;
-        p.engine = tc;
-        p.warps = 7;
-        p.rotate = true;
-        p.tma_x = sm90;
-        return p;
-    }
-    if (kind == FusedKind::Fp32Tc || batch > 128) {
-        p.bm = 16, p.engine = tc, p.cols = 16;
-        p.cluster = batch <= 15 * 16;  // 15 clusters of 7 such blocks fit at once
-        return p;
-    }
-    p.engine = Engine::Fma;
-    if (batch <= 4) p.bm = 1, p.cols = 8;
-    else if (batch <= 8) p.bm = 2, p.cols = 8;
-    else if (batch <= 64) p.bm = 2, p.cols = 16;
-    else p.bm = 4, p.cols = 16;
-    return p;
-}
-
-void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                  const FusedScratch& scratch, cudaStream_t stream) {
-    if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream);
-    else if (plan.design == FusedPlan::KSplit) launch_fused_ksplit(plan, w, x, out, batch, stream);
-    else launch_fused_split(plan, w, x, out, batch, scratch, stream);
-}
-
-bool fused_kind(const std::string& name, FusedKind& kind) {
-    if (name == "cuda.mlp_fused") kind = FusedKind::Fp32;
-    else if (name == "cuda.mlp_fused_tf32") kind = FusedKind::Tf32;
-    else if (name == "cuda.mlp_fused_3xtf32") kind = FusedKind::Fp32Tc;
-    else return false;
-    return true;
-}
-
-const std::vector<MlpKernelInfo>& mlp_kernel_list() {
-    static const std::vector<MlpKernelInfo> list = {
-        {"cuda.mlp_fused_3xtf32", "fp32",
-         "whole network in one launch on tensor cores at every batch: 3xTF32 mma.sync, layer 1 split by columns "
-         "over a 7-block cluster (by K from 65 rows, row-block kernel for large batches)",
-         repo_path(__FILE__)},
-        {"cuda.mlp_fused_tf32", "tf32",
-         "whole network in one launch, one tf32 pass on tensor cores (FMAs for a few rows)", repo_path(__FILE__)},
-        {"cuda.mlp_fused", "fp32",
-         "whole network in one launch: layer 1 split by columns over a 7-block cluster, one DSMEM hand-off; fp32 "
-         "FMAs for a few rows, 3xTF32 tensor cores beyond (layer 1 split by K from 65 rows)",
-         repo_path(__FILE__)},
-    };
-    return list;
-}
+// The whole-network kernels: each name is a FusedKind, which fused_plan (fused_dispatch.cu) turns
+// into a design per batch. Order: the order gemmpad lists them in.
+GEMMPAD_REGISTER_FUSED("cuda.mlp_fused_3xtf32", "fp32", FusedKind::Fp32Tc,
+                       "whole network in one launch on tensor cores at every batch: 3xTF32 mma.sync, layer 1 split by "
+                       "columns over a 7-block cluster (by K from 65 rows, row-block kernel for large batches)");
+GEMMPAD_REGISTER_FUSED("cuda.mlp_fused_tf32", "tf32", FusedKind::Tf32,
+                       "whole network in one launch, one tf32 pass on tensor cores (FMAs for a few rows)");
+GEMMPAD_REGISTER_FUSED("cuda.mlp_fused", "fp32", FusedKind::Fp32,
+                       "whole network in one launch: layer 1 split by columns over a 7-block cluster, one DSMEM "
+                       "hand-off; fp32 FMAs for a few rows, 3xTF32 tensor cores beyond (layer 1 split by K from 65 rows)");
 
 }  // namespace gemmpad::cuda

@@ -1,118 +1,27 @@
-// The medium and large batches of the fused kernels (cuda.mlp_fused,
-// cuda.mlp_fused_tf32, cuda.mlp_fused_3xtf32; sm_90 with clusters): layer 1
-// split by K over a 7-block thread-block cluster, every layer's partial sums
-// handed across the cluster by st.async, the clusters looping over row tiles.
+// K-split design of the fused MLP: the medium batches of cuda.mlp_fused, cuda.mlp_fused_tf32
+// and cuda.mlp_fused_3xtf32 (65-960 rows on the H200; sm_90 with clusters). Layer 1 split by K
+// over a 7-block thread-block cluster, every layer's partial sums handed across the cluster by
+// st.async, the clusters looping over row tiles.
 //
-// What changed (from fused_mlp_tc.cu, where one block owns whole rows and so
-// reads all of W1, 351 KB, for every 32 rows, and from fused_mlp.cu's split
-// kernel, whose 7 blocks each read the whole x tile):
-//   * Block s of a cluster owns K slice 112s..112s+111 of layer 1: its warps'
-//     B fragments (W1, 50 KB per block; 25 KB as fp16 for tf32, see below) are
-//     loaded into registers ONCE and serve every row tile the cluster takes;
-//     per tile a block reads only its 112 columns of x (BM x 448 bytes).
-//   * Three hand-offs per tile, each by st.async into an inbox of the owner,
-//     counted on the owner's mbarrier (no cluster barrier): block p owns
-//     hidden units 16p..16p+15. Layer 1: warp p of every block pushes its
-//     [BM,16] partial to block p, which sums the 7, adds the bias, ReLU.
-//     Layer 2: block p multiplies its 16 columns of h1 by W2's rows 16p.., and
-//     pushes the [BM,16] piece of pair q to block q. Layer 3: each block's
-//     [BM,16] partial logits go to the tile's tail block (tiles take turns),
-//     which runs the softmax.
-//   * Inboxes are reused tile after tile without a barrier: a block can only
-//     send tile i+1's partials after it has received tile i's layer-2 pieces
-//     from every block, and each block sends those only after it has read its
-//     layer-1 inbox of tile i (the same holds one stage later). So an mbarrier
-//     phase per tile is enough; a phase's bytes may arrive before its owner
-//     announces them (the transaction count may go negative meanwhile).
-//   * The next tile's x slice is requested (cp.async) while this one's hand-offs run.
-// Why it should be faster: per SM, the bytes to bring in drop from 351 KB (W1)
-// + x rows to 50 KB + a slice of x, and the SMs that hold a cluster run it in
-// parallel; the hand-offs move BM x 16 floats per warp.
-//
-// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-23; native/tools/mlp_probe.cu "rows"
-// mode: CUDA events around one graph-launched kernel, x in device memory, median of 200; an
-// empty kernel 2.5 us the same way), kernel us at batch 16 / 128 / 256 / 512 / 1024 / 4096:
-//   bm16 3xTF32  7.30 /  7.52 / 10.69 / 14.08 / 20.19 / 60.06   tf32  6.37 /  6.62 /  9.41 / 11.84 / 16.96 / 49.06
-//   bm32 3xTF32  8.96 /  9.31 /  9.38 / 14.46 / 19.78 / 50.05   tf32  7.65 /  7.97 /  7.94 / 12.13 / 16.51 / 41.28
-//   bm64 3xTF32 12.86 / 13.66 / 13.73 / 13.76 / 23.39 / 52.83   tf32 10.02 / 10.62 / 10.85 / 10.85 / 17.63 / 39.30
-//   same run, fused_mlp_tc.cu's row-block kernel, 16-row tiles: 3xTF32 16.42 at 128, 16.48 at 256,
-//   16.64 at 512, 16.99 at 1024; tf32 10.40, 10.46, 10.69, 10.78; at 4096 (32-row tiles) 25.22 / 15.49.
-//   The earlier probe of the split kernel (fused_mlp.cu, 16-row 3xTF32 tiles) at 256: 10.88.
-// So fused_plan takes the smallest tile whose tiles all fit in one wave of clusters (15 clusters
-// of 7 at once on the H200: 16 rows up to 240, 32 to 480, 64 to 960) and the row-block kernel
-// beyond: every extra wave costs ~3-10 us, three hand-offs in a row per tile.
-// Then tf32 two blocks per SM (__launch_bounds__(224, 2): 134-172 -> 122-126 registers, no spills;
-// at 134, four warps of a sub-partition needed more than its 16K registers): 32 clusters of 16- and
-// 32-row tiles at once (64-row tiles stay at 15, shared memory). Same probe, 2026-11-23 (later run),
-// tf32 at 16 / 64 / 128 / 256 / 512 / 1024 / 2048 / 4096:
-//   bm16  6.43 / 6.66 / 6.62 /  7.33 /  7.87 / 10.85 / 16.86 / 28.32  (at 256: 9.41 before)
-//   bm32  7.84 / 8.03 / 8.19 /  8.32 /  9.82 / 10.72 / 15.81 / 26.11
-// so batch 256 runs 16-row tiles in one wave (bench: tf32 8.1 -> 7.4 us kernel); 3xTF32 needs ~240
-// registers and keeps one block per SM.
-// globaltimer trace (latest block, ns after the first block starts; tf32):
-//   bm16, batch 16:  x in 1056, layer 1 done 1472, h1 in 1856, h2 in 2464, logits in 2848, end 3616
-//   bm32, batch 256: x in 1344, layer 1 done 2080, h1 in 2688, h2 in 3552, logits in 4128, end 5216
-//   bm64, batch 512: x in 1504, layer 1 done 2784, h1 in 3840, h2 in 5472, logits in 6304, end 8064
-//   (3xTF32 bm64: layer 1 done 5984.) Each hand-off with its sums costs 0.4-1.7 us, and the
-//   first bytes of x take ~1 us to arrive while W1's 50 KB per block stream in beside them.
-// First version: biases read from global memory inside each sum and a one-thread-per-row
-// softmax; loading them into registers first, a half-warp per row, and ldmatrix for the A
-// fragments (fused_common.cuh, also used by the row-block kernel: tf32 17.1 -> 15.9 us there
-// at 4096) took bm32 tf32 at batch 256 from 8.51 to 7.94 us. Two warps per column pair (14 warps,
-// splitting layer 1's k-steps) measured slower at every batch (bm32 tf32 at 256: 8.70 vs 8.42)
-// and were dropped.
-// Short of the inference issue's 5 us at batch 256: ~5.4 us of the 7.9 are the chain above,
-// on top of the empty-kernel floor.
-// Then (2026-11-23, later): the tail's softmax with 8 lanes per row for 16-row tiles and 4 for
-// 32- and 64-row ones (16 lanes before: two passes over a 16-row tile, its shuffles in series),
-// sum_inbox by float2 / float4 (one pass over 16- and 32-row tiles), and the biases in shared
-// memory (the wider sums' biases in registers made tf32 spill). A/B in one device call, probe
-// "rows" mode, x copied in + an empty kernel, two rounds each, us at batch 16 / 128 / 256 /
-// 1024 / 4096 (old in brackets):
-//   bm16 tf32: 6.11-6.30 / 6.30-6.50 / 7.30-7.39 / 10.72 / 26.2
-//              (6.46-6.53 / 6.75-6.78 / 7.42-7.49 / 11.17-11.23 / 28.6)
-//   bm32 3xTF32 at 256: 8.96-9.06 (9.41-9.50); bm32 tf32 at 256: 7.55-7.78 (8.32-8.45);
-//   bm64 3xTF32 at 512: 13.38-13.50 (13.92-14.02). Trace, bm16 tf32 at batch 16: logits in -> end
-//   512 ns (768).
-// Tried and dropped the same day: ONE hand-off instead of three. Tiles of 14 rows per m-tile (mma
-// rows 7 and 15 padding), so that lane group g of every warp holds two rows of block g alone; after
-// layer 1 each block receives its rows' partials from the 7 and finishes layers 2 and 3 by itself,
-// W2 and W3 in its shared memory (multicast over the cluster, 1/7 of them per block from L2).
-// Layers 2-3 on CUDA cores: layer 2 alone took ~1 us in the trace, tf32 at 256 9.15 us (this
-// kernel 7.39 in the same run); on tensor cores (each warp a 14-k-step chain for its column pair):
-// 770 ns, 8.93 us (7.36); 3xTF32 in 28-row tiles at 256: 10.11 (32-row tiles 9.25). The owner's
-// chain of 14 dependent mma costs more than the two hand-offs it saves (2 k-steps each).
-// Also tried and dropped: W1's slice by 7 bulk copies into shared memory for 16-row tiles (B
-// fragments from there by LDS.128; bulk copies measured up to 2.5x the per-SM rate of 16-byte
-// loads). Same A/B method, two rounds: tf32 at 16 / 256 / 512 6.27-6.53 / 7.74-7.87 / 8.90-8.93
-// (registers: 6.05-6.27 / 7.14-7.39 / 7.87-7.94); trace at 16: layer 1 done 640 ns after x is in
-// (416 from registers), x no sooner. Freed of W1's 56 registers, 3xTF32 fit in 124 and ran two
-// blocks per SM, its 16-row tiles at 256 in one wave: 8.90-8.96, no better than 32-row tiles with
-// W1 in registers (8.90-8.93).
-// What the loads cost, and what is left without them (H200, 2026-11-23, evening): the probe built
-// three more times, with W1's loads replaced by register constants, with x's loads dropped, and
-// with both (results wrong, timing only); kernel us, x in device memory, medians of 300, two rounds
-// (the second with a slower clock: empty kernel 2.59 / 2.69 us):
-//   bm16 tf32 at 256  as built 7.20 / 7.68, no W1 loads 6.66 / 6.78-6.82, no x loads 7.30-7.33 / 6.98-7.10
-//   bm16 tf32 at 16   6.11 / 6.75, 5.82 / 6.14, 6.30-6.43 / 6.08
-//   bm32 3xTF32 at 256  8.96-8.99 / 9.41-9.44, 8.58 / 8.74-8.77, 8.90-9.22 / 8.74-8.77
-// (neither: bm16 tf32 at 256 7.07-7.71 / 6.69-7.26, empty kernel 3.20 / 2.72: no less than "no W1
-// loads"). Trace, bm16 tf32 at 256 (latest block, ns): x in 1536, layer 1 done 2080, h1 in 2560,
-// h2 in 3264, logits in 3648, end 4224. So W1's 50 KB per block hold up layer 1 by ~0.5 us at 256
-// (x's 7 KB stream beside them), and without any loads the kernel still measures ~6.7 us: the
-// three hand-offs, their sums and the softmax (~2.7 us after x is in) on top of the launch floor
-// leave the inference issue's 5 us out of reach for this design, whatever the loads.
-// Then (same evening): for tf32 tiles of 16 and 32 rows W1 comes as fp16 (mlp.cu's tf32_as_half:
-// tf32-rounded weights are exact in fp16 after a power-of-two scale), 25 KB per block, widened at
-// use; 64-row tiles keep fp32 (ptxas spilled 136 bytes). On one m-tile, tf32's odd k-steps go to a
-// second accumulator: four chains of dependent mma per warp, not two. A/B in one device call (HEAD
-// and this file, probe "rows" mode, x copied in + an empty kernel, two rounds), us at 128 / 256 /
-// 512 / 1024:
-//   bm16 tf32  6.24 / 7.04-7.10 / 7.74-7.78 / 10.66-10.72   (before: 6.37-6.43 / 7.23-7.36 / 7.90-8.00 / 10.82-10.91)
-//   bm32 tf32  7.39-7.49 / 7.52-7.58 / 9.12-9.15 / 9.98     (before: 7.46-7.68 / 7.52-7.68 / 9.41-9.57 / 10.30-10.43)
-//   bm32 3xTF32, code unchanged, at 256: 8.83-8.90 (before: 8.96-9.06): the drift between builds.
-// Worst error of the tf32 paths over the probe's batches unchanged (1.69e-4); memcheck and
-// racecheck clean over every k-split variant.
+// What changed (from fused_mlp_tc.cu, where a block reads all of W1, 351 KB, per 32 rows, and
+// fused_mlp.cu's split kernel, whose 7 blocks each read the whole x tile):
+//   * block s owns K slice 112s..112s+111: its W1 fragments (50 KB; 25 KB as fp16 for tf32,
+//     exact after a power-of-two scale) sit in registers for every tile the cluster takes,
+//     and per tile it reads only its 112 columns of x (the next tile's requested meanwhile);
+//   * three hand-offs per tile, each st.async into an owner's inbox counted on its mbarrier
+//     (no cluster barrier): layer-1 partials to block p (hidden units 16p..), layer-2 pieces
+//     to their column owners, partial logits to the tile's tail block, which runs the softmax;
+//   * inboxes are reused tile after tile without a barrier: the hand-offs' order guarantees a
+//     block cannot send tile i+1's bytes before its owner has read tile i's, so one mbarrier
+//     phase per tile is enough (a phase's bytes may arrive before its owner announces them);
+//   * tf32 runs two blocks per SM (__launch_bounds__(224, 2), no spills): 32 clusters at once.
+// Why it should be faster: per SM the bytes to bring in drop from 351 KB + x rows to 50 KB + a
+// slice of x, and the SMs of a cluster work in parallel.
+// What holds it back: the three hand-offs, their sums and the softmax (~2.7 us after x is in);
+// with no loads at all it still measures ~6.7 us at batch 256 (README.md, NOTES.md).
+// fused_plan takes the smallest tile whose tiles all run in one wave of clusters.
+// Measured: batch 256, kernel 7.0 us in tf32, 9.0 us in fp32 (torch CUDA graph 27.7),
+// assets/benchmarks/h200/bench-mlp.json.
 #include <algorithm>
 #include <type_traits>
 

@@ -1,88 +1,25 @@
-// The large-batch path of the fused kernels (cuda.mlp_fused, cuda.mlp_fused_tf32,
-// cuda.mlp_fused_3xtf32 from batch 961 on the H200, from 1024 / 384 rows where the
-// k-split kernel cannot run): one block per 16- or 32-row tile runs all three
-// layers on tensor cores, with no hand-off between blocks.
+// Row-block design of the fused MLP: the large batches of cuda.mlp_fused, cuda.mlp_fused_tf32
+// and cuda.mlp_fused_3xtf32 (from 961 rows on the H200; from 1024 / 384 rows where the k-split
+// kernel cannot run). One block per 16- or 32-row tile runs all three layers on tensor cores,
+// with no hand-off between blocks.
 //
-// What changed (from the split-K WMMA kernel that lived here: 7 blocks per
-// 16/32-row tile, each staging a 112x112 W1 slice in shared memory, global
-// partials + last block, WMMA fragments converted to tf32 hi/lo in registers):
-//   * No split of K: a block owns whole rows, so layers 2 and 3 follow layer 1
-//     in the same block, from shared memory; nothing goes through global
-//     scratch, no fence, no counter, no last block. The grid is batch / 32
-//     blocks (128 at batch 4096, one per SM).
-//   * mma.sync.m16n8k8 (PTX) instead of WMMA; warp w owns hidden units
-//     16w..16w+15 for all rows of the tile, and its B fragments come from L2
-//     in fragment order (fused_common.cuh): one float4 per lane per k-step,
-//     14 k-steps in flight in a register ring, W2's fragments requested while
-//     the last W1 chunk is multiplied. W1 is never staged in shared memory.
-//   * x tile: all 7 chunks of 112 columns requested at once with cp.async,
-//     each waited for in turn (compute chunk c while c+1.. land). On sm_90
-//     (since 2026-11-23, see below): one TMA box of BM rows x 116 columns
-//     per chunk instead, each on its own mbarrier.
-//   * tf32 split with integer ops (round: add 0x1000, mask) instead of
-//     cvt.rna; 3xTF32 accumulates the two small products first, one
-//     accumulator per tile. The tf32 variant feeds rounded operands once.
-// Why it should be faster: at 4096 rows the old kernel launched 896 blocks
-// that each re-staged W1 slices and round-tripped partials through L2; here
-// each SM streams W1 once (351 KB from L2) for 32 rows, and the tensor work
-// (3 x 0.42 G FMA for 3xTF32) is spread over 128 SMs with nothing serial after it.
-//
-// History (this file's earlier kernel, H200, driver 580.159.04, CUDA 13.0,
-// 2026-11-22, kernel / end-to-end us, launched from mlp.cu's CUDA graph):
-//   first version, B fragments straight from L2 inside the k loop: batch 1
-//   28.9 / 37.4 (torch CUDA graph 14.9 / 47.5), batch 4096 103 us; with W1/W2
-//   slices staged by cp.async: 3xtf32 batch 1 16.9 / 25.6, batch 256 22.1,
-//   batch 4096 73.7; tf32 14.2 / 22.9, 19.8, 56.2 (torch graph at 4096: 50.4).
-//
-// Measured (H200, driver 580.159.04, CUDA 13.0, 2026-11-23; native/tools/mlp_probe.cu,
-// CUDA events around one graph-launched kernel, x in device memory, median of 300):
-//   batch 4096, 32-row tiles: tf32 16.99 us, 3xTF32 26.40 us (24.54 before the per-chunk
-//   promotion below); 16-row tiles: 17.38 / 28.45. Batch 1024: tf32 11.90 (16-row tiles).
-//   Through `gemmpad bench mlp` (shipped model, x copied in by the graph first): batch 4096
-//   cuda.mlp_fused 30.5 us, cuda.mlp_fused_tf32 21.8 us; torch CUDA graph 51.1 us.
-//   Accuracy: 3xTF32 gave a relative error of 1.55e-5 on the probabilities at batch 4096
-//   (over the 1e-5 of an fp32 path). Rounding the low half to tf32 (instead of letting the
-//   tensor core truncate it) and promoting the accumulators into an fp32 total every 112
-//   k (the tensor core adds with fewer bits than an FMA) brought the worst error over every
-//   batch from 1 to 4096 to 1.8e-7.
-// Short of the issue's 15 us at batch 4096 in fp32; tf32 is 2 us off.
-//
-// Tried and dropped (H200, 2026-11-23, `STEPS=probe PROBE_MODE=rows bash
-// native/tools/mlp_probe.sh`, kernel us at batch 256 / 4096, x in L2; this kernel in the
-// same runs: tf32 15.2-15.5 / 16.7-17.1, 3xTF32 24.5-24.9 / 25.9-26.4). Every variant
-// was checked against float64 first, the first five also under memcheck and racecheck:
-//   * W1 staged in shared memory by bulk copies (4 stages of 25 KB, one mbarrier each)
-//     instead of each warp's register ring: tf32 18.1 / 19.6, 3xTF32 27.7 / 29.2. The
-//     fragments then cross shared memory twice.
-//   * the x tile by bulk copies (one per row and chunk, 448 B each): tf32 18.7 / 19.3.
-//   * 14 warps, two per column pair splitting K, summed through shared memory: 15.9 / 16.6.
-//   * warp tiles of 32 rows x 56 units (K split over 4 warp pairs, W1 in a k-pair order
-//     that makes each A fragment one 16-byte load: ~4x fewer instructions per mma),
-//     x by four bulk copies of 25 KB: tf32 16.5-16.8 / 19.2-20.2. Its globaltimer trace:
-//     2.8 us before the x tile was in, 6.4-7.6 us of layer 1, 3 us to sum the warps'
-//     partials, 2 us for layers 2-3: nothing left to overlap the x load with.
-//   * W1 as fp16 for the tf32 kernel (tf32-rounded weights are exact in fp16), half the
-//     bytes, two chunks in flight: 16.6 / 17.8.
-//   * tf32 operands left for the tensor core to truncate (no rounding): 1.3 us faster,
-//     but the error grew from 1.7e-4 to 7.8e-4.
-// Rates measured the same day (probe mode "loads"): 16-byte loads 20-44 GB/s per SM,
-// bulk copies 29-108 GB/s per SM, mma.sync tf32 311 TFLOP/s over the device. In
-// Mlp::forward the x tile is copied in just before the kernel, which added 3-8 us at
-// batch 4096 (probe: tf32 24.7, 3xTF32 34.0): the copy engine handing over to the compute
-// queue inside the timed span (an empty kernel measured 4.2-8.9 us that way); mlp.cu's
-// copy_in now puts an empty kernel between the copy and the start event (probe, same day:
-// tf32 15.97, 3xTF32 25.76 at 4096 after a copy, as with x already in L2). A wgmma kernel
-// fed by TMA (as gemm/10) is the next thing to try; 3xTF32 through mma.sync alone needs
-// ~7 us of tensor work per SM.
-// The x tile by TMA (later the same day): the warps' W1 stream and the x tile shared the
-// load path (16-byte loads from L2 measured 20-44 GB/s per SM, bulk copies up to 108). One
-// TMA box per chunk (BM rows x 116 columns, 116 = 20 mod 32 banks for ldmatrix; the 4 extra
-// columns overlap the next chunk, past column 784 TMA fills zeros, as past the batch) moves
-// the x tile off that path. Probe, x copied in + an empty kernel before the start event
-// (as Mlp::forward), us at batch 1024 / 4096: tf32 32-row tiles 14.14 / 16.00 -> 11.62 /
-// 14.08, 16-row tiles 10.85 / 16.61 -> 10.50 / 15.97; 3xTF32 32-row 23.81 / 25.63 -> 21.86 /
-// 23.10, 16-row 16.93 / 28.19 -> 15.36 / 25.50. Checked against float64, memcheck and
-// racecheck clean. (The 1-D bulk copies tried earlier were one per row and chunk: 224 per block.)
+// What changed (from a split-K WMMA kernel: 7 blocks per tile, W1 slices staged in shared
+// memory, global partials + last block):
+//   * no split of K: a block owns whole rows, so layers 2 and 3 follow layer 1 from shared
+//     memory; no global scratch, no fence, no counter. Grid: batch / 32 (128 blocks at 4096);
+//   * mma.sync.m16n8k8; warp w owns hidden units 16w..16w+15, its B fragments stream from L2
+//     in fragment order (fused_common.cuh), 14 k-steps in flight in a register ring;
+//   * the x tile: 7 chunks of 112 columns by cp.async, each waited for in turn; on sm_90 one
+//     TMA box per chunk (BM rows x 116 columns, 116 = 20 mod 32 banks for ldmatrix), which
+//     takes x off the load path the W1 stream uses;
+//   * tf32 split with integer ops; 3xTF32 rounds the low half to tf32 and promotes the
+//     accumulators into an fp32 total every 112 k (worst error over batches 1-4096: 1.8e-7).
+// Why it should be faster: each SM streams W1 once (351 KB from L2) per 32 rows and the
+// tensor work spreads over every SM with nothing serial after it.
+// What holds it back: W1's 351 KB per block at 16-byte loads (20-44 GB/s per SM); 3xTF32
+// through mma.sync needs ~7 us of tensor work per SM. Variants tried: NOTES.md.
+// Measured: batch 4096, kernel 14.2 us in tf32, 23.4 us in fp32 (torch CUDA graph 46.8),
+// assets/benchmarks/h200/bench-mlp.json.
 #include "fused_common.cuh"
 
 namespace gemmpad::cuda {
@@ -135,8 +72,9 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
     }
 }
 
-// kWarpsPerPair = 1: warp w owns column pair w for all BM rows; 2: warps w and w + 7
-// split the rows (twice the warps for the same work: more in flight per SM).
+// kWarpsPerPair = 1: warp w owns column pair w for all BM rows (what runs); 2: warps w and w + 7
+// split the rows. kRotate: block b starts at K chunk b % 7 (what runs; spreads W1's L2 reads).
+// The other values measured slower and are not instantiated (NOTES.md).
 // kTma (sm_90): the x tile comes by TMA, one box of BM rows x 116 columns per chunk (tensor map
 // `xmap` over x [batch, 784]; rows past the batch and columns past 784 arrive as zeros).
 template <int BM, Engine E, int kWarpsPerPair, bool kRotate, bool kTma>
@@ -299,19 +237,15 @@ void launch_config(const FusedWeights& w, const float* x, float* out, int batch,
     CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (rows)" : "cuda.mlp_fused (rows, 3xTF32)");
 }
 
-template <Engine E, int BM, int kWarpsPerPair>
-void launch_rot(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
-    if constexpr (kWarpsPerPair == 1) {
-        if (p.tma_x) {
-            static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, 1, true, true>));
-            if (!ok) throw std::invalid_argument("row-block kernel: the x tile by TMA needs sm_90");
-            if (!p.rotate) throw std::invalid_argument("row-block kernel: TMA x tiles with rotated chunks only");
-            return launch_config<BM, E, 1, true, true>(w, x, out, batch, stream);
-        }
+// The launch of one tile size: the x tile by TMA where the plan asks for it (sm_90), else by cp.async.
+template <Engine E, int BM>
+void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
+    if (p.tma_x) {
+        static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, 1, true, true>));
+        if (!ok) throw std::invalid_argument("row-block kernel: the x tile by TMA needs sm_90");
+        return launch_config<BM, E, 1, true, true>(w, x, out, batch, stream);
     }
-    if (p.tma_x) throw std::invalid_argument("row-block kernel: TMA x tiles with 7 warps only");
-    if (p.rotate) launch_config<BM, E, kWarpsPerPair, true, false>(w, x, out, batch, stream);
-    else launch_config<BM, E, kWarpsPerPair, false, false>(w, x, out, batch, stream);
+    launch_config<BM, E, 1, true, false>(w, x, out, batch, stream);
 }
 
 template <Engine E>
@@ -320,9 +254,8 @@ void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, fl
     int bm = p.bm;
     // 32-row tiles need 115 KB of shared memory: Hopper and A100, not the 99 KB of sm_86/89.
     if (bm == 32 && smem_floats<32, 14>() * sizeof(float) > max_smem_per_block_optin()) bm = 16;
-    if (bm == 32 && p.warps == 14) return launch_rot<E, 32, 2>(p, w, x, out, batch, stream);
-    if (bm == 32) return launch_rot<E, 32, 1>(p, w, x, out, batch, stream);
-    if (bm == 16) return launch_rot<E, 16, 1>(p, w, x, out, batch, stream);
+    if (bm == 32) return launch_tile<E, 32>(p, w, x, out, batch, stream);
+    if (bm == 16) return launch_tile<E, 16>(p, w, x, out, batch, stream);
     throw std::invalid_argument("row-block kernel: tiles of 16 or 32 rows");
 }
 

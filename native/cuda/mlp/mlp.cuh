@@ -5,8 +5,8 @@
 // Two ways to run it:
 //   * layer by layer through any GEMM kernel of the registry (the ladder), with
 //     bias + ReLU fused into each GEMM's store and a small softmax kernel last;
-//   * "cuda.mlp_fused*": the whole network in one launch (fused_mlp.cu for
-//     small and medium batches, fused_mlp_tc.cu for large ones).
+//   * "cuda.mlp_fused*": the whole network in one launch (fused_dispatch.cu picks
+//     the design per batch: fused_mlp.cu, fused_mlp_ksplit.cu, fused_mlp_tc.cu).
 // No pybind11 here (nvcc compiles it slowly); bind_mlp.cpp wraps this class.
 #pragma once
 
@@ -57,12 +57,20 @@ struct FusedScratch {
 // Which arithmetic runs layer 1 (fused_common.cuh): fp32 FMAs, 3xTF32 or one tf32 pass on tensor cores.
 enum class Engine { Fma, Tf32x3, Tf32 };
 
-// The whole-network kernels, as listed by _cuda.mlp_kernels():
-//   cuda.mlp_fused        fp32: CUDA-core FMAs for a few rows, 3xTF32 tensor cores beyond;
-//   cuda.mlp_fused_tf32   tf32: one tf32 pass on tensor cores wherever they pay;
-//   cuda.mlp_fused_3xtf32 fp32: 3xTF32 tensor cores at every batch (also batch 1).
+// What a whole-network kernel computes with, which fused_plan turns into a design per batch:
+//   Fp32    (cuda.mlp_fused):        CUDA-core FMAs for a few rows, 3xTF32 tensor cores beyond;
+//   Tf32    (cuda.mlp_fused_tf32):   one tf32 pass on tensor cores wherever they pay;
+//   Fp32Tc  (cuda.mlp_fused_3xtf32): 3xTF32 tensor cores at every batch (also batch 1).
 enum class FusedKind { Fp32, Tf32, Fp32Tc };
-bool fused_kind(const std::string& name, FusedKind& kind);  // false for other names
+bool fused_kind(const std::string& name, FusedKind& kind);  // false for names no variant registered
+
+// A whole-network kernel registers itself (fused_dispatch.cu keeps the list), as GEMM rungs do:
+//   GEMMPAD_REGISTER_FUSED("cuda.mlp_fused", "fp32", FusedKind::Fp32, "summary");
+bool register_fused(const MlpKernelInfo& info, FusedKind kind);
+#define GEMMPAD_REGISTER_FUSED(NAME, PRECISION, KIND, SUMMARY)                       \
+    static const bool GEMMPAD_CONCAT(gemmpad_fused_registered_, __LINE__) =          \
+        ::gemmpad::cuda::register_fused(                                             \
+            ::gemmpad::cuda::MlpKernelInfo{NAME, PRECISION, SUMMARY, ::gemmpad::repo_path(__FILE__)}, KIND)
 
 // Three designs (one file each), out[B,10] = softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3):
 //   Split (fused_mlp.cu): a row tile of `bm` rows is 112 / `cols` blocks, each
@@ -84,15 +92,15 @@ struct FusedPlan {
     int cols = 16;       // split: hidden units per block, 16 (7 blocks) or 8 (14 blocks, cluster of 14; 1-2 row tiles)
     bool cluster = true;  // split: thread-block cluster + DSMEM hand-off where available (else global partials)
     bool x_slices = false;  // split, FMA tiles, clusters: each block loads 1/S of the x tile and shares it (x in host memory)
-    int warps = 7;       // rows: 7 warps (one per column pair) or 14 (two per pair, 32-row tiles)
-    bool rotate = true;  // rows: block b starts at chunk b % 7 of K (spreads the L2 reads of W1)
-    bool tma_x = false;  // rows, 7 warps, sm_90: the x tile by TMA boxes instead of cp.async
+    bool tma_x = false;  // rows, sm_90: the x tile by TMA boxes instead of cp.async
 };
-// The plan a kernel runs for a batch (measured choices, see the kernel files' headers).
+// The plan a kernel runs for a batch (measured choices: fused_dispatch.cu, NOTES.md).
 FusedPlan fused_plan(FusedKind kind, int batch);
-// C++ only (native/tools/mlp_probe.cu): make fused_plan return `plan` for every
+#ifdef GEMMPAD_MLP_PROBE
+// Probe builds only (native/tools/mlp_probe): make fused_plan return `plan` for every
 // kernel and batch (nullptr: back to the measured choices).
 void set_fused_plan_override(const FusedPlan* plan);
+#endif
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
                   const FusedScratch& scratch, cudaStream_t stream);
 void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
@@ -122,9 +130,6 @@ bool set_fused_clusters(bool enabled);
 bool fused_used_clusters();
 bool fused_clusters_enabled();
 
-// Architectures the module was compiled for, as CMake was given them, e.g. "80-real,90a-real,90-virtual".
-std::string build_arch_list();
-
 // Row-wise softmax over `n` columns, one warp per row.
 void launch_softmax(const float* logits, float* probs, int rows, int n, cudaStream_t stream);
 
@@ -147,7 +152,7 @@ struct PinnedBuffer {
     void release() noexcept;
 };
 
-class StagingPool;  // mlp.cu
+class StagingPool;  // staging.cuh
 
 class Mlp {
   public:
@@ -169,8 +174,8 @@ class Mlp {
     // Device bytes this object holds (for the soak test: must stop growing).
     size_t device_bytes() const;
 
-    // How a fused call moves data (the defaults are the measured best;
-    // native/tools/mlp_probe.cu times the alternatives):
+    // How a fused call moves data (the defaults are the measured best; probe builds,
+    // -DGEMMPAD_MLP_PROBE, can change them with set_io_policy to time the alternatives):
     //   batches up to mapped_in_max whose plan splits FMA tiles over a cluster:
     //     the kernel reads x from mapped pinned host memory, each block 1/S of
     //     it, shared over the cluster (FusedPlan::x_slices); others: forward()
@@ -179,7 +184,9 @@ class Mlp {
     //     mapped pinned host memory, and the host, instead of waiting for the
     //     stream, spins until every value has replaced the marker it wrote there
     //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
+#ifdef GEMMPAD_MLP_PROBE
     void set_io_policy(int mapped_in_max, int mapped_out_max);
+#endif
     // How forward() moves x to the device where the kernel does not read it from
     // mapped memory (native/tools/mlp_probe.cu's "staging" mode times the
     // choices): inputs of at least `min_bytes` go in chunks of `chunk_bytes`,
@@ -231,8 +238,8 @@ class Mlp {
     // Activations (device) and staging (pinned, mapped).
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
     PinnedBuffer in_, out_;
-    int mapped_in_max_ = 64, mapped_out_max_ = 64;  // measured: see fused_mlp.cu's header
-    Staging staging_ = default_staging();  // measured: see stage_chunked in mlp.cu
+    int mapped_in_max_ = 64, mapped_out_max_ = 64;  // measured: README.md, NOTES.md
+    Staging staging_ = default_staging();  // measured: see stage_chunked in staging.cu
     // The fused path runs as a CUDA graph: ONE submission for copy-in (where
     // forward() has not queued it already: stage_chunked), start event, kernel,
     // stop event and copy-out. The events then bracket the

@@ -1,4 +1,4 @@
-// The fp32 weight-gradient tile shared by kernels 03 (all layers) and 05
+// The fp32 weight-gradient tile shared by grad_update_fp32 (all layers) and grad_update_bf16
 // (layers 2-3 and the layer-1 bias in mixed mode).
 //
 // For one layer with input activations A [rows, in] and output deltas

@@ -1,5 +1,5 @@
 // Small kernels around the training step: the per-epoch loss/accuracy sums
-// and the bf16 copies used by the mixed-precision kernels (04, 05).
+// and the bf16 copies used by the mixed-precision kernels (forward_l1_bf16, grad_update_bf16).
 #include "train.cuh"
 
 namespace gemmpad::cuda::train {

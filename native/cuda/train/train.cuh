@@ -2,14 +2,14 @@
 // state every kernel sees, and the launchers of the step kernels.
 //
 // One SGD step is three launches, whatever the batch size:
-//   01 forward of layer 1, split over K (X[idx] @ W1, partial sums per K slice)
-//   02 everything that is row-local: sum the K slices, bias, ReLU, layers 2
+//   forward_l1_fp32: layer 1, split over K (X[idx] @ W1, partial sums per K slice)
+//   rows: everything that is row-local: sum the K slices, bias, ReLU, layers 2
 //      and 3, softmax cross-entropy, and the backward pass of the deltas
 //      (dZ3 -> dZ2 -> dZ1), one block per 8 rows of the batch
-//   03 all weight gradients dW = A^T dZ (bias = an extra input column of
+//   grad_update_fp32: all weight gradients dW = A^T dZ (bias = an extra input column of
 //      ones) fused with the optimiser update (SGD, momentum, weight decay)
-// The mixed-precision mode swaps 01 and 03 for bf16 tensor-core versions
-// (04, 05) that read a bf16 copy of the dataset and of W1; master weights,
+// The mixed-precision mode swaps forward_l1_fp32 and grad_update_fp32 for bf16 tensor-core versions
+// (forward_l1_bf16, grad_update_bf16) that read a bf16 copy of the dataset and of W1; master weights,
 // velocities, layers 2-3 and the softmax stay fp32.
 //
 // A whole epoch of these launches is captured once into a CUDA graph that
@@ -38,7 +38,7 @@ inline constexpr int IN = 784, H1 = 100, H2 = 100, OUT = 10;
 inline constexpr int KSLICES = 7;          // layer-1 forward: K = 784 split into 7 slices of 112
 inline constexpr int KSLICE = IN / KSLICES;
 inline constexpr int PN = 112;             // padded row length of the partial sums and of bf16 W1 / dZ1 (7 x 16)
-inline constexpr int ROWS_PER_BLOCK = 8;   // kernel 02: one warp per row for the softmax
+inline constexpr int ROWS_PER_BLOCK = 8;   // rows: one warp per row for the softmax
 
 // Everything the step kernels touch. All device pointers, allocated once.
 struct DeviceState {
@@ -71,7 +71,7 @@ struct DeviceState {
 // One step on batch rows perm[offset, offset + rows).
 void launch_forward_l1_fp32(const DeviceState& s, int offset, int rows, cudaStream_t st);
 void launch_rows(const DeviceState& s, int offset, int rows, bool mixed, cudaStream_t st);
-// Opts kernel 02 into > 48 KB of shared memory; call once before launching (not while capturing).
+// Opts rows into > 48 KB of shared memory; call once before launching (not while capturing).
 void setup_rows_kernel();
 void launch_grad_update_fp32(const DeviceState& s, int offset, int rows, cudaStream_t st);
 void launch_forward_l1_bf16(const DeviceState& s, int offset, int rows, cudaStream_t st);

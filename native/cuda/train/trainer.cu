@@ -1,5 +1,5 @@
 // Trainer: owns the device buffers, launches a step's kernels and captures an
-// epoch into a CUDA graph. Kernels: see train.cuh and 01..05_*.cu.
+// epoch into a CUDA graph. Kernels: see train.cuh and the step files it names.
 #include <algorithm>
 #include <string>
 #include <stdexcept>

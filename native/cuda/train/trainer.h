@@ -1,6 +1,6 @@
 // The native training engine as one C++ object (host interface only; the
 // kernels are in the numbered .cu files beside it, the Python binding in
-// train_bind.cpp). See train.cuh for how a step is split into kernels.
+// bind_train.cpp). See train.cuh for how a step is split into kernels.
 //
 // Lifetime: construction uploads the dataset and the initial weights and
 // allocates every buffer; nothing is allocated afterwards. The first graph

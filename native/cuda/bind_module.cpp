@@ -229,6 +229,7 @@ PYBIND11_MODULE(_cuda, m) {
         }
     });
     m.def("status", &status, "Whether CUDA is usable here, and if not, why.");
+    m.def("build_archs", &build_arch_list, "CUDA architectures compiled in, as CMake was given them (\"90a-real,90-virtual\").");
     m.def("kernels", &list_kernels, "The CUDA kernels of the registry, in ladder order.");
     m.def("gemm", &run_gemm, py::arg("name"), py::arg("a"), py::arg("b"), py::arg("bias"), py::arg("act"),
           py::arg("out"), "out = act(a @ b + bias) with the named kernel (host arrays in and out).");

@@ -7,7 +7,7 @@ kernel of fused_mlp_ksplit.cu, 16-, 32- and 64-row tiles; the row-block kernel
 of fused_mlp_tc.cu, 16- and 32-row tiles; mapped output up to 64). native/tools/mlp_probe.cu's "check" mode runs every variant,
 under compute-sanitizer too.
 
-    SANITIZE_EXTRA=native/cuda/mlp/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
+    SANITIZE_EXTRA=native/tools/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
 
 SANITIZE_MLP_KERNELS (a regex) narrows the kernels, as SANITIZE_KERNELS does for the GEMM part.
 """

@@ -1,16 +1,16 @@
-// train 05: weight gradients and optimiser step in mixed precision, replacing 03.
+// train grad_update_bf16: weight gradients and optimiser step in mixed precision, replacing grad_update_fp32.
 //
-// What changed from 03: dW1 = X^T dZ1 (the only large gradient: 784 x 100
+// What changed from grad_update_fp32: dW1 = X^T dZ1 (the only large gradient: 784 x 100
 // over the batch) runs on tensor cores. Block i owns rows 16i..16i+15 of W1;
 // it stages those 16 columns of the gathered batch X in shared memory, 128
 // rows at a time (a column-major 16 x 128 A operand), and each of 7 warps
-// multiplies it by a 16-column strip of dZ1's bf16 copy (written by kernel 02).
+// multiplies it by a 16-column strip of dZ1's bf16 copy (written by rows).
 // The fp32 accumulators go through shared memory to the SGD update of the fp32
 // master weights, which also refreshes W1's bf16 copy for the next forward.
-// The bias of layer 1 and layers 2-3 (6% of the work) keep 03's fp32 tiles, in
+// The bias of layer 1 and layers 2-3 (6% of the work) keep grad_update_fp32's fp32 tiles, in
 // the same launch (blocks after the first 49).
-// Measured (H200, profile): 6.7 us per launch at batch 64 (slower than 03's
-// 5.7 us: 49 blocks instead of 100 for W1), 9.2 us at batch 256 (03: 9.5 us).
+// Measured (H200, profile): 6.7 us per launch at batch 64 (slower than grad_update_fp32's
+// 5.7 us: 49 blocks instead of 100 for W1), 9.2 us at batch 256 (grad_update_fp32: 9.5 us).
 #include <mma.h>
 
 #include "grad_tile.cuh"
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(TILE_THREADS) grad_update_bf16(DeviceState s, 
 
 void launch_grad_update_bf16(const DeviceState& s, int offset, int rows, cudaStream_t st) {
     grad_update_bf16<<<W1_BLOCKS + grad_jobs(IN), TILE_THREADS, 0, st>>>(s, offset, rows);
-    CUDA_CHECK_LAUNCH("train.05_grad_update_bf16");
+    CUDA_CHECK_LAUNCH("train.grad_update_bf16");
 }
 
 }  // namespace gemmpad::cuda::train

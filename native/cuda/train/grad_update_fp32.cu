@@ -1,4 +1,4 @@
-// train 03: every weight gradient and the optimiser step, fp32, one launch.
+// train grad_update_fp32: every weight gradient and the optimiser step, fp32, one launch.
 //
 // What it is: dW = A^T dZ for the three layers (A = X[perm], H1, H2) plus the
 // bias gradients (an extra input column of ones), each 32 x 32 tile of the
@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(TILE_THREADS) grad_update_fp32(DeviceState s, 
 
 void launch_grad_update_fp32(const DeviceState& s, int offset, int rows, cudaStream_t st) {
     grad_update_fp32<<<grad_jobs(0), TILE_THREADS, 0, st>>>(s, offset, rows);
-    CUDA_CHECK_LAUNCH("train.03_grad_update_fp32");
+    CUDA_CHECK_LAUNCH("train.grad_update_fp32");
 }
 
 }  // namespace gemmpad::cuda::train

@@ -1,4 +1,4 @@
-// train 01: layer-1 forward, Z1 partial sums = X[perm[offset + b]] @ W1, fp32.
+// train forward_l1_fp32: layer-1 forward, Z1 partial sums = X[perm[offset + b]] @ W1, fp32.
 //
 // What it is: the ladder's smem-tiled GEMM idea (stage a tile of each operand
 // in shared memory, 4 x 4 register micro-tiles) with two changes for training.
@@ -7,7 +7,7 @@
 // (2) K = 784 is split into 7 slices of 112 (split-K): with M = 64 rows and
 //     N = 100 there would otherwise be only 2 x 4 = 8 blocks of 32 x 32 for
 //     132 SMs; with the split there are 56 (batch 64) or 224 (batch 256).
-//     Each slice writes its partial sums; kernel 02 adds them in a fixed
+//     Each slice writes its partial sums; rows adds them in a fixed
 //     order with the bias, so the result is deterministic (no atomics).
 // Why it should be fast: the step is latency-bound, not FLOP-bound (a batch of
 // 256 is 20 MFLOP here); more, shorter blocks finish sooner.
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(TILE_THREADS) forward_l1_fp32(DeviceState s, i
 void launch_forward_l1_fp32(const DeviceState& s, int offset, int rows, cudaStream_t st) {
     const dim3 grid(ceil_div(H1, TILE), ceil_div(rows, TILE), KSLICES);
     forward_l1_fp32<<<grid, TILE_THREADS, 0, st>>>(s, offset, rows);
-    CUDA_CHECK_LAUNCH("train.01_forward_l1_fp32");
+    CUDA_CHECK_LAUNCH("train.forward_l1_fp32");
 }
 
 }  // namespace gemmpad::cuda::train

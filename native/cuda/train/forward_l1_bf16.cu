@@ -1,7 +1,7 @@
-// train 04: layer-1 forward on tensor cores (mixed precision), replacing 01.
+// train forward_l1_bf16: layer-1 forward on tensor cores (mixed precision), replacing forward_l1_fp32.
 //
-// What changed from 01: operands are bf16 (a bf16 copy of the dataset made
-// once at upload, and a bf16 copy of W1 that kernel 05 rewrites after every
+// What changed from forward_l1_fp32: operands are bf16 (a bf16 copy of the dataset made
+// once at upload, and a bf16 copy of W1 that grad_update_bf16 rewrites after every
 // update from the fp32 master weights); the products run as 16 x 16 x 16 WMMA
 // tiles with fp32 accumulation. A block is 16 batch rows x all 112 (padded)
 // columns x one K slice of 112: the 16 gathered rows are staged in shared
@@ -10,10 +10,10 @@
 // global memory (row stride 112 keeps every tile 32-byte aligned).
 // Why bf16 and not fp16: gradients of a mean loss are ~1e-6 and bf16 keeps
 // fp32's exponent range, so no loss scaling is needed.
-// Why it should be faster than 01: half the bytes per operand and 8x the math
+// Why it should be faster than forward_l1_fp32: half the bytes per operand and 8x the math
 // rate; at these sizes the gain is bounded by latency (see the benchmark).
 // Measured (H200, profile): 3.9 us per launch at batch 64, 4.8 us at 256
-// (fp32 kernel 01: 4.5 / 6.1 us).
+// (forward_l1_fp32: 4.5 / 6.1 us).
 #include <mma.h>
 
 #include "train.cuh"
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(WARPS * 32) forward_l1_bf16(DeviceState s, int
 void launch_forward_l1_bf16(const DeviceState& s, int offset, int rows, cudaStream_t st) {
     const dim3 grid(ceil_div(rows, 16), KSLICES);
     forward_l1_bf16<<<grid, WARPS * 32, 0, st>>>(s, offset, rows);
-    CUDA_CHECK_LAUNCH("train.04_forward_l1_bf16");
+    CUDA_CHECK_LAUNCH("train.forward_l1_bf16");
 }
 
 }  // namespace gemmpad::cuda::train

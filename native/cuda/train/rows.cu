@@ -1,5 +1,5 @@
-// train 02: everything that is row-local, fused: for 8 batch rows per block,
-//   H1 = relu(sum of kernel 01's K slices + b1)
+// train rows: everything that is row-local, fused: for 8 batch rows per block,
+//   H1 = relu(sum of forward_l1_fp32's K slices + b1)
 //   H2 = relu(H1 @ W2 + b2); logits = H2 @ W3 + b3
 //   loss = logsumexp(logits) - logits[label]; dZ3 = (softmax - onehot) / rows
 //   dZ2 = (dZ3 @ W3^T) * (H2 > 0);  dZ1 = (dZ2 @ W2^T) * (H1 > 0)
@@ -12,7 +12,7 @@
 // over 200 threads with 4-row register tiles, and the softmax is one warp per
 // row with shuffles. The backward W2^T product reads W2 from shared memory
 // with a row stride of 101 floats, so the transposed walk is conflict-free.
-// Outputs: H1, H2, dZ1..3 for kernel 03 (plus dZ1 in bf16 for kernel 05),
+// Outputs: H1, H2, dZ1..3 for grad_update_fp32 (plus dZ1 in bf16 for grad_update_bf16),
 // per-sample loss and correctness in epoch order.
 // Measured (H200, profile): 8.6 us per launch at batch 64 and at 256 alike, so it
 // is latency-bound (two dependent 100-step dot loops, one W2 load); the
@@ -205,7 +205,7 @@ void setup_rows_kernel() {
 void launch_rows(const DeviceState& s, int offset, int rows, bool mixed, cudaStream_t st) {
     if (mixed) rows_kernel<true><<<ceil_div(rows, R), THREADS, SMEM_BYTES, st>>>(s, offset, rows);
     else rows_kernel<false><<<ceil_div(rows, R), THREADS, SMEM_BYTES, st>>>(s, offset, rows);
-    CUDA_CHECK_LAUNCH("train.02_rows");
+    CUDA_CHECK_LAUNCH("train.rows");
 }
 
 }  // namespace gemmpad::cuda::train

@@ -1,0 +1,89 @@
+"""The backends the MLP runs on, as one list: the engine, the command line and
+the window all read it, so a new backend is one entry here.
+
+A backend says whether it can run on this machine (and if not, why: the line
+shown beside a greyed-out choice), which kernel it starts on, and how to build
+its runner: an object that keeps the weights where it computes and runs
+`forward(x [B,784] float32, out [B,10] float32, kernel) -> kernel_us`.
+On the GPU the kernel time is read later from CUDA events (`deferred_timing`):
+`forward` returns once the probabilities are in host memory and
+`kernel_us()` waits for the stop event only when asked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from gemmpad import native
+
+
+class Runner(Protocol):
+    """One backend's MLP, weights resident: the object `Classifier` calls every frame."""
+
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str) -> float: ...
+
+
+class DeferredRunner(Runner, Protocol):
+    """A runner whose kernel time arrives after forward() returns (Backend.deferred_timing)."""
+
+    def kernel_us(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # what --backend and Classifier(backend=...) take
+    label: str  # short name on screen
+    summary: str  # one line: what runs the network
+    default_kernel: str
+    deferred_timing: bool  # kernel time from the runner's kernel_us(), after forward() has returned
+    reason: Callable[[], str]  # "" when usable here, else why not
+    make: Callable[[Any, dict[str, np.ndarray]], Runner]  # (Model, float32 weights) -> runner
+
+
+class NumpyMlp:
+    """The float32 NumPy reference as a runner (BLAS matmuls; kernel time = the matmuls)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str) -> float:
+        t0 = time.perf_counter()
+        out[...] = self.model.forward(x)
+        return (time.perf_counter() - t0) * 1e6
+
+
+def _native_mlp(module: Callable[[], Any]) -> Callable[[Any, dict[str, np.ndarray]], Runner]:
+    def make(model: Any, w: dict[str, np.ndarray]) -> Runner:
+        return module().Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+
+    return make
+
+
+def _cpu_reason() -> str:
+    return "" if hasattr(native.cpu, "Mlp") else "this build of gemmpad has no native CPU MLP (gemmpad._cpu.Mlp)"
+
+
+def _cuda_reason() -> str:
+    status = native.cuda_status()
+    if not status.available:
+        return status.reason
+    cuda_mod = native.cuda_module_if_built()
+    return "" if cuda_mod is not None and hasattr(cuda_mod, "Mlp") else \
+        "this build of gemmpad has no GPU MLP (gemmpad._cuda.Mlp)"
+
+
+BACKENDS: tuple[Backend, ...] = (
+    Backend("numpy", "NumPy", "NumPy reference (BLAS matmul)", "numpy", False, lambda: "",
+            lambda model, w: NumpyMlp(model)),
+    Backend("cpu", "CPU", "C++ kernels on the CPU", "cpu.mlp_sparse", False, _cpu_reason,
+            _native_mlp(lambda: native.cpu)),
+    Backend("cuda", "GPU", "CUDA kernels on the GPU", "cuda.mlp_fused", True, _cuda_reason,
+            _native_mlp(native.cuda)),
+)
+NAMES = tuple(b.name for b in BACKENDS)
+BY_NAME = {b.name: b for b in BACKENDS}
