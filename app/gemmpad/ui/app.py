@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drawings", metavar="DIR", type=Path, default=None,
                         help="folder for saved drawings (default: $GEMMPAD_DRAWINGS or ~/gemmpad-drawings)")
     parser.add_argument("--no-vsync", action="store_true", help="render as fast as possible (timing runs)")
+    parser.add_argument("--threads", type=int, metavar="N", default=None,
+                        help="threads for the native CPU kernels (default: the cores the window and other "
+                             "programs leave free; more threads than free cores make p99 10-100x the median)")
+    parser.add_argument("--frames", type=int, metavar="N", default=0,
+                        help="after --replay, run the network every frame for N more frames before the JSON "
+                             "line (its median and p99 then describe N frames: a latency benchmark)")
     parser.add_argument("--scale", type=number(0.5, 4.0), metavar="X",
                         help="UI scale: text and spacing X times larger (0.5-4; default from the screen's "
                              "DPI where X11 reports it, else 1)")
@@ -154,6 +160,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 1 <= args.batch <= 4096:
         raise GemmpadError(f"--batch must be between 1 and 4096, got {args.batch}")
+    if args.threads is not None and not 1 <= args.threads <= 1024:
+        raise GemmpadError(f"--threads must be between 1 and 1024, got {args.threads}")
+    if not 0 <= args.frames <= 1_000_000:
+        raise GemmpadError(f"--frames must be between 0 and 1000000, got {args.frames}")
     # before the window opens, not after a drawing session
     if args.screenshot:
         from PIL import Image
@@ -188,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         brush=args.brush,
         vsync=not args.no_vsync,
         scale=scale,
+        cpu_threads=args.threads,
         size=args.size or (round(DEFAULT_WINDOW[0] * scale), round(DEFAULT_WINDOW[1] * scale)),
         started_at=started_at,
     )
@@ -196,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         if drawing is not None:
             harness.replay(app, drawing)
             harness.settle(app)
+            harness.run_frames(app, args.frames)
         if args.screenshot:
             harness.screenshot(app, args.screenshot)
         if drawing is not None or args.exit:

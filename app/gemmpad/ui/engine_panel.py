@@ -1,5 +1,5 @@
-"""The engine column: model, backend, kernel, batch, timing mode, and the latency of every
-frame (table and plot)."""
+"""The engine column: model, backend, kernel, batch, timing mode; below, in tabs, the
+latency of every frame (table and plot) and the race of every kernel."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.inference import HISTORY, WARMUP_PASSES
 from gemmpad.ui.layout import Layout
+from gemmpad.ui.race_panel import RacePanel
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us, frames_caption, kernel_summary, log_ticks
 
@@ -89,45 +90,48 @@ class EnginePanel:
                                "shows the steady state that `gemmpad bench` measures; off, you see what an "
                                "interactive app really waits. (Skipped for calls over 10 ms.)")
             dpg.add_spacer(height=round(4 * s))
-            heading("Latency per frame", fonts)
-            with dpg.table(header_row=True, policy=dpg.mvTable_SizingStretchProp, borders_innerH=False,
-                           borders_outerH=False, borders_innerV=False, borders_outerV=False):
-                dpg.add_table_column(label="", init_width_or_weight=1.2)
-                dpg.add_table_column(label="last", init_width_or_weight=1.3)
-                dpg.add_table_column(label="median", init_width_or_weight=1.0)
-                dpg.add_table_column(label="p99", init_width_or_weight=1.0)
-                self.cells: dict[str, list[int | str]] = {}
-                for key, name, colour, meaning in (
-                    ("kernel", "kernel", style.ACCENT,
-                     "Compute only: CUDA events around the kernels on the GPU, the C++ steady clock around the "
-                     "forward pass on the CPU, the three matmuls for NumPy."),
-                    ("e2e", "end-to-end", style.WARM,
-                     "Wall clock from the input array to probabilities in host memory: adds the copies, launches "
-                     "and Python around the kernel. Batch 1 on a GPU is mostly this."),
-                ):
-                    with dpg.table_row():
-                        label = dpg.add_text(f"● {name}", color=colour)
-                        tip(label, meaning)
-                        last = dpg.add_text("–")
-                        dpg.bind_item_font(last, fonts.figure)
-                        med = dpg.add_text("–")
-                        p99 = dpg.add_text("–")
-                        self.cells[key] = [last, med, p99]
-            with dpg.plot(height=-40, width=-1, no_title=True, no_menus=True, no_box_select=True,
-                          no_mouse_pos=True, no_inputs=True) as self.plot:
-                dpg.add_plot_legend(location=dpg.mvPlot_Location_North, horizontal=True, outside=True, no_buttons=True)
-                self.x_axis = dpg.add_plot_axis(dpg.mvXAxis, label="frame", no_menus=True, no_gridlines=True)
-                dpg.set_axis_limits(self.x_axis, 0, HISTORY)
-                # Log scale: kernel and end-to-end time differ by up to 100x, the ladder by more,
-                # and a one-off spike stays on the plot without flattening everything else.
-                self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="µs (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
-                self.line_kernel = dpg.add_line_series([], [], label="kernel", parent=self.y_axis)
-                self.line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self.y_axis)
-                dpg.bind_item_theme(self.line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
-                dpg.bind_item_theme(self.line_e2e, style.series_theme(dpg.mvLineSeries, style.WARM))
-            self.caption = dpg.add_text("", color=style.MUTED, wrap=0)
-            tip(self.caption, f"The plot: kernel and end-to-end time of the last {HISTORY} frames, log scale.")
-            dpg.bind_item_font(self.caption, fonts.small)
+            with dpg.tab_bar() as self.tabs:
+                with dpg.tab(label="Latency per frame") as self.latency_tab:
+                    with dpg.table(header_row=True, policy=dpg.mvTable_SizingStretchProp, borders_innerH=False,
+                                   borders_outerH=False, borders_innerV=False, borders_outerV=False):
+                        dpg.add_table_column(label="", init_width_or_weight=1.2)
+                        dpg.add_table_column(label="last", init_width_or_weight=1.3)
+                        dpg.add_table_column(label="median", init_width_or_weight=1.0)
+                        dpg.add_table_column(label="p99", init_width_or_weight=1.0)
+                        self.cells: dict[str, list[int | str]] = {}
+                        for key, name, colour, meaning in (
+                            ("kernel", "kernel", style.ACCENT,
+                             "Compute only: CUDA events around the kernels on the GPU, the C++ steady clock around the "
+                             "forward pass on the CPU, the three matmuls for NumPy."),
+                            ("e2e", "end-to-end", style.WARM,
+                             "Wall clock from the input array to probabilities in host memory: adds the copies, launches "
+                             "and Python around the kernel. Batch 1 on a GPU is mostly this."),
+                        ):
+                            with dpg.table_row():
+                                label = dpg.add_text(f"● {name}", color=colour)
+                                tip(label, meaning)
+                                last = dpg.add_text("–")
+                                dpg.bind_item_font(last, fonts.figure)
+                                med = dpg.add_text("–")
+                                p99 = dpg.add_text("–")
+                                self.cells[key] = [last, med, p99]
+                    with dpg.plot(height=-40, width=-1, no_title=True, no_menus=True, no_box_select=True,
+                                  no_mouse_pos=True, no_inputs=True) as self.plot:
+                        dpg.add_plot_legend(location=dpg.mvPlot_Location_North, horizontal=True, outside=True, no_buttons=True)
+                        self.x_axis = dpg.add_plot_axis(dpg.mvXAxis, label="frame", no_menus=True, no_gridlines=True)
+                        dpg.set_axis_limits(self.x_axis, 0, HISTORY)
+                        # Log scale: kernel and end-to-end time differ by up to 100x, the ladder by more,
+                        # and a one-off spike stays on the plot without flattening everything else.
+                        self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="µs (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
+                        self.line_kernel = dpg.add_line_series([], [], label="kernel", parent=self.y_axis)
+                        self.line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self.y_axis)
+                        dpg.bind_item_theme(self.line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
+                        dpg.bind_item_theme(self.line_e2e, style.series_theme(dpg.mvLineSeries, style.WARM))
+                    self.caption = dpg.add_text("", color=style.MUTED, wrap=0)
+                    tip(self.caption, f"The plot: kernel and end-to-end time of the last {HISTORY} frames, log scale.")
+                    dpg.bind_item_font(self.caption, fonts.small)
+                with dpg.tab(label="Race") as self.race_tab:
+                    self.race = RacePanel(fonts, scale, actions)
         self.show_latency([], "", 1, warm)
 
     def layout(self, L: Layout) -> None:
@@ -139,6 +143,7 @@ class EnginePanel:
         dpg.configure_item(self.summary, wrap=content)
         dpg.configure_item(self.caption, wrap=content)
         dpg.configure_item(self.model_text, wrap=content - round(64 * self.scale) - round(8 * self.scale))
+        self.race.layout(content)
 
     def show_controls(self, backend: str, kernel: str | None, kernels: list[str], batch: int) -> None:
         for b, btn in self.backend_buttons.items():

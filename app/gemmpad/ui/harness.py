@@ -49,6 +49,19 @@ def settle(app: App, timeout: float = 60.0) -> None:
         app.step()
 
 
+def run_frames(app: App, frames: int) -> None:
+    """Run the network every frame for `frames` frames (R on), then settle: the latency
+    statistics then cover that many frames of one configuration."""
+    if frames <= 0:
+        return
+    app.set_continuous(True)
+    start = app.frames
+    while app.frames - start < frames:
+        app.step()
+    app.set_continuous(False)
+    settle(app)
+
+
 def grab(app: App) -> np.ndarray:
     """The window as it is on screen: float32 RGB [H, W, 3] in [0, 1], top row first."""
     box: list[Any] = []

@@ -50,6 +50,10 @@ class Result:
     prediction: Prediction | None  # None: no ink, or an error
     history: list[Timing] = field(default_factory=list)  # this configuration's frames, oldest first
     error: str = ""
+    # The hidden layers' activations [100] each for the drawing itself (not its jittered
+    # copies), and each layer's time where the kernel runs layer by layer (else ()).
+    hidden: tuple[np.ndarray, np.ndarray] | None = None
+    layer_us: tuple[float, ...] = ()
 
 
 class InferenceWorker:
@@ -144,7 +148,12 @@ class InferenceWorker:
             self._since_change += 1
         n = min(self._since_change, HISTORY)
         history = clf.history(n) if n else []
-        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error)
+        hidden = None
+        if prediction is not None:
+            h1, h2 = clf.model.hidden(prediction.image28.reshape(1, -1))
+            hidden = (h1[0], h2[0])
+        layer_us = clf.layer_times() if prediction is not None else ()
+        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden, layer_us)
 
     def _warmup(self, req: Request) -> int:
         if not req.warm:

@@ -65,6 +65,7 @@ def shortcuts() -> list[Shortcut]:
         s(dpg.mvKey_Subtract, False, False, batch_down, None),
         s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.continuous), ("R", "run every frame")),
         s(dpg.mvKey_W, False, False, lambda a: a.set_warm(not a.warm), ("W", "warm timing")),
+        s(dpg.mvKey_G, False, False, lambda a: a.race_toggle(), ("G", "race every kernel / cancel")),
         s(dpg.mvKey_S, True, False, lambda a: a.save(), ("Ctrl+S", "save PNG + strokes")),
         s(dpg.mvKey_F1, False, False, lambda a: a.toggle_help(), ("?  F1", "this help")),
         s(dpg.mvKey_Slash, False, True, lambda a: a.toggle_help(), None),

@@ -13,10 +13,12 @@ from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.style import Fonts
+from gemmpad.ui.text import fmt_us
 
 PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest neighbour by hand)
 BAR_LIMITS = (-0.6, 9.6)  # the bar chart's x range: digits 0..9 with a margin
 BARS_H = 150
+HIDDEN_SIDE, HIDDEN_SCALE = 10, 9  # 100 units as a 10x10 map, each unit a 9x9 block
 
 
 class PredictionPanel:
@@ -71,12 +73,48 @@ class PredictionPanel:
             t = dpg.add_text("28 × 28 input: cropped, scaled into a 20 px box, centred by mass (MNIST style)",
                              color=style.MUTED, wrap=0)
             dpg.bind_item_font(t, fonts.small)
+            tip(heading("Inside the network", fonts),
+                "The 100 + 100 hidden units after ReLU for the drawing itself, 10 x 10 each, bright = strongly "
+                "active (each map scaled to its own maximum). Per-layer times show where the kernel runs the "
+                "network layer by layer and reports them (the CPU's GEMM kernels).")
+            hp = HIDDEN_SIDE * HIDDEN_SCALE
+            self._hidden_rgba = [np.zeros((hp, hp, 4), dtype=np.float32) for _ in range(2)]
+            with dpg.texture_registry():
+                self.hidden_tex = [dpg.add_raw_texture(hp, hp, rgba, format=dpg.mvFormat_Float_rgba)
+                                   for rgba in self._hidden_rgba]
+            with dpg.group(horizontal=True, horizontal_spacing=round(16 * s)):
+                self.hidden_img = []
+                for i, tex in enumerate(self.hidden_tex):
+                    with dpg.group():
+                        label = dpg.add_text(f"hidden {i + 1}", color=style.MUTED)
+                        dpg.bind_item_font(label, fonts.small)
+                        self.hidden_img.append(dpg.add_image(tex, width=hp, height=hp))
+            self.layer_text = dpg.add_text("", color=style.MUTED, wrap=0)
+            dpg.bind_item_font(self.layer_text, fonts.small)
+            self.show_hidden(None, ())
 
     def layout(self, L: Layout) -> None:
         dpg.configure_item(self.root, width=L.prediction_w, height=L.right_h if L.mode == "wide" else 0,
                            auto_resize_y=L.mode != "wide", no_scrollbar=L.mode != "wide")
         inner = L.prediction_w - round(2 * 12 * self.scale)
         dpg.configure_item(self._preview_pad, width=max((inner - 28 * PREVIEW_SCALE) // 2 - 8, 0))
+
+    def show_hidden(self, hidden: tuple[np.ndarray, np.ndarray] | None, layer_us: tuple[float, ...]) -> None:
+        """The hidden activations as heat maps, and the per-layer times when there are some."""
+        n = HIDDEN_SIDE
+        for rgba, tex, i in zip(self._hidden_rgba, self.hidden_tex, range(2)):
+            values = np.zeros((n, n), np.float32) if hidden is None else np.asarray(hidden[i], np.float32).reshape(n, n)
+            small = np.empty((n, n, 4), dtype=np.float32)
+            style.heat(values, small)
+            rgba[:] = small.repeat(HIDDEN_SCALE, axis=0).repeat(HIDDEN_SCALE, axis=1)
+            dpg.set_value(tex, rgba)
+        if layer_us:
+            total = sum(layer_us)
+            parts = "  ·  ".join(f"L{i + 1} {fmt_us(t)}" for i, t in enumerate(layer_us))
+            dpg.set_value(self.layer_text, f"per layer: {parts}" + (f"  (L1 {100 * layer_us[0] / total:.0f} %)" if total > 0 else ""))
+        else:
+            dpg.set_value(self.layer_text, "per-layer times: shown for the CPU GEMM kernels (cpu.01, cpu.02)"
+                          if hidden is not None else "")
 
     def digit_at(self, mx: float) -> int | None:
         """The digit whose bar is under window x-coordinate `mx` (None between bars)."""

@@ -202,3 +202,14 @@ def flush_theme() -> int | str:
             dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 0, 0, category=dpg.mvThemeCat_Core)
             dpg.add_theme_color(dpg.mvThemeCol_ChildBg, rgba(PANEL, 0), category=dpg.mvThemeCat_Core)
     return theme
+
+
+def heat(values: np.ndarray, out: np.ndarray) -> None:
+    """Map activations [H, W] >= 0 to RGBA floats in `out` [H, W, 4], scaled to their own
+    maximum: the background for 0, the accent colour halfway, the ink colour at the top."""
+    top = float(values.max()) if values.size else 0.0
+    v = np.clip(values / top, 0.0, 1.0)[..., None] if top > 0 else np.zeros((*values.shape, 1), np.float32)
+    accent = np.array(ACCENT, dtype=np.float32) / 255.0
+    low = CANVAS_BG_F + np.minimum(v, 0.5) * 2 * (accent - CANVAS_BG_F)
+    out[..., :3] = np.where(v <= 0.5, low, accent + (v - 0.5) * 2 * (INK_F - accent))
+    out[..., 3] = 1.0

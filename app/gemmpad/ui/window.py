@@ -4,8 +4,9 @@ Everything runs on the main thread with `manual_callback_management`: each frame
 the mouse and keyboard, runs the queued widget callbacks, paints new stroke segments
 into the canvas array, uploads it as a texture when it changed, hands the drawing to the
 inference worker and shows the newest result. Nothing in a frame waits for the network,
-so drawing stays smooth on the slowest kernel. When nothing moves, frames slow to
-IDLE_FPS, so an idle window costs next to nothing.
+so drawing stays smooth on the slowest kernel. When nothing moves, the window stops
+drawing until input arrives (input_watch asks the X server), with a slow heartbeat, so
+an idle window costs next to nothing.
 
 Panels: draw_panel, prediction_panel, engine_panel, status_bar, help_overlay; where they
 go: layout; scripted runs (replay, screenshots, the JSON summary): harness.
@@ -27,6 +28,7 @@ from PIL import Image
 from gemmpad import native, strokes
 from gemmpad.engine import Classifier, Prediction, Timing, available_backends, timing_stats
 from gemmpad.files import atomic_path
+from gemmpad.preprocess import preprocess
 from gemmpad.ui import keys, layout, style
 from gemmpad.ui.canvas import Canvas
 from gemmpad.ui.cores import window_threads
@@ -34,12 +36,17 @@ from gemmpad.ui.draw_panel import DrawPanel
 from gemmpad.ui.engine_panel import BACKEND_LABELS, BATCHES, EnginePanel
 from gemmpad.ui.help_overlay import HelpOverlay
 from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
+from gemmpad.ui.input_watch import InputWatch
 from gemmpad.ui.prediction_panel import PredictionPanel
+from gemmpad.ui.race import Race
 from gemmpad.ui.status_bar import StatusBar
 from gemmpad.ui.text import gpu_line
 
 IDLE_AFTER_S = 0.5  # no input, no new result and nothing running for this long: idle
-IDLE_FPS = 10.0  # frames per second while idle (input is still read every frame)
+# While idle: frames per second where the X server tells us about input between frames
+# (input_watch), and where it cannot (then input is read only in frames).
+IDLE_FPS_WATCHED, IDLE_FPS_BLIND = 1.0, 10.0
+WATCH_S = 1 / 120  # how often an idle window asks the X server about input
 
 
 class App:
@@ -55,6 +62,7 @@ class App:
         brush: float | None = None,
         vsync: bool = True,
         scale: float = 1.0,
+        cpu_threads: int | None = None,
         size: tuple[int, int] = layout.DEFAULT_WINDOW,
         started_at: float | None = None,
     ) -> None:
@@ -74,7 +82,7 @@ class App:
         self.kernel_lists = {
             b: (classifier.kernels(b) if not reason else []) for b, reason in self.backend_reasons.items()
         }
-        self.cpu_threads = window_threads()
+        self.cpu_threads = cpu_threads or window_threads()
         if hasattr(native.cpu, "set_thread_cap"):
             native.cpu.set_thread_cap(self.cpu_threads)
         self.prediction: Prediction | None = None
@@ -94,6 +102,7 @@ class App:
         self._last_seq = 0
         self._quit = False
         self._layout: layout.Layout | None = None
+        self.race: Race | None = None
         self._viewport_size = (0, 0)
         self.shortcuts = keys.shortcuts()
 
@@ -124,6 +133,7 @@ class App:
             "clear": self.clear, "undo": self.undo, "redo": self.redo, "help": self.toggle_help,
             "brush": self.set_brush, "save": self.save, "backend": self.set_backend, "kernel": self.set_kernel,
             "batch": self.set_batch, "continuous": self.set_continuous, "warm": self.set_warm,
+            "race": self.race_toggle,
         }
         with dpg.window(no_scrollbar=False) as self._root:
             # row: drawing | right; right: prediction and engine, side by side or stacked
@@ -194,7 +204,9 @@ class App:
         if result is not None:
             self._apply(result)
             self._touch()
-        if self.continuous or self.worker.busy:
+        if self.race is not None:
+            self.engine.race.show(self.race)
+        if self.continuous or self.worker.busy or (self.race is not None and self.race.running):
             self._touch()
         self.status.update(self._viewport_size[0], self._frame_ms())
         self.draw.place_hint(self.canvas.empty and self.frames > 0)
@@ -218,13 +230,29 @@ class App:
 
     def run(self) -> None:
         """The interactive loop, until the window is closed or Ctrl+Q."""
-        while dpg.is_dearpygui_running() and not self._quit:
-            t0 = time.perf_counter()
-            self.step()
-            if self.idle:
-                time.sleep(max(0.0, 1.0 / IDLE_FPS - (time.perf_counter() - t0)))
+        watch = InputWatch()
+        fps = IDLE_FPS_WATCHED if watch.available else IDLE_FPS_BLIND
+        try:
+            while dpg.is_dearpygui_running() and not self._quit:
+                t0 = time.perf_counter()
+                self.step()
+                if self.idle:
+                    self._wait_for_input(watch, t0 + 1.0 / fps)
+        finally:
+            watch.close()
+
+    def _wait_for_input(self, watch: InputWatch, deadline: float) -> None:
+        """Sleep until `deadline`, or until the X server reports input (then go active)."""
+        watch.changed()  # the state after the frame is the reference
+        while (left := deadline - time.perf_counter()) > 0:
+            time.sleep(min(WATCH_S, left))
+            if watch.changed():
+                self._touch()
+                return
 
     def close(self) -> None:
+        if self.race is not None:
+            self.race.cancel()
         self.worker.close()
         dpg.destroy_context()
 
@@ -355,6 +383,20 @@ class App:
         cur = ks.index(self.kernel) if self.kernel in ks else len(ks) - 1
         self.set_kernel(ks[(cur + step) % len(ks)])
 
+    def race_toggle(self) -> None:
+        """Start a race of every kernel on the drawing at the current batch, or cancel the
+        one running. It runs on its own thread: drawing and reading go on meanwhile."""
+        if self.race is not None and self.race.running:
+            self.race.cancel()
+            return
+        image28 = preprocess(self.canvas.image)
+        if image28 is None:
+            self.say("Draw a digit first: the race runs the kernels on it")
+            return
+        entrants = [(b, k) for b, reason in self.backend_reasons.items() if not reason for k in self.kernel_lists[b]]
+        self.race = Race(self._model, entrants, image28, self.batch).start()
+        dpg.set_value(self.engine.tabs, self.engine.race_tab)
+
     def toggle_help(self, show: bool | None = None) -> None:
         self.help.toggle(show)
 
@@ -402,6 +444,7 @@ class App:
             # Just cleared: blank the reading now rather than after the worker's current job.
             self.prediction = None
             self.pred.show(None)
+            self.pred.show_hidden(None, ())
         # An empty canvas is still sent on a change: the worker switches backend or
         # kernel and reports what it resolved, and classify() returns None cheaply.
         if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
@@ -420,6 +463,7 @@ class App:
         self.history = r.history
         self.prediction = None if self.canvas.empty else r.prediction
         self.pred.show(self.prediction)
+        self.pred.show_hidden(r.hidden if self.prediction is not None else None, r.layer_us)
         self.engine.show_latency(self.history, self.clf_kernel, self.batch, self.warm)
         if self.error:
             self.status.say(self.error, error=True)
