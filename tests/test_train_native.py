@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from gemmpad import train_native
+from gemmpad.bench import train as bench_train
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.model import SHAPES
 from tests.conftest import rel_error
@@ -164,7 +165,7 @@ def test_fit_plumbing_with_a_stand_in_trainer(rng, monkeypatch):
         trainer.initial = args[2]  # what fit() handed over, not the test's own copy
         return trainer
 
-    monkeypatch.setattr(train_native, "_cuda_trainer_class", lambda: make)
+    monkeypatch.setattr(train_native, "cuda_trainer_class", lambda: make)
     orders = [rng.permutation(90) for _ in range(3)]
     seen = []
     got = train_native.fit(x, y, w0, epochs=3, batch_size=16, lr_schedule=lambda e: 0.1 / (e + 1), momentum=0.5,
@@ -310,10 +311,10 @@ def test_graph_replay_equals_direct_launches(rng, mixed):
 @pytest.mark.gpu
 def test_real_digits_learn(rng):
     """If MNIST is at hand: one epoch on 10,000 images must reach > 85% on 2,000 others."""
-    x, y, _, _ = train_native.load_mnist(mnist_dir())
-    w = train_native.init_weights(int(rng.integers(1 << 30)))
+    x, y, _, _ = bench_train.load_mnist(mnist_dir())
+    w = bench_train.init_weights(int(rng.integers(1 << 30)))
     out = train_native.fit(x[:10000], y[:10000], w, epochs=1, batch_size=32, lr_schedule=0.05, precision="fp32")
-    assert train_native.accuracy(out, x[50000:52000], y[50000:52000]) > 0.85
+    assert bench_train.accuracy(out, x[50000:52000], y[50000:52000]) > 0.85
 
 
 @pytest.mark.gpu

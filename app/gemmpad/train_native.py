@@ -4,33 +4,25 @@ Why a native engine: one SGD step of a 784-100-100-10 network is ~0.1 GFLOP,
 far too little work to hide a framework's per-op launches and allocations.
 Here a step is three fused kernels (native/cuda/train/), the dataset and every
 buffer live on the GPU from the start, and a whole epoch is one CUDA-graph
-launch. `bench()` measures that against PyTorch eager and PyTorch with CUDA
-graphs, and checks that both engines learn the same model.
+launch. `gemmpad bench train` (gemmpad.bench.train) measures that against
+PyTorch eager and PyTorch with CUDA graphs, and checks that both engines learn
+the same model.
 
 The batch order is shared with the torch engine through `batch_orders`, so a
 run with the same seed and initial weights follows the same trajectory up to
-float rounding (the parity check of `bench`).
+float rounding (the parity check of `gemmpad bench train`).
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import math
-import os
-import subprocess
-import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gemmpad import native
-from gemmpad.args import integer, number
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError, InputShapeError, InputTypeError
-from gemmpad.files import atomic_path, write_text
 from gemmpad.model import SHAPES
 
 PRECISIONS = ("fp32", "mixed")
@@ -109,7 +101,7 @@ def _check_inputs(
     return np.ascontiguousarray(x), np.ascontiguousarray(y, dtype=np.int32), w
 
 
-def _cuda_trainer_class() -> Any:
+def cuda_trainer_class() -> Any:
     module = native.cuda()  # CudaUnavailable with the reason when there is no GPU
     cls = getattr(module, "Trainer", None)
     if cls is None:
@@ -179,7 +171,7 @@ def fit(
     if batch_order is None:
         orders = batch_orders(len(x), seed)
         batch_order = lambda epoch: next(orders)  # noqa: E731  (called once per epoch, in order)
-    trainer = _cuda_trainer_class()(x, y, w, int(batch_size), precision == "mixed")
+    trainer = cuda_trainer_class()(x, y, w, int(batch_size), precision == "mixed")
     for epoch in range(epochs):
         order = _epoch_order(batch_order, epoch, len(x))
         result = trainer.epoch(order, lrs[epoch], float(momentum), float(weight_decay), use_graph, decay_biases)
@@ -194,351 +186,4 @@ def _host_weights(trainer: Any) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in trainer.weights().items()}
 
 
-# ---------------------------------------------------------------------------- benchmark
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of `gemmpad bench train` (bench.py may also call bench() with its own namespace)."""
-    parser.add_argument("--out", default=None, metavar="DIR", help="write train.json and the PNGs here")
-    parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data)")
-    parser.add_argument("--batches", type=integer(1), nargs="+", default=[64, 256], help="batch sizes to time")
-    parser.add_argument("--epochs", type=integer(1), default=5, help="timed epochs per engine and batch (after one warm-up)")
-    parser.add_argument("--torch-epochs", type=integer(1), default=3, help="timed epochs for the torch engines")
-    parser.add_argument("--parity-epochs", type=integer(0), default=10, help="epochs of the parity run (0: skip it)")
-    parser.add_argument("--parity-batch", type=integer(1), default=64)
-    parser.add_argument("--lr", type=number(0, above=True), default=0.05)
-    parser.add_argument("--momentum", type=number(0), default=0.9)
-    parser.add_argument("--weight-decay", type=number(0), default=1e-4)
-    parser.add_argument("--lr-decay", type=number(0, above=True), default=0.8,
-                        help="parity run: lr of epoch e is lr * lr_decay**e (the timing runs keep lr)")
-    parser.add_argument("--seed", type=int, default=0)
-
-
-def _defaults() -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return parser.parse_args([])
-
-
-def load_mnist(data_dir: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x_train, y_train, x_test, y_test) from gemmpad.data: x float32 [N, 784] in [0, 1], y int32."""
-    from gemmpad import data
-
-    out = []
-    for split in ("train", "test"):
-        s = data.load_split(split, data_dir)
-        out += [s.images.reshape(len(s.images), 784).astype(np.float32) / 255.0, s.labels.astype(np.int32)]
-    return out[0], out[1], out[2], out[3]
-
-
-def init_weights(seed: int) -> dict[str, np.ndarray]:
-    """torch.nn.Linear's default initialisation (uniform +-1/sqrt(fan_in)), from NumPy so both engines share it."""
-    rng = np.random.default_rng(seed)
-    w: dict[str, np.ndarray] = {}
-    for i, (fan_in, fan_out) in enumerate(((784, 100), (100, 100), (100, 10)), start=1):
-        bound = 1.0 / math.sqrt(fan_in)
-        w[f"W{i}"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32)
-        w[f"b{i}"] = rng.uniform(-bound, bound, fan_out).astype(np.float32)
-    return w
-
-
-def accuracy(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> float:
-    """Test accuracy with the NumPy reference forward (argmax of the logits)."""
-    h = np.maximum(x @ weights["W1"] + weights["b1"], 0)
-    h = np.maximum(h @ weights["W2"] + weights["b2"], 0)
-    return float(np.mean(np.argmax(h @ weights["W3"] + weights["b3"], axis=1) == y))
-
-
-class _TorchEngine:
-    """The reference: the same network, loss and optimiser in PyTorch, data resident on the GPU."""
-
-    def __init__(self, x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, a: argparse.Namespace):
-        import torch
-
-        self.torch = torch
-        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 on both sides
-        dev = torch.device("cuda")
-        self.x = torch.from_numpy(x).to(dev)
-        self.y = torch.from_numpy(y.astype(np.int64)).to(dev)
-        layers = [torch.nn.Linear(784, 100), torch.nn.ReLU(), torch.nn.Linear(100, 100), torch.nn.ReLU(),
-                  torch.nn.Linear(100, 10)]
-        self.model = torch.nn.Sequential(*layers).to(dev)
-        with torch.no_grad():
-            for i, lin in enumerate((layers[0], layers[2], layers[4]), start=1):
-                lin.weight.copy_(torch.from_numpy(w[f"W{i}"].T.copy()))
-                lin.bias.copy_(torch.from_numpy(w[f"b{i}"]))
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
-        self.loss_fn = torch.nn.CrossEntropyLoss()
-        self.batch = batch
-        self.n = len(x)
-        self.graph: Any = None
-
-    def set_lr(self, lr: float) -> None:
-        for group in self.opt.param_groups:
-            group["lr"] = lr
-
-    def _step(self, idx: Any) -> Any:
-        self.opt.zero_grad(set_to_none=False)
-        loss = self.loss_fn(self.model(self.x[idx]), self.y[idx])
-        loss.backward()
-        self.opt.step()
-        return loss
-
-    def epoch_eager(self, perm: np.ndarray, record: bool = False) -> list[float]:
-        torch = self.torch
-        p = torch.from_numpy(perm.astype(np.int64)).cuda()
-        losses = [self._step(p[o : o + self.batch]).detach() for o in range(0, self.n, self.batch)]
-        torch.cuda.synchronize()
-        return torch.stack(losses).cpu().tolist() if record else []
-
-    def epoch_graph(self, perm: np.ndarray) -> None:
-        """Full batches replay one captured step (whole-network capture, as in torch's docs); the short tail runs eagerly."""
-        torch = self.torch
-        full = self.n // self.batch * self.batch
-        if self.graph is None:
-            self.static_idx = torch.zeros(self.batch, dtype=torch.int64, device="cuda")
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):  # warm-up: creates the momentum buffers outside the capture
-                    self._step(self.static_idx)
-            torch.cuda.current_stream().wait_stream(side)
-            self.graph = torch.cuda.CUDAGraph()
-            self.opt.zero_grad(set_to_none=True)
-            with torch.cuda.graph(self.graph):
-                loss = self.loss_fn(self.model(self.x[self.static_idx]), self.y[self.static_idx])
-                loss.backward()
-                self.opt.step()
-        p = torch.from_numpy(perm.astype(np.int64)).cuda()
-        for o in range(0, full, self.batch):
-            self.static_idx.copy_(p[o : o + self.batch])
-            self.graph.replay()
-        if full < self.n:
-            self._step(p[full:])
-        torch.cuda.synchronize()
-
-    def weights(self) -> dict[str, np.ndarray]:
-        lins = [m for m in self.model if isinstance(m, self.torch.nn.Linear)]
-        out = {}
-        for i, lin in enumerate(lins, start=1):
-            out[f"W{i}"] = lin.weight.detach().cpu().numpy().T.copy()
-            out[f"b{i}"] = lin.bias.detach().cpu().numpy().copy()
-        return out
-
-
-def _device_info() -> dict[str, Any]:
-    info = dict(native.cuda().status())
-    try:
-        smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        )
-        name, driver = [s.strip() for s in smi.stdout.splitlines()[0].split(",")]
-        info["name"], info["driver"] = name, driver
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        info["driver"] = f"CUDA driver API {info.get('driver_version')}"
-    return {k: info.get(k) for k in ("name", "driver", "compute_capability", "runtime_version", "multiprocessors")}
-
-
-def _time_native(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, mixed: bool,
-                 a: argparse.Namespace) -> dict[str, Any]:
-    trainer = _cuda_trainer_class()(x, y, w, batch, mixed)
-    orders = batch_orders(len(x), a.seed)
-    trainer.epoch(next(orders), a.lr, a.momentum, a.weight_decay, True)  # warm-up: captures the graph
-    wall, gpu = [], []
-    for _ in range(a.epochs):
-        perm = next(orders)
-        start = time.perf_counter()
-        r = trainer.epoch(perm, a.lr, a.momentum, a.weight_decay, True)
-        wall.append(1e3 * (time.perf_counter() - start))
-        gpu.append(r["gpu_ms"])
-    no_graph = []
-    for _ in range(2):
-        start = time.perf_counter()
-        trainer.epoch(next(orders), a.lr, a.momentum, a.weight_decay, False)
-        no_graph.append(1e3 * (time.perf_counter() - start))
-    prof = trainer.profile(200)
-    steps = -(-len(x) // batch)
-    kernel_sum = prof["forward_l1_us"] + prof["rows_us"] + prof["grad_update_us"]
-    return {
-        "engine": "native", "precision": "mixed" if mixed else "fp32", "batch": batch,
-        "epoch_ms_median": float(np.median(wall)), "epoch_ms_min": float(np.min(wall)), "epoch_ms_all": wall,
-        "gpu_ms_median": float(np.median(gpu)), "no_graph_epoch_ms_median": float(np.median(no_graph)),
-        "steps_per_epoch": steps, "profile_us_per_launch": prof,
-        "kernels_back_to_back_ms_per_epoch": steps * kernel_sum / 1e3,
-    }
-
-
-def _time_torch(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, graphs: bool,
-                a: argparse.Namespace) -> dict[str, Any]:
-    eng = _TorchEngine(x, y, w, batch, a)
-    orders = batch_orders(len(x), a.seed)
-    run = eng.epoch_graph if graphs else eng.epoch_eager
-    run(next(orders))  # warm-up (and capture)
-    wall = []
-    for _ in range(a.torch_epochs):
-        perm = next(orders)
-        start = time.perf_counter()
-        run(perm)
-        wall.append(1e3 * (time.perf_counter() - start))
-    return {"engine": "torch_cuda_graph" if graphs else "torch_eager", "precision": "fp32", "batch": batch,
-            "epoch_ms_median": float(np.median(wall)), "epoch_ms_min": float(np.min(wall)), "epoch_ms_all": wall}
-
-
-def _parity(data: tuple[np.ndarray, ...], a: argparse.Namespace) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    """Same initial weights and batch order: torch SGD vs native fp32 (and native mixed)."""
-    x, y, xt, yt = data
-    w0 = init_weights(a.seed)
-    batch = a.parity_batch
-    curves: dict[str, list[float]] = {}
-    final: dict[str, dict[str, np.ndarray]] = {}
-    eng = _TorchEngine(x, y, w0, batch, a)
-    orders = batch_orders(len(x), a.seed)
-    lrs = [a.lr * a.lr_decay**e for e in range(a.parity_epochs)]
-    curve_t: list[float] = []
-    for lr in lrs:
-        eng.set_lr(lr)
-        curve_t += eng.epoch_eager(next(orders), record=True)
-    curves["torch fp32"] = curve_t
-    final["torch fp32"] = eng.weights()
-    for label, mixed in (("native fp32", False), ("native mixed (bf16)", True)):
-        trainer = _cuda_trainer_class()(x, y, w0, batch, mixed)
-        orders = batch_orders(len(x), a.seed)
-        curve: list[float] = []
-        for lr in lrs:
-            trainer.epoch(next(orders), lr, a.momentum, a.weight_decay, True)
-            losses = trainer.samples()[0]
-            curve += [float(losses[o : o + batch].mean()) for o in range(0, len(x), batch)]
-        curves[label] = curve
-        final[label] = trainer.weights()
-    acc = {k: 100.0 * accuracy(v, xt, yt) for k, v in final.items()}
-    ref = np.array(curves["torch fp32"])
-    report = {
-        "batch": batch, "epochs": a.parity_epochs, "lr_per_epoch": lrs, "momentum": a.momentum,
-        "weight_decay": a.weight_decay, "seed": a.seed,
-        "test_accuracy_percent": acc,
-        "accuracy_gap_points_native_fp32": acc["native fp32"] - acc["torch fp32"],
-        "accuracy_gap_points_native_mixed": acc["native mixed (bf16)"] - acc["torch fp32"],
-        "final_epoch_mean_loss": {k: float(np.mean(v[-(-len(x) // batch):])) for k, v in curves.items()},
-        "max_abs_batch_loss_diff_first_100_steps_fp32": float(np.max(np.abs(np.array(curves["native fp32"][:100]) - ref[:100]))),
-        "weight_rel_diff_fp32": {
-            k: float(np.linalg.norm(final["native fp32"][k] - final["torch fp32"][k]) / np.linalg.norm(final["torch fp32"][k]))
-            for k in SHAPES
-        },
-    }
-    return report, curves
-
-
-def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[float]] | None, parity: dict | None) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    engines = ["torch_eager", "torch_cuda_graph", "native fp32", "native mixed"]
-    batches = sorted({r["batch"] for r in results})
-    width = 0.8 / len(batches)
-    for bi, b in enumerate(batches):
-        vals = []
-        for e in engines:
-            match = [r for r in results if r["batch"] == b and
-                     (r["engine"] == e or f"{r['engine']} {r['precision']}" == e)]
-            vals.append(match[0]["epoch_ms_median"] if match else np.nan)
-        bars = ax.bar(np.arange(len(engines)) + bi * width, vals, width, label=f"batch {b}")
-        ax.bar_label(bars, fmt="%.1f", fontsize=7)
-    ax.set_xticks(np.arange(len(engines)) + width * (len(batches) - 1) / 2, engines)
-    ax.set_yscale("log")
-    ax.set_ylabel("ms per epoch (60,000 images), log scale")
-    ax.set_title("MLP 784-100-100-10 training epoch time")
-    ax.legend()
-    fig.tight_layout()
-    with atomic_path(out / "train.png") as tmp:
-        fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-
-    if curves:
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        styles = {"torch fp32": ("k", 2.5), "native fp32": ("tab:orange", 1.2), "native mixed (bf16)": ("tab:blue", 0.8)}
-        k = 50
-        for label, curve in curves.items():
-            c = np.convolve(curve, np.ones(k) / k, mode="valid")
-            colour, lw = styles.get(label, (None, 1.0))
-            acc = parity["test_accuracy_percent"][label] if parity else float("nan")
-            ax.plot(np.arange(len(c)) + k, c, color=colour, lw=lw, label=f"{label} (test acc {acc:.2f}%)")
-        ax.set_yscale("log")
-        ax.set_xlabel("step")
-        ax.set_ylabel(f"training loss (mean of {k} batches)")
-        ax.set_title("Loss parity: same initial weights and batch order")
-        ax.legend()
-        fig.tight_layout()
-        with atomic_path(out / "train_parity.png") as tmp:
-            fig.savefig(tmp, dpi=120)
-        plt.close(fig)
-
-
-def _goals(results: list[dict[str, Any]], parity: dict[str, Any] | None) -> dict[str, Any]:
-    """Issue 6's targets next to what this run measured."""
-    goals: dict[str, Any] = {}
-    for batch, limit in ((256, 15.0), (64, 40.0)):
-        match = [r for r in results if r["engine"] == "native" and r["precision"] == "fp32" and r["batch"] == batch]
-        if match:
-            ms = match[0]["epoch_ms_median"]
-            goals[f"native_fp32_batch{batch}_epoch_ms<={limit:g}"] = {"measured": ms, "met": ms <= limit}
-    if parity:
-        gap = parity["accuracy_gap_points_native_fp32"]
-        goals["test_accuracy_gap_points<=0.2"] = {"measured": gap, "met": abs(gap) <= 0.2}
-    return goals
-
-
-def bench(args: argparse.Namespace | None = None) -> int:
-    """`gemmpad bench train`: epoch times of native fp32/mixed vs torch eager / CUDA graphs, and the parity run.
-
-    Writes train.json, train.png (epoch times) and train_parity.png (loss curves)
-    under --out when given. Missing attributes on `args` take add_arguments()'s defaults.
-    """
-    a = _defaults()
-    for key, value in vars(args or argparse.Namespace()).items():
-        setattr(a, key, value)
-    _cuda_trainer_class()  # no GPU: say so before loading anything
-    data = load_mnist(a.data)
-    x, y = data[0], data[1]
-    w0 = init_weights(a.seed)
-    results: list[dict[str, Any]] = []
-    for b in a.batches:
-        for mixed in (False, True):
-            results.append(_time_native(x, y, w0, b, mixed, a))
-            print(f"native {'mixed' if mixed else 'fp32 '} batch {b:4d}: {results[-1]['epoch_ms_median']:8.2f} ms/epoch",
-                  flush=True)
-        for graphs in (False, True):
-            results.append(_time_torch(x, y, w0, b, graphs, a))
-            print(f"{results[-1]['engine']:16s} batch {b:4d}: {results[-1]['epoch_ms_median']:8.2f} ms/epoch", flush=True)
-    for r in results:
-        eager = [q for q in results if q["batch"] == r["batch"] and q["engine"] == "torch_eager"]
-        if eager:
-            r["speedup_vs_torch_eager"] = eager[0]["epoch_ms_median"] / r["epoch_ms_median"]
-    parity, curves = (None, None)
-    if a.parity_epochs > 0:
-        parity, curves = _parity(data, a)
-        print(json.dumps(parity["test_accuracy_percent"]), flush=True)
-    import torch
-
-    report = {
-        "what": "epoch time (60,000 MNIST images, wall clock incl. batch-order upload) of the 784-100-100-10 MLP",
-        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": _device_info(),
-        "torch": torch.__version__,
-        "settings": {k: getattr(a, k) for k in ("batches", "epochs", "torch_epochs", "lr", "momentum", "weight_decay", "lr_decay", "seed")},
-        "goals": _goals(results, parity),
-        "results": results,
-        "parity": parity,
-    }
-    if a.out:
-        out = Path(a.out)
-        write_text(out / "train.json", json.dumps(report, indent=2) + "\n")
-        _plots(out, results, curves, parity)
-        print(f"wrote {out / 'train.json'}", flush=True)
-    return 0
-
-
-__all__ = ["PRECISIONS", "add_arguments", "batch_orders", "bench", "fit", "load_mnist", "lr_at"]
+__all__ = ["PRECISIONS", "batch_orders", "fit", "lr_at"]

@@ -1,0 +1,75 @@
+"""`gemmpad bench gemm|mlp|train|report`: the measurements behind every speed claim.
+
+Every figure is a ratio against a reference measured in the same process on
+the same machine (cuBLAS at the same precision for GEMMs, NumPy for CPU
+kernels; torch eager / CUDA graph and NumPy for the MLP), and every kernel is
+checked for correctness before it is timed: a fast wrong kernel is no result.
+Each command prints markdown tables; with --out it writes JSON carrying the
+machine's description (`machine`) plus a PNG chart when matplotlib is
+installed, and with --readme it rewrites the README's table from that JSON
+(`report`, which also regenerates the tables from committed JSON).
+
+One module per command: `gemm`, `mlp`, `train`, `report`; `machine` is the one
+description of the machine that every result file carries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+
+from gemmpad import registry
+from gemmpad.errors import GemmpadError
+from gemmpad.files import check_writable_dir
+
+# subcommand -> help; each is the module gemmpad.bench.<name> with add_arguments(parser) and run(args)
+COMMANDS = {
+    "gemm": "every GEMM kernel vs cuBLAS at the same precision (GPU) and NumPy (CPU)",
+    "mlp": "the MLP forward pass per backend and kernel vs torch and NumPy",
+    "train": "native training engine vs torch, with a parity run",
+    "report": "the README's tables from committed result JSON (no GPU needed)",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
+    for name, help_text in COMMANDS.items():
+        _module(name).add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+
+
+def _module(name: str):  # noqa: ANN202  (a module)
+    return importlib.import_module(f"gemmpad.bench.{name}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "readme", None):
+        from gemmpad.bench.report import check_readme
+
+        if args.what != "report" and not args.out:
+            raise GemmpadError("--readme needs --out DIR: the table is made from the JSON written there")
+        for block in ([args.what] if args.what != "report" else []):
+            check_readme(args.readme, block)  # before the run, not after it
+    if getattr(args, "out", None):
+        check_writable_dir(args.out, f"--out {args.out}")
+    if getattr(args, "kernels", None):  # a typo, or kernels this machine lacks, would measure nothing and exit 0
+        specs = registry.kernels(kind="gemm" if args.what == "gemm" else None)
+        numpy_ = [] if args.what == "gemm" else ["numpy"]
+        known = [s.name for s in specs] + numpy_
+        unmatched = [p for p in args.kernels if not select(known, [p])]
+        if unmatched:
+            raise GemmpadError(f"--kernels {' '.join(unmatched)}: matches no kernel; known: {', '.join(known)}")
+        if not select([s.name for s in specs if s.available] + numpy_, args.kernels):
+            why = {s.unavailable_reason for s in specs if select([s.name], args.kernels)}
+            raise GemmpadError(f"--kernels {' '.join(args.kernels)}: none of them can run here ({'; '.join(sorted(why))})")
+    return int(_module(args.what).run(args) or 0)
+
+
+def select(names: list[str], patterns: list[str] | None) -> list[str]:
+    """The names matching any pattern (a full name or a regular expression); all of them without patterns."""
+    if not patterns:
+        return names
+    try:
+        return [n for n in names if any(p == n or re.search(p, n) for p in patterns)]
+    except re.error as exc:
+        raise GemmpadError(f"--kernels: {exc.pattern!r} is neither a kernel name nor a regular expression ({exc})") from None

@@ -1,0 +1,275 @@
+"""`gemmpad bench gemm`: every GEMM kernel, checked against float64 and then
+timed against cuBLAS at the same precision (NumPy for CPU kernels).
+
+By default it times the MLP's own layer shapes (256 and 4096 rows x 784 -> 100,
+4096 x 100 -> 100) next to the large squares (4096³, 8192³) where the ladder is
+usually compared. The reference for each precision comes from PRECISIONS: a
+kernel registered with a precision listed there gets its cuBLAS row without
+further code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gemmpad import native, registry
+from gemmpad.args import integer, number
+from gemmpad.bench import select
+from gemmpad.bench.machine import machine
+from gemmpad.bench.report import add_readme_argument, gemm_table, write
+from gemmpad.errors import GemmpadError
+
+DEFAULT_SIZES = ["256x100x784", "4096x100x784", "4096x100x100", "4096x4096x4096", "8192x8192x8192"]
+# The CPU ladder's naive rung needs ~1 s per GFLOP: larger products are skipped
+# unless named with --kernels.
+CPU_MAX_MNK = 1.1e9
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How a kernel precision is checked and which cuBLAS call is its reference."""
+
+    tolerance: float  # relative error (Frobenius) against float64 that still counts as correct
+    dtype: str  # operand type of the reference matmul (torch / cupy attribute name)
+    tf32: bool = False  # the reference may use TF32 tensor cores
+
+
+PRECISIONS = {
+    "fp32": Precision(1e-5, "float32"),
+    "tf32": Precision(5e-3, "float32", tf32=True),
+    "fp16": Precision(5e-3, "float16"),
+    "bf16": Precision(2e-2, "bfloat16"),
+}
+
+
+def precision(name: str) -> Precision:
+    try:
+        return PRECISIONS[name]
+    except KeyError:
+        raise GemmpadError(f"precision {name!r} has no entry in gemmpad.bench.gemm.PRECISIONS "
+                           f"(known: {', '.join(PRECISIONS)})") from None
+
+
+def add_arguments(g: argparse.ArgumentParser) -> None:
+    g.add_argument("--sizes", nargs="+", default=DEFAULT_SIZES, metavar="MxNxK")
+    g.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
+    g.add_argument("--reps", type=integer(1), default=50, help="timed repetitions per measurement at most")
+    g.add_argument("--budget-s", type=number(0, above=True), default=2.0, help="time budget per measurement (fewer reps if slow)")
+    g.add_argument("--out", default=None, metavar="DIR", help="write bench-gemm.json (+ .png) here")
+    add_readme_argument(g)
+
+
+def parse_size(s: str) -> tuple[int, int, int]:
+    try:
+        m, n, k = (int(v) for v in s.lower().split("x"))
+    except ValueError:
+        raise GemmpadError(f"size {s!r} is not MxNxK (e.g. 1024x1024x768)") from None
+    if min(m, n, k) < 1:
+        raise GemmpadError(f"size {s!r}: every dimension must be >= 1")
+    return m, n, k
+
+
+def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> float:
+    """Relative error of the kernel against float64 on a sample of up to 64 rows (fresh random data)."""
+    import gemmpad
+
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    out = np.full((m, n), np.nan, dtype=np.float32)
+    gemmpad.gemm(a, b, kernel=name, out=out)
+    rows = rng.choice(m, size=min(m, 64), replace=False)
+    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
+    got = out[rows].astype(np.float64)
+    if not np.all(np.isfinite(got)):
+        return float("nan")
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def adaptive(time_once: Callable[[int], list[float]], max_reps: int, budget_s: float) -> list[float]:
+    """Times in ms: one probe, then as many reps as fit the budget (3..max_reps)."""
+    probe = time_once(1)
+    reps = int(min(max_reps, max(3, budget_s * 1e3 / max(probe[0], 1e-3))))
+    return time_once(reps)
+
+
+class CublasRef:
+    """cuBLAS through torch (cupy if torch lacks CUDA), timed like our kernels:
+    CUDA events around each call, L2 flushed before each rep, median."""
+
+    def __init__(self) -> None:
+        self.backend = ""
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                self.torch = torch
+                self.backend = f"torch {torch.__version__} (cuBLAS)"
+                return
+        except ImportError:
+            pass
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+            self.cupy = cupy
+            self.backend = f"cupy {cupy.__version__} (cuBLAS)"
+        except Exception:  # noqa: BLE001  (no cupy, or cupy without a device)
+            pass
+
+    def time_ms(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float] | None:
+        if self.backend.startswith("torch"):
+            return self._torch(m, n, k, prec, reps)
+        if self.backend.startswith("cupy") and not prec.tf32 and hasattr(self.cupy, prec.dtype):
+            return self._cupy(m, n, k, prec, reps)
+        return None
+
+    def _torch(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float]:
+        torch = self.torch
+        torch.backends.cuda.matmul.allow_tf32 = prec.tf32
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        dtype = getattr(torch, prec.dtype)
+        a = torch.rand(m, k, device="cuda", dtype=dtype)
+        b = torch.rand(k, n, device="cuda", dtype=dtype)
+        c = torch.empty(m, n, device="cuda", dtype=dtype)
+        flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+        for _ in range(3):
+            torch.matmul(a, b, out=c)
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(reps):
+            flush.zero_()
+            start.record()
+            torch.matmul(a, b, out=c)
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+        torch.backends.cuda.matmul.allow_tf32 = False
+        return times
+
+    def _cupy(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float]:
+        cp = self.cupy
+        dtype = getattr(cp, prec.dtype)
+        a = cp.random.rand(m, k).astype(dtype)
+        b = cp.random.rand(k, n).astype(dtype)
+        c = cp.empty((m, n), dtype=dtype)
+        flush = cp.empty(2 * cp.cuda.Device().attributes["L2CacheSize"], dtype=cp.uint8)
+        cp.matmul(a, b, out=c)
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        times = []
+        for _ in range(reps):
+            flush.fill(0)
+            start.record()
+            cp.matmul(a, b, out=c)
+            stop.record()
+            stop.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, stop))
+        return times
+
+
+def time_cpu(fn: Callable[[], object], reps: int) -> list[float]:
+    fn()  # warm-up: page in, spin up threads
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def run(args: argparse.Namespace) -> int:
+    import gemmpad
+
+    sizes = [parse_size(s) for s in args.sizes]
+    specs = [s for s in registry.kernels(kind="gemm") if s.available]
+    names = select([s.name for s in specs], args.kernels)
+    explicit = set(args.kernels or [])
+    by_name = {s.name: s for s in specs}
+    for name in names:
+        precision(by_name[name].precision)  # an unknown precision fails before anything is timed
+    cuda_mod = native.cuda() if any(by_name[n].device == "cuda" for n in names) else None
+    ref = CublasRef() if cuda_mod is not None else None
+    rng = np.random.default_rng(0)  # the same operands every run: a wrong result can be replayed
+    results: list[dict[str, Any]] = []
+    failures = 0
+    print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
+          f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
+    ref_cache: dict[tuple[int, int, int, str], float] = {}
+    for m, n, k in sizes:
+        flop = 2.0 * m * n * k
+        for name in names:
+            spec = by_name[name]
+            if spec.device == "cpu" and m * n * k > CPU_MAX_MNK and name not in explicit:
+                print(f"  {name} {m}x{n}x{k}: skipped (CPU kernels above {CPU_MAX_MNK:.2g} M*N*K run only when "
+                      "named in full in --kernels)", flush=True)
+                continue
+            row: dict[str, Any] = {"kernel": name, "device": spec.device, "precision": spec.precision,
+                                   "M": m, "N": n, "K": k}
+            err = check(name, m, n, k, rng)
+            row["rel_error"] = err
+            row["correct"] = bool(err <= precision(spec.precision).tolerance)
+            if not row["correct"]:
+                failures += 1
+                print(f"  {name} {m}x{n}x{k}: WRONG (relative error {err:.3g}); not timed", flush=True)
+                results.append(row)
+                continue
+            if spec.device == "cuda":
+                assert cuda_mod is not None and ref is not None
+                times = adaptive(lambda r: list(cuda_mod.bench_gemm(name, m, n, k, reps=r, warmup=2 if r == 1 else 5)),
+                                 args.reps, args.budget_s)
+                key = (m, n, k, spec.precision)
+                if key not in ref_cache:
+                    rt = ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
+                    ref_cache[key] = statistics.median(rt) if rt else float("nan")
+                ref_ms, ref_name = ref_cache[key], f"cuBLAS {spec.precision}"
+            else:
+                a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+                b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+                out = np.empty((m, n), dtype=np.float32)
+                times = adaptive(lambda r: time_cpu(lambda: gemmpad.gemm(a, b, kernel=name, out=out), r),
+                                 args.reps, args.budget_s)
+                key = (m, n, k, "numpy")
+                if key not in ref_cache:
+                    ref_cache[key] = statistics.median(time_cpu(lambda: np.matmul(a, b, out=out), 10))
+                ref_ms, ref_name = ref_cache[key], "NumPy"
+            ms = statistics.median(times)
+            row.update(ms=ms, reps=len(times), gflops=flop / ms / 1e6, reference=ref_name, reference_ms=ref_ms,
+                       reference_gflops=flop / ref_ms / 1e6, percent_of_reference=100.0 * ref_ms / ms)
+            results.append(row)
+            print(f"  {name:<28} {m}x{n}x{k:<6} {row['gflops']:10.1f} GFLOP/s  {row['percent_of_reference']:6.1f}% "
+                  f"of {ref_name}  (err {err:.2g})", flush=True)
+    print()
+    print(gemm_table(results))
+    if args.out:
+        payload = {"machine": machine(), "reference": ref.backend if ref else "NumPy", "results": results}
+        timed = any("ms" in r for r in results)
+        write(args.out, "bench-gemm", payload, (lambda p: plot(results, p)) if timed else None,
+              args.readme, "gemm" if timed else None)
+    return 1 if failures else 0
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    timed = [r for r in results if "ms" in r]
+    sizes = sorted({(r["M"], r["N"], r["K"]) for r in timed}, key=lambda s: s[0] * s[1] * s[2])
+    fig, axes = plt.subplots(len(sizes), 1, figsize=(10, 2.6 * max(1, len(sizes))), squeeze=False)
+    for ax, size in zip(axes[:, 0], sizes):
+        rows = [r for r in timed if (r["M"], r["N"], r["K"]) == size]
+        colors = ["tab:blue" if r["device"] == "cuda" else "tab:orange" for r in rows]
+        ax.barh([r["kernel"] for r in rows], [r["percent_of_reference"] for r in rows], color=colors)
+        ax.axvline(100, color="k", lw=0.8)
+        ax.set_title(f"{size[0]}x{size[1]}x{size[2]}: % of reference (cuBLAS same precision / NumPy)", fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

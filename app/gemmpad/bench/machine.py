@@ -1,0 +1,81 @@
+"""The one description of the machine a benchmark ran on: device, driver, CUDA,
+clocks, host CPU and versions. Every result file carries it, because a figure
+without its machine cannot be read; the README's caption line is made from it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+SMI_FIELDS = "name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit"
+
+
+def machine() -> dict[str, Any]:
+    """Device, driver, CUDA, clocks and versions: what a figure needs to be read."""
+    from gemmpad.info import collect
+
+    info = collect()
+    out: dict[str, Any] = {
+        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "cpu": _cpu_model(),
+        "host_cores": _cores(),
+        "cpu_features": info["cpu_features"],
+        "versions": info["versions"],
+        "cuda": info["cuda"],
+    }
+    smi = _nvidia_smi()
+    if smi:
+        out["nvidia_smi"] = smi
+    return out
+
+
+def caption(m: dict[str, Any]) -> str:
+    """One line: device, driver, CUDA, versions and date of a result file's machine."""
+    cuda, smi, v = m.get("cuda", {}), m.get("nvidia_smi", {}), m.get("versions", {})
+    parts = []
+    if cuda.get("available"):
+        sms = f", {cuda['multiprocessors']} SMs" if cuda.get("multiprocessors") else ""
+        parts.append(f"{cuda.get('device', 'GPU')}{sms}")
+        if smi.get("driver_version"):
+            parts.append(f"driver {smi['driver_version']}")
+        if cuda.get("runtime_version"):
+            rt = int(cuda["runtime_version"])
+            parts.append(f"CUDA {rt // 1000}.{rt % 1000 // 10}")
+    host = m.get("cpu", "")
+    if m.get("host_cores"):
+        host = f"{host}, {m['host_cores']} cores" if host else f"{m['host_cores']} cores"
+    if host:
+        parts.append(f"host {host}")
+    parts += [f"{name} {v[name]}" for name in ("gemmpad", "python", "numpy", "torch") if v.get(name)]
+    date = str(m.get("date_utc", ""))[:10]
+    return ", ".join(parts) + (f"; {date}" if date else "")
+
+
+def _nvidia_smi() -> dict[str, str]:
+    try:
+        smi = subprocess.run(["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        if smi.returncode == 0:
+            return dict(zip(SMI_FIELDS.split(","), (v.strip() for v in smi.stdout.splitlines()[0].split(","))))
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    return {}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 0)

@@ -1,0 +1,304 @@
+"""`gemmpad bench mlp`: the whole forward pass per backend and kernel at a few
+batch sizes, against torch eager, torch replayed from a CUDA graph and NumPy,
+each result checked against float64 before it is timed; then a CPU-vs-GPU
+batch sweep and, with --soak, a memory soak.
+
+Kernel time is what `Classifier.last_timing` reports (CUDA events around the
+forward pass on the GPU); end to end is the wall clock from the input array to
+probabilities in host memory, through the Python API a caller uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gemmpad import native, registry
+from gemmpad.args import integer, number
+from gemmpad.bench import select
+from gemmpad.bench.gemm import precision as precision_of
+from gemmpad.bench.machine import machine
+from gemmpad.bench.report import add_readme_argument, mlp_table, sweep_table, write
+from gemmpad.errors import GemmpadError
+
+MLP_BATCHES = [1, 16, 256, 4096]
+SWEEP_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+
+def add_arguments(m: argparse.ArgumentParser) -> None:
+    m.add_argument("--batches", nargs="+", type=integer(1), default=MLP_BATCHES)
+    m.add_argument("--sweep", nargs="*", type=integer(1), default=SWEEP_BATCHES, help="batch sweep for CPU vs GPU")
+    m.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
+    m.add_argument("--budget-s", type=number(0, above=True), default=0.3, help="time budget per measurement")
+    m.add_argument("--soak", type=integer(0), default=0, metavar="N", help="also run N batch-1 calls per backend, report memory")
+    m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
+    m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
+    add_readme_argument(m)
+
+
+def _bench_model(path: str | None) -> tuple[Any, str]:
+    """The shipped model when present; otherwise He-initialised random weights
+    (timings do not depend on the values, and the correctness check still holds)."""
+    from gemmpad.model import SHAPES, Model, load_model
+
+    try:
+        return load_model(path), "shipped model" if path is None else path
+    except GemmpadError:
+        if path is not None:
+            raise
+    rng = np.random.default_rng(1)
+    w = {}
+    for name, shape in SHAPES.items():
+        scale = np.sqrt(2.0 / shape[0]) if len(shape) == 2 else 0.1
+        w[name] = rng.normal(0.0, scale, shape).astype(np.float32)
+    return Model(weights=w), "random weights (no model file found)"
+
+
+def digit_like(rng: np.random.Generator, batch: int) -> np.ndarray:
+    """Inputs shaped like drawn digits for timing: values in [0, 1], ~80% zero
+    (the CPU kernel skips zero pixels, so all-dense inputs would misrepresent it)."""
+    x = rng.uniform(0.0, 1.0, (batch, 784)).astype(np.float32)
+    x[rng.random((batch, 784)) > 0.2] = 0.0
+    return x
+
+
+def time_calls(call: Callable[[], tuple[float, float]], budget_s: float, max_reps: int = 5000) -> tuple[float, float, int]:
+    """Median kernel and end-to-end microseconds of repeated calls within a budget."""
+    for _ in range(3):
+        call()
+    ks, es = [], []
+    t_end = time.perf_counter() + budget_s
+    while len(ks) < 10 or (time.perf_counter() < t_end and len(ks) < max_reps):
+        k, e = call()
+        ks.append(k)
+        es.append(e)
+    return statistics.median(ks), statistics.median(es), len(ks)
+
+
+class TorchMlp:
+    """The same network in torch on the GPU: eager, and replayed from a CUDA graph."""
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        self.torch = torch
+        torch.backends.cuda.matmul.allow_tf32 = False
+        w = model.weights
+        self.params = [torch.from_numpy(w[k]).cuda() for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
+        self.version = torch.__version__
+
+    def forward(self, x: Any) -> Any:
+        W1, b1, W2, b2, W3, b3 = self.params
+        t = self.torch
+        h = t.relu(t.addmm(b1, x, W1))
+        h = t.relu(t.addmm(b2, h, W2))
+        return t.softmax(t.addmm(b3, h, W3), dim=1)
+
+    def eager(self, x_host: np.ndarray) -> Callable[[], tuple[float, float]]:
+        t = self.torch
+        x_dev = t.from_numpy(x_host).cuda()
+        start, stop = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+
+        def call() -> tuple[float, float]:
+            t0 = time.perf_counter()
+            xd = t.from_numpy(x_host).cuda()
+            out = self.forward(xd).cpu().numpy()
+            e2e = (time.perf_counter() - t0) * 1e6
+            del out
+            start.record()  # kernel time: the forward alone, input already on the device
+            self.forward(x_dev)
+            stop.record()
+            stop.synchronize()
+            return start.elapsed_time(stop) * 1e3, e2e
+
+        return call
+
+    def graph(self, x_host: np.ndarray) -> Callable[[], tuple[float, float]]:
+        t = self.torch
+        static_in = t.from_numpy(x_host).cuda()
+        pinned_in = t.from_numpy(x_host).pin_memory()
+        stream = t.cuda.Stream()
+        stream.wait_stream(t.cuda.current_stream())
+        with t.cuda.stream(stream):
+            for _ in range(3):
+                self.forward(static_in)
+        t.cuda.current_stream().wait_stream(stream)
+        g = t.cuda.CUDAGraph()
+        with t.cuda.graph(g):
+            static_out = self.forward(static_in)
+        pinned_out = t.empty(static_out.shape, dtype=static_out.dtype).pin_memory()
+        start, stop = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+
+        def call() -> tuple[float, float]:
+            t0 = time.perf_counter()
+            pinned_in.numpy()[...] = x_host
+            static_in.copy_(pinned_in, non_blocking=True)
+            t.cuda._sleep(1)  # the copy engine hands over before the timed span, as in Mlp (mlp.cu's copy_in)
+            start.record()
+            g.replay()
+            stop.record()
+            pinned_out.copy_(static_out, non_blocking=True)
+            t.cuda.current_stream().synchronize()
+            out = pinned_out.numpy().copy()
+            del out
+            return start.elapsed_time(stop) * 1e3, (time.perf_counter() - t0) * 1e6
+
+        return call
+
+
+def _rss_bytes() -> int:
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def soak(clf: Any, calls: int, rng: np.random.Generator) -> dict[str, Any]:
+    """`calls` batch-1 predictions; host RSS and device memory after a warm-up vs at the end."""
+    x = digit_like(rng, 1)
+    cuda_mod = native.cuda_module_if_built() if clf.backend == "cuda" else None
+    for _ in range(1000):
+        clf.predict(x)
+    rss0 = _rss_bytes()
+    gpu0 = cuda_mod.mem_info()[0] if cuda_mod else 0
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        clf.predict(x)
+    secs = time.perf_counter() - t0
+    rss1 = _rss_bytes()
+    gpu1 = cuda_mod.mem_info()[0] if cuda_mod else 0
+    return {"backend": clf.backend, "kernel": clf.kernel, "calls": calls, "seconds": secs,
+            "rss_start_mb": rss0 / 2**20, "rss_end_mb": rss1 / 2**20, "rss_growth_kb": (rss1 - rss0) / 1024,
+            "gpu_used_growth_kb": (gpu0 - gpu1) / 1024 if cuda_mod else None}
+
+
+def run(args: argparse.Namespace) -> int:
+    from gemmpad.engine import BACKENDS, Classifier, available_backends
+
+    model, model_name = _bench_model(args.model)
+    avail = available_backends()
+    rng = np.random.default_rng(0)
+    rows: list[dict[str, Any]] = []
+    failures = 0
+    inputs = {b: digit_like(rng, b) for b in sorted(set(args.batches) | set(args.sweep or []))}
+    refs = {b: model.forward(x.astype(np.float64)) for b, x in inputs.items()}
+    print(f"MLP benchmark ({model_name}); backends: "
+          + ", ".join(f"{b} ({r or 'ok'})" for b, r in avail.items()), flush=True)
+    clf: Classifier | None = None
+    usable = [b for b in BACKENDS if not avail[b]]
+    for backend in usable:
+        clf = Classifier(model, backend=backend) if clf is None else clf
+        for kernel in select(clf.kernels(backend), args.kernels):
+            clf.configure(backend, kernel)
+            precision = "fp32" if backend == "numpy" else registry.get(kernel).precision
+            for batch in args.batches:
+                x = inputs[batch]
+                probs = clf.predict(x)
+                err = float(np.max(np.abs(probs - refs[batch])) / np.max(np.abs(refs[batch])))
+                same = bool(np.all(np.argmax(probs, 1) == np.argmax(refs[batch], 1)))
+                ok = err <= precision_of(precision).tolerance  # argmax agreement is reported; near-ties may flip it
+                row = {"backend": backend, "kernel": kernel, "precision": precision, "batch": batch,
+                       "max_rel_error": err, "same_argmax": same, "correct": ok}
+                if not ok:
+                    failures += 1
+                    print(f"  {kernel} batch {batch}: WRONG (error {err:.3g}, same argmax {same})", flush=True)
+                    rows.append(row)
+                    continue
+
+                def call(x: np.ndarray = x) -> tuple[float, float]:
+                    clf.predict(x)
+                    t = clf.last_timing
+                    return t.kernel_us, t.end_to_end_us
+
+                k_us, e_us, reps = time_calls(call, args.budget_s)
+                row.update(kernel_us=k_us, e2e_us=e_us, reps=reps)
+                rows.append(row)
+                print(f"  {kernel:<28} batch {batch:>5}: kernel {k_us:10.2f} us  end-to-end {e_us:10.2f} us", flush=True)
+    torch_version = ""
+    if not avail["cuda"]:
+        try:
+            tm = TorchMlp(model)
+            torch_version = tm.version
+        except ImportError:
+            tm = None
+        if tm is not None:
+            for label, make in (("torch eager", tm.eager), ("torch CUDA graph", tm.graph)):
+                for batch in args.batches:
+                    k_us, e_us, reps = time_calls(make(inputs[batch]), args.budget_s)
+                    rows.append({"backend": "torch", "kernel": label, "precision": "fp32", "batch": batch,
+                                 "kernel_us": k_us, "e2e_us": e_us, "reps": reps, "correct": True})
+                    print(f"  {label:<28} batch {batch:>5}: kernel {k_us:10.2f} us  end-to-end {e_us:10.2f} us",
+                          flush=True)
+    sweep = _sweep(model, usable, inputs, args) if args.sweep else []
+    soaks = []
+    if args.soak > 0:
+        for backend in usable:
+            s_clf = Classifier(model, backend=backend)
+            soaks.append(soak(s_clf, args.soak, rng))
+            print(f"  soak {backend}: {soaks[-1]}", flush=True)
+    print()
+    print(mlp_table(rows))
+    if sweep:
+        print()
+        print(sweep_table(sweep))
+    if args.out:
+        payload = {"machine": machine(), "model": model_name, "torch": torch_version, "results": rows,
+                   "sweep": sweep, "soak": soaks}
+        timed = sweep or any("e2e_us" in r for r in rows)
+        write(args.out, "bench-mlp", payload, (lambda p: plot(rows, sweep, p)) if timed else None,
+              args.readme, "mlp" if timed else None)
+    return 1 if failures else 0
+
+
+def _sweep(model: Any, backends: list[str], inputs: dict[int, np.ndarray], args: argparse.Namespace) -> list[dict]:
+    """End-to-end time per call of each backend's default kernel across batch sizes."""
+    from gemmpad.engine import Classifier
+
+    out = []
+    for backend in backends:
+        clf = Classifier(model, backend=backend)
+        for batch in args.sweep:
+            x = inputs[batch]
+
+            def call(x: np.ndarray = x) -> tuple[float, float]:
+                clf.predict(x)
+                return clf.last_timing.kernel_us, clf.last_timing.end_to_end_us
+
+            k_us, e_us, _ = time_calls(call, min(args.budget_s, 0.15))
+            out.append({"backend": backend, "kernel": clf.kernel, "batch": batch, "kernel_us": k_us, "e2e_us": e_us})
+    return out
+
+
+def plot(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 6))
+    timed = [r for r in rows if "e2e_us" in r and r["batch"] == 1]
+    ax1.barh([r["kernel"] for r in timed], [r["e2e_us"] for r in timed], color="tab:gray", label="end to end")
+    ax1.barh([r["kernel"] for r in timed], [r["kernel_us"] for r in timed], color="tab:blue", label="kernel")
+    ax1.set_xscale("log")
+    ax1.set_xlabel("microseconds per call, batch 1 (log)")
+    ax1.tick_params(labelsize=7)
+    ax1.invert_yaxis()
+    ax1.legend()
+    for backend in dict.fromkeys(r["backend"] for r in sweep):
+        pts = [r for r in sweep if r["backend"] == backend]
+        ax2.plot([r["batch"] for r in pts], [r["e2e_us"] for r in pts], marker="o", label=f"{backend} ({pts[0]['kernel']})")
+    ax2.set_xscale("log", base=2)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("batch")
+    ax2.set_ylabel("end-to-end microseconds per call (log)")
+    ax2.set_title("CPU vs GPU end to end, by batch")
+    if sweep:
+        ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+

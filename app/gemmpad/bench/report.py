@@ -1,0 +1,220 @@
+"""Tables from benchmark results, and the README blocks made of them.
+
+Every run prints its full tables; `--out DIR --readme README.md` also rewrites
+the README's block between `<!-- bench:gemm begin -->` and
+`<!-- bench:gemm end -->` (or `bench:mlp`) with the summary table and its
+caption line, so the README shows what the committed JSON holds and nothing
+typed by hand. `gemmpad bench report` does the same from committed JSON,
+without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gemmpad.bench.machine import caption
+from gemmpad.errors import GemmpadError
+from gemmpad.files import atomic_path, write_text
+
+DEFAULT_DIR = "assets/benchmarks/h200"
+RESULTS = {"gemm": "bench-gemm.json", "mlp": "bench-mlp.json"}  # block name -> result file
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", default=DEFAULT_DIR, help=f"where the result JSON is (default {DEFAULT_DIR})")
+    add_readme_argument(parser)
+
+
+def add_readme_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--readme", default=None, metavar="FILE",
+                        help="rewrite this file's block between <!-- bench:NAME begin/end --> with the summary table")
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gemmpad bench report`: the summary tables of the result files in --dir (no GPU needed)."""
+    d = Path(args.dir)
+    found = {name: d / f for name, f in RESULTS.items() if (d / f).is_file()}
+    if not found:
+        raise GemmpadError(f"--dir {d}: no {' or '.join(RESULTS.values())} there")
+    for name, path in found.items():
+        block = summary_block(name, _load(path), path, args.readme)
+        print(block + "\n")
+        if args.readme:
+            rewrite_block(args.readme, name, block)
+    return 0
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise GemmpadError(f"{path}: not a readable result file ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise GemmpadError(f"{path}: not a gemmpad bench result (no 'results' list)")
+    return data
+
+
+# ---------------------------------------------------------------- README blocks
+def markers(name: str) -> tuple[str, str]:
+    return f"<!-- bench:{name} begin -->", f"<!-- bench:{name} end -->"
+
+
+def check_readme(readme: str, name: str) -> None:
+    """Raise GemmpadError unless `readme` holds the block `name` (checked before a run, not after it)."""
+    try:
+        text = Path(readme).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GemmpadError(f"--readme {readme}: cannot read it ({exc.strerror or exc})") from None
+    begin, end = markers(name)
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise GemmpadError(f"--readme {readme}: needs exactly one {begin} ... {end} block")
+
+
+def rewrite_block(readme: str, name: str, block: str) -> None:
+    """Replace what lies between the block's markers (atomically; nothing else in the file changes)."""
+    check_readme(readme, name)
+    text = Path(readme).read_text(encoding="utf-8")
+    begin, end = markers(name)
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    write_text(readme, f"{head}{begin}\n{block}\n\n{end}{tail}")
+    print(f"rewrote the {name} block of {readme}")
+
+
+def summary_block(name: str, data: dict[str, Any], path: Path, readme: str | None) -> str:
+    """Caption line (machine, date, link to the JSON) and the summary table."""
+    link = os.path.relpath(path.resolve(), Path(readme).resolve().parent) if readme else str(path)
+    table = {"gemm": gemm_summary, "mlp": mlp_summary}[name](data["results"])
+    return f"{caption(data.get('machine', {}))}; [{path.name}]({link}).\n\n{table}"
+
+
+def _size(r: dict[str, Any]) -> str:
+    m, n, k = r["M"], r["N"], r["K"]
+    return f"{m}³" if m == n == k else f"{m}×{n}×{k}"
+
+
+def gemm_summary(results: list[dict[str, Any]]) -> str:
+    """GFLOP/s (percent of the same-precision reference) per kernel and size, then the references' rows."""
+    sizes = list(dict.fromkeys(_size(r) for r in results))
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    refs: dict[tuple[str, str], dict[str, str]] = {}
+    for r in results:
+        row = cells.setdefault((r["kernel"], r["precision"]), {})
+        if "ms" not in r:
+            row[_size(r)] = "wrong"
+            continue
+        row[_size(r)] = f"{r['gflops']:,.0f} ({r['percent_of_reference']:.1f}%)" if r["gflops"] >= 10 else \
+            f"{r['gflops']:.1f} ({r['percent_of_reference']:.1f}%)"
+        refs.setdefault((r["reference"], r["precision"]), {})[_size(r)] = f"{r['reference_gflops']:,.0f}"
+    return _table(["kernel", "precision"], sizes, cells, refs)
+
+
+def mlp_summary(results: list[dict[str, Any]]) -> str:
+    """Kernel / end-to-end microseconds per call at each batch: NumPy, torch, the whole-network
+    kernels, and each backend's fastest GEMM rung run layer by layer (the rest: the full table)."""
+    batches = [f"batch {b}" for b in sorted({r["batch"] for r in results})]
+    timed = [r for r in results if "e2e_us" in r]
+    layered = {r["backend"] for r in timed if _layer_by_layer(r)}
+    score: dict[tuple[str, str], float] = {}  # summed end-to-end time over the batches
+    for r in timed:
+        if _layer_by_layer(r):
+            score[(r["backend"], r["kernel"])] = score.get((r["backend"], r["kernel"]), 0.0) + r["e2e_us"]
+    best = {b: min((k for k in score if k[0] == b), key=score.__getitem__)[1] for b in layered}
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for r in results:
+        if _layer_by_layer(r) and best.get(r["backend"]) != r["kernel"]:
+            continue
+        runs = f"{r['backend']}, layer by layer" if _layer_by_layer(r) else r["backend"]
+        row = cells.setdefault((r["kernel"], runs), {})
+        row[f"batch {r['batch']}"] = f"{r['kernel_us']:.1f} / {r['e2e_us']:.1f}" if "e2e_us" in r else "wrong"
+    return _table(["kernel", "backend"], batches, cells, {})
+
+
+def _layer_by_layer(r: dict[str, Any]) -> bool:
+    """A GEMM rung running the network one layer per call (not NumPy, torch or a whole-network kernel)."""
+    return r["backend"] in ("cpu", "cuda") and ".mlp_" not in r["kernel"]
+
+
+def _table(keys: list[str], columns: list[str], cells: dict[tuple[str, str], dict[str, str]],
+           refs: dict[tuple[str, str], dict[str, str]]) -> str:
+    lines = ["| " + " | ".join(keys + columns) + " |", "|---|---|" + "---:|" * len(columns)]
+    for (a, b), row in cells.items():
+        lines.append(f"| `{a}` | {b} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
+    for (a, b), row in refs.items():
+        lines.append(f"| {a} (reference) | {b} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------ full run tables
+def gemm_table(results: list[dict[str, Any]]) -> str:
+    lines = ["| kernel | precision | M x N x K | GFLOP/s | reference | % of reference | rel. error |",
+             "|---|---|---|---:|---|---:|---:|"]
+    for r in results:
+        size = f"{r['M']}x{r['N']}x{r['K']}"
+        if "ms" not in r:
+            lines.append(f"| {r['kernel']} | {r['precision']} | {size} | wrong | | | {r['rel_error']:.2g} |")
+            continue
+        lines.append(f"| {r['kernel']} | {r['precision']} | {size} | {r['gflops']:.1f} | {r['reference']} "
+                     f"{r['reference_gflops']:.0f} | {r['percent_of_reference']:.1f}% | {r['rel_error']:.2g} |")
+    return "\n".join(lines)
+
+
+def mlp_table(rows: list[dict[str, Any]]) -> str:
+    batches = sorted({r["batch"] for r in rows})
+    head = "| backend | kernel | " + " | ".join(f"B={b} kernel / e2e (us)" for b in batches) + " |"
+    lines = [head, "|---|---|" + "---:|" * len(batches)]
+    keys = list(dict.fromkeys((r["backend"], r["kernel"]) for r in rows))
+    for backend, kernel in keys:
+        cells = []
+        for b in batches:
+            r = next((r for r in rows if (r["backend"], r["kernel"], r["batch"]) == (backend, kernel, b)), None)
+            cells.append("" if r is None else "wrong" if "kernel_us" not in r else
+                         f"{r['kernel_us']:.1f} / {r['e2e_us']:.1f}")
+        lines.append(f"| {backend} | {kernel} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sweep_table(sweep: list[dict[str, Any]]) -> str:
+    backends = list(dict.fromkeys(r["backend"] for r in sweep))
+    batches = sorted({r["batch"] for r in sweep})
+    e2e = {(r["backend"], r["batch"]): r["e2e_us"] for r in sweep}
+    lines = ["| batch | " + " | ".join(f"{b} e2e (us)" for b in backends) + " |", "|---:|" + "---:|" * len(backends)]
+    for batch in batches:
+        lines.append(f"| {batch} | " + " | ".join(f"{e2e[(b, batch)]:.1f}" for b in backends) + " |")
+    if "cuda" in backends and "cpu" in backends:
+        faster = [b for b in batches if e2e[("cuda", b)] < e2e[("cpu", b)]]
+        lines.append("")
+        lines.append(
+            f"GPU faster than CPU (end to end) at batch {', '.join(map(str, faster))}." if faster
+            else "The CPU is faster end to end at every batch measured."
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ output
+def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path], None] | None,
+          readme: str | None = None, block: str | None = None) -> None:
+    """The JSON, the PNG drawn by `plot` (None: nothing was timed, so no chart), and
+    with `readme` the README block `block` rewritten from the JSON just written."""
+    d = Path(out_dir)
+    write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
+    if plot is None:
+        print(f"wrote {d / stem}.json (nothing timed: no {stem}.png)")
+    else:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+        except ImportError:
+            print(f"(matplotlib not installed: no {stem}.png)")
+        else:
+            with atomic_path(d / f"{stem}.png") as tmp:
+                plot(tmp)
+            print(f"wrote {d / stem}.json and {d / stem}.png")
+    if readme and block:
+        rewrite_block(readme, block, summary_block(block, payload, d / f"{stem}.json", readme))

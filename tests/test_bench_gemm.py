@@ -1,0 +1,100 @@
+"""`gemmpad bench gemm`: correctness gate, timings, JSON, precisions. Tiny sizes so CI stays fast."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import gemmpad
+
+from gemmpad import registry
+from gemmpad.bench import gemm
+from tests.cli_helpers import run_cli
+
+
+def test_bench_gemm_cpu(monkeypatch, capsys, tmp_path):
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "17x13x29", "5x100x784", "--kernels", "cpu.01_naive",
+                 "--reps", "5", "--budget-s", "0.05", "--out", str(tmp_path))
+    assert rc == 0
+    assert "| cpu.01_naive | fp32 | 17x13x29 |" in out
+    data = json.loads((tmp_path / "bench-gemm.json").read_text())
+    assert data["machine"]["versions"]["gemmpad"]
+    rows = data["results"]
+    assert [(r["M"], r["N"], r["K"]) for r in rows] == [(17, 13, 29), (5, 100, 784)]
+    for r in rows:
+        assert r["correct"] and r["rel_error"] <= 1e-5
+        assert r["ms"] > 0 and r["gflops"] > 0 and r["reference"] == "NumPy" and r["reference_ms"] > 0
+    assert (tmp_path / "bench-gemm.png").stat().st_size > 0
+
+
+def test_bench_gemm_bad_size(monkeypatch, capsys):
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "12x12", "--kernels", "cpu.01_naive")
+    assert rc == 2
+    assert "MxNxK" in err
+
+
+def test_bench_gemm_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
+    """The correctness gate: a kernel that returns zeros is reported wrong, never timed, exit 1."""
+    def zeros(a, b, *, kernel=None, out=None, **kw):
+        out = np.empty((a.shape[0], b.shape[1]), np.float32) if out is None else out
+        out[:] = 0.0
+        return out
+
+    monkeypatch.setattr(gemmpad, "gemm", zeros)
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "17x13x29", "--kernels", "cpu.02_blocked_simd",
+                           "--out", str(tmp_path))
+    assert rc == 1 and "WRONG" in out and "| wrong |" in out
+    (row,) = json.loads((tmp_path / "bench-gemm.json").read_text())["results"]
+    assert row["correct"] is False and "ms" not in row
+    assert not (tmp_path / "bench-gemm.png").exists() and "nothing timed" in out  # no chart of nothing
+
+
+@pytest.mark.gpu
+def test_bench_gemm_gpu(monkeypatch, capsys, tmp_path):
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "127x97x131", "--kernels", "cuda.01_naive", "--reps", "5",
+                 "--out", str(tmp_path))
+    assert rc == 0
+    (row,) = json.loads((tmp_path / "bench-gemm.json").read_text())["results"]
+    assert row["correct"] and row["gflops"] > 0
+
+
+def test_every_registered_precision_has_a_reference_and_a_tolerance():
+    """A kernel of a new precision gets its cuBLAS row from PRECISIONS alone: a missing entry is caught here."""
+    for spec in registry.kernels(kind="gemm"):
+        p = gemm.precision(spec.precision)
+        assert 0 < p.tolerance < 0.1 and p.dtype in ("float32", "float16", "bfloat16")
+
+
+def test_unknown_precision_is_a_clear_error():
+    with pytest.raises(gemmpad.errors.GemmpadError, match="fp8.*PRECISIONS"):
+        gemm.precision("fp8")
+
+
+def test_default_sizes_are_the_mlp_layers_and_the_large_squares():
+    sizes = [gemm.parse_size(s) for s in gemm.DEFAULT_SIZES]
+    assert {(256, 100, 784), (4096, 100, 784), (4096, 100, 100)} <= set(sizes)
+    assert {(4096, 4096, 4096), (8192, 8192, 8192)} <= set(sizes)
+
+
+def test_bench_gemm_rewrites_the_readme_block(monkeypatch, capsys, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# title\n\n<!-- bench:gemm begin -->\nold table\n<!-- bench:gemm end -->\n\nafter\n")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "17x13x29", "--kernels", "cpu.01_naive",
+                           "--reps", "3", "--budget-s", "0.01", "--out", str(tmp_path / "res"), "--readme", str(readme))
+    assert rc == 0, err
+    text = readme.read_text()
+    assert text.startswith("# title\n\n<!-- bench:gemm begin -->\n") and text.endswith("<!-- bench:gemm end -->\n\nafter\n")
+    assert "old table" not in text and "| `cpu.01_naive` | fp32 |" in text and "(res/bench-gemm.json)" in text
+
+
+def test_bench_gemm_readme_without_markers_fails_before_the_run(monkeypatch, capsys, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "17x13x29", "--kernels", "cpu.01_naive",
+                           "--out", str(tmp_path / "res"), "--readme", str(readme))
+    assert rc == 2 and out == "" and "<!-- bench:gemm begin -->" in err
+    assert readme.read_text() == "no markers\n" and not (tmp_path / "res").exists()
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--kernels", "cpu.01_naive", "--readme", str(readme))
+    assert rc == 2 and "--readme needs --out" in err

@@ -1,0 +1,48 @@
+"""`gemmpad bench mlp`: correctness gate, timings, sweep and soak. Tiny batches so CI stays fast."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.cli_helpers import run_cli
+
+
+def test_bench_mlp_numpy(monkeypatch, capsys, tmp_path):
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "numpy", "--batches", "1", "3", "--sweep", "1", "2",
+                 "--budget-s", "0.01", "--soak", "50", "--out", str(tmp_path))
+    assert rc == 0
+    assert "| numpy | numpy |" in out
+    data = json.loads((tmp_path / "bench-mlp.json").read_text())
+    rows = [r for r in data["results"] if r["backend"] == "numpy"]
+    assert [r["batch"] for r in rows] == [1, 3]
+    for r in rows:
+        assert r["correct"] and r["kernel_us"] > 0 and r["e2e_us"] >= r["kernel_us"] * 0.5 and r["reps"] >= 10
+    assert {r["batch"] for r in data["sweep"]} == {1, 2}
+    (soak,) = [s for s in data["soak"] if s["backend"] == "numpy"] or [None]
+    assert soak["calls"] == 50 and soak["rss_end_mb"] > 0
+    assert (tmp_path / "bench-mlp.png").stat().st_size > 0
+
+
+def test_bench_mlp_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
+    from gemmpad.engine import Classifier
+
+    monkeypatch.setattr(Classifier, "predict", lambda self, x, warmup=0: np.full((len(x), 10), 0.1, np.float32))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "numpy", "--batches", "3", "--sweep",
+                           "--out", str(tmp_path))
+    assert rc == 1 and "WRONG" in out
+    (row,) = [r for r in json.loads((tmp_path / "bench-mlp.json").read_text())["results"] if r["backend"] == "numpy"]
+    assert row["correct"] is False and "kernel_us" not in row
+
+
+@pytest.mark.gpu
+def test_bench_mlp_gpu(monkeypatch, capsys, tmp_path):
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "cuda.mlp_fused", "cuda.01_naive", "--batches", "1", "300",
+                 "--sweep", "--budget-s", "0.02", "--out", str(tmp_path))
+    assert rc == 0
+    data = json.loads((tmp_path / "bench-mlp.json").read_text())
+    kinds = {(r["kernel"], r["batch"]) for r in data["results"] if r.get("kernel_us", 0) > 0}
+    assert {("cuda.mlp_fused", 1), ("cuda.01_naive", 300)} <= kinds
+    assert data["machine"]["cuda"]["available"]
