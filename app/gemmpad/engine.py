@@ -253,6 +253,12 @@ class Classifier:
         )
 
     # ------------------------------------------------------------------ timing
+    def layer_times(self) -> tuple[float, ...]:
+        """Each layer's compute time (us) in the last call, where the kernel runs the network
+        layer by layer and the backend reports it (the CPU's GEMM kernels); () otherwise."""
+        mlp = self._native.get(self.backend)
+        return tuple(mlp.layer_us()) if mlp is not None and hasattr(mlp, "layer_us") else ()
+
     def stats(self) -> dict[str, float]:
         """Median and p99 of the last calls (up to 1000) since the last configure()."""
         self._settle()

@@ -88,12 +88,16 @@ class Model:
             out.append(f"drawn digits {100 * drawn['all']:.1f} %")
         return out
 
+    def hidden(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The two hidden layers' activations [B, 100] (after ReLU) for inputs [B, 784]."""
+        w = self.weights
+        h1 = np.maximum(x @ w["W1"] + w["b1"], 0.0)
+        return h1, np.maximum(h1 @ w["W2"] + w["b2"], 0.0)
+
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Probabilities [B, 10] for inputs [B, 784]: the reference every backend matches."""
         w = self.weights
-        h = np.maximum(x @ w["W1"] + w["b1"], 0.0)
-        h = np.maximum(h @ w["W2"] + w["b2"], 0.0)
-        return softmax(h @ w["W3"] + w["b3"])
+        return softmax(self.hidden(x)[1] @ w["W3"] + w["b3"])
 
     def save(self, path: str | os.PathLike[str], card: dict[str, Any] | None = None) -> None:
         """Write the .npz (and the .json card beside it when given) atomically."""

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kernel", default=None, help="kernel name, e.g. cuda.mlp_fused or 07_warptile (default: fastest)")
     parser.add_argument("--model", default=None, help="model .npz file (default: the shipped model)")
     parser.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+    parser.add_argument("--show", metavar="DIR", type=Path, default=None,
+                        help="also write, for each image, the 28x28 input the network saw (shown 8x, "
+                             "DIR/<name>.seen.png, never over an existing file): why a photo failed")
 
 
 def shown(name: str) -> str:
@@ -69,10 +72,40 @@ def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
             yield raw, None, f"no {'/'.join(s[1:].upper() for s in SUFFIXES)} images in this directory or below"
 
 
+SHOW_SCALE = 8  # the 28x28 input written as 8x8 blocks: 224 px, crisp
+
+
+def write_seen(folder: Path, name: str, image28: np.ndarray) -> Path:
+    """Write the network's 28x28 input for image `name` into `folder` as <stem>.seen.png
+    (enlarged SHOW_SCALE times, nearest neighbour), under a new name if that one is taken."""
+    from PIL import Image
+
+    from gemmpad.files import atomic_path
+
+    stem = Path(name).stem or "image"
+    target = folder / f"{stem}.seen.png"
+    n = 2
+    while target.exists():
+        target = folder / f"{stem}-{n}.seen.png"
+        n += 1
+    pixels = np.round(np.clip(image28, 0.0, 1.0) * 255.0).astype(np.uint8)
+    big = pixels.repeat(SHOW_SCALE, axis=0).repeat(SHOW_SCALE, axis=1)
+    with atomic_path(target) as tmp:
+        Image.fromarray(big, mode="L").save(tmp, format="PNG")
+    return target
+
+
 def run(args: argparse.Namespace) -> int:
     require("PIL", "gemmpad predict", "pillow")
     backend = args.backend or backend_of(args.kernel) or ("cpu" if not available_backends()["cpu"] else "numpy")
     clf = Classifier(model=args.model, backend=backend, kernel=args.kernel)  # GemmpadError -> cli: message, exit 2
+    if args.show is not None:
+        if args.show.exists() and not args.show.is_dir():
+            raise GemmpadError(f"--show {args.show}: a file is there, not a folder")
+        try:
+            args.show.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GemmpadError(f"--show {args.show}: cannot create the folder ({exc.strerror})") from None
     failures = 0
     files = [(shown(raw_name), path, error) for raw_name, path, error in image_files(args.paths)]
     width = max([len("file")] + [len(name) for name, _, _ in files])  # the table lines up for any name
@@ -99,6 +132,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{name:<{width}} error: {error}")
             continue
         assert pred is not None
+        seen = ""
+        if args.show is not None:
+            try:
+                seen = shown(str(write_seen(args.show, name, pred.image28)))
+            except OSError as exc:  # the reading still counts; say why the picture is missing
+                seen = f"(not written: {exc.strerror})"
         if args.json:
             print(
                 json.dumps(
@@ -110,12 +149,14 @@ def run(args: argparse.Namespace) -> int:
                         "backend": clf.backend,
                         "kernel": clf.kernel,
                         "latency_us": round(pred.timing.end_to_end_us, 2),
+                        **({"seen": seen} if args.show is not None else {}),
                     },
                     allow_nan=False,  # check_output made the numbers finite; never print invalid JSON
                 )
             )
         else:
-            print(f"{name:<{width}} {pred.digit:>5} {pred.confidence:>10.4f} {pred.timing.end_to_end_us:>10.1f}")
+            print(f"{name:<{width}} {pred.digit:>5} {pred.confidence:>10.4f} {pred.timing.end_to_end_us:>10.1f}"
+                  + (f"  {seen}" if seen else ""))
         sys.stdout.flush()
     if failures:
         print(f"gemmpad predict: {failures} file(s) failed", file=sys.stderr)

@@ -34,6 +34,14 @@ void bind_extras(py::module_& m) {
     m.def(
         "openmp_threads", [] { return max_threads(); },
         "Threads the CPU kernels use for large problems (1 when built without OpenMP).");
+    m.def(
+        "set_thread_cap", [](int n) {
+            if (n < 0) throw py::value_error("thread cap must be >= 0 (0: no cap), got " + std::to_string(n));
+            thread_cap().store(n, std::memory_order_relaxed);
+        },
+        py::arg("n"),
+        "Use at most n threads in the CPU kernels from now on (0: as many as OpenMP gives); "
+        "the window sets it to the cores its drawing leaves free.");
     mlp::bind_mlp(m);
 }
 

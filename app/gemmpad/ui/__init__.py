@@ -1,6 +1,9 @@
 """The desktop app: a Dear PyGui window where you draw a digit and watch it read live.
 
-Modules: `canvas` (strokes into pixels, no GUI), `inference` (the worker
-thread), `style` (colours, fonts, theme), `window` (layout and frame loop),
-`app` (the `gemmpad app` command).
+Modules: `canvas` (strokes into pixels, no GUI), `inference` (the worker thread),
+`window` (state, actions, the frame loop), its panels `draw_panel`, `prediction_panel`,
+`engine_panel`, `status_bar`, `help_overlay`, `layout` (where they go at a window size),
+`keys` (the keyboard map), `text` (what the window says), `style` (colours, fonts, theme),
+`cores` (threads for the CPU kernels beside the window), `harness` (scripted runs), `app`
+(the `gemmpad app` command).
 """

@@ -4,7 +4,7 @@ This module stays light (no Dear PyGui, no engine at import time) because
 the CLI imports every command module just to build its parser.
 
     gemmpad app --replay strokes.json [--backend B] [--kernel K] [--batch N]
-                [--screenshot out.png] [--exit]
+                [--size WxH] [--scale X] [--screenshot out.png] [--exit]
 
 replays strokes through the window's own pointer path, waits for the
 prediction, optionally writes a screenshot, prints one JSON line (prediction,
@@ -29,9 +29,6 @@ from gemmpad.files import check_output_file
 from gemmpad.ui.canvas import BRUSH_RANGE
 
 _T_IMPORT = time.perf_counter()
-# A script's strokes are fed this many points per frame, not a hand's two: a frame costs
-# ~10-20 ms, so the frames of a strokes.MAX_POINTS file take seconds, not minutes.
-REPLAY_POINTS_PER_FRAME = 64
 
 
 def default_drawings_dir() -> Path:
@@ -56,6 +53,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drawings", metavar="DIR", type=Path, default=None,
                         help="folder for saved drawings (default: $GEMMPAD_DRAWINGS or ~/gemmpad-drawings)")
     parser.add_argument("--no-vsync", action="store_true", help="render as fast as possible (timing runs)")
+    parser.add_argument("--threads", type=int, metavar="N", default=None,
+                        help="threads for the native CPU kernels (default: the cores the window and other "
+                             "programs leave free; more threads than free cores make p99 10-100x the median)")
+    parser.add_argument("--frames", type=int, metavar="N", default=0,
+                        help="after --replay, run the network every frame for N more frames before the JSON "
+                             "line (its median and p99 then describe N frames: a latency benchmark)")
+    parser.add_argument("--scale", type=number(0.5, 4.0), metavar="X",
+                        help="UI scale: text and spacing X times larger (0.5-4; default from the screen's "
+                             "DPI where X11 reports it, else 1)")
+    parser.add_argument("--size", type=window_size, metavar="WxH", default=None,
+                        help="window size in pixels (default 1200x716 times the scale)")
+
+
+def window_size(text: str) -> tuple[int, int]:
+    """argparse type for --size: "WIDTHxHEIGHT", no smaller than the window's minimum."""
+    from gemmpad.ui.layout import MIN_WINDOW
+
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be WIDTHxHEIGHT in pixels, like 1200x716, got {text!r}") from None
+    if w < MIN_WINDOW[0] or h < MIN_WINDOW[1] or w > 16384 or h > 16384:
+        raise argparse.ArgumentTypeError(f"must be between {MIN_WINDOW[0]}x{MIN_WINDOW[1]} and 16384x16384, got {text}")
+    return w, h
+
+
+def _x11() -> ctypes.CDLL | None:
+    lib = ctypes.util.find_library("X11") or "libX11.so.6"
+    try:
+        x11 = ctypes.CDLL(lib)
+    except OSError:
+        return None
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    return x11
+
+
+def default_scale() -> float:
+    """The UI scale for this screen: Xft.dpi / 96 when the desktop sets it (that is what
+    desktops change for high-DPI screens), rounded to quarters, within 1-3; else 1."""
+    if sys.platform in ("win32", "darwin"):
+        return 1.0
+    x11 = _x11()
+    handle = x11.XOpenDisplay(None) if x11 is not None else None
+    if not handle:
+        return 1.0
+    try:
+        x11.XResourceManagerString.restype = ctypes.c_char_p
+        x11.XResourceManagerString.argtypes = [ctypes.c_void_p]
+        resources = (x11.XResourceManagerString(handle) or b"").decode("utf-8", "replace")
+    finally:
+        x11.XCloseDisplay(handle)
+    for line in resources.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Xft.dpi":
+            try:
+                return min(max(round(float(value) / 96 * 4) / 4, 1.0), 3.0)
+            except ValueError:
+                return 1.0
+    return 1.0
 
 
 def display_problem() -> str:
@@ -68,14 +126,9 @@ def display_problem() -> str:
     display = os.environ.get("DISPLAY", "")
     if not display:
         return "no display (DISPLAY is not set)"
-    lib = ctypes.util.find_library("X11") or "libX11.so.6"
-    try:
-        x11 = ctypes.CDLL(lib)
-    except OSError:
+    x11 = _x11()
+    if x11 is None:
         return ""  # cannot check; let the window library try
-    x11.XOpenDisplay.restype = ctypes.c_void_p
-    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
-    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
     handle = x11.XOpenDisplay(None)
     if not handle:
         return f"cannot open display {display!r}"
@@ -107,6 +160,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 1 <= args.batch <= 4096:
         raise GemmpadError(f"--batch must be between 1 and 4096, got {args.batch}")
+    if args.threads is not None and not 1 <= args.threads <= 1024:
+        raise GemmpadError(f"--threads must be between 1 and 1024, got {args.threads}")
+    if not 0 <= args.frames <= 1_000_000:
+        raise GemmpadError(f"--frames must be between 0 and 1000000, got {args.frames}")
     # before the window opens, not after a drawing session
     if args.screenshot:
         from PIL import Image
@@ -128,8 +185,11 @@ def run(args: argparse.Namespace) -> int:
     backend = args.backend or backend_of(args.kernel) or usable[0]
     classifier = Classifier(args.model, backend=backend, kernel=args.kernel)
 
+    from gemmpad.ui import harness
+    from gemmpad.ui.layout import DEFAULT_WINDOW
     from gemmpad.ui.window import App
 
+    scale = args.scale or default_scale()
     app = App(
         classifier,
         drawings_dir=args.drawings or default_drawings_dir(),
@@ -137,17 +197,21 @@ def run(args: argparse.Namespace) -> int:
         warm=args.warm,
         brush=args.brush,
         vsync=not args.no_vsync,
+        scale=scale,
+        cpu_threads=args.threads,
+        size=args.size or (round(DEFAULT_WINDOW[0] * scale), round(DEFAULT_WINDOW[1] * scale)),
         started_at=started_at,
     )
     try:
         app.step()  # the first frame: start-up ends here
         if drawing is not None:
-            app.replay(drawing, points_per_frame=REPLAY_POINTS_PER_FRAME)
-            app.settle()
+            harness.replay(app, drawing)
+            harness.settle(app)
+            harness.run_frames(app, args.frames)
         if args.screenshot:
-            app.screenshot(args.screenshot)
+            harness.screenshot(app, args.screenshot)
         if drawing is not None or args.exit:
-            summary = app.summary()
+            summary = harness.summary(app)
             if args.screenshot:
                 summary["screenshot"] = str(Path(args.screenshot).resolve())
             print(json.dumps(summary), flush=True)

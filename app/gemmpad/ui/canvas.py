@@ -42,6 +42,10 @@ class Canvas:
         self.size = size
         self.image = np.zeros(size, dtype=np.float32)
         self._strokes: list[_Stroke] = []
+        # What the stroke list was before each stroke or clear (undo pops it) and what undo
+        # took back (redo); strokes are shared between the lists, never copied.
+        self._undo: list[list[_Stroke]] = []
+        self._redo: list[list[_Stroke]] = []
         self._active: _Stroke | None = None
         self.brush = brush
         # Bumped on every pixel change, so the app knows when to ask for a new prediction.
@@ -71,11 +75,17 @@ class Canvas:
         """The strokes as [n, 2] arrays (the gemmpad.strokes format, for --record)."""
         return [np.asarray(s.points, dtype=np.float64) for s in self._strokes]
 
+    def widths(self) -> list[float]:
+        """Each stroke's brush diameter, in the order of strokes()."""
+        return [s.width for s in self._strokes]
+
     def press(self, x: float, y: float) -> None:
         """Start a stroke with a dot under the pointer."""
         if self._active is not None:
             self.release()
         self._active = _Stroke([(x, y)], self._brush, [(x, y)])
+        self._undo.append(list(self._strokes))
+        self._redo.clear()
         self._strokes.append(self._active)
         self._paint((x, y), (x, y), self._active.width)
 
@@ -100,18 +110,36 @@ class Canvas:
         self._active = None
 
     def clear(self) -> None:
+        """Wipe the canvas; undo() brings the strokes back."""
+        if self._active is not None:
+            self.release()
+        if self._strokes:
+            self._undo.append(list(self._strokes))
+            self._redo.clear()
         self._strokes.clear()
-        self._active = None
         self.image.fill(0.0)
         self.version += 1
         self._mark_all()
 
     def undo(self) -> bool:
-        """Remove the last stroke; False when there is none."""
-        if not self._strokes:
+        """Take back the last stroke or clear; False when there is nothing to undo."""
+        if not self._undo:
             return False
-        self._strokes.pop()
         self._active = None
+        before = self._undo.pop()
+        self._redo.append(list(self._strokes))
+        self._strokes[:] = before
+        self._repaint()
+        return True
+
+    def redo(self) -> bool:
+        """Do again what undo() took back; False when there is nothing to redo."""
+        if not self._redo:
+            return False
+        self._active = None
+        after = self._redo.pop()
+        self._undo.append(list(self._strokes))
+        self._strokes[:] = after
         self._repaint()
         return True
 

@@ -12,6 +12,7 @@ the newest drawing instead of working through a backlog of stale ones.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +27,9 @@ WARMUP_PASSES = 3
 # ...skipped for calls this slow, where cold caches are a rounding error and three more passes
 # would only delay the reading.
 WARM_SKIP_US = 10_000.0
+# Between the set-up pass after a change and the first timed one: about a frame, as between
+# two frames' calls.
+COLD_PAUSE_S = 0.016
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,10 @@ class Result:
     prediction: Prediction | None  # None: no ink, or an error
     history: list[Timing] = field(default_factory=list)  # this configuration's frames, oldest first
     error: str = ""
+    # The hidden layers' activations [100] each for the drawing itself (not its jittered
+    # copies), and each layer's time where the kernel runs layer by layer (else ()).
+    hidden: tuple[np.ndarray, np.ndarray] | None = None
+    layer_us: tuple[float, ...] = ()
 
 
 class InferenceWorker:
@@ -120,11 +128,16 @@ class InferenceWorker:
             except Exception as exc:  # shown in the status line; we keep running on the old setting
                 error = f"{type(exc).__name__}: {exc}"
         config = (clf.backend, clf.kernel, req.batch, req.warm)
-        # The first pass after a change also sets up what the new setting needs (buffers, the
-        # GPU's graph for this batch: ~20 ms on the H200). It runs untimed, so that the plot
-        # and its p99 show frames, not that one-off set-up.
-        warmup = max(self._warmup(req), int(config != self._config))
+        warmup = self._warmup(req)
         try:
+            if config != self._config and not req.warm:
+                # The first pass after a change also sets up what the new setting needs
+                # (buffers, the GPU's graph for this batch: ~20 ms on the H200). It runs
+                # apart, then the timed pass after a frame's pause, so the first figure
+                # shown is a cold frame like the ones after it, not that set-up and not a
+                # warm pass right behind it. (Warm timing warms up anyway.)
+                clf.classify(req.image, batch=req.batch)
+                time.sleep(COLD_PAUSE_S)
             prediction = clf.classify(req.image, batch=req.batch, warmup=warmup)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
@@ -135,10 +148,15 @@ class InferenceWorker:
             self._since_change += 1
         n = min(self._since_change, HISTORY)
         history = clf.history(n) if n else []
-        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error)
+        hidden = None
+        if prediction is not None:
+            h1, h2 = clf.model.hidden(prediction.image28.reshape(1, -1))
+            hidden = (h1[0], h2[0])
+        layer_us = clf.layer_times() if prediction is not None else ()
+        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden, layer_us)
 
     def _warmup(self, req: Request) -> int:
         if not req.warm:
             return 0
-        last = self._clf.last_timing  # None right after a switch: warm up, to be safe
+        last = self._clf.last_timing  # None right after a switch: warm up (it also sets up)
         return WARMUP_PASSES if last is None or last.end_to_end_us < WARM_SKIP_US else 0

@@ -67,22 +67,24 @@ class Fonts:
     digit: int | str  # the predicted digit
 
 
-def load_fonts() -> Fonts:
-    """Register the fonts (call once per Dear PyGui context) and bind the body font."""
+def load_fonts(scale: float = 1.0) -> Fonts:
+    """Register the fonts at UI scale `scale` (call once per Dear PyGui context; rasterised
+    at the final size, so text stays sharp at any scale) and bind the body font."""
     regular, bold = str(FONTS / "DejaVuSans.ttf"), str(FONTS / "DejaVuSans-Bold.ttf")
     # Dear PyGui 2.3 builds glyphs on demand, so no character ranges are declared.
     with dpg.font_registry():
-        body = dpg.add_font(regular, 15)
-        small = dpg.add_font(regular, 13)
-        heading = dpg.add_font(bold, 13)
-        figure = dpg.add_font(bold, 24)
-        digit = dpg.add_font(str(FONTS / "DejaVuSans-Bold-digits.ttf"), 112)
+        body = dpg.add_font(regular, round(15 * scale))
+        small = dpg.add_font(regular, round(13 * scale))
+        heading = dpg.add_font(bold, round(13 * scale))
+        figure = dpg.add_font(bold, round(24 * scale))
+        digit = dpg.add_font(str(FONTS / "DejaVuSans-Bold-digits.ttf"), round(112 * scale))
     dpg.bind_font(body)
     return Fonts(body=body, small=small, heading=heading, figure=figure, digit=digit)
 
 
-def global_theme() -> int | str:
-    """Dark, flat, rounded: the frame of the whole window."""
+def global_theme(scale: float = 1.0) -> int | str:
+    """Dark, flat, rounded: the frame of the whole window; spacing grows with the UI scale."""
+    s = scale
     core = dpg.mvThemeCat_Core
     plots = dpg.mvThemeCat_Plots
     with dpg.theme() as theme:
@@ -113,15 +115,15 @@ def global_theme() -> int | str:
                 (dpg.mvThemeCol_TableHeaderBg, PANEL),
             ):
                 dpg.add_theme_color(target, rgba(colour), category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 14, 12, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_FramePadding, 9, 5, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_ItemSpacing, 8, 8, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_ItemInnerSpacing, 6, 4, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_CellPadding, 6, 3, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_ChildRounding, 8, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_FrameRounding, 5, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_GrabRounding, 4, category=core)
-            dpg.add_theme_style(dpg.mvStyleVar_PopupRounding, 5, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 14 * s, 12 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_FramePadding, 9 * s, 5 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_ItemSpacing, 8 * s, 8 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_ItemInnerSpacing, 6 * s, 4 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_CellPadding, 6 * s, 3 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_ChildRounding, 8 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_FrameRounding, 5 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_GrabRounding, 4 * s, category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_PopupRounding, 5 * s, category=core)
             dpg.add_theme_style(dpg.mvStyleVar_WindowBorderSize, 0, category=core)
             dpg.add_theme_style(dpg.mvStyleVar_ChildBorderSize, 1, category=core)
             dpg.add_theme_style(dpg.mvStyleVar_DisabledAlpha, 0.45, category=core)
@@ -133,8 +135,8 @@ def global_theme() -> int | str:
             dpg.add_theme_color(dpg.mvPlotCol_LegendBg, rgba(BG, 220), category=plots)
             dpg.add_theme_color(dpg.mvPlotCol_LegendBorder, rgba(PANEL_BORDER), category=plots)
             dpg.add_theme_color(dpg.mvPlotCol_LegendText, rgba(TEXT), category=plots)
-            dpg.add_theme_style(dpg.mvPlotStyleVar_PlotPadding, 6, 6, category=plots)
-            dpg.add_theme_style(dpg.mvPlotStyleVar_LineWeight, 1.6, category=plots)
+            dpg.add_theme_style(dpg.mvPlotStyleVar_PlotPadding, 6 * s, 6 * s, category=plots)
+            dpg.add_theme_style(dpg.mvPlotStyleVar_LineWeight, 1.6 * s, category=plots)
     return theme
 
 
@@ -165,12 +167,12 @@ def button_theme(colour: RGB, hover: RGB, text: RGB = (255, 255, 255)) -> int | 
     return theme
 
 
-def panel_theme(colour: RGB) -> int | str:
+def panel_theme(colour: RGB, scale: float = 1.0) -> int | str:
     """A child window with another background (the status bar)."""
     with dpg.theme() as theme:
         with dpg.theme_component(dpg.mvChildWindow):
             dpg.add_theme_color(dpg.mvThemeCol_ChildBg, rgba(colour), category=dpg.mvThemeCat_Core)
-            dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 12, 5, category=dpg.mvThemeCat_Core)
+            dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 12 * scale, 5 * scale, category=dpg.mvThemeCat_Core)
     return theme
 
 
@@ -181,3 +183,33 @@ def compact_theme() -> int | str:
             dpg.add_theme_style(dpg.mvStyleVar_ItemSpacing, 8, 3, category=dpg.mvThemeCat_Core)
             dpg.add_theme_style(dpg.mvStyleVar_CellPadding, 4, 1, category=dpg.mvThemeCat_Core)
     return theme
+
+
+def padded_theme(scale: float = 1.0) -> int | str:
+    """A panel's own padding: binds it on the panel so a flush container around it
+    (flush_theme, inherited by everything inside) does not take it away."""
+    with dpg.theme() as theme:
+        with dpg.theme_component(dpg.mvChildWindow):
+            dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 12 * scale, 10 * scale, category=dpg.mvThemeCat_Core)
+            dpg.add_theme_color(dpg.mvThemeCol_ChildBg, rgba(PANEL), category=dpg.mvThemeCat_Core)
+    return theme
+
+
+def flush_theme() -> int | str:
+    """No padding: a child window that only reserves room for its text."""
+    with dpg.theme() as theme:
+        with dpg.theme_component(dpg.mvChildWindow):
+            dpg.add_theme_style(dpg.mvStyleVar_WindowPadding, 0, 0, category=dpg.mvThemeCat_Core)
+            dpg.add_theme_color(dpg.mvThemeCol_ChildBg, rgba(PANEL, 0), category=dpg.mvThemeCat_Core)
+    return theme
+
+
+def heat(values: np.ndarray, out: np.ndarray) -> None:
+    """Map activations [H, W] >= 0 to RGBA floats in `out` [H, W, 4], scaled to their own
+    maximum: the background for 0, the accent colour halfway, the ink colour at the top."""
+    top = float(values.max()) if values.size else 0.0
+    v = np.clip(values / top, 0.0, 1.0)[..., None] if top > 0 else np.zeros((*values.shape, 1), np.float32)
+    accent = np.array(ACCENT, dtype=np.float32) / 255.0
+    low = CANVAS_BG_F + np.minimum(v, 0.5) * 2 * (accent - CANVAS_BG_F)
+    out[..., :3] = np.where(v <= 0.5, low, accent + (v - 0.5) * 2 * (INK_F - accent))
+    out[..., 3] = 1.0

@@ -29,5 +29,5 @@ void naive(const GemmProblem& p) {
 }  // namespace
 }  // namespace gemmpad::cpu
 
-GEMMPAD_REGISTER_CPU("cpu.01_naive", "fp32", "triple loop, one output at a time (the seeds' CPU baseline)",
+GEMMPAD_REGISTER_CPU("cpu.01_naive", "fp32", "triple loop, one output at a time (the baseline the other CPU rungs are measured against)",
                      gemmpad::cpu::naive);

@@ -75,15 +75,31 @@ class Mlp {
             float* h1 = h1_.get((size_t)batch * kH1);
             float* h2 = h2_.get((size_t)batch * kH2);
             layer(*gemm, batch, kH1, kIn, x, W1_.data(), b1_.data(), h1, Act::Relu);
+            const auto l1 = std::chrono::steady_clock::now();
             layer(*gemm, batch, kH2, kH1, h1, W2_.data(), b2_.data(), h2, Act::Relu);
+            const auto l2 = std::chrono::steady_clock::now();
             layer(*gemm, batch, kOut, kH2, h2, W3_.data(), b3_.data(), probs, Act::None);
+            const auto l3 = std::chrono::steady_clock::now();
             softmax_rows(probs, batch);
+            layer_us_ = {us(t0, l1), us(l1, l2), us(l2, l3)};
         }
         const auto t1 = std::chrono::steady_clock::now();
-        return std::chrono::duration<double, std::micro>(t1 - t0).count();
+        if (gemm == nullptr) layer_us_ = {};
+        return us(t0, t1);
+    }
+
+    // Each layer's time in the last forward() on the GEMM path (the window shows where the
+    // time goes); empty after cpu.mlp_sparse, which runs the layers interleaved per row.
+    std::vector<double> layer_us() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return layer_us_;
     }
 
   private:
+    static double us(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+        return std::chrono::duration<double, std::micro>(b - a).count();
+    }
+
     static void layer(const CpuRegistry::Entry& k, int M, int N, int K, const float* A, const float* B,
                       const float* bias, float* C, Act act) {
         GemmProblem p;
@@ -102,6 +118,7 @@ class Mlp {
     GrowBuffer padded_;                                // padded copies, for cpu.mlp_sparse
     SparseWeights sparse_{};
     GrowBuffer h1_, h2_;                               // hidden activations of the GEMM path
+    std::vector<double> layer_us_;                     // see layer_us()
     std::mutex mu_;
 };
 
@@ -187,7 +204,10 @@ void bind_mlp(py::module_& m) {
             py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName,
             "out = softmax(MLP(x)) for x float32 [B, 784]; out float32 [B, 10] is overwritten. kernel: "
             "'cpu.mlp_sparse' or a CPU GEMM kernel of the registry (used for each layer). Returns the "
-            "compute time in microseconds (steady clock, excluding the Python call).");
+            "compute time in microseconds (steady clock, excluding the Python call).")
+        .def("layer_us", &Mlp::layer_us,
+             "Each layer's compute time (microseconds) in the last forward() with a GEMM kernel; [] after "
+             "cpu.mlp_sparse (it runs the layers interleaved, row by row).");
 
     m.def(
         "mlp_kernels",

@@ -1,0 +1,78 @@
+"""The keyboard map: one table drives the key handling, the help overlay and the tooltips.
+
+Plain digit keys are left free (the correct-the-label panel uses them); Ctrl+digit saves
+the drawing under that label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import dearpygui.dearpygui as dpg
+
+if TYPE_CHECKING:
+    from gemmpad.ui.window import App
+
+BATCH_MAX = 4096
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    key: int
+    ctrl: bool
+    shift: bool
+    action: Callable[[App], object]
+    help: tuple[str, str] | None  # (keys, what) for the help overlay; None for aliases
+
+
+def key_equal() -> int:
+    """The "= +" key. Dear PyGui 2.3's mvKey_Plus is 61, a stale GLFW code rather than
+    an ImGui named key (>= 512), and polling it reads garbage: presses appear out of
+    nowhere. ImGui orders its keys Equal, LeftBracket, so Equal is mvKey_Open_Brace - 1."""
+    return dpg.mvKey_Open_Brace - 1
+
+
+def shortcuts() -> list[Shortcut]:
+    """Every key the window answers, in the order the help lists them."""
+    s = Shortcut
+
+    def batch_up(a: App) -> None:
+        a.set_batch(min(2 * a.batch, BATCH_MAX))
+
+    def batch_down(a: App) -> None:
+        a.set_batch(max(a.batch // 2, 1))
+
+    keys = [
+        s(dpg.mvKey_C, False, False, lambda a: a.clear(), ("C", "clear (undoable)")),
+        s(dpg.mvKey_Delete, False, False, lambda a: a.clear(), None),
+        s(dpg.mvKey_Back, False, False, lambda a: a.clear(), None),
+        s(dpg.mvKey_Z, True, False, lambda a: a.undo(), ("Ctrl+Z", "undo a stroke or a clear")),
+        s(dpg.mvKey_U, False, False, lambda a: a.undo(), None),
+        s(dpg.mvKey_Z, True, True, lambda a: a.redo(), ("Ctrl+Shift+Z  Ctrl+Y", "redo")),
+        s(dpg.mvKey_Y, True, False, lambda a: a.redo(), None),
+        s(dpg.mvKey_Open_Brace, False, False, lambda a: a.set_brush(a.canvas.brush - 2), ("[  ]", "thinner / thicker brush")),
+        s(dpg.mvKey_Close_Brace, False, False, lambda a: a.set_brush(a.canvas.brush + 2), None),
+        s(dpg.mvKey_B, False, False, lambda a: a.next_backend(), ("B", "next backend")),
+        s(dpg.mvKey_K, False, False, lambda a: a.next_kernel(1), ("K  Shift+K", "next / previous kernel")),
+        s(dpg.mvKey_K, False, True, lambda a: a.next_kernel(-1), None),
+        # "+" is Shift+= on most layouts: both forms, and the keypad's, double the batch
+        s(key_equal(), False, False, batch_up, ("+  −", "double / halve the batch")),
+        s(key_equal(), False, True, batch_up, None),
+        s(dpg.mvKey_Add, False, False, batch_up, None),
+        s(dpg.mvKey_Minus, False, False, batch_down, None),
+        s(dpg.mvKey_Subtract, False, False, batch_down, None),
+        s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.continuous), ("R", "run every frame")),
+        s(dpg.mvKey_W, False, False, lambda a: a.set_warm(not a.warm), ("W", "warm timing")),
+        s(dpg.mvKey_G, False, False, lambda a: a.race_toggle(), ("G", "race every kernel / cancel")),
+        s(dpg.mvKey_S, True, False, lambda a: a.save(), ("Ctrl+S", "save PNG + strokes")),
+        s(dpg.mvKey_F1, False, False, lambda a: a.toggle_help(), ("?  F1", "this help")),
+        s(dpg.mvKey_Slash, False, True, lambda a: a.toggle_help(), None),
+        s(dpg.mvKey_Escape, False, False, lambda a: a.toggle_help(False), None),
+        s(dpg.mvKey_Q, True, False, lambda a: a.quit(), ("Ctrl+Q", "quit")),
+    ]
+    for d in range(10):
+        keys.append(s(getattr(dpg, f"mvKey_{d}"), True, False, lambda a, d=d: a.save(label=d),
+                      ("Ctrl+0…9", "save under that digit") if d == 0 else None))
+    return keys

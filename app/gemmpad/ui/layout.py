@@ -1,0 +1,77 @@
+"""Where the panels go for a given window size: pure arithmetic, tested without a window.
+
+Three arrangements, chosen by width:
+- wide: drawing | prediction | engine side by side, the canvas as large as the height and
+  the engine column's minimum allow;
+- two columns: the drawing on the left, prediction above engine on the right, that column
+  scrolling;
+- one column: everything stacked, the whole window scrolling.
+Sizes are in screen pixels at UI scale `scale` (fonts and spacing grow with it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIN_WINDOW = (400, 300)  # the viewport's minimum size
+DEFAULT_WINDOW = (1200, 716)
+PAD = 14  # the window's padding
+GAP = 10  # between columns
+INNER = 12  # a panel's own padding
+STATUS_H = 34
+PREDICTION_W = 300  # the prediction column: 10 bars and the 28x28 preview fit in it
+ENGINE_MIN_W = 440  # kernel names, the latency table and the race's labels fit in it
+BELOW_CANVAS = 150  # heading above, buttons and brush and save rows below the canvas
+CANVAS_MIN, CANVAS_MAX = 200, 720
+SCROLLBAR = 14
+HEADING = 26  # a panel heading's line
+CANVAS_TINY = 120  # the canvas in one column never gets smaller than this
+
+
+@dataclass(frozen=True)
+class Layout:
+    mode: str  # "wide", "two", "one"
+    canvas: int  # the canvas's side on screen
+    draw_w: int  # the drawing column
+    draw_h: int
+    right_w: int  # the column(s) right of it ("one": below it)
+    right_h: int  # 0: as tall as its content (the window scrolls)
+    prediction_w: int
+    engine_w: int
+    status_h: int
+
+
+def plan(width: int, height: int, scale: float = 1.0) -> Layout:
+    """The arrangement for a viewport of width x height pixels."""
+    s = scale
+    pad, gap, inner, status = round(PAD * s), round(GAP * s), round(INNER * s), round(STATUS_H * s)
+    pred_w, eng_min = round(PREDICTION_W * s), round(ENGINE_MIN_W * s)
+    below = round(BELOW_CANVAS * s)
+    cmin, cmax = round(CANVAS_MIN * s), round(CANVAS_MAX * s)
+    body_h = height - 2 * pad - status - gap  # the columns' height above the status bar
+    by_height = body_h - below - 2 * inner
+
+    # wide: the canvas takes what the engine's minimum leaves, up to what the height allows
+    # (and no more than half of what the prediction column leaves: the plots want width too)
+    by_width = width - 2 * pad - 2 * gap - pred_w - eng_min - 2 * inner
+    half = (width - 2 * pad - 2 * gap - pred_w) // 2 - 2 * inner
+    canvas = min(by_height, by_width, max(half, min(by_width, cmin)), cmax)
+    if canvas >= cmin:
+        draw_w = canvas + 2 * inner
+        right_w = width - 2 * pad - gap - draw_w
+        return Layout("wide", canvas, draw_w, body_h, right_w, body_h, pred_w, right_w - gap - pred_w, status)
+
+    # two columns: the right one needs the prediction column's width at least
+    by_width = width - 2 * pad - gap - pred_w - SCROLLBAR - 2 * inner
+    canvas = min(by_height, by_width, cmax)
+    if canvas >= cmin:
+        draw_w = canvas + 2 * inner
+        right_w = width - 2 * pad - gap - draw_w
+        panel_w = right_w - SCROLLBAR - inner
+        return Layout("two", canvas, draw_w, body_h, right_w, body_h, panel_w, panel_w, status)
+
+    # one column: the canvas as large as the window shows whole (the window scrolls to the rest)
+    col_w = width - 2 * pad - SCROLLBAR
+    canvas = max(min(col_w - 2 * inner, body_h - 2 * inner - round(HEADING * s), cmax), round(CANVAS_TINY * s))
+    draw_h = canvas + below + 2 * inner
+    return Layout("one", canvas, col_w, draw_h, col_w, 0, col_w, col_w, status)

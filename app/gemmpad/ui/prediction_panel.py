@@ -1,0 +1,165 @@
+"""The prediction column: the digit read, how sure, the ten probabilities, and the 28x28
+input the network saw."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import dearpygui.dearpygui as dpg
+import numpy as np
+
+from gemmpad.engine import Prediction
+from gemmpad.ui import style
+from gemmpad.ui.draw_panel import heading, tip
+from gemmpad.ui.layout import Layout
+from gemmpad.ui.style import Fonts
+from gemmpad.ui.text import fmt_us
+
+PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest neighbour by hand)
+BAR_LIMITS = (-0.6, 9.6)  # the bar chart's x range: digits 0..9 with a margin
+BARS_H = 150
+HIDDEN_SIDE, HIDDEN_SCALE = 10, 9  # 100 units as a 10x10 map, each unit a 9x9 block
+
+
+class PredictionPanel:
+    def __init__(self, fonts: Fonts, scale: float) -> None:
+        self.scale = scale
+        # Called with a digit when its probability bar is clicked (a correction panel hooks in).
+        self.on_bar_click: Callable[[int], None] | None = None
+        p = 28 * PREVIEW_SCALE
+        self._preview_rgba = np.zeros((p, p, 4), dtype=np.float32)
+        style.colourise(np.zeros((p, p), np.float32), self._preview_rgba)
+        with dpg.texture_registry():
+            self.preview_tex = dpg.add_raw_texture(p, p, self._preview_rgba, format=dpg.mvFormat_Float_rgba)
+        self.image28 = np.zeros((28, 28), dtype=np.float32)
+        s = scale
+        with dpg.child_window() as self.root:
+            dpg.bind_item_theme(self.root, style.padded_theme(scale))
+            # (a plot cannot hold a tooltip: the heading explains the bars)
+            tip(heading("Prediction", fonts), "The digit read, how sure, and the network's probability for "
+                                              "each digit (the highest in blue).")
+            with dpg.group(horizontal=True, horizontal_spacing=round(18 * s)):
+                with dpg.group():
+                    self.digit = dpg.add_text("?", color=style.FRAME_ACTIVE)
+                    dpg.bind_item_font(self.digit, fonts.digit)
+                with dpg.group():
+                    dpg.add_spacer(height=round(20 * s))
+                    self.conf = dpg.add_text("draw a digit")
+                    dpg.bind_item_font(self.conf, fonts.figure)
+                    self.caption = dpg.add_text("", color=style.MUTED)
+                    self.runner = dpg.add_text("", color=style.MUTED)
+            tip(self.digit, "The digit with the highest probability (the mean over the batch's copies).")
+            with dpg.plot(height=round(BARS_H * s), width=-1, no_title=True, no_menus=True, no_box_select=True,
+                          no_mouse_pos=True, no_inputs=True) as self.bars_plot:
+                x = dpg.add_plot_axis(dpg.mvXAxis, no_gridlines=True, no_tick_marks=True, no_menus=True)
+                dpg.set_axis_limits(x, *BAR_LIMITS)
+                dpg.set_axis_ticks(x, tuple((str(i), float(i)) for i in range(10)))
+                y = dpg.add_plot_axis(dpg.mvYAxis, no_tick_labels=True, no_tick_marks=True, no_menus=True)
+                dpg.set_axis_limits(y, 0.0, 1.04)
+                xs = [float(i) for i in range(10)]
+                self.bars = dpg.add_bar_series(xs, [0.0] * 10, weight=0.68, parent=y)
+                self.bar_top = dpg.add_bar_series([0.0], [0.0], weight=0.68, parent=y)
+                dpg.bind_item_theme(self.bars, style.series_theme(dpg.mvBarSeries, style.BAR))
+                dpg.bind_item_theme(self.bar_top, style.series_theme(dpg.mvBarSeries, style.ACCENT))
+            with dpg.item_handler_registry() as handlers:
+                dpg.add_item_clicked_handler(dpg.mvMouseButton_Left, callback=lambda: self._clicked())
+            dpg.bind_item_handler_registry(self.bars_plot, handlers)
+            heading("What the network sees", fonts)
+            with dpg.group(horizontal=True):
+                self._preview_pad = dpg.add_spacer(width=0)
+                self.preview = dpg.add_image(self.preview_tex, width=p, height=p)
+            tip(self.preview, "The 784 inputs: the drawing cropped, scaled into a 20 px box and centred by "
+                              "mass, as MNIST digits are.")
+            t = dpg.add_text("28 × 28 input: cropped, scaled into a 20 px box, centred by mass (MNIST style)",
+                             color=style.MUTED, wrap=0)
+            dpg.bind_item_font(t, fonts.small)
+            tip(heading("Inside the network", fonts),
+                "The 100 + 100 hidden units after ReLU for the drawing itself, 10 x 10 each, bright = strongly "
+                "active (each map scaled to its own maximum). Per-layer times show where the kernel runs the "
+                "network layer by layer and reports them (the CPU's GEMM kernels).")
+            hp = HIDDEN_SIDE * HIDDEN_SCALE
+            self._hidden_rgba = [np.zeros((hp, hp, 4), dtype=np.float32) for _ in range(2)]
+            with dpg.texture_registry():
+                self.hidden_tex = [dpg.add_raw_texture(hp, hp, rgba, format=dpg.mvFormat_Float_rgba)
+                                   for rgba in self._hidden_rgba]
+            with dpg.group(horizontal=True, horizontal_spacing=round(16 * s)):
+                self.hidden_img = []
+                for i, tex in enumerate(self.hidden_tex):
+                    with dpg.group():
+                        label = dpg.add_text(f"hidden {i + 1}", color=style.MUTED)
+                        dpg.bind_item_font(label, fonts.small)
+                        self.hidden_img.append(dpg.add_image(tex, width=hp, height=hp))
+            self.layer_text = dpg.add_text("", color=style.MUTED, wrap=0)
+            dpg.bind_item_font(self.layer_text, fonts.small)
+            self.show_hidden(None, ())
+
+    def layout(self, L: Layout) -> None:
+        dpg.configure_item(self.root, width=L.prediction_w, height=L.right_h if L.mode == "wide" else 0,
+                           auto_resize_y=L.mode != "wide", no_scrollbar=L.mode != "wide")
+        inner = L.prediction_w - round(2 * 12 * self.scale)
+        dpg.configure_item(self._preview_pad, width=max((inner - 28 * PREVIEW_SCALE) // 2 - 8, 0))
+
+    def show_hidden(self, hidden: tuple[np.ndarray, np.ndarray] | None, layer_us: tuple[float, ...]) -> None:
+        """The hidden activations as heat maps, and the per-layer times when there are some."""
+        n = HIDDEN_SIDE
+        for rgba, tex, i in zip(self._hidden_rgba, self.hidden_tex, range(2)):
+            values = np.zeros((n, n), np.float32) if hidden is None else np.asarray(hidden[i], np.float32).reshape(n, n)
+            small = np.empty((n, n, 4), dtype=np.float32)
+            style.heat(values, small)
+            rgba[:] = small.repeat(HIDDEN_SCALE, axis=0).repeat(HIDDEN_SCALE, axis=1)
+            dpg.set_value(tex, rgba)
+        if layer_us:
+            total = sum(layer_us)
+            parts = "  ·  ".join(f"L{i + 1} {fmt_us(t)}" for i, t in enumerate(layer_us))
+            dpg.set_value(self.layer_text, f"per layer: {parts}" + (f"  (L1 {100 * layer_us[0] / total:.0f} %)" if total > 0 else ""))
+        else:
+            dpg.set_value(self.layer_text, "per-layer times: shown for the CPU GEMM kernels (cpu.01, cpu.02)"
+                          if hidden is not None else "")
+
+    def digit_at(self, mx: float) -> int | None:
+        """The digit whose bar is under window x-coordinate `mx` (None between bars)."""
+        x0 = dpg.get_item_rect_min(self.bars_plot)[0]
+        w = dpg.get_item_rect_size(self.bars_plot)[0]
+        pad = 6 * self.scale  # the plot's padding (style.global_theme's PlotPadding)
+        lo, hi = BAR_LIMITS
+        v = lo + (mx - x0 - pad) / max(w - 2 * pad, 1) * (hi - lo)
+        d = round(v)
+        return d if 0 <= d <= 9 and abs(v - d) <= 0.34 else None
+
+    def _clicked(self) -> None:
+        if self.on_bar_click is None:
+            return
+        d = self.digit_at(dpg.get_mouse_pos(local=False)[0])
+        if d is not None:
+            self.on_bar_click(d)
+
+    def show(self, p: Prediction | None) -> None:
+        if p is None:
+            dpg.set_value(self.digit, "?")
+            dpg.configure_item(self.digit, color=style.FRAME_ACTIVE)
+            dpg.set_value(self.conf, "draw a digit")
+            dpg.set_value(self.caption, "")
+            dpg.set_value(self.runner, "")
+            dpg.set_value(self.bars, [[float(i) for i in range(10)], [0.0] * 10])
+            dpg.set_value(self.bar_top, [[0.0], [0.0]])
+            self.image28 = np.zeros((28, 28), dtype=np.float32)
+        else:
+            probs = np.asarray(p.probs, dtype=np.float64)
+            order = np.argsort(probs)[::-1]
+            dpg.set_value(self.digit, str(p.digit))
+            dpg.configure_item(self.digit, color=style.TEXT)
+            dpg.set_value(self.conf, f"{100 * p.confidence:.1f} %")
+            dpg.set_value(self.caption, "confidence" + (f", mean of {p.timing.batch}" if p.timing.batch > 1 else ""))
+            dpg.set_value(self.runner, f"runner-up {order[1]}  ({100 * probs[order[1]]:.1f} %)")
+            dpg.set_value(self.bars, [[float(i) for i in range(10)], [float(v) for v in probs]])
+            dpg.set_value(self.bar_top, [[float(p.digit)], [float(probs[p.digit])]])
+            self.image28 = np.asarray(p.image28, dtype=np.float32)
+        # Colour the 784 inputs, then blow each up to an 8x8 block (nearest neighbour: crisp).
+        small = np.empty((28, 28, 4), dtype=np.float32)
+        style.colourise(self.image28, small)
+        s = PREVIEW_SCALE
+        self._preview_rgba[:] = small.repeat(s, axis=0).repeat(s, axis=1)
+        # A faint grid between the inputs, drawn on the last row/column of each block.
+        self._preview_rgba[s - 1 :: s, :, :3] *= 0.8
+        self._preview_rgba[:, s - 1 :: s, :3] *= 0.8
+        dpg.set_value(self.preview_tex, self._preview_rgba)

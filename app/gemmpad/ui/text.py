@@ -1,0 +1,65 @@
+"""The words and numbers the window shows: latency figures, axis ticks, kernel and GPU lines.
+
+Pure functions (no Dear PyGui), so what a user reads is tested without a window.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gemmpad import registry
+from gemmpad.errors import GemmpadError
+from gemmpad.native import CudaStatus
+
+
+def fmt_us(v: float | None) -> str:
+    """A time in microseconds with 3 significant figures, "–" when there is none."""
+    if v is None or not np.isfinite(v):
+        return "–"
+    if v < 10:
+        return f"{v:.2f} µs"
+    if v < 1000:
+        return f"{v:.1f} µs"
+    return f"{v:,.0f} µs"
+
+
+def log_ticks(lo: float, hi: float) -> tuple[tuple[str, float], ...]:
+    """1-2-5 ticks between lo and hi (the default log axis labels only whole decades), or
+    decades alone when the range spans more than 2.5 of them (the labels would overlap)."""
+    ticks = []
+    digits = (1, 2, 5) if np.log10(hi / lo) <= 2.5 else (1,)
+    for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
+        for d in digits:
+            v = d * 10.0**e
+            if lo <= v <= hi:
+                ticks.append((f"{v / 1000:g}k" if v >= 1000 else f"{v:g}", v))
+    return tuple(ticks)
+
+
+def kernel_summary(name: str) -> str:
+    """One line on what a kernel does, from the registry."""
+    if name == "numpy":
+        return "NumPy's matmul (BLAS) in Python: the reference the native kernels must match."
+    try:
+        spec = registry.get(name)
+    except GemmpadError:  # a kernel the registry does not describe: no summary rather than a failure
+        return ""
+    return f"{spec.summary}  [{spec.precision}, {spec.kind}]  {spec.source}"
+
+
+def gpu_line(status: CudaStatus) -> str:
+    """The status bar's GPU words: the device, or one reason a user can act on.
+
+    The driver's own message ("CUDA driver version is insufficient for CUDA runtime
+    version") names two versions nobody asked about when there is no driver at all;
+    the first clause ("no NVIDIA driver found") is the one that says what to do."""
+    if status.available:
+        return f"GPU: {status.device}"
+    reason = status.reason.split(" (", 1)[0].rstrip(".")
+    return f"No GPU: {reason}; the CPU runs the network"
+
+
+def frames_caption(n: int, kernel: str, batch: int, warm: bool) -> str:
+    """What the latency plot covers."""
+    what = f"{n} frame{'' if n == 1 else 's'} of {kernel} at batch {batch}{', warm' if warm else ''}"
+    return what + " (the plot restarts when the setting changes)"
