@@ -730,3 +730,17 @@ def test_hostile_files_for_the_window_are_one_line_errors(display: str, tmp_path
         for done in escapes:
             done.set()
     assert (tmp_path / "record.json").is_fifo()
+
+
+def test_the_summary_line_is_strict_json(display: str, tmp_path: Path) -> None:
+    """Issue 20, finding 4's rule (JSON output is always valid JSON): with no frame timed yet,
+    `app --exit` printed "frame_ms_median": NaN."""
+    args = ["--exit"]
+    if not HAVE_MODEL:
+        _model().save(tmp_path / "random-mlp.npz")
+        args += ["--model", str(tmp_path / "random-mlp.npz")]
+    proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", *args], env=_env(display),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"{c} in {proc.stdout}"))
+    assert summary["frame_ms_median"] is None or summary["frame_ms_median"] > 0
