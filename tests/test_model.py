@@ -244,3 +244,17 @@ def test_fortran_order_and_big_endian_arrays_load(tmp_path: Path, rng: np.random
     for k in SHAPES:
         np.testing.assert_array_equal(m[k], w[k])
         assert m[k].dtype == np.float32 and m[k].flags.c_contiguous
+
+
+def test_a_mangled_npy_header_is_a_model_file_error(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Found by the fuzz test (seed 3, case 1653): NumPy parses a header that is not a Python
+    literal with tokenize, whose TokenError escaped as an internal error."""
+    w = random_weights(rng)
+    _save_raw(tmp_path / "m.npz", {k: v for k, v in w.items() if k != "W2"})
+    text = "{'descr': '<f4', 'fortran_order': False, 'shape': (100, 100"  # never closed
+    text = text + " " * (127 - 10 - len(text)) + "\n"
+    header = b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin1")
+    with zipfile.ZipFile(tmp_path / "m.npz", "a") as zf:
+        zf.writestr("W2.npy", header + w["W2"].tobytes())
+    with pytest.raises(ModelFileError, match=r"m.npz: not a readable .npz model file \(TokenError"):
+        load_model(tmp_path / "m.npz")

@@ -991,3 +991,17 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
     style.heat(np.zeros((10, 10), np.float32), blank)
     np.testing.assert_allclose(app.pred._hidden_rgba[0][4::9, 4::9], blank)
     assert dpg.get_value(app.pred.layer_text) == ""
+
+
+def test_the_summary_line_is_strict_json(display: str, tmp_path: Path) -> None:
+    """Issue 20, finding 4's rule (JSON output is always valid JSON): with no frame timed yet,
+    `app --exit` printed "frame_ms_median": NaN."""
+    args = ["--exit"]
+    if not HAVE_MODEL:
+        _model().save(tmp_path / "random-mlp.npz")
+        args += ["--model", str(tmp_path / "random-mlp.npz")]
+    proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", *args], env=_env(display),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"{c} in {proc.stdout}"))
+    assert summary["frame_ms_median"] is None or summary["frame_ms_median"] > 0

@@ -50,6 +50,11 @@ class ImageError(GemmpadError, ValueError):
     """An image file that cannot be read, or holds no ink."""
 
 
+class OutputFileError(GemmpadError, OSError):
+    """A path that must not be written: a directory, a device, FIFO or socket, or a
+    symlink loop. An OSError too, so a writer's `except OSError` (a full disk) covers it."""
+
+
 class CudaUnavailable(GemmpadError, RuntimeError):
     """CUDA was asked for but cannot be used here; the message says why."""
 

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
-from gemmpad.errors import GemmpadError
+from gemmpad.errors import GemmpadError, OutputFileError
 
 
 @contextlib.contextmanager
@@ -45,7 +45,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 def write_target(path: str | os.PathLike[str]) -> Path:
     """The file a write to `path` should replace: a symlink's final target (so the
-    rename lands there and the link survives), or `path` itself. Raises GemmpadError
+    rename lands there and the link survives), or `path` itself. Raises OutputFileError
     for a directory, device, FIFO or socket, or a symlink loop."""
     given = Path(path)
     target = Path(os.path.realpath(given)) if given.is_symlink() else given
@@ -54,11 +54,11 @@ def write_target(path: str | os.PathLike[str]) -> Path:
     except (FileNotFoundError, NotADirectoryError):  # a new file (check_writable_dir judges its folder)
         return target
     except OSError as exc:  # a symlink loop, a component that is a file, no permission
-        raise GemmpadError(f"{given}: cannot write here ({exc.strerror or exc})") from None
+        raise OutputFileError(f"{given}: cannot write here ({exc.strerror or exc})") from None
     if stat.S_ISDIR(mode):
-        raise GemmpadError(f"{given} is a directory; name a file")
+        raise OutputFileError(f"{given} is a directory; name a file")
     if not stat.S_ISREG(mode):
-        raise GemmpadError(f"{given} is not a regular file (a device, FIFO or socket): refusing to replace it")
+        raise OutputFileError(f"{given} is not a regular file (a device, FIFO or socket): refusing to replace it")
     return target
 
 

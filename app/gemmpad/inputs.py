@@ -44,23 +44,19 @@ def open_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadErro
     """
     p = Path(path)
     try:
-        info = os.stat(p)
+        _check(p, os.stat(p), limit, what)  # before opening: opening a device can itself do things
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO nobody writes to: returns, not waits
     except FileNotFoundError:
         raise error(f"{what} not found: {p}") from None
-    except OSError as exc:  # a symlink loop, no permission on a parent, a name too long
+    except OSError as exc:  # a symlink loop, no permission, a name too long
         raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
-    pipe = stat.S_ISFIFO(info.st_mode) and bool(_PIPE_NAMES.match(os.path.abspath(p)))
-    if stat.S_ISDIR(info.st_mode):
-        raise error(f"{p}: is a directory, not a {what}")
-    if not (stat.S_ISREG(info.st_mode) or pipe):
-        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
-        raise error(f"{p}: is {kind}, not a regular file (refused: reading it could block or never end)")
-    if not pipe and info.st_size > limit:
-        raise error(f"{p}: {info.st_size:,} bytes, more than a {what} may hold here ({limit:,})")
+    except ValueError as exc:
+        raise error(f"{p}: {exc}") from None
     try:
-        fd = os.open(p, os.O_RDONLY | (os.O_NONBLOCK if pipe else 0))
-    except OSError as exc:
-        raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
+        pipe = _check(p, os.fstat(fd), limit, what)  # what was opened, if the name changed meanwhile
+    except ValueError as exc:
+        os.close(fd)
+        raise error(f"{p}: {exc}") from None
     if not pipe:
         return os.fdopen(fd, "rb")
     try:
@@ -74,6 +70,20 @@ def open_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadErro
     if len(data) > limit:
         raise error(f"{p}: more than {limit:,} bytes came through the pipe, more than a {what} may hold here")
     return io.BytesIO(data)
+
+
+def _check(p: Path, info: os.stat_result, limit: int, what: str) -> bool:
+    """Whether `info` is a shell's pipe (True) or a regular file within `limit` (False);
+    ValueError saying why it is neither."""
+    pipe = stat.S_ISFIFO(info.st_mode) and bool(_PIPE_NAMES.match(os.path.abspath(p)))
+    if stat.S_ISDIR(info.st_mode):
+        raise ValueError(f"is a directory, not a {what}")
+    if not (stat.S_ISREG(info.st_mode) or pipe):
+        kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
+        raise ValueError(f"is {kind}, not a regular file (refused: reading it could block or never end)")
+    if not pipe and info.st_size > limit:
+        raise ValueError(f"{info.st_size:,} bytes, more than a {what} may hold here ({limit:,})")
+    return pipe
 
 
 def read_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadError] = GemmpadError,

@@ -11,7 +11,6 @@ import json
 import os
 import struct
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,12 +170,12 @@ def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
             return {name: _npy_data(zf, members[name], *headers[name], source) for name in SHAPES}
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError,
-            RuntimeError, zlib.error, struct.error, KeyError, SyntaxError) as exc:
-        # zipfile and zlib report corruption with all of these (RuntimeError: an encrypted member;
-        # NotImplementedError: a compression method; SyntaxError: a bad header literal)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ModelFileError(f"{source}: not a readable .npz model file ({first})") from None
+    except Exception as exc:  # any failure to parse is the file's: zipfile, zlib and NumPy's header
+        # parser (ast and tokenize) report corruption with a dozen types (BadZipFile, zlib.error,
+        # RuntimeError for an encrypted member, SyntaxError and TokenError for a mangled header...)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ModelFileError(f"{source}: not a readable .npz model file ({type(exc).__name__}"
+                             f"{': ' + first if first else ''})") from None
 
 
 def _npy_members(zf: zipfile.ZipFile, source: str) -> dict[str, zipfile.ZipInfo]:

@@ -18,10 +18,12 @@ import argparse
 import ctypes
 import ctypes.util
 import json
+import math
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from gemmpad.args import number
 from gemmpad.errors import GemmpadError, require
@@ -148,6 +150,18 @@ def _process_age_s() -> float | None:
         return None
 
 
+def _finite(value: Any) -> Any:
+    """`value` with NaN and Inf floats as None: json.dumps would write the bare words NaN
+    and Infinity, which no strict JSON reader accepts (no frame timed yet: a NaN median)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     require("dearpygui", "the drawing window", "dearpygui",
             otherwise="`gemmpad predict IMAGE` reads digits from image files without it")
@@ -214,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
             summary = harness.summary(app)
             if args.screenshot:
                 summary["screenshot"] = str(Path(args.screenshot).resolve())
-            print(json.dumps(summary), flush=True)
+            print(json.dumps(_finite(summary), allow_nan=False), flush=True)
         if not args.exit:
             app.run()
         if args.record:
