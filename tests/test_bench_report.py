@@ -26,15 +26,16 @@ COMMITTED = Path(__file__).resolve().parent.parent / "assets" / "benchmarks" / "
 
 def test_report_regenerates_the_readme_tables_from_committed_json(monkeypatch, capsys, tmp_path):
     """Without a GPU: the committed JSON's summary tables between the markers, the rest of the file untouched."""
-    for name in ("bench-gemm.json", "bench-mlp.json"):
+    for name in ("bench-gemm.json", "bench-mlp.json", "train.json"):
         shutil.copy(COMMITTED / name, tmp_path / name)
     readme = tmp_path / "README.md"
-    before = "# x\n<!-- bench:gemm begin -->\n<!-- bench:gemm end -->\nmiddle\n<!-- bench:mlp begin -->\nstale\n<!-- bench:mlp end -->\nend\n"
+    before = ("# x\n<!-- bench:gemm begin -->\n<!-- bench:gemm end -->\nmiddle\n<!-- bench:mlp begin -->\nstale\n"
+              "<!-- bench:mlp end -->\n<!-- bench:train begin -->\n<!-- bench:train end -->\nend\n")
     readme.write_text(before)
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path), "--readme", str(readme))
     assert rc == 0, err
     text = readme.read_text()
-    assert text.startswith("# x\n") and "\nmiddle\n" in text and text.endswith("<!-- bench:mlp end -->\nend\n")
+    assert text.startswith("# x\n") and "\nmiddle\n" in text and text.endswith("<!-- bench:train end -->\nend\n")
     assert "stale" not in text
     gemm_rows = json.loads((tmp_path / "bench-gemm.json").read_text())["results"]
     timed = next(r for r in gemm_rows if "ms" in r)
@@ -42,13 +43,15 @@ def test_report_regenerates_the_readme_tables_from_committed_json(monkeypatch, c
     machine = json.loads((tmp_path / "bench-gemm.json").read_text())["machine"]
     assert machine["nvidia_smi"]["driver_version"] in text and machine["date_utc"][:10] in text
     assert "| `cuda.mlp_fused` | cuda |" in text and "(bench-mlp.json)" in text
+    native = next(r for r in json.loads((tmp_path / "train.json").read_text())["results"] if r["engine"] == "native")
+    assert f"{native['epoch_ms_median']:,.1f} ms" in text and "(train.json)" in text
     rc2, _, _ = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path), "--readme", str(readme))
     assert rc2 == 0 and readme.read_text() == text  # regenerating changes nothing
 
 
 def test_report_without_results_says_so(monkeypatch, capsys, tmp_path):
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path))
-    assert rc == 2 and "no bench-gemm.json or bench-mlp.json" in err
+    assert rc == 2 and "no bench-gemm.json or bench-mlp.json or train.json" in err
     (tmp_path / "bench-gemm.json").write_text("{not json")
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path))
     assert rc == 2 and "not a readable result file" in err and "Traceback" not in err

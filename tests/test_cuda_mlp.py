@@ -1,7 +1,7 @@
 """gemmpad._cuda.Mlp's whole-network kernels against the float64 reference:
 every tile configuration, both paths of every fused kernel (sm_90: thread-block
 clusters; the sm_80-89 path: global partials + last block), output poisoned
-first. native/tools/mlp_probe.cu checks every variant too."""
+first. native/tools/mlp_probe/check.cu checks every variant too."""
 
 from __future__ import annotations
 

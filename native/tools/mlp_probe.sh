@@ -6,7 +6,7 @@
 # benchmark. Each step is time-boxed; logs go to $OUT (at most 8 files come back).
 #
 #   STEPS="probe trace memcheck racecheck ncu build test sanitize bench" bash native/tools/mlp_probe.sh
-#   PROBE_MODE=rows|staging|loads|floors|final (default all): what the probe step runs (native/tools/mlp_probe.cu)
+#   PROBE_MODE=rows|staging|loads|floors|final (default all): what the probe step runs (native/tools/mlp_probe/)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/mlp-probe-out}
@@ -34,20 +34,24 @@ if want probe || want trace || want memcheck || want racecheck || want ncu; then
 stamp "compiling probes"
 mkdir -p /tmp/probe-obj
 PIDS=""
-for f in $MLP_SRC native/tools/mlp_probe.cu; do
-  $NVCC -Inative/cuda/mlp -c $f -o /tmp/probe-obj/$(basename $f .cu).o >/tmp/probe-obj/$(basename $f .cu).log 2>&1 &
+# object names carry their folder (mlp-staging.o, mlp_probe-staging.o): file names repeat across folders
+obj() { echo "/tmp/probe-obj/$(basename "$(dirname "$1")")-$(basename "$1" .cu)$2.o"; }
+PROBE_SRC=$(ls native/tools/mlp_probe/*.cu)
+for f in $MLP_SRC $PROBE_SRC; do
+  $NVCC -Inative/cuda/mlp -c $f -o "$(obj $f)" >"$(obj $f).log" 2>&1 &
   PIDS="$PIDS $!"
-  if want trace && { [ $f = native/cuda/mlp/fused_mlp.cu ] || [ $f = native/cuda/mlp/fused_mlp_ksplit.cu ] || [ $f = native/tools/mlp_probe.cu ]; }; then
-    $NVCC -DGEMMPAD_MLP_TRACE -Inative/cuda/mlp -c $f -o /tmp/probe-obj/$(basename $f .cu)-trace.o >/tmp/probe-obj/$(basename $f .cu)-trace.log 2>&1 &
+  # the trace build: the kernels with stamps, and the probe files (its trace mode)
+  if want trace && { [ $f = native/cuda/mlp/fused_mlp.cu ] || [ $f = native/cuda/mlp/fused_mlp_ksplit.cu ] || [[ $f == native/tools/mlp_probe/* ]]; }; then
+    $NVCC -DGEMMPAD_MLP_TRACE -Inative/cuda/mlp -c $f -o "$(obj $f -trace)" >"$(obj $f -trace).log" 2>&1 &
     PIDS="$PIDS $!"
   fi
 done
 wait $PIDS
 cat /tmp/probe-obj/*.log | grep -E "error" | head -20
 O=/tmp/probe-obj
-OBJS="$O/fused_dispatch.o $O/fused_mlp_tc.o $O/mlp.o $O/staging.o $O/weights.o $O/common.o"
-$NVCC $O/mlp_probe.o $O/fused_mlp.o $O/fused_mlp_ksplit.o $OBJS -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
-want trace && $NVCC $O/mlp_probe-trace.o $O/fused_mlp-trace.o $O/fused_mlp_ksplit-trace.o $OBJS -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
+SHARED="$O/mlp-fused_dispatch.o $O/mlp-fused_mlp_tc.o $O/mlp-mlp.o $O/mlp-staging.o $O/mlp-weights.o $O/cuda-common.o"
+$NVCC $(for f in $PROBE_SRC; do obj $f; done) $O/mlp-fused_mlp.o $O/mlp-fused_mlp_ksplit.o $SHARED -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
+want trace && $NVCC $(for f in $PROBE_SRC; do obj $f -trace; done) $O/mlp-fused_mlp-trace.o $O/mlp-fused_mlp_ksplit-trace.o $SHARED -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
 cat /tmp/probe-build.log | head -5
 fi
 

@@ -4,7 +4,7 @@ plans pick (the split kernel of fused_mlp.cu: 1-, 2-, 4-row FMA tiles, with
 clusters reading x from mapped host memory by slices, without them from device
 memory; 16-row tensor-core tiles, each with and without clusters; the k-split
 kernel of fused_mlp_ksplit.cu, 16-, 32- and 64-row tiles; the row-block kernel
-of fused_mlp_tc.cu, 16- and 32-row tiles; mapped output up to 64). native/tools/mlp_probe.cu's "check" mode runs every variant,
+of fused_mlp_tc.cu, 16- and 32-row tiles; mapped output up to 64). native/tools/mlp_probe/check.cu runs every variant,
 under compute-sanitizer too.
 
     SANITIZE_EXTRA=native/tools/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize

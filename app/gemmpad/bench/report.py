@@ -22,7 +22,7 @@ from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
 
 DEFAULT_DIR = "assets/benchmarks/h200"
-RESULTS = {"gemm": "bench-gemm.json", "mlp": "bench-mlp.json"}  # block name -> result file
+RESULTS = {"gemm": "bench-gemm.json", "mlp": "bench-mlp.json", "train": "train.json"}  # block name -> result file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +89,7 @@ def rewrite_block(readme: str, name: str, block: str) -> None:
 def summary_block(name: str, data: dict[str, Any], path: Path, readme: str | None) -> str:
     """Caption line (machine, date, link to the JSON) and the summary table."""
     link = os.path.relpath(path.resolve(), Path(readme).resolve().parent) if readme else str(path)
-    table = {"gemm": gemm_summary, "mlp": mlp_summary}[name](data["results"])
+    table = {"gemm": gemm_summary, "mlp": mlp_summary, "train": train_summary}[name](data["results"])
     return f"{caption(data.get('machine', {}))}; [{path.name}]({link}).\n\n{table}"
 
 
@@ -135,16 +135,32 @@ def mlp_summary(results: list[dict[str, Any]]) -> str:
     return _table(["kernel", "backend"], batches, cells, {})
 
 
+TRAIN_ENGINES = {("native", "fp32"): "native fp32", ("native", "mixed"): "native mixed (bf16 tensor cores)",
+                 ("torch_eager", "fp32"): "torch eager", ("torch_cuda_graph", "fp32"): "torch, one step in a CUDA graph"}
+
+
+def train_summary(results: list[dict[str, Any]]) -> str:
+    """Epoch time (60,000 images) per engine and batch size."""
+    batches = [f"batch {b}" for b in sorted({r["batch"] for r in results})]
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for r in results:
+        label = TRAIN_ENGINES.get((r["engine"], r["precision"]), f"{r['engine']} {r['precision']}")
+        cells.setdefault((label, r["precision"]), {})[f"batch {r['batch']}"] = f"{r['epoch_ms_median']:,.1f} ms"
+    return _table(["engine", "precision"], batches, cells, {}, code=False)
+
+
 def _layer_by_layer(r: dict[str, Any]) -> bool:
     """A GEMM rung running the network one layer per call (not NumPy, torch or a whole-network kernel)."""
     return r["backend"] in ("cpu", "cuda") and ".mlp_" not in r["kernel"]
 
 
 def _table(keys: list[str], columns: list[str], cells: dict[tuple[str, str], dict[str, str]],
-           refs: dict[tuple[str, str], dict[str, str]]) -> str:
+           refs: dict[tuple[str, str], dict[str, str]], code: bool = True) -> str:
+    """Rows keyed by two labels (the first a name in code format when `code`), one cell per column."""
     lines = ["| " + " | ".join(keys + columns) + " |", "|---|---|" + "---:|" * len(columns)]
     for (a, b), row in cells.items():
-        lines.append(f"| `{a}` | {b} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
+        name = f"`{a}`" if code else a
+        lines.append(f"| {name} | {b} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
     for (a, b), row in refs.items():
         lines.append(f"| {a} (reference) | {b} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
     return "\n".join(lines)

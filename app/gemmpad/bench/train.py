@@ -18,6 +18,7 @@ import numpy as np
 
 from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.bench.machine import machine
+from gemmpad.bench.report import add_readme_argument, rewrite_block, summary_block
 from gemmpad.files import atomic_path, write_text
 from gemmpad.model import SHAPES
 from gemmpad.train_native import batch_orders, cuda_trainer_class
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr-decay", type=number(0, above=True), default=0.8,
                         help="parity run: lr of epoch e is lr * lr_decay**e (the timing runs keep lr)")
     parser.add_argument("--seed", type=integer(0, MAX_SEED), default=0)
+    add_readme_argument(parser)
 
 
 def _defaults() -> argparse.Namespace:
@@ -350,4 +352,6 @@ def run(args: argparse.Namespace | None = None) -> int:
         write_text(out / "train.json", json.dumps(report, indent=2) + "\n")
         _plots(out, results, curves, parity)
         print(f"wrote {out / 'train.json'}", flush=True)
+        if a.readme:
+            rewrite_block(a.readme, "train", summary_block("train", report, out / "train.json", a.readme))
     return 0

@@ -68,7 +68,7 @@ __global__ void softmax_kernel(const float* __restrict__ logits, float* __restri
 // Runs between the input copy and the start event. Without it the start event follows the
 // copy engine's last write and the timed span opens with the copy engine handing over to the
 // compute queue: an empty kernel timed that way measured 4.2-8.9 us instead of 2.5 (H200,
-// native/tools/mlp_probe.cu's "rows" mode). With it, kernel_us holds only the forward.
+// native/tools/mlp_probe/rows.cu). With it, kernel_us holds only the forward.
 __global__ void copy_handoff_kernel() {}
 
 

@@ -188,7 +188,7 @@ class Mlp {
     void set_io_policy(int mapped_in_max, int mapped_out_max);
 #endif
     // How forward() moves x to the device where the kernel does not read it from
-    // mapped memory (native/tools/mlp_probe.cu's "staging" mode times the
+    // mapped memory (native/tools/mlp_probe/staging.cu times the
     // choices): inputs of at least `min_bytes` go in chunks of `chunk_bytes`,
     // each copied into pinned staging by one of `threads` host threads, which
     // queues that chunk's DMA at once, so host copies and DMAs overlap; smaller
