@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-
 from gemmpad import native, registry
+
 from tests.cli_helpers import run_cli
 
 
@@ -41,12 +41,15 @@ def test_model_scores_and_model_errors(monkeypatch, capsys, tmp_path):
     from gemmpad import info
     from gemmpad.errors import ModelFileError
     from gemmpad.model import Model
+
     from tests.test_engine import random_model
 
     card = {"name": "m", "results": {"mnist_test_accuracy": 0.98765, "drawn_accuracy": {"all": 0.9912, "1-flag": 0.9}}}
     model = Model(random_model(np.random.default_rng(0)).weights, card=card)
     assert model.scores() == ["MNIST test 98.77 %", "drawn digits 99.1 %"]
     assert Model(model.weights).scores() == []
+    real = {**card, "results": {**card["results"], "real_writers": {"mean": 0.98876, "worst": 0.97}}}
+    assert Model(model.weights, card=real).scores()[0] == "unseen writers 98.9 %"  # people first
     monkeypatch.setattr(info, "load_model", lambda: model)
     rc, out, err = run_cli(monkeypatch, capsys, "info")
     assert rc == 0 and "model scores: MNIST test 98.77 %, drawn digits 99.1 %" in out

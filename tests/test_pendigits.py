@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gemmpad import pendigits
 from gemmpad.errors import DataError
 from gemmpad.preprocess import preprocess
+
 from tests.pendigits_data import pendigits_file
 
 GOOD = """.INCLUDE        dene.doc

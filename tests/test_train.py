@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from gemmpad import native, train
+from gemmpad import native, pendigits, train
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
 from gemmpad.model import Model, load_model
+
 from tests.mnist_data import mnist_dir
 
 pytest.importorskip("torch")
@@ -130,12 +130,18 @@ def test_training_set_sources_go_through_preprocess(rng: np.random.Generator) ->
     images = np.zeros((12, 28, 28), np.uint8)
     images[:, 5:23, 12:16] = 255  # twelve "1"s
     labels = np.ones(12, np.int64)
-    x, y, counts = train.training_set(images, labels, ["original", "warp", "restroke", "drawn"], 0, 23, lambda s: None)
-    assert counts == {"original": 12, "warp": 12, "restroke": 12, "drawn": 23}
-    assert x.shape == (59, 784) and x.dtype == np.float32 and y.shape == (59,)
+    stroke = np.array([[200, 400], [210, 100]], np.float32)
+    pen = [pendigits.PenDigit(digit=1, writer=w, strokes=[stroke]) for w in (3, 4)]
+    x, y, writer, counts = train.training_set(images, labels, ["original", "warp", "restroke", "drawn", "pendigits"],
+                                              0, 23, lambda s: None, pen)
+    copies = train.PEN_COPIES
+    assert counts == {"original": 12, "warp": 12, "restroke": 12, "drawn": 23, "pendigits": 2 * copies}
+    n = 59 + 2 * copies
+    assert x.shape == (n, 784) and x.dtype == np.float32 and y.shape == (n,)
     assert 0.0 <= x.min() and x.max() <= 1.0
     assert np.all(x[:36].reshape(36, 28, 28).max(axis=(1, 2)) > 0.5)  # no digit lost
-    assert set(y[:36]) == {1} and set(y[36:]) <= set(range(10))
+    assert set(y[:36]) == {1} and set(y[36:59]) <= set(range(10)) and set(y[59:]) == {1}
+    assert set(writer[:59]) == {0} and sorted(writer[59:]) == [3] * copies + [4] * copies  # rows by writer
 
 
 def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

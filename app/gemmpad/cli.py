@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("gemmpad.predict", "read digits from image files"),
     "info": ("gemmpad.info", "versions, CPU features, CUDA device, kernels and model"),
     "train": ("gemmpad.train", "train the MLP on MNIST"),
+    "eval": ("gemmpad.evaluate", "accuracy of a model on real writers' digits or labelled image folders"),
     "bench": ("gemmpad.bench", "benchmark GEMM kernels, the MLP forward pass, or training"),
 }
 

@@ -224,7 +224,7 @@ class Style:
     canvas (height, width) px; width: pen diameter px; height: the digit's height as a
     fraction of the canvas height; centre: (x, y) of the digit's box as fractions of the
     canvas; slant: x shift per unit of height upwards (0.3 leans the top right); aspect:
-    horizontal stretch; dark_ink: dark ink on light paper (False: light on dark, the
+    horizontal stretch; rotate: degrees, clockwise on the canvas; dark_ink: dark ink on light paper (False: light on dark, the
     app canvas's own ink-is-1 image).
     """
 
@@ -234,6 +234,7 @@ class Style:
     centre: tuple[float, float] = (0.5, 0.5)
     slant: float = 0.0
     aspect: float = 1.0
+    rotate: float = 0.0
     dark_ink: bool = False
 
 
@@ -252,13 +253,32 @@ STYLES: dict[str, Style] = {
 }
 
 
+def random_style(rng: np.random.Generator) -> Style:
+    """A style drawn at random for training: any pen from a 2 px pen on a large image to a
+    40 px brush, any size and place, a slant, narrow or wide, turned a little, either polarity."""
+    side = int(rng.integers(200, 501))
+    canvas = (side, int(side * rng.uniform(0.8, 1.25)))
+    height = float(rng.uniform(0.25, 0.9))
+    width = float(np.exp(rng.uniform(np.log(2.0), np.log(0.2 * height * side))))  # up to a fifth of the digit
+    half = height / 2 + 0.02
+    centre = (float(rng.uniform(min(0.5, half), max(0.5, 1 - half))), float(rng.uniform(min(0.5, half),
+                                                                                      max(0.5, 1 - half))))
+    return Style(canvas=canvas, width=width, height=height, centre=centre, slant=float(rng.uniform(-0.35, 0.35)),
+                 aspect=float(np.exp(rng.uniform(-0.25, 0.25))), rotate=float(rng.uniform(-12.0, 12.0)),
+                 dark_ink=bool(rng.random() < 0.5))
+
+
 def canvas_strokes(sample: PenDigit, style: Style) -> list[np.ndarray]:
     """The sample's strokes in canvas pixels (y down) for `style`: flipped, slanted,
-    stretched, scaled to style.height (shrunk if it would not fit the width) and centred."""
+    stretched, rotated, scaled to style.height (shrunk if it would not fit the width) and centred."""
     pts = [np.asarray(s, dtype=np.float64) * (1.0, -1.0) for s in sample.strokes]  # y down
     allp = np.vstack(pts)
     mid_y = 0.5 * (allp[:, 1].min() + allp[:, 1].max())
     shaped = [np.column_stack([p[:, 0] * style.aspect - style.slant * (p[:, 1] - mid_y), p[:, 1]]) for p in pts]
+    if style.rotate:
+        a = np.radians(style.rotate)
+        turn = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+        shaped = [p @ turn.T for p in shaped]
     allp = np.vstack(shaped)
     lo, hi = allp.min(axis=0), allp.max(axis=0)
     ch, cw = style.canvas

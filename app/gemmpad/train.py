@@ -1,10 +1,12 @@
-"""`gemmpad train`: MNIST (made to look like drawings) -> a 784-100-100-10 MLP model file.
+"""`gemmpad train`: MNIST and real writers' pen digits -> a 784-100-100-10 MLP model file.
 
 Steps, each a function below:
 1. load MNIST (gemmpad.data) and hold out --val original training images for progress;
 2. build the training arrays (`training_set`): the MNIST originals, warped copies,
-   copies re-painted as uniform strokes, and synthetic drawn digits, every one
-   through gemmpad.preprocess so training sees what the app shows the model;
+   copies re-painted as uniform strokes, synthetic drawn digits, and the pendigits
+   writers' trajectories drawn like the app at random styles, every one through
+   gemmpad.preprocess so training sees what the app shows the model. The writers in
+   --val-writers are left out, and the card reports accuracy on them (gemmpad.evaluate);
 3. fit with torch (SGD with momentum, or AdamW) or with the native CUDA trainer
    (gemmpad.train_native) from the same initial weights, batch order and per-epoch
    learning rates, so the two engines' curves are comparable;
@@ -30,14 +32,22 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import augment, data, drawn
+from gemmpad import augment, data, drawn, evaluate, paper, pendigits
 from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
 from gemmpad.files import atomic_path, check_output_file, check_writable_dir
 from gemmpad.model import LAYERS, Model, save_card
-from gemmpad.preprocess import preprocess_batch
+from gemmpad.preprocess import preprocess, preprocess_batch
 
-SOURCES = ("original", "warp", "restroke", "drawn")
+SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper")
+PEN_COPIES = 6  # random-style renderings of each pendigits training sample ("pendigits")
+PAPER_COPIES = 1  # photos of each on paper ("paper": gemmpad.paper, never the test set's seed)
+DATA_SOURCES = {  # every dataset a model learns from or is measured on, with its licence
+    "MNIST": "LeCun, Cortes & Burges, http://yann.lecun.com/exdb/mnist/ (CC BY-SA 3.0)",
+    "pendigits": "Alpaydin & Alimoglu, Pen-Based Recognition of Handwritten Digits, UCI Machine Learning "
+                 "Repository (CC BY 4.0), pendigits-orig.tra",
+    "synthetic": "gemmpad.drawn (drawn digits) and gemmpad.paper (paper photos), made by this project",
+}
 CHUNK = 5000  # images per augmentation batch: bounds memory (~60 MB per 56x56 array)
 MAX_DRAWN = 200_000  # synthetic digits in one array: 784 float32 each, 627 MB
 
@@ -68,6 +78,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drawn", type=integer(0, MAX_DRAWN), default=20000, metavar="N", help="synthetic drawn training digits")
     p.add_argument("--limit", type=integer(1, 10**9), metavar="N", help="use only the first N MNIST training images")
     p.add_argument("--val", type=integer(0, 10**9), default=5000, metavar="N", help="original training images held out for progress")
+    p.add_argument("--val-writers", default="1-6", metavar="RANGE",
+                   help="pendigits writers left out of training and measured in the card ('none': train on all)")
     p.add_argument("--eval-drawn", type=integer(0, MAX_DRAWN), default=drawn.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
     p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
@@ -101,8 +113,14 @@ def _in_chunks(fn: Callable[[np.ndarray], np.ndarray], images: np.ndarray) -> tu
 
 
 def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], seed: int, n_drawn: int,
-                 log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
-    """Training arrays x float32 [N, 784], y int64 [N] from MNIST uint8 images and the chosen sources."""
+                 log: Callable[[str], None],
+                 pen: list[pendigits.PenDigit] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """Training arrays x float32 [N, 784], y int64 [N], writer int64 [N] (the pendigits writer
+    of each row, 0 for the others) from MNIST uint8 images and the chosen sources.
+
+    Every pendigits sample in `pen` is rendered PEN_COPIES times; callers drop the rows of
+    writers they hold out, so one cached set serves every writer split.
+    """
     rng = np.random.default_rng([seed, 1])
     unit = images.astype(np.float32) / 255.0
     transforms: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -110,48 +128,74 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
         "warp": lambda b: augment.warp(b, 28, rng),
         "restroke": lambda b: augment.restroke(b, rng),
     }
-    xs, ys, counts = [], [], {}
+    xs, ys, ws, counts = [], [], [], {}
     for src in sources:
         t = time.perf_counter()
+        w: np.ndarray | None = None
         if src == "drawn":
             if n_drawn <= 0:
                 continue
             ds = drawn.generate(n_drawn, seed=seed * 7919 + 1)  # never drawn.EVAL_SEED
             x, y = ds.images, ds.labels
+        elif src in ("pendigits", "paper"):
+            if not pen:
+                continue
+            x, y, w = _pen_renderings(pen, src, np.random.default_rng([seed, 4 if src == "pendigits" else 5]))
         else:
             x, ok = _in_chunks(transforms[src], unit)
             x, y = x[ok], labels[ok]
         xs.append(x.reshape(len(x), -1))
         ys.append(np.asarray(y, dtype=np.int64))
+        ws.append(w if w is not None else np.zeros(len(x), dtype=np.int64))
         counts[src] = len(x)
         log(f"  {src:9s} {len(x):6d} images  {time.perf_counter() - t:6.1f} s")
-    return np.concatenate(xs), np.concatenate(ys), counts
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws), counts
+
+
+def _pen_renderings(pen: list[pendigits.PenDigit], src: str,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each sample drawn PEN_COPIES times at random styles (pendigits.random_style), or
+    PAPER_COPIES times on paper (gemmpad.paper), preprocessed; with labels and writers."""
+    if src == "paper":
+        copies, draw = PAPER_COPIES, lambda s: paper.on_paper(s, rng)
+    else:
+        copies, draw = PEN_COPIES, lambda s: pendigits.render(s, pendigits.random_style(rng))
+    todo = list(pen) * copies
+    out = np.zeros((len(todo), 28, 28), dtype=np.float32)
+    ok = np.zeros(len(todo), dtype=bool)
+    for i, s in enumerate(todo):
+        r = preprocess(draw(s))
+        if r is not None:
+            out[i], ok[i] = r, True
+    y = np.array([s.digit for s in todo], dtype=np.int64)
+    w = np.array([s.writer for s in todo], dtype=np.int64)
+    return out[ok], y[ok], w[ok]
 
 
 def _cached_training_set(args: argparse.Namespace, images: np.ndarray, labels: np.ndarray, sources: list[str],
-                         md5: dict[str, str],
-                         log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+                         md5: dict[str, str], pen: list[pendigits.PenDigit] | None,
+                         log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """training_set(), reused from --cache when the same data and settings built it before."""
     key = json.dumps([sorted(md5.items()), sources, args.seed, args.drawn, len(images), args.val,
-                      hashlib.md5(images.tobytes()).hexdigest(), _code_version()])
+                      hashlib.md5(images.tobytes()).hexdigest(), len(pen or []), PEN_COPIES, PAPER_COPIES,
+                      _code_version()])
     path = Path(args.cache) / f"train-{hashlib.md5(key.encode()).hexdigest()[:16]}.npz" if args.cache else None
     if path is not None and path.exists():
         with np.load(path, allow_pickle=False) as z:
             log(f"training arrays from cache {path}")
-            return z["x"], z["y"], json.loads(str(z["counts"]))
-    x, y, counts = training_set(images, labels, sources, args.seed, args.drawn, log)
+            return z["x"], z["y"], z["writer"], json.loads(str(z["counts"]))
+    x, y, w, counts = training_set(images, labels, sources, args.seed, args.drawn, log, pen)
     if path is not None:
-        with atomic_path(path) as tmp:
-            with open(tmp, "wb") as f:
-                np.savez(f, x=x, y=y, counts=json.dumps(counts))
-    return x, y, counts
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.savez(f, x=x, y=y, writer=w, counts=json.dumps(counts))
+    return x, y, w, counts
 
 
 def _code_version() -> str:
     """A hash of the modules that make training images: a change invalidates the cache."""
     here = Path(__file__).resolve().parent
     h = hashlib.md5()
-    for name in ("augment.py", "drawn.py", "preprocess.py", "strokes.py"):
+    for name in ("augment.py", "drawn.py", "preprocess.py", "strokes.py", "pendigits.py", "paper.py"):
         h.update((here / name).read_bytes())
     return h.hexdigest()
 
@@ -360,6 +404,7 @@ def run(args: argparse.Namespace) -> int:
     device = _torch_device(args.device) if args.engine == "torch" else "cuda"
     trainer = native_trainer(args) if args.engine == "native" else None
     sources = _sources(args.augment)  # a typo here fails now, not after the data has loaded
+    held_writers = evaluate.writer_range(args.val_writers)
 
     train, test = data.load_split("train", args.data), data.load_split("test", args.data)
     images, labels = train.images, train.labels.astype(np.int64)
@@ -370,7 +415,15 @@ def run(args: argparse.Namespace) -> int:
     split = np.random.default_rng([args.seed, 0]).permutation(len(images))
     val_idx, train_idx = split[: args.val], split[args.val :]
     log(f"building training arrays ({', '.join(sources)}) from {len(train_idx)} MNIST images")
-    x, y, counts = _cached_training_set(args, images[train_idx], labels[train_idx], sources, {**train.md5}, log)
+    pen = pendigits.read_pendigits() if {"pendigits", "paper"} & set(sources) else []
+    x, y, writer, counts = _cached_training_set(args, images[train_idx], labels[train_idx], sources, {**train.md5},
+                                                pen or None, log)
+    keep = ~np.isin(writer, held_writers)  # the held-out writers' renderings never reach training
+    ends = np.cumsum(list(counts.values()))  # training_set's rows come source by source
+    counts = {src: int(keep[end - n : end].sum()) for (src, n), end in zip(counts.items(), ends)}
+    x, y = x[keep], y[keep]
+    trained_writers = sorted(set(writer[keep].tolist()) - {0})
+    held = [s for s in pen if s.writer in set(held_writers)]
     x_val = preprocess_batch(images[val_idx])[0].reshape(-1, 784)
     y_val = labels[val_idx]
     t_data = time.perf_counter() - t_start
@@ -397,7 +450,7 @@ def run(args: argparse.Namespace) -> int:
         w = fit_native(trainer, xn, y, w0, lrs, args, on_epoch)
     t_train = time.perf_counter() - t_fit
     model = Model(fold_normalisation(w, mean, std))
-    card = _card(args, out_path, lr, mean, std, device, train, test, counts, len(train_idx), history)
+    card = _card(args, out_path, lr, mean, std, device, train, test, counts, len(train_idx), trained_writers, history)
     card["time_s"] = {"data": round(t_data, 1), "train": round(t_train, 1)}
     model.save(out_path, card)  # before any evaluation: if one fails, the trained weights are kept
     log(f"wrote {out_path} (measuring it next)")
@@ -415,6 +468,14 @@ def run(args: argparse.Namespace) -> int:
         log(f"drawn-digit accuracy {100 * drawn_acc['all']:.2f}% on {args.eval_drawn} "
             f"(worst: {', '.join(f'{k} {100 * v:.1f}%' for v, k in worst)})")
 
+    real: dict[str, Any] = {}
+    if held:
+        log(f"reading {len(held)} digits of unseen writers {args.val_writers} at {len(pendigits.STYLES)} styles "
+            "and on paper")
+        real = evaluate.real_writer_report(model, held)
+        log(f"real writers (unseen): mean {100 * real['mean']:.2f}% over styles, worst {100 * real['worst']:.2f}%, "
+            f"on paper {100 * real['paper']:.2f}%")
+
     card["results"] = {
         "mnist_test_accuracy": test_acc,
         "mnist_test_how": "10,000 t10k images through gemmpad.preprocess, NumPy forward of the saved weights",
@@ -423,6 +484,11 @@ def run(args: argparse.Namespace) -> int:
                       f"{len(drawn.STYLE_NAMES)} styles in equal shares, random size/position/slant/"
                       "brush width, half inverted), painted with gemmpad.strokes on a 280x280 canvas "
                       "and preprocessed like the app") if args.eval_drawn else None,
+        "real_writers": real or None,
+        "real_writers_how": (f"pendigits writers {args.val_writers} (never trained on), every digit drawn with "
+                             "gemmpad.strokes at each of gemmpad.pendigits.STYLES and preprocessed like the app; "
+                             f"'paper': the same digits photographed/scanned by gemmpad.paper (seed "
+                             f"{paper.PAPER_SEED}); gemmpad.evaluate.real_writer_report") if real else None,
     }
     card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
     save_card(out_path, card)
@@ -434,7 +500,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std: float, device: str,
           train: data.Split, test: data.Split, counts: dict[str, int], n_train: int,
-          history: list[dict[str, float]]) -> dict[str, Any]:
+          trained_writers: list[int], history: list[dict[str, float]]) -> dict[str, Any]:
     """The model card as far as training knows it; "results" and "time_s" are added by run()."""
     return {
         "name": out_path.stem,
@@ -442,13 +508,15 @@ def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std:
         "architecture": "784-100-100-10 MLP, ReLU, softmax: softmax(relu(relu(x@W1+b1)@W2+b2)@W3+b3)",
         "input": "gemmpad.preprocess output flattened row-major: 28x28 float32 in [0,1], ink bright; "
                  f"training normalisation (x-{mean:.5f})/{std:.5f} folded into W1/b1",
-        "data": {"md5": {**train.md5, **test.md5}, "canonical_mnist": data.checksums_ok({**train.md5, **test.md5})},
+        "data": {"md5": {**train.md5, **test.md5}, "canonical_mnist": data.checksums_ok({**train.md5, **test.md5}),
+                 "sources": DATA_SOURCES},
         "training": {
             "engine": args.engine, "device": _device_name(device, args.engine), "precision": args.precision,
             "optimizer": args.optimizer, "lr": lr, "momentum": args.momentum if args.optimizer == "sgd" else None,
             "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
             "mnist_train_images": n_train, "held_out": int(args.val),
+            "pendigits_writers": trained_writers, "pendigits_copies": PEN_COPIES, "paper_copies": PAPER_COPIES,
             "loss": "softmax cross-entropy", "init": "He-uniform, zero biases",
         },
         "results": {},

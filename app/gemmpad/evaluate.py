@@ -1,0 +1,229 @@
+"""`gemmpad eval`: how well a model file reads digits, per digit and with a confusion matrix.
+
+Three kinds of test, all fed through `preprocess` as the app feeds a drawing:
+- real writers (`--pendigits`): the pendigits trajectories of a writer range, drawn on
+  a canvas at each named style of gemmpad.pendigits.STYLES (pen width, canvas, size,
+  place, slant, polarity). Only writers a model did not train on say anything about
+  new people: `gemmpad train` leaves --val-writers out and writes these numbers for them
+  into the model card;
+- on paper (`--paper`): the same writers' digits as photos and scans (gemmpad.paper);
+- a folder of labelled images (`DIR/<digit>/*.png`), the layout `gemmpad predict` and
+  the app's saved drawings use: anyone's own test set.
+`--tta N` averages N jittered copies per digit, as the app's batch slider does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gemmpad import pendigits
+from gemmpad.args import integer
+from gemmpad.engine import jitter
+from gemmpad.errors import GemmpadError
+from gemmpad.model import Model, load_model
+from gemmpad.preprocess import preprocess
+
+TTA_SEED = 7  # the jitter of test-time augmentation is random: fixed, so numbers repeat
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Labels and predictions of one test set; -1 marks an image preprocess found blank."""
+
+    labels: np.ndarray
+    pred: np.ndarray
+
+    @property
+    def accuracy(self) -> float:
+        return float((self.pred == self.labels).mean()) if len(self.labels) else float("nan")
+
+    def per_digit(self) -> dict[str, float]:
+        return {str(d): float((self.pred[self.labels == d] == d).mean()) for d in range(10) if (self.labels == d).any()}
+
+    def confusion(self) -> np.ndarray:
+        """[10, 11] counts: row = true digit, column = read as (the last column: no ink found)."""
+        m = np.zeros((10, 11), dtype=np.int64)
+        np.add.at(m, (self.labels, np.where(self.pred < 0, 10, self.pred)), 1)
+        return m
+
+    def summary(self) -> dict[str, Any]:
+        return {"n": len(self.labels), "accuracy": self.accuracy, "per_digit": self.per_digit(),
+                "confusion": self.confusion().tolist()}
+
+    @staticmethod
+    def pooled(parts: Sequence[Scores]) -> Scores:
+        return Scores(np.concatenate([p.labels for p in parts]), np.concatenate([p.pred for p in parts]))
+
+
+def classify(model: Model, images: Sequence[np.ndarray], tta: int = 1) -> np.ndarray:
+    """The model's digit for each image (any size, either polarity), -1 where no ink was found.
+
+    With tta > 1 each digit is read from the probabilities averaged over tta jittered
+    copies (gemmpad.engine.jitter, the app's batch).
+    """
+    rng = np.random.default_rng(TTA_SEED)
+    out = np.full(len(images), -1, dtype=np.int64)
+    for i, img in enumerate(images):
+        x = preprocess(img)
+        if x is None:
+            continue
+        batch = jitter(x, tta, rng) if tta > 1 else x.reshape(1, 784)
+        out[i] = int(model.forward(batch).mean(axis=0).argmax())
+    return out
+
+
+def _drawn(samples: Sequence[pendigits.PenDigit], draw: Callable[[pendigits.PenDigit], np.ndarray],
+           model: Model, tta: int) -> Scores:
+    """Scores for samples drawn one at a time (a canvas each: never all held at once)."""
+    labels = np.array([s.digit for s in samples], dtype=np.int64)
+    pred = np.array([classify(model, [draw(s)], tta)[0] for s in samples], dtype=np.int64)
+    return Scores(labels, pred)
+
+
+def pendigits_scores(model: Model, samples: Sequence[pendigits.PenDigit], styles: Sequence[str],
+                     tta: int = 1) -> dict[str, Scores]:
+    """Scores per named style (pendigits.STYLES) of the given writers' samples."""
+    return {name: _drawn(samples, lambda s, n=name: pendigits.render(s, n), model, tta) for name in styles}
+
+
+def paper_scores(model: Model, samples: Sequence[pendigits.PenDigit], tta: int = 1) -> Scores:
+    """Scores on the samples written on paper and photographed (gemmpad.paper, fixed seed)."""
+    from gemmpad import paper
+
+    rng = np.random.default_rng(paper.PAPER_SEED)
+    return _drawn(samples, lambda s: paper.on_paper(s, rng), model, tta)
+
+
+def directory_scores(model: Model, directory: str | Path, tta: int = 1) -> Scores:
+    """Scores on DIR/<digit>/* images (PNG, JPEG, BMP; hidden files skipped)."""
+    from gemmpad.predict import IMAGE_SUFFIXES, load_image
+
+    root = Path(directory)
+    if not root.is_dir():
+        raise GemmpadError(f"{root}: not a directory (expected DIR/<digit>/*.png)")
+    files = [(int(d.name), f) for d in sorted(root.iterdir()) if d.is_dir() and d.name in "0123456789" and d.name
+             for f in sorted(d.iterdir()) if f.suffix.lower() in IMAGE_SUFFIXES and not f.name.startswith(".")]
+    if not files:
+        raise GemmpadError(f"{root}: no images in {root}/0 ... {root}/9")
+    labels = np.array([d for d, _ in files], dtype=np.int64)
+    pred = np.array([classify(model, [load_image(f)], tta)[0] for _, f in files], dtype=np.int64)
+    return Scores(labels, pred)
+
+
+def writer_range(spec: str) -> list[int]:
+    """'1-6', '3', '1-3,8', 'all' (1-30) or 'none' -> sorted writer ids."""
+    spec = spec.strip().lower()
+    if spec == "none":
+        return []
+    if spec == "all":
+        spec = "1-30"
+    out: set[int] = set()
+    try:
+        for part in spec.split(","):
+            lo, dash, hi = part.partition("-")
+            a, b = int(lo), int(hi if dash else lo)
+            if not 1 <= a <= b <= 10_000:
+                raise ValueError
+            out.update(range(a, b + 1))
+    except ValueError:
+        raise GemmpadError(f"writer range {spec!r}: expected e.g. 1-6, 3, 1-3,8, all or none") from None
+    return sorted(out)
+
+
+def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta: int = 1,
+                       paper: bool = True) -> dict[str, Any]:
+    """What the model card says about real writers: per style, their mean and worst, per
+    digit over all styles, and on paper. `samples` must be writers the model never saw."""
+    per_style = pendigits_scores(model, samples, list(pendigits.STYLES), tta)
+    accs = {k: v.accuracy for k, v in per_style.items()}
+    report: dict[str, Any] = {
+        "writers": pendigits.writers(samples), "samples": len(samples), "tta": tta,
+        "mean": float(np.mean(list(accs.values()))), "worst": min(accs.values()),
+        "styles": accs, "per_digit": Scores.pooled(list(per_style.values())).per_digit(),
+        "confusion": Scores.pooled(list(per_style.values())).confusion().tolist(),
+    }
+    if paper:
+        p = paper_scores(model, samples, tta)
+        report["paper"] = p.accuracy
+        report["paper_per_digit"] = p.per_digit()
+    return report
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dirs", nargs="*", metavar="DIR", help="folders of labelled images, DIR/<digit>/*.png")
+    p.add_argument("--model", help="model .npz file (default: the shipped model)")
+    p.add_argument("--pendigits", nargs="?", const="", metavar="FILE",
+                   help="real writers' digits drawn at every style (default file: $GEMMPAD_PENDIGITS or the shared data)")
+    p.add_argument("--writers", default="1-6", metavar="RANGE",
+                   help="pendigits writers to test, e.g. 1-6 (the shipped model's held-out writers) or 1-3,8")
+    p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
+    p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
+    p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
+    p.add_argument("--tta", type=integer(1), default=1, metavar="N", help="average N jittered copies (the app's batch)")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+
+
+def _table(name: str, s: Scores) -> str:
+    lines = [f"{name}: {100 * s.accuracy:.2f} % of {len(s.labels)}",
+             "  per digit: " + "  ".join(f"{d} {100 * a:.1f}" for d, a in s.per_digit().items()),
+             "  confusion (row: true digit, column: read as; '-': no ink found)",
+             "       " + "".join(f"{c:>6}" for c in [*map(str, range(10)), "-"])]
+    for d, row in enumerate(s.confusion()):
+        lines.append(f"    {d}  " + "".join(f"{v:>6}" for v in row))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    model = load_model(args.model)
+    styles = list(pendigits.STYLES) if args.styles == "all" else [s.strip() for s in args.styles.split(",")]
+    bad = [s for s in styles if s not in pendigits.STYLES]
+    if bad:
+        raise GemmpadError(f"--styles: unknown {bad}, expected names from {list(pendigits.STYLES)}")
+    wanted = args.pendigits is not None or args.paper or args.save_paper
+    if not wanted and not args.dirs:
+        raise GemmpadError("nothing to evaluate: name image folders, --pendigits, --paper or --save-paper")
+    results: dict[str, Scores] = {}
+    if wanted:
+        ids = writer_range(args.writers)
+        samples = [s for s in pendigits.read_pendigits(args.pendigits or None) if s.writer in set(ids)]
+        if not samples:
+            raise GemmpadError(f"--writers {args.writers}: no such writers in the pendigits file")
+        trained = model.card.get("training", {}).get("pendigits_writers", []) if isinstance(model.card, dict) else []
+        seen = sorted(set(ids) & set(trained))
+        if seen:
+            print(f"gemmpad eval: note: the model trained on writers {seen}: not a test on new people",
+                  file=sys.stderr)
+        if args.pendigits is not None:
+            for name, sc in pendigits_scores(model, samples, styles, args.tta).items():
+                results[f"pendigits writers {args.writers}, {name}"] = sc
+        if args.paper:
+            results[f"pendigits writers {args.writers} on paper"] = paper_scores(model, samples, args.tta)
+        if args.save_paper:
+            from gemmpad import paper
+
+            paper.write_test_set(samples, args.save_paper)
+            args.dirs = [*args.dirs, args.save_paper]
+    for d in args.dirs:
+        results[str(d)] = directory_scores(model, d, args.tta)
+    if args.json:
+        print(json.dumps({"model": str(model.path), "tta": args.tta,
+                          "results": {k: v.summary() for k, v in results.items()}}))
+        return 0
+    print(f"model {model.path}, tta {args.tta}")
+    for name, sc in results.items():
+        print(_table(name, sc))
+    if len(results) > 1:
+        accs = [v.accuracy for v in results.values()]
+        print(f"mean over the {len(accs)} sets {100 * np.mean(accs):.2f} %, worst {100 * min(accs):.2f} %")
+    return 0

@@ -1,0 +1,93 @@
+"""gemmpad eval: scores add up, writer ranges parse, folders and the pendigits file are read, by writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gemmpad import evaluate, pendigits
+from gemmpad.cli import main
+from gemmpad.errors import GemmpadError
+from gemmpad.model import SHAPES, Model, default_model_path, load_model
+from PIL import Image
+
+from tests.pendigits_data import pendigits_file
+
+
+def constant_model(digit: int) -> Model:
+    """A model that reads every image as `digit`."""
+    w = {k: np.zeros(s, np.float32) for k, s in SHAPES.items()}
+    w["b3"][digit] = 5.0
+    return Model(w)
+
+
+def test_scores_per_digit_and_confusion() -> None:
+    s = evaluate.Scores(labels=np.array([0, 0, 1, 1, 1, 7]), pred=np.array([0, 3, 1, 1, -1, 1]))
+    assert s.accuracy == pytest.approx(3 / 6)
+    assert s.per_digit() == {"0": 0.5, "1": pytest.approx(2 / 3), "7": 0.0}
+    m = s.confusion()
+    assert m.shape == (10, 11) and m.sum() == 6
+    assert m[0, 0] == 1 and m[0, 3] == 1 and m[1, 1] == 2 and m[1, 10] == 1 and m[7, 1] == 1
+    pooled = evaluate.Scores.pooled([s, s])
+    assert len(pooled.labels) == 12 and pooled.accuracy == s.accuracy
+
+
+@pytest.mark.parametrize("spec,ids", [("1-6", [1, 2, 3, 4, 5, 6]), ("3", [3]), ("1-3,8", [1, 2, 3, 8]),
+                                      ("none", []), ("all", list(range(1, 31)))])
+def test_writer_range(spec: str, ids: list[int]) -> None:
+    assert evaluate.writer_range(spec) == ids
+
+
+@pytest.mark.parametrize("spec", ["", "6-1", "a-b", "0", "1-", "-3"])
+def test_bad_writer_range(spec: str) -> None:
+    with pytest.raises(GemmpadError, match="writer range"):
+        evaluate.writer_range(spec)
+
+
+def _folder(tmp_path: Path) -> Path:
+    one = pendigits.PenDigit(digit=1, writer=1, strokes=[np.array([[200, 400], [205, 100]], np.float32)])
+    for d in (1, 4):
+        (tmp_path / str(d)).mkdir(parents=True)
+        for i in range(3):
+            img = pendigits.render(one, pendigits.Style(width=6.0 + 4 * i, dark_ink=True))
+            Image.fromarray((img * 255).astype(np.uint8)).save(tmp_path / str(d) / f"{i}.png")
+    Image.fromarray(np.full((50, 50), 255, np.uint8)).save(tmp_path / "4" / "blank.png")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "4" / ".hidden.png").write_bytes(b"half-written")
+    return tmp_path
+
+
+def test_directory_scores(tmp_path: Path) -> None:
+    root = _folder(tmp_path / "set")
+    s = evaluate.directory_scores(constant_model(4), root)
+    assert s.labels.tolist() == [1, 1, 1, 4, 4, 4, 4]
+    assert s.pred.tolist() == [4, 4, 4, 4, 4, 4, -1]  # the blank page: no ink found
+    with pytest.raises(GemmpadError, match="no images"):
+        evaluate.directory_scores(constant_model(4), tmp_path / "set" / "notes")
+    with pytest.raises(GemmpadError, match="not a directory"):
+        evaluate.directory_scores(constant_model(4), tmp_path / "absent")
+
+
+def test_tta_averages_the_jittered_copies(tmp_path: Path) -> None:
+    root = _folder(tmp_path / "set")
+    model = load_model(default_model_path())
+    one = evaluate.directory_scores(model, root, tta=1)
+    many = evaluate.directory_scores(model, root, tta=8)
+    assert one.labels.tolist() == many.labels.tolist()
+    assert many.pred[-1] == -1 and set(many.pred[:3]) <= set(range(10))
+
+
+def test_cli_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _folder(tmp_path / "set")
+    model = tmp_path / "m.npz"
+    constant_model(1).save(model)
+    assert main(["eval", "--model", str(model), str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"{root}: 42.86 % of 7" in out and "per digit: 1 100.0  4 0.0" in out
+    assert main(["eval", "--model", str(model), "--json", str(root)]) == 0
+    assert '"accuracy": 0.42857' in capsys.readouterr().out
+    assert main(["eval", "--model", str(model)]) == 2
+    assert "nothing to evaluate" in capsys.readouterr().err
+    assert main(["eval", "--model", str(model), "--pendigits", "--styles", "felt-tip"]) == 2
+    assert "unknown ['felt-tip']" in capsys.readouterr().err
