@@ -55,6 +55,8 @@ def _folder(tmp_path: Path) -> Path:
     Image.fromarray(np.full((50, 50), 255, np.uint8)).save(tmp_path / "4" / "blank.png")
     (tmp_path / "notes").mkdir()
     (tmp_path / "4" / ".hidden.png").write_bytes(b"half-written")
+    (tmp_path / "x").mkdir()  # not a digit: passed over
+    Image.fromarray(np.zeros((9, 9), np.uint8)).save(tmp_path / "x" / "0.png")
     return tmp_path
 
 
@@ -67,6 +69,15 @@ def test_directory_scores(tmp_path: Path) -> None:
         evaluate.directory_scores(constant_model(4), tmp_path / "set" / "notes")
     with pytest.raises(GemmpadError, match="not a directory"):
         evaluate.directory_scores(constant_model(4), tmp_path / "absent")
+
+
+def test_a_corrupt_image_is_passed_over_with_a_line(tmp_path: Path) -> None:
+    root = _folder(tmp_path / "set")
+    (root / "1" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)
+    lines: list[str] = []
+    s = evaluate.directory_scores(constant_model(4), root, warn=lines.append)
+    assert len(s.labels) == 7  # the six drawings and the blank page; not the broken file
+    assert len(lines) == 1 and "broken.png" in lines[0] and "skipped" in lines[0]
 
 
 def test_tta_averages_the_jittered_copies(tmp_path: Path) -> None:

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmpad import data, drawn
+from gemmpad import data, drawn, evaluate, pendigits
 from gemmpad.errors import ModelFileError
 from gemmpad.model import SHAPES, Model, default_model_path, load_model, softmax
 from gemmpad.preprocess import preprocess_batch
 from tests.mnist_data import mnist_dir
+from tests.pendigits_data import pendigits_file
 
 
 def random_weights(rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -147,6 +148,28 @@ def test_shipped_model_reads_drawn_digits(shipped: Model) -> None:
     acc = float((shipped.forward(ds.images.reshape(-1, 784)).argmax(1) == ds.labels).mean())
     print(f"shipped model, 600 drawn digits: {100 * acc:.2f}%")
     assert acc >= 0.93  # the full 5,000-digit set must reach 96%; a 600 sample has ~1% standard error
+
+
+def test_shipped_card_measures_writers_it_never_trained_on(shipped: Model) -> None:
+    real = shipped.card["results"]["real_writers"]
+    trained = set(shipped.card["training"]["pendigits_writers"])
+    assert trained and real["writers"] and not trained & set(real["writers"])  # split by writer
+    assert set(real["styles"]) == set(pendigits.STYLES)
+    assert real["mean"] == pytest.approx(np.mean(list(real["styles"].values())), abs=1e-12)
+    assert real["worst"] == min(real["styles"].values())
+    assert shipped.scores()[0].startswith("unseen writers")  # what the app and `gemmpad info` show first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("style", ["thin-4px-dark", "thick-32px-light"])
+def test_shipped_card_real_writer_figures_recomputed(shipped: Model, style: str) -> None:
+    """The card's per-style figure, recomputed from the saved file: drawing and preprocessing are
+    deterministic, so it must match exactly."""
+    held = set(shipped.card["results"]["real_writers"]["writers"])
+    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer in held]
+    acc = evaluate.pendigits_scores(shipped, samples, [style])[style].accuracy
+    print(f"shipped model, unseen writers, {style}: {100 * acc:.2f}%")
+    assert acc == pytest.approx(shipped.card["results"]["real_writers"]["styles"][style], abs=1e-12)
 
 
 def test_missing_bundled_model_says_where_it_looked(monkeypatch, tmp_path: Path) -> None:

@@ -76,10 +76,12 @@ def test_noise_below_contrast_is_none(rng: np.random.Generator) -> None:
 
 def test_mnist_style_image_passes_nearly_unchanged() -> None:
     img = np.zeros((28, 28), np.float32)
-    img[4:24, 12:16] = 1.0  # a 20 px tall bar, centred
+    img[4:24, 13:15] = 1.0  # a 20 px tall bar of MNIST's stroke width, upright, centre of mass (13.5, 13.5)
     out = preprocess(img)
     assert out is not None
-    assert np.abs(out - img).max() < 1e-5
+    # only moved by the half pixel that puts its centre of mass on (14, 14)
+    half = 0.25 * (img + np.roll(img, 1, 0) + np.roll(img, 1, 1) + np.roll(img, (1, 1), (0, 1)))
+    assert np.abs(out - half).max() < 1e-5
 
 
 def test_tiny_and_odd_shapes() -> None:
@@ -88,11 +90,11 @@ def test_tiny_and_odd_shapes() -> None:
     out = preprocess(dot)
     assert out is not None and out.max() == pytest.approx(1.0)
     wide = np.zeros((30, 500), np.float32)
-    wide[14:16, 10:490] = 1.0  # a horizontal line: aspect kept, 20 px long, thin
+    wide[14:16, 10:490] = 1.0  # a horizontal line: aspect kept, 20 px long, MNIST's stroke width
     out = preprocess(wide)
     assert out is not None
     rows, cols = np.nonzero(out > 0.01)
-    assert cols.max() - cols.min() + 1 == 20 and rows.max() - rows.min() + 1 <= 2
+    assert cols.max() - cols.min() + 1 in (20, 21) and rows.max() - rows.min() + 1 <= 3
 
 
 @pytest.mark.parametrize("n_in,n_out", [(280, 20), (97, 20), (20, 20), (7, 20), (1, 1), (263, 13)])
@@ -134,3 +136,87 @@ def test_huge_finite_pixels_are_not_called_nan() -> None:
     img[10, 10] = np.nan
     with pytest.raises(InputTypeError, match="NaN or Inf"):
         preprocess(img)
+
+
+# ---------------------------------------------------------------- what people actually give it
+
+
+def _sheet(ink: np.ndarray, rng: np.random.Generator, shadow: bool = True, jpeg: bool = True) -> np.ndarray:
+    """`ink` (1 = ink) as grey ink on cream paper with fibres, a lighting gradient, a shadow and JPEG noise."""
+    import io
+
+    from PIL import Image
+
+    from gemmpad.augment import smooth_noise
+
+    h, w = ink.shape
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+    paper = 0.85 + 0.12 * (xs / w - 0.5) + 0.04 * smooth_noise(rng, (1, h, w), 2.0)[0]
+    if shadow:
+        paper -= 0.2 / (1.0 + np.exp(-(xs + 0.5 * ys - 0.9 * w) / (0.05 * w)))
+    img = np.clip(paper * (1 - ink) + 0.25 * ink + rng.normal(0, 0.01, (h, w)), 0, 1)
+    u8 = np.round(img * 255).astype(np.uint8)
+    if jpeg:
+        buf = io.BytesIO()
+        Image.fromarray(u8).save(buf, format="JPEG", quality=40)
+        u8 = np.asarray(Image.open(buf).convert("L"))
+    return u8
+
+
+def test_thin_and_thick_pens_arrive_at_mnist_like_strokes() -> None:
+    from gemmpad.preprocess import TARGET_WIDTH, stroke_width
+
+    thin = render([s * (400 / 280) for s in FOUR], (400, 400), 3.0)  # a 3 px pen on a 400 px image
+    thick = drawing(width=40.0)  # a 40 px brush on the 280 px canvas
+    a, b = preprocess(thin), preprocess(thick)
+    assert a is not None and b is not None
+    # on the 28x28 field, MNIST's strokes are TARGET_WIDTH / 2 px wide
+    for out in (a, b):
+        assert 0.6 * TARGET_WIDTH / 2 < stroke_width(out) < 1.5 * TARGET_WIDTH / 2
+    assert np.abs(a - b).mean() < 0.06
+    # and far closer than without the normalisation: the raw widths differ 13x
+    assert abs(stroke_width(a) - stroke_width(b)) < 0.35 * TARGET_WIDTH / 2
+
+
+def test_paper_texture_gradients_shadows_and_jpeg_are_not_ink(rng: np.random.Generator) -> None:
+    clean = drawing(shift=(30.0, -20.0), width=8.0)
+    photo = _sheet(clean, rng)
+    a, b = preprocess(clean), preprocess(photo)
+    assert b is not None
+    assert np.abs(a - b).mean() < 0.05  # the same digit, found and cropped on the sheet
+    assert preprocess(_sheet(np.zeros_like(clean), rng)) is None  # a sheet with no ink has no digit
+
+
+def test_a_photo_is_cropped_to_the_digit_not_the_noise(rng: np.random.Generator) -> None:
+    ink = np.zeros((400, 400), np.float32)
+    ink[:] = render([s * (400 / 280) for s in FOUR], (400, 400), 3.0)
+    out = preprocess(_sheet(ink, rng, shadow=False))
+    assert out is not None
+    rows, cols = np.nonzero(out > 0.2)
+    assert rows.max() - rows.min() + 1 >= 18  # the digit fills MNIST's 20 px box, not a speck of it
+
+
+def test_deslant_leaves_upright_digits_and_is_idempotent(rng: np.random.Generator) -> None:
+    from gemmpad.preprocess import deslant, slant
+
+    upright = np.zeros((40, 30), np.float32)
+    upright[2:38, 13:17] = 1.0
+    upright[2:6, 5:25] = 1.0  # a T: symmetric, no slant
+    assert slant(upright) == pytest.approx(0.0, abs=1e-6)
+    np.testing.assert_array_equal(deslant(upright), upright)
+    leaning = deslant(upright)  # sheared by hand, then deslanted twice
+    h = upright.shape[0]
+    sheared = np.zeros((h, 50), np.float32)
+    for y in range(h):
+        sheared[y, int(round(0.4 * (h - y))) : int(round(0.4 * (h - y))) + 30] = upright[y]
+    once = deslant(sheared)
+    assert abs(slant(once)) < 0.02
+    twice = deslant(once)
+    assert twice.shape == once.shape and np.abs(twice - once).max() < 0.05
+    assert leaning is upright
+
+
+def test_a_slanted_drawing_reads_like_the_upright_one() -> None:
+    lean = [s + np.column_stack([0.35 * (230.0 - s[:, 1]), np.zeros(len(s))]) for s in FOUR]
+    a, b = preprocess(drawing()), preprocess(render(lean, CANVAS, 18.0))
+    assert np.abs(a - b).mean() < 0.05

@@ -13,6 +13,7 @@ from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
 from gemmpad.model import Model, load_model
 
 from tests.mnist_data import mnist_dir
+from tests.pendigits_data import pendigits_file, unipen
 
 pytest.importorskip("torch")
 
@@ -46,6 +47,30 @@ def test_smoke_run_learns_and_writes_everything(tmp_path: Path) -> None:
     for k in m.weights:
         np.testing.assert_array_equal(m.weights[k], m2.weights[k])
     assert not list(tmp_path.glob(".*tmp*"))
+
+
+@pytest.mark.slow
+def test_held_out_writers_never_reach_training_and_are_measured(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split by writer: the card's real-writer figures are for writers the model never saw."""
+    real = pendigits.read_pendigits(pendigits_file())
+    few = [s for w in (1, 2, 3) for s in [s for s in real if s.writer == w][:12]]
+    small = tmp_path / "pen.tra"
+    small.write_text(unipen(few))
+    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(small))
+    args = smoke_args(tmp_path, "w", "--augment", "original,pendigits", "--val-writers", "2")
+    seen: list[np.ndarray] = []
+    fit = train.fit_torch
+    monkeypatch.setattr(train, "fit_torch", lambda x, y, *a: (seen.append(x), fit(x, y, *a))[1])
+    assert train.run(args) == 0
+    card = json.loads((tmp_path / "w.json").read_text())
+    assert card["training"]["pendigits_writers"] == [1, 3]
+    assert card["training"]["sources"]["pendigits"] == 24 * train.PEN_COPIES
+    assert len(seen[0]) == 2000 + 24 * train.PEN_COPIES  # no row of writer 2
+    report = card["results"]["real_writers"]
+    assert report["writers"] == [2] and report["samples"] == 12
+    assert set(report["styles"]) == set(pendigits.STYLES) and 0.0 <= report["worst"] <= report["mean"] <= 1.0
+    assert 0.0 <= report["paper"] <= 1.0
 
 
 def quick_args(tmp_path: Path, *extra: str) -> argparse.Namespace:

@@ -102,20 +102,36 @@ def paper_scores(model: Model, samples: Sequence[pendigits.PenDigit], tta: int =
     return _drawn(samples, lambda s: paper.on_paper(s, rng), model, tta)
 
 
-def directory_scores(model: Model, directory: str | Path, tta: int = 1) -> Scores:
-    """Scores on DIR/<digit>/* images (PNG, JPEG, BMP; hidden files skipped)."""
-    from gemmpad.predict import IMAGE_SUFFIXES, load_image
-
-    root = Path(directory)
+def labelled_files(root: str | Path, suffixes: Sequence[str]) -> list[tuple[int, Path]]:
+    """(digit, file) for each ROOT/<digit>/<file> with one of `suffixes` (hidden files
+    and other folders passed over), sorted; raises GemmpadError when there are none."""
+    root = Path(root)
     if not root.is_dir():
-        raise GemmpadError(f"{root}: not a directory (expected DIR/<digit>/*.png)")
-    files = [(int(d.name), f) for d in sorted(root.iterdir()) if d.is_dir() and d.name in "0123456789" and d.name
-             for f in sorted(d.iterdir()) if f.suffix.lower() in IMAGE_SUFFIXES and not f.name.startswith(".")]
-    if not files:
-        raise GemmpadError(f"{root}: no images in {root}/0 ... {root}/9")
-    labels = np.array([d for d, _ in files], dtype=np.int64)
-    pred = np.array([classify(model, [load_image(f)], tta)[0] for _, f in files], dtype=np.int64)
-    return Scores(labels, pred)
+        raise GemmpadError(f"{root}: not a directory (expected {root}/<digit>/...)")
+    found = [(int(d.name), f) for d in sorted(root.iterdir()) if len(d.name) == 1 and d.name.isdigit() and d.is_dir()
+             for f in sorted(d.iterdir())
+             if f.suffix.lower() in suffixes and not f.name.startswith(".") and f.is_file()]
+    if not found:
+        raise GemmpadError(f"{root}: no images ({', '.join(suffixes)}) in {root}/0 ... {root}/9")
+    return found
+
+
+def directory_scores(model: Model, directory: str | Path, tta: int = 1,
+                     warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> Scores:
+    """Scores on DIR/<digit>/* images (PNG, JPEG, BMP); a file that cannot be read is
+    passed over with one line through `warn` (it is not a misread digit)."""
+    from gemmpad.images import SUFFIXES, load_image
+
+    labels, pred = [], []
+    for digit, f in labelled_files(directory, SUFFIXES):
+        try:
+            pixels, _ = load_image(f)
+        except GemmpadError as exc:
+            warn(f"gemmpad eval: {f}: {exc} (skipped)")
+            continue
+        labels.append(digit)
+        pred.append(classify(model, [pixels], tta)[0])
+    return Scores(np.array(labels, dtype=np.int64), np.array(pred, dtype=np.int64))
 
 
 def writer_range(spec: str) -> list[int]:
@@ -170,7 +186,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
-    p.add_argument("--tta", type=integer(1), default=1, metavar="N", help="average N jittered copies (the app's batch)")
+    p.add_argument("--tta", type=integer(1, 256), default=1, metavar="N", help="average N jittered copies (the app's batch)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
 
 

@@ -1,18 +1,30 @@
 """One preprocessing function from any drawing or image to the 28x28 input the network reads.
 
-The model was trained on MNIST, whose digits were made like this (LeCun et al.):
-the ink's bounding box scaled so its longer side is 20 px (aspect kept, anti-aliased),
-pasted into a 28x28 field so that the centre of mass sits in the middle. A drawing
-from the app (280x280, thick strokes, anywhere on the canvas) or a photo looks nothing
-like that until it goes through the same steps, so the app, the CLI and training all
-call `preprocess` and nothing else: a model can only be as good as the match between
-what it trained on and what it is shown.
+The model learns from MNIST and from real writers' pen trajectories drawn like the app,
+and it is shown drawings from the canvas, scans and phone photos. These differ in
+everything but the digit: pen width, paper, lighting, slant, size and place. So every
+input, in training and in use, goes through the same steps, each removing one of those
+differences (a model can only be as good as the match between what it trained on and
+what it is shown):
 
-Every step is whole-array NumPy (no per-pixel Python); about 50-100 us for a
-280x280 canvas (see models/README.md for the measurement).
+1. ink: polarity from the border (paper surrounds the digit); the background, estimated
+   on a coarse grid (paper tone, lighting gradients, shadows), is subtracted, and
+   whatever stays within the paper's own noise (texture, JPEG) is taken as paper;
+2. crop: the ink's bounding box, trimmed of stray specks that carry almost no ink;
+3. on a 2x field (the longer side MID px): deslant by moments (the shear that makes
+   the ink's principal axis upright, as classic MNIST work does), then bring the stroke
+   width to MNIST's (estimated as 2 x area / perimeter; grey dilation or erosion);
+4. as MNIST was made (LeCun et al.): the box scaled so its longer side is 20 px,
+   anti-aliased, pasted into 28x28 with the centre of mass in the middle (to a
+   fraction of a pixel).
+
+Every step is whole-array NumPy on the image or on small fields (no per-pixel Python);
+the cost for the app's 280x280 canvas is in models/README.md.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -20,12 +32,21 @@ from gemmpad.errors import InputShapeError, InputTypeError
 
 SIZE = 28  # output field, as MNIST
 BOX = 20  # the longer side of the ink's bounding box after scaling, as MNIST
-# Where MNIST puts the centre of mass, in (row, col) index coordinates. Measured
-# on the 60,000 training images (mean of the intensity-weighted centroids); aiming
-# there means an MNIST image goes through preprocess() almost unchanged.
+MID = 2 * BOX  # the longer side of the field deslant and stroke width work on
+# Where MNIST puts the centre of mass, in (row, col) index coordinates: aiming there
+# means an MNIST image goes through preprocess() almost unchanged.
 CENTRE = (14.0, 14.0)
-INK_THRESHOLD = 0.05  # below this (after background removal) a pixel is paper, not ink
+INK_THRESHOLD = 0.05  # below this fraction of the contrast (after background removal) a pixel is paper
 MIN_CONTRAST = 0.1  # an image whose ink is fainter than this has no ink
+NOISE_SIGMAS = 4.0  # ink must stand this many noise deviations above the paper
+GRID = 16  # background cells along the image's longer side
+MIN_BACKGROUND_SIDE = 64  # smaller images are taken to lie on flat paper
+FLAT = 0.02  # a background that varies less than this is flat
+TRIM = 0.002  # share of the ink mass a stray speck beyond the digit may carry and still be cut off
+MAX_SLANT = 1.0  # shear per unit height; beyond it the moments describe a shape, not a slant
+# MNIST's stroke width on the MID field (2 x area / perimeter, median over the 60,000
+# training images taken through steps 1-3 without width normalisation: 4.64; quartiles 3.9, 5.5).
+TARGET_WIDTH = 4.6
 
 
 def _as_unit_float(image: np.ndarray) -> np.ndarray:
@@ -53,15 +74,23 @@ def _as_unit_float(image: np.ndarray) -> np.ndarray:
     return out
 
 
-def _border_level(img: np.ndarray) -> float:
-    """Median of the outermost pixels: the paper colour (ink rarely covers half the border)."""
+def _border(img: np.ndarray) -> np.ndarray:
+    """The outermost pixels, sorted."""
     if img.shape[0] < 3 or img.shape[1] < 3:
-        return float(img.min())
+        return np.sort(img.ravel())
     border = np.concatenate((img[0], img[-1], img[1:-1, 0], img[1:-1, -1]))
     border.sort()
-    return float(border[len(border) // 2])
+    return border
 
 
+def _median_deviation(sorted_values: np.ndarray) -> tuple[float, float]:
+    """(median, robust standard deviation from the median absolute deviation)."""
+    med = float(sorted_values[len(sorted_values) // 2])
+    dev = np.abs(sorted_values - med)
+    return med, 1.4826 * float(np.partition(dev, len(dev) // 2)[len(dev) // 2])
+
+
+@functools.lru_cache(maxsize=512)
 def area_matrix(n_in: int, n_out: int) -> np.ndarray:
     """[n_out, n_in] weights of exact box-filter (area-averaging) resampling.
 
@@ -75,40 +104,198 @@ def area_matrix(n_in: int, n_out: int) -> np.ndarray:
     lo = np.arange(n_out, dtype=np.float64)[:, None] * s
     i = np.arange(n_in, dtype=np.float64)[None, :]
     overlap = np.clip(np.minimum(i + 1.0, lo + s) - np.maximum(i, lo), 0.0, None)
-    return (overlap / s).astype(np.float32)
+    out = (overlap / s).astype(np.float32)
+    out.flags.writeable = False  # cached: shared by every caller
+    return out
 
 
-def _ink_crop(image: np.ndarray) -> np.ndarray | None:
-    """The ink's bounding box as float32 in [0, 1], ink bright on zero paper; None if blank.
+@functools.lru_cache(maxsize=256)
+def _upsample_matrix(n_out: int, n_in: int) -> np.ndarray:
+    """[n_out, n_in] weights of linear interpolation from n_in cell centres to n_out pixels."""
+    pos = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0.0, n_in - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n_in - 1)
+    frac = (pos - lo).astype(np.float32)
+    m = np.zeros((n_out, n_in), dtype=np.float32)
+    m[np.arange(n_out), lo] += 1.0 - frac
+    m[np.arange(n_out), hi] += frac
+    m.flags.writeable = False
+    return m
 
-    Polarity comes from the border (paper is what surrounds the digit); the paper
-    level is subtracted and the darkest ink stretched to 1, so a grey pencil on
-    cream paper reads like white on black. Only the crop is normalised, which is
-    what keeps a 280x280 canvas fast.
+
+def _shift_max(a: np.ndarray, axis: int) -> np.ndarray:
+    """max of each element and its two neighbours along `axis` (edges: their own value)."""
+    out = a.copy()
+    lo = [slice(None)] * 2
+    hi = [slice(None)] * 2
+    lo[axis], hi[axis] = slice(0, -1), slice(1, None)
+    np.maximum(out[tuple(lo)], a[tuple(hi)], out=out[tuple(lo)])
+    np.maximum(out[tuple(hi)], a[tuple(lo)], out=out[tuple(hi)])
+    return out
+
+
+def _dilate(a: np.ndarray) -> np.ndarray:
+    """Grey dilation with a 3x3 square (separable)."""
+    return _shift_max(_shift_max(a, 0), 1)
+
+
+def _erode(a: np.ndarray) -> np.ndarray:
+    """Grey erosion with a 3x3 square."""
+    return -_dilate(-a)
+
+
+def _background(v: np.ndarray) -> np.ndarray | None:
+    """The paper's level under the ink (ink bright in `v`), or None where the paper is flat.
+
+    Cell means on a coarse grid, opened (5x5 cells min, then max: ink, thinner than
+    that, goes; lighting gradients and shadows, wider, stay), interpolated back to full
+    size. Small images (MNIST's 28x28) are taken as flat: their cells would be strokes.
     """
+    h, w = v.shape
+    if max(h, w) < MIN_BACKGROUND_SIDE:
+        return None
+    gh, gw = max(5, round(GRID * h / max(h, w))), max(5, round(GRID * w / max(h, w)))
+    cells = area_matrix(h, gh) @ v @ area_matrix(w, gw).T
+    opened = _dilate(_dilate(_erode(_erode(cells))))
+    if float(opened.max() - opened.min()) < FLAT:
+        return None
+    return _upsample_matrix(h, gh) @ opened @ _upsample_matrix(w, gw).T
+
+
+def _ink(image: np.ndarray) -> np.ndarray | None:
+    """The ink's box, ink bright in [0, 1] on zero paper (background and paper noise
+    removed); None if blank. Only the box is normalised: that keeps a canvas fast."""
     img = _as_unit_float(image)
-    paper = _border_level(img)
-    dark_ink = paper > 0.5
-    # per-row and per-column extremes: one pass each, and the bounding box falls out of them
-    row_ext = img.min(axis=1) if dark_ink else img.max(axis=1)
-    col_ext = img.min(axis=0) if dark_ink else img.max(axis=0)
-    contrast = paper - float(row_ext.min()) if dark_ink else float(row_ext.max()) - paper
+    edge = _border(img)
+    v = (1.0 - img) if float(edge[len(edge) // 2]) > 0.5 else img  # paper surrounds the digit
+    bg = _background(v)
+    if bg is not None:
+        v = v - bg
+    paper, noise = _median_deviation(_border(v))
+    row_ext, col_ext = v.max(axis=1), v.max(axis=0)
+    contrast = float(row_ext.max()) - paper
     if contrast < MIN_CONTRAST:
         return None
-    if dark_ink:
-        cut = paper - INK_THRESHOLD * contrast
-        rows, cols = np.flatnonzero(row_ext < cut), np.flatnonzero(col_ext < cut)
-    else:
-        cut = paper + INK_THRESHOLD * contrast
-        rows, cols = np.flatnonzero(row_ext > cut), np.flatnonzero(col_ext > cut)
-    if rows.size == 0:
+    cut = paper + max(INK_THRESHOLD * contrast, NOISE_SIGMAS * noise)
+    rows, cols = np.flatnonzero(row_ext > cut), np.flatnonzero(col_ext > cut)
+    if rows.size == 0 or cut >= paper + 0.9 * contrast:
         return None
-    crop = img[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1]
-    ink = (paper - crop) if dark_ink else (crop - paper)
-    ink *= np.float32(1.0 / contrast)
-    np.maximum(ink, 0.0, out=ink)
-    np.minimum(ink, 1.0, out=ink)
+    ink = v[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1] - np.float32(cut)
+    ink *= np.float32(1.0 / (paper + contrast - cut))
+    np.clip(ink, 0.0, 1.0, out=ink)
     return ink
+
+
+def _span(mass: np.ndarray, trim: float) -> tuple[int, int]:
+    """[first, last] index of a mass profile, less `trim` of the total at each end."""
+    cum = np.cumsum(mass, dtype=np.float64)
+    total = cum[-1]
+    first = int(np.searchsorted(cum, trim * total, side="right"))
+    last = int(np.searchsorted(cum, (1.0 - trim) * total, side="left"))
+    return min(first, last), max(first, last)
+
+
+def _crop(ink: np.ndarray, trim: float = TRIM) -> np.ndarray | None:
+    """The ink's bounding box; `trim` of the mass may be cut off each side (stray specks)."""
+    rows, cols = ink.sum(axis=1), ink.sum(axis=0)
+    if float(rows.sum()) <= 0.0:
+        return None
+    r0, r1 = _span(rows, trim)
+    c0, c1 = _span(cols, trim)
+    return ink[r0 : r1 + 1, c0 : c1 + 1]
+
+
+def _resample(img: np.ndarray, longer: int) -> np.ndarray:
+    """Area-resampled so that the longer side is `longer` px (aspect kept)."""
+    h, w = img.shape
+    scale = longer / max(h, w)
+    oh, ow = max(1, round(h * scale)), max(1, round(w * scale))
+    return area_matrix(h, oh) @ img @ area_matrix(w, ow).T
+
+
+def slant(img: np.ndarray) -> float:
+    """x shift per row downwards of the ink's principal axis (second moments), clamped."""
+    total = float(img.sum())
+    if total <= 0.0:
+        return 0.0
+    y = np.arange(img.shape[0], dtype=np.float32)
+    x = np.arange(img.shape[1], dtype=np.float32)
+    py, px = img.sum(axis=1), img.sum(axis=0)
+    cy, cx = float(py @ y) / total, float(px @ x) / total
+    mu02 = float(py @ (y - cy) ** 2) / total
+    mu11 = float((y - cy) @ img @ (x - cx)) / total
+    if mu02 < 1e-6:
+        return 0.0
+    return float(np.clip(mu11 / mu02, -MAX_SLANT, MAX_SLANT))
+
+
+def deslant(img: np.ndarray) -> np.ndarray:
+    """The image sheared so that its principal axis is upright: x' = x - slant * (y - cy).
+
+    Rows are shifted by linear interpolation onto a field wide enough to hold them.
+    """
+    s = slant(img)
+    h, w = img.shape
+    if abs(s) * h < 0.5:  # less than half a pixel over the whole height: nothing to do
+        return img
+    total = float(img.sum())
+    cy = float(img.sum(axis=1) @ np.arange(h, dtype=np.float32)) / total
+    shift = -s * (np.arange(h, dtype=np.float32) - cy)  # how far each row moves right
+    lo = float(np.floor(shift.min()))
+    width = w + int(np.ceil(shift.max() - lo)) + 1
+    src = np.arange(width, dtype=np.float32)[None, :] - (shift - lo)[:, None]  # source x per output pixel
+    x0 = np.floor(src).astype(np.int64)
+    frac = src - x0
+    padded = np.pad(img, ((0, 0), (1, 2)))
+    rows = np.arange(h)[:, None]
+    a = padded[rows, np.clip(x0 + 1, 0, w + 2)]
+    b = padded[rows, np.clip(x0 + 2, 0, w + 2)]
+    return (1.0 - frac) * a + frac * b
+
+
+def stroke_width(img: np.ndarray) -> float:
+    """Mean stroke width in px: 2 x ink area / perimeter (an L x W stroke: 2LW / 2L = W).
+
+    The perimeter is the summed absolute gradient (soft edges count by their
+    contrast), times pi/4 for the L1 norm's overcount of slanted edges.
+    """
+    area = float(img.sum())
+    if area <= 0.0:
+        return 0.0
+    edges = float(np.abs(np.diff(img, axis=0, prepend=0, append=0)).sum()
+                  + np.abs(np.diff(img, axis=1, prepend=0, append=0)).sum())
+    return 2.0 * area / (edges * np.pi / 4.0) if edges > 0 else 0.0
+
+
+def normalise_width(img: np.ndarray, target: float = TARGET_WIDTH) -> np.ndarray:
+    """Strokes brought to `target` px wide: grey dilation or erosion (each 3x3 step moves
+    the width by about 2 px), the last step blended in proportion to what is left."""
+    w = stroke_width(img)
+    grow = (target - w) / 2.0
+    if abs(grow) < 0.25:
+        return img
+    step = _dilate if grow > 0 else _erode
+    img = np.pad(img, 2 + int(abs(grow))) if grow > 0 else img
+    for _ in range(int(abs(grow))):
+        nxt = step(img)
+        if not nxt.any():  # eroded away: a stroke this thin stays as it is
+            return img
+        img = nxt
+    frac = abs(grow) - int(abs(grow))
+    nxt = step(img)
+    if nxt.any():
+        img = img + np.float32(frac) * (nxt - img)
+    return img
+
+
+def _full_strength(img: np.ndarray) -> np.ndarray:
+    """Stroke cores at 1, as MNIST's: a thin or grey line, widened, is still a faint one,
+    so the image is divided by the level most of its ink reaches (80th percentile)."""
+    values = img[img > 0.05]
+    if values.size == 0:
+        return img
+    level = float(np.partition(values, int(0.8 * (values.size - 1)))[int(0.8 * (values.size - 1))])
+    return np.minimum(img * np.float32(1.0 / level), 1.0) if level < 1.0 else img
 
 
 def preprocess(image: np.ndarray) -> np.ndarray | None:
@@ -117,24 +304,36 @@ def preprocess(image: np.ndarray) -> np.ndarray | None:
     Returns None when there is no ink, so callers show "draw a digit" instead of
     a confident guess about an empty canvas.
     """
-    crop = _ink_crop(image)
+    ink = _ink(image)
+    crop = _crop(ink) if ink is not None else None
     if crop is None:
         return None
-    h, w = crop.shape
-    scale = BOX / max(h, w)
-    oh, ow = max(1, round(h * scale)), max(1, round(w * scale))
-    box = area_matrix(h, oh) @ crop @ area_matrix(w, ow).T
+    mid = _resample(crop, MID)
+    top = float(mid.max())
+    if top <= 0.0:
+        return None
+    mid *= np.float32(1.0 / top)  # a thin pen, scaled down, is a faint line: full strength again
+    mid = _crop(_full_strength(normalise_width(deslant(mid))), 0.0)
+    if mid is None:
+        return None
+    box = np.clip(_resample(mid, BOX), 0.0, 1.0).astype(np.float32)
+    oh, ow = box.shape
     total = float(box.sum())
     if total <= 0.0:
         return None
-    # centre of mass of the scaled box, then the integer offset that puts it on CENTRE,
-    # clamped so that no ink falls off the 28x28 field
+    # centre of mass of the scaled box onto CENTRE, clamped so that no ink falls off the
+    # 28x28 field; the fraction of a pixel is a bilinear shift, so that moving a drawing by
+    # a pixel on the canvas never jumps the output by one
     cy = float(box.sum(axis=1) @ np.arange(oh, dtype=np.float32)) / total
     cx = float(box.sum(axis=0) @ np.arange(ow, dtype=np.float32)) / total
-    top = min(max(int(round(CENTRE[0] - cy)), 0), SIZE - oh)
-    left = min(max(int(round(CENTRE[1] - cx)), 0), SIZE - ow)
-    out = np.zeros((SIZE, SIZE), dtype=np.float32)
-    out[top : top + oh, left : left + ow] = np.minimum(np.maximum(box, 0.0), 1.0)
+    oy = min(max(CENTRE[0] - cy, 0.0), float(SIZE - oh))
+    ox = min(max(CENTRE[1] - cx, 0.0), float(SIZE - ow))
+    iy, ix = int(oy), int(ox)
+    fy, fx = np.float32(oy - iy), np.float32(ox - ix)
+    field = np.zeros((SIZE + 1, SIZE + 1), dtype=np.float32)
+    field[iy + 1 : iy + 1 + oh, ix + 1 : ix + 1 + ow] = box
+    out = (1 - fy) * ((1 - fx) * field[1:, 1:] + fx * field[1:, :-1]) + fy * ((1 - fx) * field[:-1, 1:]
+                                                                            + fx * field[:-1, :-1])
     return out
 
 

@@ -40,8 +40,8 @@ from gemmpad.model import LAYERS, Model, save_card
 from gemmpad.preprocess import preprocess, preprocess_batch
 
 SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper")
-PEN_COPIES = 6  # random-style renderings of each pendigits training sample ("pendigits")
-PAPER_COPIES = 1  # photos of each on paper ("paper": gemmpad.paper, never the test set's seed)
+PEN_COPIES = 8  # random-style renderings of each pendigits training sample ("pendigits")
+PAPER_COPIES = 2  # photos of each on paper ("paper": gemmpad.paper, never the test set's seed)
 DATA_SOURCES = {  # every dataset a model learns from or is measured on, with its licence
     "MNIST": "LeCun, Cortes & Burges, http://yann.lecun.com/exdb/mnist/ (CC BY-SA 3.0)",
     "pendigits": "Alpaydin & Alimoglu, Pen-Based Recognition of Handwritten Digits, UCI Machine Learning "
