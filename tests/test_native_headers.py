@@ -1,4 +1,5 @@
-"""The kernel files' headers: one template, and figures that are the committed benchmark JSON's.
+"""The kernel files' headers (one template, figures that are the committed benchmark JSON's) and
+the README's ladder table that links them.
 
 A header's "Measured:" figure is typed by hand next to the code; the README's tables are
 generated. This keeps the two from drifting apart: every figure a header states in one of the
@@ -128,3 +129,11 @@ def test_rounding_reads_commas_and_digits():
     assert rounds_to("8,551", 8551.4) and not rounds_to("8,484", 8551.4)
     assert rounds_to("92.6", 92.64) and not rounds_to("92.3", 92.64)
     assert rounds_to("15.5", 15.469) and not rounds_to("15.8", 15.469)
+
+
+def test_the_readme_ladder_table_links_every_rung():
+    """The README's ladder table is typed by hand: each numbered file has its row and each row's file exists."""
+    readme = (ROOT / "README.md").read_text()
+    linked = set(re.findall(r"^\| (?:cpu|cuda)\.\d\d \| \[[^]]+\]\((native/[^)]+)\)", readme, re.M))
+    rungs = {str(p.relative_to(ROOT)) for p in [*NATIVE.glob("cpu/gemm/[0-9]*.cpp"), *NATIVE.glob("cuda/gemm/[0-9]*.cu")]}
+    assert linked == rungs, f"missing from the README: {sorted(rungs - linked)}; not in the tree: {sorted(linked - rungs)}"
