@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 from pathlib import Path
@@ -47,6 +48,17 @@ def test_report_regenerates_the_readme_tables_from_committed_json(monkeypatch, c
     assert f"{native['epoch_ms_median']:,.1f} ms" in text and "(train.json)" in text
     rc2, _, _ = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path), "--readme", str(readme))
     assert rc2 == 0 and readme.read_text() == text  # regenerating changes nothing
+
+
+def test_the_readme_holds_what_the_committed_json_generates(tmp_path, capsys):
+    """The README's tables are `gemmpad bench report --readme README.md` byte for byte: a figure
+    edited by hand, or a result file committed without regenerating the README, fails here."""
+    root = COMMITTED.parent.parent.parent
+    results = tmp_path / COMMITTED.relative_to(root)  # the same layout: the captions link relative to the README
+    shutil.copytree(COMMITTED, results)
+    shutil.copy(root / "README.md", tmp_path / "README.md")
+    assert report.run(argparse.Namespace(dir=str(results), readme=str(tmp_path / "README.md"))) == 0
+    assert (tmp_path / "README.md").read_bytes() == (root / "README.md").read_bytes()
 
 
 def test_report_without_results_says_so(monkeypatch, capsys, tmp_path):

@@ -25,7 +25,8 @@ nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.max.sm,clocks
 cat /tmp/device.txt
 if want build; then
   stamp "module build (background)"
-  ( cmake -S native -B build/gpu -G Ninja -DGEMMPAD_INPLACE=ON -DCMAKE_CUDA_ARCHITECTURES=${ARCH:-90a-real} \
+  generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
+  ( cmake -S native -B build/gpu ${generator[@]+"${generator[@]}"} -DGEMMPAD_INPLACE=ON -DCMAKE_CUDA_ARCHITECTURES=${ARCH:-90a-real} \
       -Dpybind11_DIR="$(python3 -m pybind11 --cmakedir)" >"$OUT/build.log" 2>&1 \
     && timeout 240 cmake --build build/gpu -j${BUILD_JOBS:-12} >>"$OUT/build.log" 2>&1; echo "build exit $?" >>"$OUT/build.log" ) &
   BUILD=$!
@@ -35,7 +36,7 @@ stamp "compiling probes"
 mkdir -p /tmp/probe-obj
 PIDS=""
 # object names carry their folder (mlp-staging.o, mlp_probe-staging.o): file names repeat across folders
-obj() { echo "/tmp/probe-obj/$(basename "$(dirname "$1")")-$(basename "$1" .cu)$2.o"; }
+obj() { echo "/tmp/probe-obj/$(basename "$(dirname "$1")")-$(basename "$1" .cu)${2:-}.o"; }
 PROBE_SRC=$(ls native/tools/mlp_probe/*.cu)
 for f in $MLP_SRC $PROBE_SRC; do
   $NVCC -Inative/cuda/mlp -c $f -o "$(obj $f)" >"$(obj $f).log" 2>&1 &

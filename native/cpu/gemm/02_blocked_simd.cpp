@@ -1,42 +1,30 @@
-// cpu.02_blocked_simd: cache blocking, packed panels, a SIMD register-blocked
-// micro-kernel, and threads for the big problems (the BLIS/GotoBLAS recipe).
+// cpu.02_blocked_simd: cache blocking, packed panels, a SIMD register-blocked micro-kernel and
+// threads for the big problems (the BLIS/GotoBLAS recipe).
 //
-// What changed from 01_naive: the naive loop does one multiply-add per load and
-// walks B down a column, so it is bound by memory, not arithmetic. Here:
-//  1. Register blocking. The micro-kernel keeps an MR x NR tile of C in
-//     registers (14 x 32 floats = 28 of the 32 zmm with AVX-512, 6 x 16 = 12
-//     of the 16 ymm with AVX2) and, per step of k, loads one row of B (NR
-//     floats, 2 vectors) and broadcasts MR values of A: 2*MR FMAs for MR+2
-//     loads instead of 1 for 2. (12 x 32 measured ~5% slower at 1024^3.)
-//  2. Packing. Before the micro-kernels run, a KC x NC block of B is copied
-//     into NR-wide panels (zero-padded), in the exact order the micro-kernel
-//     reads them: unit stride, no TLB misses, no cache-set conflicts from
-//     power-of-two leading dimensions. A is packed into MR-tall panels the
-//     same way when N >= 256 (many B panels reuse it); for a narrow N like the
-//     MLP's 100 and 10, packing A cost as much as the arithmetic, so there the
-//     micro-kernel broadcasts straight from A's rows.
-//  3. Cache blocking. KC = 256 makes one B panel (256 x 32 floats = 32 KB)
-//     stay in L1 while every A panel streams past it; the A block (MC x KC,
-//     280 KB) stays in L2; the B block (KC x NC) in L3.
-//  4. Threads (OpenMP, when linked) only when M*N*K >= 2^21, below which the
-//     fork/join costs more than it saves. Each thread takes a slice of C's rows
-//     (or columns, if N is the long side) and runs the whole nest on it: no
-//     barrier inside, which matters on a machine whose cores are shared.
-//  5. Small M (the MLP at batch 1..24): nothing would reuse a packed panel, so
-//     A and B are both read in place and K is not blocked, see small_m().
-//  6. Short tiles (1-2 rows) get 2-4 independent accumulator sets over k so
-//     the 4-cycle FMA latency does not serialise them.
-//  7. One row (batch 1): tiles up to 8 vectors wide (128 columns with
-//     AVX-512), so B is streamed once, front to back, like a GEMV.
-// The micro-kernel is instantiated for every tile height R <= MR and for 1 or
-// 2 vectors of width, so edge tiles cost what they hold, not a full tile.
-// The epilogue (C += previous K blocks, + bias, ReLU with NaN kept) is fused
-// into the store of the last K block, as in 01_naive.
-// ISA dispatch: see ../simd.h (AVX-512, AVX2+FMA, generic 4-wide; picked at run time).
-//
+// What changed from 01_naive, which does one multiply-add per load and walks B down a column:
+//  1. Register blocking: the micro-kernel keeps an MR x NR tile of C in registers (14 x 32
+//     floats with AVX-512, 6 x 16 with AVX2); per k it loads one row of B and broadcasts MR
+//     values of A: 2*MR FMAs for MR+2 loads instead of 1 for 2.
+//  2. Packing: a KC x NC block of B is copied into NR-wide zero-padded panels in the order the
+//     micro-kernel reads them (unit stride, no TLB misses, no cache-set conflicts). A is packed
+//     into MR-tall panels too when N >= 256; for the MLP's N = 100 and 10 packing A cost as
+//     much as the arithmetic, so there the micro-kernel reads A's rows in place.
+//  3. Cache blocking: KC = 256 keeps one B panel (32 KB) in L1 while every A panel streams
+//     past it, the A block (MC x KC, 280 KB) in L2, the B block in L3.
+//  4. Threads (OpenMP, when linked) only when M*N*K >= 2^21; each takes a slice of C's rows
+//     (or columns) and runs the whole nest on it, with no barrier inside.
+//  5. Small M (the MLP at batch 1..24): nothing would reuse a packed panel, so nothing is packed
+//     and K is not blocked (small_m()); 1-2 row tiles carry 2-4 independent accumulator sets so
+//     the FMA latency does not serialise them; one row streams B once, front to back, in tiles
+//     up to 8 vectors wide, like a GEMV.
+// Edge tiles are instantiated for every height <= MR, so they cost what they hold; the epilogue
+// (bias, ReLU with NaN kept) is fused into the last K block's store. ISA dispatch: ../simd.h.
+// Why it should be faster: operands come from registers and L1, so the FMA units set the pace.
+// What holds it back: one row times a wide B with a power-of-two row stride (a TLB miss per row
+// of B, 0.55x OpenBLAS at 1x4096x1024); threads on cores other jobs share.
 // Measured: 256x100x784 333 GFLOP/s = 90.2 % of NumPy on the H200's host
-// (assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`); on a 2-core VM, single-threaded,
-// level with OpenBLAS at the MLP's shapes (0.97-1.57x) and 0.91-0.94x at 1024x1024x768 (NOTES.md).
+// (assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`); single-threaded against
+// OpenBLAS on a 2-core VM: NOTES.md.
 #include <algorithm>
 #include <cstddef>
 #include <utility>

@@ -11,34 +11,19 @@
 //  2. Accumulate only those rows of W, each row a whole number of vectors
 //     (outputs padded to 112 and 16 with zero weights), into accumulators
 //     that stay in registers (7 zmm for 112 outputs with AVX-512), starting
-//     from the bias; ReLU on the way out. Layer 1 touches ~160 of 784 rows:
-//     ~5x less arithmetic and, more importantly, ~5x less of W1 read.
+//     from the bias; ReLU on the way out.
 //  3. Layers 2 and 3 the same way, then the softmax in C++, so one call from
 //     Python does everything and nothing is allocated (all scratch is on the stack).
 // A zero input is skipped only if its weight row is finite (0 * Inf = NaN in
 // NumPy); otherwise that layer is computed densely. Batches share their rows
-// between threads, at least 8 rows each (no barrier: each thread owns a range of
-// rows); on the dev VM's 2 cores that took batch 16 from 12.6 to 7.9 us and
-// batch 32 from 24.4 to 13.9 us end to end.
+// between threads, at least 8 rows each (no barrier: each thread owns a range).
 // ISA dispatch: see ../simd.h.
-//
-// Measured on the dev VM (2 cores of a Xeon Sapphire Rapids KVM guest, AVX-512,
-// shared with other jobs), real MNIST test digits (19.3% nonzero pixels),
-// random weights (time does not depend on their values). End to end = one
-// Python call `mlp.forward(x, out)`, timed per call with perf_counter_ns,
-// median of 20000 calls cycling over 1000 digits, 5 rounds; NumPy =
-// gemmpad.model.Model.forward (float32, OpenBLAS) timed the same way:
-//   batch 1: end to end 1.33-1.37 us (p90 1.57-1.64), compute (steady_clock
-//   inside) 1.00-1.02 us; NumPy 13.4-13.5 us: 9.9-10.1x. Same digit repeated:
-//   1.17 us end to end, 0.78 us compute. The GEMM path at batch 1 for
-//   comparison (same digit repeated): cpu.02_blocked_simd 4.2 us, cpu.01_naive
-//   50 us end to end; NumPy 13.0 us.
-//   The AVX-512 gather: on uniform random input with 80% zeros, compute went
-//   from 1.48 us (scalar gather) to 0.94 us.
-//   Single-threaded, median of per-call medians over 7 rounds: batch 16
-//   13.9 us (NumPy 57.8 us), batch 256 215 us (453 us), batch 1000 904 us
-//   (1802 us). With 2 threads (noisy, cores shared): batch 256 125 us, 1000 529 us.
-// No allocation per call: 100000 forwards at batch 1 leave the RSS unchanged.
+// Why it should be faster: layer 1 touches ~160 of 784 rows, ~5x less arithmetic and, more
+// importantly, ~5x less of W1 read; one Python call instead of three GEMMs and a softmax.
+// What holds it back: at batch 1 the Python call around it costs about as much as the kernel;
+// dense inputs (no zeros) get no benefit. Development-VM figures: NOTES.md.
+// Measured at batch 1, kernel / end to end: cpu.mlp_sparse 1.1 / 2.2 us, numpy 17.6 / 18.3 us
+// (the H200's host; assets/benchmarks/h200/bench-mlp.json).
 #include <algorithm>
 #include <cmath>
 

@@ -1,4 +1,4 @@
-// cuda.01_naive: one thread per output element, straight from the seeds.
+// cuda.01_naive: one thread per output element.
 //
 // What changed (from the CPU triple loop): the two outer loops become the
 // grid; each thread runs the k loop for its C[row][col].

@@ -6,15 +6,13 @@
 // Why it should be faster: the GPU merges ("coalesces") the loads of a warp
 // when its 32 threads touch neighbouring addresses. Now every load of B is one
 // 128-byte transaction instead of 32 separate ones, A[row][k] is one address
-// broadcast to the whole warp, and the stores of C are contiguous too. The
-// arithmetic is untouched; only the memory traffic shrinks.
-// The seed's transposed-B lesson (seeds/004, "kernel2"): storing B transposed
-// so that *each thread* walks contiguous memory along k sounds cache-friendly
-// but made the seed's kernel 6.5x slower (1.66 s vs 0.26 s at 8192^3).
-// Contiguity that matters on a GPU is *across the threads of a warp at one
-// instant*, not along one thread's loop: with B transposed, the 32 threads of
-// a warp read 32 addresses K floats apart at every step. Row-major B with
-// threadIdx.x on columns, as here, is the layout that coalesces.
+// broadcast to the whole warp, and the stores of C are contiguous too.
+// Storing B transposed, so that *each thread* walks contiguous memory along k,
+// looks cache-friendly but is the wrong contiguity (6.5x slower, NOTES.md): what
+// coalesces is contiguity *across the threads of a warp at one instant*; with B
+// transposed the 32 threads read 32 addresses K floats apart at every step.
+// What holds it back: every operand still comes from global memory (L1/L2 at
+// best) once per multiply-add; 03 reuses it from shared memory.
 // Measured: 4096^3 5,924 GFLOP/s = 11.9 % of cuBLAS fp32
 // (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"

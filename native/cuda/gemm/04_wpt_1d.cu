@@ -1,4 +1,4 @@
-// cuda.04_wpt_1d: more work per thread (the seed's "WPT"): each thread computes 8 outputs of a column.
+// cuda.04_wpt_1d: more work per thread ("WPT"): each thread computes 8 outputs of a column.
 //
 // What changed from 03: a block of 512 threads owns a 64x64 tile of C and
 // walks K in slices of 8 (A tile 64x8, B tile 8x64 in shared memory). Each
@@ -8,8 +8,7 @@
 // Why it should be faster: 03 needed two shared-memory loads per FMA. Here a
 // step of the inner loop is 1 load of B + 8 loads of A (broadcasts: the whole
 // warp reads the same A element) for 8 FMAs, about 1.1 loads per FMA, and the
-// block reuses each global element 64 times instead of 32. The seed measured
-// the same move (tiles -> more work per thread) as a 2x speed-up.
+// block reuses each global element 64 times instead of 32.
 // What still holds it back: A still costs one shared load per FMA; a 2-D
 // block of outputs per thread (05) reuses both operands.
 // Measured: 4096^3 19,064 GFLOP/s = 38.2 % of cuBLAS fp32

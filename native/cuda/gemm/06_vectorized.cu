@@ -3,10 +3,9 @@
 // What changed from 05 (same 128x128x8 tiles, 256 threads, 8x8 outputs each):
 //  - global memory: each thread fetches its part of the A and B tiles as one
 //    float4 (16 bytes) each instead of 4 scalar loads, and writes C as float4;
-//  - A's tile is stored transposed, As[k][m] (the seed's "improved memory
-//    access pattern": the values a thread needs next are adjacent), so the 8
-//    A values of one k are two float4 shared loads instead of 8 scalar ones.
-//    B's tile already has that layout.
+//  - A's tile is stored transposed, As[k][m], so the values a thread needs next
+//    are adjacent: the 8 A values of one k are two float4 shared loads instead
+//    of 8 scalar ones. B's tile already has that layout.
 // Why it should be faster: an inner step is now 4 shared-memory instructions
 // for 64 FMAs instead of 16, and a quarter of the global load instructions, so
 // more issue slots go to FMAs.
@@ -14,7 +13,7 @@
 // 16 bytes (then a float4 is entirely inside or entirely outside the matrix).
 // Otherwise the same kernel runs with scalar, bounds-checked loads and stores
 // (template flag kVec): never a read out of bounds, only slower.
-// What still holds it back: the 16 threads of a half-warp read B at addresses
+// What holds it back: the 16 threads of a half-warp read B at addresses
 // 32 bytes apart, so each float4 read of B takes 4 shared-memory wavefronts
 // instead of 2 (bank conflicts); the transposed store of A is 2-way
 // conflicted; global loads stall the block between tiles (07 fixes all three).

@@ -3,33 +3,27 @@
 // What changed from 06 (same ideas: block tile in shared memory, A transposed,
 // float4 loads with the same scalar fallback, outer products from registers):
 //  - Warp tiling. The block's warps split its tile into warp tiles, and a
-//    thread's outputs are no longer one contiguous 8x8 block but 4x4
-//    sub-blocks spread over its warp's tile: lane = 4*lm + ln owns rows
-//    lm*4 + 32*i and columns ln*4 + 16*j of the warp tile. At each k the 32
-//    lanes read 8 adjacent float4 of A (128 contiguous bytes) and 4 adjacent
-//    float4 of B per sub-block step: one shared-memory wavefront each,
-//    broadcast to the lanes that share it, where 06 needed 4 per read of B.
+//    thread's outputs are 4x4 sub-blocks spread over its warp's tile: lane =
+//    4*lm + ln owns rows lm*4 + 32*i and columns ln*4 + 16*j. At each k the 32
+//    lanes read 8 adjacent float4 of A and 4 adjacent float4 of B per sub-block
+//    step: one shared-memory wavefront each, where 06 needed 4 per read of B.
 //  - A's transposed tile has rows of BM + 4 floats, so the transposed store
-//    (groups of rows, k apart by 4) lands in 32 different banks.
-//  - Double buffering: two copies of the shared tiles. While the block
-//    multiplies tile t out of one copy, each thread already has tile t+1's
-//    global loads in flight into registers; it writes them into the other
-//    copy afterwards. One __syncthreads per tile instead of two, and the
-//    global-memory latency hides behind the FMAs of a whole tile.
-//  - Bigger tiles where the problem is big: 128x256 block tiles, 256 threads
-//    with 8x16 outputs each (128 FMAs per 6 shared loads, 234 registers, one
-//    block per SM). When that tiling would leave SMs idle (fewer tiles than
-//    SMs, e.g. 1024x1024 or the MLP layers) the launch switches to 128x128
-//    tiles with 8x8 outputs per thread (two blocks per SM, <= 128 registers).
+//    lands in 32 different banks.
+//  - Double buffering: while the block multiplies tile t out of one copy of the
+//    shared tiles, each thread has tile t+1's global loads in flight into
+//    registers and writes them into the other copy afterwards: one
+//    __syncthreads per tile, and the global latency hides behind a tile's FMAs.
+//  - 128x256 block tiles where the problem is big (256 threads, 8x16 outputs
+//    each, 128 FMAs per 6 shared loads, one block per SM); 128x128 tiles with
+//    8x8 outputs (two blocks per SM) when that would leave SMs idle.
 // Why it should be faster: per k, conflict-free shared loads feed 64 (128)
 // FMAs and the FMA pipes no longer wait for global memory at every tile.
-// Shared memory: 2 * (8*(128+4) + 8*256) * 4 B = 24.3 KB per block (16.3 KB
-// for 128x128), static: under the 48 KB every CUDA device grants without an
-// opt-in, so the same tiles fit consumer cards (99 KB per block) and Hopper.
-// Measured: 4096^3 46,235 GFLOP/s = 92.6 % of cuBLAS fp32
-// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// Shared memory: 24.3 KB per block (16.3 KB for 128x128), static: under the
+// 48 KB every CUDA device grants without an opt-in, so the tiles fit any card.
 // What holds it back: small problems. At 256x100x784 (an MLP layer) 2 blocks walk K alone while
 // the other SMs idle; splitting K (step 09) is the cure. Tile variants tried: NOTES.md.
+// Measured: 4096^3 46,235 GFLOP/s = 92.6 % of cuBLAS fp32
+// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include <cstdint>
 
 #include "../common.cuh"
@@ -58,34 +52,20 @@ struct Config {
     static_assert(kSmemBytes <= 48 * 1024, "static shared memory must fit the 48 KB available without opt-in");
 };
 
+// Four consecutive elements X[r][c..c+3] of a rows x cols row-major matrix, zeros outside it
+// (a tile copy of A, r = row and c = k, or of B, r = k and c = column).
 template <bool kVec>
-__device__ __forceinline__ float4 load_a(const float* __restrict__ A, int M, int K, int r, int k) {
+__device__ __forceinline__ float4 load4(const float* __restrict__ X, int rows, int cols, int r, int c) {
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (r >= M) return v;
-    const float* src = A + (size_t)r * K;
+    if (r >= rows) return v;
+    const float* src = X + (size_t)r * cols;
     if constexpr (kVec) {
-        if (k < K) v = *reinterpret_cast<const float4*>(src + k);  // K % 4 == 0: all 4 in or all out
+        if (c < cols) v = *reinterpret_cast<const float4*>(src + c);  // cols % 4 == 0: all 4 in or all out
     } else {
-        if (k + 0 < K) v.x = src[k + 0];
-        if (k + 1 < K) v.y = src[k + 1];
-        if (k + 2 < K) v.z = src[k + 2];
-        if (k + 3 < K) v.w = src[k + 3];
-    }
-    return v;
-}
-
-template <bool kVec>
-__device__ __forceinline__ float4 load_b(const float* __restrict__ B, int K, int N, int k, int c) {
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (k >= K) return v;
-    const float* src = B + (size_t)k * N;
-    if constexpr (kVec) {
-        if (c < N) v = *reinterpret_cast<const float4*>(src + c);  // N % 4 == 0: all 4 in or all out
-    } else {
-        if (c + 0 < N) v.x = src[c + 0];
-        if (c + 1 < N) v.y = src[c + 1];
-        if (c + 2 < N) v.z = src[c + 2];
-        if (c + 3 < N) v.w = src[c + 3];
+        if (c + 0 < cols) v.x = src[c + 0];
+        if (c + 1 < cols) v.y = src[c + 1];
+        if (c + 2 < cols) v.z = src[c + 2];
+        if (c + 3 < cols) v.w = src[c + 3];
     }
     return v;
 }
@@ -112,12 +92,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
         for (int s = 0; s < kLoadsA; ++s) {
             const int i = t + s * kThreads;
-            av[s] = load_a<kVec>(A, M, K, row0 + i / (BK / 4), k0 + (i % (BK / 4)) * 4);
+            av[s] = load4<kVec>(A, M, K, row0 + i / (BK / 4), k0 + (i % (BK / 4)) * 4);
         }
 #pragma unroll
         for (int s = 0; s < kLoadsB; ++s) {
             const int i = t + s * kThreads;
-            bv[s] = load_b<kVec>(B, K, N, k0 + i / (BN / 4), col0 + (i % (BN / 4)) * 4);
+            bv[s] = load4<kVec>(B, K, N, k0 + i / (BN / 4), col0 + (i % (BN / 4)) * 4);
         }
     };
     auto store_tile = [&](int buf) {

@@ -11,22 +11,18 @@
 //    rounded to tf32 (10-bit mantissa) with __float_to_tf32 after loading.
 //  * fp16: A and B arrive as __half (the bindings cast float32 once), which
 //    halves the bytes every tile load moves.
+// Odd shapes: bounds-checked, zero-filled tile loads; the epilogue goes through
+// a per-warp 16x16 staging tile, because a WMMA accumulator's element-to-lane
+// mapping is unspecified.
 // Why faster: a Hopper SM does about 8x (tf32) to 16x (fp16) more
 // multiply-adds per clock on its tensor cores than with FFMA.
-// What holds it back (fixed in 09): single-buffered loads through registers
-// (load, __syncthreads, compute: the tensor cores wait on every tile), and
-// load_matrix_sync with a generic layout the compiler cannot tune.
-// Odd shapes: tiles are loaded with bounds checks and zero-filled; 16-byte
-// vector loads only where the row length keeps them aligned. The epilogue
-// goes through a per-warp 16x16 staging tile in shared memory, because a WMMA
-// accumulator's element-to-lane mapping is unspecified.
+// What holds it back (09 fixes it): single-buffered loads through registers (load,
+// __syncthreads, compute: the tensor cores wait on every tile) and load_matrix_sync's generic
+// layout. fp16 is far above fp32 SIMT, tf32 is not: it needs 146 registers x 256 threads plus
+// 35 KB of float tiles, so one block fits per SM and nothing hides the global latency (the fp16
+// kernel, 123 registers and 19 KB, runs two blocks per SM).
 // Measured: 4096^3 108,022 GFLOP/s = 13.7 % of cuBLAS fp16; 4096^3 25,839 GFLOP/s = 6.3 % of cuBLAS tf32
 // (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
-// What holds it back: fp16 is far above fp32 SIMT, tf32 is not (slower than 07): the tf32
-// kernel needs 146 registers x 256 threads plus 35 KB of float tiles, so one block (8 warps) fits
-// per SM and, with single-buffered loads, nothing hides the global-memory latency; tf32 mma also
-// has half the fp16 rate and twice the bytes per tile. (The fp16 kernel, 123 registers and 19 KB,
-// runs two blocks per SM.) 09 fixes the loads.
 #include <mma.h>
 
 #include <type_traits>

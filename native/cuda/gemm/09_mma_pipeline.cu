@@ -14,6 +14,8 @@
 //    order with the epilogue. Deterministic: the same input gives the same bits.
 //  * tf32: the same pipeline on float32 tiles; A by ldmatrix (8x8 b16 = 8x4 fp32), B by two
 //    32-bit loads per n-tile (ldmatrix cannot transpose 32-bit elements), cvt.rna.tf32.f32.
+// Why it should be faster: the tensor cores no longer wait for each tile's load (three tiles
+// ahead are in flight), and fragments reach them in the layout mma.sync reads, without shuffles.
 // Odd shapes: cp.async zero-fills out-of-range chunks (src-size 0); where K or N is not a
 // multiple of 8 halves (4 floats) a bounds-checked element loader feeds the same kernel.
 //

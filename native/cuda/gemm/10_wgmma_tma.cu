@@ -3,33 +3,27 @@
 // that only loads and two that only multiply.
 //
 // What changed from 09 (mma.sync + ldmatrix + cp.async):
-//  * wgmma.mma_async: a warpgroup (4 warps, 128 threads) issues one
-//    64x256x16 product that reads BOTH operands straight from shared memory
-//    through 64-bit matrix descriptors. 09 first copied every fragment into
-//    registers with ldmatrix (one instruction per 8x8 tile per warp) and then
-//    issued 32 small m16n8k16 products per warp and k step; here there are no
-//    operand loads at all and each instruction does 262,144 multiply-adds.
+//  * wgmma.mma_async: a warpgroup (4 warps) issues one 64x256x16 product that
+//    reads BOTH operands straight from shared memory through 64-bit matrix
+//    descriptors; 09 first copied every fragment into registers with ldmatrix
+//    and issued 32 small m16n8k16 products per warp and k step.
 //  * TMA (cp.async.bulk.tensor): ONE thread asks the copy engine for a whole
-//    tile (A: 128x64 halves in one request, B: 64x256 in four 64x64 boxes),
-//    described by a CUtensorMap made on the host. The engine zero-fills what
-//    lies outside the matrix, so partial tiles need no code, and writes the
-//    tile in the 128-byte swizzle that wgmma reads without bank conflicts.
-//    09 spent 256 threads x 6 cp.async per stage and their address arithmetic.
-//  * Warp specialisation: warpgroup 0 is the producer (one thread issues the
-//    copies, the rest idle), warpgroups 1 and 2 are consumers, each owning 64
-//    rows of the 128x256 block tile (128 fp32 accumulators per thread).
-//    Producer and consumers meet at two mbarriers per stage: `full` (the copy
-//    engine signals the bytes have landed) and `empty` (each consumer warp
-//    signals it has finished reading), 4 stages of 48 KB in flight.
-//  * One wgmma batch stays in flight: a consumer issues the 4 products of
-//    stage k, then waits only for the batch of stage k-1 and releases that
-//    stage, so the tensor cores never wait for the release round trip.
+//    tile (A: 128x64 halves, B: 64x256 in four 64x64 boxes), described by a
+//    CUtensorMap made on the host. The engine zero-fills what lies outside the
+//    matrix and writes the 128-byte swizzle that wgmma reads without bank
+//    conflicts; 09 spent 256 threads x 6 cp.async per stage on that.
+//  * Warp specialisation: warpgroup 0 produces (one thread issues the copies),
+//    warpgroups 1 and 2 consume, each owning 64 rows of the 128x256 block tile.
+//    They meet at two mbarriers per stage, `full` (the bytes have landed) and
+//    `empty` (each consumer warp is done reading); 4 stages of 48 KB in flight.
+//  * One wgmma batch stays in flight: a consumer issues stage k's products, then
+//    waits only for stage k-1's and releases that stage.
 // Why it should be faster: Hopper's tensor cores reach their full rate only
 // through wgmma (09's mma.sync tops out at ~45 % of cuBLAS here), and the
 // SM's issue slots no longer go to operand movement.
-// Limits: compute capability 9.0 and an sm_90a build (elsewhere the registry lists it as
-// unavailable, with the reason); TMA needs K and N multiples of 8 (16-byte rows): other shapes,
-// the MLP's N = 100 and 10 among them, run 09's kernel, which takes any shape and splits K.
+// What holds it back: compute capability 9.0 and an sm_90a build only (elsewhere the registry
+// lists it as unavailable, with the reason); TMA needs K and N multiples of 8 (16-byte rows), so
+// other shapes, the MLP's N = 100 and 10 among them, run 09's kernel.
 // Measured: 4096^3 694,866 GFLOP/s = 88.4 % of cuBLAS fp16; 8192^3 668,796 GFLOP/s = 84.5 % of cuBLAS fp16
 // (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include <cstdint>

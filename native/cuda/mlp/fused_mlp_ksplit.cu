@@ -18,10 +18,9 @@
 // Why it should be faster: per SM the bytes to bring in drop from 351 KB + x rows to 50 KB + a
 // slice of x, and the SMs of a cluster work in parallel.
 // What holds it back: the three hand-offs, their sums and the softmax (~2.7 us after x is in);
-// with no loads at all it still measures ~6.7 us at batch 256 (README.md, NOTES.md).
 // fused_plan takes the smallest tile whose tiles all run in one wave of clusters.
-// Measured: batch 256, kernel 7.0 us in tf32, 9.0 us in fp32 (torch CUDA graph 27.7),
-// assets/benchmarks/h200/bench-mlp.json.
+// Measured at batch 256, kernel / end to end: cuda.mlp_fused_tf32 7.0 / 74.2 us, cuda.mlp_fused
+// 9.0 / 77.6 us, torch CUDA graph 27.7 / 125.0 us (assets/benchmarks/h200/bench-mlp.json).
 #include <algorithm>
 #include <type_traits>
 

@@ -17,9 +17,10 @@
 // Why it should be faster: each SM streams W1 once (351 KB from L2) per 32 rows and the
 // tensor work spreads over every SM with nothing serial after it.
 // What holds it back: W1's 351 KB per block at 16-byte loads (20-44 GB/s per SM); 3xTF32
-// through mma.sync needs ~7 us of tensor work per SM. Variants tried: NOTES.md.
-// Measured: batch 4096, kernel 14.2 us in tf32, 23.4 us in fp32 (torch CUDA graph 46.8),
-// assets/benchmarks/h200/bench-mlp.json.
+// issues three tensor-core products per k-step where tf32 issues one.
+// Measured at batch 4096, kernel / end to end: cuda.mlp_fused_tf32 14.2 / 398.2 us,
+// cuda.mlp_fused 23.4 / 401.4 us, torch CUDA graph 46.8 / 1189.3 us
+// (assets/benchmarks/h200/bench-mlp.json).
 #include "fused_common.cuh"
 
 namespace gemmpad::cuda {
@@ -72,18 +73,18 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
     }
 }
 
-// kWarpsPerPair = 1: warp w owns column pair w for all BM rows (what runs); 2: warps w and w + 7
-// split the rows. kRotate: block b starts at K chunk b % 7 (what runs; spreads W1's L2 reads).
-// The other values measured slower and are not instantiated (NOTES.md).
+// Warp w owns column pair w for all BM rows, and block b starts at K chunk b % 7 (spreads W1's
+// L2 reads); 14 warps splitting the rows, and every block starting at chunk 0, measured slower
+// (NOTES.md).
 // kTma (sm_90): the x tile comes by TMA, one box of BM rows x 116 columns per chunk (tensor map
 // `xmap` over x [batch, 784]; rows past the batch and columns past 784 arrive as zeros).
-template <int BM, Engine E, int kWarpsPerPair, bool kRotate, bool kTma>
-__global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
+template <int BM, Engine E, bool kTma>
+__global__ void __launch_bounds__(kPairs * 32)
     rows_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
                 const __grid_constant__ CUtensorMap xmap) {
-    constexpr int kWarps = kPairs * kWarpsPerPair, kThreads = kWarps * 32;
-    constexpr int kMt = BM / 16 / kWarpsPerPair;  // m-tiles per warp
-    static_assert(kMt >= 1 && kMt * 16 * kWarpsPerPair == BM, "whole m-tiles per warp");
+    constexpr int kWarps = kPairs, kThreads = kWarps * 32;
+    constexpr int kMt = BM / 16;  // m-tiles per warp
+    static_assert(kMt >= 1 && kMt * 16 == BM, "whole m-tiles per warp");
     extern __shared__ __align__(16) float smem_raw[];
     // TMA boxes land on 128-byte boundaries
     float* smem = kTma ? reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(smem_raw) + 127) & ~uintptr_t(127)) : smem_raw;
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
     const int pair = warp % kPairs, m0 = (warp / kPairs) * kMt;
     const int row0 = blockIdx.x * BM, rows = min(BM, batch - row0);
-    const int rot = kRotate ? blockIdx.x % kChunks : 0;  // K chunk order: rot, rot + 1, ... (mod 7)
+    const int rot = blockIdx.x % kChunks;  // K chunk order: rot, rot + 1, ... (mod 7)
 
     // ---- x tile: 7 chunks of 112 columns, all requested now in this block's order (rows past the batch read as 0)
     if constexpr (kTma) {
@@ -164,7 +165,7 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
     __syncthreads();
 
     // ---- layer 2 (W2's fragments already in the ring); W3's k-steps for this warp requested first
-    constexpr int kSteps3 = kKSteps2 / kWarps;  // 2 (7 warps) or 1 (14 warps)
+    constexpr int kSteps3 = kKSteps2 / kWarps;  // 2: 14 k-steps over 7 warps
     float4 b3f[kSteps3];
 #pragma unroll
     for (int i = 0; i < kSteps3; ++i) b3f[i] = __ldg(reinterpret_cast<const float4*>(w.w3f) + (size_t)(kSteps3 * warp + i) * 32 + lane);
@@ -218,11 +219,11 @@ __global__ void __launch_bounds__(kPairs * kWarpsPerPair * 32)
     }
 }
 
-template <int BM, Engine E, int kWarpsPerPair, bool kRotate, bool kTma>
+template <int BM, Engine E, bool kTma>
 void launch_config(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
-    constexpr int kThreads = kPairs * kWarpsPerPair * 32;
-    constexpr size_t smem = smem_floats<BM, kPairs * kWarpsPerPair, kTma>() * sizeof(float);
-    constexpr auto kernel = rows_kernel<BM, E, kWarpsPerPair, kRotate, kTma>;
+    constexpr int kThreads = kPairs * 32;
+    constexpr size_t smem = smem_floats<BM, kPairs, kTma>() * sizeof(float);
+    constexpr auto kernel = rows_kernel<BM, E, kTma>;
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
     if (!configured) {
         require_smem(smem, "cuda.mlp_fused row-block kernel");
@@ -241,19 +242,20 @@ void launch_config(const FusedWeights& w, const float* x, float* out, int batch,
 template <Engine E, int BM>
 void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
     if (p.tma_x) {
-        static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, 1, true, true>));
+        static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, true>));
         if (!ok) throw std::invalid_argument("row-block kernel: the x tile by TMA needs sm_90");
-        return launch_config<BM, E, 1, true, true>(w, x, out, batch, stream);
+        return launch_config<BM, E, true>(w, x, out, batch, stream);
     }
-    launch_config<BM, E, 1, true, false>(w, x, out, batch, stream);
+    launch_config<BM, E, false>(w, x, out, batch, stream);
 }
 
 template <Engine E>
 void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
                    cudaStream_t stream) {
     int bm = p.bm;
-    // 32-row tiles need 115 KB of shared memory: Hopper and A100, not the 99 KB of sm_86/89.
-    if (bm == 32 && smem_floats<32, 14>() * sizeof(float) > max_smem_per_block_optin()) bm = 16;
+    // 32-row tiles need 115 KB of shared memory (118 KB with TMA): Hopper and A100, not the 99 KB of sm_86/89.
+    const size_t smem32 = p.tma_x ? smem_floats<32, kPairs, true>() : smem_floats<32, kPairs>();
+    if (bm == 32 && smem32 * sizeof(float) > max_smem_per_block_optin()) bm = 16;
     if (bm == 32) return launch_tile<E, 32>(p, w, x, out, batch, stream);
     if (bm == 16) return launch_tile<E, 16>(p, w, x, out, batch, stream);
     throw std::invalid_argument("row-block kernel: tiles of 16 or 32 rows");

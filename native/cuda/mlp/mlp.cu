@@ -16,8 +16,6 @@
 
 namespace gemmpad::cuda {
 
-
-
 void* DeviceBuffer::reserve(size_t want) {
     if (want > bytes) {
         release();
@@ -70,10 +68,6 @@ __global__ void softmax_kernel(const float* __restrict__ logits, float* __restri
 // compute queue: an empty kernel timed that way measured 4.2-8.9 us instead of 2.5 (H200,
 // native/tools/mlp_probe/rows.cu). With it, kernel_us holds only the forward.
 __global__ void copy_handoff_kernel() {}
-
-
-
-
 
 }  // namespace
 
@@ -256,15 +250,12 @@ void Mlp::set_io_policy(int mapped_in_max, int mapped_out_max) {
 }
 #endif
 
-
-
 bool Mlp::mapped_out(int batch) const { return batch <= mapped_out_max_; }
 
 bool Mlp::staged(int batch) const {
     // (never for batches the kernel may read from mapped memory: those are small anyway)
     return batch > mapped_in_max_ && (size_t)batch * kIn * sizeof(float) >= staging_.min_bytes;
 }
-
 
 void Mlp::enqueue_fused(FusedKind kind, int batch) {
     FusedPlan plan = fused_plan(kind, batch);
@@ -379,5 +370,3 @@ double Mlp::kernel_us() {
 }
 
 }  // namespace gemmpad::cuda
-
-

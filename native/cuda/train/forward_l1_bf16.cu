@@ -10,10 +10,11 @@
 // global memory (row stride 112 keeps every tile 32-byte aligned).
 // Why bf16 and not fp16: gradients of a mean loss are ~1e-6 and bf16 keeps
 // fp32's exponent range, so no loss scaling is needed.
-// Why it should be faster than forward_l1_fp32: half the bytes per operand and 8x the math
-// rate; at these sizes the gain is bounded by latency (see the benchmark).
-// Measured (H200, profile): 3.9 us per launch at batch 64, 4.8 us at 256
-// (forward_l1_fp32: 4.5 / 6.1 us).
+// Why it should be faster than forward_l1_fp32: half the bytes per operand and 8x the math rate.
+// What holds it back: at these sizes latency, not math: level with forward_l1_fp32 at batch 64
+// (4.2 us), 5.4 against 6.1 us at 256.
+// Measured: 4.2 us per launch at batch 64, 5.4 at batch 256
+// (native mixed, forward_l1_us in assets/benchmarks/h200/train.json).
 #include <mma.h>
 
 #include "train.cuh"

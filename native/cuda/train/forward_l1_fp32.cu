@@ -11,8 +11,9 @@
 //     order with the bias, so the result is deterministic (no atomics).
 // Why it should be fast: the step is latency-bound, not FLOP-bound (a batch of
 // 256 is 20 MFLOP here); more, shorter blocks finish sooner.
-// Measured (H200, `gemmpad bench train`, profile): 4.5 us per launch at batch 64,
-// 6.1 us at batch 256 (the 4-chunk first version: 5.7 / 7.0 us).
+// What holds it back: fp32 FMAs and fp32 operands; forward_l1_bf16 is the tensor-core version.
+// Measured: 4.2 us per launch at batch 64, 6.1 at batch 256
+// (native fp32, forward_l1_us in assets/benchmarks/h200/train.json).
 #include "tile.cuh"
 
 namespace gemmpad::cuda::train {

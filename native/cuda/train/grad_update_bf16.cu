@@ -9,8 +9,11 @@
 // master weights, which also refreshes W1's bf16 copy for the next forward.
 // The bias of layer 1 and layers 2-3 (6% of the work) keep grad_update_fp32's fp32 tiles, in
 // the same launch (blocks after the first 49).
-// Measured (H200, profile): 6.7 us per launch at batch 64 (slower than grad_update_fp32's
-// 5.7 us: 49 blocks instead of 100 for W1), 9.2 us at batch 256 (grad_update_fp32: 9.5 us).
+// Why it should be faster: the reduction over the batch runs at the tensor-core rate.
+// What holds it back: 49 blocks for W1 instead of grad_update_fp32's 100, so at batch 64 it is
+// slower (6.1 against 5.5 us); at 256 it is ahead (8.9 against 9.4 us).
+// Measured: 6.1 us per launch at batch 64, 8.9 at batch 256
+// (native mixed, grad_update_us in assets/benchmarks/h200/train.json).
 #include <mma.h>
 
 #include "grad_tile.cuh"

@@ -7,8 +7,10 @@
 // Why it should be fast: the three layers' tiles are independent, so they run
 // side by side in one grid of 120 blocks instead of six launches (3 GEMMs and
 // 3 optimiser passes); the gradient never round-trips through memory.
-// Measured (H200, profile): 5.7 us per launch at batch 64, 9.5 us at batch 256
-// (staging 32 batch rows at a time first: 7.0 / 16.4 us).
+// What holds it back: each tile reduces over the whole batch in one block, so the time grows
+// with the batch; grad_update_bf16 moves dW1, the largest, to tensor cores.
+// Measured: 5.5 us per launch at batch 64, 9.4 at batch 256
+// (native fp32, grad_update_us in assets/benchmarks/h200/train.json).
 #include "grad_tile.cuh"
 
 namespace gemmpad::cuda::train {

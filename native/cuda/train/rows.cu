@@ -14,9 +14,10 @@
 // with a row stride of 101 floats, so the transposed walk is conflict-free.
 // Outputs: H1, H2, dZ1..3 for grad_update_fp32 (plus dZ1 in bf16 for grad_update_bf16),
 // per-sample loss and correctness in epoch order.
-// Measured (H200, profile): 8.6 us per launch at batch 64 and at 256 alike, so it
-// is latency-bound (two dependent 100-step dot loops, one W2 load); the
-// largest of the three kernels and the next thing to shorten.
+// What holds it back: latency (two dependent 100-step dot loops, one W2 load): the same time
+// at both batches, the largest of the three kernels and the next thing to shorten.
+// Measured: 8.4 us per launch at batch 64, 8.5 at batch 256
+// (native fp32, rows_us in assets/benchmarks/h200/train.json).
 #include "train.cuh"
 
 namespace gemmpad::cuda::train {
@@ -26,6 +27,23 @@ constexpr int R = ROWS_PER_BLOCK;  // 8 rows = 8 warps
 constexpr int THREADS = 256;
 constexpr int W2S = H1 + 1;  // padded row stride of W2 in shared memory
 constexpr size_t SMEM_FLOATS = (size_t)H1 * W2S + H2 * OUT + 3 * 100 * R + OUT * R;
+
+// acc[r] += sum over k < N of x[k * R + r] * w[k * ws], r = 0..3: a thread's four rows of one
+// product column. x is k-major with R floats a step, so the four rows are one float4; w walks
+// a column of a weight matrix (ws = its row stride) or a row of it (ws = 1, the transposed
+// products of the backward pass).
+template <int N, int UNROLL>
+__device__ __forceinline__ void dot4(float (&acc)[4], const float* w, int ws, const float* x) {
+#pragma unroll UNROLL
+    for (int k = 0; k < N; ++k) {
+        const float wk = w[k * ws];
+        const float4 v = *reinterpret_cast<const float4*>(x + k * R);
+        acc[0] = fmaf(v.x, wk, acc[0]);
+        acc[1] = fmaf(v.y, wk, acc[1]);
+        acc[2] = fmaf(v.z, wk, acc[2]);
+        acc[3] = fmaf(v.w, wk, acc[3]);
+    }
+}
 
 template <bool MIXED>
 __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset, int rows) {
@@ -84,15 +102,7 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
         const float bias = s.b2[col];
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[r] = bias;
-#pragma unroll 4
-        for (int k = 0; k < H1; ++k) {
-            const float w = W2s[k * W2S + col];
-            const float4 h = *reinterpret_cast<const float4*>(h1T + k * R + 4 * half);
-            acc[0] = fmaf(h.x, w, acc[0]);
-            acc[1] = fmaf(h.y, w, acc[1]);
-            acc[2] = fmaf(h.z, w, acc[2]);
-            acc[3] = fmaf(h.w, w, acc[3]);
-        }
+        dot4<H1, 4>(acc, W2s + col, W2S, h1T + 4 * half);
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const int row = 4 * half + r, b = b0 + row;
@@ -152,15 +162,7 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
 
     if (t < 200) {  // dZ2 = (dZ3 @ W3^T) * (H2 > 0)
         float acc[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int c = 0; c < OUT; ++c) {
-            const float w = W3s[col * OUT + c];
-            const float4 d = *reinterpret_cast<const float4*>(dz3T + c * R + 4 * half);
-            acc[0] = fmaf(d.x, w, acc[0]);
-            acc[1] = fmaf(d.y, w, acc[1]);
-            acc[2] = fmaf(d.z, w, acc[2]);
-            acc[3] = fmaf(d.w, w, acc[3]);
-        }
+        dot4<OUT, OUT>(acc, W3s + col * OUT, 1, dz3T + 4 * half);
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const int row = 4 * half + r, b = b0 + row;
@@ -173,15 +175,7 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
 
     if (t < 200) {  // dZ1 = (dZ2 @ W2^T) * (H1 > 0)
         float acc[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 4
-        for (int j = 0; j < H2; ++j) {
-            const float w = W2s[col * W2S + j];
-            const float4 d = *reinterpret_cast<const float4*>(dz2T + j * R + 4 * half);
-            acc[0] = fmaf(d.x, w, acc[0]);
-            acc[1] = fmaf(d.y, w, acc[1]);
-            acc[2] = fmaf(d.z, w, acc[2]);
-            acc[3] = fmaf(d.w, w, acc[3]);
-        }
+        dot4<H2, 4>(acc, W2s + col * W2S, 1, dz2T + 4 * half);
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             const int row = 4 * half + r, b = b0 + row;

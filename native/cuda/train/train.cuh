@@ -14,15 +14,13 @@
 //
 // A whole epoch of these launches is captured once into a CUDA graph that
 // reads the batch order and the hyperparameters from device memory, so an
-// epoch costs one graph launch.
+// epoch costs one graph launch; without the graph the same launches take about a
+// quarter longer. The epoch is then the sum of the three kernels' latencies: at
+// these sizes each is bound by dependent memory round trips and block-wide syncs,
+// not by FLOPs (~0.1 GFLOP a step). Against torch: the README's training table.
 //
-// Measured (H200, assets/benchmarks/train.json): an fp32 epoch of 60,000
-// images takes 15.8 ms at batch 64 (938 steps, 16.8 us a step) and 5.6 ms at
-// batch 256 (235 steps, 23.8 us); torch eager 1401 / 304 ms, torch with a
-// captured step 129 / 44 ms. The graph removes the launch overhead entirely
-// (the same launches without it: 20.1 / 7.3 ms), so the epoch is the sum of
-// the three kernels' latencies; at these sizes each is bound by dependent
-// memory round trips and block-wide syncs, not by FLOPs (~0.1 GFLOP a step).
+// Measured: an epoch of 60,000 images 15.5 ms at batch 64, 5.6 ms at batch 256
+// (native fp32, epoch_ms_median in assets/benchmarks/h200/train.json).
 #pragma once
 
 #include <cuda_bf16.h>

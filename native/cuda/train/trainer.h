@@ -1,5 +1,5 @@
 // The native training engine as one C++ object (host interface only; the
-// kernels are in the numbered .cu files beside it, the Python binding in
+// kernels are in the .cu files beside it (train.cuh lists them), the Python binding in
 // bind_train.cpp). See train.cuh for how a step is split into kernels.
 //
 // Lifetime: construction uploads the dataset and the initial weights and
