@@ -173,7 +173,7 @@ def test_directories_are_searched_below_and_hidden_files_skipped(monkeypatch, ca
 
 
 def _digit_seen(path: Path) -> np.ndarray:
-    from gemmpad.predict import load_image
+    from gemmpad.images import load_image
     from gemmpad.preprocess import preprocess
 
     return preprocess(load_image(path)[0])

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad import pendigits
-from gemmpad.args import integer
+from gemmpad.args import MAX_BATCH, integer
 from gemmpad.engine import jitter
 from gemmpad.errors import GemmpadError
 from gemmpad.model import Model, load_model
@@ -104,17 +104,17 @@ def paper_scores(model: Model, samples: Sequence[pendigits.PenDigit], tta: int =
 
 def directory_scores(model: Model, directory: str | Path, tta: int = 1) -> Scores:
     """Scores on DIR/<digit>/* images (PNG, JPEG, BMP; hidden files skipped)."""
-    from gemmpad.predict import IMAGE_SUFFIXES, load_image
+    from gemmpad.images import SUFFIXES, load_image
 
     root = Path(directory)
     if not root.is_dir():
         raise GemmpadError(f"{root}: not a directory (expected DIR/<digit>/*.png)")
     files = [(int(d.name), f) for d in sorted(root.iterdir()) if d.is_dir() and d.name in "0123456789" and d.name
-             for f in sorted(d.iterdir()) if f.suffix.lower() in IMAGE_SUFFIXES and not f.name.startswith(".")]
+             for f in sorted(d.iterdir()) if f.suffix.lower() in SUFFIXES and not f.name.startswith(".")]
     if not files:
         raise GemmpadError(f"{root}: no images in {root}/0 ... {root}/9")
     labels = np.array([d for d, _ in files], dtype=np.int64)
-    pred = np.array([classify(model, [load_image(f)], tta)[0] for _, f in files], dtype=np.int64)
+    pred = np.array([classify(model, [load_image(f)[0]], tta)[0] for _, f in files], dtype=np.int64)
     return Scores(labels, pred)
 
 
@@ -170,7 +170,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
-    p.add_argument("--tta", type=integer(1), default=1, metavar="N", help="average N jittered copies (the app's batch)")
+    p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="average N jittered copies (the app's batch)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
 
 
