@@ -99,6 +99,24 @@ def test_missing_files_and_directories(tmp_path: Path) -> None:
         data.load_split("validation", tmp_path)
 
 
+def test_files_that_are_there_but_unreadable_say_why(tmp_path: Path) -> None:
+    """Issue 20, findings 5 and 11: a FIFO under an IDX name would block the read, and a
+    symlink loop was "neither ... found"; each is named for what it is."""
+    from tests.hostile_files import fifo
+
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_labels(np.zeros(1)))
+    (tmp_path / "train-images-idx3-ubyte").symlink_to("train-images-idx3-ubyte")
+    with pytest.raises(DataError, match="train-images-idx3-ubyte: cannot read .*symbolic links"):
+        data.load_split("train", tmp_path)
+    (tmp_path / "train-images-idx3-ubyte").unlink()
+    done = fifo(tmp_path / "train-images-idx3-ubyte.gz")
+    try:
+        with pytest.raises(DataError, match="train-images-idx3-ubyte.gz: is a FIFO, not a regular file"):
+            data.load_split("train", tmp_path)
+    finally:
+        done.set()
+
+
 def test_environment_variable_that_is_not_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "file").write_text("not a directory")
     monkeypatch.setenv("GEMMPAD_DATA", str(tmp_path / "file"))
@@ -140,8 +158,10 @@ def test_dimensions_that_multiply_past_2_64_are_refused(tmp_path: Path) -> None:
     inside reshape (exit 3)."""
     header = struct.pack(">IIII", data.IMAGES_MAGIC, 2**16, 2**24, 2**24)
     write_split(tmp_path, header, idx_labels(np.zeros(1)), gz=False)
-    with pytest.raises(DataError, match=r"declares 18,446,744,073,709,551,616 bytes of data, more than"):
+    with pytest.raises(DataError, match=r"train-images-idx3-ubyte: header \(65536, 16777216, 16777216\) declares "
+                                        r"18,446,744,073,709,551,616 bytes of data, more than") as info:
         data.load_split("train", tmp_path)
+    assert "corrupt" not in str(info.value)  # the header's own message, not wrapped in another
 
 
 def test_a_gzip_bomb_is_read_only_to_the_declared_size(tmp_path: Path, rng: np.random.Generator) -> None:

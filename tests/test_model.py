@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -204,16 +205,28 @@ def test_headers_are_checked_before_any_data_is_inflated(tmp_path: Path, rng: np
     assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated while refusing the file"
 
 
-def test_data_past_the_declared_size_is_never_read(tmp_path: Path, rng: np.random.Generator) -> None:
-    """A right header followed by far more data than it declares: exactly the declared bytes are read."""
+def test_data_past_the_declared_size_is_refused_unread(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Finding 3: a right header followed by far more data than it declares (64 MiB of zeros,
+    deflated to ~64 KB): one byte past the declared end is read, and the file is refused."""
+    import tracemalloc
+
     w = random_weights(rng)
     _save_raw(tmp_path / "m.npz", {k: v for k, v in w.items() if k != "b3"})
     buf = __import__("io").BytesIO()
     np.lib.format.write_array(buf, w["b3"])
     with zipfile.ZipFile(tmp_path / "m.npz", "a", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("b3.npy", buf.getvalue() + bytes(8 << 20))
-    m = load_model(tmp_path / "m.npz")
-    np.testing.assert_array_equal(m["b3"], w["b3"])
+        with zf.open("b3.npy", "w", force_zip64=True) as f:
+            f.write(buf.getvalue())
+            for _ in range(64):
+                f.write(bytes(1 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFileError, match=r"m.npz: b3 holds more data than its header declares \(40 bytes\)"):
+            load_model(tmp_path / "m.npz")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated while refusing the file"
 
 
 def test_weights_that_overflow_are_refused_naming_the_file(tmp_path: Path, rng: np.random.Generator) -> None:
@@ -226,6 +239,18 @@ def test_weights_that_overflow_are_refused_naming_the_file(tmp_path: Path, rng: 
     m = Model(random_weights(rng))
     with pytest.raises(ModelFileError, match="^weights: the network's output is not finite"):
         m.check_output(np.array([[np.nan] * 10], np.float32))
+    m.weights["W1"][:] = 3e38  # past the load-time probe: overflow on this input only is still said once,
+    with warnings.catch_warnings():  # by check_output, not by NumPy's RuntimeWarning tied to no file
+        warnings.simplefilter("error")
+        with pytest.raises(ModelFileError, match="output is not finite"):
+            m.check_output(m.forward(np.ones((1, 784), np.float32)))
+
+
+def test_weights_that_are_not_arrays_are_model_errors(rng: np.random.Generator) -> None:
+    """Finding 8: Model(weights) with a list for an array was an AttributeError."""
+    w = random_weights(rng)
+    with pytest.raises(ModelFileError, match="W2 is a list, expected a NumPy array"):
+        Model({**w, "W2": w["W2"].tolist()})
 
 
 def test_card_nested_deeply_is_a_model_file_error(tmp_path: Path, rng: np.random.Generator) -> None:

@@ -77,6 +77,8 @@ def read_idx(path: str | os.PathLike[str], kind: str) -> tuple[np.ndarray, str]:
                 raise DataError(f"{p}: header {dims} declares {size:,} bytes of data, more than an IDX file "
                                 f"may hold here ({MAX_IDX_BYTES:,})")
             body = read_at_most(stream, size + 1)
+        except DataError:  # a ValueError too, but already the file's own message
+            raise
         except (OSError, EOFError, ValueError, zlib.error) as exc:
             raise DataError(f"{p}: corrupt or truncated {'gzip' if gz else 'IDX'} data ({exc})") from None
     if len(body) != size:
@@ -102,8 +104,10 @@ def _idx_header(header: bytes, source: str, kind: str) -> bytes:
 
 
 def _find(directory: Path, stem: str) -> Path:
+    """The file named `stem` or `stem`.gz: the first name present, even when it is a FIFO,
+    a symlink loop or unreadable, so that read_idx says so rather than "not found"."""
     for name in (stem, stem + ".gz"):
-        if (directory / name).is_file():
+        if os.path.lexists(directory / name):
             return directory / name
     raise DataError(f"{directory}: neither {stem} nor {stem}.gz found")
 

@@ -13,8 +13,12 @@ its directory scans, tests), so each safeguard below holds for all of them.
   reduced right after decoding, before any conversion copies them: preprocessing
   scales the ink to 20 px anyway, and peak memory stays near one decoded frame,
   itself capped at MAX_DECODE_BYTES. An RGBA PNG at Pillow's pixel limit (9459 px
-  square, 370 KB) peaked at 1.74 GB RSS through the old path; see the report of issue 20
-  for this one's figure.
+  square, 1.2 MB) peaked at 1.74 GB RSS through the old path and at 0.55 GB through this
+  one; an RGBA PNG of 11300 px square (510 MB decoded, just under the cap) at 0.77 GB
+  (`gemmpad predict`, /usr/bin/time, development VM, 2026-11-26).
+- A pipe is read into memory whole before decoding, so MAX_BYTES plus one decoded
+  frame bounds what an image can cost: a 383 MB BMP through `<(cat x.bmp)` peaked at
+  1.02 GB with a cap of 1 GB, hence 256 MB (an uncompressed 8000x8000 RGB BMP is 192 MB).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image as PilImage
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # what a directory scan picks up
-MAX_BYTES = 1 << 30  # a regular file is not read whole, so this only stops absurd ones
+MAX_BYTES = 256 << 20  # a file (or what comes through a pipe, read whole) of at most this much
 MAX_SIDE = 4096  # longer side kept after decoding; preprocess needs ~20 px of ink
 MAX_DECODE_BYTES = 512 << 20  # one decoded frame at most
 STRIP_BYTES = 16 << 20  # copied at a time while reducing

@@ -55,8 +55,7 @@ class Model:
         # random inputs now, so such a file is refused when loaded rather than answering "nan %"
         probe = np.random.default_rng(0).random((8, LAYERS[0]), dtype=np.float32)
         probe[0], probe[1] = 0.0, 1.0
-        with np.errstate(over="ignore", invalid="ignore"):  # the check below says it, once
-            self.check_output(self.forward(probe))
+        self.check_output(self.forward(probe))
 
     @property
     def name(self) -> str:
@@ -92,15 +91,19 @@ class Model:
         return out
 
     def hidden(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The two hidden layers' activations [B, 100] (after ReLU) for inputs [B, 784]."""
+        """The two hidden layers' activations [B, 100] (after ReLU) for inputs [B, 784].
+        Overflow is not warned about here: check_output reports it, naming the file,
+        where NumPy's RuntimeWarning would reach stderr tied to no file."""
         w = self.weights
-        h1 = np.maximum(x @ w["W1"] + w["b1"], 0.0)
-        return h1, np.maximum(h1 @ w["W2"] + w["b2"], 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            h1 = np.maximum(x @ w["W1"] + w["b1"], 0.0)
+            return h1, np.maximum(h1 @ w["W2"] + w["b2"], 0.0)
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Probabilities [B, 10] for inputs [B, 784]: the reference every backend matches."""
         w = self.weights
-        return softmax(self.hidden(x)[1] @ w["W3"] + w["b3"])
+        with np.errstate(over="ignore", invalid="ignore"):
+            return softmax(self.hidden(x)[1] @ w["W3"] + w["b3"])
 
     def save(self, path: str | os.PathLike[str], card: dict[str, Any] | None = None) -> None:
         """Write the .npz (and the .json card beside it when given) atomically."""
@@ -130,6 +133,8 @@ def validate(weights: dict[str, np.ndarray], source: str = "weights") -> None:
         raise ModelFileError(f"{source}: missing arrays {missing} (expected {list(SHAPES)})")
     for name, shape in SHAPES.items():
         arr = weights[name]
+        if not isinstance(arr, np.ndarray):
+            raise ModelFileError(f"{source}: {name} is a {type(arr).__name__}, expected a NumPy array")
         if arr.shape != shape:
             raise ModelFileError(f"{source}: {name} has shape {arr.shape}, expected {shape}")
         if arr.dtype != np.float32:
@@ -159,8 +164,9 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
 def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
     """The six arrays of an .npz held in `data`. Every member's name and its .npy
     header (shape, dtype) are checked before any array data is inflated, and each
-    array is read to exactly the size its header declares: a file can neither hide
-    an extra member (a string array, a 9 GiB run of zeros) nor a pickle."""
+    array is read to exactly the size its header declares, plus one byte to notice
+    more: a file can hide neither an extra member (a string array, a 9 GiB run of
+    zeros), nor data past an array's declared end, nor a pickle."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
@@ -222,7 +228,10 @@ def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, fortran: bool, dtype: 
     with zf.open(info) as f:
         _HEADER_READERS[np.lib.format.read_magic(f)](f)
         raw = f.read(nbytes)
+        more = f.read(1)  # one byte past the declared size, never the gigabytes that may follow
     if len(raw) != nbytes:
         raise ModelFileError(f"{source}: {name} is truncated ({len(raw)} of {nbytes} bytes)")
+    if more:
+        raise ModelFileError(f"{source}: {name} holds more data than its header declares ({nbytes} bytes)")
     arr = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return np.ascontiguousarray(arr, dtype=np.float32)
