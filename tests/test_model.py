@@ -283,3 +283,18 @@ def test_a_mangled_npy_header_is_a_model_file_error(tmp_path: Path, rng: np.rand
         zf.writestr("W2.npy", header + w["W2"].tobytes())
     with pytest.raises(ModelFileError, match=r"m.npz: not a readable .npz model file \(TokenError"):
         load_model(tmp_path / "m.npz")
+
+
+def test_a_python2_header_loads_without_a_warning(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Found by the fuzz test (seed 20, case 2581 of 3000): a header NumPy must re-parse as
+    Python 2 text ("100L") loads, but NumPy's UserWarning about it reached stderr, tied to no file."""
+    w = random_weights(rng)
+    _save_raw(tmp_path / "m.npz", {k: v for k, v in w.items() if k != "b1"})
+    text = "{'descr': '<f4', 'fortran_order': False, 'shape': (100L,), }"
+    text = text + " " * (127 - 10 - len(text)) + "\n"
+    header = b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode("latin1")
+    with zipfile.ZipFile(tmp_path / "m.npz", "a") as zf:
+        zf.writestr("b1.npy", header + w["b1"].tobytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(load_model(tmp_path / "m.npz")["b1"], w["b1"])

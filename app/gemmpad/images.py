@@ -70,7 +70,11 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
                 warnings.simplefilter("always")
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # big is fine: reduced below
                 with Image.open(f) as opened:
-                    pixels = _pixels(_upright(_decoded(opened), _orientation(opened, notes)))
+                    frame = _decoded(opened)  # first: reading EXIF may decode the whole frame (PNG)
+                    orientation = _orientation(opened, notes)
+                    if frame is not opened:
+                        opened.close()  # the full frame, before the conversions below copy the reduced one
+                    pixels = _pixels(_upright(frame, orientation))
             notes.extend(str(w.message) for w in caught)
         except GemmpadError:
             raise

@@ -10,10 +10,11 @@ import io
 import json
 import os
 import struct
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -206,10 +207,7 @@ def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tupl
     """(fortran order, dtype) from one member's .npy header, after checking shape and dtype."""
     name = info.filename[:-4]
     with zf.open(info) as f:
-        version = np.lib.format.read_magic(f)
-        shape, fortran, dtype = _HEADER_READERS[version](f) if version in _HEADER_READERS else (None, False, None)
-    if dtype is None:
-        raise ModelFileError(f"{source}: {name} has an unknown .npy format version {version}")
+        shape, fortran, dtype = _read_header(f, name, source)
     if dtype.kind != "f" or dtype.itemsize != 4:
         raise ModelFileError(f"{source}: {name} has dtype {dtype}, expected float32")
     if tuple(shape) != SHAPES[name]:
@@ -220,13 +218,25 @@ def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tupl
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
+def _read_header(f: IO[bytes], name: str, source: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) of the open .npy member `f`, which is left at its data.
+    NumPy's warning that a header needed Python 2 parsing is dropped: the header was read,
+    and the advice (save the file again) is the writer's, not this user's."""
+    version = np.lib.format.read_magic(f)
+    if version not in _HEADER_READERS:
+        raise ModelFileError(f"{source}: {name} has an unknown .npy format version {version}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _HEADER_READERS[version](f)
+
+
 def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, fortran: bool, dtype: np.dtype, source: str) -> np.ndarray:
     """One array, reading exactly the bytes its (already checked) header declares."""
     name = info.filename[:-4]
     shape = SHAPES[name]
     nbytes = int(np.prod(shape)) * dtype.itemsize
     with zf.open(info) as f:
-        _HEADER_READERS[np.lib.format.read_magic(f)](f)
+        _read_header(f, name, source)
         raw = f.read(nbytes)
         more = f.read(1)  # one byte past the declared size, never the gigabytes that may follow
     if len(raw) != nbytes:
