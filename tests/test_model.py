@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import warnings
 import zipfile
@@ -14,6 +15,7 @@ from gemmpad import data, drawn
 from gemmpad.errors import ModelFileError
 from gemmpad.model import SHAPES, Model, default_model_path, load_model, softmax
 from gemmpad.preprocess import preprocess_batch
+from tests.hostile_files import allocation_peak
 from tests.mnist_data import mnist_dir
 
 
@@ -179,54 +181,38 @@ def test_extra_members_are_refused(tmp_path: Path, rng: np.random.Generator) -> 
         load_model(tmp_path / "txt.npz")
 
 
+def _with_zeros_member(path: Path, name: str, head: bytes, mib: int = 64) -> None:
+    """Append member `name` to the archive: `head`, then `mib` MiB of zeros (deflated to ~1/1000)."""
+    with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as zf, zf.open(name, "w", force_zip64=True) as f:
+        f.write(head)
+        for _ in range(mib):
+            f.write(bytes(1 << 20))
+
+
 def test_headers_are_checked_before_any_data_is_inflated(tmp_path: Path, rng: np.random.Generator) -> None:
     """Finding 3: a 9.7 MB file holding a 9 GiB array of zeros took 27.6 s and 9.3 GB. Here W1's
     header declares a 64 MiB array (deflated to ~64 KB): refused with no large allocation."""
-    import tracemalloc
-
     w = random_weights(rng)
     _save_raw(tmp_path / "m.npz", {k: v for k, v in w.items() if k != "W1"})
-    header = {"descr": "<f4", "fortran_order": False, "shape": (784, 21400)}
-    buf = __import__("io").BytesIO()
-    np.lib.format.write_array_header_1_0(buf, header)
-    with zipfile.ZipFile(tmp_path / "m.npz", "a", compression=zipfile.ZIP_DEFLATED) as zf:
-        with zf.open("W1.npy", "w", force_zip64=True) as f:
-            f.write(buf.getvalue())
-            chunk = bytes(1 << 20)
-            for _ in range(64):
-                f.write(chunk)
-    tracemalloc.start()
-    try:
-        with pytest.raises(ModelFileError, match=r"W1 has shape \(784, 21400\), expected \(784, 100\)"):
-            load_model(tmp_path / "m.npz")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated while refusing the file"
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (784, 21400)})
+    _with_zeros_member(tmp_path / "m.npz", "W1.npy", buf.getvalue())
+    with allocation_peak() as peak, pytest.raises(ModelFileError, match=r"W1 has shape \(784, 21400\), expected"):
+        load_model(tmp_path / "m.npz")
+    assert peak[0] < 8 << 20, f"{peak[0] / 2**20:.1f} MiB allocated while refusing the file"
 
 
 def test_data_past_the_declared_size_is_refused_unread(tmp_path: Path, rng: np.random.Generator) -> None:
-    """Finding 3: a right header followed by far more data than it declares (64 MiB of zeros,
-    deflated to ~64 KB): one byte past the declared end is read, and the file is refused."""
-    import tracemalloc
-
+    """Finding 3: a right header followed by far more data than it declares (64 MiB of zeros):
+    one byte past the declared end is read, and the file is refused."""
     w = random_weights(rng)
     _save_raw(tmp_path / "m.npz", {k: v for k, v in w.items() if k != "b3"})
-    buf = __import__("io").BytesIO()
+    buf = io.BytesIO()
     np.lib.format.write_array(buf, w["b3"])
-    with zipfile.ZipFile(tmp_path / "m.npz", "a", compression=zipfile.ZIP_DEFLATED) as zf:
-        with zf.open("b3.npy", "w", force_zip64=True) as f:
-            f.write(buf.getvalue())
-            for _ in range(64):
-                f.write(bytes(1 << 20))
-    tracemalloc.start()
-    try:
-        with pytest.raises(ModelFileError, match=r"m.npz: b3 holds more data than its header declares \(40 bytes\)"):
-            load_model(tmp_path / "m.npz")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 8 << 20, f"{peak / 2**20:.1f} MiB allocated while refusing the file"
+    _with_zeros_member(tmp_path / "m.npz", "b3.npy", buf.getvalue())
+    with allocation_peak() as peak, pytest.raises(ModelFileError, match=r"b3 holds more data than its header declares"):
+        load_model(tmp_path / "m.npz")
+    assert peak[0] < 8 << 20, f"{peak[0] / 2**20:.1f} MiB allocated while refusing the file"
 
 
 def test_weights_that_overflow_are_refused_naming_the_file(tmp_path: Path, rng: np.random.Generator) -> None:
