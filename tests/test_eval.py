@@ -69,6 +69,26 @@ def test_directory_scores(tmp_path: Path) -> None:
         evaluate.directory_scores(constant_model(4), tmp_path / "absent")
 
 
+def test_an_unreadable_image_stops_the_scoring_naming_it(tmp_path: Path) -> None:
+    """Issue 20: a broken PNG in a labelled folder ended the run as "cannot read image:
+    SyntaxError ..." without saying which of the files it was."""
+    from tests.hostile_files import broken_idat
+
+    root = _folder(tmp_path / "set")
+    (root / "4" / "0.png").write_bytes(broken_idat((root / "4" / "0.png").read_bytes()))
+    with pytest.raises(GemmpadError, match=r"set/4/0.png: cannot read image: SyntaxError"):
+        evaluate.directory_scores(constant_model(4), root)
+
+
+def test_models_that_overflow_are_not_read_as_zeros(tmp_path: Path) -> None:
+    """Issue 20, finding 4: NaN probabilities have an argmax (0), which scored as a reading."""
+    root = _folder(tmp_path / "set")
+    model = constant_model(4)
+    model.weights["b3"][:] = np.inf  # past the load-time probe, as an overflow on one input would be
+    with pytest.raises(GemmpadError, match="output is not finite"):
+        evaluate.directory_scores(model, root)
+
+
 def test_tta_averages_the_jittered_copies(tmp_path: Path) -> None:
     root = _folder(tmp_path / "set")
     model = load_model(default_model_path())

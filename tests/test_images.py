@@ -36,7 +36,7 @@ def test_a_good_png_reads(tmp_path: Path) -> None:
 @pytest.mark.parametrize("delta", [-8, -16])
 def test_a_corrupt_chunk_is_an_image_error(tmp_path: Path, delta: int) -> None:
     (tmp_path / "bad.png").write_bytes(broken_idat(digit_png(), delta))
-    with pytest.raises(ImageError, match="cannot read image"):
+    with pytest.raises(ImageError, match=r"bad.png: cannot read image: SyntaxError"):
         load_image(tmp_path / "bad.png")
 
 

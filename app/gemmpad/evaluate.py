@@ -76,7 +76,7 @@ def classify(model: Model, images: Sequence[np.ndarray], tta: int = 1) -> np.nda
         if x is None:
             continue
         batch = jitter(x, tta, rng) if tta > 1 else x.reshape(1, 784)
-        out[i] = int(model.forward(batch).mean(axis=0).argmax())
+        out[i] = int(model.check_output(model.forward(batch)).mean(axis=0).argmax())  # NaN would read as 0
     return out
 
 

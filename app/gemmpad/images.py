@@ -53,7 +53,7 @@ _REDUCIBLE = ("L", "LA", "RGB", "RGBA", "CMYK", "YCbCr", "I", "F", "I;16")
 
 
 def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
-    """(pixels, notes) for one image file; raises ImageError with the reason.
+    """(pixels, notes) for one image file; raises ImageError naming the file and the reason.
 
     Pixels are 2-D, upright as the camera meant (EXIF orientation): uint8, or
     float32 in [0, 1] for 16-bit and floating-point images, which an 8-bit
@@ -76,13 +76,13 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
                         opened.close()  # the full frame, before the conversions below copy the reduced one
                     pixels = _pixels(_upright(frame, orientation))
             notes.extend(str(w.message) for w in caught)
-        except GemmpadError:
-            raise
+        except GemmpadError as exc:  # too large, or pixels out of range: said here, named here
+            raise ImageError(f"{path}: {exc}") from None
         except UnidentifiedImageError:
-            raise ImageError("cannot read image: not a format Pillow knows, or its header is corrupt") from None
+            raise ImageError(f"{path}: cannot read image: not a format Pillow knows, or its header is corrupt") from None
         except Exception as exc:  # any decoder failure is this file's, not the batch's
             text = str(exc).splitlines()[0] if str(exc) else ""
-            raise ImageError(f"cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
+            raise ImageError(f"{path}: cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
     return pixels, list(dict.fromkeys(n.strip() for n in notes if n.strip()))
 
 
