@@ -4,9 +4,12 @@ tests of the loaders and of the commands that use them."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import threading
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -46,3 +49,16 @@ def broken_idat(png: bytes, delta: int = -8) -> bytes:
     at = png.index(b"IDAT") - 4
     (length,) = struct.unpack(">I", png[at : at + 4])
     return png[:at] + struct.pack(">I", length + delta) + png[at + 4 :]
+
+
+@contextlib.contextmanager
+def allocation_peak() -> Iterator[list[int]]:
+    """Trace Python's allocations meanwhile; the yielded list holds the peak (bytes) after:
+    a bomb refused or cut short allocates kilobytes, one inflated allocates its size."""
+    peak: list[int] = []
+    tracemalloc.start()
+    try:
+        yield peak
+    finally:
+        peak.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()

@@ -32,7 +32,7 @@ def test_good_values() -> None:
         (["--k", "1" * 5000], "is not a whole number"),  # past int()'s 4300 digits: still the option's error
         (["--n", "2.5"], "'2.5' is not a whole number"),
         (["--lr", "0"], "finite number above 0"),
-        (["--lr", "nan"], "finite number above 0, got nan"),
+        (["--lr", "nan"], "finite number above 0, got 'nan'"),
         (["--lr", "inf"], "finite number above 0"),
         (["--px", "5.9"], "at least 6 and at most 40"),
         (["--px", "40.5"], "at least 6 and at most 40"),

@@ -109,3 +109,18 @@ def test_missing_package_is_named_with_its_install(monkeypatch, capsys, argv, mo
     err = capsys.readouterr().err
     assert rc == 2, err
     assert f"needs {module}" in err and install in err and "internal error" not in err
+
+
+def test_messages_quoting_what_was_typed_are_printable(monkeypatch, capsys):
+    """Issue 20, finding 10: an error line quotes file names and arguments as given;
+    a newline or an escape sequence in them must not reach the terminal as such."""
+    def named(args):
+        raise GemmpadError("model file not found: /tmp/\x1b[2Jm\nx.npz")
+
+    monkeypatch.setattr("gemmpad.info.run", named)
+    assert cli.main(["info"]) == 2
+    assert capsys.readouterr().err == "gemmpad: error: model file not found: /tmp/\\x1b[2Jm\\x0ax.npz\n"
+    with pytest.raises(SystemExit):
+        cli.main(["info", "\x1b[31mred"])
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: \\x1b[31mred" in err and "\x1b" not in err

@@ -72,12 +72,27 @@ def test_directory_scores(tmp_path: Path) -> None:
 
 
 def test_a_corrupt_image_is_passed_over_with_a_line(tmp_path: Path) -> None:
+    """Issue 20: a broken PNG in a labelled folder ended the run as "cannot read image:
+    SyntaxError ..." without saying which of the files it was. It is not a misread digit
+    either: it is passed over with a line naming it, and the rest are scored."""
+    from tests.hostile_files import broken_idat
+
     root = _folder(tmp_path / "set")
-    (root / "1" / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 40)
+    (root / "1" / "broken.png").write_bytes(broken_idat((root / "4" / "0.png").read_bytes()))
     lines: list[str] = []
     s = evaluate.directory_scores(constant_model(4), root, warn=lines.append)
     assert len(s.labels) == 7  # the six drawings and the blank page; not the broken file
-    assert len(lines) == 1 and "broken.png" in lines[0] and "skipped" in lines[0]
+    assert len(lines) == 1 and "set/1/broken.png: cannot read image: SyntaxError" in lines[0]
+    assert lines[0].endswith("(skipped)")
+
+
+def test_models_that_overflow_are_not_read_as_zeros(tmp_path: Path) -> None:
+    """Issue 20, finding 4: NaN probabilities have an argmax (0), which scored as a reading."""
+    root = _folder(tmp_path / "set")
+    model = constant_model(4)
+    model.weights["b3"][:] = np.inf  # past the load-time probe, as an overflow on one input would be
+    with pytest.raises(GemmpadError, match="output is not finite"):
+        evaluate.directory_scores(model, root)
 
 
 def test_tta_averages_the_jittered_copies(tmp_path: Path) -> None:

@@ -90,6 +90,18 @@ def test_missing_binary_and_huge_files(tmp_path: Path, monkeypatch: pytest.Monke
         pendigits.read_pendigits(write(tmp_path, GOOD))
 
 
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Issue 20, finding 5's rule for this file too: `eval --pendigits FIFO` waited forever."""
+    from tests.hostile_files import fifo
+
+    done = fifo(tmp_path / "pendigits.tes")
+    try:
+        with pytest.raises(DataError, match="pendigits.tes: is a FIFO, not a regular file"):
+            pendigits.read_pendigits(tmp_path / "pendigits.tes")
+    finally:
+        done.set()
+
+
 def test_default_path_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f = write(tmp_path, GOOD, pendigits.FILENAME)
     monkeypatch.setenv("GEMMPAD_PENDIGITS", str(f))

@@ -173,7 +173,7 @@ def test_directories_are_searched_below_and_hidden_files_skipped(monkeypatch, ca
 
 
 def _digit_seen(path: Path) -> np.ndarray:
-    from gemmpad.predict import load_image
+    from gemmpad.images import load_image
     from gemmpad.preprocess import preprocess
 
     return preprocess(load_image(path)[0])
@@ -234,6 +234,13 @@ def test_one_corrupt_image_does_not_stop_the_batch(monkeypatch, capsys, tmp_path
     assert rc == 1 and "internal error" not in err
     assert [set(r) == FIELDS for r in rows] == [True, False, True]
     assert "cannot read image: SyntaxError" in rows[1]["error"]
+    folder = tmp_path / "scan"  # a directory scan goes on past it the same way
+    folder.mkdir()
+    for name, src in (("a.png", images["dark.png"]), ("b.png", tmp_path / "bad.png"), ("c.jpg", images["wide.jpg"])):
+        (folder / name).write_bytes(src.read_bytes())
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                           str(folder))
+    assert rc == 1 and [Path(r["file"]).name for r in json_lines(out) if set(r) == FIELDS] == ["a.png", "c.jpg"]
 
 
 def test_fifos_are_refused_not_waited_on(monkeypatch, capsys, tmp_path, images, model_file):
@@ -294,6 +301,8 @@ def test_control_characters_in_names_are_escaped(monkeypatch, capsys, tmp_path, 
     assert not any(c in out + err for c in "\x1b\x07")
     lines = out.splitlines()
     assert len(lines) == 2 + 4 and "two\\x0alines.png" in out and "\\x1b[31mred.png" in out
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--model", str(tmp_path / "\x1b[2Jm.npz"), str(tmp_path))
+    assert rc == 2 and "\x1b" not in err and "\\x1b[2Jm.npz" in err  # the one-line error quotes the name too
 
 
 def test_wrong_blame_symlink_loop_and_unreadable_model(monkeypatch, capsys, tmp_path, images, model_file):

@@ -993,6 +993,17 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
     assert dpg.get_value(app.pred.layer_text) == ""
 
 
+def test_scripted_replay_takes_a_frame_per_stroke_not_per_point(app: object) -> None:
+    """Issue 20, finding 6: --replay drew a frame per pair of points (~18 ms each: a 20,000-point
+    stroke took 158 s). Now each stroke is fed whole and then one frame drawn, whatever its length."""
+    t = np.linspace(0.0, 1.0, strokes.MAX_STROKE_POINTS)
+    long_stroke = np.stack([140 + 60 * np.sin(6.28 * t), 40 + 200 * t], axis=1)
+    before = app.frames
+    harness.replay(app, [long_stroke, long_stroke[::-1]])
+    assert app.frames - before == 2
+    assert [len(s) > 100 for s in app.canvas.strokes()] == [True, True]  # (points closer than a pixel merge)
+
+
 def test_the_summary_line_is_strict_json(display: str, tmp_path: Path) -> None:
     """Issue 20, finding 4's rule (JSON output is always valid JSON): with no frame timed yet,
     `app --exit` printed "frame_ms_median": NaN."""

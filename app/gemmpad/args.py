@@ -45,7 +45,7 @@ def number(minimum: float = 0.0, maximum: float = math.inf, *, above: bool = Fal
         if not (math.isfinite(value) and low_ok and value <= maximum):
             low = f"above {minimum:g}" if above else f"at least {minimum:g}"
             high = f" and at most {maximum:g}" if math.isfinite(maximum) else ""
-            raise argparse.ArgumentTypeError(f"must be a finite number {low}{high}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be a finite number {low}{high}, got {text!r}")
         return value
 
     return parse

@@ -14,8 +14,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from gemmpad.errors import GemmpadError
+from gemmpad.terminal import printable
 
 # subcommand -> (module, help). The module provides add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -28,11 +30,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, with usage errors made printable: they quote what was typed
+    ("unrecognized arguments: ..."), control characters included. Subcommands' parsers
+    are made by the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(printable(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full parser; importing each command module only for its arguments."""
     from gemmpad import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gemmpad",
         description="Draw a digit and watch an MLP read it on hand-written GEMM kernels (CPU and CUDA).",
     )
@@ -58,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return int(importlib.import_module(args._module).run(args) or 0)
     except GemmpadError as exc:
-        print(f"gemmpad: error: {exc}", file=sys.stderr)
+        print(f"gemmpad: error: {printable(str(exc))}", file=sys.stderr)  # messages quote what the user named
         return 2
     except KeyboardInterrupt:
         print("gemmpad: interrupted", file=sys.stderr)
@@ -68,13 +79,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
         return 141
     except MemoryError as exc:  # a size the machine cannot hold (--sizes, --batches): a limit, not a bug
-        print(f"gemmpad: error: out of memory{f': {exc}' if str(exc) else ''}", file=sys.stderr)
+        print(f"gemmpad: error: out of memory{f': {printable(str(exc))}' if str(exc) else ''}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: say so in one line unless asked for the traceback
         if os.environ.get("GEMMPAD_DEBUG"):
             raise
         print(
-            f"gemmpad: internal error: {type(exc).__name__}: {exc} (set GEMMPAD_DEBUG=1 for the traceback)",
+            f"gemmpad: internal error: {type(exc).__name__}: {printable(str(exc))} (set GEMMPAD_DEBUG=1 for the traceback)",
             file=sys.stderr,
         )
         return 3

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad import pendigits
-from gemmpad.args import integer
+from gemmpad.args import MAX_BATCH, integer
 from gemmpad.engine import jitter
 from gemmpad.errors import GemmpadError
 from gemmpad.model import Model, load_model
@@ -76,7 +76,7 @@ def classify(model: Model, images: Sequence[np.ndarray], tta: int = 1) -> np.nda
         if x is None:
             continue
         batch = jitter(x, tta, rng) if tta > 1 else x.reshape(1, 784)
-        out[i] = int(model.forward(batch).mean(axis=0).argmax())
+        out[i] = int(model.check_output(model.forward(batch)).mean(axis=0).argmax())  # NaN would read as 0
     return out
 
 
@@ -127,7 +127,7 @@ def directory_scores(model: Model, directory: str | Path, tta: int = 1,
         try:
             pixels, _ = load_image(f)
         except GemmpadError as exc:
-            warn(f"gemmpad eval: {f}: {exc} (skipped)")
+            warn(f"gemmpad eval: {exc} (skipped)")
             continue
         labels.append(digit)
         pred.append(classify(model, [pixels], tta)[0])
@@ -186,7 +186,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
-    p.add_argument("--tta", type=integer(1, 256), default=1, metavar="N", help="average N jittered copies (the app's batch)")
+    p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="average N jittered copies (the app's batch)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
 
 

@@ -13,8 +13,12 @@ its directory scans, tests), so each safeguard below holds for all of them.
   reduced right after decoding, before any conversion copies them: preprocessing
   scales the ink to 20 px anyway, and peak memory stays near one decoded frame,
   itself capped at MAX_DECODE_BYTES. An RGBA PNG at Pillow's pixel limit (9459 px
-  square, 370 KB) peaked at 1.74 GB RSS through the old path; see the report of issue 20
-  for this one's figure.
+  square, 1.2 MB) peaked at 1.74 GB RSS through the old path and at 0.55 GB through this
+  one; an RGBA PNG of 11300 px square (510 MB decoded, just under the cap) at 0.77 GB
+  (`gemmpad predict`, /usr/bin/time, development VM, 2026-11-26).
+- A pipe is read into memory whole before decoding, so MAX_BYTES plus one decoded
+  frame bounds what an image can cost: a 383 MB BMP through `<(cat x.bmp)` peaked at
+  1.02 GB with a cap of 1 GB, hence 256 MB (an uncompressed 8000x8000 RGB BMP is 192 MB).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image as PilImage
 
 SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # what a directory scan picks up
-MAX_BYTES = 1 << 30  # a regular file is not read whole, so this only stops absurd ones
+MAX_BYTES = 256 << 20  # a file (or what comes through a pipe, read whole) of at most this much
 MAX_SIDE = 4096  # longer side kept after decoding; preprocess needs ~20 px of ink
 MAX_DECODE_BYTES = 512 << 20  # one decoded frame at most
 STRIP_BYTES = 16 << 20  # copied at a time while reducing
@@ -49,7 +53,7 @@ _REDUCIBLE = ("L", "LA", "RGB", "RGBA", "CMYK", "YCbCr", "I", "F", "I;16")
 
 
 def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
-    """(pixels, notes) for one image file; raises ImageError with the reason.
+    """(pixels, notes) for one image file; raises ImageError naming the file and the reason.
 
     Pixels are 2-D, upright as the camera meant (EXIF orientation): uint8, or
     float32 in [0, 1] for 16-bit and floating-point images, which an 8-bit
@@ -66,15 +70,19 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
                 warnings.simplefilter("always")
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # big is fine: reduced below
                 with Image.open(f) as opened:
-                    pixels = _pixels(_upright(_decoded(opened), _orientation(opened, notes)))
+                    frame = _decoded(opened)  # first: reading EXIF may decode the whole frame (PNG)
+                    orientation = _orientation(opened, notes)
+                    if frame is not opened:
+                        opened.close()  # the full frame, before the conversions below copy the reduced one
+                    pixels = _pixels(_upright(frame, orientation))
             notes.extend(str(w.message) for w in caught)
-        except GemmpadError:
-            raise
+        except GemmpadError as exc:  # too large, or pixels out of range: said here, named here
+            raise ImageError(f"{path}: {exc}") from None
         except UnidentifiedImageError:
-            raise ImageError("cannot read image: not a format Pillow knows, or its header is corrupt") from None
+            raise ImageError(f"{path}: cannot read image: not a format Pillow knows, or its header is corrupt") from None
         except Exception as exc:  # any decoder failure is this file's, not the batch's
             text = str(exc).splitlines()[0] if str(exc) else ""
-            raise ImageError(f"cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
+            raise ImageError(f"{path}: cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
     return pixels, list(dict.fromkeys(n.strip() for n in notes if n.strip()))
 
 

@@ -68,7 +68,7 @@ def open_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadErro
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise error(f"{p}: more than {limit:,} bytes came through the pipe, more than a {what} may hold here")
+        raise error(f"{p}: more than {limit:,} bytes came through the pipe, more than {_a(what)} may hold here")
     return io.BytesIO(data)
 
 
@@ -77,13 +77,18 @@ def _check(p: Path, info: os.stat_result, limit: int, what: str) -> bool:
     ValueError saying why it is neither."""
     pipe = stat.S_ISFIFO(info.st_mode) and bool(_PIPE_NAMES.match(os.path.abspath(p)))
     if stat.S_ISDIR(info.st_mode):
-        raise ValueError(f"is a directory, not a {what}")
+        raise ValueError(f"is a directory, not {_a(what)}")
     if not (stat.S_ISREG(info.st_mode) or pipe):
         kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
         raise ValueError(f"is {kind}, not a regular file (refused: reading it could block or never end)")
     if not pipe and info.st_size > limit:
-        raise ValueError(f"{info.st_size:,} bytes, more than a {what} may hold here ({limit:,})")
+        raise ValueError(f"{info.st_size:,} bytes, more than {_a(what)} may hold here ({limit:,})")
     return pipe
+
+
+def _a(what: str) -> str:
+    """`what` with its indefinite article ("an image file", "a model file")."""
+    return f"{'an' if what[:1] in 'aeiou' else 'a'} {what}"
 
 
 def read_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadError] = GemmpadError,
@@ -95,7 +100,7 @@ def read_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadErro
         except OSError as exc:
             raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     if len(data) > limit:  # a file that grew while it was read
-        raise error(f"{path}: more than {limit:,} bytes, more than a {what} may hold here")
+        raise error(f"{path}: more than {limit:,} bytes, more than {_a(what)} may hold here")
     return data
 
 

@@ -10,10 +10,11 @@ import io
 import json
 import os
 import struct
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -55,8 +56,7 @@ class Model:
         # random inputs now, so such a file is refused when loaded rather than answering "nan %"
         probe = np.random.default_rng(0).random((8, LAYERS[0]), dtype=np.float32)
         probe[0], probe[1] = 0.0, 1.0
-        with np.errstate(over="ignore", invalid="ignore"):  # the check below says it, once
-            self.check_output(self.forward(probe))
+        self.check_output(self.forward(probe))
 
     @property
     def name(self) -> str:
@@ -92,15 +92,19 @@ class Model:
         return out
 
     def hidden(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The two hidden layers' activations [B, 100] (after ReLU) for inputs [B, 784]."""
+        """The two hidden layers' activations [B, 100] (after ReLU) for inputs [B, 784].
+        Overflow is not warned about here: check_output reports it, naming the file,
+        where NumPy's RuntimeWarning would reach stderr tied to no file."""
         w = self.weights
-        h1 = np.maximum(x @ w["W1"] + w["b1"], 0.0)
-        return h1, np.maximum(h1 @ w["W2"] + w["b2"], 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            h1 = np.maximum(x @ w["W1"] + w["b1"], 0.0)
+            return h1, np.maximum(h1 @ w["W2"] + w["b2"], 0.0)
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Probabilities [B, 10] for inputs [B, 784]: the reference every backend matches."""
         w = self.weights
-        return softmax(self.hidden(x)[1] @ w["W3"] + w["b3"])
+        with np.errstate(over="ignore", invalid="ignore"):
+            return softmax(self.hidden(x)[1] @ w["W3"] + w["b3"])
 
     def save(self, path: str | os.PathLike[str], card: dict[str, Any] | None = None) -> None:
         """Write the .npz (and the .json card beside it when given) atomically."""
@@ -130,6 +134,8 @@ def validate(weights: dict[str, np.ndarray], source: str = "weights") -> None:
         raise ModelFileError(f"{source}: missing arrays {missing} (expected {list(SHAPES)})")
     for name, shape in SHAPES.items():
         arr = weights[name]
+        if not isinstance(arr, np.ndarray):
+            raise ModelFileError(f"{source}: {name} is a {type(arr).__name__}, expected a NumPy array")
         if arr.shape != shape:
             raise ModelFileError(f"{source}: {name} has shape {arr.shape}, expected {shape}")
         if arr.dtype != np.float32:
@@ -159,8 +165,9 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
 def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
     """The six arrays of an .npz held in `data`. Every member's name and its .npy
     header (shape, dtype) are checked before any array data is inflated, and each
-    array is read to exactly the size its header declares: a file can neither hide
-    an extra member (a string array, a 9 GiB run of zeros) nor a pickle."""
+    array is read to exactly the size its header declares, plus one byte to notice
+    more: a file can hide neither an extra member (a string array, a 9 GiB run of
+    zeros), nor data past an array's declared end, nor a pickle."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
@@ -200,10 +207,7 @@ def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tupl
     """(fortran order, dtype) from one member's .npy header, after checking shape and dtype."""
     name = info.filename[:-4]
     with zf.open(info) as f:
-        version = np.lib.format.read_magic(f)
-        shape, fortran, dtype = _HEADER_READERS[version](f) if version in _HEADER_READERS else (None, False, None)
-    if dtype is None:
-        raise ModelFileError(f"{source}: {name} has an unknown .npy format version {version}")
+        shape, fortran, dtype = _read_header(f, name, source)
     if dtype.kind != "f" or dtype.itemsize != 4:
         raise ModelFileError(f"{source}: {name} has dtype {dtype}, expected float32")
     if tuple(shape) != SHAPES[name]:
@@ -214,15 +218,30 @@ def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tupl
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
+def _read_header(f: IO[bytes], name: str, source: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) of the open .npy member `f`, which is left at its data.
+    NumPy's warning that a header needed Python 2 parsing is dropped: the header was read,
+    and the advice (save the file again) is the writer's, not this user's."""
+    version = np.lib.format.read_magic(f)
+    if version not in _HEADER_READERS:
+        raise ModelFileError(f"{source}: {name} has an unknown .npy format version {version}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _HEADER_READERS[version](f)
+
+
 def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, fortran: bool, dtype: np.dtype, source: str) -> np.ndarray:
     """One array, reading exactly the bytes its (already checked) header declares."""
     name = info.filename[:-4]
     shape = SHAPES[name]
     nbytes = int(np.prod(shape)) * dtype.itemsize
     with zf.open(info) as f:
-        _HEADER_READERS[np.lib.format.read_magic(f)](f)
+        _read_header(f, name, source)
         raw = f.read(nbytes)
+        more = f.read(1)  # one byte past the declared size, never the gigabytes that may follow
     if len(raw) != nbytes:
         raise ModelFileError(f"{source}: {name} is truncated ({len(raw)} of {nbytes} bytes)")
+    if more:
+        raise ModelFileError(f"{source}: {name} holds more data than its header declares ({nbytes} bytes)")
     arr = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return np.ascontiguousarray(arr, dtype=np.float32)

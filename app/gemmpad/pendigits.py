@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from gemmpad.errors import DataError
+from gemmpad.inputs import read_input
 from gemmpad.strokes import CANVAS
 from gemmpad.strokes import render as paint
 
@@ -89,15 +90,7 @@ def read_pendigits(path: str | os.PathLike[str] | None = None) -> list[PenDigit]
     p = Path(path) if path is not None else default_path()
     if p.is_dir():
         p = p / FILENAME
-    try:
-        size = p.stat().st_size
-        if size > MAX_BYTES:
-            raise DataError(f"{p}: {size} bytes, more than a pendigits file can be ({MAX_BYTES} bytes)")
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise DataError(f"pendigits file not found: {p}") from None
-    except OSError as exc:
-        raise DataError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    raw = read_input(p, MAX_BYTES, DataError, "pendigits file")  # a FIFO or device is refused, not waited on
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError as exc:

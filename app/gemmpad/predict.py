@@ -10,16 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from gemmpad.engine import BACKENDS, Classifier, available_backends, backend_of
 from gemmpad.errors import GemmpadError, require
 from gemmpad.images import SUFFIXES, image_paths, load_image
-
+from gemmpad.terminal import printable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,18 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show", metavar="DIR", type=Path, default=None,
                         help="also write, for each image, the 28x28 input the network saw (shown 8x, "
                              "DIR/<name>.seen.png, never over an existing file): why a photo failed")
-
-
-def shown(name: str) -> str:
-    """Text as printable: bytes that are not UTF-8 (kept by Python as lone surrogates)
-    and control characters become \\xNN escapes, so a strict UTF-8 reader never chokes,
-    a newline in a file name cannot split a table row and an escape sequence cannot
-    recolour the terminal."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
@@ -107,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise GemmpadError(f"--show {args.show}: cannot create the folder ({exc.strerror})") from None
     failures = 0
-    files = [(shown(raw_name), path, error) for raw_name, path, error in image_files(args.paths)]
+    files = [(printable(raw_name), path, error) for raw_name, path, error in image_files(args.paths)]
     width = max([len("file")] + [len(name) for name, _, _ in files])  # the table lines up for any name
     if not args.json:
         print(f"backend {clf.backend}, kernel {clf.kernel}")
@@ -118,12 +107,12 @@ def run(args: argparse.Namespace) -> int:
             try:
                 pixels, notes = load_image(path)
                 for note in notes:
-                    print(f"gemmpad predict: {name}: {shown(note)}", file=sys.stderr)
+                    print(f"gemmpad predict: {name}: {printable(note)}", file=sys.stderr)
                 pred = clf.classify(pixels)
                 if pred is None:
                     error = "no ink found (blank image)"
             except GemmpadError as exc:
-                error = shown(str(exc))  # messages quote the file name
+                error = printable(str(exc))  # messages quote the file name
         if error:
             failures += 1
             if args.json:
@@ -135,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         seen = ""
         if args.show is not None:
             try:
-                seen = shown(str(write_seen(args.show, name, pred.image28)))
+                seen = printable(str(write_seen(args.show, name, pred.image28)))
             except OSError as exc:  # the reading still counts; say why the picture is missing
                 seen = f"(not written: {exc.strerror})"
         if args.json:

@@ -20,9 +20,11 @@ from typing import Any
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
+from gemmpad.inputs import load_json
 
 DEFAULT_DIR = "assets/benchmarks/h200"
 RESULTS = {"gemm": "bench-gemm.json", "mlp": "bench-mlp.json", "train": "train.json"}  # block name -> result file
+MAX_RESULT_BYTES = 64 << 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,10 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise GemmpadError(f"{path}: not a readable result file ({exc})") from None
+    data = load_json(path, MAX_RESULT_BYTES, GemmpadError, "result file (JSON)")  # deep nesting, FIFOs: clear errors
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise GemmpadError(f"{path}: not a gemmpad bench result (no 'results' list)")
     return data

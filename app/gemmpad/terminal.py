@@ -1,0 +1,18 @@
+"""Text bound for a terminal: what a user named (a file name, an option's value) comes
+back in messages, and a name may hold anything but "/" and NUL."""
+
+from __future__ import annotations
+
+import os
+import re
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` as printable: bytes that are not UTF-8 (kept by Python as lone surrogates)
+    and control characters become \\xNN escapes, so a strict UTF-8 reader never chokes,
+    a newline in a file name cannot split a table row and an escape sequence cannot
+    recolour the terminal."""
+    text = os.fsencode(text).decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
