@@ -240,3 +240,22 @@ def test_the_model_is_saved_before_evaluation(tmp_path: Path, monkeypatch: pytes
         train.run(args)
     m = load_model(tmp_path / "m.npz")
     assert m.card["training"]["epochs"] == 1 and m.card["results"] == {}
+
+
+def test_a_diverging_run_stops_with_a_line_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20: `--lr 1e308` trained every epoch, then failed on NaN weights and saved nothing."""
+    with pytest.raises(SystemExit):
+        parse("--lr", "1e308")  # far past any learning rate that trains
+    with pytest.raises(SystemExit):
+        parse("--momentum", "1.5")
+
+    def nan_epoch(x, y, w0, lrs, args, device, on_epoch):  # what an exploding run reports
+        on_epoch(0, float("nan"), 0.1, w0)
+        raise AssertionError("training went on past a NaN loss")
+
+    monkeypatch.setattr(train, "fit_torch", nan_epoch)
+    args = parse("--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "3", "--augment", "none",
+                 "--eval-drawn", "0", "--cache", "", "--quiet", "--output", str(tmp_path / "m.npz"))
+    with pytest.raises(GemmpadError, match="diverged in epoch 1 .*lower --lr"):
+        train.run(args)
+    assert not list(tmp_path.iterdir())

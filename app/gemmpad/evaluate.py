@@ -173,6 +173,41 @@ def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta:
     return report
 
 
+def card_tables(card: dict[str, Any]) -> str:
+    """The model card's results as the Markdown tables of models/README.md (a test keeps the
+    two equal, so the README never drifts from the file it describes)."""
+    res = card["results"]
+    real = res["real_writers"]
+    pct = lambda v: f"{100 * v:.2f} %"  # noqa: E731
+    lines = ["| test set | who | accuracy |", "|---|---|---:|",
+             f"| real writers, mean of {len(real['styles'])} drawing styles | pendigits writers "
+             f"{_ranges(real['writers'])}, never trained on ({real['samples']:,} digits) | **{pct(real['mean'])}** |",
+             f"| real writers, worst style | the same | **{pct(real['worst'])}** |",
+             f"| real writers on paper (photos and scans) | the same digits | **{pct(real['paper'])}** |",
+             f"| MNIST test | 10,000 t10k images | {pct(res['mnist_test_accuracy'])} |",
+             f"| synthetic drawn digits | gemmpad.drawn, {len(res['drawn_accuracy']) - 1} styles | "
+             f"{pct(res['drawn_accuracy']['all'])} |", "",
+             "| style | " + " | ".join(f"`{k}`" for k in real["styles"]) + " |",
+             "|---|" + "---:|" * len(real["styles"]),
+             "| accuracy | " + " | ".join(f"{100 * v:.2f}" for v in real["styles"].values()) + " |", "",
+             "| digit | " + " | ".join(real["per_digit"]) + " |", "|---|" + "---:|" * len(real["per_digit"]),
+             "| drawn, all styles | " + " | ".join(f"{100 * v:.1f}" for v in real["per_digit"].values()) + " |",
+             "| on paper | " + " | ".join(f"{100 * v:.1f}" for v in real["paper_per_digit"].values()) + " |"]
+    return "\n".join(lines)
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3, 5'."""
+    out, start = [], None
+    for i, w in enumerate(ids):
+        if start is None:
+            start = w
+        if i + 1 == len(ids) or ids[i + 1] != w + 1:
+            out.append(f"{start}-{w}" if w > start else f"{w}")
+            start = None
+    return ", ".join(out)
+
+
 # ---------------------------------------------------------------- command line
 
 
