@@ -1,7 +1,7 @@
 """The window's latency at every batch: median and p99 of each frame's forward pass.
 
     xvfb-run -a python -m gemmpad.ui.latency_bench [--backend cpu] [--frames 300]
-        [--batches 1,2,4,...] [--json]
+        [--batches 1,2,4,...] [--threads N] [--json]
 
 Each batch runs `gemmpad app --replay assets/screenshot-strokes.json --frames N` in a
 fresh process (the window open, drawing frames, R on: the network runs every frame as
@@ -25,10 +25,12 @@ REPLAY = Path(__file__).resolve().parents[3] / "assets" / "screenshot-strokes.js
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
-def measure(backend: str, batch: int, frames: int, replay: Path = REPLAY) -> dict[str, Any]:
-    """One `gemmpad app --replay ... --frames` run's JSON summary at `batch`."""
+def measure(backend: str, batch: int, frames: int, threads: int | None = None, replay: Path = REPLAY) -> dict[str, Any]:
+    """One `gemmpad app --replay ... --frames` run's JSON summary at `batch` (threads None:
+    the window's own choice, gemmpad.ui.cores)."""
     cmd = [sys.executable, "-m", "gemmpad", "app", "--replay", str(replay), "--backend", backend,
            "--batch", str(batch), "--frames", str(frames), "--no-vsync", "--exit"]
+    cmd += ["--threads", str(threads)] if threads else []
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
@@ -40,11 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="cpu")
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--batches", default=",".join(map(str, BATCHES)))
+    p.add_argument("--threads", type=int, help="kernel threads (default: the window's choice)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     rows = []
     for b in (int(v) for v in args.batches.split(",")):
-        s = measure(args.backend, b, args.frames)
+        s = measure(args.backend, b, args.frames, args.threads)
         s["e2e_p99_over_median"] = s["e2e_p99_us"] / s["e2e_median_us"]
         rows.append(s)
         if not args.json:
