@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from gemmpad.engine import BACKENDS, Classifier, available_backends, backend_of
 from gemmpad.errors import GemmpadError, require
 from gemmpad.images import SUFFIXES, image_paths, load_image
