@@ -35,4 +35,4 @@ def test_pairs_are_two_digits_side_by_side(rng: np.random.Generator) -> None:
     for _ in range(5):
         strokes, _ = nondigits.pair(rng)
         xs = np.vstack(strokes)[:, 0]
-        assert xs.min() < CANVAS[1] * 0.35 and xs.max() > CANVAS[1] * 0.6  # both halves of the canvas
+        assert xs.min() < CANVAS[1] * 0.1 and xs.max() > CANVAS[1] * 0.5  # one digit starts at the left, one past the middle
