@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from gemmpad.images import load_image
-from gemmpad.predict import SHOW_SCALE
 from gemmpad.preprocess import preprocess
+from gemmpad.predict import SHOW_SCALE, load_image
 from tests.cli_helpers import run_cli
 from tests.test_predict import draw_one, images, model_file  # noqa: F401 (fixtures)
 
@@ -31,7 +30,7 @@ def test_show_writes_what_the_network_saw(monkeypatch, capsys, images, model_fil
         assert seen.parent == shows and seen.name.endswith(".seen.png")
         pixels = np.asarray(Image.open(seen))
         assert pixels.shape == (28 * SHOW_SCALE, 28 * SHOW_SCALE) and pixels.dtype == np.uint8
-        expected = preprocess(load_image(images[Path(r["file"]).name])[0])
+        expected = preprocess(load_image(images[Path(r["file"]).name])[0])  # (pixels, notes)
         np.testing.assert_allclose(pixels[::SHOW_SCALE, ::SHOW_SCALE] / 255.0, expected, atol=1 / 255)
     assert {Path(r["seen"]).name for r in ok} == {"dark-2.seen.png", "wide.seen.png"}
     rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file),

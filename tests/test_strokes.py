@@ -80,3 +80,40 @@ def test_deep_nesting_and_fifos_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="is a FIFO"):
         strokes.load(tmp_path / "f.json")
     done.set()
+
+
+def test_widths_and_canvas_travel_with_the_strokes(tmp_path: Path, rng: np.random.Generator) -> None:
+    """Issue 22: a saved drawing recorded neither brush width nor canvas size, so a replay
+    painted every stroke at 18 px on 280x280 whatever was drawn."""
+    drawn = [rng.uniform(0, 200, (n, 2)) for n in (3, 9)]
+    strokes.save(tmp_path / "s.json", drawn, [7.5, 31.0], (200, 240))
+    d = strokes.load_drawing(tmp_path / "s.json")
+    assert d.widths == [7.5, 31.0] and d.canvas == (200, 240)
+    painted = np.zeros((200, 240), np.float32)
+    for s, w in zip(drawn, (7.5, 31.0)):
+        strokes.paint_stroke(painted, s, w)
+    assert np.abs(d.render() - painted).max() < 0.2  # only the 0.1 px rounding of the points differs
+    half = d.on_canvas((100, 200))  # scaled into a smaller canvas, aspect kept
+    assert half.widths == [3.75, 15.5] and half.canvas == (100, 200)
+    np.testing.assert_allclose(half.strokes[1], d.strokes[1] / 2)
+    (tmp_path / "old.json").write_text("[[[1, 2], [3, 4]]]")  # the older bare list: default width and canvas
+    old = strokes.load_drawing(tmp_path / "old.json")
+    assert old.widths == [strokes.DEFAULT_WIDTH] and old.canvas == strokes.CANVAS
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"canvas": [280], "strokes": []}', '"canvas" must be \\[height, width\\]'),
+        ('{"canvas": [280, 1e9], "strokes": []}', '"canvas" must be'),
+        ('{"canvas": [280, 280], "strokes": [[[1, 2]]]}', '"strokes" must be a list of'),
+        ('{"canvas": [280, 280], "strokes": [{"width": -1, "points": [[1, 2]]}]}', "stroke 0's width must be"),
+        ('{"canvas": [280, 280], "strokes": [{"width": true, "points": [[1, 2]]}]}', "stroke 0's width must be"),
+        ('{"canvas": [280, 280], "strokes": [{"width": 9, "points": [[1, NaN]]}]}', "finite"),
+    ],
+    ids=["short canvas", "huge canvas", "bare points", "negative width", "boolean width", "NaN point"],
+)
+def test_bad_widths_and_canvases_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "s.json").write_text(text)
+    with pytest.raises(GemmpadError, match=message):
+        strokes.load_drawing(tmp_path / "s.json")

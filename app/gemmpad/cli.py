@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("gemmpad.info", "versions, CPU features, CUDA device, kernels and model"),
     "train": ("gemmpad.train", "train the MLP on MNIST"),
     "eval": ("gemmpad.evaluate", "accuracy of a model on real writers' digits or labelled image folders"),
+    "unsure": ("gemmpad.unsure_fit", "fit and measure the detector that says when a drawing is not one digit"),
     "bench": ("gemmpad.bench", "benchmark GEMM kernels, the MLP forward pass, or training"),
 }
 

@@ -1,7 +1,10 @@
 """Strokes: how a drawing is stored, replayed and painted into pixels.
 
 A drawing is a list of strokes; a stroke is an [n, 2] array of (x, y) points in
-canvas pixels. The app paints each new segment into a float image (1 = ink)
+canvas pixels. A strokes file also records each stroke's brush width and the canvas
+size, so that a replay paints exactly what was drawn:
+    {"canvas": [height, width], "strokes": [{"width": 18.0, "points": [[x, y], ...]}, ...]}
+(a bare list of strokes, the older form, is read with the default width on CANVAS). The app paints each new segment into a float image (1 = ink)
 with an anti-aliased round brush, and the same painter renders the synthetic
 drawn digits used to train and evaluate the model, so the model sees exactly
 what the app makes.
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +30,8 @@ FAR = 10 * max(CANVAS)  # farthest a stroke point may lie from the canvas origin
 MAX_STROKE_POINTS = 2_000  # a slow, long stroke at 60 frames per second is a few hundred
 MAX_POINTS = 10_000  # replaying this many took ~10 s in the window (development VM, 2026-11-24)
 MAX_FILE_BYTES = 4 << 20  # 10,000 points take ~0.15 MB as saved; room for indentation
+DEFAULT_WIDTH = 18.0  # px: the app's default brush, and the width of strokes in files without one
+WIDTH_RANGE = (0.5, 200.0)
 
 
 def paint_segment(canvas: np.ndarray, p0: Sequence[float], p1: Sequence[float], width: float) -> None:
@@ -67,7 +73,7 @@ def paint_stroke(canvas: np.ndarray, stroke: Stroke, width: float) -> None:
         paint_segment(canvas, a, b, width)
 
 
-def render(strokes: Sequence[Stroke], size: tuple[int, int] = CANVAS, width: float = 18.0) -> np.ndarray:
+def render(strokes: Sequence[Stroke], size: tuple[int, int] = CANVAS, width: float = DEFAULT_WIDTH) -> np.ndarray:
     """A fresh float32 image of `size` (height, width) with the strokes painted in."""
     canvas = np.zeros(size, dtype=np.float32)
     for s in strokes:
@@ -75,8 +81,36 @@ def render(strokes: Sequence[Stroke], size: tuple[int, int] = CANVAS, width: flo
     return canvas
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """What a strokes file holds: the strokes, each one's brush width, the canvas size."""
+
+    strokes: list[Stroke]
+    widths: list[float]
+    canvas: tuple[int, int] = CANVAS  # (height, width)
+
+    def on_canvas(self, size: tuple[int, int]) -> Drawing:
+        """The drawing scaled (points and widths alike) to a canvas of `size`, same aspect kept."""
+        f = min(size[0] / self.canvas[0], size[1] / self.canvas[1])
+        if f == 1.0:
+            return self
+        return Drawing([s * f for s in self.strokes], [w * f for w in self.widths], size)
+
+    def render(self) -> np.ndarray:
+        """The canvas as painted: each stroke at its own width."""
+        canvas = np.zeros(self.canvas, dtype=np.float32)
+        for s, w in zip(self.strokes, self.widths):
+            paint_stroke(canvas, s, w)
+        return canvas
+
+
 def load(path: str | os.PathLike[str]) -> list[Stroke]:
-    """Read a strokes JSON file: a list of strokes, each a list of [x, y] points.
+    """The strokes of a strokes file (load_drawing() also gives widths and canvas)."""
+    return load_drawing(path).strokes
+
+
+def load_drawing(path: str | os.PathLike[str]) -> Drawing:
+    """Read a strokes JSON file (the format in the module's docstring).
 
     Points are capped per stroke and in all (MAX_STROKE_POINTS, MAX_POINTS): a hand
     drawing a digit makes a few hundred, and replaying costs time per point, so a
@@ -84,8 +118,16 @@ def load(path: str | os.PathLike[str]) -> list[Stroke]:
     """
     p = Path(path)
     raw = load_json(p, MAX_FILE_BYTES, GemmpadError, "strokes JSON file")
+    canvas, widths = CANVAS, None
+    if isinstance(raw, dict) and {"canvas", "strokes"} <= raw.keys():
+        canvas, raw, widths = _canvas(raw["canvas"], p), raw["strokes"], []
+        if not isinstance(raw, list) or not all(isinstance(s, dict) and {"width", "points"} <= s.keys() for s in raw):
+            raise GemmpadError(f'{p}: "strokes" must be a list of {{"width": px, "points": [[x, y], ...]}}')
+        widths = [_width(s["width"], i, p) for i, s in enumerate(raw)]
+        raw = [s["points"] for s in raw]
     if not isinstance(raw, list):
-        raise GemmpadError(f"{p}: expected a list of strokes, got {type(raw).__name__}")
+        raise GemmpadError(f"{p}: expected a list of strokes, got {type(raw).__name__} "
+                           '(or an object with "canvas" and "strokes")')
     strokes = []
     total = 0
     for i, s in enumerate(raw):
@@ -104,10 +146,28 @@ def load(path: str | os.PathLike[str]) -> list[Stroke]:
         if np.abs(arr).max() > FAR:  # a pen can leave the canvas, not by kilometres (painting would run out of memory)
             raise GemmpadError(f"{p}: stroke {i} has a point more than {FAR:g} px from the canvas origin")
         strokes.append(arr)
-    return strokes
+    return Drawing(strokes, widths if widths is not None else [DEFAULT_WIDTH] * len(strokes), canvas)
 
 
-def save(path: str | os.PathLike[str], strokes: Sequence[Stroke]) -> None:
-    """Write strokes as JSON (atomically), rounded to 0.1 px."""
-    data = [[[round(float(x), 1), round(float(y), 1)] for x, y in np.asarray(s).reshape(-1, 2)] for s in strokes]
+def _canvas(value: object, p: Path) -> tuple[int, int]:
+    if (isinstance(value, list) and len(value) == 2 and all(type(v) is int and 16 <= v <= 4096 for v in value)):
+        return value[0], value[1]
+    raise GemmpadError(f'{p}: "canvas" must be [height, width] in pixels, each 16-4096')
+
+
+def _width(value: object, i: int, p: Path) -> float:
+    if type(value) in (int, float) and WIDTH_RANGE[0] <= value <= WIDTH_RANGE[1]:
+        return float(value)
+    raise GemmpadError(f"{p}: stroke {i}'s width must be {WIDTH_RANGE[0]:g}-{WIDTH_RANGE[1]:g} px")
+
+
+def save(path: str | os.PathLike[str], strokes: Sequence[Stroke], widths: Sequence[float] | None = None,
+         canvas: tuple[int, int] = CANVAS) -> None:
+    """Write strokes with their widths (DEFAULT_WIDTH when not given) and the canvas size as
+    JSON (atomically), points rounded to 0.1 px."""
+    ws = [DEFAULT_WIDTH] * len(strokes) if widths is None else list(widths)
+    data = {"canvas": [int(canvas[0]), int(canvas[1])],
+            "strokes": [{"width": round(float(w), 2),
+                         "points": [[round(float(x), 1), round(float(y), 1)] for x, y in np.asarray(s).reshape(-1, 2)]}
+                        for s, w in zip(strokes, ws)]}
     write_text(path, json.dumps(data) + "\n")

@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     from gemmpad import strokes
     from gemmpad.engine import Classifier, available_backends, backend_of
 
-    drawing = strokes.load(args.replay) if args.replay else None
+    drawing = strokes.load_drawing(args.replay) if args.replay else None
     # The fastest usable backend by default: the GPU, else the native CPU code, else NumPy.
     reasons = available_backends()
     usable = [b for b in ("cuda", "cpu", "numpy") if not reasons.get(b, "unknown")]
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.exit:
             app.run()
         if args.record:
-            strokes.save(args.record, app.canvas.strokes())
+            strokes.save(args.record, app.canvas.strokes(), app.canvas.widths(), app.canvas.size)
     finally:
         app.close()
     return 0

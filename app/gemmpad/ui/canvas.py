@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemmpad.strokes import CANVAS, Stroke, paint_segment
+from gemmpad.strokes import CANVAS, DEFAULT_WIDTH, Stroke, paint_segment
 
-DEFAULT_BRUSH = 18.0  # px on the 280 px canvas: the width the training drawings use
+DEFAULT_BRUSH = DEFAULT_WIDTH  # 18 px on the 280 px canvas: the width the training drawings use
 BRUSH_RANGE = (6.0, 40.0)
 # A new pointer sample closer than this to the last one adds nothing visible;
 # skipping it keeps recorded strokes small when the mouse rests.

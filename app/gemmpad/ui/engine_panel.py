@@ -132,6 +132,9 @@ class EnginePanel:
                     dpg.bind_item_font(self.caption, fonts.small)
                 with dpg.tab(label="Race") as self.race_tab:
                     self.race = RacePanel(fonts, scale, actions)
+                tip(self.latency_tab, "Kernel and end-to-end time of each frame's forward pass on the setting above.")
+                tip(self.race_tab, "Every kernel this machine runs, timed on your drawing at the current batch, "
+                                   "cold and warm, side by side (G starts and cancels).")
         self.show_latency([], "", 1, warm)
 
     def layout(self, L: Layout) -> None:

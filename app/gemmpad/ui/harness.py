@@ -13,6 +13,7 @@ import numpy as np
 from PIL import Image
 
 from gemmpad.files import atomic_path
+from gemmpad.strokes import Drawing
 
 if TYPE_CHECKING:
     from gemmpad.ui.window import App
@@ -22,11 +23,20 @@ if TYPE_CHECKING:
 SETTLE_FRAMES = 3
 
 
-def replay(app: App, drawing: Sequence[np.ndarray], points_per_frame: int | None = None) -> None:
+def replay(app: App, drawing: Drawing | Sequence[np.ndarray], points_per_frame: int | None = None) -> None:
     """Draw `drawing` through the pointer path. points_per_frame None: each stroke in one
     frame (fast: the painting is the same, only the frames between samples are skipped);
-    a number: that many points per frame, as a hand would."""
-    for stroke in drawing:
+    a number: that many points per frame, as a hand would. A Drawing (a strokes file)
+    is scaled to the canvas and each stroke drawn at its recorded width; the brush is
+    then set back to what it was."""
+    if isinstance(drawing, Drawing):
+        d = drawing.on_canvas(app.canvas.size)
+        plan = list(zip(d.strokes, d.widths))
+    else:
+        plan = [(s, app.canvas.brush) for s in drawing]
+    brush = app.canvas.brush
+    for stroke, width in plan:
+        app.set_brush(width)
         pts = np.asarray(stroke, dtype=np.float64).reshape(-1, 2)
         app.feed("down", *pts[0])
         for i, (x, y) in enumerate(pts[1:], start=1):
@@ -35,6 +45,7 @@ def replay(app: App, drawing: Sequence[np.ndarray], points_per_frame: int | None
                 app.step()
         app.feed("up")
         app.step()
+    app.set_brush(brush)
 
 
 def settle(app: App, timeout: float = 60.0) -> None:
@@ -102,6 +113,7 @@ def summary(app: App) -> dict[str, Any]:
     out: dict[str, Any] = {
         "digit": None if p is None else p.digit,
         "confidence": None if p is None else round(float(p.confidence), 6),
+        "unsure": app.unsure,
         "probs": None if p is None else [round(float(v), 6) for v in p.probs],
         "backend": app.clf_backend,
         "kernel": app.clf_kernel,

@@ -15,7 +15,10 @@ SECTIONS = (
              "under the label you pick, for fine-tuning."),
     ("Prediction", "The digit with the highest probability, how sure the network is, and all ten "
                    "probabilities. Below: the 28 x 28 input it really saw (your drawing cropped, scaled "
-                   "and centred like MNIST); if a reading surprises you, look there first."),
+                   "and centred like MNIST); if a reading surprises you, look there first. When the drawing "
+                   "does not look like one digit (a scribble, a letter, a shape, two digits), a detector says "
+                   "so: ? and the network's best guess instead of a confident number. Below that, the two "
+                   "hidden layers' 100 + 100 activations."),
     ("Engine", "Which backend (NumPy, the C++ CPU kernels, the CUDA GPU kernels) and which kernel runs the "
                "784-100-100-10 network. GEMM kernels run it layer by layer (three matrix products); mlp_ "
                "kernels run all of it in one call. Batch B runs B shifted copies and averages them."),

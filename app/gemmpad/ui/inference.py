@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gemmpad.engine import Classifier, Prediction, Timing
+from gemmpad.unsure import Detector
 
 # How many frames the latency plot and its median/p99 cover.
 HISTORY = 300
@@ -54,13 +55,16 @@ class Result:
     # copies), and each layer's time where the kernel runs layer by layer (else ()).
     hidden: tuple[np.ndarray, np.ndarray] | None = None
     layer_us: tuple[float, ...] = ()
+    # Whether the drawing does not look like one digit (gemmpad.unsure); None: no detector.
+    unsure: bool | None = None
 
 
 class InferenceWorker:
     """One daemon thread running classify() on the newest request."""
 
-    def __init__(self, classifier: Classifier) -> None:
+    def __init__(self, classifier: Classifier, detector: Detector | None = None) -> None:
         self._clf = classifier
+        self._detector = detector
         self._cond = threading.Condition()
         self._pending: Request | None = None
         self._result: Result | None = None
@@ -148,12 +152,15 @@ class InferenceWorker:
             self._since_change += 1
         n = min(self._since_change, HISTORY)
         history = clf.history(n) if n else []
-        hidden = None
+        hidden, unsure = None, None
         if prediction is not None:
-            h1, h2 = clf.model.hidden(prediction.image28.reshape(1, -1))
+            x = prediction.image28.reshape(1, -1)
+            h1, h2 = clf.model.hidden(x)
             hidden = (h1[0], h2[0])
+            if self._detector is not None:  # after the timed pass: its cost is not in the figures
+                unsure = bool(self._detector.unsure(clf.model, x)[0])
         layer_us = clf.layer_times() if prediction is not None else ()
-        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden, layer_us)
+        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden, layer_us, unsure)
 
     def _warmup(self, req: Request) -> int:
         if not req.warm:

@@ -68,7 +68,10 @@ def shortcuts() -> list[Shortcut]:
         s(dpg.mvKey_G, False, False, lambda a: a.race_toggle(), ("G", "race every kernel / cancel")),
         s(dpg.mvKey_S, True, False, lambda a: a.save(), ("Ctrl+S", "save PNG + strokes")),
         s(dpg.mvKey_F1, False, False, lambda a: a.toggle_help(), ("?  F1", "this help")),
+        # "?" is Shift+/ on most layouts; a fast chord (xdotool key shift+slash) can reach the
+        # frame with Shift already up, so "/" alone opens the help too (as both forms of "+")
         s(dpg.mvKey_Slash, False, True, lambda a: a.toggle_help(), None),
+        s(dpg.mvKey_Slash, False, False, lambda a: a.toggle_help(), None),
         s(dpg.mvKey_Escape, False, False, lambda a: a.toggle_help(False), None),
         s(dpg.mvKey_Q, True, False, lambda a: a.quit(), ("Ctrl+Q", "quit")),
     ]

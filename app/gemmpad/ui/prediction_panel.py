@@ -1,5 +1,6 @@
-"""The prediction column: the digit read, how sure, the ten probabilities, and the 28x28
-input the network saw."""
+"""The prediction column: the digit read, how sure, the ten probabilities, the 28x28
+input the network saw and the hidden layers. When the unsure detector (gemmpad.unsure)
+says the drawing is not one digit, the big number gives way to "?" and a best guess."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ HIDDEN_SIDE, HIDDEN_SCALE = 10, 9  # 100 units as a 10x10 map, each unit a 9x9 b
 
 
 class PredictionPanel:
-    def __init__(self, fonts: Fonts, scale: float) -> None:
+    def __init__(self, fonts: Fonts, scale: float, unsure_note: str) -> None:
         self.scale = scale
         # Called with a digit when its probability bar is clicked (a correction panel hooks in).
         self.on_bar_click: Callable[[int], None] | None = None
@@ -48,7 +49,8 @@ class PredictionPanel:
                     dpg.bind_item_font(self.conf, fonts.figure)
                     self.caption = dpg.add_text("", color=style.MUTED)
                     self.runner = dpg.add_text("", color=style.MUTED)
-            tip(self.digit, "The digit with the highest probability (the mean over the batch's copies).")
+            tip(self.digit, "The digit with the highest probability (the mean over the batch's copies), or ? when "
+                            f"the drawing does not look like one digit. {unsure_note}")
             with dpg.plot(height=round(BARS_H * s), width=-1, no_title=True, no_menus=True, no_box_select=True,
                           no_mouse_pos=True, no_inputs=True) as self.bars_plot:
                 x = dpg.add_plot_axis(dpg.mvXAxis, no_gridlines=True, no_tick_marks=True, no_menus=True)
@@ -133,7 +135,8 @@ class PredictionPanel:
         if d is not None:
             self.on_bar_click(d)
 
-    def show(self, p: Prediction | None) -> None:
+    def show(self, p: Prediction | None, unsure: bool | None = None) -> None:
+        """A reading (None: nothing drawn); `unsure` True shows it as a guess, not an answer."""
         if p is None:
             dpg.set_value(self.digit, "?")
             dpg.configure_item(self.digit, color=style.FRAME_ACTIVE)
@@ -146,11 +149,18 @@ class PredictionPanel:
         else:
             probs = np.asarray(p.probs, dtype=np.float64)
             order = np.argsort(probs)[::-1]
-            dpg.set_value(self.digit, str(p.digit))
-            dpg.configure_item(self.digit, color=style.TEXT)
-            dpg.set_value(self.conf, f"{100 * p.confidence:.1f} %")
-            dpg.set_value(self.caption, "confidence" + (f", mean of {p.timing.batch}" if p.timing.batch > 1 else ""))
-            dpg.set_value(self.runner, f"runner-up {order[1]}  ({100 * probs[order[1]]:.1f} %)")
+            if unsure:
+                dpg.set_value(self.digit, "?")
+                dpg.configure_item(self.digit, color=style.WARM)
+                dpg.set_value(self.conf, "unsure")
+                dpg.set_value(self.caption, "not like one digit")
+                dpg.set_value(self.runner, f"best guess {p.digit}  ({100 * p.confidence:.1f} %)")
+            else:
+                dpg.set_value(self.digit, str(p.digit))
+                dpg.configure_item(self.digit, color=style.TEXT)
+                dpg.set_value(self.conf, f"{100 * p.confidence:.1f} %")
+                dpg.set_value(self.caption, "confidence" + (f", mean of {p.timing.batch}" if p.timing.batch > 1 else ""))
+                dpg.set_value(self.runner, f"runner-up {order[1]}  ({100 * probs[order[1]]:.1f} %)")
             dpg.set_value(self.bars, [[float(i) for i in range(10)], [float(v) for v in probs]])
             dpg.set_value(self.bar_top, [[float(p.digit)], [float(probs[p.digit])]])
             self.image28 = np.asarray(p.image28, dtype=np.float32)

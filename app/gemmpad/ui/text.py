@@ -10,6 +10,7 @@ import numpy as np
 from gemmpad import registry
 from gemmpad.errors import GemmpadError
 from gemmpad.native import CudaStatus
+from gemmpad.unsure import Detector
 
 
 def fmt_us(v: float | None) -> str:
@@ -63,3 +64,20 @@ def frames_caption(n: int, kernel: str, batch: int, warm: bool) -> str:
     """What the latency plot covers."""
     what = f"{n} frame{'' if n == 1 else 's'} of {kernel} at batch {batch}{', warm' if warm else ''}"
     return what + " (the plot restarts when the setting changes)"
+
+
+def unsure_note(detector: Detector | None, why: str) -> str:
+    """What the prediction's tooltip says about the unsure detector: what it looks at and
+    how often it was measured to be wrong, or why there is none."""
+    if detector is None:
+        return f"(No unsure detector: {why}.)"
+    m = detector.measured
+    try:
+        pen = next(v for k, v in m.items() if k.startswith("pendigits"))
+        rates = (f" Measured: it flags {100 * m['mnist_test']['flagged']:.1f} % of MNIST test digits and "
+                 f"{100 * pen['flagged']:.1f} % of unseen writers' digits, and catches "
+                 f"{100 * m['nondigits']['caught']:.0f} % of generated scribbles, letters, shapes and pairs.")
+    except (KeyError, StopIteration, TypeError):
+        rates = ""
+    return ("A detector reads the hidden layers, the probabilities and the ink's shape to tell scribbles, "
+            "letters, shapes and two digits written together from one digit." + rates)

@@ -25,7 +25,7 @@ import dearpygui.dearpygui as dpg
 import numpy as np
 from PIL import Image
 
-from gemmpad import native, strokes
+from gemmpad import native, strokes, unsure
 from gemmpad.engine import Classifier, Prediction, Timing, available_backends, timing_stats
 from gemmpad.files import atomic_path
 from gemmpad.preprocess import preprocess
@@ -40,7 +40,7 @@ from gemmpad.ui.input_watch import InputWatch
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.race import Race
 from gemmpad.ui.status_bar import StatusBar
-from gemmpad.ui.text import gpu_line
+from gemmpad.ui.text import gpu_line, unsure_note
 
 IDLE_AFTER_S = 0.5  # no input, no new result and nothing running for this long: idle
 # While idle: frames per second where the X server tells us about input between frames
@@ -86,6 +86,7 @@ class App:
         if hasattr(native.cpu, "set_thread_cap"):
             native.cpu.set_thread_cap(self.cpu_threads)
         self.prediction: Prediction | None = None
+        self.unsure: bool | None = None  # the detector's verdict on the reading shown (None: no detector)
         self.history: list[Timing] = []
         self.error = ""
         self.frames = 0
@@ -107,7 +108,8 @@ class App:
         self.shortcuts = keys.shortcuts()
 
         self._model = classifier.model
-        self.worker = InferenceWorker(classifier)
+        self.detector, self._no_detector = unsure.for_model(classifier.model)
+        self.worker = InferenceWorker(classifier, self.detector)
         dpg.create_context()
         dpg.configure_app(manual_callback_management=True)
         self.fonts = style.load_fonts(self.scale)
@@ -141,7 +143,7 @@ class App:
                 self.draw = DrawPanel(self.canvas, self.fonts, self.scale, str(self.drawings_dir), actions)
                 with dpg.child_window(border=False) as self._right:
                     with dpg.group(horizontal=True, horizontal_spacing=round(layout.GAP * self.scale)) as self._pair:
-                        self.pred = PredictionPanel(self.fonts, self.scale)
+                        self.pred = PredictionPanel(self.fonts, self.scale, unsure_note(self.detector, self._no_detector))
                         self.engine = EnginePanel(self.fonts, self.scale, self._model_line(), self.gpu,
                                                   self.backend_reasons, self.warm, actions)
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
@@ -423,7 +425,7 @@ class App:
         try:
             with atomic_path(png) as tmp:
                 Image.fromarray(pixels, mode="L").save(tmp)
-            strokes.save(png.with_suffix(".json"), self.canvas.strokes())
+            strokes.save(png.with_suffix(".json"), self.canvas.strokes(), self.canvas.widths(), self.canvas.size)
         except OSError as exc:  # a full disk or a folder we may not write: say so, keep the drawing
             self.error = f"Not saved: {exc}"
             self.status.say(self.error, error=True)
@@ -442,7 +444,7 @@ class App:
         changed = self.canvas.version != self._submitted_version or config != self._submitted_config
         if self.canvas.empty and self.canvas.version != self._submitted_version:
             # Just cleared: blank the reading now rather than after the worker's current job.
-            self.prediction = None
+            self.prediction, self.unsure = None, None
             self.pred.show(None)
             self.pred.show_hidden(None, ())
         # An empty canvas is still sent on a change: the worker switches backend or
@@ -462,7 +464,8 @@ class App:
             self._refresh_controls()
         self.history = r.history
         self.prediction = None if self.canvas.empty else r.prediction
-        self.pred.show(self.prediction)
+        self.unsure = r.unsure if self.prediction is not None else None
+        self.pred.show(self.prediction, self.unsure)
         self.pred.show_hidden(r.hidden if self.prediction is not None else None, r.layer_us)
         self.engine.show_latency(self.history, self.clf_kernel, self.batch, self.warm)
         if self.error:

@@ -1,0 +1,63 @@
+"""The window's latency at every batch: median and p99 of each frame's forward pass.
+
+    xvfb-run -a python -m gemmpad.ui.latency_bench [--backend cpu] [--frames 300]
+        [--batches 1,2,4,...] [--threads N] [--json]
+
+Each batch runs `gemmpad app --replay assets/screenshot-strokes.json --frames N` in a
+fresh process (the window open, drawing frames, R on: the network runs every frame as
+in the window) and reads its JSON line. The figure to watch is p99 / median of the end-
+to-end time: with more kernel threads than the cores the window leaves free, preempted
+threads made p99 10-100x the median (issue 22); the window's thread cap
+(gemmpad.ui.cores) is meant to keep it within ~3x at every batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPLAY = Path(__file__).resolve().parents[3] / "assets" / "screenshot-strokes.json"
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def measure(backend: str, batch: int, frames: int, threads: int | None = None, replay: Path = REPLAY) -> dict[str, Any]:
+    """One `gemmpad app --replay ... --frames` run's JSON summary at `batch` (threads None:
+    the window's own choice, gemmpad.ui.cores)."""
+    cmd = [sys.executable, "-m", "gemmpad", "app", "--replay", str(replay), "--backend", backend,
+           "--batch", str(batch), "--frames", str(frames), "--no-vsync", "--exit"]
+    cmd += ["--threads", str(threads)] if threads else []
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backend", default="cpu")
+    p.add_argument("--frames", type=int, default=300)
+    p.add_argument("--batches", default=",".join(map(str, BATCHES)))
+    p.add_argument("--threads", type=int, help="kernel threads (default: the window's choice)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    rows = []
+    for b in (int(v) for v in args.batches.split(",")):
+        s = measure(args.backend, b, args.frames, args.threads)
+        s["e2e_p99_over_median"] = s["e2e_p99_us"] / s["e2e_median_us"]
+        rows.append(s)
+        if not args.json:
+            print(f"batch {b:5d}  {s['kernel']:24s} threads {s['cpu_threads']}  kernel median {s['kernel_median_us']:9.1f} "
+                  f"p99 {s['kernel_p99_us']:9.1f}  e2e median {s['e2e_median_us']:9.1f} p99 {s['e2e_p99_us']:9.1f} us "
+                  f" p99/median {s['e2e_p99_over_median']:5.2f}", flush=True)
+    if args.json:
+        print(json.dumps({"load_avg": os.getloadavg(), "rows": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

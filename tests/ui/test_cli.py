@@ -1,0 +1,144 @@
+"""`gemmpad app` run as a user would: --replay, --screenshot, --exit, bad arguments and files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad import strokes
+from tests.ui.support import BASE, HAVE_MODEL, at_canvas_size, env, seven, window_model
+
+
+def run_app(display: str, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`gemmpad app ARGS` in a subprocess on `display` (with random weights saved in `folder`
+    when no model ships)."""
+    if not HAVE_MODEL:
+        window_model().save(folder / "random-mlp.npz")
+        args = (*args, "--model", str(folder / "random-mlp.npz"))
+    return subprocess.run([sys.executable, "-m", "gemmpad", "app", *args], env=env(display),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_replay_screenshot_exit(display: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from PIL import Image
+
+    from gemmpad.ui import style
+
+    out = tmp_path_factory.getbasetemp() / "screenshots"
+    out.mkdir(exist_ok=True)
+    drawing = seven()
+    widths = [24.0, 12.0]  # the replay draws each stroke at its recorded width
+    painted = strokes.Drawing(drawing, widths).render()
+    replay = out / "seven.json"
+    strokes.save(replay, drawing, widths)
+    png = out / "replay-seven.png"
+    record = out / "recorded.json"
+    t0 = time.perf_counter()
+    proc = run_app(display, out, "--replay", str(replay), "--backend", BASE, "--screenshot", str(png), "--exit",
+                   "--no-vsync", "--record", str(record))
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr
+    line = proc.stdout.strip().splitlines()[-1]
+    result = json.loads(line)
+    print(f"screenshot: {png}\nreplay wall {wall:.2f} s; {line}")
+    assert result["backend"] == BASE
+    assert result["kernel"] == "numpy" if BASE == "numpy" else result["kernel"].startswith("cpu.")
+    assert result["strokes"] == 2 and result["batch"] == 1
+    assert len(result["probs"]) == 10 and abs(sum(result["probs"]) - 1) < 1e-3
+    assert result["kernel_us"] > 0 and result["end_to_end_us"] >= result["kernel_us"]
+    assert result["startup_s"] is not None and 0 < result["startup_s"] < 30
+    if HAVE_MODEL:
+        assert result["digit"] == 7
+    # --record wrote back what was drawn (the painted polyline: the samples joined by short curves).
+    recorded = strokes.load_drawing(record)
+    assert len(recorded.strokes) == len(drawing) and recorded.widths == widths and recorded.canvas == strokes.CANVAS
+    for got, want in zip(recorded.strokes, drawing):
+        np.testing.assert_allclose(got[[0, -1]], want[[0, -1]], atol=0.06)
+    assert np.abs(recorded.render() - painted).mean() < 0.005
+    # The screenshot shows the drawing where the canvas is.
+    img = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32) / 255.0
+    assert img.shape[0] > 500 and img.shape[1] > 900
+    x, y, w, h = result["canvas_rect"]
+    shown = at_canvas_size(style.coverage_from_rgba(img[y : y + h, x : x + w]))
+    assert np.abs(shown - painted).mean() < 0.01
+
+
+def test_scale_and_size_make_a_larger_window(display: str, tmp_path: Path) -> None:
+    """--scale 1.5 (high-DPI screens) with --size: the layout is planned at that scale."""
+    from gemmpad.ui.layout import plan
+
+    proc = run_app(display, tmp_path, "--exit", "--scale", "1.5", "--size", "1500x900")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert summary["scale"] == 1.5 and summary["viewport"] == [1500, 900]
+    side = plan(1500, 900, 1.5).canvas
+    assert summary["canvas_rect"][2:] == [side, side]
+
+
+def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", "--exit"], env=env(None),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "DISPLAY" in proc.stderr and "xvfb-run" in proc.stderr and "gemmpad predict" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    bad = subprocess.run([sys.executable, "-m", "gemmpad", "app", "--exit"], env={**env(None), "DISPLAY": ":4242"},
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cannot open display" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--replay", "/nonexistent/strokes.json"], "strokes JSON file not found"),
+        (["--batch", "5000"], "--batch must be between 1 and 4096"),
+        (["--kernel", "numpy.no_such_kernel", "--backend", "numpy"], "no_such_kernel"),
+        (["--screenshot", "/dev/null/shot.png"], "--screenshot /dev/null/shot.png: /dev/null is a file, not a directory"),
+        (["--screenshot", "/tmp/shot"], "--screenshot /tmp/shot: the file type comes from the suffix"),
+        (["--screenshot", "/tmp"], "--screenshot /tmp: /tmp is a directory"),
+        (["--record", "/dev/null/strokes.json"], "--record /dev/null/strokes.json: /dev/null is a file"),
+        (["--record", "/tmp"], "--record /tmp: /tmp is a directory"),
+        (["--brush", "nan"], "argument --brush: must be a finite number"),
+    ],
+)
+def test_bad_arguments_give_one_line_errors(display: str, args: list[str], message: str, tmp_path: Path) -> None:
+    proc = run_app(display, tmp_path, *args, "--exit")
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_hostile_files_for_the_window_are_one_line_errors(display: str, tmp_path: Path) -> None:
+    """Issue 20: --replay of a FIFO hung (finding 5), --record replaced special files and
+    symlinks (finding 7), a model that overflows showed "nan %" (finding 4)."""
+    from tests.hostile_files import fifo
+
+    escapes = [fifo(tmp_path / "replay.json"), fifo(tmp_path / "record.json")]
+    huge = {k: np.asarray(v, np.float32) for k, v in window_model().weights.items()}
+    huge["W1"] = np.full_like(huge["W1"], 3e38)
+    np.savez(tmp_path / "huge.npz", **huge)
+    model = ["--model", str(tmp_path / "huge.npz")]
+    cases = [(["--replay", str(tmp_path / "replay.json")], "replay.json: is a FIFO, not a regular file"),
+             (["--record", str(tmp_path / "record.json")], "record.json is not a regular file"),
+             (model, "huge.npz: the network's output is not finite")]
+    try:
+        for args, message in cases:
+            proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", *args, "--exit"], env=env(display),
+                                  capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    finally:
+        for done in escapes:
+            done.set()
+    assert (tmp_path / "record.json").is_fifo()
+
+
+def test_the_summary_line_is_strict_json(display: str, tmp_path: Path) -> None:
+    """Issue 20, finding 4's rule (JSON output is always valid JSON): with no frame timed yet,
+    `app --exit` printed "frame_ms_median": NaN."""
+    proc = run_app(display, tmp_path, "--exit")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"{c} in {proc.stdout}"))
+    assert summary["frame_ms_median"] is None or summary["frame_ms_median"] > 0

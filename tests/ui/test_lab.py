@@ -1,0 +1,131 @@
+"""The GEMM lab: idle cost, the race, inside the network."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from gemmpad.ui import harness
+from tests.ui.support import BASE, real_input, draw, seven
+
+
+def test_idle_window_costs_next_to_nothing(app: object) -> None:
+    """With nothing drawn and nothing running, the loop stops drawing frames: the process
+    uses under a tenth of a core (it used 1.4-1.6 of 2 cores redrawing ~90 fps), and a real
+    key press still reaches it."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui import window
+
+    app.step()
+    stop = threading.Event()
+    measured: dict[str, float] = {}
+
+    def observe() -> None:
+        time.sleep(window.IDLE_AFTER_S + 0.5)  # let it go idle
+        c0, t0, f0 = time.process_time(), time.perf_counter(), app.frames
+        stop.wait(3.0)
+        measured.update(cpu=time.process_time() - c0, wall=time.perf_counter() - t0, frames=app.frames - f0)
+        app.quit()
+
+    watcher = threading.Thread(target=observe)
+    watcher.start()
+    app._quit = False
+    app.run()
+    watcher.join()
+    app._quit = False
+    share = measured["cpu"] / measured["wall"]
+    print(f"idle: {100 * share:.1f} % of a core, {measured['frames'] / measured['wall']:.1f} frames/s")
+    assert share < 0.10, measured
+    # input wakes it: a real key (B, next backend) is seen although no frame was drawing
+    xt = real_input()
+    before = app.backend
+
+    def press() -> None:
+        time.sleep(window.IDLE_AFTER_S + 1.5)
+        xt.key("b", True)
+        time.sleep(0.05)
+        xt.key("b", False)
+        time.sleep(0.5)
+        app.quit()
+
+    presser = threading.Thread(target=press)
+    presser.start()
+    try:
+        app.run()
+    finally:
+        presser.join()
+        xt.close()
+        app._quit = False
+    usable = [b for b, reason in app.backend_reasons.items() if not reason]
+    assert app.backend == usable[(usable.index(before) + 1) % len(usable)]
+    assert dpg.is_dearpygui_running()
+
+
+def test_race_runs_every_kernel_without_blocking_and_can_be_cancelled(app: object) -> None:
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui import race as race_mod
+
+    app.race_toggle()  # nothing drawn: refused, said
+    assert app.race is None and "Draw a digit first" in app.message
+    draw(app, seven())
+    app.set_batch(8)
+    harness.settle(app)
+    app.race_toggle()
+    race = app.race
+    entrants = [(b, k) for b, reason in app.backend_reasons.items() if not reason for k in app.kernel_lists[b]]
+    assert race is not None and race.entrants == entrants and race.batch == 8
+    assert dpg.get_value(app.engine.tabs) == app.engine.race_tab
+    frames = 0
+    deadline = time.perf_counter() + 120
+    while race.running:  # the window keeps drawing frames while the race runs
+        app.step()
+        frames += 1
+        assert time.perf_counter() < deadline
+    app.step()
+    laps = race.laps
+    assert [(lap.backend, lap.kernel) for lap in laps] == entrants and not any(lap.error for lap in laps)
+    for lap in laps:
+        for warm in (False, True):
+            k, e = lap.times(warm)
+            assert 0 < k <= e * 1.05 + 5, (lap, warm)  # end to end includes the kernel
+    best = race_mod.fastest(laps, warm=False)
+    assert best is not None and best.cold_e2e_us == min(lap.cold_e2e_us for lap in laps)
+    assert "kernels at batch 8" in dpg.get_value(app.engine.race.status) and frames > 1
+    # G cancels a running race between calls
+    app.set_batch(1024)
+    app.shortcut(dpg.mvKey_G)
+    assert app.race is not race and app.race.running
+    app.shortcut(dpg.mvKey_G)
+    assert app.race.wait(30) and app.race.cancelled and len(app.race.laps) < len(entrants)
+    app.step()
+    assert "cancelled" in dpg.get_value(app.engine.race.status)
+    dpg.set_value(app.engine.tabs, app.engine.latency_tab)
+
+
+def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui import style
+
+    draw(app, seven())
+    model = app.worker._clf.model
+    h1, h2 = model.hidden(app.preview28.reshape(1, -1))
+    for rgba, h in zip(app.pred._hidden_rgba, (h1[0], h2[0])):  # the textures' pixels
+        shown = rgba[4::9, 4::9]
+        expected = np.empty((10, 10, 4), np.float32)
+        style.heat(h.reshape(10, 10), expected)
+        np.testing.assert_allclose(shown, expected, atol=1e-5)
+    if BASE == "cpu":  # a GEMM kernel runs layer by layer and says how long each took
+        app.set_kernel("cpu.02_blocked_simd")
+        harness.settle(app)
+        assert dpg.get_value(app.pred.layer_text).startswith("per layer: L1 ")
+    app.clear()
+    harness.settle(app)
+    blank = np.empty((10, 10, 4), np.float32)
+    style.heat(np.zeros((10, 10), np.float32), blank)
+    np.testing.assert_allclose(app.pred._hidden_rgba[0][4::9, 4::9], blank)
+    assert dpg.get_value(app.pred.layer_text) == ""

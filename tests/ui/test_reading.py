@@ -1,0 +1,143 @@
+"""What the window reads and shows: the preview, digits, every kernel, the GPU's reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmpad.ui import harness
+from tests.ui.support import BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, real_input, at_canvas_size, draw, seven, shot
+
+
+def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from gemmpad.preprocess import preprocess
+    from gemmpad.ui import style
+    from gemmpad.ui.prediction_panel import PREVIEW_SCALE
+
+    draw(app, seven())
+    assert app.canvas.image.max() == pytest.approx(1.0)
+    expected = preprocess(app.canvas.image)
+    assert expected is not None
+    np.testing.assert_array_equal(app.preview28, expected)
+    # The window shows those pixels: read them back from the frame buffer.
+    frame = harness.grab(app)
+    x, y, w, h = harness.rect(app.pred.preview)
+    assert (w, h) == (28 * PREVIEW_SCALE, 28 * PREVIEW_SCALE)
+    c = PREVIEW_SCALE // 2
+    shown = style.coverage_from_rgba(frame[y + c : y + h : PREVIEW_SCALE, x + c : x + w : PREVIEW_SCALE])
+    np.testing.assert_allclose(shown, expected, atol=3 / 255)
+    x, y, w, h = harness.rect(app.draw.image)
+    shown = at_canvas_size(style.coverage_from_rgba(frame[y : y + h, x : x + w]))
+    assert np.abs(shown - app.canvas.image).mean() < 0.01  # the canvas shows at any size, filtered
+    shot(app, tmp_path_factory, "preview-seven")
+
+
+@NEEDS_MODEL
+@pytest.mark.parametrize("digit", sorted(DIGITS))
+def test_reads_drawn_digits(app: object, digit: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    import dearpygui.dearpygui as dpg
+
+    draw(app, DIGITS[digit]())
+    assert app.prediction is not None
+    assert app.prediction.digit == digit, f"read {app.prediction.digit}, probs {np.round(app.prediction.probs, 3)}"
+    assert dpg.get_value(app.pred.digit) == str(digit)
+    shot(app, tmp_path_factory, f"digit-{digit}")
+
+
+def test_switching_backend_kernel_and_batch_keeps_the_prediction(app: object) -> None:
+    draw(app, seven())
+    ref = app.prediction
+    assert ref is not None
+    seen = []
+    for backend, reason in app.backend_reasons.items():
+        if reason:
+            continue
+        app.set_backend(backend)
+        harness.settle(app)
+        assert app.clf_backend == backend and app.kernel in app.kernel_lists[backend]
+        for kernel in app.kernel_lists[backend]:
+            app.set_kernel(kernel)
+            harness.settle(app)
+            assert (app.clf_backend, app.clf_kernel) == (backend, kernel), app.error
+            assert app.prediction is not None and not app.error
+            # tf32 / fp16 kernels round the inputs: allow their error, not more.
+            np.testing.assert_allclose(app.prediction.probs, ref.probs, atol=2e-2 if "16" in kernel or "tf32" in kernel else 1e-4)
+            assert app.prediction.digit == ref.digit
+            assert len(app.history) >= 1 and app.history[-1].batch == 1
+            seen.append(kernel)
+    assert "numpy" in seen and (BASE != "cpu" or any(k.startswith("cpu.") for k in seen))
+    app.set_backend(BASE)
+    for batch in (4, 256):
+        app.set_batch(batch)
+        harness.settle(app)
+        p = app.prediction
+        assert p is not None and p.timing.batch == batch
+        assert np.isclose(p.probs.sum(), 1.0, atol=1e-4)
+        if HAVE_MODEL:  # jittered copies of a clear 7 still read 7
+            assert p.digit == ref.digit
+        else:  # random weights: averaging small shifts keeps the probabilities near the unshifted ones
+            assert np.abs(p.probs - ref.probs).max() < 0.25
+    summary = harness.summary(app)
+    assert summary["batch"] == 256 and summary["kernel"] == app.kernel and summary["frames"] > 0
+
+
+def test_gpu_controls_are_disabled_with_the_reason_when_cuda_is_unusable(app: object) -> None:
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad import cuda_status
+
+    status = cuda_status()
+    btn = app.engine.backend_buttons["cuda"]
+    assert dpg.get_item_configuration(btn)["enabled"] == status.available
+    if status.available:
+        assert status.device in dpg.get_value(app.status.gpu)
+        return
+    from gemmpad.ui.text import gpu_line
+
+    first = status.reason.split(" (", 1)[0]  # one clause, not the driver's two versions
+    assert gpu_line(status) == f"No GPU: {first}; the CPU runs the network"
+    assert dpg.get_value(app.status.gpu).rstrip("…") in gpu_line(status)
+    tooltip_texts = [dpg.get_value(t) for t in dpg.get_item_children(app.engine.backend_tips["cuda"], 1)]
+    assert any(status.reason in t for t in tooltip_texts)
+    app.set_backend("cuda")  # refused, with the reason, and the app stays on the CPU
+    assert app.backend == BASE and status.reason in app.message
+    # Hovering the greyed-out button shows the reason (tooltips of disabled items must still open).
+    xt = real_input()
+    try:
+        vx, vy = dpg.get_viewport_pos()
+        x, y, w, h = harness.rect(btn)
+        xt.move(int(vx + x + w / 2), int(vy + y + h / 2))
+        for _ in range(10):
+            app.step()
+        assert dpg.is_item_hovered(btn) and dpg.is_item_visible(app.engine.backend_tips["cuda"])
+    finally:
+        xt.move(0, 0)
+        xt.close()
+
+
+def scribble() -> list[np.ndarray]:
+    """A scribble as a hand makes one: a long stroke looping over itself, no digit's shape."""
+    t = np.linspace(0, 8, 160)
+    return [np.stack([140 + 90 * np.sin(3.1 * t) * np.cos(0.7 * t), 140 + 80 * np.sin(2.3 * t + 1)], axis=1)]
+
+
+@NEEDS_MODEL
+def test_unsure_on_a_scribble_not_on_a_digit(app: object) -> None:
+    """A scribble read as a digit at 80-99.9 % (issue 22): the window now shows "?" and the
+    network's best guess; a clear 7 still shows 7."""
+    import dearpygui.dearpygui as dpg
+
+    assert app.detector is not None, app._no_detector  # the shipped model ships its detector
+    draw(app, scribble())
+    assert app.prediction is not None and app.unsure is True
+    assert dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "unsure"
+    assert dpg.get_value(app.pred.runner).startswith(f"best guess {app.prediction.digit}")
+    # the verdict is the detector's on what the network saw
+    assert app.detector.unsure(app.worker._clf.model, app.preview28.reshape(1, -1))[0]
+    app.clear()
+    draw(app, seven())
+    assert app.unsure is False and dpg.get_value(app.pred.digit) == "7"
+    assert dpg.get_value(app.pred.conf).endswith("%")
+    app.clear()
+    harness.settle(app)
+    assert app.unsure is None and dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "draw a digit"
