@@ -5,6 +5,12 @@ canvas pixels. The app paints each new segment into a float image (1 = ink)
 with an anti-aliased round brush, and the same painter renders the synthetic
 drawn digits used to train and evaluate the model, so the model sees exactly
 what the app makes.
+
+A strokes file (--record, saved drawings, corrections: models/README.md) is JSON:
+    {"canvas": [280, 280], "widths": [18.0, 12.0], "strokes": [[[x, y], ...], ...]}
+canvas (height, width) and each stroke's brush diameter in px, so the drawing can be
+painted again exactly as it looked. A bare list of strokes (the older form) reads
+as the app's canvas and brush.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +33,9 @@ FAR = 10 * max(CANVAS)  # farthest a stroke point may lie from the canvas origin
 MAX_STROKE_POINTS = 2_000  # a slow, long stroke at 60 frames per second is a few hundred
 MAX_POINTS = 10_000  # replaying this many took ~10 s in the window (development VM, 2026-11-24)
 MAX_FILE_BYTES = 4 << 20  # 10,000 points take ~0.15 MB as saved; room for indentation
+DEFAULT_WIDTH = 18.0  # px: the app's brush, and the width of a file that names none
+MAX_SIDE = 2048  # px: a canvas side a strokes file may name (4096^2 floats would be 64 MB a drawing)
+MAX_WIDTH = 400.0  # px: a brush diameter a strokes file may name
 
 
 def paint_segment(canvas: np.ndarray, p0: Sequence[float], p1: Sequence[float], width: float) -> None:
@@ -75,8 +85,30 @@ def render(strokes: Sequence[Stroke], size: tuple[int, int] = CANVAS, width: flo
     return canvas
 
 
+@dataclass(frozen=True)
+class Drawing:
+    """A drawing as the app made it: strokes, each stroke's brush diameter, the canvas (height, width)."""
+
+    strokes: list[Stroke]
+    widths: list[float]
+    canvas: tuple[int, int] = CANVAS
+
+    def render(self) -> np.ndarray:
+        """The canvas image the app showed (float32, 1 = ink)."""
+        image = np.zeros(self.canvas, dtype=np.float32)
+        for s, w in zip(self.strokes, self.widths):
+            paint_stroke(image, s, w)
+        return image
+
+
 def load(path: str | os.PathLike[str]) -> list[Stroke]:
-    """Read a strokes JSON file: a list of strokes, each a list of [x, y] points.
+    """The strokes of a strokes file (load_drawing without the widths and canvas)."""
+    return load_drawing(path).strokes
+
+
+def load_drawing(path: str | os.PathLike[str]) -> Drawing:
+    """Read a strokes file: a list of strokes (each a list of [x, y] points), or the object
+    form with the canvas size and the brush widths.
 
     Points are capped per stroke and in all (MAX_STROKE_POINTS, MAX_POINTS): a hand
     drawing a digit makes a few hundred, and replaying costs time per point, so a
@@ -84,6 +116,10 @@ def load(path: str | os.PathLike[str]) -> list[Stroke]:
     """
     p = Path(path)
     raw = load_json(p, MAX_FILE_BYTES, GemmpadError, "strokes JSON file")
+    canvas, widths = CANVAS, None
+    if isinstance(raw, dict):
+        canvas, widths = _canvas(raw.get("canvas", list(CANVAS)), p), raw.get("widths")
+        raw = raw.get("strokes")
     if not isinstance(raw, list):
         raise GemmpadError(f"{p}: expected a list of strokes, got {type(raw).__name__}")
     strokes = []
@@ -104,10 +140,33 @@ def load(path: str | os.PathLike[str]) -> list[Stroke]:
         if np.abs(arr).max() > FAR:  # a pen can leave the canvas, not by kilometres (painting would run out of memory)
             raise GemmpadError(f"{p}: stroke {i} has a point more than {FAR:g} px from the canvas origin")
         strokes.append(arr)
-    return strokes
+    return Drawing(strokes, _widths(widths, len(strokes), p), canvas)
 
 
-def save(path: str | os.PathLike[str], strokes: Sequence[Stroke]) -> None:
-    """Write strokes as JSON (atomically), rounded to 0.1 px."""
+def _canvas(value: object, p: Path) -> tuple[int, int]:
+    ok = (isinstance(value, list) and len(value) == 2
+          and all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_SIDE for v in value))
+    if not ok:
+        raise GemmpadError(f"{p}: \"canvas\" must be [height, width] in whole pixels, 1 to {MAX_SIDE}")
+    return int(value[0]), int(value[1])  # type: ignore[index]
+
+
+def _widths(value: object, n: int, p: Path) -> list[float]:
+    if value is None:
+        return [DEFAULT_WIDTH] * n
+    ok = (isinstance(value, list) and len(value) == n
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_WIDTH for v in value))
+    if not ok:
+        raise GemmpadError(f"{p}: \"widths\" must list one brush diameter (0 to {MAX_WIDTH:g} px) per stroke")
+    return [float(v) for v in value]  # type: ignore[union-attr]
+
+
+def save(path: str | os.PathLike[str], strokes: Sequence[Stroke], widths: Sequence[float] | None = None,
+         canvas: tuple[int, int] = CANVAS) -> None:
+    """Write a strokes file (atomically), points rounded to 0.1 px; widths default to the app's brush."""
     data = [[[round(float(x), 1), round(float(y), 1)] for x, y in np.asarray(s).reshape(-1, 2)] for s in strokes]
-    write_text(path, json.dumps(data) + "\n")
+    sizes = [float(w) for w in widths] if widths is not None else [DEFAULT_WIDTH] * len(data)
+    if len(sizes) != len(data):
+        raise ValueError(f"{len(sizes)} widths for {len(data)} strokes")
+    doc = {"canvas": [int(canvas[0]), int(canvas[1])], "widths": sizes, "strokes": data}
+    write_text(path, json.dumps(doc) + "\n")

@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.exit:
             app.run()
         if args.record:
-            strokes.save(args.record, app.canvas.strokes())
+            strokes.save(args.record, app.canvas.strokes(), app.canvas.widths(), app.canvas.size)
     finally:
         app.close()
     return 0

@@ -423,7 +423,7 @@ class App:
         try:
             with atomic_path(png) as tmp:
                 Image.fromarray(pixels, mode="L").save(tmp)
-            strokes.save(png.with_suffix(".json"), self.canvas.strokes())
+            strokes.save(png.with_suffix(".json"), self.canvas.strokes(), self.canvas.widths(), self.canvas.size)
         except OSError as exc:  # a full disk or a folder we may not write: say so, keep the drawing
             self.error = f"Not saved: {exc}"
             self.status.say(self.error, error=True)
