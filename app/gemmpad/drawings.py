@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gemmpad import strokes
+from gemmpad import pendigits, strokes
 from gemmpad.errors import GemmpadError
 from gemmpad.images import SUFFIXES, load_image
 from gemmpad.preprocess import preprocess
@@ -34,7 +34,7 @@ class Example:
     key: a hash of the file's content, naming it in caches."""
 
     label: int
-    path: Path
+    path: Path  # where it was read from
     image28: np.ndarray
     drawing: strokes.Drawing | None
     key: str
@@ -72,24 +72,27 @@ def read_folder(root: str | Path, say: Say = print) -> list[Example]:
 
 
 def _read_digit(folder: Path, label: int, say: Say) -> list[Example]:
+    """The drawings of one digit: per name, the strokes file, else (or when that cannot be
+    read) the picture of the same name."""
     try:
         files = sorted(f for f in folder.iterdir() if not f.name.startswith("."))
     except OSError as exc:
         say(f"skipped {folder}/: cannot read it ({exc.strerror or exc})")
         return []
-    stems_with_strokes = {f.stem for f in files if f.suffix.lower() == ".json"}
-    out = []
+    by_stem: dict[str, list[Path]] = {}
     for f in files:
-        suffix = f.suffix.lower()
-        if suffix in SUFFIXES and f.stem in stems_with_strokes:
-            continue  # the picture of a drawing read from its strokes
-        if suffix != ".json" and suffix not in SUFFIXES:
+        if f.suffix.lower() == ".json" or f.suffix.lower() in SUFFIXES:
+            by_stem.setdefault(f.stem, []).append(f)
+        else:
             say(f"skipped {f}: not a strokes file (.json) or a picture ({', '.join(SUFFIXES)})")
-            continue
-        try:
-            out.append(read_example(f, label))
-        except (GemmpadError, OSError) as exc:
-            say(f"skipped {f}: {_reason(exc, f)}")
+    out = []
+    for stem in sorted(by_stem):
+        for f in sorted(by_stem[stem], key=lambda p: p.suffix.lower() != ".json"):
+            try:
+                out.append(read_example(f, label))
+                break
+            except (GemmpadError, OSError) as exc:
+                say(f"skipped {f}: {_reason(exc, f)}")
     return out
 
 
@@ -115,6 +118,24 @@ def read_example(path: Path, label: int) -> Example:
 
 def _content_key(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()[:20]
+
+
+def pen_drawing(sample: pendigits.PenDigit, style: pendigits.Style | str) -> strokes.Drawing:
+    """A real writer's digit as the app would have recorded it at `style` (light ink: the
+    app's canvas): the corrections of tests and `gemmpad bench learn`."""
+    st = pendigits.STYLES[style] if isinstance(style, str) else style
+    lines = [np.asarray(c, dtype=np.float64) for c in pendigits.canvas_strokes(sample, st)]
+    return strokes.Drawing(lines, [st.width] * len(lines), st.canvas)
+
+
+def example_of(drawing: strokes.Drawing, label: int, path: Path | None = None) -> Example:
+    """An Example of a drawing held in memory (the window's canvas, a pendigits sample)."""
+    image28 = preprocess(drawing.render())
+    if image28 is None:
+        raise GemmpadError("no ink in it")
+    key = hashlib.sha1(b"".join(np.asarray(s, np.float64).tobytes() for s in drawing.strokes)
+                       + np.asarray(drawing.widths, np.float64).tobytes()).hexdigest()[:20]
+    return Example(label, path or Path(f"<drawing {key}>"), image28, drawing, key)
 
 
 def counts(examples: list[Example]) -> dict[int, int]:

@@ -170,7 +170,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
-    p.add_argument("--tta", type=integer(1), default=1, metavar="N", help="average N jittered copies (the app's batch)")
+    p.add_argument("--tta", type=integer(1, 256), default=1, metavar="N", help="average N jittered copies (the app's batch)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
 
 

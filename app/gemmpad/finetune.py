@@ -12,8 +12,13 @@
    native CUDA trainer (gemmpad.train_native), else in NumPy (gemmpad.train_numpy),
    same arguments and same result on both;
 3. measures before and after: the person's held-out drawings (never trained on), the
-   MNIST test set and unseen real writers; if either base figure drops by more than
-   MAX_DROP the new weights are refused unless forced (`Outcome.accepted`).
+   MNIST test set and unseen real writers; if MNIST test drops by more than MAX_DROP the
+   new weights are refused unless forced (`Outcome.accepted`). Unseen writers are shown,
+   not ruled on: a personal model may read a few strangers differently (a person whose 1
+   has a long flag teaches it that such a stroke is a 1, and some strangers' 7s follow),
+   and 0.3 points of the 3,000 real-writer images are 9 digits: 300 steps on the replay
+   alone moved them by 0.5-1.0 points (the shipped model, 2026-11-26); MNIST's 10,000
+   measure the forgetting this rule guards against.
 Saving is the caller's choice (`save_personal`): atomically, never over the shipped model.
 """
 
@@ -36,8 +41,10 @@ from gemmpad.model import Model
 from gemmpad.preprocess import preprocess, preprocess_batch
 from gemmpad.replay import Arrays, References
 
-MAX_DROP = 0.003  # accuracy on MNIST test or on unseen writers may fall by at most 0.3 points
+MAX_DROP = 0.003  # accuracy on MNIST test may fall by at most 0.3 points
 ENGINES = ("auto", "numpy", "native")
+PAINT_BUDGET = 120  # random-pen paintings per Learn, shared by the drawings (user_rows)
+RESTROKE_BUDGET = 240  # re-stroked copies per Learn
 Progress = Callable[[str, float], None]  # (what is happening, fraction done)
 
 
@@ -52,9 +59,8 @@ class Settings:
     lr: float = 0.005  # of the first epoch, cosine-decayed to final_lr of it by the last
     final_lr: float = 0.05
     momentum: float = 0.9
-    restyles: int = 3  # random-pen paintings of each strokes drawing (a picture gets warps only)
-    warps: int = 2  # warped and re-stroked copies of each of those images, made anew for every fine-tune
-    max_rows: int = 4096  # the person's rows in all: with many drawings each gets fewer copies
+    restyles: int = 3  # random-pen paintings of each strokes drawing (a picture gets none), at most
+    warps: int = 4  # warped copies of each of those images (and one re-stroked), made anew every Learn
     holdout: float = 0.0  # fraction of each digit's drawings kept out of training to measure on
     seed: int = 0
 
@@ -132,9 +138,14 @@ class RestyleCache:
 
 def user_rows(examples: Sequence[Example], settings: Settings, rng: np.random.Generator,
               cache: RestyleCache | None = None) -> Arrays:
-    """The training rows made from the person's drawings (see the module docstring)."""
-    per = max(1, settings.max_rows // max(1, len(examples)))  # rows per drawing at most
-    restyles = min(settings.restyles, max(0, per // (1 + settings.warps) - 1))
+    """The training rows made from the person's drawings (see the module docstring).
+
+    Painting (~5 ms a drawing) and re-stroking (~4 ms an image) are the slow parts, so
+    each has a budget per Learn (PAINT_BUDGET, RESTROKE_BUDGET): a few drawings get every
+    kind of copy, two hundred get warps of themselves and re-strokes of some, and Learn
+    stays within seconds. Many drawings are variety enough.
+    """
+    restyles = min(settings.restyles, PAINT_BUDGET // max(1, len(examples)))
     cache = cache or RestyleCache()
     bases, labels = [], []
     for e in examples:
@@ -143,12 +154,14 @@ def user_rows(examples: Sequence[Example], settings: Settings, rng: np.random.Ge
         labels += [e.label] * len(imgs)
     base = np.concatenate(bases)
     y = np.array(labels, dtype=np.int64)
+    pick = rng.permutation(len(base))[:RESTROKE_BUDGET]
+    copies = [(augment.warp(base, 28, rng), y) for _ in range(settings.warps)]
+    copies.append((augment.restroke(base[pick], rng), y[pick]))
     xs, ys = [base], [y]
-    for i in range(settings.warps):
-        transform = augment.warp(base, 28, rng) if i % 2 == 0 else augment.restroke(base, rng)
-        x, ok = preprocess_batch(transform)
+    for images, labels_ in copies:
+        x, ok = preprocess_batch(images)
         xs.append(x[ok])
-        ys.append(y[ok])
+        ys.append(labels_[ok])
     return Arrays(np.concatenate(xs).reshape(-1, 784), np.concatenate(ys))
 
 
@@ -296,7 +309,7 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
     t2 = time.perf_counter()
     after = figures(weights, held, refs)
     outcome = Outcome(weights, before, after, True, "", name, len(train), len(held), len(rows), steps)
-    worse = {k: v for k, v in outcome.drops().items() if v > MAX_DROP}
+    worse = {k: v for k, v in outcome.drops().items() if k == "MNIST test" and v > MAX_DROP}
     if worse:
         text = ", ".join(f"{k} {100 * before[k]:.2f} -> {100 * after[k]:.2f} %" for k in worse)
         outcome.accepted = force

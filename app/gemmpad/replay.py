@@ -98,8 +98,9 @@ def _sources(model: Model) -> dict[str, int]:
 
 
 def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache: str | os.PathLike[str] | None = None,
-               replay_rows: int = REPLAY_ROWS, log: Log = lambda s: None) -> References:
-    """The replay and test sets for `model`, from `cache` when built before."""
+               replay_rows: int | None = None, log: Log = lambda s: None) -> References:
+    """The replay (replay_rows, default REPLAY_ROWS) and test sets for `model`, from `cache` when built before."""
+    replay_rows = replay_rows or REPLAY_ROWS
     folder = mnist_dir(mnist)
     try:
         pen_path: Path | None = pendigits.default_path()
@@ -109,7 +110,7 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
     trained = trained_writers(model)
     stamp = [(p.name, p.stat().st_size) for p in sorted(folder.iterdir()) if p.name.startswith(("train", "t10k"))]
     key = json.dumps([CACHE_VERSION, stamp, pen_path.stat().st_size if pen_path else None, sources, trained,
-                      replay_rows, _code_version()])
+                      replay_rows, WRITER_STEP, _code_version()])
     path = Path(cache) / f"references-{hashlib.md5(key.encode()).hexdigest()[:16]}.npz" if cache else None
     if path is not None and path.is_file():
         try:
