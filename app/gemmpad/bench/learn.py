@@ -144,28 +144,32 @@ def timing(model: Model, pen: list[pendigits.PenDigit], refs: replay.References,
         picks = [pen[i] for i in rng.permutation(len(pen))[:n]]
         ex = [drawings.example_of(drawings.pen_drawing(s, "brush-18px-280"), s.digit) for s in picks]
         settings = finetune.Settings()
-        ours, theirs, name = [], [], ""
+        threads = sorted({torch.get_num_threads(), 1}, reverse=True) if device == "cpu" else [torch.get_num_threads()]
+        ours, theirs, name = [], {t: [] for t in threads}, ""
         for _ in range(repeats):
             t0 = time.perf_counter()
             o = finetune.learn(model, ex, refs, settings, engine)  # a fresh cache: every drawing painted
             _answer(o.weights, ex[0].image28)
             ours.append(time.perf_counter() - t0)
             name = o.engine
-            t0 = time.perf_counter()
-            rows = finetune.user_rows(ex, settings, np.random.default_rng([settings.seed, 2]))
-            finetune.figures(model.weights, [], refs)
-            w = tune_torch(model.weights, rows, refs.replay, settings, device)
-            finetune.figures(w, [], refs)
-            _answer(w, ex[0].image28)
-            theirs.append(time.perf_counter() - t0)
+            for t in threads:
+                torch.set_num_threads(t)
+                t0 = time.perf_counter()
+                rows = finetune.user_rows(ex, settings, np.random.default_rng([settings.seed, 2]))
+                finetune.figures(model.weights, [], refs)
+                w = tune_torch(model.weights, rows, refs.replay, settings, device)
+                finetune.figures(w, [], refs)
+                _answer(w, ex[0].image28)
+                theirs[t].append(time.perf_counter() - t0)
+        torch.set_num_threads(threads[0])
         row = {"drawings": n, "engine": name, "seconds_median": float(np.median(ours)), "seconds_all": ours,
-               "torch_device": device, "torch_threads": torch.get_num_threads(),
-               "torch_seconds_median": float(np.median(theirs)), "torch_seconds_all": theirs,
-               "rows": o.rows, "steps": o.steps, "parts_last": o.seconds}
+               "torch_device": device, "torch_seconds_median": {t: float(np.median(v)) for t, v in theirs.items()},
+               "torch_seconds_all": theirs, "rows": o.rows, "steps": o.steps, "parts_last": o.seconds}
         out.append(row)
         log(f"  {n:4d} drawings: {name} {row['seconds_median']:.2f} s (rows {o.seconds['rows']:.2f}, train "
             f"{o.seconds['train']:.2f}, measure {o.seconds['measure']:.2f}); torch ({device}) "
-            f"{row['torch_seconds_median']:.2f} s")
+            + ", ".join(f"{v:.2f} s with {t} thread{'s' if t > 1 else ''}"
+                        for t, v in row["torch_seconds_median"].items()))
     return out
 
 
@@ -183,9 +187,10 @@ def summary(rows: list[dict[str, Any]], times: list[dict[str, Any]]) -> str:
                   f"{-100 * mn.mean():+.2f} / {-100 * mn.max():+.2f} | {-100 * np.nanmean(wr):+.2f} / "
                   f"{-100 * np.nanmax(wr):+.2f} | {sum(r['accepted'] for r in rows)} of {len(rows)} |", ""]
     if times:
-        lines += ["| drawings | Learn -> answer (ours) | engine | same fine-tune in torch |", "|---:|---:|---|---:|"]
-        lines += [f"| {t['drawings']} | {t['seconds_median']:.2f} s | {t['engine']} | {t['torch_seconds_median']:.2f} s "
-                  f"({t['torch_device']}, {t['torch_threads']} threads) |" for t in times]
+        lines += ["| drawings | Learn -> answer (ours) | engine | same fine-tune in torch |", "|---:|---:|---|---|"]
+        lines += [f"| {t['drawings']} | {t['seconds_median']:.2f} s | {t['engine']} | "
+                  + ", ".join(f"{v:.2f} s ({t['torch_device']}, {k} thread{'s' if k > 1 else ''})"
+                              for k, v in t["torch_seconds_median"].items()) + " |" for t in times]
     return "\n".join(lines)
 
 
