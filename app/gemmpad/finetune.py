@@ -43,8 +43,8 @@ from gemmpad.replay import Arrays, References
 
 MAX_DROP = 0.003  # accuracy on MNIST test may fall by at most 0.3 points
 ENGINES = ("auto", "numpy", "native")
-PAINT_BUDGET = 120  # random-pen paintings per Learn, shared by the drawings (user_rows)
-RESTROKE_BUDGET = 240  # re-stroked copies per Learn
+PAINT_BUDGET = 60  # random-pen paintings per Learn, shared by the drawings (user_rows)
+RESTROKE_BUDGET = 160  # re-stroked copies per Learn
 Progress = Callable[[str, float], None]  # (what is happening, fraction done)
 
 

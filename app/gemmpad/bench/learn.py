@@ -17,6 +17,8 @@ same fine-tune (same rows, orders and learning rates) in PyTorch.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,22 +134,33 @@ def _answer(weights: dict[str, np.ndarray], image28: np.ndarray) -> int:
     return int(Model(weights).forward(image28.reshape(1, 784)).argmax())
 
 
-def timing(model: Model, pen: list[pendigits.PenDigit], refs: replay.References, counts: list[int], repeats: int,
-           engine: str, log: Any = print) -> list[dict[str, Any]]:
-    """Seconds from Learn to the new model's first answer, per drawing count, ours vs torch."""
+def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist: str | None, counts: list[int],
+           repeats: int, engine: str, log: Any = print) -> list[dict[str, Any]]:
+    """Seconds from Learn to the new model's first answer, per drawing count, ours vs torch: reading
+    the drawings folder (strokes files, as the window saved them), the replay and test sets (from
+    the cache), the fine-tune, the before/after figures, one reading with the new weights."""
+    import tempfile
+
     import torch
+
+    from gemmpad import strokes
 
     device = "cuda" if engine != "numpy" and torch.cuda.is_available() else "cpu"
     rng = np.random.default_rng(3)
     out = []
     for n in counts:
         picks = [pen[i] for i in rng.permutation(len(pen))[:n]]
-        ex = [drawings.example_of(drawings.pen_drawing(s, "brush-18px-280"), s.digit) for s in picks]
+        folder = Path(tempfile.mkdtemp(prefix="gemmpad-bench-learn-"))
+        for i, s in enumerate(picks):
+            d = drawings.pen_drawing(s, "brush-18px-280")
+            strokes.save(folder / str(s.digit) / f"{i}.json", d.strokes, d.widths, d.canvas)
         settings = finetune.Settings()
         threads = sorted({torch.get_num_threads(), 1}, reverse=True) if device == "cpu" else [torch.get_num_threads()]
         ours, theirs, name = [], {t: [] for t in threads}, ""
         for _ in range(repeats):
             t0 = time.perf_counter()
+            ex = drawings.read_folder(folder, say=log)
+            refs = replay.references(model, mnist, cache)
             o = finetune.learn(model, ex, refs, settings, engine)  # a fresh cache: every drawing painted
             _answer(o.weights, ex[0].image28)
             ours.append(time.perf_counter() - t0)
@@ -155,6 +168,8 @@ def timing(model: Model, pen: list[pendigits.PenDigit], refs: replay.References,
             for t in threads:
                 torch.set_num_threads(t)
                 t0 = time.perf_counter()
+                ex = drawings.read_folder(folder, say=log)
+                refs = replay.references(model, mnist, cache)
                 rows = finetune.user_rows(ex, settings, np.random.default_rng([settings.seed, 2]))
                 finetune.figures(model.weights, [], refs)
                 w = tune_torch(model.weights, rows, refs.replay, settings, device)
@@ -162,6 +177,7 @@ def timing(model: Model, pen: list[pendigits.PenDigit], refs: replay.References,
                 _answer(w, ex[0].image28)
                 theirs[t].append(time.perf_counter() - t0)
         torch.set_num_threads(threads[0])
+        shutil.rmtree(folder, ignore_errors=True)
         row = {"drawings": n, "engine": name, "seconds_median": float(np.median(ours)), "seconds_all": ours,
                "torch_device": device, "torch_seconds_median": {t: float(np.median(v)) for t, v in theirs.items()},
                "torch_seconds_all": theirs, "rows": o.rows, "steps": o.steps, "parts_last": o.seconds}
@@ -213,9 +229,11 @@ def run(args: argparse.Namespace) -> int:
         found = found[: args.max_cells]
     print(f"{len(found)} cells read below {100 * args.below:.0f} % (writers {args.writers}, {len(styles)} styles)")
     rows = quality(model, found, refs, args.engine)
-    times = timing(model, pen, refs, args.drawings, args.repeats, args.engine) if args.drawings else []
+    times = timing(model, pen, args.cache or None, args.data, args.drawings, args.repeats,
+                   args.engine) if args.drawings else []
     text = summary(rows, times)
     print(text)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     if args.out:
         out = Path(args.out)
         write_text(out / "learn.json", json.dumps({"machine": machine(), "model": str(model.path), "cells": rows,
