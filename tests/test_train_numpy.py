@@ -27,14 +27,18 @@ def test_gradients_match_torch_autograd(rng: np.random.Generator) -> None:
 
 @pytest.mark.parametrize("decay_biases", [True, False])
 def test_fit_follows_torch_sgd_over_the_same_batches(rng: np.random.Generator, decay_biases: bool) -> None:
-    """Momentum, weight decay (with and without the biases), per-epoch lr, a short last batch."""
+    """Momentum, weight decay (with and without the biases), per-epoch lr, a short last batch.
+
+    At lr 0.05 a ReLU that flips between float32 and float64 can grow into a difference of
+    1e-4 over 15 steps (one draw in a few dozen); at these rates, over 30 draws: at most
+    1.4e-7, while decaying the biases too or momentum 0.8 instead of 0.9 lands >= 3.5e-3 away."""
     w0 = random_weights(rng)
     x, y = random_data(rng, 70)
     orders = [rng.permutation(70).astype(np.int32) for _ in range(3)]
-    lrs = [0.05, 0.03, 0.01]
-    got = train_numpy.fit(x, y, w0, epochs=3, batch_size=16, lr_schedule=lrs, momentum=0.9, weight_decay=1e-3,
+    lrs = [0.01, 0.005, 0.002]
+    got = train_numpy.fit(x, y, w0, epochs=3, batch_size=16, lr_schedule=lrs, momentum=0.9, weight_decay=1e-2,
                           decay_biases=decay_biases, batch_order=lambda e: orders[e])
-    ref, _ = sgd_reference(w0, x, y, orders, 16, lrs, 0.9, 1e-3, decay_biases)
+    ref, _ = sgd_reference(w0, x, y, orders, 16, lrs, 0.9, 1e-2, decay_biases)
     for k in ref:
         assert rel_error(got[k], ref[k]) < 1e-4, k
     assert not any(np.shares_memory(got[k], w0[k]) for k in w0), "the initial weights must not be modified"
@@ -45,8 +49,8 @@ def test_orders_may_repeat_rows_and_stop_early(rng: np.random.Generator) -> None
     w0 = random_weights(rng)
     x, y = random_data(rng, 40)
     order = np.concatenate([np.zeros(20, np.int32), np.arange(20, 40, dtype=np.int32)])
-    got = train_numpy.fit(x, y, w0, epochs=1, batch_size=10, lr_schedule=0.1, batch_order=lambda e: order)
-    ref, _ = sgd_reference(w0, x, y, [order], 10, [0.1], 0.9, 0.0)
+    got = train_numpy.fit(x, y, w0, epochs=1, batch_size=10, lr_schedule=0.01, batch_order=lambda e: order)
+    ref, _ = sgd_reference(w0, x, y, [order], 10, [0.01], 0.9, 0.0)
     assert rel_error(got["W1"], ref["W1"]) < 1e-4
     calls = []
     stopped = train_numpy.fit(x, y, w0, epochs=5, batch_size=10, lr_schedule=0.1,
