@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import dearpygui.dearpygui as dpg
-import numpy as np
 
 from gemmpad import pendigits, replay
 from gemmpad.bench.learn import cells

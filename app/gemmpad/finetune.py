@@ -243,7 +243,8 @@ def unfold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> d
 
 
 def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Arrays, settings: Settings, engine: str = "auto",
-         progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> tuple[dict[str, np.ndarray], str, int]:
+         progress: Progress | None = None,
+         should_stop: Callable[[], bool] | None = None) -> tuple[dict[str, np.ndarray], str, int]:
     """(new weights for raw inputs, engine used, steps run): SGD from `weights` on the person's
     rows mixed with the replay (batch_plan), in normalised inputs as in training."""
     from gemmpad.train import fold_normalisation
@@ -263,8 +264,8 @@ def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Arrays, settings:
 
     kwargs: dict[str, Any] = {"should_stop": should_stop} if name == "numpy" else {}
     w = trainer.fit(x, y, unfold_normalisation(weights, mean, std), epochs=epochs, batch_size=settings.batch,
-                    lr_schedule=decay(settings.lr, epochs, settings.final_lr), momentum=settings.momentum, weight_decay=0.0,
-                    batch_order=lambda e: orders[e], callback=on_epoch, **kwargs)
+                    lr_schedule=decay(settings.lr, epochs, settings.final_lr), momentum=settings.momentum,
+                    weight_decay=0.0, batch_order=lambda e: orders[e], callback=on_epoch, **kwargs)
     return fold_normalisation(w, mean, std), name, epochs * (-(-len(y) // settings.batch))
 
 

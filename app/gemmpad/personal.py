@@ -66,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
     base = load_model(args.base)
     output = Path(args.output) if args.output else userdata.personal_model_path()
     check_target(output, base, args.force)
-    settings = finetune.Settings(**{k: v for k, v in (("steps", args.steps), ("lr", args.lr),
-                                                       ("batch", args.batch_size), ("seed", args.seed)) if v is not None})
+    given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
+    settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
     log: Log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     outcome = fine_tune_folder(base, args.drawings, output, settings, "native" if args.engine == "native" else "auto",
                                args.insist, args.data, args.cache or None, log)

@@ -90,7 +90,8 @@ def quality(model: Model, found: list[Cell], refs: replay.References, engine: st
         tx = np.stack([e.image28.reshape(784) for e in c.others])
         ty = np.full(len(c.others), c.digit)
         row = {"writer": c.writer, "digit": c.digit, "style": c.style, "base_all": c.base_acc,
-               "others_before": finetune.accuracy(model, tx, ty), "others_after": finetune.accuracy(out.weights, tx, ty),
+               "others_before": finetune.accuracy(model, tx, ty),
+               "others_after": finetune.accuracy(out.weights, tx, ty),
                "n_others": len(c.others), "accepted": out.accepted, **{f"drop_{k}": v for k, v in out.drops().items()},
                "seconds": out.seconds["total"]}
         rows.append(row)

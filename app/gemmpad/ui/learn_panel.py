@@ -132,9 +132,13 @@ class LearnPanel:
         self.outcome: finetune.Outcome | None = None  # the last result (refused ones wait for "Use it anyway")
         self._examples: list[drawings.Example] = []
         self.figures = ""
+        self.scale = scale
+        self._placed: tuple[object, ...] = ()
         s = scale
+        # A window of its own, folded until a correction or Learn opens it, in the bottom right
+        # corner (over the latency plot, which matters least while teaching): no panel moves.
         with dpg.window(label="Teach it your handwriting", no_close=True, no_saved_settings=True, autosize=True,
-                        pos=(round(10 * s), round(480 * s))) as self.root:
+                        collapsed=True) as self.root:
             heading("Your corrections", fonts)
             self.count_text = dpg.add_text("", wrap=round(380 * s))
             with dpg.group(horizontal=True):
@@ -156,6 +160,18 @@ class LearnPanel:
         dpg.configure_item(self.insist_btn, callback=lambda: self.insist(app))
         self._show_count(app)
 
+    def open(self) -> None:
+        dpg.configure_item(self.root, collapsed=False)
+
+    def _place(self) -> None:
+        """Keep the panel in the bottom right corner of the viewport as it resizes."""
+        size = (dpg.get_viewport_client_width(), dpg.get_viewport_client_height())
+        w, h = dpg.get_item_rect_size(self.root)
+        if (size, w, h) != self._placed and w > 0:
+            margin = round(16 * self.scale)
+            dpg.set_item_pos(self.root, (max(0, size[0] - w - margin), max(0, size[1] - h - 3 * margin)))
+            self._placed = (size, w, h)
+
     # ------------------------------------------------------------ actions
     def base_model(self, app: App) -> Model:
         """What Learn starts from and Reset returns to: the model the window started with,
@@ -173,12 +189,14 @@ class LearnPanel:
         read = app.prediction.digit if app.prediction is not None else None
         if app.save(label=digit) is not None:
             n = sum(1 for _ in (app.drawings_dir / str(digit)).glob("*.json"))
+            self.open()
             app.say(f"Saved as a {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
                     + f": {n} drawing{'s' if n != 1 else ''} of {digit}. Press L to learn.")
             self._show_count(app)
 
     def learn(self, app: App) -> None:
         if self.learner.start(self.base_model(app)):
+            self.open()
             dpg.configure_item(self.insist_btn, show=False)
             self.figures = ""
             dpg.set_value(self.figures_text, "")
@@ -220,6 +238,7 @@ class LearnPanel:
     # ------------------------------------------------------------ every frame
     def poll(self, app: App) -> bool:
         """Show progress and take a finished Learn; True while one runs (frames keep coming)."""
+        self._place()
         if self.learner.running:
             text, fraction = self.learner.status
             dpg.set_value(self.progress, fraction)
