@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmpad import cli, drawings, finetune, pendigits, personal, replay, strokes
+from gemmpad import cli, drawings, finetune, pendigits, personal, replay, strokes, train
 from gemmpad.errors import GemmpadError
 from gemmpad.model import default_model_path, load_model
 from tests.finetune_data import small_references
@@ -112,3 +112,19 @@ def test_check_target_refuses_an_existing_file(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="already exists"):
         personal.check_target(tmp_path / "me.npz", load_model(), replace=False)
     personal.check_target(tmp_path / "me.npz", load_model(), replace=True)
+
+
+@pytest.mark.slow
+def test_drawings_without_base_join_a_full_training_run(folder: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from tests.mnist_data import mnist_dir
+    from tests.test_train import parse
+
+    base = ["--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "1", "--augment", "none",
+            "--eval-drawn", "0", "--val-writers", "none", "--cache", "", "--quiet"]
+    with pytest.raises(GemmpadError, match="not a folder"):  # before minutes of building, not after
+        train.run(parse(*base, "--drawings", str(tmp_path / "absent"), "--output", str(tmp_path / "x.npz")))
+    assert train.run(parse(*base, "--drawings", str(folder), "--output", str(tmp_path / "m.npz"))) == 0
+    sources = load_model(tmp_path / "m.npz").card["training"]["sources"]
+    assert sources["original"] == 500 and sources["drawings"] > 6  # the six drawings and their copies
+
