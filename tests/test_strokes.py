@@ -25,7 +25,7 @@ def test_round_trip_rounds_to_a_tenth_of_a_pixel(tmp_path: Path, rng: np.random.
     ("text", "message"),
     [
         ("{not json", "not a valid strokes JSON file"),
-        ('{"strokes": []}', "expected a list of strokes, got dict"),
+        ('{"strokes": {"0": [[1, 2]]}}', "expected a list of strokes, got dict"),
         ("[[[1, 2], [3]]]", "stroke 0 is not a list of \\[x, y\\] points"),
         ('[[[1, 2]], "ab"]', "stroke 1 is not a list of \\[x, y\\] points"),
         ("[[]]", "stroke 0 must be a non-empty list"),

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import __version__, native, registry
+from gemmpad import __version__, native, registry, userdata
 from gemmpad.engine import available_backends
 from gemmpad.errors import GemmpadError
 from gemmpad.model import default_model_path, load_model
@@ -59,7 +59,10 @@ def collect() -> dict[str, Any]:
         model["scores"] = m.scores()
     except GemmpadError as exc:
         model["error"] = str(exc)
+    personal = userdata.personal_model_path()
     return {
+        "user_data": {"folder": str(userdata.data_dir()), "drawings": str(userdata.drawings_dir()),
+                      "personal_model": str(personal) if personal.exists() else None},
         "versions": versions,
         "platform": platform.platform(),
         "cpu_features": list(native.cpu.cpu_features()),
@@ -109,4 +112,7 @@ def run(args: argparse.Namespace) -> int:
         out(f"model: {m['path']}: {card}\n")
         if m["scores"]:
             out(f"model scores: {', '.join(m['scores'])}\n")
+    u = info["user_data"]
+    out(f"your data: {u['folder']} (drawings in {u['drawings']}; personal model: "
+        f"{u['personal_model'] or 'none yet'})\n")
     return 0

@@ -4,7 +4,9 @@ A drawing is a list of strokes; a stroke is an [n, 2] array of (x, y) points in
 canvas pixels. A strokes file also records each stroke's brush width and the canvas
 size, so that a replay paints exactly what was drawn:
     {"canvas": [height, width], "strokes": [{"width": 18.0, "points": [[x, y], ...]}, ...]}
-(a bare list of strokes, the older form, is read with the default width on CANVAS). The app paints each new segment into a float image (1 = ink)
+(a bare list of strokes, the older form, is read with the default width on CANVAS).
+The same files are --record's, the window's saved drawings and corrections
+(models/README.md). The app paints each new segment into a float image (1 = ink)
 with an anti-aliased round brush, and the same painter renders the synthetic
 drawn digits used to train and evaluate the model, so the model sees exactly
 what the app makes.

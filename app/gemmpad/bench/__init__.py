@@ -1,4 +1,4 @@
-"""`gemmpad bench gemm|mlp|train|report`: the measurements behind every speed claim.
+"""`gemmpad bench gemm|mlp|train|learn|report`: the measurements behind every speed claim.
 
 Every figure is a ratio against a reference measured in the same process on
 the same machine (cuBLAS at the same precision for GEMMs, NumPy for CPU
@@ -28,6 +28,7 @@ COMMANDS = {
     "gemm": "every GEMM kernel vs cuBLAS at the same precision (GPU) and NumPy (CPU)",
     "mlp": "the MLP forward pass per backend and kernel vs torch and NumPy",
     "train": "native training engine vs torch, with a parity run",
+    "learn": "learning a person's style from 5 corrections (real writers), and Learn's time vs torch",
     "report": "the README's tables from committed result JSON (no GPU needed)",
 }
 

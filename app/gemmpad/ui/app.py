@@ -34,11 +34,34 @@ _T_IMPORT = time.perf_counter()
 
 
 def default_drawings_dir() -> Path:
-    return Path(os.environ.get("GEMMPAD_DRAWINGS", Path.home() / "gemmpad-drawings"))
+    from gemmpad.userdata import drawings_dir
+
+    return drawings_dir()
+
+
+def start_model(explicit: str | None) -> str | None:
+    """The model file the window starts with: --model, else the personal model of an
+    earlier Learn when it exists and loads, else None (the shipped model)."""
+    if explicit:
+        return explicit
+    from gemmpad.model import load_model
+    from gemmpad.userdata import personal_model_path
+
+    personal = personal_model_path()
+    if not personal.exists():
+        return None
+    try:
+        load_model(personal)
+    except GemmpadError as exc:
+        print(f"gemmpad: your personal model cannot be used ({exc}); starting with the shipped model",
+              file=sys.stderr)
+        return None
+    return str(personal)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", metavar="PATH", help="model .npz (default: the shipped model)")
+    parser.add_argument("--model", metavar="PATH",
+                        help="model .npz (default: your personal model from Learn if there is one, else the shipped model)")
     parser.add_argument("--backend", choices=("numpy", "cpu", "cuda"),
                         help="start on this backend (default: cuda when usable, else cpu)")
     parser.add_argument("--kernel", metavar="NAME", help="start on this kernel (default: the backend's fastest)")
@@ -53,7 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--screenshot", metavar="PNG", help="write a screenshot after --replay (or at start)")
     parser.add_argument("--exit", action="store_true", help="close after --replay/--screenshot instead of staying open")
     parser.add_argument("--drawings", metavar="DIR", type=Path, default=None,
-                        help="folder for saved drawings (default: $GEMMPAD_DRAWINGS or ~/gemmpad-drawings)")
+                        help="folder for saved drawings and corrections (default: $GEMMPAD_DRAWINGS, else drawings/ in "
+                             "your data folder: `gemmpad info` names it)")
     parser.add_argument("--no-vsync", action="store_true", help="render as fast as possible (timing runs)")
     parser.add_argument("--threads", type=int, metavar="N", default=None,
                         help="threads for the native CPU kernels (default: the cores the window and other "
@@ -197,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     reasons = available_backends()
     usable = [b for b in ("cuda", "cpu", "numpy") if not reasons.get(b, "unknown")]
     backend = args.backend or backend_of(args.kernel) or usable[0]
-    classifier = Classifier(args.model, backend=backend, kernel=args.kernel)
+    classifier = Classifier(start_model(args.model), backend=backend, kernel=args.kernel)
 
     from gemmpad.ui import harness
     from gemmpad.ui.layout import DEFAULT_WINDOW

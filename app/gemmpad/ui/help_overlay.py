@@ -7,6 +7,7 @@ import dearpygui.dearpygui as dpg
 
 from gemmpad.ui import style
 from gemmpad.ui.keys import Shortcut
+from gemmpad.ui.learn_panel import help_section
 from gemmpad.ui.style import Fonts
 
 SECTIONS = (
@@ -42,7 +43,7 @@ class HelpOverlay:
         with dpg.window(label="gemmpad help  (? or Esc closes)", show=False, modal=False, no_collapse=True,
                         no_saved_settings=True, on_close=lambda: self.toggle(False)) as self.root:
             self.texts = []
-            for title, body in SECTIONS:
+            for title, body in (*SECTIONS, help_section()):
                 h = dpg.add_text(title.upper(), color=style.MUTED)
                 dpg.bind_item_font(h, fonts.heading)
                 self.texts.append(dpg.add_text(body, wrap=0))

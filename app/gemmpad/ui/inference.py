@@ -86,6 +86,13 @@ class InferenceWorker:
             self._cond.notify_all()
             return self._submitted
 
+    def use(self, classifier: Classifier) -> None:
+        """Run later requests on `classifier` (new weights); the request running now finishes
+        on the old one."""
+        with self._cond:
+            self._clf = classifier
+            self._config = None  # a new model: the latency plot starts again
+
     def take(self) -> Result | None:
         """The newest finished result, once; None if nothing new arrived."""
         with self._cond:
@@ -124,7 +131,8 @@ class InferenceWorker:
                 self._cond.notify_all()
 
     def _run(self, req: Request) -> Result:
-        clf = self._clf
+        with self._cond:
+            clf = self._clf
         error = ""
         if req.backend != clf.backend or (req.kernel is not None and req.kernel != clf.kernel):
             try:
@@ -132,7 +140,7 @@ class InferenceWorker:
             except Exception as exc:  # shown in the status line; we keep running on the old setting
                 error = f"{type(exc).__name__}: {exc}"
         config = (clf.backend, clf.kernel, req.batch, req.warm)
-        warmup = self._warmup(req)
+        warmup = self._warmup(req, clf)
         try:
             if config != self._config and not req.warm:
                 # The first pass after a change also sets up what the new setting needs
@@ -162,8 +170,8 @@ class InferenceWorker:
         layer_us = clf.layer_times() if prediction is not None else ()
         return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden, layer_us, unsure)
 
-    def _warmup(self, req: Request) -> int:
+    def _warmup(self, req: Request, clf: Classifier) -> int:
         if not req.warm:
             return 0
-        last = self._clf.last_timing  # None right after a switch: warm up (it also sets up)
+        last = clf.last_timing  # None right after a switch: warm up (it also sets up)
         return WARMUP_PASSES if last is None or last.end_to_end_us < WARM_SKIP_US else 0

@@ -1,7 +1,7 @@
 """The keyboard map: one table drives the key handling, the help overlay and the tooltips.
 
-Plain digit keys are left free (the correct-the-label panel uses them); Ctrl+digit saves
-the drawing under that label.
+A plain digit key says the drawing is that digit (a correction, learn_panel); Ctrl+digit
+saves the drawing under that label.
 """
 
 from __future__ import annotations
@@ -78,4 +78,8 @@ def shortcuts() -> list[Shortcut]:
     for d in range(10):
         keys.append(s(getattr(dpg, f"mvKey_{d}"), True, False, lambda a, d=d: a.save(label=d),
                       ("Ctrl+0…9", "save under that digit") if d == 0 else None))
+    for d in range(10):
+        keys.append(s(getattr(dpg, f"mvKey_{d}"), False, False, lambda a, d=d: a.learn.correct(a, d),
+                      ("0…9", "it is this digit: save a correction (or click its bar)") if d == 0 else None))
+    keys.append(s(dpg.mvKey_L, False, False, lambda a: a.learn.learn(a), ("L", "learn from your corrections")))
     return keys

@@ -25,9 +25,10 @@ import dearpygui.dearpygui as dpg
 import numpy as np
 from PIL import Image
 
-from gemmpad import native, strokes, unsure
+from gemmpad import native, strokes, unsure, userdata
 from gemmpad.engine import Classifier, Prediction, Timing, available_backends, timing_stats
 from gemmpad.files import atomic_path
+from gemmpad.model import Model
 from gemmpad.preprocess import preprocess
 from gemmpad.ui import keys, layout, style
 from gemmpad.ui.canvas import Canvas
@@ -37,6 +38,7 @@ from gemmpad.ui.engine_panel import BACKEND_LABELS, BATCHES, EnginePanel
 from gemmpad.ui.help_overlay import HelpOverlay
 from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
 from gemmpad.ui.input_watch import InputWatch
+from gemmpad.ui.learn_panel import Learner, LearnPanel
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.race import Race
 from gemmpad.ui.status_bar import StatusBar
@@ -109,6 +111,7 @@ class App:
 
         self._model = classifier.model
         self.detector, self._no_detector = unsure.for_model(classifier.model)
+        self.base_model = classifier.model  # what Learn fine-tunes and Reset returns to (learn_panel)
         self.worker = InferenceWorker(classifier, self.detector)
         dpg.create_context()
         dpg.configure_app(manual_callback_management=True)
@@ -149,6 +152,9 @@ class App:
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
         dpg.bind_item_theme(self._right, style.flush_theme())
         self.help = HelpOverlay(self.fonts, self.scale, self.shortcuts)
+        self.learn = LearnPanel(self.fonts, self.scale, Learner(self.drawings_dir), userdata.personal_model_path())
+        self.learn.bind(self)
+        self.pred.on_bar_click = lambda digit: self.learn.correct(self, digit)
         with dpg.handler_registry():
             # Input marks the window active (full frame rate); see step().
             for add in (dpg.add_key_press_handler, dpg.add_mouse_click_handler, dpg.add_mouse_wheel_handler):
@@ -208,7 +214,8 @@ class App:
             self._touch()
         if self.race is not None:
             self.engine.race.show(self.race)
-        if self.continuous or self.worker.busy or (self.race is not None and self.race.running):
+        if self.learn.poll(self) or self.continuous or self.worker.busy or (
+                self.race is not None and self.race.running):
             self._touch()
         self.status.update(self._viewport_size[0], self._frame_ms())
         self.draw.place_hint(self.canvas.empty and self.frames > 0)
@@ -255,6 +262,7 @@ class App:
     def close(self) -> None:
         if self.race is not None:
             self.race.cancel()
+        self.learn.learner.cancel()
         self.worker.close()
         dpg.destroy_context()
 
@@ -433,6 +441,16 @@ class App:
         self.draw.reset_label()
         self.say(f"Saved {png.relative_to(self.drawings_dir)} in {self.drawings_dir}")
         return png
+
+    def use_model(self, model: Model, base: Model | None = None) -> None:
+        """Read with `model` from the next frame on (Learn's new weights, or Reset's);
+        `base`: what a later Learn starts from, when it changes."""
+        self.worker.use(Classifier(model, backend=self.clf_backend, kernel=self.clf_kernel))
+        self._model = model
+        if base is not None:
+            self.base_model = base
+        dpg.set_value(self.engine.model_text, self._model_line())
+        self._submitted_version = -1  # the drawing on the canvas is read again by the new weights
 
     # ---------------------------------------------------- inference hand-off
     def _config(self) -> tuple[str, str | None, int, bool]:

@@ -1,0 +1,341 @@
+"""Teaching a model one person's handwriting: a short fine-tune on their corrected drawings.
+
+`learn` takes a model and the person's labelled drawings (gemmpad.drawings) and:
+1. turns each drawing into training rows with the augmentation of training: the
+   drawing itself as the app showed it, its strokes painted again at random pens,
+   sizes, slants and polarities (pendigits.random_style: training's "pendigits"
+   source), and warped and re-stroked copies of those (augment.warp / restroke:
+   training's "warp" and "restroke" sources), all through gemmpad.preprocess;
+2. runs a few hundred SGD steps from the model's weights, each batch half the
+   person's rows and half a replay of the base training data (gemmpad.replay), so
+   the network learns them without forgetting everyone else; on the GPU with the
+   native CUDA trainer (gemmpad.train_native), else in NumPy (gemmpad.train_numpy),
+   same arguments and same result on both;
+3. measures before and after: the person's held-out drawings (never trained on), the
+   MNIST test set and unseen real writers; if MNIST test drops by more than MAX_DROP the
+   new weights are refused unless forced (`Outcome.accepted`). Unseen writers are shown,
+   not ruled on: a personal model may read a few strangers differently (a person whose 1
+   has a long flag teaches it that such a stroke is a 1, and some strangers' 7s follow),
+   and 0.3 points of the 3,000 real-writer images are 9 digits: 300 steps on the replay
+   alone moved them by 0.5-1.0 points (the shipped model, 2026-11-26); MNIST's 10,000
+   measure the forgetting this rule guards against.
+Saving is the caller's choice (`save_personal`): atomically, never over the shipped model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gemmpad import augment, native, pendigits
+from gemmpad.drawings import Example
+from gemmpad.errors import GemmpadError
+from gemmpad.model import Model
+from gemmpad.preprocess import preprocess, preprocess_batch
+from gemmpad.replay import Arrays, References
+
+MAX_DROP = 0.003  # accuracy on MNIST test may fall by at most 0.3 points
+ENGINES = ("auto", "numpy", "native")
+PAINT_BUDGET = 60  # random-pen paintings per Learn, shared by the drawings (user_rows)
+RESTROKE_BUDGET = 160  # re-stroked copies per Learn
+Progress = Callable[[str, float], None]  # (what is happening, fraction done)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a fine-tune runs. The defaults learn a style from 5 drawings in ~300 steps
+    (tests/test_finetune.py, `gemmpad bench learn`)."""
+
+    steps: int = 300
+    batch: int = 128
+    user_share: float = 0.5  # of a corrected digit's tenth of every batch: the person's rows of it
+    lr: float = 0.005  # of the first epoch, cosine-decayed to final_lr of it by the last
+    final_lr: float = 0.05
+    momentum: float = 0.9
+    restyles: int = 3  # random-pen paintings of each strokes drawing (a picture gets none), at most
+    warps: int = 4  # warped copies of each of those images (and one re-stroked), made anew every Learn
+    holdout: float = 0.0  # fraction of each digit's drawings kept out of training to measure on
+    seed: int = 0
+
+
+@dataclass
+class Outcome:
+    """What a fine-tune did. Accuracies are fractions; `before`/`after` hold
+    "held-out" (the person's drawings not trained on; absent when none were kept out),
+    "MNIST test" and "unseen writers" (absent without the pendigits file)."""
+
+    weights: dict[str, np.ndarray]
+    before: dict[str, float]
+    after: dict[str, float]
+    accepted: bool
+    reason: str
+    engine: str
+    trained_on: int
+    held_out: int
+    rows: int
+    steps: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def drops(self) -> dict[str, float]:
+        """How much each base figure fell (positive = worse)."""
+        return {k: self.before[k] - self.after[k] for k in ("MNIST test", "unseen writers") if k in self.before}
+
+    def summary(self) -> dict[str, Any]:
+        d = asdict(self)
+        del d["weights"]
+        return d
+
+
+# ---------------------------------------------------------------- the person's rows
+
+
+def split_holdout(examples: Sequence[Example], fraction: float) -> tuple[list[Example], list[Example]]:
+    """(train, held out): every k-th drawing of each digit (in file order) held out, k = 1/fraction;
+    a digit with fewer than k drawings keeps them all for training."""
+    if fraction <= 0:
+        return list(examples), []
+    k = max(2, round(1 / fraction))
+    train, held = [], []
+    for d in range(10):
+        mine = [e for e in examples if e.label == d]
+        for i, e in enumerate(mine):
+            (held if len(mine) >= k and i % k == k - 1 else train).append(e)
+    return train, held
+
+
+def restyled(example: Example, count: int, seed: int) -> np.ndarray:
+    """`count` preprocessed paintings [count, 28, 28] of a strokes drawing at random pens and
+    styles (training's "pendigits" augmentation), seeded by the drawing's content."""
+    if example.drawing is None or count <= 0:
+        return np.zeros((0, 28, 28), np.float32)
+    rng = np.random.default_rng([seed, int(example.key[:12], 16)])
+    pen = pendigits.PenDigit(example.label, 0, [np.asarray(s, np.float32) * (1.0, -1.0)
+                                                 for s in example.drawing.strokes])
+    out = [preprocess(pendigits.render(pen, pendigits.random_style(rng))) for _ in range(count)]
+    return np.array([o for o in out if o is not None], dtype=np.float32).reshape(-1, 28, 28)
+
+
+class RestyleCache:
+    """Random-pen paintings by drawing key: painting is the slow part (~5 ms each), and
+    a drawing kept for the next Learn need not be painted again."""
+
+    def __init__(self) -> None:
+        self._store: dict[tuple[str, int, int], np.ndarray] = {}
+
+    def get(self, example: Example, count: int, seed: int) -> np.ndarray:
+        key = (example.key, count, seed)
+        if key not in self._store:
+            self._store[key] = restyled(example, count, seed)
+        return self._store[key]
+
+
+def user_rows(examples: Sequence[Example], settings: Settings, rng: np.random.Generator,
+              cache: RestyleCache | None = None) -> Arrays:
+    """The training rows made from the person's drawings (see the module docstring).
+
+    Painting (~5 ms a drawing) and re-stroking (~4 ms an image) are the slow parts, so
+    each has a budget per Learn (PAINT_BUDGET, RESTROKE_BUDGET): a few drawings get every
+    kind of copy, two hundred get warps of themselves and re-strokes of some, and Learn
+    stays within seconds. Many drawings are variety enough.
+    """
+    restyles = min(settings.restyles, PAINT_BUDGET // max(1, len(examples)))
+    cache = cache or RestyleCache()
+    bases, labels = [], []
+    for e in examples:
+        imgs = np.concatenate([e.image28[None], cache.get(e, restyles, settings.seed)])
+        bases.append(imgs)
+        labels += [e.label] * len(imgs)
+    base = np.concatenate(bases)
+    y = np.array(labels, dtype=np.int64)
+    pick = rng.permutation(len(base))[:RESTROKE_BUDGET]
+    copies = [(augment.warp(base, 28, rng), y) for _ in range(settings.warps)]
+    copies.append((augment.restroke(base[pick], rng), y[pick]))
+    xs, ys = [base], [y]
+    for images, labels_ in copies:
+        x, ok = preprocess_batch(images)
+        xs.append(x[ok])
+        ys.append(labels_[ok])
+    return Arrays(np.concatenate(xs).reshape(-1, 784), np.concatenate(ys))
+
+
+# ---------------------------------------------------------------- training
+
+
+def batch_plan(user_y: np.ndarray, replay_y: np.ndarray, settings: Settings,
+               rng: np.random.Generator) -> list[np.ndarray]:
+    """Per-epoch row orders over [user rows; replay rows], as many epochs as make `steps` steps.
+
+    Every digit keeps its tenth of each batch, as in training: a fine-tune on five 9s
+    that filled half of every batch with 9s would teach the network that most things
+    are 9s. Of a corrected digit's tenth, `user_share` goes to the person's rows of it
+    (cycled in shuffled order); replay rows fill the rest, drawn with that digit's
+    replay rows weighted down by the same share.
+    """
+    n_user, n = len(user_y), len(user_y) + len(replay_y)
+    per_epoch = -(-n // settings.batch)
+    epochs = max(1, -(-settings.steps // per_epoch))
+    digits = np.unique(user_y)
+    k = max(1, round(settings.batch / 10 * settings.user_share))  # slots per corrected digit in a batch
+    slot = np.arange(n) % settings.batch
+    weight = np.where(np.isin(replay_y, digits), 1.0 - settings.user_share, 1.0)
+    weight /= weight.sum()
+    orders = []
+    for _ in range(epochs):
+        order = np.empty(n, dtype=np.int32)
+        free = np.ones(n, dtype=bool)
+        for j, d in enumerate(digits):
+            mine = np.flatnonzero(user_y == d)
+            at = (slot >= j * k) & (slot < (j + 1) * k)
+            need = int(at.sum())
+            order[at] = np.concatenate([rng.permutation(mine) for _ in range(-(-need // len(mine)))])[:need]
+            free &= ~at
+        order[free] = n_user + rng.choice(len(replay_y), size=int(free.sum()), p=weight)
+        orders.append(order)
+    return orders
+
+
+def engine_for(choice: str) -> tuple[str, Any]:
+    """(name, module with fit()) for "auto" (the GPU when usable, else NumPy), "numpy" or "native"."""
+    if choice not in ENGINES:
+        raise GemmpadError(f"unknown engine {choice!r}; choose one of {', '.join(ENGINES)}")
+    if choice != "numpy":
+        status = native.cuda_status()
+        if status.available:
+            from gemmpad import train_native
+
+            try:
+                train_native.cuda_trainer_class()
+                return "native", train_native
+            except GemmpadError:
+                if choice == "native":
+                    raise
+        elif choice == "native":
+            raise GemmpadError(f"the native engine trains on the GPU: {status.reason}")
+    from gemmpad import train_numpy
+
+    return "numpy", train_numpy
+
+
+def decay(lr: float, epochs: int, final: float) -> list[float]:
+    """Per-epoch learning rates: lr, cosine-decayed to lr * final in the last epoch. A fine-tune
+    ends with small steps, where the base model's training ended, so the network settles
+    back near the base rather than where the last noisy large step left it."""
+    if epochs == 1:
+        return [lr]
+    return [lr * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * e / (epochs - 1)))) for e in range(epochs)]
+
+
+def unfold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> dict[str, np.ndarray]:
+    """Weights for inputs (x - mean) / std from weights for raw x: the inverse of
+    gemmpad.train.fold_normalisation, so a fine-tune steps in the space training stepped in."""
+    out = dict(w)
+    w1 = w["W1"].astype(np.float64)
+    out["W1"] = (w1 * std).astype(np.float32)
+    out["b1"] = (w["b1"].astype(np.float64) + mean * w1.sum(axis=0)).astype(np.float32)
+    return out
+
+
+def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Arrays, settings: Settings, engine: str = "auto",
+         progress: Progress | None = None,
+         should_stop: Callable[[], bool] | None = None) -> tuple[dict[str, np.ndarray], str, int]:
+    """(new weights for raw inputs, engine used, steps run): SGD from `weights` on the person's
+    rows mixed with the replay (batch_plan), in normalised inputs as in training."""
+    from gemmpad.train import fold_normalisation
+
+    if len(user) == 0:
+        raise GemmpadError("no drawings to learn from")
+    name, trainer = engine_for(engine)
+    mean, std = float(replay.x.mean()), float(replay.x.std())
+    x = ((np.concatenate([user.x, replay.x]) - mean) / std).astype(np.float32)
+    y = np.concatenate([user.y, replay.y]).astype(np.int32)
+    orders = batch_plan(user.y, replay.y, settings, np.random.default_rng([settings.seed, 1]))
+    epochs = len(orders)
+
+    def on_epoch(epoch: int, loss: float, acc: float, _w: dict[str, np.ndarray]) -> None:
+        if progress is not None:
+            progress(f"epoch {epoch + 1}/{epochs}, loss {loss:.3f}", (epoch + 1) / epochs)
+
+    kwargs: dict[str, Any] = {"should_stop": should_stop} if name == "numpy" else {}
+    w = trainer.fit(x, y, unfold_normalisation(weights, mean, std), epochs=epochs, batch_size=settings.batch,
+                    lr_schedule=decay(settings.lr, epochs, settings.final_lr), momentum=settings.momentum,
+                    weight_decay=0.0, batch_order=lambda e: orders[e], callback=on_epoch, **kwargs)
+    return fold_normalisation(w, mean, std), name, epochs * (-(-len(y) // settings.batch))
+
+
+# ---------------------------------------------------------------- measuring and deciding
+
+
+def accuracy(weights: dict[str, np.ndarray] | Model, x: np.ndarray, y: np.ndarray) -> float:
+    """Fraction of rows x [N, 784] read as y (NaN for none)."""
+    if len(y) == 0:
+        return float("nan")
+    model = weights if isinstance(weights, Model) else Model(weights)
+    return float(np.mean(model.forward(x).argmax(1) == y))
+
+
+def figures(weights: dict[str, np.ndarray], held: Sequence[Example], refs: References) -> dict[str, float]:
+    """The before/after figures of one set of weights (see Outcome)."""
+    model = Model(weights)
+    out = {}
+    if held:
+        out["held-out"] = accuracy(model, np.stack([e.image28.reshape(784) for e in held]),
+                                   np.array([e.label for e in held]))
+    out["MNIST test"] = accuracy(model, refs.mnist.x, refs.mnist.y)
+    if len(refs.writers):
+        out["unseen writers"] = accuracy(model, refs.writers.x, refs.writers.y)
+    return out
+
+
+def learn(model: Model, examples: Sequence[Example], refs: References, settings: Settings = Settings(),
+          engine: str = "auto", force: bool = False, progress: Progress | None = None,
+          should_stop: Callable[[], bool] | None = None, cache: RestyleCache | None = None) -> Outcome:
+    """Fine-tune `model` on `examples` with the replay of `refs`; measure; accept or refuse."""
+    say = progress or (lambda s, f: None)
+    t0 = time.perf_counter()
+    train, held = split_holdout(examples, settings.holdout)
+    if not train:
+        raise GemmpadError("no drawings to learn from")
+    say(f"painting {len(train)} drawings at other pens", 0.0)
+    rows = user_rows(train, settings, np.random.default_rng([settings.seed, 2]), cache)
+    t1 = time.perf_counter()
+    before = figures(model.weights, held, refs)
+    weights, name, steps = tune(model.weights, rows, refs.replay, settings, engine, progress, should_stop)
+    t2 = time.perf_counter()
+    after = figures(weights, held, refs)
+    outcome = Outcome(weights, before, after, True, "", name, len(train), len(held), len(rows), steps)
+    worse = {k: v for k, v in outcome.drops().items() if k == "MNIST test" and v > MAX_DROP}
+    if worse:
+        text = ", ".join(f"{k} {100 * before[k]:.2f} -> {100 * after[k]:.2f} %" for k in worse)
+        outcome.accepted = force
+        outcome.reason = f"it would read others worse ({text}; more than {100 * MAX_DROP:.1f} points)"
+    outcome.seconds = {"rows": t1 - t0, "train": t2 - t1, "measure": time.perf_counter() - t2,
+                       "total": time.perf_counter() - t0}
+    return outcome
+
+
+def save_personal(outcome: Outcome, base: Model, examples: Sequence[Example], path: str | Path,
+                  settings: Settings = Settings()) -> Path:
+    """Write the fine-tuned weights and a card saying what they were tuned from, atomically.
+    Refuses to write over the base model's own file."""
+    target = Path(path)
+    if base.path is not None and target.resolve() == Path(base.path).resolve():
+        raise GemmpadError(f"{target} is the model being fine-tuned: name another file")
+    card = {
+        "name": target.stem,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "architecture": base.card.get("architecture", "784-100-100-10 MLP") if isinstance(base.card, dict) else "",
+        "fine_tuned": {"base": str(base.path) if base.path else None, "drawings": len(examples),
+                       "per_digit": {str(d): sum(e.label == d for e in examples) for d in range(10)},
+                       "settings": asdict(settings), **outcome.summary()},
+        "training": base.card.get("training", {}) if isinstance(base.card, dict) else {},
+        "results": {"mnist_test_accuracy": outcome.after["MNIST test"]},
+    }
+    Model(outcome.weights).save(target, card)
+    return target

@@ -1,0 +1,90 @@
+"""The personal model: a model fine-tuned on one person's drawings, made and kept safely.
+
+Used by `gemmpad train --drawings DIR --base MODEL --output OUT` (`run`) and by the
+window's Learn button (gemmpad.ui.learn_panel): read the drawings (bad files skipped
+with a line), fine-tune (gemmpad.finetune), and write the result as a new file only
+when it keeps reading everyone else (or the person insists), never over the model it
+came from or the shipped one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from gemmpad import drawings, finetune, replay, userdata
+from gemmpad.errors import GemmpadError
+from gemmpad.files import check_output_file
+from gemmpad.model import Model, default_model_path, load_model
+
+Log = Callable[[str], None]
+
+
+def check_target(output: Path, base: Model, replace: bool) -> None:
+    """Refuse, before any work, an output that is the base model, the shipped model, an
+    existing file not to be replaced, or a place that cannot be written."""
+    check_output_file(output, f"--output {output}", {".npz"})
+    protected = {default_model_path().resolve()} | ({Path(base.path).resolve()} if base.path else set())
+    if output.resolve() in protected:
+        raise GemmpadError(f"--output {output}: that is the model being fine-tuned or the shipped model; "
+                           "a personal model is always a new file")
+    existing = [str(f) for f in (output, output.with_suffix(".json")) if f.exists()]
+    if existing and not replace:
+        raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
+                           "name another --output, or pass --force to replace")
+
+
+def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,
+                     engine: str = "auto", insist: bool = False, mnist: str | None = None,
+                     cache: str | Path | None = None, log: Log = print,
+                     progress: finetune.Progress | None = None) -> finetune.Outcome:
+    """Fine-tune `base` on the drawings under `folder`; write `output` when accepted."""
+    examples = drawings.read_folder(folder, say=log)
+    if not examples:
+        raise GemmpadError(f"{folder}: no usable drawings in {folder}/0 ... {folder}/9")
+    per_digit = ", ".join(f"{d}: {n}" for d, n in drawings.counts(examples).items())
+    log(f"{len(examples)} drawings ({per_digit})")
+    refs = replay.references(base, mnist, cache, log=log)
+    outcome = finetune.learn(base, examples, refs, settings, engine, force=insist, progress=progress)
+    for name in outcome.before:
+        log(f"  {name:15s} {100 * outcome.before[name]:6.2f} % -> {100 * outcome.after[name]:6.2f} %")
+    log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}, "
+        f"{outcome.seconds['total']:.2f} s")
+    if outcome.reason:
+        log(("kept anyway (insisted): " if outcome.accepted else "not saved: ") + outcome.reason)
+    if outcome.accepted and output is not None:
+        finetune.save_personal(outcome, base, examples, output, settings)
+        log(f"wrote {output} and {Path(output).with_suffix('.json')}")
+    return outcome
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gemmpad train --drawings DIR --base MODEL`: exit 0 when the personal model was written,
+    1 when the safety rule refused it."""
+    base = load_model(args.base)
+    output = Path(args.output) if args.output else userdata.personal_model_path()
+    check_target(output, base, args.force)
+    given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
+    settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
+    log: Log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    outcome = fine_tune_folder(base, args.drawings, output, settings, "native" if args.engine == "native" else "auto",
+                               args.insist, args.data, args.cache or None, log)
+    if not outcome.accepted:
+        print(f"gemmpad train: {outcome.reason}; pass --insist to keep it anyway", file=sys.stderr)
+        return 1
+    return 0
+
+
+def folder_rows(folder: str | Path, seed: int, log: Log = print) -> replay.Arrays:
+    """Training rows from a folder of drawings for a full training run (`gemmpad train
+    --drawings DIR` without --base): each drawing augmented as a fine-tune would."""
+    examples = drawings.read_folder(folder, say=log)
+    if not examples:
+        raise GemmpadError(f"--drawings {folder}: no usable drawings in {folder}/0 ... {folder}/9")
+    import numpy as np
+
+    rows = finetune.user_rows(examples, finetune.Settings(seed=seed), np.random.default_rng([seed, 6]))
+    log(f"  drawings  {len(rows):6d} images from {len(examples)} drawings in {folder}")
+    return rows

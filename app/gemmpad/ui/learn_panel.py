@@ -1,0 +1,287 @@
+"""Teach it your handwriting: correct a wrong answer, Learn, and (one click) go back.
+
+- A correction: the person says the right digit (a click on its bar in the probability
+  chart, or its key); the drawing is saved under that digit in the drawings folder
+  (strokes with brush widths and canvas size, and a PNG: App.save).
+- Learn (button or L): `Learner` fine-tunes in a background thread, always from the
+  base model (the shipped one, or --model) on every correction so far, so Learns do not
+  compound each other's drift; the window keeps drawing and reading meanwhile and shows
+  the progress. A fifth of each digit's drawings (where it has five or more) are held
+  out, and the panel shows before/after on them, on MNIST test and on unseen writers.
+  An accepted model is saved atomically as the personal model (gemmpad.userdata) and
+  reads the next frame; one the 0.3-point MNIST rule refuses is shown with the reason and
+  a "Use it anyway" button.
+- Reset: the base model reads again, and the personal model file is moved aside
+  (personal-model.previous.npz), so the next start uses the base model too; nothing is
+  deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import dearpygui.dearpygui as dpg
+
+from gemmpad import drawings, finetune, replay, userdata
+from gemmpad.errors import GemmpadError
+from gemmpad.model import Model, default_model_path, load_model
+from gemmpad.ui import style
+from gemmpad.ui.draw_panel import heading, tip
+from gemmpad.ui.style import Fonts
+
+if TYPE_CHECKING:
+    from gemmpad.ui.window import App
+
+SETTINGS = finetune.Settings(holdout=0.2)
+
+
+def help_section() -> tuple[str, str]:
+    """The help overlay's paragraph on corrections, naming this person's data folder."""
+    return ("Teach it your handwriting",
+            "When a reading is wrong, click the right digit's bar in the chart or press its key: the drawing is "
+            f"kept as a correction in {userdata.drawings_dir()}. Learn (L) fine-tunes the model on your "
+            "corrections in a second or two and shows what it reads before and after; the personal model is "
+            f"saved as {userdata.personal_model_path()} and used at the next start. Reset goes back to the "
+            "shipped model. `gemmpad info` names the folder too.")
+
+
+class Learner:
+    """One fine-tune at a time on a background thread; the window polls it every frame."""
+
+    def __init__(self, drawings_dir: Path, cache_dir: Path | None = None, replay_rows: int | None = None) -> None:
+        self.drawings_dir = drawings_dir
+        self.cache_dir = cache_dir if cache_dir is not None else userdata.cache_dir()
+        self.replay_rows = replay_rows
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self._status = ("", 0.0)
+        self._result: tuple[finetune.Outcome, list[drawings.Example], list[str]] | Exception | None = None
+        self._restyles = finetune.RestyleCache()  # kept between Learns: old drawings are not painted again
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def status(self) -> tuple[str, float]:
+        """(what is happening, fraction done)."""
+        with self._lock:
+            return self._status
+
+    def _say(self, text: str, fraction: float) -> None:
+        with self._lock:
+            self._status = (text, fraction)
+
+    def start(self, base: Model, settings: finetune.Settings = SETTINGS) -> bool:
+        """Begin a fine-tune of `base`; False when one is already running."""
+        if self.running:
+            return False
+        self._stop, self._result = False, None
+        self._thread = threading.Thread(target=self._work, args=(base, settings), name="gemmpad-learn", daemon=True)
+        self._thread.start()
+        return True
+
+    def _work(self, base: Model, settings: finetune.Settings) -> None:
+        try:
+            self._say("reading your drawings", 0.0)
+            skipped: list[str] = []
+            examples = drawings.read_folder(self.drawings_dir, say=skipped.append) if self.drawings_dir.is_dir() else []
+            if not examples:
+                raise GemmpadError("no corrections yet: click the right digit's bar (or press its key) "
+                                   "when a reading is wrong")
+            self._say("preparing the replay and test sets (the first time takes a minute)", 0.02)
+            refs = replay.references(base, None, self.cache_dir, self.replay_rows,
+                                     log=lambda s: self._say(s.strip(), 0.02))
+            outcome = finetune.learn(base, examples, refs, settings, progress=lambda s, f: self._say(s, 0.05 + 0.9 * f),
+                                     should_stop=lambda: self._stop, cache=self._restyles)
+            self._say("done", 1.0)
+            self._result = (outcome, examples, skipped)
+        except Exception as exc:  # shown in the panel; the window goes on with the old model
+            self._result = exc
+
+    def take(self) -> tuple[finetune.Outcome, list[drawings.Example], list[str]] | Exception | None:
+        """The finished fine-tune's result once (or its error); None while running or idle."""
+        if self.running or self._result is None:
+            return None
+        result, self._result = self._result, None
+        return result
+
+    def cancel(self, timeout: float = 5.0) -> None:
+        self._stop = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wait(self, timeout: float = 120.0) -> bool:
+        """Block until the running fine-tune ends (tests)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.running
+
+
+class LearnPanel:
+    """The widgets, in a small window of their own, and what their buttons do to the App."""
+
+    def __init__(self, fonts: Fonts, scale: float, learner: Learner, personal_path: Path) -> None:
+        self.learner = learner
+        self.personal_path = personal_path
+        self.outcome: finetune.Outcome | None = None  # the last result (refused ones wait for "Use it anyway")
+        self._examples: list[drawings.Example] = []
+        self.figures = ""
+        self.scale = scale
+        self._placed: tuple[object, ...] = ()
+        s = scale
+        # A window of its own, folded until a correction or Learn opens it, in the bottom right
+        # corner (over the latency plot, which matters least while teaching): no panel moves.
+        with dpg.window(label="Teach it your handwriting", no_close=True, no_saved_settings=True, autosize=True,
+                        collapsed=True) as self.root:
+            heading("Your corrections", fonts)
+            self.count_text = dpg.add_text("", wrap=round(380 * s))
+            with dpg.group(horizontal=True):
+                self.learn_btn = dpg.add_button(label="Learn (L)")
+                tip(self.learn_btn, "Fine-tune the model on your corrections, mixed with a replay of its training "
+                                    "data so it keeps reading everyone else (L).")
+                self.reset_btn = dpg.add_button(label="Reset to the shipped model")
+                tip(self.reset_btn, "Read with the model you started from again; your personal model is moved "
+                                    "aside (personal-model.previous.npz), your drawings stay.")
+            self.progress = dpg.add_progress_bar(default_value=0.0, width=round(380 * s), overlay="")
+            self.figures_text = dpg.add_text("", wrap=round(380 * s))
+            self.insist_btn = dpg.add_button(label="Use it anyway", show=False)
+            tip(self.insist_btn, "Use and keep the model this Learn made, although it reads MNIST test worse.")
+
+    def bind(self, app: App) -> None:
+        """Connect the buttons (the App exists once the panels are built)."""
+        dpg.configure_item(self.learn_btn, callback=lambda: self.learn(app))
+        dpg.configure_item(self.reset_btn, callback=lambda: self.reset(app))
+        dpg.configure_item(self.insist_btn, callback=lambda: self.insist(app))
+        self._show_count(app)
+
+    def open(self) -> None:
+        dpg.configure_item(self.root, collapsed=False)
+
+    def _place(self) -> None:
+        """Keep the panel in the bottom right corner of the viewport as it resizes."""
+        size = (dpg.get_viewport_client_width(), dpg.get_viewport_client_height())
+        w, h = dpg.get_item_rect_size(self.root)
+        if (size, w, h) != self._placed and w > 0:
+            margin = round(16 * self.scale)
+            dpg.set_item_pos(self.root, (max(0, size[0] - w - margin), max(0, size[1] - h - 3 * margin)))
+            self._placed = (size, w, h)
+
+    # ------------------------------------------------------------ actions
+    def base_model(self, app: App) -> Model:
+        """What Learn starts from and Reset returns to: the model the window started with,
+        unless that is the personal model, then the shipped one."""
+        current = app.base_model
+        if current.path is not None and Path(current.path).resolve() == self.personal_path.resolve():
+            return load_model(default_model_path())
+        return current
+
+    def correct(self, app: App, digit: int) -> None:
+        """The drawing on the canvas is a `digit`: save it as a correction."""
+        if app.canvas.empty:
+            app.say("Draw a digit first, then click the right digit's bar (or press its key)")
+            return
+        read = app.prediction.digit if app.prediction is not None else None
+        if app.save(label=digit) is not None:
+            n = sum(1 for _ in (app.drawings_dir / str(digit)).glob("*.json"))
+            self.open()
+            app.say(f"Saved as a {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
+                    + f": {n} drawing{'s' if n != 1 else ''} of {digit}. Press L to learn.")
+            self._show_count(app)
+
+    def learn(self, app: App) -> None:
+        if self.learner.start(self.base_model(app)):
+            self.open()
+            dpg.configure_item(self.insist_btn, show=False)
+            self.figures = ""
+            dpg.set_value(self.figures_text, "")
+        else:
+            app.say("Learning already")
+
+    def reset(self, app: App) -> None:
+        """Back to the base model, now and at the next start; the personal model is kept aside."""
+        if self.learner.running:
+            self.learner.cancel()
+            self.learner.take()
+        for suffix in (".npz", ".json"):
+            f = self.personal_path.with_suffix(suffix)
+            if f.exists():
+                os.replace(f, f.with_name(f"{f.stem}.previous{suffix}"))
+        base = self.base_model(app)
+        app.use_model(base)
+        self.figures = ""
+        dpg.set_value(self.figures_text, "")
+        dpg.configure_item(self.insist_btn, show=False)
+        app.say(f"Reading with {base.path.name if base.path else 'the base model'} again")
+
+    def insist(self, app: App) -> None:
+        if self.outcome is not None and not self.outcome.accepted:
+            self.outcome = replace(self.outcome, accepted=True)
+            self._use(app, self.outcome)
+            dpg.configure_item(self.insist_btn, show=False)
+
+    def _use(self, app: App, outcome: finetune.Outcome) -> None:
+        base = self.base_model(app)
+        model = Model(outcome.weights)
+        try:
+            finetune.save_personal(outcome, base, self._examples, self.personal_path, SETTINGS)
+            model = load_model(self.personal_path)  # with its card: the engine panel shows what it scored
+        except (GemmpadError, OSError) as exc:
+            app.status.say(f"The new model reads now but was not saved: {exc}", error=True)
+        app.use_model(model, base=base)
+
+    # ------------------------------------------------------------ every frame
+    def poll(self, app: App) -> bool:
+        """Show progress and take a finished Learn; True while one runs (frames keep coming)."""
+        self._place()
+        if self.learner.running:
+            text, fraction = self.learner.status
+            dpg.set_value(self.progress, fraction)
+            dpg.configure_item(self.progress, overlay=text[:60])
+            return True
+        result = self.learner.take()
+        if result is None:
+            return False
+        dpg.set_value(self.progress, 1.0 if not isinstance(result, Exception) else 0.0)
+        if isinstance(result, Exception):
+            dpg.configure_item(self.progress, overlay="")
+            app.status.say(f"Not learned: {result}", error=not isinstance(result, GemmpadError))
+            return False
+        outcome, self._examples, skipped = result
+        self.outcome = outcome
+        self.figures = self._figures_text(outcome, skipped)
+        dpg.set_value(self.figures_text, self.figures)
+        if outcome.accepted:
+            self._use(app, outcome)
+            dpg.configure_item(self.progress, overlay=f"learned in {outcome.seconds['total']:.1f} s")
+            app.say(f"Learned {outcome.trained_on} drawings in {outcome.seconds['total']:.1f} s on {outcome.engine}: "
+                    "the new model reads now")
+        else:
+            dpg.configure_item(self.progress, overlay="not used")
+            dpg.configure_item(self.insist_btn, show=True)
+            app.say(f"Not used: {outcome.reason}")
+        return False
+
+    @staticmethod
+    def _figures_text(o: finetune.Outcome, skipped: list[str]) -> str:
+        names = {"held-out": f"your held-out drawings ({o.held_out})", "MNIST test": "MNIST test",
+                 "unseen writers": "unseen real writers"}
+        lines = [f"{names[k]}: {100 * o.before[k]:.1f} % -> {100 * o.after[k]:.1f} %" for k in o.before]
+        lines.append(f"{o.trained_on} drawings, {o.steps} steps on {o.engine}, {o.seconds['total']:.1f} s")
+        if not o.accepted:
+            lines.append(f"Not used: {o.reason}.")
+        if skipped:
+            lines.append(f"{len(skipped)} files skipped: {skipped[0]}" + (" ..." if len(skipped) > 1 else ""))
+        return "\n".join(lines)
+
+    def _show_count(self, app: App) -> None:
+        folder = app.drawings_dir
+        per = {d: sum(1 for _ in (folder / str(d)).glob("*.json")) for d in range(10)} if folder.is_dir() else {}
+        listed = ", ".join(f"{d}: {n}" for d, n in per.items() if n)
+        dpg.set_value(self.count_text, f"{sum(per.values())} in {folder}" + (f" ({listed})" if listed else "")
+                      + ". Wrong answer? Click the right digit's bar or press its key.")

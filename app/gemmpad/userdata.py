@@ -1,0 +1,56 @@
+"""Where gemmpad keeps what belongs to the person using it: drawings, the personal model, caches.
+
+One folder per user, where each platform expects application data (what the
+`platformdirs` package would answer, without the dependency):
+
+    Linux:   $XDG_DATA_HOME/gemmpad, else ~/.local/share/gemmpad
+    macOS:   ~/Library/Application Support/gemmpad
+    Windows: %APPDATA%\\gemmpad
+
+$GEMMPAD_HOME overrides it (tests, portable installs). Inside it:
+
+    drawings/<digit>/*.json   the corrections and saved drawings (strokes, models/README.md)
+    drawings/<digit>/*.png    the same drawings as pictures
+    personal-model.npz        the model fine-tuned on them (+ .json card), loaded at start
+    cache/                    replay and test arrays built once (safe to delete)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+APP = "gemmpad"
+PERSONAL_MODEL = "personal-model.npz"
+
+
+def data_dir() -> Path:
+    """The per-user data folder (not created here: nothing is written until there is something to keep)."""
+    forced = os.environ.get("GEMMPAD_HOME")
+    if forced:
+        return Path(forced)
+    home = Path.home()
+    if sys.platform == "win32":
+        base = os.environ.get("APPDATA")
+        return (Path(base) if base else home / "AppData" / "Roaming") / APP
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / APP
+    base = os.environ.get("XDG_DATA_HOME")
+    return (Path(base) if base and Path(base).is_absolute() else home / ".local" / "share") / APP
+
+
+def drawings_dir() -> Path:
+    """Saved and corrected drawings, DIR/<digit>/ ($GEMMPAD_DRAWINGS overrides it, as before)."""
+    forced = os.environ.get("GEMMPAD_DRAWINGS")
+    return Path(forced) if forced else data_dir() / "drawings"
+
+
+def personal_model_path() -> Path:
+    """The fine-tuned model the window loads at start when it exists."""
+    return data_dir() / PERSONAL_MODEL
+
+
+def cache_dir() -> Path:
+    """Arrays that take seconds to build and are the same every time (replay set, test slices)."""
+    return data_dir() / "cache"
