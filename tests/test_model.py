@@ -163,6 +163,16 @@ def test_shipped_card_measures_writers_it_never_trained_on(shipped: Model) -> No
     assert shipped.scores()[0].startswith("unseen writers")  # what the app and `gemmpad info` show first
 
 
+def test_models_readme_shows_the_shipped_cards_results(shipped: Model) -> None:
+    """models/README.md's results tables are generated from the card: a figure typed by hand,
+    or a model shipped without regenerating them, fails here."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "models" / "README.md").read_text()
+    block = text.split("<!-- card:results begin -->\n", 1)[1].split("\n<!-- card:results end -->", 1)[0]
+    assert block == evaluate.card_tables(shipped.card)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("style", ["thin-4px-dark", "thick-32px-light"])
 def test_shipped_card_real_writer_figures_recomputed(shipped: Model, style: str) -> None:

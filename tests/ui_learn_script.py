@@ -30,7 +30,7 @@ def main(home: Path) -> dict:
     model = load_model()
     trained = set(replay.trained_writers(model))
     unseen = [s for s in pendigits.read_pendigits() if s.writer not in trained and s.writer <= 6]
-    cell = cells(model, unseen, ["brush-18px-280"], 0.5, 6)[0]  # the 6th misread sample is the second drawing
+    cell = cells(model, unseen, ["brush-18px-280"], 0.9, 6)[0]  # the 6th misread sample is the second drawing
     fixes, second = cell.corrections[:5], cell.corrections[5]
     app = App(Classifier(None, backend="numpy"), drawings_dir=home / "drawings", vsync=False)
     app.learn.learner.replay_rows = SMALL_REPLAY  # the plumbing is tested here; test_finetune measures learning

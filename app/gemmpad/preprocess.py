@@ -19,7 +19,7 @@ what it is shown):
    fraction of a pixel).
 
 Every step is whole-array NumPy on the image or on small fields (no per-pixel Python);
-the cost for the app's 280x280 canvas is in models/README.md.
+the cost for the app's 280x280 canvas (0.5-0.9 ms on the 2-core VM) is in models/README.md.
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ def _as_unit_float(image: np.ndarray) -> np.ndarray:
         return arr.astype(np.float32)
     if not np.issubdtype(arr.dtype, np.floating):
         raise InputTypeError(f"preprocess expects uint8 or float pixels, got {arr.dtype}")
-    if not np.isfinite(arr.max()) or not np.isfinite(arr.min()):  # NaN propagates through max/min
-        raise InputTypeError("preprocess got NaN or Inf pixels")
     with np.errstate(over="ignore"):  # checked just below, with a message
         out = arr.astype(np.float32, copy=False)
     top = out.max()
-    if not np.isfinite(top) or not np.isfinite(out.min()):  # finite float64, out of float32's range
+    if not np.isfinite(top) or not np.isfinite(out.min()):  # NaN propagates through max/min
+        if out is arr or not (np.isfinite(arr.max()) and np.isfinite(arr.min())):
+            raise InputTypeError("preprocess got NaN or Inf pixels")
         raise InputTypeError("preprocess got pixel values beyond float32's range (about 3.4e38)")
     if top > 1.0:
         out = out * np.float32(1.0 / 255.0)
@@ -123,25 +123,26 @@ def _upsample_matrix(n_out: int, n_in: int) -> np.ndarray:
     return m
 
 
-def _shift_max(a: np.ndarray, axis: int) -> np.ndarray:
-    """max of each element and its two neighbours along `axis` (edges: their own value)."""
-    out = a.copy()
-    lo = [slice(None)] * 2
-    hi = [slice(None)] * 2
-    lo[axis], hi[axis] = slice(0, -1), slice(1, None)
-    np.maximum(out[tuple(lo)], a[tuple(hi)], out=out[tuple(lo)])
-    np.maximum(out[tuple(hi)], a[tuple(lo)], out=out[tuple(hi)])
-    return out
+def _extreme3(a: np.ndarray, pick: np.ufunc) -> np.ndarray:
+    """pick (np.maximum or np.minimum) of each pixel and its 8 neighbours; the image's edge
+    counts as its own value. Separable: along columns, then along rows (small fields: few calls)."""
+    b = a.copy()
+    pick(b[1:], a[:-1], out=b[1:])
+    pick(b[:-1], a[1:], out=b[:-1])
+    c = b.copy()
+    pick(c[:, 1:], b[:, :-1], out=c[:, 1:])
+    pick(c[:, :-1], b[:, 1:], out=c[:, :-1])
+    return c
 
 
 def _dilate(a: np.ndarray) -> np.ndarray:
-    """Grey dilation with a 3x3 square (separable)."""
-    return _shift_max(_shift_max(a, 0), 1)
+    """Grey dilation with a 3x3 square."""
+    return _extreme3(a, np.maximum)
 
 
 def _erode(a: np.ndarray) -> np.ndarray:
     """Grey erosion with a 3x3 square."""
-    return -_dilate(-a)
+    return _extreme3(a, np.minimum)
 
 
 def _background(v: np.ndarray) -> np.ndarray | None:
@@ -155,7 +156,9 @@ def _background(v: np.ndarray) -> np.ndarray | None:
     if max(h, w) < MIN_BACKGROUND_SIDE:
         return None
     gh, gw = max(5, round(GRID * h / max(h, w))), max(5, round(GRID * w / max(h, w)))
-    cells = area_matrix(h, gh) @ v @ area_matrix(w, gw).T
+    step = max(1, max(h, w) // (8 * GRID))  # every step-th pixel: a cell still averages over 64 of them
+    sub = v[::step, ::step]
+    cells = area_matrix(sub.shape[0], gh) @ sub @ area_matrix(sub.shape[1], gw).T
     opened = _dilate(_dilate(_erode(_erode(cells))))
     if float(opened.max() - opened.min()) < FLAT:
         return None
@@ -213,44 +216,49 @@ def _resample(img: np.ndarray, longer: int) -> np.ndarray:
     return area_matrix(h, oh) @ img @ area_matrix(w, ow).T
 
 
-def slant(img: np.ndarray) -> float:
-    """x shift per row downwards of the ink's principal axis (second moments), clamped."""
+def _moments(img: np.ndarray) -> tuple[float, float]:
+    """(row of the centre of mass, slant): x shift per row downwards of the ink's principal
+    axis from the second moments mu11 / mu02, clamped to MAX_SLANT."""
     total = float(img.sum())
     if total <= 0.0:
-        return 0.0
+        return 0.0, 0.0
     y = np.arange(img.shape[0], dtype=np.float32)
     x = np.arange(img.shape[1], dtype=np.float32)
-    py, px = img.sum(axis=1), img.sum(axis=0)
-    cy, cx = float(py @ y) / total, float(px @ x) / total
+    py = img.sum(axis=1)
+    cy = float(py @ y) / total
+    cx = float(img.sum(axis=0) @ x) / total
     mu02 = float(py @ (y - cy) ** 2) / total
-    mu11 = float((y - cy) @ img @ (x - cx)) / total
     if mu02 < 1e-6:
-        return 0.0
-    return float(np.clip(mu11 / mu02, -MAX_SLANT, MAX_SLANT))
+        return cy, 0.0
+    mu11 = float((y - cy) @ img @ (x - cx)) / total
+    return cy, float(np.clip(mu11 / mu02, -MAX_SLANT, MAX_SLANT))
+
+
+def slant(img: np.ndarray) -> float:
+    """x shift per row downwards of the ink's principal axis (second moments), clamped."""
+    return _moments(img)[1]
 
 
 def deslant(img: np.ndarray) -> np.ndarray:
     """The image sheared so that its principal axis is upright: x' = x - slant * (y - cy).
 
-    Rows are shifted by linear interpolation onto a field wide enough to hold them.
+    Each row moves by the same amount everywhere along it, so a row is a blend of two
+    whole-pixel shifts of itself (linear interpolation), onto a field wide enough to hold them.
     """
-    s = slant(img)
+    cy, s = _moments(img)
     h, w = img.shape
     if abs(s) * h < 0.5:  # less than half a pixel over the whole height: nothing to do
         return img
-    total = float(img.sum())
-    cy = float(img.sum(axis=1) @ np.arange(h, dtype=np.float32)) / total
     shift = -s * (np.arange(h, dtype=np.float32) - cy)  # how far each row moves right
-    lo = float(np.floor(shift.min()))
-    width = w + int(np.ceil(shift.max() - lo)) + 1
-    src = np.arange(width, dtype=np.float32)[None, :] - (shift - lo)[:, None]  # source x per output pixel
-    x0 = np.floor(src).astype(np.int64)
-    frac = src - x0
-    padded = np.pad(img, ((0, 0), (1, 2)))
-    rows = np.arange(h)[:, None]
-    a = padded[rows, np.clip(x0 + 1, 0, w + 2)]
-    b = padded[rows, np.clip(x0 + 2, 0, w + 2)]
-    return (1.0 - frac) * a + frac * b
+    shift -= np.floor(shift.min())
+    whole = np.floor(shift).astype(np.int64)
+    frac = (shift - whole).astype(np.float32)[:, None]
+    width = w + int(whole.max()) + 2
+    out = np.zeros((h, width), dtype=np.float32)
+    at = (np.arange(h) * width + whole)[:, None] + np.arange(w)[None, :]  # row y, pixel x -> x + whole[y]
+    out.flat[at] = (1.0 - frac) * img
+    out.flat[at + 1] += frac * img
+    return out
 
 
 def stroke_width(img: np.ndarray) -> float:
@@ -262,8 +270,9 @@ def stroke_width(img: np.ndarray) -> float:
     area = float(img.sum())
     if area <= 0.0:
         return 0.0
-    edges = float(np.abs(np.diff(img, axis=0, prepend=0, append=0)).sum()
-                  + np.abs(np.diff(img, axis=1, prepend=0, append=0)).sum())
+    # interior edges, plus the outermost rows and columns against the zero beyond them (ink >= 0)
+    edges = float(np.abs(np.diff(img, axis=0)).sum() + np.abs(np.diff(img, axis=1)).sum()
+                  + img[0].sum() + img[-1].sum() + img[:, 0].sum() + img[:, -1].sum())
     return 2.0 * area / (edges * np.pi / 4.0) if edges > 0 else 0.0
 
 

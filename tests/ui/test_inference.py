@@ -81,19 +81,20 @@ def test_the_worker_reports_the_detectors_verdict_on_what_the_network_saw() -> N
     from gemmpad.preprocess import preprocess
     from gemmpad.ui.inference import InferenceWorker
 
-    class Recorder:  # stands in for gemmpad.unsure.Detector: says unsure for inputs with much ink
+    class Recorder:  # stands in for gemmpad.unsure.Detector: says unsure for inputs wider than tall
         def __init__(self) -> None:
             self.seen: list[np.ndarray] = []
 
         def unsure(self, model: object, x: np.ndarray) -> np.ndarray:
             self.seen.append(x.copy())
-            return np.array([x.sum() > 150])
+            rows, cols = np.nonzero(x.reshape(28, 28) > 0.1)
+            return np.array([np.ptp(cols) > np.ptp(rows)])
 
     image = strokes.render(seven())
     for detector, blob in ((None, False), (Recorder(), False), (Recorder(), True)):
         worker = InferenceWorker(Classifier(window_model(), backend="numpy"), detector)
         try:
-            drawing = strokes.render([np.array([[140.0, 140.0]])], width=200) if blob else image
+            drawing = strokes.render([np.array([[40.0, 140.0], [240.0, 150.0]])]) if blob else image  # a dash
             worker.submit(drawing, "numpy", None, 4)
             assert worker.wait_idle(10)
             r = worker.take()

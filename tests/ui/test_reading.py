@@ -116,9 +116,11 @@ def test_gpu_controls_are_disabled_with_the_reason_when_cuda_is_unusable(app: ob
 
 
 def scribble() -> list[np.ndarray]:
-    """A scribble as a hand makes one: a long stroke looping over itself, no digit's shape."""
-    t = np.linspace(0, 8, 160)
-    return [np.stack([140 + 90 * np.sin(3.1 * t) * np.cos(0.7 * t), 140 + 80 * np.sin(2.3 * t + 1)], axis=1)]
+    """A scribble as a hand makes one: a stroke scrawled across the canvas, looping as it goes,
+    no digit's shape. (A knot looping over itself in one place can read as an 8 with good reason.)"""
+    t = np.linspace(0, 1, 300)
+    return [np.stack([40 + 200 * t + 25 * np.sin(2 * np.pi * 9 * t),
+                      140 + 50 * np.sin(2 * np.pi * 2.5 * t) + 20 * np.cos(2 * np.pi * 11 * t)], axis=1)]
 
 
 @NEEDS_MODEL
