@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 
 from gemmpad import native
+from tests.pendigits_data import share_beside_the_clone
+
+share_beside_the_clone()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

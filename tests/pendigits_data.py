@@ -1,13 +1,32 @@
-"""Where the tests find the real pendigits file: as gemmpad.pendigits does, else skip saying where it looked."""
+"""Where the tests find the real pendigits file: as gemmpad.pendigits does, else skip saying where it looked.
+
+The installed package looks beside itself (site-packages, in CI), not beside this clone, so
+`share_beside_the_clone` (called once by conftest) points $GEMMPAD_PENDIGITS at
+../shared/data/pendigits when that holds the file: the code under test then finds it too.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from gemmpad import pendigits
 from gemmpad.errors import DataError
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def share_beside_the_clone() -> None:
+    """Set $GEMMPAD_PENDIGITS to the shared file beside the clone, unless it is set already."""
+    if os.environ.get("GEMMPAD_PENDIGITS"):
+        return
+    for d in (REPO.parent / "shared" / "data" / "pendigits", REPO.parents[1] / "shared" / "data" / "pendigits"):
+        if (d / pendigits.FILENAME).is_file():
+            os.environ["GEMMPAD_PENDIGITS"] = str(d)
+            return
 
 
 def pendigits_file() -> Path:
