@@ -14,6 +14,9 @@ Steps, each a function below:
    measure the saved file with NumPy alone (MNIST test, drawn digits per style)
    and draw the loss/accuracy curves.
 torch is imported inside functions only: `gemmpad info` and the app never load it.
+Over 500 lines on purpose: one pipeline whose steps share the options and the card;
+the engines (train_native, train_numpy, finetune) and the data (augment, drawn,
+pendigits, paper) already live in their own modules.
 """
 
 from __future__ import annotations

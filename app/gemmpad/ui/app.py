@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gemmpad import backends
 from gemmpad.args import number
 from gemmpad.errors import GemmpadError, require
 from gemmpad.files import check_output_file
@@ -62,7 +63,7 @@ def start_model(explicit: str | None) -> str | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="PATH",
                         help="model .npz (default: your personal model from Learn if there is one, else the shipped model)")
-    parser.add_argument("--backend", choices=("numpy", "cpu", "cuda"),
+    parser.add_argument("--backend", choices=backends.NAMES,
                         help="start on this backend (default: cuda when usable, else cpu)")
     parser.add_argument("--kernel", metavar="NAME", help="start on this kernel (default: the backend's fastest)")
     parser.add_argument("--batch", type=int, default=1, metavar="B",

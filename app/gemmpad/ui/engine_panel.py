@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import dearpygui.dearpygui as dpg
 
+from gemmpad import backends
 from gemmpad.engine import Timing, timing_stats
 from gemmpad.native import CudaStatus
 from gemmpad.ui import style
@@ -17,7 +18,7 @@ from gemmpad.ui.race_panel import RacePanel
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us, frames_caption, kernel_summary, log_ticks
 
-BACKEND_LABELS = {"numpy": "NumPy", "cpu": "CPU", "cuda": "GPU"}
+BACKEND_LABELS = {b.name: b.label for b in backends.BACKENDS}
 BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 jittered copies
 SUMMARY_LINES = 2  # the kernel's description always takes this many lines (the rows below stay put)
 LATENCY_PLOT_H = 220  # when the column is not as tall as the window
@@ -44,7 +45,7 @@ class EnginePanel:
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Backend") or (40, 0))[0])
                 self.backend_buttons: dict[str, int | str] = {}
                 self.backend_tips: dict[str, int | str] = {}
-                for b in ("numpy", "cpu", "cuda"):
+                for b in backends.NAMES:
                     if b not in backend_reasons:
                         continue
                     reason = backend_reasons[b]
@@ -52,11 +53,9 @@ class EnginePanel:
                                          callback=lambda sender, a, u: actions["backend"](u), user_data=b)
                     with dpg.tooltip(btn) as t:
                         self.backend_tips[b] = t
-                        dpg.add_text(f"{BACKEND_LABELS[b]} unavailable: {reason}" if reason else
-                                     {"numpy": "NumPy reference (BLAS matmul) (B cycles backends)",
-                                      "cpu": "C++ kernels on the CPU (B cycles backends)",
-                                      "cuda": f"CUDA kernels on {gpu.device} (B cycles backends)"}[b],
-                                     wrap=round(420 * s))
+                        where = f" ({gpu.device})" if b == "cuda" and gpu.device else ""
+                    dpg.add_text(f"{BACKEND_LABELS[b]} unavailable: {reason}" if reason else
+                                 f"{backends.BY_NAME[b].summary}{where} (B cycles backends)", wrap=round(420 * s))
                     self.backend_buttons[b] = btn
             with dpg.group(horizontal=True):
                 dpg.add_text("Kernel", color=style.MUTED)
