@@ -127,3 +127,22 @@ def test_help_opens_with_a_real_question_mark_and_every_control_has_a_tooltip(ap
         if not after or dpg.get_item_type(after[0]) != "mvAppItemType::mvTooltip":
             missing.append(dpg.get_item_label(item) or dpg.get_item_type(item))
     assert not missing, f"controls without a tooltip: {missing}"
+
+
+def test_the_backend_row_holds_one_button_per_backend(app: object) -> None:
+    """The row reads gemmpad.backends; each description is the button's tooltip, not a text in
+    the row (a stray one pushed the CPU and GPU buttons out of the window)."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad import backends
+
+    buttons = app.engine.backend_buttons
+    assert list(buttons) == [b for b in backends.NAMES if b in buttons] and len(buttons) >= 2
+    row = dpg.get_item_parent(next(iter(buttons.values())))
+    kinds = [dpg.get_item_type(c).split("::")[-1] for c in dpg.get_item_children(row, 1)]
+    assert kinds.count("mvText") == 1 and kinds.count("mvButton") == len(buttons)  # the "Backend" label
+    vw = dpg.get_viewport_client_width()
+    for btn in buttons.values():
+        x, _ = dpg.get_item_rect_min(btn)
+        w, _ = dpg.get_item_rect_size(btn)
+        assert 0 <= x and x + w <= vw

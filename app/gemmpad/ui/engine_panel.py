@@ -51,11 +51,11 @@ class EnginePanel:
                     reason = backend_reasons[b]
                     btn = dpg.add_button(label=BACKEND_LABELS[b], width=round(78 * s), enabled=not reason,
                                          callback=lambda sender, a, u: actions["backend"](u), user_data=b)
+                    where = f" ({gpu.device})" if b == "cuda" and gpu.device else ""
                     with dpg.tooltip(btn) as t:
                         self.backend_tips[b] = t
-                        where = f" ({gpu.device})" if b == "cuda" and gpu.device else ""
-                    dpg.add_text(f"{BACKEND_LABELS[b]} unavailable: {reason}" if reason else
-                                 f"{backends.BY_NAME[b].summary}{where} (B cycles backends)", wrap=round(420 * s))
+                        dpg.add_text(f"{BACKEND_LABELS[b]} unavailable: {reason}" if reason else
+                                     f"{backends.BY_NAME[b].summary}{where} (B cycles backends)", wrap=round(420 * s))
                     self.backend_buttons[b] = btn
             with dpg.group(horizontal=True):
                 dpg.add_text("Kernel", color=style.MUTED)

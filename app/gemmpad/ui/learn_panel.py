@@ -167,7 +167,9 @@ class LearnPanel:
         """Keep the panel in the bottom right corner of the viewport as it resizes."""
         size = (dpg.get_viewport_client_width(), dpg.get_viewport_client_height())
         w, h = dpg.get_item_rect_size(self.root)
-        if (size, w, h) != self._placed and w > 0:
+        # folded, the reported width is not the title bar's: keep the whole title on screen
+        w = max(w, (dpg.get_text_size(dpg.get_item_label(self.root)) or (0, 0))[0] + round(40 * self.scale))
+        if (size, w, h) != self._placed and h > 0:
             margin = round(16 * self.scale)
             dpg.set_item_pos(self.root, (max(0, size[0] - w - margin), max(0, size[1] - h - 3 * margin)))
             self._placed = (size, w, h)
