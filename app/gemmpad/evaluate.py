@@ -160,11 +160,11 @@ def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta:
     digit over all styles, and on paper. `samples` must be writers the model never saw."""
     per_style = pendigits_scores(model, samples, list(pendigits.STYLES), tta)
     accs = {k: v.accuracy for k, v in per_style.items()}
+    pooled = Scores.pooled(list(per_style.values()))
     report: dict[str, Any] = {
         "writers": pendigits.writers(samples), "samples": len(samples), "tta": tta,
         "mean": float(np.mean(list(accs.values()))), "worst": min(accs.values()),
-        "styles": accs, "per_digit": Scores.pooled(list(per_style.values())).per_digit(),
-        "confusion": Scores.pooled(list(per_style.values())).confusion().tolist(),
+        "styles": accs, "per_digit": pooled.per_digit(), "confusion": pooled.confusion().tolist(),
     }
     if paper:
         p = paper_scores(model, samples, tta)
