@@ -30,8 +30,11 @@ def test_correct_learn_read_right_reset(tmp_path: Path) -> None:
         if shutil.which("xvfb-run") is None:
             pytest.skip("no X display and xvfb-run is not installed")
         prefix = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24"]
+    import gemmpad
+
+    package_root = str(Path(gemmpad.__file__).resolve().parents[1])  # the gemmpad under test: installed, or app/
     env = {**os.environ, "GEMMPAD_HOME": str(tmp_path), "GEMMPAD_DATA": str(data),
-           "PYTHONPATH": os.pathsep.join([str(REPO / "app"), str(REPO), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([package_root, str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("GEMMPAD_DRAWINGS", None)
     proc = subprocess.run([*prefix, sys.executable, "-m", "tests.ui_learn_script", str(tmp_path)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=900)
