@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     results: dict[str, Scores] = {}
     if wanted:
         ids = writer_range(args.writers)
-        samples = [s for s in pendigits.read_pendigits(args.pendigits or None) if s.writer in set(ids)]
+        samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
         if not samples:
             raise GemmpadError(f"--writers {args.writers}: no such writers in the pendigits file")
         trained = model.card.get("training", {}).get("pendigits_writers", []) if isinstance(model.card, dict) else []

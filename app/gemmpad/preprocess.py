@@ -303,7 +303,8 @@ def _full_strength(img: np.ndarray) -> np.ndarray:
     values = img[img > 0.05]
     if values.size == 0:
         return img
-    level = float(np.partition(values, int(0.8 * (values.size - 1)))[int(0.8 * (values.size - 1))])
+    k = int(0.8 * (values.size - 1))
+    level = float(np.partition(values, k)[k])
     return np.minimum(img * np.float32(1.0 / level), 1.0) if level < 1.0 else img
 
 

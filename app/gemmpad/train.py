@@ -452,7 +452,7 @@ def run(args: argparse.Namespace) -> int:
         extra = personal.folder_rows(args.drawings, args.seed, log)
         x, y, counts["drawings"] = np.concatenate([x, extra.x]), np.concatenate([y, extra.y]), len(extra)
     trained_writers = sorted(set(writer[keep].tolist()) - {0})
-    held = [s for s in pen if s.writer in set(held_writers)]
+    held = pendigits.split_by_writer(pen, held_writers)[1]
     x_val = preprocess_batch(images[val_idx])[0].reshape(-1, 784)
     y_val = labels[val_idx]
     t_data = time.perf_counter() - t_start
