@@ -51,14 +51,42 @@ def test_report_regenerates_the_readme_tables_from_committed_json(monkeypatch, c
 
 
 def test_the_readme_holds_what_the_committed_json_generates(tmp_path, capsys):
-    """The README's tables are `gemmpad bench report --readme README.md` byte for byte: a figure
-    edited by hand, or a result file committed without regenerating the README, fails here."""
+    """The README's tables (and the training table beside the training engine) are `gemmpad bench
+    report` byte for byte: a figure edited by hand, or a result file committed without regenerating
+    the READMEs, fails here."""
     root = COMMITTED.parent.parent.parent
-    results = tmp_path / COMMITTED.relative_to(root)  # the same layout: the captions link relative to the README
+    results = tmp_path / COMMITTED.relative_to(root)  # the same layout: the captions link relative to each README
     shutil.copytree(COMMITTED, results)
-    shutil.copy(root / "README.md", tmp_path / "README.md")
-    assert report.run(argparse.Namespace(dir=str(results), readme=str(tmp_path / "README.md"))) == 0
-    assert (tmp_path / "README.md").read_bytes() == (root / "README.md").read_bytes()
+    readmes = [Path("README.md"), Path("native/cuda/train/README.md")]
+    for r in readmes:
+        (tmp_path / r).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(root / r, tmp_path / r)
+    assert report.run(argparse.Namespace(dir=str(results), readme=[str(tmp_path / r) for r in readmes])) == 0
+    for r in readmes:
+        assert (tmp_path / r).read_bytes() == (root / r).read_bytes(), r
+    assert "bench:train" not in (root / "README.md").read_text()  # one home per table
+
+
+def test_each_readme_gets_the_blocks_it_holds_and_a_file_with_none_is_refused(monkeypatch, capsys, tmp_path):
+    for name in ("bench-gemm.json", "train.json"):
+        shutil.copy(COMMITTED / name, tmp_path / name)
+    top, notes = tmp_path / "README.md", tmp_path / "sub" / "NOTES.md"
+    notes.parent.mkdir()
+    top.write_text("<!-- bench:gemm begin -->\n<!-- bench:gemm end -->\n")
+    notes.write_text("<!-- bench:train begin -->\n<!-- bench:train end -->\n")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path),
+                           "--readme", str(top), "--readme", str(notes))
+    assert rc == 0, err
+    assert "cuda.07_warptile" in top.read_text() and "epoch" not in top.read_text()
+    assert "(../train.json)" in notes.read_text() and "cuda.07_warptile" not in notes.read_text()
+    stray = tmp_path / "stray.md"
+    stray.write_text("no markers here\n")
+    before = top.read_text()
+    top.write_text(before.replace("| `cuda.07", "| `stale.07"))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path),
+                           "--readme", str(top), "--readme", str(stray))
+    assert rc == 2 and "stray.md: holds no bench block" in err
+    assert "stale.07" in top.read_text()  # nothing written when one file is wrong
 
 
 def test_report_without_results_says_so(monkeypatch, capsys, tmp_path):

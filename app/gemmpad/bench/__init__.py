@@ -45,12 +45,12 @@ def _module(name: str):  # noqa: ANN202  (a module)
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "readme", None):
-        from gemmpad.bench.report import check_readme
+        from gemmpad.bench.report import check_readmes
 
         if args.what != "report" and not args.out:
             raise GemmpadError("--readme needs --out DIR: the table is made from the JSON written there")
         for block in ([args.what] if args.what != "report" else []):
-            check_readme(args.readme, block)  # before the run, not after it
+            check_readmes(args.readme, block)  # before the run, not after it
     if getattr(args, "out", None):
         check_writable_dir(args.out, f"--out {args.out}")
     if getattr(args, "kernels", None):  # a typo, or kernels this machine lacks, would measure nothing and exit 0

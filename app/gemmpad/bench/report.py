@@ -1,11 +1,12 @@
 """Tables from benchmark results, and the README blocks made of them.
 
 Every run prints its full tables; `--out DIR --readme README.md` also rewrites
-the README's block between `<!-- bench:gemm begin -->` and
-`<!-- bench:gemm end -->` (or `bench:mlp`) with the summary table and its
-caption line, so the README shows what the committed JSON holds and nothing
-typed by hand. `gemmpad bench report` does the same from committed JSON,
-without a GPU.
+the block between `<!-- bench:gemm begin -->` and `<!-- bench:gemm end -->`
+(or `bench:mlp`, `bench:train`) with the summary table and its caption line,
+so a README shows what the committed JSON holds and nothing typed by hand.
+`--readme` repeats: each file gets the blocks it holds (the training table
+lives beside the training engine, not in the top README). `gemmpad bench
+report` does the same from committed JSON, without a GPU.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_readme_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--readme", default=None, metavar="FILE",
-                        help="rewrite this file's block between <!-- bench:NAME begin/end --> with the summary table")
+    parser.add_argument("--readme", action="append", default=None, metavar="FILE",
+                        help="rewrite the block between <!-- bench:NAME begin/end --> in this file; repeat for "
+                             "several files (each gets the blocks it holds)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,11 +45,18 @@ def run(args: argparse.Namespace) -> int:
     found = {name: d / f for name, f in RESULTS.items() if (d / f).is_file()}
     if not found:
         raise GemmpadError(f"--dir {d}: no {' or '.join(RESULTS.values())} there")
+    readmes = args.readme or []
+    plan = {r: [name for name in found if holds_block(r, name)] for r in readmes}  # every file read before any write
+    idle = [r for r, names in plan.items() if not names]
+    if idle:
+        raise GemmpadError(f"--readme {idle[0]}: holds no bench block for the results in {d} "
+                           f"({', '.join(markers(n)[0] for n in found)})")
     for name, path in found.items():
-        block = summary_block(name, _load(path), path, args.readme)
-        print(block + "\n")
-        if args.readme:
-            rewrite_block(args.readme, name, block)
+        data = _load(path)
+        print(summary_block(name, data, path, None) + "\n")
+        for r in readmes:
+            if name in plan[r]:
+                rewrite_block(r, name, summary_block(name, data, path, r))
     return 0
 
 
@@ -63,26 +72,42 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- bench:{name} begin -->", f"<!-- bench:{name} end -->"
 
 
-def check_readme(readme: str, name: str) -> None:
-    """Raise GemmpadError unless `readme` holds the block `name` (checked before a run, not after it)."""
+def holds_block(readme: str, name: str) -> bool:
+    """Whether `readme` holds the block `name`; a file it cannot read, or a broken pair of markers, is an error."""
     try:
         text = Path(readme).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GemmpadError(f"--readme {readme}: cannot read it ({exc.strerror or exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GemmpadError(f"--readme {readme}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     begin, end = markers(name)
+    if text.count(begin) == 0 and text.count(end) == 0:
+        return False
     if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
         raise GemmpadError(f"--readme {readme}: needs exactly one {begin} ... {end} block")
+    return True
+
+
+def check_readmes(readmes: list[str], name: str) -> None:
+    """Raise GemmpadError unless one of `readmes` holds the block `name` (checked before a run, not after it)."""
+    if not any([holds_block(r, name) for r in readmes]):  # a list: every file checked, not only up to the first
+        begin, end = markers(name)
+        raise GemmpadError(f"--readme {', '.join(readmes)}: needs exactly one {begin} ... {end} block")
 
 
 def rewrite_block(readme: str, name: str, block: str) -> None:
     """Replace what lies between the block's markers (atomically; nothing else in the file changes)."""
-    check_readme(readme, name)
     text = Path(readme).read_text(encoding="utf-8")
     begin, end = markers(name)
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     write_text(readme, f"{head}{begin}\n{block}\n\n{end}{tail}")
     print(f"rewrote the {name} block of {readme}")
+
+
+def rewrite_blocks(readmes: list[str], name: str, data: dict[str, Any], path: Path) -> None:
+    """The block `name`, made from the result `data` saved at `path`, in each of `readmes` that holds it."""
+    for r in readmes:
+        if holds_block(r, name):
+            rewrite_block(r, name, summary_block(name, data, path, r))
 
 
 def summary_block(name: str, data: dict[str, Any], path: Path, readme: str | None) -> str:
@@ -213,9 +238,9 @@ def sweep_table(sweep: list[dict[str, Any]]) -> str:
 
 # ------------------------------------------------------------------ output
 def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path], None] | None,
-          readme: str | None = None, block: str | None = None) -> None:
+          readmes: list[str] | None = None, block: str | None = None) -> None:
     """The JSON, the PNG drawn by `plot` (None: nothing was timed, so no chart), and
-    with `readme` the README block `block` rewritten from the JSON just written."""
+    with `readmes` the README block `block` rewritten from the JSON just written."""
     d = Path(out_dir)
     write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
     if plot is None:
@@ -231,5 +256,5 @@ def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path
             with atomic_path(d / f"{stem}.png") as tmp:
                 plot(tmp)
             print(f"wrote {d / stem}.json and {d / stem}.png")
-    if readme and block:
-        rewrite_block(readme, block, summary_block(block, payload, d / f"{stem}.json", readme))
+    if readmes and block:
+        rewrite_blocks(readmes, block, payload, d / f"{stem}.json")

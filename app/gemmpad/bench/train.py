@@ -18,7 +18,7 @@ import numpy as np
 
 from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.bench.machine import machine
-from gemmpad.bench.report import add_readme_argument, rewrite_block, summary_block
+from gemmpad.bench.report import add_readme_argument, rewrite_blocks
 from gemmpad.files import atomic_path, write_text
 from gemmpad.model import SHAPES
 from gemmpad.train_native import batch_orders, cuda_trainer_class
@@ -354,5 +354,5 @@ def run(args: argparse.Namespace | None = None) -> int:
         _plots(out, results, curves, parity)
         print(f"wrote {out / 'train.json'}", flush=True)
         if a.readme:
-            rewrite_block(a.readme, "train", summary_block("train", report, out / "train.json", a.readme))
+            rewrite_blocks(a.readme, "train", report, out / "train.json")
     return 0
