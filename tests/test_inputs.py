@@ -85,3 +85,17 @@ def test_unreadable_files_say_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(inputs.os, "open", denied)
     with pytest.raises(ModelFileError, match=r"m.npz: cannot read \(Permission denied\)$"):
         load_model(tmp_path / "m.npz")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_files_that_say_zero_bytes_are_read_whole_or_refused_at_once(tmp_path: Path) -> None:
+    """/proc files report 0 bytes: read whole up to the cap; an empty file is empty, not an error;
+    /proc/kmsg (nothing to read yet) was an AttributeError from deep in Pillow."""
+    assert b"Name:" in read_input("/proc/self/status", 1 << 20, ImageError)
+    with pytest.raises(ImageError, match="more than 16 bytes"):
+        read_input("/proc/self/status", 16, ImageError)
+    (tmp_path / "empty.png").write_bytes(b"")
+    assert read_input(tmp_path / "empty.png", 1 << 20, ImageError) == b""
+    if os.path.exists("/proc/kmsg"):  # root: nothing to read yet; others: no permission; never a hang
+        with pytest.raises(ImageError, match="nothing to read yet|cannot read"):
+            read_input("/proc/kmsg", 1 << 20, ImageError)

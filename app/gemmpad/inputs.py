@@ -57,8 +57,20 @@ def open_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadErro
     except ValueError as exc:
         os.close(fd)
         raise error(f"{p}: {exc}") from None
-    if not pipe:
+    if not pipe and os.fstat(fd).st_size:
         return os.fdopen(fd, "rb")
+    if not pipe:  # /proc and /sys files say 0 bytes; some (/proc/kmsg) would wait for data forever
+        try:
+            data = _read_now(fd, limit + 1)
+        except BlockingIOError:
+            raise error(f"{p}: a special file with nothing to read yet (refused: reading it would wait)") from None
+        except OSError as exc:
+            raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
+        finally:
+            os.close(fd)
+        if len(data) > limit:
+            raise error(f"{p}: more than {limit:,} bytes, more than {_a(what)} may hold here")
+        return io.BytesIO(data)
     try:
         data = _read_pipe(fd, limit + 1)
     except TimeoutError:
@@ -110,6 +122,16 @@ def read_at_most(f: BinaryIO, n: int) -> bytes:
     parts: list[bytes] = []
     size = 0
     while size < n and (chunk := f.read(min(1 << 20, n - size))):
+        parts.append(chunk)
+        size += len(chunk)
+    return b"".join(parts)
+
+
+def _read_now(fd: int, limit: int) -> bytes:
+    """Read a non-blocking file to its end (or `limit`); BlockingIOError if it has nothing yet."""
+    parts: list[bytes] = []
+    size = 0
+    while size < limit and (chunk := os.read(fd, min(1 << 20, limit - size))):
         parts.append(chunk)
         size += len(chunk)
     return b"".join(parts)
