@@ -317,3 +317,11 @@ def test_a_python2_header_loads_without_a_warning(tmp_path: Path, rng: np.random
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_array_equal(load_model(tmp_path / "m.npz")["b1"], w["b1"])
+
+
+def test_a_model_that_is_neither_a_model_nor_a_path_is_named():
+    from gemmpad.engine import Classifier
+
+    for wrong in (7, 3.5, ["models/mnist-mlp.npz"]):
+        with pytest.raises(ModelFileError, match="a model is a Model or a file path, not"):
+            Classifier(model=wrong)

@@ -150,6 +150,8 @@ MAX_CARD_BYTES = 4 << 20
 
 def load_model(path: str | os.PathLike[str] | None = None) -> Model:
     """Load and validate a model file; its .json card is read when present."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):  # Classifier(model=7): say so, not TypeError
+        raise ModelFileError(f"a model is a Model or a file path, not {type(path).__name__} {path!r:.40}")
     p = Path(path) if path is not None else default_model_path()
     if path is None and not p.exists():
         raise ModelFileError(f"the bundled model is missing (looked for {MODELS_DIR / p.name} and {p}): "
