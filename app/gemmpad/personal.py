@@ -83,8 +83,6 @@ def folder_rows(folder: str | Path, seed: int, log: Log = print) -> replay.Array
     examples = drawings.read_folder(folder, say=log)
     if not examples:
         raise GemmpadError(f"--drawings {folder}: no usable drawings in {folder}/0 ... {folder}/9")
-    import numpy as np
-
-    rows = finetune.user_rows(examples, finetune.Settings(seed=seed), np.random.default_rng([seed, 6]))
+    rows = finetune.user_rows(examples, finetune.Settings(seed=seed))
     log(f"  drawings  {len(rows):6d} images from {len(examples)} drawings in {folder}")
     return rows
