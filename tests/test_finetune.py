@@ -107,6 +107,37 @@ def test_kept_rows_are_reused_and_a_changed_drawing_is_made_again(tmp_path: Path
     np.testing.assert_array_equal(finetune.user_rows(first, finetune.Settings(), finetune.LearnCache()).x, rows.x)
 
 
+def test_the_kept_rows_survive_a_restart_and_a_damaged_file_is_made_again(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """LearnCache.save / load: the next session's Learn reads no drawing's rows again; the strokes of a
+    kept drawing are read when needed; a damaged file is an empty cache, not an error."""
+    from gemmpad import strokes
+
+    pen = _pen(5)[:4]
+    folder = tmp_path / "drawings"
+    for i, s in enumerate(pen):
+        d = drawings.pen_drawing(s, "brush-18px-280")
+        strokes.save(folder / str(s.digit) / f"{i}.json", d.strokes, d.widths, d.canvas)
+    cache = finetune.LearnCache()
+    ex = drawings.read_folder(folder, known=cache.drawings)
+    rows = finetune.user_rows(ex, finetune.Settings(), cache)
+    cache.save(tmp_path / "cache", ex[1:])  # the first drawing is gone by the time of saving
+    back = finetune.LearnCache.load(tmp_path / "cache")
+    made: list[list[str]] = []
+    real = finetune._make_rows
+    monkeypatch.setattr(finetune, "_make_rows", lambda e, *a: made.append([x.key for x in e]) or real(e, *a))
+    again = drawings.read_folder(folder, known=back.drawings)
+    assert all(a.drawing is not None and np.array_equal(a.image28, b.image28) for a, b in zip(again, ex))
+    same = finetune.user_rows(again, finetune.Settings(), back)
+    assert made == [[ex[0].key]]  # only the drawing the file did not keep
+    key = next(k for k in back._rows if k.startswith(ex[0].key))  # its rows come first
+    np.testing.assert_array_equal(same.x[len(back._rows[key]):], rows.x[len(cache._rows[key]):])
+    (file,) = (tmp_path / "cache").glob("learn-*.npz")
+    file.write_bytes(file.read_bytes()[:100])
+    assert finetune.LearnCache.load(tmp_path / "cache").drawings == {}
+    assert finetune.LearnCache.load(tmp_path / "absent").drawings == {}
+
+
 def test_distillation_keeps_the_base_reading_of_the_replay(rng: np.random.Generator) -> None:
     """The replay against the base's own probabilities moves the network less on it than the replay
     against its labels, for the same person's rows, orders and steps."""

@@ -114,9 +114,12 @@ def read_example(path: Path, label: int, known: dict[str, Example] | None = None
     if not stat.S_ISREG(info.st_mode) or info.st_size > strokes.MAX_FILE_BYTES:
         return _read(path, label)  # not hashed up front: reading it is the reader's to bound
     key = _content_key(path)
-    if key not in known:
-        known[key] = _read(path, label, key)
-    return replace(known[key], label=label, path=path)
+    hit = known.get(key)
+    if hit is None:
+        hit = known[key] = _read(path, label, key)
+    elif hit.drawing is None and path.suffix.lower() == ".json":  # kept on disk as its picture alone
+        hit = known[key] = replace(hit, drawing=strokes.load_drawing(path))
+    return replace(hit, label=label, path=path)
 
 
 def _read(path: Path, label: int, key: str | None = None) -> Example:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -43,6 +44,7 @@ import numpy as np
 from gemmpad import augment, native, pendigits
 from gemmpad.drawings import Example
 from gemmpad.errors import GemmpadError
+from gemmpad.files import atomic_path
 from gemmpad.model import Model
 from gemmpad.preprocess import preprocess, preprocess_batch
 from gemmpad.replay import Arrays, References
@@ -52,6 +54,7 @@ ENGINES = ("auto", "numpy", "native")
 PAINT_BUDGET = 60  # random-pen paintings per Learn, shared by the drawings (Plan)
 WARP_BUDGET = 400  # warped copies per Learn (at least one of each drawing)
 RESTROKE_BUDGET = 160  # re-stroked copies per Learn
+CACHE_VERSION = 1  # of LearnCache's file
 Progress = Callable[[str, float], None]  # (what is happening, fraction done)
 
 
@@ -153,7 +156,8 @@ class Plan:
 
 
 class LearnCache:
-    """What Learn keeps from one press to the next (the window's Learner holds one).
+    """What Learn keeps from one press to the next (the window's Learner holds one), and on
+    disk from one session to the next (`load`, `save`).
 
     Painting, warping and preprocessing the drawings is most of a Learn's time (the
     fine-tune itself is a tenth of a second on a GPU), and a person adds a drawing or two
@@ -166,7 +170,7 @@ class LearnCache:
 
     def __init__(self) -> None:
         self.drawings: dict[str, Example] = {}
-        self._rows: dict[tuple[str, int, int, int, bytes], np.ndarray] = {}
+        self._rows: dict[str, np.ndarray] = {}
         self._base: tuple[References, bytes, Prepared, dict[str, float]] | None = None
 
     def base(self, weights: dict[str, np.ndarray], refs: References) -> tuple[Prepared, dict[str, float]]:
@@ -175,6 +179,43 @@ class LearnCache:
         if self._base is None or self._base[0] is not refs or self._base[1] != digest:
             self._base = (refs, digest, prepare(weights, refs.replay), figures(weights, [], refs))
         return self._base[2], self._base[3]
+
+    @classmethod
+    def load(cls, folder: str | Path) -> LearnCache:
+        """The cache `save` left in `folder` for this code (empty when there is none or it is damaged:
+        it is made again, never trusted)."""
+        cache = cls()
+        try:
+            with np.load(_cache_file(folder), allow_pickle=False) as z:
+                images, rows, ends = z["images"], z["rows"], np.cumsum(z["row_counts"])
+                cache.drawings = {str(k): Example(-1, Path(), img, None, str(k)) for k, img in zip(z["image_keys"], images)}
+                cache._rows = {str(k): rows[e - c : e] for k, c, e in zip(z["row_keys"], z["row_counts"], ends)}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return cls()
+        return cache
+
+    def save(self, folder: str | Path, examples: Sequence[Example]) -> None:
+        """Write what `examples` (the drawings of the last Learn) need to `folder`, atomically;
+        drawings no longer there are left out, so the file holds the current drawings only."""
+        keep = {e.key for e in examples}
+        images = {k: e.image28 for k, e in self.drawings.items() if k in keep}
+        rows = {k: v for k, v in self._rows.items() if k.split("|")[0] in keep}
+        target = _cache_file(folder)
+        with atomic_path(target) as tmp, open(tmp, "wb") as f:
+            np.savez(f, image_keys=np.array(list(images), dtype="U64"),
+                     images=np.array(list(images.values()), np.float32).reshape(-1, 28, 28),
+                     row_keys=np.array(list(rows), dtype="U128"),
+                     row_counts=np.array([len(v) for v in rows.values()], np.int64),
+                     rows=np.concatenate(list(rows.values())) if rows else np.zeros((0, 784), np.float32))
+
+
+def _cache_file(folder: str | Path) -> Path:
+    """learn-<hash>.npz: the hash of the code that makes the rows, so other code never reads them."""
+    from gemmpad.train import _code_version
+
+    here = Path(__file__).read_bytes()
+    version = hashlib.md5(f"{CACHE_VERSION} {_code_version()}".encode() + here).hexdigest()[:16]
+    return Path(folder) / f"learn-{version}.npz"
 
 
 def weights_digest(weights: dict[str, np.ndarray]) -> bytes:
@@ -189,7 +230,7 @@ def user_rows(examples: Sequence[Example], settings: Settings, cache: LearnCache
     drawing's from the cache when a Learn made them before."""
     cache = cache or LearnCache()
     plan = Plan.of(len(examples), settings)
-    keys = {id(e): (e.key, settings.seed, plan.restyles, plan.warps, plan.restroked(e, 1 + plan.restyles).tobytes())
+    keys = {id(e): f"{e.key}|{settings.seed}|{plan.restyles}|{plan.warps}|{plan.restroked(e, 1 + plan.restyles).tobytes().hex()}"
             for e in examples}
     new = [e for e in examples if keys[id(e)] not in cache._rows]
     if new:

@@ -146,15 +146,21 @@ def _save(folder: Path, name: str, sample: pendigits.PenDigit) -> None:
     strokes.save(folder / str(sample.digit) / f"{name}.json", d.strokes, d.widths, d.canvas)
 
 
+CASES = {"first": "first Learn (nothing kept)", "restart": "Learn after a restart (drawings learned before)",
+         "again": "Learn after one more correction"}
+
+
 def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist: str | None, counts: list[int],
            repeats: int, engine: str, log: Any = print) -> list[dict[str, Any]]:
     """Seconds from Learn to the new model's first answer, per drawing count, ours vs the same
-    fine-tune in torch, in two cases:
+    fine-tune in torch, in three cases (CASES), each with one drawing the last Learn did not see:
     - "first": nothing kept: every drawing file read and painted, the replay and test sets read
       from the disk cache, the base's figures, rows, fine-tune, figures, one reading;
-    - "again": the window's case, one more correction since the last Learn: the Learner's
-      LearnCache and replay in memory, so the new drawing is read and copied, the rest reused.
-    Each repeat's "again" adds a drawing of its own (for torch another), so neither finds it kept."""
+    - "restart": the window's first Learn of a session: the LearnCache read from its file (the
+      drawings' pictures and rows as the last session's Learn left them), the replay sets too;
+    - "again": the window's next Learn: the LearnCache and replay sets in memory.
+    The window's Learner also writes the LearnCache after a Learn: "restart" and "again" include it.
+    Each run adds a drawing of its own, so no run finds its new drawing kept."""
     import tempfile
 
     import torch
@@ -169,22 +175,25 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
     for n in counts:
         order = rng.permutation(len(pen))
         folder = Path(tempfile.mkdtemp(prefix="gemmpad-bench-learn-"))
+        kept_dir = folder / ".cache"
         for i in order[: n - 1]:
             _save(folder, f"{i}", pen[i])
-        extras = iter(order[n - 1 : n - 1 + 4 * repeats])
+        extras = iter(order[n - 1 : n - 1 + 2 * len(CASES) * repeats])
         kept = finetune.LearnCache()
         if n > 1:
-            finetune.learn(model, drawings.read_folder(folder, say=log, known=kept.drawings), refs, settings, engine,
-                           cache=kept)
+            ex = drawings.read_folder(folder, say=log, known=kept.drawings)
+            finetune.learn(model, ex, refs, settings, engine, cache=kept)
+            kept.save(kept_dir, ex)
         times: dict[tuple[str, str], list[float]] = {}
         for _ in range(repeats):
-            for case in ("first", "again"):
+            for case in CASES:
                 for who in ("ours", "torch"):
                     extra = next(extras)
                     _save(folder, "extra", pen[extra])
-                    memo = finetune.LearnCache() if case == "first" else kept
                     t0 = time.perf_counter()
-                    refs_now = replay.references(model, mnist, cache) if case == "first" else refs
+                    memo = {"first": finetune.LearnCache, "restart": lambda: finetune.LearnCache.load(kept_dir),
+                            "again": lambda: kept}[case]()
+                    refs_now = refs if case == "again" else replay.references(model, mnist, cache)
                     ex = drawings.read_folder(folder, say=log, known=memo.drawings)
                     if who == "ours":
                         o = finetune.learn(model, ex, refs_now, settings, engine, cache=memo)
@@ -194,6 +203,8 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
                         w = tune_torch(model.weights, rows, memo.base(model.weights, refs_now)[0], settings, device)
                         finetune.figures(w, [], refs_now)
                     _answer(w, ex[0].image28)
+                    if case != "first":
+                        memo.save(folder / ".scratch", ex)
                     times.setdefault((case, who), []).append(time.perf_counter() - t0)
                     added = folder / str(pen[extra].digit) / "extra.json"
                     added.unlink()
@@ -204,10 +215,9 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
                "parts_last": o.seconds, "seconds_all": {f"{c}/{w}": v for (c, w), v in times.items()},
                **{f"{c}_{w}": float(np.median(v)) for (c, w), v in times.items()}}
         out.append(row)
-        log(f"  {n:4d} drawings: first Learn {name} {row['first_ours']:.2f} s, torch ({device}) "
-            f"{row['first_torch']:.2f} s; after one more correction {name} {row['again_ours']:.2f} s (rows "
-            f"{o.seconds['rows']:.2f}, train {o.seconds['train']:.2f}, measure {o.seconds['measure']:.2f}), "
-            f"torch {row['again_torch']:.2f} s")
+        log(f"  {n:4d} drawings, {name} / torch ({device}): "
+            + ", ".join(f"{c} {row[f'{c}_ours']:.2f} / {row[f'{c}_torch']:.2f} s" for c in CASES)
+            + f" (last: rows {o.seconds['rows']:.2f}, train {o.seconds['train']:.2f}, measure {o.seconds['measure']:.2f})")
     return out
 
 
@@ -225,10 +235,11 @@ def summary(rows: list[dict[str, Any]], times: list[dict[str, Any]]) -> str:
                   f"{-100 * mn.mean():+.2f} / {-100 * mn.max():+.2f} | {sum(r['accepted'] for r in rows)} of {len(rows)} "
                   f"| {-100 * np.nanmean(wr):+.2f} / {-100 * np.nanmax(wr):+.2f} |", ""]
     if times:
-        lines += ["| drawings | first Learn (nothing kept) | same in torch | Learn after one more correction | "
-                  "same in torch | engine / torch device |", "|---:|---:|---:|---:|---:|---|"]
-        lines += [f"| {t['drawings']} | {t['first_ours']:.2f} s | {t['first_torch']:.2f} s | {t['again_ours']:.2f} s | "
-                  f"{t['again_torch']:.2f} s | {t['engine']} / {t['torch_device']} |" for t in times]
+        lines += ["| drawings | " + " | ".join(CASES.values()) + " | engine / torch device |",
+                  "|---:|---:|---:|---:|---|"]
+        lines += [f"| {t['drawings']} | " + " | ".join(f"{t[f'{c}_ours']:.2f} s (torch {t[f'{c}_torch']:.2f} s)"
+                                                       for c in CASES) + f" | {t['engine']} / {t['torch_device']} |"
+                  for t in times]
     return "\n".join(lines)
 
 

@@ -61,7 +61,7 @@ class Learner:
         self._stop = False
         self._status = ("", 0.0)
         self._result: tuple[finetune.Outcome, list[drawings.Example], list[str]] | Exception | None = None
-        self._cache = finetune.LearnCache()  # kept between Learns: old drawings are not read or copied again
+        self._cache: finetune.LearnCache | None = None  # kept between Learns (and on disk between sessions)
         self._refs: tuple[Model, replay.References] | None = None  # the base's replay and test sets, in memory
 
     @property
@@ -91,6 +91,8 @@ class Learner:
         try:
             self._say("reading your drawings", 0.0)
             skipped: list[str] = []
+            if self._cache is None:
+                self._cache = finetune.LearnCache.load(self.cache_dir)
             examples = (drawings.read_folder(self.drawings_dir, say=skipped.append, known=self._cache.drawings)
                         if self.drawings_dir.is_dir() else [])
             if not examples:
@@ -103,6 +105,10 @@ class Learner:
             outcome = finetune.learn(base, examples, self._refs[1], settings,
                                      progress=lambda s, f: self._say(s, 0.05 + 0.9 * f),
                                      should_stop=lambda: self._stop, cache=self._cache)
+            try:
+                self._cache.save(self.cache_dir, examples)
+            except OSError as exc:  # a read-only cache folder costs the next session's speed, not this Learn
+                skipped.append(f"could not keep the drawings' copies in {self.cache_dir}: {exc.strerror or exc}")
             self._say("done", 1.0)
             self._result = (outcome, examples, skipped)
         except Exception as exc:  # shown in the panel; the window goes on with the old model
