@@ -160,7 +160,7 @@ class LearnCache:
     disk from one session to the next (`load`, `save`).
 
     Painting, warping and preprocessing the drawings is most of a Learn's time (the
-    fine-tune itself is a tenth of a second on a GPU), and a person adds a drawing or two
+    fine-tune itself is 0.04 s on an H100), and a person adds a drawing or two
     between presses. So each drawing's training rows are kept under its content (the
     file's hash: an edited file is made again) and the copies it got (Plan), and the base
     model's replay as tune() steps on it (Prepared) and its MNIST / writer figures under
@@ -188,7 +188,11 @@ class LearnCache:
         try:
             with np.load(_cache_file(folder), allow_pickle=False) as z:
                 images, rows, ends = z["images"], z["rows"], np.cumsum(z["row_counts"])
-                cache.drawings = {str(k): Example(-1, Path(), img, None, str(k)) for k, img in zip(z["image_keys"], images)}
+                if (images.shape[1:] != (28, 28) or rows.shape[1:] != (784,)
+                        or len(rows) != (ends[-1] if len(ends) else 0)):
+                    raise ValueError("inconsistent arrays")
+                cache.drawings = {str(k): Example(-1, Path(), img, None, str(k))
+                                  for k, img in zip(z["image_keys"], images)}
                 cache._rows = {str(k): rows[e - c : e] for k, c, e in zip(z["row_keys"], z["row_counts"], ends)}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return cls()
@@ -202,9 +206,9 @@ class LearnCache:
         rows = {k: v for k, v in self._rows.items() if k.split("|")[0] in keep}
         target = _cache_file(folder)
         with atomic_path(target) as tmp, open(tmp, "wb") as f:
-            np.savez(f, image_keys=np.array(list(images), dtype="U64"),
+            np.savez(f, image_keys=np.array(list(images), dtype=str),
                      images=np.array(list(images.values()), np.float32).reshape(-1, 28, 28),
-                     row_keys=np.array(list(rows), dtype="U128"),
+                     row_keys=np.array(list(rows), dtype=str),
                      row_counts=np.array([len(v) for v in rows.values()], np.int64),
                      rows=np.concatenate(list(rows.values())) if rows else np.zeros((0, 784), np.float32))
 
@@ -230,8 +234,8 @@ def user_rows(examples: Sequence[Example], settings: Settings, cache: LearnCache
     drawing's from the cache when a Learn made them before."""
     cache = cache or LearnCache()
     plan = Plan.of(len(examples), settings)
-    keys = {id(e): f"{e.key}|{settings.seed}|{plan.restyles}|{plan.warps}|{plan.restroked(e, 1 + plan.restyles).tobytes().hex()}"
-            for e in examples}
+    keys = {id(e): f"{e.key}|{settings.seed}|{plan.restyles}|{plan.warps}|"
+                   f"{plan.restroked(e, 1 + plan.restyles).tobytes().hex()}" for e in examples}
     new = [e for e in examples if keys[id(e)] not in cache._rows]
     if new:
         rng = np.random.default_rng([settings.seed, 2, *(int(e.key[:12], 16) for e in new)])

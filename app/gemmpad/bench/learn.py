@@ -217,7 +217,8 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
         out.append(row)
         log(f"  {n:4d} drawings, {name} / torch ({device}): "
             + ", ".join(f"{c} {row[f'{c}_ours']:.2f} / {row[f'{c}_torch']:.2f} s" for c in CASES)
-            + f" (last: rows {o.seconds['rows']:.2f}, train {o.seconds['train']:.2f}, measure {o.seconds['measure']:.2f})")
+            + f" (last: rows {o.seconds['rows']:.2f}, train {o.seconds['train']:.2f}, "
+              f"measure {o.seconds['measure']:.2f})")
     return out
 
 
