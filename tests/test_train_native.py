@@ -38,13 +38,16 @@ def random_data(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarra
     return x, y
 
 
-def torch_reference(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[float, dict[str, np.ndarray]]:
-    """Mean cross-entropy and its gradients in float64 (CPU autograd)."""
+def torch_reference(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray,
+                    targets: np.ndarray | None = None) -> tuple[float, dict[str, np.ndarray]]:
+    """Mean cross-entropy (against the labels, or soft targets when given) and its gradients in
+    float64 (CPU autograd)."""
     p = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w.items()}
     xt = torch.tensor(x, dtype=torch.float64)
     h = torch.relu(xt @ p["W1"] + p["b1"])
     h = torch.relu(h @ p["W2"] + p["b2"])
-    loss = torch.nn.functional.cross_entropy(h @ p["W3"] + p["b3"], torch.tensor(y, dtype=torch.int64))
+    want = torch.tensor(y, dtype=torch.int64) if targets is None else torch.tensor(targets, dtype=torch.float64)
+    loss = torch.nn.functional.cross_entropy(h @ p["W3"] + p["b3"], want)
     loss.backward()
     return float(loss.detach()), {k: v.grad.numpy() for k, v in p.items()}
 
@@ -76,6 +79,13 @@ def sgd_reference(w, x, y, order, batch, lrs, momentum, weight_decay, decay_bias
 # --------------------------------------------------------------- input checks (no GPU needed)
 
 
+def random_targets(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Soft targets [n, 10]: a random teacher's probabilities, some rows nearly one-hot."""
+    z = rng.normal(0, 1, (n, 10)) * rng.uniform(0.1, 8.0, (n, 1))
+    q = np.exp(z - z.max(1, keepdims=True))
+    return (q / q.sum(1, keepdims=True)).astype(np.float32)
+
+
 def good_args(rng: np.random.Generator) -> dict:
     x, y = random_data(rng, 20)
     return {"x": x, "y": y, "weights": random_weights(rng), "epochs": 1, "batch_size": 8}
@@ -102,6 +112,10 @@ def good_args(rng: np.random.Generator) -> dict:
         (lambda a: a.update(momentum=1.0), DataError, "momentum"),
         (lambda a: a.update(lr_schedule=float("nan")), DataError, "learning rate"),
         (lambda a: a.update(epochs=3, lr_schedule=[0.1, 0.05]), InputShapeError, "schedule"),
+        (lambda a: a.update(targets=np.full((20, 10), 0.1)), InputTypeError, "targets"),
+        (lambda a: a.update(targets=np.full((19, 10), 0.1, np.float32)), InputShapeError, "targets"),
+        (lambda a: a.update(targets=np.full((20, 10), 0.2, np.float32)), DataError, "sum to 1"),
+        (lambda a: a.update(targets=np.eye(10, dtype=np.float32)[np.zeros(20, int)] * 2 - 0.1), DataError, ">= 0"),
     ],
 )
 def test_bad_input_is_reported_before_the_gpu(rng, change, error, match):
@@ -139,7 +153,7 @@ class TorchStandIn:
     """gemmpad._cuda.Trainer's interface on torch float64 (CPU), so fit()'s plumbing
     (orders, lr schedule, callback) is checked without a GPU."""
 
-    def __init__(self, x, y, w, batch, mixed):
+    def __init__(self, x, y, w, batch, mixed, targets):
         self.x, self.y, self.w, self.batch, self.history = x, y, dict(w), batch, []
 
     def epoch(self, perm, lr, momentum, weight_decay, graph, decay_biases):
@@ -208,6 +222,32 @@ def test_gradients_match_float64_autograd(rng, batch, rows):
     after = trainer.weights()
     for name in NAMES:  # lr = 0: untouched
         assert np.array_equal(after[name], w[name]), name
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch,rows", [(13, 13), (40, 37)])
+def test_soft_target_gradients_match_float64_autograd(rng, batch, rows):
+    """Distillation's loss (a fine-tune's replay rows, gemmpad.finetune): cross-entropy against a
+    teacher's probabilities; one-hot targets give the labels' gradients exactly."""
+    from gemmpad import native
+
+    x, y = random_data(rng, 53)
+    q = random_targets(rng, 53)
+    w = random_weights(rng, scale=2.0)
+    idx = rng.choice(53, rows, replace=False)
+    got = gradients(native.cuda().Trainer(x, y, w, batch, False, q), idx)
+    _, ref = torch_reference(w, x[idx], y[idx], q[idx])
+    for name in NAMES:
+        assert rel_error(got[name], ref[name]) < 1e-5, name
+    onehot = gradients(native.cuda().Trainer(x, y, w, batch, False, np.eye(10, dtype=np.float32)[y]), idx)
+    labels = gradients(native.cuda().Trainer(x, y, w, batch, False), idx)
+    for name in NAMES:
+        assert np.array_equal(onehot[name], labels[name]), name
+    stats = []
+    train_native.fit(x, y, w, epochs=1, batch_size=batch, lr_schedule=0.0, targets=q,
+                     callback=lambda *a: stats.append(a))
+    ref_loss, _ = torch_reference(w, x, y, q)
+    assert stats[0][1] == pytest.approx(ref_loss, rel=1e-5)
 
 
 def mixed_reference(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:

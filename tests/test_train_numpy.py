@@ -9,7 +9,7 @@ import pytest
 from gemmpad import train_numpy
 from gemmpad.errors import GemmpadError
 from tests.conftest import rel_error
-from tests.test_train_native import random_data, random_weights, sgd_reference, torch_reference
+from tests.test_train_native import random_data, random_targets, random_weights, sgd_reference, torch_reference
 
 pytest.importorskip("torch")
 
@@ -23,6 +23,20 @@ def test_gradients_match_torch_autograd(rng: np.random.Generator) -> None:
         assert loss / n == pytest.approx(ref_loss, rel=1e-5)
         for k in g:
             assert rel_error(g[k], ref_g[k]) < 1e-4, k
+
+
+def test_soft_target_gradients_match_torch_autograd(rng: np.random.Generator) -> None:
+    """Distillation's loss: cross-entropy against a teacher's probabilities (gemmpad.finetune's replay)."""
+    w = random_weights(rng)
+    x, y = random_data(rng, 37)
+    q = random_targets(rng, 37)
+    loss, correct, g = train_numpy.gradients(w, x, y.astype(np.int64), q)
+    ref_loss, ref_g = torch_reference(w, x, y, q)
+    assert loss / 37 == pytest.approx(ref_loss, rel=1e-5)
+    for k in g:
+        assert rel_error(g[k], ref_g[k]) < 1e-4, k
+    onehot = train_numpy.gradients(w, x, y.astype(np.int64), np.eye(10, dtype=np.float32)[y])
+    assert onehot[0] == pytest.approx(train_numpy.gradients(w, x, y.astype(np.int64))[0], rel=1e-6)
 
 
 @pytest.mark.parametrize("decay_biases", [True, False])
@@ -70,10 +84,9 @@ def test_cpu_and_cuda_fine_tunes_end_close(rng: np.random.Generator) -> None:
     ux, uy = random_data(rng, 40)
     rx, ry = random_data(rng, 2000)
     settings = finetune.Settings(steps=120, seed=int(rng.integers(1000)))
-    cpu, name_cpu, _ = finetune.tune(w0, Arrays(ux, uy.astype(np.int64)), Arrays(rx, ry.astype(np.int64)), settings,
-                                     "numpy")
-    gpu, name_gpu, _ = finetune.tune(w0, Arrays(ux, uy.astype(np.int64)), Arrays(rx, ry.astype(np.int64)), settings,
-                                     "native")
+    replay = finetune.prepare(w0, Arrays(rx, ry.astype(np.int64)))  # distilled: soft targets on both engines
+    cpu, name_cpu, _ = finetune.tune(w0, Arrays(ux, uy.astype(np.int64)), replay, settings, "numpy")
+    gpu, name_gpu, _ = finetune.tune(w0, Arrays(ux, uy.astype(np.int64)), replay, settings, "native")
     assert (name_cpu, name_gpu) == ("numpy", "native")
     for k in cpu:
         assert rel_error(gpu[k], cpu[k].astype(np.float64)) < 1e-3, k

@@ -6,11 +6,13 @@
    sizes, slants and polarities (pendigits.random_style: training's "pendigits"
    source), and warped and re-stroked copies of those (augment.warp / restroke:
    training's "warp" and "restroke" sources), all through gemmpad.preprocess;
-2. runs a few hundred SGD steps from the model's weights, each batch half the
-   person's rows and half a replay of the base training data (gemmpad.replay), so
-   the network learns them without forgetting everyone else; on the GPU with the
-   native CUDA trainer (gemmpad.train_native), else in NumPy (gemmpad.train_numpy),
-   same arguments and same result on both;
+2. runs a few hundred SGD steps from the model's weights, every digit keeping its
+   tenth of each batch and a corrected digit's tenth shared between the person's rows
+   and a replay of the base training data (gemmpad.replay), so the network learns them
+   without forgetting everyone else: the person's rows against their labels, the
+   replay against the base model's own probabilities (distillation, `Prepared`); on the
+   GPU with the native CUDA trainer (gemmpad.train_native), else in NumPy
+   (gemmpad.train_numpy), same arguments and same result on both;
 3. measures before and after: the person's held-out drawings (never trained on), the
    MNIST test set and unseen real writers; if MNIST test drops by more than MAX_DROP the
    new weights are refused unless forced (`Outcome.accepted`). Unseen writers are shown,
@@ -20,12 +22,17 @@
    alone moved them by 0.5-1.0 points (the shipped model, 2026-11-26); MNIST's 10,000
    measure the forgetting this rule guards against.
 Saving is the caller's choice (`save_personal`): atomically, never over the shipped model.
+A `LearnCache` kept between presses holds what the next Learn can reuse (the drawings'
+rows, the prepared replay, the base's figures), so a Learn after one more correction
+costs the new drawing and the fine-tune.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -37,14 +44,17 @@ import numpy as np
 from gemmpad import augment, native, pendigits
 from gemmpad.drawings import Example
 from gemmpad.errors import GemmpadError
+from gemmpad.files import atomic_path
 from gemmpad.model import Model
 from gemmpad.preprocess import preprocess, preprocess_batch
 from gemmpad.replay import Arrays, References
 
 MAX_DROP = 0.003  # accuracy on MNIST test may fall by at most 0.3 points
 ENGINES = ("auto", "numpy", "native")
-PAINT_BUDGET = 60  # random-pen paintings per Learn, shared by the drawings (user_rows)
+PAINT_BUDGET = 60  # random-pen paintings per Learn, shared by the drawings (Plan)
+WARP_BUDGET = 400  # warped copies per Learn (at least one of each drawing)
 RESTROKE_BUDGET = 160  # re-stroked copies per Learn
+CACHE_VERSION = 1  # of LearnCache's file
 Progress = Callable[[str, float], None]  # (what is happening, fraction done)
 
 
@@ -60,7 +70,7 @@ class Settings:
     final_lr: float = 0.05
     momentum: float = 0.9
     restyles: int = 3  # random-pen paintings of each strokes drawing (a picture gets none), at most
-    warps: int = 4  # warped copies of each of those images (and one re-stroked), made anew every Learn
+    warps: int = 4  # warped copies of each of those images (and one re-stroked), at most
     holdout: float = 0.0  # fraction of each digit's drawings kept out of training to measure on
     seed: int = 0
 
@@ -122,47 +132,134 @@ def restyled(example: Example, count: int, seed: int) -> np.ndarray:
     return np.array([o for o in out if o is not None], dtype=np.float32).reshape(-1, 28, 28)
 
 
-class RestyleCache:
-    """Random-pen paintings by drawing key: painting is the slow part (~5 ms each), and
-    a drawing kept for the next Learn need not be painted again."""
+@dataclass(frozen=True)
+class Plan:
+    """The copies each drawing gets in a Learn of `n` drawings: the budgets (PAINT_BUDGET,
+    WARP_BUDGET, RESTROKE_BUDGET) shared out, so that a few drawings get every kind of copy
+    and two hundred get a few each, and Learn stays well under a second of CPU."""
+
+    restyles: int  # random-pen paintings of each strokes drawing
+    warps: int  # warped copies of each image (the drawing and its paintings)
+    restroke: float  # share of those images also re-stroked (chosen by their content's hash)
+
+    @classmethod
+    def of(cls, n: int, settings: Settings) -> Plan:
+        n = max(1, n)
+        restyles = min(settings.restyles, PAINT_BUDGET // n)
+        warps = max(1, min(settings.warps, WARP_BUDGET // (n * (1 + restyles))))
+        return cls(restyles, warps, min(1.0, RESTROKE_BUDGET / (n * (1 + restyles))))
+
+    def restroked(self, example: Example, images: int) -> np.ndarray:
+        """Which of a drawing's images are re-stroked: a hash of its content against the share."""
+        draws = np.random.default_rng([int(example.key[:12], 16), 7]).random(images)
+        return draws < self.restroke
+
+
+class LearnCache:
+    """What Learn keeps from one press to the next (the window's Learner holds one), and on
+    disk from one session to the next (`load`, `save`).
+
+    Painting, warping and preprocessing the drawings is most of a Learn's time (the
+    fine-tune itself is 0.04 s on an H100), and a person adds a drawing or two
+    between presses. So each drawing's training rows are kept under its content (the
+    file's hash: an edited file is made again) and the copies it got (Plan), and the base
+    model's replay as tune() steps on it (Prepared) and its MNIST / writer figures under
+    the base's weights. A drawing's copies are drawn when a Learn first sees it, from a
+    generator seeded by that Learn's new drawings: the same drawings give the same rows
+    in a fresh cache too. `drawings` is for gemmpad.drawings.read_folder (by content)."""
 
     def __init__(self) -> None:
-        self._store: dict[tuple[str, int, int], np.ndarray] = {}
+        self.drawings: dict[str, Example] = {}
+        self._rows: dict[str, np.ndarray] = {}
+        self._base: tuple[References, bytes, Prepared, dict[str, float]] | None = None
 
-    def get(self, example: Example, count: int, seed: int) -> np.ndarray:
-        key = (example.key, count, seed)
-        if key not in self._store:
-            self._store[key] = restyled(example, count, seed)
-        return self._store[key]
+    def base(self, weights: dict[str, np.ndarray], refs: References) -> tuple[Prepared, dict[str, float]]:
+        """(the prepared replay, the figures on everyone else) of a base model, made once."""
+        digest = weights_digest(weights)
+        if self._base is None or self._base[0] is not refs or self._base[1] != digest:
+            self._base = (refs, digest, prepare(weights, refs.replay), figures(weights, [], refs))
+        return self._base[2], self._base[3]
+
+    @classmethod
+    def load(cls, folder: str | Path) -> LearnCache:
+        """The cache `save` left in `folder` for this code (empty when there is none or it is damaged:
+        it is made again, never trusted)."""
+        cache = cls()
+        try:
+            with np.load(_cache_file(folder), allow_pickle=False) as z:
+                images, rows, ends = z["images"], z["rows"], np.cumsum(z["row_counts"])
+                if (images.shape[1:] != (28, 28) or rows.shape[1:] != (784,)
+                        or len(rows) != (ends[-1] if len(ends) else 0)):
+                    raise ValueError("inconsistent arrays")
+                cache.drawings = {str(k): Example(-1, Path(), img, None, str(k))
+                                  for k, img in zip(z["image_keys"], images)}
+                cache._rows = {str(k): rows[e - c : e] for k, c, e in zip(z["row_keys"], z["row_counts"], ends)}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return cls()
+        return cache
+
+    def save(self, folder: str | Path, examples: Sequence[Example]) -> None:
+        """Write what `examples` (the drawings of the last Learn) need to `folder`, atomically;
+        drawings no longer there are left out, so the file holds the current drawings only."""
+        keep = {e.key for e in examples}
+        images = {k: e.image28 for k, e in self.drawings.items() if k in keep}
+        rows = {k: v for k, v in self._rows.items() if k.split("|")[0] in keep}
+        target = _cache_file(folder)
+        with atomic_path(target) as tmp, open(tmp, "wb") as f:
+            np.savez(f, image_keys=np.array(list(images), dtype=str),
+                     images=np.array(list(images.values()), np.float32).reshape(-1, 28, 28),
+                     row_keys=np.array(list(rows), dtype=str),
+                     row_counts=np.array([len(v) for v in rows.values()], np.int64),
+                     rows=np.concatenate(list(rows.values())) if rows else np.zeros((0, 784), np.float32))
 
 
-def user_rows(examples: Sequence[Example], settings: Settings, rng: np.random.Generator,
-              cache: RestyleCache | None = None) -> Arrays:
-    """The training rows made from the person's drawings (see the module docstring).
+def _cache_file(folder: str | Path) -> Path:
+    """learn-<hash>.npz: the hash of the code that makes the rows, so other code never reads them."""
+    from gemmpad.train import _code_version
 
-    Painting (~5 ms a drawing) and re-stroking (~4 ms an image) are the slow parts, so
-    each has a budget per Learn (PAINT_BUDGET, RESTROKE_BUDGET): a few drawings get every
-    kind of copy, two hundred get warps of themselves and re-strokes of some, and Learn
-    stays within seconds. Many drawings are variety enough.
-    """
-    restyles = min(settings.restyles, PAINT_BUDGET // max(1, len(examples)))
-    cache = cache or RestyleCache()
-    bases, labels = [], []
-    for e in examples:
-        imgs = np.concatenate([e.image28[None], cache.get(e, restyles, settings.seed)])
-        bases.append(imgs)
-        labels += [e.label] * len(imgs)
+    here = Path(__file__).read_bytes()
+    version = hashlib.md5(f"{CACHE_VERSION} {_code_version()}".encode() + here).hexdigest()[:16]
+    return Path(folder) / f"learn-{version}.npz"
+
+
+def weights_digest(weights: dict[str, np.ndarray]) -> bytes:
+    h = hashlib.sha1()
+    for k in sorted(weights):
+        h.update(np.ascontiguousarray(weights[k]).tobytes())
+    return h.digest()
+
+
+def user_rows(examples: Sequence[Example], settings: Settings, cache: LearnCache | None = None) -> Arrays:
+    """The training rows made from the person's drawings (see the module docstring), each
+    drawing's from the cache when a Learn made them before."""
+    cache = cache or LearnCache()
+    plan = Plan.of(len(examples), settings)
+    keys = {id(e): f"{e.key}|{settings.seed}|{plan.restyles}|{plan.warps}|"
+                   f"{plan.restroked(e, 1 + plan.restyles).tobytes().hex()}" for e in examples}
+    new = [e for e in examples if keys[id(e)] not in cache._rows]
+    if new:
+        rng = np.random.default_rng([settings.seed, 2, *(int(e.key[:12], 16) for e in new)])
+        for e, rows in zip(new, _make_rows(new, plan, settings.seed, rng)):
+            cache._rows[keys[id(e)]] = rows
+    parts = [cache._rows[keys[id(e)]] for e in examples]
+    return Arrays(np.concatenate(parts), np.repeat(np.array([e.label for e in examples], np.int64),
+                                                   [len(p) for p in parts]))
+
+
+def _make_rows(examples: Sequence[Example], plan: Plan, seed: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Each drawing's rows [k, 784]: itself, its paintings, warps of those, re-strokes of some;
+    warped and re-stroked all at once (whole-batch NumPy), then split back by drawing."""
+    bases = [np.concatenate([e.image28[None], restyled(e, plan.restyles, seed)]) for e in examples]
+    owner = np.repeat(np.arange(len(examples)), [len(b) for b in bases])
     base = np.concatenate(bases)
-    y = np.array(labels, dtype=np.int64)
-    pick = rng.permutation(len(base))[:RESTROKE_BUDGET]
-    copies = [(augment.warp(base, 28, rng), y) for _ in range(settings.warps)]
-    copies.append((augment.restroke(base[pick], rng), y[pick]))
-    xs, ys = [base], [y]
-    for images, labels_ in copies:
-        x, ok = preprocess_batch(images)
-        xs.append(x[ok])
-        ys.append(labels_[ok])
-    return Arrays(np.concatenate(xs).reshape(-1, 784), np.concatenate(ys))
+    pick = np.concatenate([plan.restroked(e, len(b)) for e, b in zip(examples, bases)])
+    copies = [(augment.warp(base, 28, rng), owner) for _ in range(plan.warps)]
+    if pick.any():
+        copies.append((augment.restroke(base[pick], rng), owner[pick]))  # 56 x 56: preprocess halves them
+    made = [(preprocess_batch(images), whose) for images, whose in copies]
+    x = np.concatenate([xs[ok] for (xs, ok), _ in made]).reshape(-1, 784)
+    whose = np.concatenate([w[ok] for (_, ok), w in made])
+    return [np.concatenate([b.reshape(-1, 784), x[whose == i]]) for i, b in enumerate(bases)]
 
 
 # ---------------------------------------------------------------- training
@@ -242,19 +339,43 @@ def unfold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> d
     return out
 
 
-def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Arrays, settings: Settings, engine: str = "auto",
+@dataclass(frozen=True)
+class Prepared:
+    """The replay as tune() steps on it, made once per base model (LearnCache.base): inputs
+    normalised as in training, labels, and the base model's own probabilities on them, the
+    replay's targets. Distillation: a replay row pulls the network back to what the base
+    read there, not to its label, so the replay stops moving the base where the person's
+    rows do not pull (with the labels, 300 steps on the replay alone cost 0.19 points of
+    MNIST test; NOTES.md beside this file)."""
+
+    x: np.ndarray  # float32 [N, 784], (x - mean) / std
+    y: np.ndarray  # int64 [N]
+    targets: np.ndarray  # float32 [N, 10]
+    mean: float
+    std: float
+
+
+def prepare(weights: dict[str, np.ndarray], replay: Arrays) -> Prepared:
+    mean, std = float(replay.x.mean()), float(replay.x.std())
+    probs = Model(weights).forward(replay.x).astype(np.float64)
+    probs /= probs.sum(axis=1, keepdims=True)
+    return Prepared(((replay.x - mean) / std).astype(np.float32), replay.y, probs.astype(np.float32), mean, std)
+
+
+def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, settings: Settings, engine: str = "auto",
          progress: Progress | None = None,
          should_stop: Callable[[], bool] | None = None) -> tuple[dict[str, np.ndarray], str, int]:
     """(new weights for raw inputs, engine used, steps run): SGD from `weights` on the person's
-    rows mixed with the replay (batch_plan), in normalised inputs as in training."""
+    rows (against their labels) mixed with the replay (against the base's probabilities),
+    batches from batch_plan, in normalised inputs as in training."""
     from gemmpad.train import fold_normalisation
 
     if len(user) == 0:
         raise GemmpadError("no drawings to learn from")
     name, trainer = engine_for(engine)
-    mean, std = float(replay.x.mean()), float(replay.x.std())
-    x = ((np.concatenate([user.x, replay.x]) - mean) / std).astype(np.float32)
+    x = np.concatenate([((user.x - replay.mean) / replay.std).astype(np.float32), replay.x])
     y = np.concatenate([user.y, replay.y]).astype(np.int32)
+    targets = np.concatenate([np.eye(10, dtype=np.float32)[user.y], replay.targets])
     orders = batch_plan(user.y, replay.y, settings, np.random.default_rng([settings.seed, 1]))
     epochs = len(orders)
 
@@ -263,10 +384,11 @@ def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Arrays, settings:
             progress(f"epoch {epoch + 1}/{epochs}, loss {loss:.3f}", (epoch + 1) / epochs)
 
     kwargs: dict[str, Any] = {"should_stop": should_stop} if name == "numpy" else {}
-    w = trainer.fit(x, y, unfold_normalisation(weights, mean, std), epochs=epochs, batch_size=settings.batch,
-                    lr_schedule=decay(settings.lr, epochs, settings.final_lr), momentum=settings.momentum,
-                    weight_decay=0.0, batch_order=lambda e: orders[e], callback=on_epoch, **kwargs)
-    return fold_normalisation(w, mean, std), name, epochs * (-(-len(y) // settings.batch))
+    w = trainer.fit(x, y, unfold_normalisation(weights, replay.mean, replay.std), epochs=epochs,
+                    batch_size=settings.batch, lr_schedule=decay(settings.lr, epochs, settings.final_lr),
+                    momentum=settings.momentum, weight_decay=0.0, batch_order=lambda e: orders[e], callback=on_epoch,
+                    targets=targets, **kwargs)
+    return fold_normalisation(w, replay.mean, replay.std), name, epochs * (-(-len(y) // settings.batch))
 
 
 # ---------------------------------------------------------------- measuring and deciding
@@ -285,28 +407,34 @@ def figures(weights: dict[str, np.ndarray], held: Sequence[Example], refs: Refer
     model = Model(weights)
     out = {}
     if held:
-        out["held-out"] = accuracy(model, np.stack([e.image28.reshape(784) for e in held]),
-                                   np.array([e.label for e in held]))
+        out["held-out"] = held_out(model, held)
     out["MNIST test"] = accuracy(model, refs.mnist.x, refs.mnist.y)
     if len(refs.writers):
         out["unseen writers"] = accuracy(model, refs.writers.x, refs.writers.y)
     return out
 
 
+def held_out(model: Model, held: Sequence[Example]) -> float:
+    return accuracy(model, np.stack([e.image28.reshape(784) for e in held]), np.array([e.label for e in held]))
+
+
 def learn(model: Model, examples: Sequence[Example], refs: References, settings: Settings = Settings(),
           engine: str = "auto", force: bool = False, progress: Progress | None = None,
-          should_stop: Callable[[], bool] | None = None, cache: RestyleCache | None = None) -> Outcome:
-    """Fine-tune `model` on `examples` with the replay of `refs`; measure; accept or refuse."""
+          should_stop: Callable[[], bool] | None = None, cache: LearnCache | None = None) -> Outcome:
+    """Fine-tune `model` on `examples` with the replay of `refs`; measure; accept or refuse.
+    `cache` keeps the work that the next Learn can reuse (LearnCache)."""
     say = progress or (lambda s, f: None)
+    cache = cache or LearnCache()
     t0 = time.perf_counter()
     train, held = split_holdout(examples, settings.holdout)
     if not train:
         raise GemmpadError("no drawings to learn from")
-    say(f"painting {len(train)} drawings at other pens", 0.0)
-    rows = user_rows(train, settings, np.random.default_rng([settings.seed, 2]), cache)
+    say(f"making training copies of {len(train)} drawings", 0.0)
+    rows = user_rows(train, settings, cache)
+    prepared, base_figures = cache.base(model.weights, refs)
+    before = ({"held-out": held_out(model, held)} if held else {}) | base_figures
     t1 = time.perf_counter()
-    before = figures(model.weights, held, refs)
-    weights, name, steps = tune(model.weights, rows, refs.replay, settings, engine, progress, should_stop)
+    weights, name, steps = tune(model.weights, rows, prepared, settings, engine, progress, should_stop)
     t2 = time.perf_counter()
     after = figures(weights, held, refs)
     outcome = Outcome(weights, before, after, True, "", name, len(train), len(held), len(rows), steps)

@@ -41,13 +41,16 @@ def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None,
                      cache: str | Path | None = None, log: Log = print,
                      progress: finetune.Progress | None = None) -> finetune.Outcome:
     """Fine-tune `base` on the drawings under `folder`; write `output` when accepted."""
-    examples = drawings.read_folder(folder, say=log)
+    kept = finetune.LearnCache.load(cache) if cache else finetune.LearnCache()
+    examples = drawings.read_folder(folder, say=log, known=kept.drawings)
     if not examples:
         raise GemmpadError(f"{folder}: no usable drawings in {folder}/0 ... {folder}/9")
     per_digit = ", ".join(f"{d}: {n}" for d, n in drawings.counts(examples).items())
     log(f"{len(examples)} drawings ({per_digit})")
     refs = replay.references(base, mnist, cache, log=log)
-    outcome = finetune.learn(base, examples, refs, settings, engine, force=insist, progress=progress)
+    outcome = finetune.learn(base, examples, refs, settings, engine, force=insist, progress=progress, cache=kept)
+    if cache:
+        kept.save(cache, examples)
     for name in outcome.before:
         log(f"  {name:15s} {100 * outcome.before[name]:6.2f} % -> {100 * outcome.after[name]:6.2f} %")
     log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}, "
@@ -83,8 +86,6 @@ def folder_rows(folder: str | Path, seed: int, log: Log = print) -> replay.Array
     examples = drawings.read_folder(folder, say=log)
     if not examples:
         raise GemmpadError(f"--drawings {folder}: no usable drawings in {folder}/0 ... {folder}/9")
-    import numpy as np
-
-    rows = finetune.user_rows(examples, finetune.Settings(seed=seed), np.random.default_rng([seed, 6]))
+    rows = finetune.user_rows(examples, finetune.Settings(seed=seed))
     log(f"  drawings  {len(rows):6d} images from {len(examples)} drawings in {folder}")
     return rows

@@ -101,6 +101,21 @@ def _check_inputs(
     return np.ascontiguousarray(x), np.ascontiguousarray(y, dtype=np.int32), w
 
 
+def check_targets(targets: Any, n: int) -> np.ndarray | None:
+    """Soft targets [n, 10] float32 (each row a probability distribution), or None for the labels'
+    one-hot rows. A fine-tune passes the base model's own probabilities on the replay rows
+    (distillation: gemmpad.finetune), so replay pulls it back to what the base read."""
+    if targets is None:
+        return None
+    if not isinstance(targets, np.ndarray) or targets.dtype != np.float32:
+        raise InputTypeError(f"targets must be a float32 NumPy array, got {getattr(targets, 'dtype', type(targets).__name__)}")
+    if targets.shape != (n, 10):
+        raise InputShapeError(f"targets must have shape ({n}, 10) to match x, got {targets.shape}")
+    if not np.isfinite(targets).all() or targets.min() < 0 or np.abs(targets.sum(axis=1) - 1).max() > 1e-3:
+        raise DataError("targets must be finite, >= 0, and each row must sum to 1")
+    return np.ascontiguousarray(targets)
+
+
 def cuda_trainer_class() -> Any:
     module = native.cuda()  # CudaUnavailable with the reason when there is no GPU
     cls = getattr(module, "Trainer", None)
@@ -135,6 +150,7 @@ def fit(
     precision: str = "fp32",
     callback: EpochCallback | None = None,
     use_graph: bool = True,
+    targets: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Train the 784-100-100-10 MLP on the GPU with gemmpad's own kernels; return the weights.
 
@@ -152,7 +168,9 @@ def fit(
     applies to every parameter, biases included, like
     torch.optim.SGD(model.parameters(), weight_decay=...) and gemmpad.train's
     torch engine; decay_biases=False exempts b1..b3 (a no-decay group).
-    Loss: mean softmax cross-entropy over the batch.
+    Loss: mean softmax cross-entropy over the batch, against the labels, or
+    against `targets` (float32 [N, 10], rows summing to 1) when given: soft
+    targets, e.g. a teacher model's probabilities; y then only scores accuracy.
     precision: "fp32", or "mixed" (layer-1 matmuls on bf16 tensor cores, fp32
     accumulation, fp32 master weights and everything else in fp32).
     callback(epoch, loss, accuracy, weights) runs after every epoch (epoch
@@ -167,11 +185,12 @@ def fit(
     the loss becomes NaN/Inf (diverged: lower the learning rate).
     """
     x, y, w = _check_inputs(x, y, weights, epochs, batch_size, momentum, weight_decay, precision)
+    soft = check_targets(targets, len(x))
     lrs = [lr_at(lr_schedule, e) for e in range(epochs)]
     if batch_order is None:
         orders = batch_orders(len(x), seed)
         batch_order = lambda epoch: next(orders)  # noqa: E731  (called once per epoch, in order)
-    trainer = cuda_trainer_class()(x, y, w, int(batch_size), precision == "mixed")
+    trainer = cuda_trainer_class()(x, y, w, int(batch_size), precision == "mixed", soft)
     for epoch in range(epochs):
         order = _epoch_order(batch_order, epoch, len(x))
         result = trainer.epoch(order, lrs[epoch], float(momentum), float(weight_decay), use_graph, decay_biases)

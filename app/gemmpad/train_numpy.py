@@ -24,13 +24,16 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from gemmpad.errors import GemmpadError
-from gemmpad.train_native import EpochCallback, LrSchedule, _check_inputs, _epoch_order, batch_orders, lr_at
+from gemmpad.train_native import (EpochCallback, LrSchedule, _check_inputs, _epoch_order, batch_orders, check_targets,
+                                  lr_at)
 
 NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
 
 
-def gradients(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[float, int, dict[str, np.ndarray]]:
-    """(summed loss, correct count, gradients of the mean cross-entropy) for one batch x [B, 784], y [B]."""
+def gradients(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray,
+              targets: np.ndarray | None = None) -> tuple[float, int, dict[str, np.ndarray]]:
+    """(summed loss, correct count, gradients of the mean cross-entropy) for one batch x [B, 784], y [B],
+    against the labels y or, when given, soft targets [B, 10] (y then only counts the correct)."""
     z1 = x @ w["W1"] + w["b1"]
     h1 = np.maximum(z1, 0.0)
     z2 = h1 @ w["W2"] + w["b2"]
@@ -40,10 +43,14 @@ def gradients(w: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[f
     e = np.exp(shifted)
     total = e.sum(axis=1, keepdims=True)
     rows = np.arange(len(y))
-    loss = float(np.sum(np.log(total[:, 0]) - shifted[rows, y]))
     correct = int(np.sum(logits.argmax(axis=1) == y))
     d3 = e / total
-    d3[rows, y] -= 1.0
+    if targets is None:
+        loss = float(np.sum(np.log(total[:, 0]) - shifted[rows, y]))
+        d3[rows, y] -= 1.0
+    else:
+        loss = float(np.sum(targets * (np.log(total) - shifted)))
+        d3 -= targets
     d3 *= np.float32(1.0 / len(y))
     d2 = (d3 @ w["W3"].T) * (z2 > 0)
     d1 = (d2 @ w["W2"].T) * (z1 > 0)
@@ -67,20 +74,22 @@ def fit(
     batch_order: Callable[[int], np.ndarray] | None = None,
     callback: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
+    targets: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Train on the CPU; the arguments and result are those of gemmpad.train_native.fit
-    (fp32 only), plus should_stop, polled between steps (a cancelled fine-tune stops
-    within a step; the weights reached so far are returned)."""
+    (fp32 only; soft targets too), plus should_stop, polled between steps (a cancelled
+    fine-tune stops within a step; the weights reached so far are returned)."""
     with threadpool_limits(1, user_api="blas"):
         return _fit(x, y, weights, epochs, batch_size, lr_schedule, momentum, weight_decay, decay_biases, seed,
-                    batch_order, callback, should_stop)
+                    batch_order, callback, should_stop, targets)
 
 
 def _fit(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], epochs: int, batch_size: int,
          lr_schedule: LrSchedule, momentum: float, weight_decay: float, decay_biases: bool, seed: int,
          batch_order: Callable[[int], np.ndarray] | None, callback: EpochCallback | None,
-         should_stop: Callable[[], bool] | None) -> dict[str, np.ndarray]:
+         should_stop: Callable[[], bool] | None, targets: np.ndarray | None) -> dict[str, np.ndarray]:
     x, yi, w0 = _check_inputs(x, y, weights, epochs, batch_size, momentum, weight_decay, "fp32")
+    soft = check_targets(targets, len(x))
     y64 = yi.astype(np.int64)
     lrs = [lr_at(lr_schedule, e) for e in range(epochs)]
     if batch_order is None:
@@ -99,7 +108,7 @@ def _fit(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], epochs: i
             if should_stop is not None and should_stop():
                 return w
             idx = order[start : start + batch_size]
-            loss, right, g = gradients(w, x[idx], y64[idx])
+            loss, right, g = gradients(w, x[idx], y64[idx], None if soft is None else soft[idx])
             loss_sum += loss
             correct += right
             for k in NAMES:

@@ -1,7 +1,8 @@
 # compute-sanitizer driver for the training kernels (SANITIZE_EXTRA=this file in
 # native/tools/gpu_check.sh, or `compute-sanitizer python3 this_file`): a tiny
 # run of every kernel in both precisions, with a short last batch, a batch that
-# is not a multiple of 16 and both the graph and the direct-launch paths.
+# is not a multiple of 16 and both the graph and the direct-launch paths, with the labels
+# and with soft targets (a fine-tune's distillation).
 import numpy as np
 
 from gemmpad import native
@@ -12,9 +13,10 @@ _x = _rng.uniform(0, 1, (101, 784)).astype(np.float32)
 _y = _rng.integers(0, 10, 101).astype(np.int32)
 _w = {k: (_rng.uniform(-1, 1, s) / np.sqrt(s[0] if len(s) == 2 else 100)).astype(np.float32)
       for k, s in (("W1", (784, 100)), ("b1", (100,)), ("W2", (100, 100)), ("b2", (100,)), ("W3", (100, 10)), ("b3", (10,)))}
-for _mixed in (False, True):
+_q = _rng.dirichlet(np.ones(10), 101).astype(np.float32)
+for _mixed, _soft in ((False, None), (True, None), (False, _q), (True, _q)):
     for _batch in (33, 64):
-        _t = _cuda.Trainer(_x, _y, _w, _batch, _mixed)
+        _t = _cuda.Trainer(_x, _y, _w, _batch, _mixed, _soft)
         _perm = _rng.permutation(101).astype(np.int32)
         _t.epoch(_perm, 0.05, 0.9, 1e-4, True)
         _t.epoch(_perm, 0.05, 0.9, 1e-4, False)
@@ -22,4 +24,4 @@ for _mixed in (False, True):
         _t.profile(1)
         _t.weights()
         _t.samples()
-        print("sanitized trainer mixed=%s batch=%d" % (_mixed, _batch), flush=True)
+        print("sanitized trainer mixed=%s soft=%s batch=%d" % (_mixed, _soft is not None, _batch), flush=True)

@@ -61,7 +61,8 @@ class Learner:
         self._stop = False
         self._status = ("", 0.0)
         self._result: tuple[finetune.Outcome, list[drawings.Example], list[str]] | Exception | None = None
-        self._restyles = finetune.RestyleCache()  # kept between Learns: old drawings are not painted again
+        self._cache: finetune.LearnCache | None = None  # kept between Learns (and on disk between sessions)
+        self._refs: tuple[Model, replay.References] | None = None  # the base's replay and test sets, in memory
 
     @property
     def running(self) -> bool:
@@ -90,15 +91,24 @@ class Learner:
         try:
             self._say("reading your drawings", 0.0)
             skipped: list[str] = []
-            examples = drawings.read_folder(self.drawings_dir, say=skipped.append) if self.drawings_dir.is_dir() else []
+            if self._cache is None:
+                self._cache = finetune.LearnCache.load(self.cache_dir)
+            examples = (drawings.read_folder(self.drawings_dir, say=skipped.append, known=self._cache.drawings)
+                        if self.drawings_dir.is_dir() else [])
             if not examples:
                 raise GemmpadError("no corrections yet: click the right digit's bar (or press its key) "
                                    "when a reading is wrong")
             self._say("preparing the replay and test sets (the first time takes a minute)", 0.02)
-            refs = replay.references(base, None, self.cache_dir, self.replay_rows,
-                                     log=lambda s: self._say(s.strip(), 0.02))
-            outcome = finetune.learn(base, examples, refs, settings, progress=lambda s, f: self._say(s, 0.05 + 0.9 * f),
-                                     should_stop=lambda: self._stop, cache=self._restyles)
+            if self._refs is None or self._refs[0] is not base:
+                self._refs = (base, replay.references(base, None, self.cache_dir, self.replay_rows,
+                                                      log=lambda s: self._say(s.strip(), 0.02)))
+            outcome = finetune.learn(base, examples, self._refs[1], settings,
+                                     progress=lambda s, f: self._say(s, 0.05 + 0.9 * f),
+                                     should_stop=lambda: self._stop, cache=self._cache)
+            try:
+                self._cache.save(self.cache_dir, examples)
+            except OSError as exc:  # a read-only cache folder costs the next session's speed, not this Learn
+                skipped.append(f"could not keep the drawings' copies in {self.cache_dir}: {exc.strerror or exc}")
             self._say("done", 1.0)
             self._result = (outcome, examples, skipped)
         except Exception as exc:  # shown in the panel; the window goes on with the old model

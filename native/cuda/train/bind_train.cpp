@@ -48,9 +48,15 @@ py::dict read(const Trainer& t, bool velocity) {
     return d;
 }
 
-std::unique_ptr<Trainer> make(F32 x, I32 labels, py::dict params, int batch, bool mixed) {
+std::unique_ptr<Trainer> make(F32 x, I32 labels, py::dict params, int batch, bool mixed, py::object targets) {
     require(x.ndim() == 2 && x.shape(1) == 784, "x must have shape [N, 784]");
     require(labels.ndim() == 1 && labels.shape(0) == x.shape(0), "labels must have shape [N] matching x");
+    F32 soft;
+    if (!targets.is_none()) {
+        soft = targets.cast<F32>();
+        require(soft.ndim() == 2 && soft.shape(0) == x.shape(0) && soft.shape(1) == 10,
+                "targets must have shape [N, 10] matching x");
+    }
     require(x.shape(0) < (1 << 30), "too many rows");
     std::vector<F32> keep;
     std::vector<const float*> ptrs;
@@ -64,9 +70,10 @@ std::unique_ptr<Trainer> make(F32 x, I32 labels, py::dict params, int batch, boo
     }
     const float* xp = x.data();
     const int32_t* lp = labels.data();
+    const float* tp = targets.is_none() ? nullptr : soft.data();
     const int n = (int)x.shape(0);
     py::gil_scoped_release nogil;
-    return std::make_unique<Trainer>(xp, lp, n, ptrs, batch, mixed);
+    return std::make_unique<Trainer>(xp, lp, n, ptrs, batch, mixed, tp);
 }
 
 }  // namespace
@@ -75,8 +82,9 @@ void bind_train(py::module_& m) {
     py::class_<Trainer>(m, "Trainer",
                         "Native CUDA trainer of the 784-100-100-10 MLP (see native/cuda/train/train.cuh).")
         .def(py::init(&make), py::arg("x"), py::arg("labels"), py::arg("params"), py::arg("batch"),
-             py::arg("mixed") = false,
-             "Uploads x [N,784] f32, labels [N] i32 and the params dict; allocates every buffer.")
+             py::arg("mixed") = false, py::arg("targets") = py::none(),
+             "Uploads x [N,784] f32, labels [N] i32, the params dict and targets (None, or [N,10] f32 soft "
+             "targets the loss is taken against instead of the labels); allocates every buffer.")
         .def(
             "epoch",
             [](Trainer& t, I32 perm, float lr, float momentum, float weight_decay, bool graph, bool decay_biases) {

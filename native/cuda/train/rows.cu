@@ -2,6 +2,7 @@
 //   H1 = relu(sum of forward_l1_fp32's K slices + b1)
 //   H2 = relu(H1 @ W2 + b2); logits = H2 @ W3 + b3
 //   loss = logsumexp(logits) - logits[label]; dZ3 = (softmax - onehot) / rows
+//   (or, with soft targets q: loss = sum q * (logsumexp - logits); dZ3 = (softmax - q) / rows)
 //   dZ2 = (dZ3 @ W3^T) * (H2 > 0);  dZ1 = (dZ2 @ W2^T) * (H1 > 0)
 // What changed (from one kernel per op): the 100 x 100 and 100 x 10 layers are
 // too small to fill the GPU on their own, and each of their results is needed
@@ -131,7 +132,9 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
         }
         float dz = 0.0f;
         if (b < rows) {
-            const int label = s.labels[s.perm[offset + b]];
+            const int sample = s.perm[offset + b];
+            const int label = s.labels[sample];
+            const float* q = s.targets ? s.targets + (size_t)sample * OUT : nullptr;
             float mx = z[0];
             int arg = 0;
 #pragma unroll
@@ -148,11 +151,18 @@ __global__ void __launch_bounds__(THREADS) rows_kernel(DeviceState s, int offset
             }
             if (lane < OUT) {
                 const float p = expf(zc - mx) / sum;
-                dz = (p - (lane == label ? 1.0f : 0.0f)) * inv_rows;
+                dz = (p - (q ? q[lane] : (lane == label ? 1.0f : 0.0f))) * inv_rows;
                 s.dz3[(size_t)b * OUT + lane] = dz;
             }
             if (lane == 0) {
-                s.loss[offset + b] = mx + logf(sum) - zl;
+                const float lse = mx + logf(sum);
+                float ce = lse - zl;
+                if (q) {  // soft targets: sum over c of q_c * (logsumexp - z_c)
+                    ce = 0.0f;
+#pragma unroll
+                    for (int c = 0; c < OUT; ++c) ce = fmaf(q[c], lse - z[c], ce);
+                }
+                s.loss[offset + b] = ce;
                 s.correct[offset + b] = arg == label ? 1.0f : 0.0f;
             }
         }

@@ -46,6 +46,7 @@ struct DeviceState {
     const float* x = nullptr;  // [n, 784] fp32 (fp32 mode)
     const __nv_bfloat16* xb = nullptr;  // [n, 784] bf16 (mixed mode)
     const int32_t* labels = nullptr;    // [n]
+    const float* targets = nullptr;     // [n, 10] soft targets, or null: the labels' one-hot rows
     const int32_t* perm = nullptr;      // [n] batch order of the current epoch
     const Hyper* hyper = nullptr;
     // parameters (fp32 master), velocities, bf16 copy of W1 [784, PN]

@@ -96,7 +96,7 @@ struct Trainer::Impl {
 };
 
 Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector<const float*>& params, int batch,
-                 bool mixed)
+                 bool mixed, const float* targets)
     : impl_(std::make_unique<Impl>()) {
     if (n < 1) throw std::invalid_argument("the dataset is empty");
     if (batch < 1) throw std::invalid_argument("batch size must be >= 1");
@@ -128,6 +128,11 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
     int32_t* lab = m.alloc<int32_t>(n);
     CUDA_CHECK(cudaMemcpy(lab, labels, n * sizeof(int32_t), cudaMemcpyHostToDevice));
     s.labels = lab;
+    if (targets) {
+        float* q = m.alloc<float>((size_t)n * OUT);
+        CUDA_CHECK(cudaMemcpy(q, targets, (size_t)n * OUT * sizeof(float), cudaMemcpyHostToDevice));
+        s.targets = q;
+    }
     s.perm = m.alloc<int32_t>(n);
     s.hyper = m.alloc<Hyper>(1);
 

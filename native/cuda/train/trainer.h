@@ -33,9 +33,11 @@ struct EpochResult {
 class Trainer {
   public:
     // x: [n, 784] fp32, labels: [n] in 0..9, params: W1 b1 W2 b2 W3 b3 (fp32,
-    // row-major, model layout). mixed: bf16 tensor cores for layer 1.
+    // row-major, model layout). mixed: bf16 tensor cores for layer 1. targets: null, or
+    // [n, 10] fp32 soft targets (rows summing to 1) the loss is taken against instead of
+    // the labels' one-hot rows (labels then only score accuracy).
     Trainer(const float* x, const int32_t* labels, int n, const std::vector<const float*>& params, int batch,
-            bool mixed);
+            bool mixed, const float* targets = nullptr);
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;
