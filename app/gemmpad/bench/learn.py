@@ -146,16 +146,18 @@ def _save(folder: Path, name: str, sample: pendigits.PenDigit) -> None:
     strokes.save(folder / str(sample.digit) / f"{name}.json", d.strokes, d.widths, d.canvas)
 
 
-CASES = {"first": "first Learn (nothing kept)", "restart": "Learn after a restart (drawings learned before)",
-         "again": "Learn after one more correction"}
+CASES = {"first": "first Learn (nothing kept)", "saved": "first Learn in the window (drawings painted as saved)",
+         "restart": "Learn after a restart (drawings learned before)", "again": "Learn after one more correction"}
 
 
 def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist: str | None, counts: list[int],
            repeats: int, engine: str, log: Any = print) -> list[dict[str, Any]]:
     """Seconds from Learn to the new model's first answer, per drawing count, ours vs the same
-    fine-tune in torch, in three cases (CASES), each with one drawing the last Learn did not see:
+    fine-tune in torch, in each case of CASES, each with one drawing the last Learn did not see:
     - "first": nothing kept: every drawing file read and painted, the replay and test sets read
       from the disk cache, the base's figures, rows, fine-tune, figures, one reading;
+    - "saved": as "first", but the drawings were painted when they were saved (the window's
+      Learner.prefetch), as for corrections made in the window since its start;
     - "restart": the window's first Learn of a session: the LearnCache read from its file (the
       drawings' pictures and rows as the last session's Learn left them), the replay sets too;
     - "again": the window's next Learn: the LearnCache and replay sets in memory.
@@ -190,9 +192,12 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
                 for who in ("ours", "torch"):
                     extra = next(extras)
                     _save(folder, "extra", pen[extra])
+                    painted = finetune.LearnCache()
+                    if case == "saved":
+                        drawings.read_folder(folder, say=log, known=painted.drawings)  # before Learn is pressed
                     t0 = time.perf_counter()
-                    memo = {"first": finetune.LearnCache, "restart": lambda: finetune.LearnCache.load(kept_dir),
-                            "again": lambda: kept}[case]()
+                    memo = {"first": finetune.LearnCache, "saved": lambda: painted,
+                            "restart": lambda: finetune.LearnCache.load(kept_dir), "again": lambda: kept}[case]()
                     refs_now = refs if case == "again" else replay.references(model, mnist, cache)
                     ex = drawings.read_folder(folder, say=log, known=memo.drawings)
                     if who == "ours":
@@ -237,7 +242,7 @@ def summary(rows: list[dict[str, Any]], times: list[dict[str, Any]]) -> str:
                   f"| {-100 * np.nanmean(wr):+.2f} / {-100 * np.nanmax(wr):+.2f} |", ""]
     if times:
         lines += ["| drawings | " + " | ".join(CASES.values()) + " | engine / torch device |",
-                  "|---:|---:|---:|---:|---|"]
+                  "|---:|" + "---:|" * len(CASES) + "---|"]
         lines += [f"| {t['drawings']} | " + " | ".join(f"{t[f'{c}_ours']:.2f} s (torch {t[f'{c}_torch']:.2f} s)"
                                                        for c in CASES) + f" | {t['engine']} / {t['torch_device']} |"
                   for t in times]

@@ -440,6 +440,7 @@ class App:
             return None
         self.draw.reset_label()
         self.say(f"Saved {png.relative_to(self.drawings_dir)} in {self.drawings_dir}")
+        self.learn.learner.prefetch()  # painted now, in the background, not when L is pressed
         return png
 
     def use_model(self, model: Model, base: Model | None = None) -> None:

@@ -1,0 +1,40 @@
+"""gemmpad.ui.learn_panel.Learner without a window: the drawings are painted when they are
+saved (prefetch), not when L is pressed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gemmpad import drawings, strokes
+from gemmpad.ui.learn_panel import Learner
+
+
+def _save_one(folder: Path, name: str, x: float) -> None:
+    line = np.array([[x, 40.0], [x + 5.0, 140.0], [x + 10.0, 240.0]], np.float32)  # a "1" on a 280 canvas
+    strokes.save(folder / "1" / f"{name}.json", [line], [18.0], (280, 280))
+
+
+def test_prefetch_paints_each_saved_drawing_once_before_learn(tmp_path: Path, monkeypatch) -> None:
+    painted: list[Path] = []
+    real = drawings._read
+    monkeypatch.setattr(drawings, "_read", lambda path, *a: painted.append(path) or real(path, *a))
+    folder = tmp_path / "drawings"
+    for i in range(3):
+        _save_one(folder, f"d{i}", 100.0 + 20 * i)
+
+    cold = Learner(folder, cache_dir=tmp_path / "cold")
+    assert len(cold._read(lambda _: None)) == 3 and len(painted) == 3  # no prefetch: Learn paints all
+
+    painted.clear()
+    learner = Learner(folder, cache_dir=tmp_path / "cache")
+    learner.prefetch()
+    learner._reader.join(30)
+    assert len(painted) == 3
+    _save_one(folder, "d3", 180.0)
+    learner.prefetch()  # after a save: only the new drawing
+    learner._reader.join(30)
+    assert len(painted) == 4 and painted[-1].name == "d3.json"
+    examples = learner._read(lambda _: None)  # what Learn does first
+    assert len(examples) == 4 and len(painted) == 4  # nothing left to paint
