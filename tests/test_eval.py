@@ -117,3 +117,19 @@ def test_cli_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "nothing to evaluate" in capsys.readouterr().err
     assert main(["eval", "--model", str(model), "--pendigits", "--styles", "felt-tip"]) == 2
     assert "unknown ['felt-tip']" in capsys.readouterr().err
+
+
+def test_writer_sets_read_the_same_in_any_number_of_processes() -> None:
+    """Each set (a style, or paper with its own seeded photos) is one task: 1 or 3 processes agree."""
+    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:12]
+    model = load_model()
+    names = ["thin-4px-dark", "small-8px-corner", evaluate.PAPER]
+    one = evaluate.writer_sets(model, samples, names, jobs=1)
+    three = evaluate.writer_sets(model, samples, names, jobs=3)
+    assert list(one) == list(three) == names
+    for name in names:
+        np.testing.assert_array_equal(one[name].pred, three[name].pred)
+        np.testing.assert_array_equal(one[name].labels, [s.digit for s in samples])
+    report = evaluate.real_writer_report(model, samples, jobs=2)
+    assert report["paper"] == one[evaluate.PAPER].accuracy
+    assert report["styles"]["thin-4px-dark"] == one["thin-4px-dark"].accuracy

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gemmpad import native, pendigits, train
+from gemmpad import native, pendigits, train, trainset
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
 from gemmpad.model import Model, load_model
 
@@ -65,8 +65,8 @@ def test_held_out_writers_never_reach_training_and_are_measured(tmp_path: Path,
     assert train.run(args) == 0
     card = json.loads((tmp_path / "w.json").read_text())
     assert card["training"]["pendigits_writers"] == [1, 3]
-    assert card["training"]["sources"]["pendigits"] == 24 * train.PEN_COPIES
-    assert len(seen[0]) == 2000 + 24 * train.PEN_COPIES  # no row of writer 2
+    assert card["training"]["sources"]["pendigits"] == 24 * trainset.PEN_COPIES
+    assert len(seen[0]) == 2000 + 24 * trainset.PEN_COPIES  # no row of writer 2
     report = card["results"]["real_writers"]
     assert report["writers"] == [2] and report["samples"] == 12
     assert set(report["styles"]) == set(pendigits.STYLES) and 0.0 <= report["worst"] <= report["mean"] <= 1.0
@@ -88,6 +88,30 @@ def test_native_engine_is_sgd_only(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
     with pytest.raises(GemmpadError, match="SGD with momentum only"):
         train.run(quick_args(tmp_path, "--engine", "native", "--optimizer", "adamw"))
+
+
+def test_the_teacher_is_torch_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
+    with pytest.raises(GemmpadError, match="--teacher needs --engine torch"):
+        train.run(quick_args(tmp_path, "--engine", "native", "--optimizer", "sgd", "--teacher", "cnn"))
+
+
+@pytest.mark.slow
+def test_a_teacher_run_learns_from_the_cnn_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--teacher cnn: the MLP gets the teacher's logits for every row; the card names the teacher."""
+    from gemmpad import distill
+
+    monkeypatch.setattr(distill, "EPOCHS", 1)
+    seen: list = []
+    fit = train.fit_torch
+    monkeypatch.setattr(train, "fit_torch", lambda x, y, *a: (seen.append((len(x), a[-1])), fit(x, y, *a))[1])
+    assert train.run(smoke_args(tmp_path, "t", "--teacher", "cnn")) == 0
+    n, logits = seen[0]
+    assert logits.shape == (n, 10) and logits.dtype == np.float32
+    card = json.loads((tmp_path / "t.json").read_text())
+    teacher = card["training"]["teacher"]
+    assert teacher["kind"] == "cnn" and teacher["held_out_accuracy"] > 0.6  # one epoch on 2,000 images
+    assert card["results"]["mnist_test_accuracy"] > 0.80
 
 
 def test_bad_options(tmp_path: Path) -> None:
@@ -149,24 +173,6 @@ def test_initial_weights_and_schedules() -> None:
         assert all(x >= y for x, y in zip(lrs, lrs[1:]))
     np.testing.assert_array_equal(train.batch_order(1, 2, 50), train.batch_order(1, 2, 50))
     assert sorted(train.batch_order(1, 2, 50)) == list(range(50))
-
-
-def test_training_set_sources_go_through_preprocess(rng: np.random.Generator) -> None:
-    images = np.zeros((12, 28, 28), np.uint8)
-    images[:, 5:23, 12:16] = 255  # twelve "1"s
-    labels = np.ones(12, np.int64)
-    stroke = np.array([[200, 400], [210, 100]], np.float32)
-    pen = [pendigits.PenDigit(digit=1, writer=w, strokes=[stroke]) for w in (3, 4)]
-    x, y, writer, counts = train.training_set(images, labels, ["original", "warp", "restroke", "drawn", "pendigits"],
-                                              0, 23, lambda s: None, pen)
-    copies = train.PEN_COPIES
-    assert counts == {"original": 12, "warp": 12, "restroke": 12, "drawn": 23, "pendigits": 2 * copies}
-    n = 59 + 2 * copies
-    assert x.shape == (n, 784) and x.dtype == np.float32 and y.shape == (n,)
-    assert 0.0 <= x.min() and x.max() <= 1.0
-    assert np.all(x[:36].reshape(36, 28, 28).max(axis=(1, 2)) > 0.5)  # no digit lost
-    assert set(y[:36]) == {1} and set(y[36:59]) <= set(range(10)) and set(y[59:]) == {1}
-    assert set(writer[:59]) == {0} and sorted(writer[59:]) == [3] * copies + [4] * copies  # rows by writer
 
 
 def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,7 +255,7 @@ def test_a_diverging_run_stops_with_a_line_and_writes_nothing(tmp_path: Path, mo
     with pytest.raises(SystemExit):
         parse("--momentum", "1.5")
 
-    def nan_epoch(x, y, w0, lrs, args, device, on_epoch):  # what an exploding run reports
+    def nan_epoch(x, y, w0, lrs, args, device, on_epoch, teacher=None):  # what an exploding run reports
         on_epoch(0, float("nan"), 0.1, w0)
         raise AssertionError("training went on past a NaN loss")
 

@@ -29,6 +29,7 @@ from gemmpad.args import MAX_BATCH, integer
 from gemmpad.engine import jitter
 from gemmpad.errors import GemmpadError
 from gemmpad.model import Model, load_model
+from gemmpad.pool import default_jobs, ordered_map
 from gemmpad.preprocess import preprocess
 
 TTA_SEED = 7  # the jitter of test-time augmentation is random: fixed, so numbers repeat
@@ -154,11 +155,27 @@ def writer_range(spec: str) -> list[int]:
     return sorted(out)
 
 
+PAPER = "paper"  # the name of the paper set beside the styles in writer_sets
+
+
+def _one_set(task: tuple[Model, Sequence[pendigits.PenDigit], str, int]) -> Scores:
+    model, samples, name, tta = task
+    return paper_scores(model, samples, tta) if name == PAPER else pendigits_scores(model, samples, [name], tta)[name]
+
+
+def writer_sets(model: Model, samples: Sequence[pendigits.PenDigit], names: Sequence[str], tta: int = 1,
+                jobs: int = 1) -> dict[str, Scores]:
+    """Scores per named style (pendigits.STYLES) or PAPER, one set per process of `jobs`
+    (the same numbers for any jobs: every set has its own fixed random streams)."""
+    return dict(zip(names, ordered_map(_one_set, [(model, samples, n, tta) for n in names], jobs)))
+
+
 def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta: int = 1,
-                       paper: bool = True) -> dict[str, Any]:
+                       paper: bool = True, jobs: int = 1) -> dict[str, Any]:
     """What the model card says about real writers: per style, their mean and worst, per
     digit over all styles, and on paper. `samples` must be writers the model never saw."""
-    per_style = pendigits_scores(model, samples, list(pendigits.STYLES), tta)
+    sets = writer_sets(model, samples, [*pendigits.STYLES, *[PAPER] * paper], tta, jobs)
+    per_style = {k: v for k, v in sets.items() if k != PAPER}
     accs = {k: v.accuracy for k, v in per_style.items()}
     pooled = Scores.pooled(list(per_style.values()))
     report: dict[str, Any] = {
@@ -167,7 +184,7 @@ def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta:
         "styles": accs, "per_digit": pooled.per_digit(), "confusion": pooled.confusion().tolist(),
     }
     if paper:
-        p = paper_scores(model, samples, tta)
+        p = sets[PAPER]
         report["paper"] = p.accuracy
         report["paper_per_digit"] = p.per_digit()
     return report
@@ -222,6 +239,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
     p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="average N jittered copies (the app's batch)")
+    p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
+                   help="processes reading the writer sets, one set each (default: every core)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
 
 
@@ -255,11 +274,10 @@ def run(args: argparse.Namespace) -> int:
         if seen:
             print(f"gemmpad eval: note: the model trained on writers {seen}: not a test on new people",
                   file=sys.stderr)
-        if args.pendigits is not None:
-            for name, sc in pendigits_scores(model, samples, styles, args.tta).items():
-                results[f"pendigits writers {args.writers}, {name}"] = sc
-        if args.paper:
-            results[f"pendigits writers {args.writers} on paper"] = paper_scores(model, samples, args.tta)
+        names = [*styles * (args.pendigits is not None), *[PAPER] * args.paper]
+        for name, sc in writer_sets(model, samples, names, args.tta, args.jobs).items():
+            results[f"pendigits writers {args.writers}, {name}" if name != PAPER
+                    else f"pendigits writers {args.writers} on paper"] = sc
         if args.save_paper:
             from gemmpad import paper
 

@@ -4,7 +4,7 @@ data, and the fixed test sets of everyone else (MNIST test, unseen real writers)
 Fine-tuning on a handful of one person's drawings alone would teach the network that
 every digit looks like theirs; mixing in a sample of what it was trained on keeps it
 reading everyone else (replay). The sample is made by the training code itself
-(`gemmpad.train.training_set`), from the sources the model card lists and in their
+(`gemmpad.trainset.training_set`), from the sources the model card lists and in their
 proportions, so the replay has exactly the augmentation of training.
 
 Both sets take seconds to build and are the same every time for a given model, data
@@ -108,9 +108,10 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
         pen_path = None
     sources = _sources(model)
     trained = trained_writers(model)
+    copies = _copies(model)
     stamp = [(p.name, p.stat().st_size) for p in sorted(folder.iterdir()) if p.name.startswith(("train", "t10k"))]
     key = json.dumps([CACHE_VERSION, stamp, pen_path.stat().st_size if pen_path else None, sources, trained,
-                      replay_rows, WRITER_STEP, _code_version()])
+                      replay_rows, WRITER_STEP, copies, _code_version()])
     path = Path(cache) / f"references-{hashlib.md5(key.encode()).hexdigest()[:16]}.npz" if cache else None
     if path is not None and path.is_file():
         try:
@@ -119,7 +120,7 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
                                   z["wid"].tolist())
         except (OSError, ValueError, KeyError) as exc:  # a damaged cache is rebuilt, not trusted
             log(f"rebuilding {path}: {exc}")
-    refs = _build(folder, pen_path, sources, trained, replay_rows, log)
+    refs = _build(folder, pen_path, sources, trained, copies, replay_rows, log)
     if path is not None:
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
             np.savez(f, rx=refs.replay.x, ry=refs.replay.y, mx=refs.mnist.x, my=refs.mnist.y, wx=refs.writers.x,
@@ -128,14 +129,29 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
 
 
 def _code_version() -> str:
-    from gemmpad.train import _code_version as training_code
+    from gemmpad.trainset import code_version
 
-    return training_code()
+    return code_version()
 
 
-def _build(folder: Path, pen_path: Path | None, sources: dict[str, int], trained: list[int], rows: int,
-           log: Log) -> References:
-    from gemmpad.train import PAPER_COPIES, PEN_COPIES, training_set
+def _copies(model: Model) -> tuple[int, int]:
+    """How many times training drew each writer's sample at a random pen and on paper (the card's
+    pendigits_copies and paper_copies; the defaults of `gemmpad train` for a card without them)."""
+    from gemmpad.trainset import PAPER_COPIES, PEN_COPIES
+
+    training = model.card.get("training", {}) if isinstance(model.card, dict) else {}
+    training = training if isinstance(training, dict) else {}
+
+    def count(key: str, default: int) -> int:
+        value = training.get(key)
+        return value if isinstance(value, int) and value > 0 else default
+
+    return count("pendigits_copies", PEN_COPIES), count("paper_copies", PAPER_COPIES)
+
+
+def _build(folder: Path, pen_path: Path | None, sources: dict[str, int], trained: list[int],
+           copies: tuple[int, int], rows: int, log: Log) -> References:
+    from gemmpad.trainset import training_set
 
     log("building the replay and test sets (once; cached)")
     train, test = data.load_split("train", folder), data.load_split("test", folder)
@@ -146,11 +162,13 @@ def _build(folder: Path, pen_path: Path | None, sources: dict[str, int], trained
     n_mnist = max(1, round(rows * share["original"]))
     pick = rng.permutation(len(train.images))[:n_mnist]
     pen_rows = rows * (share.get("pendigits", 0.0) + share.get("paper", 0.0))
-    copies = PEN_COPIES * ("pendigits" in share) + PAPER_COPIES * ("paper" in share)
+    pen_copies, paper_copies = copies
+    per_sample = pen_copies * ("pendigits" in share) + paper_copies * ("paper" in share)
     mine = [s for s in pen if s.writer in set(trained)]
-    pen_pick = [mine[i] for i in rng.permutation(len(mine))[: round(pen_rows / copies)]] if copies and mine else []
+    n_pen = round(pen_rows / per_sample) if per_sample else 0
+    pen_pick = [mine[i] for i in rng.permutation(len(mine))[:n_pen]]
     x, y, _, counts = training_set(train.images[pick], train.labels[pick].astype(np.int64), list(sources), REPLAY_SEED,
-                                   round(rows * share.get("drawn", 0.0)), log, pen_pick or None)
+                                   round(rows * share.get("drawn", 0.0)), log, pen_pick, pen_copies, paper_copies)
     log(f"replay: {len(y)} images ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     mx = preprocess_batch(test.images)[0].reshape(-1, 784)
     unseen = [s for s in pen if s.writer not in set(trained)] if trained else [

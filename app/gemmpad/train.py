@@ -2,28 +2,29 @@
 
 Steps, each a function below:
 1. load MNIST (gemmpad.data) and hold out --val original training images for progress;
-2. build the training arrays (`training_set`): the MNIST originals, warped copies,
-   copies re-painted as uniform strokes, synthetic drawn digits, and the pendigits
-   writers' trajectories drawn like the app at random styles, every one through
-   gemmpad.preprocess so training sees what the app shows the model. The writers in
-   --val-writers are left out, and the card reports accuracy on them (gemmpad.evaluate);
-3. fit with torch (SGD with momentum, or AdamW) or with the native CUDA trainer
-   (gemmpad.train_native) from the same initial weights, batch order and per-epoch
-   learning rates, so the two engines' curves are comparable;
+2. build the training arrays (gemmpad.trainset, in --jobs processes, cached): the MNIST
+   originals, warped copies, copies re-painted as uniform strokes, synthetic drawn
+   digits, and the pendigits writers' trajectories drawn like the app at random styles
+   and on paper, every one through gemmpad.preprocess so training sees what the app
+   shows the model. The writers in --val-writers are left out, and the card reports
+   accuracy on them (gemmpad.evaluate);
+3. fit with torch (SGD with momentum, or AdamW; optionally towards a CNN teacher's
+   readings, gemmpad.distill) or with the native CUDA trainer (gemmpad.train_native)
+   from the same initial weights, batch order and per-epoch learning rates, so the two
+   engines' curves are comparable;
 4. fold the input normalisation into W1/b1, save weights + model card atomically,
-   measure the saved file with NumPy alone (MNIST test, drawn digits per style)
-   and draw the loss/accuracy curves.
+   measure the saved file with NumPy alone (`measure`: MNIST test, drawn digits per
+   style, the held-out writers) and draw the loss/accuracy curves.
 torch is imported inside functions only: `gemmpad info` and the app never load it.
 Over 500 lines on purpose: one pipeline whose steps share the options and the card;
-the engines (train_native, train_numpy, finetune) and the data (augment, drawn,
-pendigits, paper) already live in their own modules.
+the engines (train_native, train_numpy, finetune, distill) and the data (trainset,
+augment, drawn, pendigits, paper) already live in their own modules.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import platform
 import sys
@@ -35,23 +36,21 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import augment, data, drawn, evaluate, paper, pendigits
+from gemmpad import data, distill, drawn, evaluate, paper, pendigits, trainset
 from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
 from gemmpad.files import atomic_path, check_output_file, check_writable_dir
 from gemmpad.model import LAYERS, Model, save_card
-from gemmpad.preprocess import preprocess, preprocess_batch
+from gemmpad.pool import default_jobs
+from gemmpad.preprocess import preprocess_batch
 
 SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper")
-PEN_COPIES = 8  # random-style renderings of each pendigits training sample ("pendigits")
-PAPER_COPIES = 2  # photos of each on paper ("paper": gemmpad.paper, never the test set's seed)
 DATA_SOURCES = {  # every dataset a model learns from or is measured on, with its licence
     "MNIST": "LeCun, Cortes & Burges, http://yann.lecun.com/exdb/mnist/ (CC BY-SA 3.0)",
     "pendigits": "Alpaydin & Alimoglu, Pen-Based Recognition of Handwritten Digits, UCI Machine Learning "
                  "Repository (CC BY 4.0), pendigits-orig.tra",
     "synthetic": "gemmpad.drawn (drawn digits) and gemmpad.paper (paper photos), made by this project",
 }
-CHUNK = 5000  # images per augmentation batch: bounds memory (~60 MB per 56x56 array)
 MAX_DRAWN = 200_000  # synthetic digits in one array: 784 float32 each, 627 MB
 
 
@@ -81,6 +80,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drawn", type=integer(0, MAX_DRAWN), default=20000, metavar="N", help="synthetic drawn training digits")
     p.add_argument("--limit", type=integer(1, 10**9), metavar="N", help="use only the first N MNIST training images")
     p.add_argument("--val", type=integer(0, 10**9), default=5000, metavar="N", help="original training images held out for progress")
+    p.add_argument("--pen-copies", type=integer(1, 64), default=trainset.PEN_COPIES, metavar="N",
+                   help="random-style renderings of each pendigits training sample")
+    p.add_argument("--paper-copies", type=integer(1, 64), default=trainset.PAPER_COPIES, metavar="N",
+                   help="photos on paper of each pendigits training sample")
+    p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
+                   help="processes that build the training arrays and read the test sets (default: every "
+                        "core); the arrays depend on --seed only")
+    p.add_argument("--teacher", choices=("none", "cnn"), default="none",
+                   help="cnn: train a small CNN first and fit the MLP to its softened readings as well as "
+                        "the labels (knowledge distillation, torch engine only; a GPU is advised)")
     p.add_argument("--real-weight", type=integer(1, 16), default=1, metavar="N",
                    help="times each real writer's rendering (pendigits, paper) is seen per epoch")
     p.add_argument("--val-writers", default="1-6", metavar="RANGE",
@@ -112,104 +121,14 @@ def _sources(spec: str) -> list[str]:
     return ["original"] + [s for s in names if s != "original"]
 
 
-def _in_chunks(fn: Callable[[np.ndarray], np.ndarray], images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """fn over CHUNK-sized slices, then preprocess: keeps the 56x56 intermediates small.
-
-    Returns the images and which of them still had ink (a warp can in principle
-    push a faint digit to nothing; such a sample is dropped, not trained as blank).
-    """
-    parts = [preprocess_batch(fn(images[i : i + CHUNK])) for i in range(0, len(images), CHUNK)]
-    if not parts:
-        return np.zeros((0, 28, 28), np.float32), np.zeros(0, bool)
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
-def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], seed: int, n_drawn: int,
-                 log: Callable[[str], None],
-                 pen: list[pendigits.PenDigit] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
-    """Training arrays x float32 [N, 784], y int64 [N], writer int64 [N] (the pendigits writer
-    of each row, 0 for the others) from MNIST uint8 images and the chosen sources.
-
-    Every pendigits sample in `pen` is rendered PEN_COPIES times; callers drop the rows of
-    writers they hold out, so one cached set serves every writer split.
-    """
-    rng = np.random.default_rng([seed, 1])
-    unit = images.astype(np.float32) / 255.0
-    transforms: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-        "original": lambda b: b,
-        "warp": lambda b: augment.warp(b, 28, rng),
-        "restroke": lambda b: augment.restroke(b, rng),
-    }
-    xs, ys, ws, counts = [], [], [], {}
-    for src in sources:
-        t = time.perf_counter()
-        w: np.ndarray | None = None
-        if src == "drawn":
-            if n_drawn <= 0:
-                continue
-            ds = drawn.generate(n_drawn, seed=seed * 7919 + 1)  # never drawn.EVAL_SEED
-            x, y = ds.images, ds.labels
-        elif src in ("pendigits", "paper"):
-            if not pen:
-                continue
-            x, y, w = _pen_renderings(pen, src, np.random.default_rng([seed, 4 if src == "pendigits" else 5]))
-        else:
-            x, ok = _in_chunks(transforms[src], unit)
-            x, y = x[ok], labels[ok]
-        xs.append(x.reshape(len(x), -1))
-        ys.append(np.asarray(y, dtype=np.int64))
-        ws.append(w if w is not None else np.zeros(len(x), dtype=np.int64))
-        counts[src] = len(x)
-        log(f"  {src:9s} {len(x):6d} images  {time.perf_counter() - t:6.1f} s")
-    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws), counts
-
-
-def _pen_renderings(pen: list[pendigits.PenDigit], src: str,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each sample drawn PEN_COPIES times at random styles (pendigits.random_style), or
-    PAPER_COPIES times on paper (gemmpad.paper), preprocessed; with labels and writers."""
-    if src == "paper":
-        copies, draw = PAPER_COPIES, lambda s: paper.on_paper(s, rng)
-    else:
-        copies, draw = PEN_COPIES, lambda s: pendigits.render(s, pendigits.random_style(rng))
-    todo = list(pen) * copies
-    out = np.zeros((len(todo), 28, 28), dtype=np.float32)
-    ok = np.zeros(len(todo), dtype=bool)
-    for i, s in enumerate(todo):
-        r = preprocess(draw(s))
-        if r is not None:
-            out[i], ok[i] = r, True
-    y = np.array([s.digit for s in todo], dtype=np.int64)
-    w = np.array([s.writer for s in todo], dtype=np.int64)
-    return out[ok], y[ok], w[ok]
-
-
-def _cached_training_set(args: argparse.Namespace, images: np.ndarray, labels: np.ndarray, sources: list[str],
-                         md5: dict[str, str], pen: list[pendigits.PenDigit] | None,
-                         log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
-    """training_set(), reused from --cache when the same data and settings built it before."""
-    key = json.dumps([sorted(md5.items()), sources, args.seed, args.drawn, len(images), args.val,
-                      hashlib.md5(images.tobytes()).hexdigest(), len(pen or []), PEN_COPIES, PAPER_COPIES,
-                      _code_version()])
-    path = Path(args.cache) / f"train-{hashlib.md5(key.encode()).hexdigest()[:16]}.npz" if args.cache else None
-    if path is not None and path.exists():
-        with np.load(path, allow_pickle=False) as z:
-            log(f"training arrays from cache {path}")
-            return z["x"], z["y"], z["writer"], json.loads(str(z["counts"]))
-    x, y, w, counts = training_set(images, labels, sources, args.seed, args.drawn, log, pen)
-    if path is not None:
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            np.savez(f, x=x, y=y, writer=w, counts=json.dumps(counts))
-    return x, y, w, counts
-
-
-def _code_version() -> str:
-    """A hash of the modules that make training images: a change invalidates the cache."""
-    here = Path(__file__).resolve().parent
-    h = hashlib.md5()
-    for name in ("augment.py", "drawn.py", "preprocess.py", "strokes.py", "pendigits.py", "paper.py"):
-        h.update((here / name).read_bytes())
-    return h.hexdigest()
+def _training_arrays(args: argparse.Namespace, images: np.ndarray, labels: np.ndarray, sources: list[str],
+                     md5: dict[str, str], pen: list[pendigits.PenDigit],
+                     log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """trainset.training_set(), reused from --cache when the same data and settings built it before."""
+    key = [sorted(md5.items()), sources, args.seed, args.drawn, len(images), args.val,
+           hashlib.md5(images.tobytes()).hexdigest(), len(pen), args.pen_copies, args.paper_copies]
+    return trainset.cached(args.cache, key, lambda: trainset.training_set(
+        images, labels, sources, args.seed, args.drawn, log, pen, args.pen_copies, args.paper_copies, args.jobs), log)
 
 
 # ---------------------------------------------------------------- fitting
@@ -252,8 +171,12 @@ def _torch_device(choice: str) -> str:
 
 def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
               device: str,
-              on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
-    """Mini-batch training in torch; on_epoch(epoch, loss, train_acc, weights) after each epoch."""
+              on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None],
+              teacher: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Mini-batch training in torch; on_epoch(epoch, loss, train_acc, weights) after each epoch.
+
+    With teacher logits [N, 10] (gemmpad.distill) the loss follows them as well as the labels.
+    """
     import torch
 
     torch.manual_seed(args.seed)
@@ -266,6 +189,7 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
         opt = torch.optim.AdamW(plist, lr=lrs[0], weight_decay=args.weight_decay)
     xt = torch.from_numpy(x).to(device)
     yt = torch.from_numpy(y).to(device)
+    tt = torch.from_numpy(teacher).to(device) if teacher is not None else None
     mixed = args.precision == "mixed"
     amp_dtype = torch.bfloat16 if device == "cpu" else torch.float16
     scaler = torch.amp.GradScaler(device, enabled=mixed and amp_dtype == torch.float16)
@@ -288,7 +212,10 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
             xb, yb = xt[idx], yt[idx]
             with torch.autocast(device_type=device, dtype=amp_dtype, enabled=mixed):
                 logits = forward(xb)
-                loss = torch.nn.functional.cross_entropy(logits.float(), yb)
+                if tt is None:
+                    loss = torch.nn.functional.cross_entropy(logits.float(), yb)
+                else:
+                    loss = distill.loss(logits.float(), yb, tt[idx])
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.step(opt)
@@ -362,7 +289,7 @@ def plot_curves(history: list[dict[str, float]], path: Path, title: str) -> None
     ep = [h["epoch"] for h in history]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
     a.plot(ep, [h["loss"] for h in history], marker="o", ms=3)
-    a.set(xlabel="epoch", ylabel="training loss (cross-entropy)", yscale="log", title="loss")
+    a.set(xlabel="epoch", ylabel="training loss (the card names it)", yscale="log", title="loss")
     b.plot(ep, [100 * h["train_acc"] for h in history], marker="o", ms=3, label="training set (augmented)")
     b.plot(ep, [100 * h["val_acc"] for h in history], marker="o", ms=3, label="held-out MNIST train images")
     b.set(xlabel="epoch", ylabel="accuracy (%)", title="accuracy")
@@ -423,6 +350,8 @@ def run(args: argparse.Namespace) -> int:
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
     device = _torch_device(args.device) if args.engine == "torch" else "cuda"
     trainer = native_trainer(args) if args.engine == "native" else None
+    if args.engine != "torch" and args.teacher != "none":
+        raise GemmpadError("--teacher needs --engine torch")
     sources = _sources(args.augment)  # a typo here fails now, not after the data has loaded
     held_writers = evaluate.writer_range(args.val_writers)
 
@@ -436,8 +365,8 @@ def run(args: argparse.Namespace) -> int:
     val_idx, train_idx = split[: args.val], split[args.val :]
     log(f"building training arrays ({', '.join(sources)}) from {len(train_idx)} MNIST images")
     pen = pendigits.read_pendigits() if {"pendigits", "paper"} & set(sources) else []
-    x, y, writer, counts = _cached_training_set(args, images[train_idx], labels[train_idx], sources, {**train.md5},
-                                                pen or None, log)
+    x, y, writer, counts = _training_arrays(args, images[train_idx], labels[train_idx], sources, {**train.md5},
+                                            pen, log)
     keep = ~np.isin(writer, held_writers)  # the held-out writers' renderings never reach training
     ends = np.cumsum(list(counts.values()))  # training_set's rows come source by source
     counts = {src: int(keep[end - n : end].sum()) for (src, n), end in zip(counts.items(), ends)}
@@ -475,58 +404,73 @@ def run(args: argparse.Namespace) -> int:
     w0 = initial_weights(args.seed)
     log(f"training {len(x)} images on {args.engine} ({device}, {args.precision}), {args.optimizer}, "
         f"{args.epochs} epochs")
+    teacher_card: dict[str, Any] | None = None
     if args.engine == "torch":
-        w = fit_torch(xn, y, w0, lrs, args, device, on_epoch)
+        teacher = None
+        if args.teacher == "cnn":
+            log(f"training the teacher (CNN, {distill.EPOCHS} epochs) on {device}")
+            teacher, teacher_val = distill.teacher_logits(xn, y, ((x_val - mean) / std).astype(np.float32), y_val,
+                                                          args.seed, device, log)
+            teacher_card = {"kind": "cnn", "layers": distill.describe(), "epochs": distill.EPOCHS,
+                            "temperature": distill.TEMPERATURE, "soft_weight": distill.SOFT_WEIGHT,
+                            "held_out_accuracy": teacher_val, "seconds": round(time.perf_counter() - t_fit, 1)}
+        w = fit_torch(xn, y, w0, lrs, args, device, on_epoch, teacher)
     else:
         w = fit_native(trainer, xn, y, w0, lrs, args, on_epoch)
     t_train = time.perf_counter() - t_fit
     model = Model(fold_normalisation(w, mean, std))
     card = _card(args, out_path, lr, mean, std, device, train, test, counts, len(train_idx), trained_writers, history)
+    card["training"]["teacher"] = teacher_card
     card["time_s"] = {"data": round(t_data, 1), "train": round(t_train, 1)}
     model.save(out_path, card)  # before any evaluation: if one fails, the trained weights are kept
     log(f"wrote {out_path} (measuring it next)")
 
-    # measure the weights exactly as shipped: NumPy forward on preprocessed inputs
-    x_test = preprocess_batch(test.images)[0].reshape(-1, 784)
-    test_acc = accuracy(model, x_test, test.labels.astype(np.int64))
-    log(f"MNIST test accuracy {100 * test_acc:.2f}% (10,000 images through preprocess, NumPy forward)")
-    drawn_acc: dict[str, float] = {}
-    if args.eval_drawn > 0:
-        ds = drawn.generate(args.eval_drawn, drawn.EVAL_SEED)
-        pred = model.forward(ds.images.reshape(-1, 784)).argmax(1)
-        drawn_acc = drawn.accuracy_by_style(pred, ds)
-        worst = sorted((v, k) for k, v in drawn_acc.items() if k != "all")[:3]
-        log(f"drawn-digit accuracy {100 * drawn_acc['all']:.2f}% on {args.eval_drawn} "
-            f"(worst: {', '.join(f'{k} {100 * v:.1f}%' for v, k in worst)})")
-
-    real: dict[str, Any] = {}
-    if held:
-        log(f"reading {len(held)} digits of unseen writers {args.val_writers} at {len(pendigits.STYLES)} styles "
-            "and on paper")
-        real = evaluate.real_writer_report(model, held)
-        log(f"real writers (unseen): mean {100 * real['mean']:.2f}% over styles, worst {100 * real['worst']:.2f}%, "
-            f"on paper {100 * real['paper']:.2f}%")
-
-    card["results"] = {
-        "mnist_test_accuracy": test_acc,
-        "mnist_test_how": "10,000 t10k images through gemmpad.preprocess, NumPy forward of the saved weights",
-        "drawn_accuracy": drawn_acc,
-        "drawn_how": (f"{args.eval_drawn} synthetic drawn digits (gemmpad.drawn, seed {drawn.EVAL_SEED}, "
-                      f"{len(drawn.STYLE_NAMES)} styles in equal shares, random size/position/slant/"
-                      "brush width, half inverted), painted with gemmpad.strokes on a 280x280 canvas "
-                      "and preprocessed like the app") if args.eval_drawn else None,
-        "real_writers": real or None,
-        "real_writers_how": (f"pendigits writers {args.val_writers} (never trained on), every digit drawn with "
-                             "gemmpad.strokes at each of gemmpad.pendigits.STYLES and preprocessed like the app; "
-                             f"'paper': the same digits photographed/scanned by gemmpad.paper (seed "
-                             f"{paper.PAPER_SEED}); gemmpad.evaluate.real_writer_report") if real else None,
-    }
+    card["results"] = measure(model, test, args.eval_drawn, held, args.val_writers, args.jobs, log)
+    test_acc = card["results"]["mnist_test_accuracy"]
     card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
     save_card(out_path, card)
     plot_curves(history, curve_path, f"{out_path.name}: {args.engine}/{args.optimizer}/{args.precision}, "
                                      f"MNIST test {100 * test_acc:.2f}%")
     log(f"wrote {out_path}, {out_path.with_suffix('.json')} and {curve_path} ({card['time_s']['total']:.0f} s)")
     return 0
+
+
+def measure(model: Model, test: data.Split, eval_drawn: int, held: list[pendigits.PenDigit], held_spec: str,
+            jobs: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """The card's "results": the weights measured exactly as shipped (NumPy forward on
+    preprocessed inputs) on MNIST test, eval_drawn synthetic digits and the held-out writers."""
+    x_test = preprocess_batch(test.images)[0].reshape(-1, 784)
+    test_acc = accuracy(model, x_test, test.labels.astype(np.int64))
+    log(f"MNIST test accuracy {100 * test_acc:.2f}% (10,000 images through preprocess, NumPy forward)")
+    drawn_acc: dict[str, float] = {}
+    if eval_drawn > 0:
+        ds = drawn.generate(eval_drawn, drawn.EVAL_SEED)
+        pred = model.forward(ds.images.reshape(-1, 784)).argmax(1)
+        drawn_acc = drawn.accuracy_by_style(pred, ds)
+        worst = sorted((v, k) for k, v in drawn_acc.items() if k != "all")[:3]
+        log(f"drawn-digit accuracy {100 * drawn_acc['all']:.2f}% on {eval_drawn} "
+            f"(worst: {', '.join(f'{k} {100 * v:.1f}%' for v, k in worst)})")
+    real: dict[str, Any] = {}
+    if held:
+        log(f"reading {len(held)} digits of unseen writers {held_spec} at {len(pendigits.STYLES)} styles "
+            "and on paper")
+        real = evaluate.real_writer_report(model, held, jobs=jobs)
+        log(f"real writers (unseen): mean {100 * real['mean']:.2f}% over styles, worst {100 * real['worst']:.2f}%, "
+            f"on paper {100 * real['paper']:.2f}%")
+    return {
+        "mnist_test_accuracy": test_acc,
+        "mnist_test_how": "10,000 t10k images through gemmpad.preprocess, NumPy forward of the saved weights",
+        "drawn_accuracy": drawn_acc,
+        "drawn_how": (f"{eval_drawn} synthetic drawn digits (gemmpad.drawn, seed {drawn.EVAL_SEED}, "
+                      f"{len(drawn.STYLE_NAMES)} styles in equal shares, random size/position/slant/"
+                      "brush width, half inverted), painted with gemmpad.strokes on a 280x280 canvas "
+                      "and preprocessed like the app") if eval_drawn else None,
+        "real_writers": real or None,
+        "real_writers_how": (f"pendigits writers {held_spec} (never trained on), every digit drawn with "
+                             "gemmpad.strokes at each of gemmpad.pendigits.STYLES and preprocessed like the app; "
+                             f"'paper': the same digits photographed/scanned by gemmpad.paper (seed "
+                             f"{paper.PAPER_SEED}); gemmpad.evaluate.real_writer_report") if real else None,
+    }
 
 
 def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std: float, device: str,
@@ -547,9 +491,10 @@ def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std:
             "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
             "mnist_train_images": n_train, "held_out": int(args.val),
-            "pendigits_writers": trained_writers, "pendigits_copies": PEN_COPIES, "paper_copies": PAPER_COPIES,
-            "real_weight": args.real_weight,
-            "loss": "softmax cross-entropy", "init": "He-uniform, zero biases",
+            "pendigits_writers": trained_writers, "pendigits_copies": args.pen_copies,
+            "paper_copies": args.paper_copies, "real_weight": args.real_weight,
+            "loss": "softmax cross-entropy" if args.teacher == "none" else distill.describe_loss(),
+            "init": "He-uniform, zero biases",
         },
         "results": {},
         "history": history,

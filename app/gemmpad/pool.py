@@ -1,0 +1,33 @@
+"""One ordered parallel map for the slow loops that are independent per item (building the
+training arrays, reading the test sets): every image goes through `preprocess` one at a
+time in Python, so processes, not threads, are what uses more than one core."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def default_jobs() -> int:
+    """Every core this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def ordered_map(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator[R]:
+    """fn over items, results in the items' order, in `jobs` processes (in this one for 1).
+
+    fn must be a module-level function; each item carries all it needs (no shared state),
+    so results never depend on `jobs`.
+    """
+    if jobs <= 1 or len(items) <= 1:
+        yield from map(fn, items)
+        return
+    # fork where there is one: workers need no re-import and no picklable __main__
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    with ctx.Pool(min(jobs, len(items))) as pool:
+        yield from pool.imap(fn, items, chunksize=1)
