@@ -109,6 +109,8 @@ def test_help_opens_with_a_real_question_mark_and_every_control_has_a_tooltip(ap
         assert 0 <= x and x + w <= vw and 0 <= y and y + h <= vh  # inside the window
         texts = [dpg.get_value(t) for t in app.help.texts]
         assert texts == [body for _, body in (*SECTIONS, help_section())]  # every section is on show
+        # the GPU-drawn window's measured toll (ui/NOTES.md, 2026-11-26) is told where the user reads
+        assert any("OpenGL to CUDA" in t and "H100" in t for t in texts)
         xt.key("Escape", True)
         xt.key("Escape", False)
         for _ in range(3):

@@ -29,11 +29,15 @@ SECTIONS = (
                              "Cold (default): one call per frame, as an app runs; warm (W): after a few "
                              "untimed passes, as a benchmark measures."),
     ("Why the GPU can be slower at batch 1", "One digit is 0.2 MFLOP: the GPU finishes the maths in a few "
-                                              "microseconds but each frame still pays a launch, two copies "
-                                              "over PCIe and a wake-up of the waiting thread, ~10-50 us, and "
-                                              "more when the same GPU also draws this window. The CPU "
-                                              "kernel's data are already in its cache. Raise the batch "
-                                              "(+) to see where the GPU pulls ahead."),
+                                              "microseconds but each frame still pays a launch, the trips over "
+                                              "PCIe and the wait for the result, ~10-50 us. The "
+                                              "CPU kernel's data are already in its cache. When the same GPU "
+                                              "also draws this window, its first CUDA work after each frame's "
+                                              "drawing waits ~150 us more, most likely the GPU switching from "
+                                              "the window's OpenGL to CUDA (an H100: ~190 us end to end, 45-75 with "
+                                              "the window drawn on the CPU); no stream priority, sync mode or "
+                                              "moment of submission avoided it. Raise the batch (+) to see where "
+                                              "the GPU pulls ahead."),
 )
 
 
