@@ -215,10 +215,10 @@ class LearnCache:
 
 def _cache_file(folder: str | Path) -> Path:
     """learn-<hash>.npz: the hash of the code that makes the rows, so other code never reads them."""
-    from gemmpad.train import _code_version
+    from gemmpad.trainset import code_version
 
     here = Path(__file__).read_bytes()
-    version = hashlib.md5(f"{CACHE_VERSION} {_code_version()}".encode() + here).hexdigest()[:16]
+    version = hashlib.md5(f"{CACHE_VERSION} {code_version()}".encode() + here).hexdigest()[:16]
     return Path(folder) / f"learn-{version}.npz"
 
 
