@@ -12,7 +12,7 @@
 // not 16-byte multiples; the 128x256 tile at small N); precision: 3 significant decimal digits
 // per operand, so its error against float64 is ~8x fp16's (tests allow 1e-2, see
 // tests/test_gemm.py).
-// Measured: 4096^3 696,556 GFLOP/s = 85.7 % of cuBLAS bf16; 8192^3 691,385 GFLOP/s = 91.2 % of cuBLAS bf16
+// Measured: 4096^3 698,085 GFLOP/s = 91.4 % of cuBLAS bf16; 8192^3 744,064 GFLOP/s = 102.6 % of cuBLAS bf16
 // (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report --dir assets/benchmarks/h100`).
 #include "wgmma.cuh"
 

@@ -14,7 +14,7 @@
 // (~5 % of the time at 4096^3); at half fp16's rate per byte a stage carries half the k, so
 // the pipeline waits on barriers twice as often per flop; and as 10: Hopper and sm_90a only,
 // the 128x256 tile at small N.
-// Measured: 4096^3 322,070 GFLOP/s = 82.1 % of cuBLAS tf32; 8192^3 345,388 GFLOP/s = 85.8 % of cuBLAS tf32
+// Measured: 4096^3 324,100 GFLOP/s = 93.2 % of cuBLAS tf32; 8192^3 335,608 GFLOP/s = 84.7 % of cuBLAS tf32
 // (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report --dir assets/benchmarks/h100`).
 #include "wgmma.cuh"
 

@@ -13,16 +13,15 @@
 namespace gemmpad::cuda::hopper {
 namespace {  // each rung's file compiles its own copy
 
-constexpr int BM = 128, BN = 256;  // block tile
+// Block tile: BM x BN of C, or BN x BM for the SWAP operand kinds (below), which compute C^T.
+constexpr int BM = 128, BN = 256;
 constexpr int ROW_BYTES = 128;     // a k-tile row: 64 halves or 32 floats = one 128-byte swizzle row
 constexpr int STEP_BYTES = 32;     // k per wgmma: 16 halves or 8 floats
 constexpr int STAGES = 4;
 constexpr int CONSUMERS = 2;                    // warpgroups that multiply (64 rows each)
 constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int BOX_N_BYTES = 128;                // a row-major B tile is loaded as 128-byte-wide boxes
-constexpr int A_BYTES = BM * ROW_BYTES;         // 16 KB
-constexpr int B_BYTES = BN * ROW_BYTES;         // 32 KB
-constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;  // the A and B tiles of one k-tile: 48 KB
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // + barriers + alignment slack
 constexpr int GROUP_M = 8;                                                // tile-rows per raster group
 static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
@@ -42,12 +41,14 @@ __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
-// D[64x256] += A[64xk] * B[kx256], both from shared memory, fp32 accumulators (128 per
-// thread). INSTR names the shape and types; TAIL the scale (and, for 16-bit types,
-// transpose) immediates. %130 is scale-d: 0 ignores the old D, 1 accumulates.
-#define GEMMPAD_WGMMA_N256(INSTR, TAIL)                                                                                \
+// D[64x256] += A[64xk] * B[kx256], fp32 accumulators (128 per thread). INSTR names the shape
+// and types; SRC the A and B operands (descriptors, or A's registers and B's descriptor); TAIL
+// the scale (and, for 16-bit types, transpose) immediates; SCALE_D the operand that is 1 (0
+// would ignore the old D); the inputs follow.
+#define GEMMPAD_WGMMA_N256(...) GEMMPAD_WGMMA_N256_(__VA_ARGS__)  // expands GEMMPAD_SMEM_AB first
+#define GEMMPAD_WGMMA_N256_(INSTR, TAIL, SRC, SCALE_D, ...)                                                            \
     asm volatile(                                                                                                      \
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" INSTR                                                            \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE_D ", 0;\n" INSTR                                                      \
         "\n{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                    \
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                             \
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                             \
@@ -56,7 +57,7 @@ __device__ __forceinline__ void wgmma_wait() {
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                             \
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                  \
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "             \
-        "%128, %129, p, " TAIL ";\n}\n"                                                                                \
+        SRC ", p, " TAIL ";\n}\n"                                                                                      \
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),              \
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),        \
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),      \
@@ -74,11 +75,13 @@ __device__ __forceinline__ void wgmma_wait() {
           "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]),            \
           "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]),            \
           "+f"(d[125]), "+f"(d[126]), "+f"(d[127])                                                                     \
-        : "l"(desc_a), "l"(desc_b), "r"(1))
+        : __VA_ARGS__)
+#define GEMMPAD_SMEM_AB "%128, %129", "%130", "l"(desc_a), "l"(desc_b), "r"(1)
 
 // The operand types. B_K_MAJOR: B reaches shared memory transposed ([N, K], as A is [M, K]);
 // otherwise row-major [K, N] ("N-major" to wgmma, which only 16-bit types may read).
 struct Fp16 {
+    static constexpr bool SWAP = false;
     using T = __half;
     static constexpr InType in_type = InType::F16;
     static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -86,11 +89,12 @@ struct Fp16 {
     static constexpr const char* type_name = "float16";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "1, 1, 0, 1");
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "1, 1, 0, 1", GEMMPAD_SMEM_AB);
 #endif
     }
 };
 struct Bf16 {
+    static constexpr bool SWAP = false;
     using T = __nv_bfloat16;
     static constexpr InType in_type = InType::BF16;
     static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -98,13 +102,14 @@ struct Bf16 {
     static constexpr const char* type_name = "bfloat16";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "1, 1, 0, 1");
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "1, 1, 0, 1", GEMMPAD_SMEM_AB);
 #endif
     }
 };
 // tf32 reads float32 bit patterns (the tensor cores ignore the low 13 mantissa bits) and
 // takes K-major operands only: B is transposed on the way in (launch()).
 struct Tf32 {
+    static constexpr bool SWAP = false;
     using T = float;
     static constexpr InType in_type = InType::F32;
     static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
@@ -112,11 +117,32 @@ struct Tf32 {
     static constexpr const char* type_name = "float32";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1");
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1", GEMMPAD_SMEM_AB);
 #endif
     }
 };
+// tf32 without the transpose: C^T = B^T A^T. wgmma's A operand (B^T, 64 n x 8 k per warpgroup)
+// comes from registers, loaded from the row-major B tile in any layout; its B operand is A's
+// tile, K-major as it lies in memory. Each warpgroup then owns 64 columns of C.
+struct Tf32Swap : Tf32 {
+    static constexpr bool B_K_MAJOR = false, SWAP = true;
+    __device__ static void mma(float (&d)[128], const unsigned (&a)[4], uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1",
+                           "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]),
+                           "l"(desc_b), "r"(1));
+#endif
+    }
+};
+#undef GEMMPAD_SMEM_AB
+#undef GEMMPAD_WGMMA_N256_
 #undef GEMMPAD_WGMMA_N256
+
+// Rows and columns of C one block computes: BM x BN, or BN x BM when Op computes C^T.
+template <class Op>
+constexpr int tile_rows() { return Op::SWAP ? BN : BM; }
+template <class Op>
+constexpr int tile_cols() { return Op::SWAP ? BM : BN; }
 
 // C[M, N] = act(A[M, K] @ B + bias), operands through the two tensor maps (B as Op says),
 // over k-tiles [blockIdx.y * kt_per_split, + kt_per_split). With `partial` set (split-K) a
@@ -127,23 +153,26 @@ __global__ void __launch_bounds__(THREADS, 1)
                  int K, const float* __restrict__ bias, float* __restrict__ C, Act act, int kt_per_split,
                  bool partial) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int BK = ROW_BYTES / sizeof(typename Op::T);  // elements per k-tile
+    using T = typename Op::T;
+    constexpr int BK = ROW_BYTES / sizeof(T);  // elements per k-tile
+    constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
+    constexpr int A_BYTES = TM * ROW_BYTES, B_BYTES = TN * ROW_BYTES;
     extern __shared__ unsigned char smem_raw[];
     // The 128-byte swizzle repeats every 1 KB: tiles must start 1 KB-aligned.
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-    unsigned char* sA = smem;                                             // [STAGES][BM][BK]
+    unsigned char* sA = smem;                                             // [STAGES][TM][BK]
     unsigned char* sB = smem + STAGES * A_BYTES;                          // [STAGES] B tile
     uint64_t* full = reinterpret_cast<uint64_t*>(sB + STAGES * B_BYTES);  // copy engine -> consumers
     uint64_t* empty = full + STAGES;                                      // consumers -> producer
 
     // Grouped raster (as in 09): blocks running together share A and B panels in L2.
-    const int tiles_m = ceil_div(M, BM), tiles_n = ceil_div(N, BN);
+    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN);
     const int pid = blockIdx.x;
     const int first_m = (pid / (GROUP_M * tiles_n)) * GROUP_M;
     const int group_rows = min(tiles_m - first_m, GROUP_M);
     const int tm = first_m + (pid % (GROUP_M * tiles_n)) % group_rows;
     const int tn = (pid % (GROUP_M * tiles_n)) / group_rows;
-    const int m0 = tm * BM, n0 = tn * BN;
+    const int m0 = tm * TM, n0 = tn * TN;
     const int kt_begin = blockIdx.y * kt_per_split;
     const int k_tiles = min(ceil_div(K, BK) - kt_begin, kt_per_split);  // this block's share
     const int wg = threadIdx.x / 128;
@@ -158,7 +187,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
 
     if (wg == 0) {
-        // Producer: one thread keeps STAGES tiles in flight.
+        // Producer: one thread keeps STAGES tiles in flight. SWAP's consumers need more than
+        // the 168 registers a thread of 384 gets: the producer gives its share away.
+        if constexpr (Op::SWAP) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
         if (threadIdx.x == 0) {
             for (int kt = 0; kt < k_tiles; ++kt) {
                 const int s = kt % STAGES;
@@ -167,11 +198,11 @@ __global__ void __launch_bounds__(THREADS, 1)
                 const int k0 = (kt_begin + kt) * BK;
                 tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
                 if constexpr (Op::B_K_MAJOR) {
-                    tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one BN x BK box
+                    tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
                 } else {
-                    constexpr int box_n = BOX_N_BYTES / sizeof(typename Op::T);
+                    constexpr int box_n = BOX_N_BYTES / sizeof(T);
 #pragma unroll
-                    for (int j = 0; j < BN / box_n; ++j)
+                    for (int j = 0; j < TN / box_n; ++j)
                         tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0, &full[s]);
                 }
             }
@@ -179,52 +210,102 @@ __global__ void __launch_bounds__(THREADS, 1)
         return;
     }
 
-    // Consumers: warpgroup c multiplies rows [64c, 64c + 64) of the block tile.
+    // Consumers: warpgroup c multiplies rows [64c, 64c + 64) of the block tile (of C^T with SWAP).
+    if constexpr (Op::SWAP) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int c = wg - 1;
     float acc[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-    const int lane = threadIdx.x % 32;
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
+    // SWAP: wgmma's A is this warpgroup's 64 columns of B, transposed into registers. Lane (g, t)
+    // of warp w holds B[k = t, t + 4][n = 16w + g, + 8] of each k8 step (fragment r: n + 8 (r & 1),
+    // k + 4 (r >> 1)), read from 32-column boxes of 128-byte rows whose 16-byte chunks TMA swizzled
+    // by k % 8; k % 8 is the same for every k8 step, so the offsets are fixed up to 8 rows a step.
+    const unsigned b_base = smem_u32(sB);
+    unsigned frag_off[4] = {};
+    if constexpr (Op::SWAP) {
+        constexpr int box_n = BOX_N_BYTES / sizeof(T);  // 32 floats
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int n = c * 64 + warp * 16 + g + 8 * (r & 1), k = t + 4 * (r >> 1), col = n % box_n;
+            frag_off[r] = (n / box_n) * BK * BOX_N_BYTES + k * ROW_BYTES + ((((col >> 2) ^ k) << 4) | ((col & 3) << 2));
+        }
+    }
     for (int kt = 0; kt < k_tiles; ++kt) {
         const int s = kt % STAGES;
         mbar_wait(&full[s], (kt / STAGES) & 1);
-        const unsigned a_tile = smem_u32(sA + s * A_BYTES + c * 64 * ROW_BYTES);
-        const unsigned b_tile = smem_u32(sB + s * B_BYTES);
-        wgmma_fence();
+        if constexpr (Op::SWAP) {
+            unsigned frag[ROW_BYTES / STEP_BYTES][4];
 #pragma unroll
-        for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {
-            // K-major (A, and B for tf32): k advances 32 bytes inside the swizzled rows,
-            // 1 KB between groups of 8 rows. N-major B: k advances whole 128-byte rows,
-            // BK x 128 bytes between the boxes along N.
-            const uint64_t desc_b = Op::B_K_MAJOR
-                                        ? smem_desc(b_tile + kk * STEP_BYTES, 16, 1024)
-                                        : smem_desc(b_tile + kk * (STEP_BYTES / sizeof(typename Op::T)) * ROW_BYTES,
-                                                    BK * BOX_N_BYTES, 1024);
-            Op::mma(acc, smem_desc(a_tile + kk * STEP_BYTES, 16, 1024), desc_b);
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    asm volatile("ld.shared.b32 %0, [%1];\n"
+                                 : "=r"(frag[kk][r])
+                                 : "r"(b_base + s * B_BYTES + frag_off[r] + kk * 8 * ROW_BYTES));
+            const unsigned a_tile = smem_u32(sA + s * A_BYTES);  // wgmma's B: all TM rows of A, K-major
+            wgmma_fence();  // the fragments are written before wgmma reads them
+#pragma unroll
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+                Op::mma(acc, frag[kk], smem_desc(a_tile + kk * STEP_BYTES, 16, 1024));
+            wgmma_commit();
+            wgmma_wait<0>();  // the fragments are reused next stage
+            if (lane == 0) mbar_arrive(&empty[s]);
+        } else {
+            const unsigned a_tile = smem_u32(sA + s * A_BYTES + c * 64 * ROW_BYTES);
+            const unsigned b_tile = smem_u32(sB + s * B_BYTES);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {
+                // K-major (A, and B for tf32): k advances 32 bytes inside the swizzled rows,
+                // 1 KB between groups of 8 rows. N-major B: k advances whole 128-byte rows,
+                // BK x 128 bytes between the boxes along N.
+                const uint64_t desc_b = Op::B_K_MAJOR
+                                            ? smem_desc(b_tile + kk * STEP_BYTES, 16, 1024)
+                                            : smem_desc(b_tile + kk * (STEP_BYTES / sizeof(T)) * ROW_BYTES,
+                                                        BK * BOX_N_BYTES, 1024);
+                Op::mma(acc, smem_desc(a_tile + kk * STEP_BYTES, 16, 1024), desc_b);
+            }
+            wgmma_commit();
+            wgmma_wait<1>();  // the batch of stage kt-1 has finished reading shared memory
+            if (kt > 0 && lane == 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
         }
-        wgmma_commit();
-        wgmma_wait<1>();  // the batch of stage kt-1 has finished reading shared memory
-        if (kt > 0 && lane == 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
     }
     wgmma_wait<0>();
 
     // Epilogue straight from the accumulators. Warp w of the warpgroup holds
     // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
     // columns 2t, 2t + 1 (g = lane / 4, t = lane % 4), as in mma.sync's m16n8.
-    const int warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
-    const bool pair_ok = (N % 2) == 0;
     float* out = partial ? C + (size_t)blockIdx.y * M * N : C;
     if (partial) {
         bias = nullptr;
         act = Act::None;
     }
+    if constexpr (Op::SWAP) {
+        // Rows of C^T are columns of C: a lane stores C[m][n] for its two n, eight lanes
+        // covering 8 consecutive n (a 32-byte sector) per row m.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = n0 + c * 64 + warp * 16 + g + 8 * h;
+            if (col >= N) continue;
+#pragma unroll
+            for (int j = 0; j < TM / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int row = m0 + 8 * j + 2 * t + e;
+                    if (row < M) out[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
+                }
+        }
+        return;
+    }
+    const bool pair_ok = (N % 2) == 0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
         if (row >= M) continue;
         float* dst = out + (size_t)row * N;
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
+        for (int j = 0; j < TN / 8; ++j) {
             const int col = n0 + 8 * j + 2 * t;
             if (col >= N) continue;
             const float v0 = epilogue(acc[4 * j + 2 * h], bias, col, act);
@@ -333,7 +414,8 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     const size_t a_pad = (a_bytes + 255) / 256 * 256;
     const size_t b_bytes = copy_b ? (size_t)(Op::B_K_MAJOR ? p.N : p.K) * ldb * sizeof(T) : 0;
     const size_t b_pad = (b_bytes + 255) / 256 * 256;
-    const int tiles = ceil_div(p.M, BM) * ceil_div(p.N, BN), k_tiles = ceil_div(p.K, BK);
+    constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
+    const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
     int splits = std::max(1, std::min({device_props().multiProcessorCount / tiles, k_tiles, 16}));
     const int kt_per_split = ceil_div(k_tiles, splits);
     splits = ceil_div(k_tiles, kt_per_split);  // no empty slice
@@ -356,10 +438,10 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
         CUDA_CHECK(cudaFuncSetAttribute(wgmma_kernel<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
         attribute_set = true;
     }
-    const CUtensorMap map_a = tensor_map_2d(a, Op::tma_type, sizeof(T), p.M, p.K, BM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+    const CUtensorMap map_a = tensor_map_2d(a, Op::tma_type, sizeof(T), p.M, p.K, TM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
                                             std::string("A (") + Op::type_name + ")", lda);
     const CUtensorMap map_b =
-        Op::B_K_MAJOR ? tensor_map_2d(b, Op::tma_type, sizeof(T), p.N, p.K, BN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+        Op::B_K_MAJOR ? tensor_map_2d(b, Op::tma_type, sizeof(T), p.N, p.K, TN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
                                       std::string("B^T (") + Op::type_name + ")", ldb)
                       : tensor_map_2d(b, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
                                       CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
