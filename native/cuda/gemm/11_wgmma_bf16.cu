@@ -12,7 +12,7 @@
 // not 16-byte multiples; the 128x256 tile at small N); precision: 3 significant decimal digits
 // per operand, so its error against float64 is ~8x fp16's (tests allow 1e-2, see
 // tests/test_gemm.py).
-// Measured: 4096^3 698,085 GFLOP/s = 91.4 % of cuBLAS bf16; 8192^3 744,064 GFLOP/s = 102.6 % of cuBLAS bf16
+// Measured: 4096^3 694,473 GFLOP/s = 85.1 % of cuBLAS bf16; 8192^3 731,603 GFLOP/s = 102.5 % of cuBLAS bf16
 // (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report --dir assets/benchmarks/h100`).
 #include "wgmma.cuh"
 

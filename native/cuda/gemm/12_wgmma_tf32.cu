@@ -10,11 +10,11 @@
 // Why it should be faster: 09_mma_tf32 issues mma.sync from registers loaded by ldmatrix and
 // 32-bit shared loads, the Ampere path, which reaches ~40 % of cuBLAS tf32 on Hopper; wgmma
 // from shared memory with TMA and warp specialisation is the path cuBLAS takes.
-// What holds it back: the transpose of B, an extra read and write of K x N floats each call
-// (~5 % of the time at 4096^3); at half fp16's rate per byte a stage carries half the k, so
+// What holds it back: the transpose of B, an extra read and write of K x N floats and a launch
+// each call (13, which avoids it, is 18 % faster at 4096^3); a stage carries half fp16's k, so
 // the pipeline waits on barriers twice as often per flop; and as 10: Hopper and sm_90a only,
 // the 128x256 tile at small N.
-// Measured: 4096^3 324,100 GFLOP/s = 93.2 % of cuBLAS tf32; 8192^3 335,608 GFLOP/s = 84.7 % of cuBLAS tf32
+// Measured: 4096^3 320,879 GFLOP/s = 82.9 % of cuBLAS tf32; 8192^3 335,698 GFLOP/s = 84.6 % of cuBLAS tf32
 // (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report --dir assets/benchmarks/h100`).
 #include "wgmma.cuh"
 
