@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "assets" / "benchmarks" / "h200"
+BENCHMARKS = ROOT / "assets" / "benchmarks"
+# The card whose committed GEMM results a header quotes: the folder it names (h200 unless it names another).
+GEMM_FILE = re.compile(r"assets/benchmarks/(h100|h200)/bench-gemm\.json")
 NATIVE = ROOT / "native"
 
 # Files that hold one kernel (or one ladder step) each, in the folders the template covers.
@@ -27,7 +29,7 @@ KERNELS = sorted([*NATIVE.glob("cpu/gemm/[0-9]*.cpp"), *NATIVE.glob("cuda/gemm/[
                   NATIVE / "cuda/train/rows.cu"])
 WITH_FIGURES = [*KERNELS, NATIVE / "cuda/train/train.cuh"]
 
-GEMM = re.compile(r"(\d+\^3|\d+x\d+x\d+) ([\d,.]+) GFLOP/s = ([\d.]+) % of (NumPy|cuBLAS (?:fp32|fp16|tf32))")
+GEMM = re.compile(r"(\d+\^3|\d+x\d+x\d+) ([\d,.]+) GFLOP/s = ([\d.]+) % of (NumPy|cuBLAS (?:fp32|fp16|tf32|bf16))")
 MLP = re.compile(r"Measured at batch (\d+), kernel / end to end: (.+?) \((?:the H200's host; )?"
                  r"assets/benchmarks/h200/bench-mlp\.json\)")
 MLP_ITEM = re.compile(r"(?:^|, )([^,]+?) ([\d.]+) / ([\d.]+) us")
@@ -49,8 +51,8 @@ def header_text(path: Path) -> str:
 
 
 @cache
-def committed(name: str) -> dict[str, Any]:
-    return json.loads((BENCH / name).read_text())
+def committed(name: str, card: str = "h200") -> dict[str, Any]:
+    return json.loads((BENCHMARKS / card / name).read_text())
 
 
 def rounds_to(stated: str, value: float) -> bool:
@@ -70,11 +72,14 @@ def the_row(file: str, results: list[dict[str, Any]], where: str, **match: Any) 
 def gemm_figures(path: Path, text: str) -> list[tuple[str, str, float]]:
     """(what, stated, committed) for every GFLOP/s figure: the file's kernel at that shape and precision."""
     prefix = ("cpu." if path.suffix == ".cpp" else "cuda.") + path.name[:3]
+    cards = set(GEMM_FILE.findall(text)) or {"h200"}
+    assert len(cards) == 1, f"{path.name}: figures from several cards' files: {sorted(cards)}"
+    results = committed("bench-gemm.json", cards.pop())["results"]
     out = []
     for shape, gflops, percent, reference in GEMM.findall(text):
         dims = [int(shape[:-2])] * 3 if shape.endswith("^3") else [int(d) for d in shape.split("x")]
         precision = "fp32" if reference == "NumPy" else reference.split()[1]
-        timed = [r for r in committed("bench-gemm.json")["results"] if r["kernel"].startswith(prefix) and "gflops" in r]
+        timed = [r for r in results if r["kernel"].startswith(prefix) and "gflops" in r]
         row = the_row("bench-gemm.json", timed, path.name, precision=precision, M=dims[0], N=dims[1], K=dims[2])
         out += [(f"{shape} GFLOP/s", gflops, row["gflops"]),
                 (f"{shape} % of {reference}", percent, row["percent_of_reference"])]
@@ -112,7 +117,7 @@ def test_kernel_header_follows_the_template(path):
     assert 0 < len(lines) <= 30, f"{path.name}: header of {len(lines)} lines"
     assert "What changed" in text or "What it is" in text, path.name
     assert "Why" in text and "holds it back" in text, path.name
-    assert "Measured" in text and "assets/benchmarks/h200/" in text, path.name
+    assert "Measured" in text and re.search(r"assets/benchmarks/h(100|200)/", text), path.name
 
 
 @pytest.mark.parametrize("path", WITH_FIGURES, ids=lambda p: str(p.relative_to(NATIVE)))

@@ -98,7 +98,7 @@ py::list list_kernels() {
         py::dict d;
         d["name"] = k.name;
         d["precision"] = k.precision;
-        d["in_type"] = k.in_type == InType::F16 ? "f16" : "f32";
+        d["in_type"] = k.in_type == InType::F16 ? "f16" : k.in_type == InType::BF16 ? "bf16" : "f32";
         d["summary"] = k.summary;
         d["source"] = k.source;
         d["unavailable_reason"] = k.unavailable ? k.unavailable() : std::string();
@@ -116,10 +116,10 @@ std::pair<const void*, const void*> upload_operands(InType in_type, const float*
     CUDA_CHECK(cudaMemcpy(da, a, na * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(db, b, nb * sizeof(float), cudaMemcpyHostToDevice));
     if (in_type == InType::F32) return {da, db};
-    __half* ha = static_cast<__half*>(bf.a16.get(na * sizeof(__half)));
-    __half* hb = static_cast<__half*>(bf.b16.get(nb * sizeof(__half)));
-    cast_f32_to_f16(da, ha, na, nullptr);
-    cast_f32_to_f16(db, hb, nb, nullptr);
+    void* ha = bf.a16.get(na * in_bytes(in_type));
+    void* hb = bf.b16.get(nb * in_bytes(in_type));
+    cast_f32(da, ha, na, in_type, nullptr);
+    cast_f32(db, hb, nb, in_type, nullptr);
     return {ha, hb};
 }
 
@@ -167,18 +167,13 @@ std::vector<float> bench_gemm(const std::string& name, int M, int N, int K, int 
     const auto& entry = CudaRegistry::instance().get(name);
     py::gil_scoped_release nogil;
     Buffers& bf = buffers();
-    const size_t elem = entry.info.in_type == InType::F16 ? sizeof(__half) : sizeof(float);
-    void* da = bf.a16.get((size_t)M * K * elem);
-    void* db = bf.b16.get((size_t)K * N * elem);
-    if (entry.info.in_type == InType::F16) {
-        fill_uniform(static_cast<__half*>(da), (size_t)M * K, 1, -1.f, 1.f, nullptr);
-        fill_uniform(static_cast<__half*>(db), (size_t)K * N, 2, -1.f, 1.f, nullptr);
-    } else {
-        fill_uniform(static_cast<float*>(da), (size_t)M * K, 1, -1.f, 1.f, nullptr);
-        fill_uniform(static_cast<float*>(db), (size_t)K * N, 2, -1.f, 1.f, nullptr);
-    }
+    const InType t = entry.info.in_type;
+    void* da = bf.a16.get((size_t)M * K * in_bytes(t));
+    void* db = bf.b16.get((size_t)K * N * in_bytes(t));
+    fill_uniform(da, t, (size_t)M * K, 1, -1.f, 1.f, nullptr);
+    fill_uniform(db, t, (size_t)K * N, 2, -1.f, 1.f, nullptr);
     float* dbias = static_cast<float*>(bf.bias.get((size_t)N * sizeof(float)));
-    fill_uniform(dbias, N, 3, -1.f, 1.f, nullptr);
+    fill_uniform(dbias, InType::F32, N, 3, -1.f, 1.f, nullptr);
     float* dc = static_cast<float*>(bf.c.get((size_t)M * N * sizeof(float)));
     const size_t flush_bytes = flush_l2 ? 2 * (size_t)device_props().l2CacheSize : 0;
     void* dflush = flush_l2 ? bf.flush.get(flush_bytes) : nullptr;

@@ -1,6 +1,7 @@
 // Implementation of the shared CUDA plumbing declared in common.cuh.
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
@@ -58,7 +59,8 @@ void require_smem(size_t bytes, const std::string& what) {
 }
 
 CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t elem_bytes, uint64_t rows, uint64_t cols,
-                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what) {
+                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what,
+                          uint64_t ld) {
     static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
         void* f = nullptr;
         cudaDriverEntryPointQueryResult q{};
@@ -73,7 +75,7 @@ CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t ele
     }();
     CUtensorMap map;
     const cuuint64_t dims[2] = {cols, rows};  // innermost first
-    const cuuint64_t strides[1] = {cols * elem_bytes};
+    const cuuint64_t strides[1] = {(ld ? ld : cols) * elem_bytes};
     const cuuint32_t box[2] = {box_cols, box_rows};
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUresult r = encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
@@ -101,9 +103,17 @@ void* workspace(size_t bytes) {
 
 namespace {
 
-__global__ void cast_kernel(const float* __restrict__ src, __half* __restrict__ dst, size_t n) {
+template <class T>
+__device__ inline T from_float(float v) {
+    if constexpr (std::is_same_v<T, __half>) return __float2half_rn(v);
+    else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(v);
+    else return v;
+}
+
+template <class T>
+__global__ void cast_kernel(const float* __restrict__ src, T* __restrict__ dst, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = __float2half_rn(src[i]);
+        dst[i] = from_float<T>(src[i]);
 }
 
 __device__ inline float hash_uniform(size_t i, unsigned seed, float lo, float hi) {
@@ -121,9 +131,17 @@ __device__ inline float hash_uniform(size_t i, unsigned seed, float lo, float hi
 template <class T>
 __global__ void fill_kernel(T* dst, size_t n, unsigned seed, float lo, float hi) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float v = hash_uniform(i, seed, lo, hi);
-        if constexpr (std::is_same_v<T, __half>) dst[i] = __float2half_rn(v);
-        else dst[i] = v;
+        dst[i] = from_float<T>(hash_uniform(i, seed, lo, hi));
+    }
+}
+
+__global__ void splitk_reduce_kernel(int M, int N, int S, const float* __restrict__ ws, const float* __restrict__ bias,
+                                     float* __restrict__ C, Act act) {
+    const size_t total = (size_t)M * N;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        float s = 0.0f;
+        for (int z = 0; z < S; ++z) s += ws[z * total + i];
+        C[i] = epilogue(s, bias, (int)(i % N), act);
     }
 }
 
@@ -134,18 +152,25 @@ int grid_for(size_t n) {
 
 }  // namespace
 
-void cast_f32_to_f16(const float* src, __half* dst, size_t n, cudaStream_t stream) {
-    cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, dst, n);
-    CUDA_CHECK_LAUNCH("cast_f32_to_f16");
+void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t stream) {
+    if (to == InType::F16) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__half*>(dst), n);
+    else if (to == InType::BF16) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n);
+    else cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<float*>(dst), n);
+    CUDA_CHECK_LAUNCH("cast_f32");
 }
 
-void fill_uniform(float* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
-    fill_kernel<<<grid_for(n), 256, 0, stream>>>(dst, n, seed, lo, hi);
-    CUDA_CHECK_LAUNCH("fill_uniform");
+void splitk_reduce(int M, int N, int S, const float* ws, const float* bias, float* C, Act act, cudaStream_t stream) {
+    const size_t total = (size_t)M * N;
+    const int blocks = (int)std::min<size_t>((total + 255) / 256, 4 * (size_t)device_props().multiProcessorCount);
+    splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(M, N, S, ws, bias, C, act);
+    CUDA_CHECK_LAUNCH("split-K reduce");
 }
 
-void fill_uniform(__half* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
-    fill_kernel<<<grid_for(n), 256, 0, stream>>>(dst, n, seed, lo, hi);
+void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
+    if (t == InType::F16) fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__half*>(dst), n, seed, lo, hi);
+    else if (t == InType::BF16)
+        fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, seed, lo, hi);
+    else fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<float*>(dst), n, seed, lo, hi);
     CUDA_CHECK_LAUNCH("fill_uniform");
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda.h>  // CUtensorMap and its enums (types only)
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -53,24 +54,33 @@ size_t max_smem_per_block_optin();
 // allows M") when `bytes` exceeds max_smem_per_block_optin().
 void require_smem(size_t bytes, const std::string& what);
 // A 2-D TMA tensor map over a row-major [rows, cols] matrix of `type` (`elem_bytes`
-// each), read in boxes of box_rows x box_cols; no interleave, zeros past the edges.
-// cuTensorMapEncodeTiled comes from the driver at run time (no link against libcuda).
+// each) whose rows lie `ld` elements apart (0: cols), read in boxes of box_rows x
+// box_cols; no interleave, zeros past the edges. cuTensorMapEncodeTiled comes from the
+// driver at run time (no link against libcuda).
 CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t elem_bytes, uint64_t rows, uint64_t cols,
-                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what);
+                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what,
+                          uint64_t ld = 0);
 
 // A device scratch buffer that only grows (split-K partial sums and the like).
 // Not thread-safe: one host thread drives the GPU in gemmpad.
 void* workspace(size_t bytes);
 
-// Elementwise float32 -> float16 conversion on the device.
-void cast_f32_to_f16(const float* src, __half* dst, size_t n, cudaStream_t stream);
+// Bytes per operand element of `t`.
+inline constexpr size_t in_bytes(InType t) { return t == InType::F32 ? sizeof(float) : 2; }
 
-// Fill with uniform values in [lo, hi) from a counter-based hash; used by the
-// benchmarks so timings never run on zeros.
-void fill_uniform(float* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream);
-void fill_uniform(__half* dst, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream);
+// Elementwise float32 -> `to` conversion on the device (round to nearest even), into
+// n elements of that type at dst (a plain copy for F32).
+void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t stream);
+
+// Fill n elements of type `t` with uniform values in [lo, hi) from a counter-based hash;
+// used by the benchmarks so timings never run on zeros.
+void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream);
 
 inline constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// Split-K's second step: C = act(sum of the S partial [M, N] slices at ws + bias), the
+// slices added in order (deterministic).
+void splitk_reduce(int M, int N, int S, const float* ws, const float* bias, float* C, Act act, cudaStream_t stream);
 
 // ReLU that keeps NaN a NaN, as NumPy's maximum(x, 0) does.
 __device__ __forceinline__ float relu(float v) { return v > 0.0f ? v : (v != v ? v : 0.0f); }

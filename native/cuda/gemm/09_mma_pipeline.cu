@@ -269,17 +269,6 @@ __global__ void __launch_bounds__(C::THREADS) mma_kernel(int M, int N, int K, co
         }
 }
 
-// C = epilogue(sum of the S partial slices), added in slice order (deterministic).
-__global__ void splitk_reduce(int M, int N, int S, const float* __restrict__ ws, const float* __restrict__ bias,
-                              float* __restrict__ C, Act act) {
-    const size_t total = (size_t)M * N;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        float s = 0.0f;
-        for (int z = 0; z < S; ++z) s += ws[z * total + i];
-        C[i] = epilogue(s, bias, (int)(i % N), act);
-    }
-}
-
 template <class C, bool ALIGNED>
 void launch_kernel(const GemmProblem& p, float* out, int splits, int kt_per_split, cudaStream_t stream,
                    const char* name) {
@@ -328,12 +317,7 @@ void launch_tile(const GemmProblem& p, cudaStream_t stream, const char* name) {
     if (aligned) launch_kernel<C, true>(p, out, splits, kt_per_split, stream, name);
     else launch_kernel<C, false>(p, out, splits, kt_per_split, stream, name);
 
-    if (splits > 1) {
-        const size_t total = (size_t)p.M * p.N;
-        const int blocks = (int)std::min<size_t>((total + 255) / 256, 4 * (size_t)sms);
-        splitk_reduce<<<blocks, 256, 0, stream>>>(p.M, p.N, splits, out, p.bias, p.C, p.act);
-        CUDA_CHECK_LAUNCH("cuda.09 split-K reduce");
-    }
+    if (splits > 1) splitk_reduce(p.M, p.N, splits, out, p.bias, p.C, p.act, stream);
 }
 
 // 128x128 block, 64-byte k-tile, 4 stages: 76 KB, fits every target (99 KB on

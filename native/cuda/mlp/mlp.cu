@@ -96,11 +96,13 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
         const int prows[3] = {kIn, kHiddenPad, kHiddenPad}, pcols[3] = {kHiddenPad, kHiddenPad, kOutPad};
         for (int l = 0; l < 3; ++l) {
             const size_t n = (size_t)rows[l] * cols[l];
-            // The ladder's copies: fp32, and fp16 for the fp16 tensor-core kernels.
+            // The ladder's copies: fp32, and fp16 / bf16 for the 16-bit tensor-core kernels.
             w32_[l].reserve(n * sizeof(float));
             CUDA_CHECK(cudaMemcpy(w32_[l].ptr, W[l], n * sizeof(float), cudaMemcpyHostToDevice));
             w16_[l].reserve(n * sizeof(__half));
-            cast_f32_to_f16(static_cast<float*>(w32_[l].ptr), static_cast<__half*>(w16_[l].ptr), n, stream_);
+            cast_f32(static_cast<float*>(w32_[l].ptr), w16_[l].ptr, n, InType::F16, stream_);
+            wbf16_[l].reserve(n * sizeof(__nv_bfloat16));
+            cast_f32(static_cast<float*>(w32_[l].ptr), wbf16_[l].ptr, n, InType::BF16, stream_);
             bias_[l].reserve(cols[l] * sizeof(float));
             CUDA_CHECK(cudaMemcpy(bias_[l].ptr, b[l], cols[l] * sizeof(float), cudaMemcpyHostToDevice));
             // The fused kernels' zero-padded biases.
@@ -129,7 +131,7 @@ Mlp::~Mlp() { release(); }
 
 void Mlp::release() noexcept {
     if (stream_) cudaStreamSynchronize(stream_);
-    for (auto* group : {w32_, w16_, bias_, fbias_})
+    for (auto* group : {w32_, w16_, wbf16_, bias_, fbias_})
         for (int l = 0; l < 3; ++l) group[l].release();
     for (auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
                     &scratch_partials_, &scratch_counters_})
@@ -148,7 +150,7 @@ void Mlp::release() noexcept {
 
 size_t Mlp::device_bytes() const {
     size_t total = 0;
-    for (const auto* group : {w32_, w16_, bias_, fbias_})
+    for (const auto* group : {w32_, w16_, wbf16_, bias_, fbias_})
         for (int l = 0; l < 3; ++l) total += group[l].bytes;
     for (const auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
                           &scratch_partials_, &scratch_counters_})
@@ -186,7 +188,7 @@ void Mlp::ensure_capacity(int batch) {
 
 void Mlp::forward_layered(const std::string& kernel, int batch) {
     const auto& entry = CudaRegistry::instance().get(kernel);
-    const bool f16 = entry.info.in_type == InType::F16;
+    const InType t = entry.info.in_type;
     const float* acts_in[3] = {static_cast<float*>(x_.ptr), static_cast<float*>(h1_.ptr),
                                static_cast<float*>(h2_.ptr)};
     float* acts_out[3] = {static_cast<float*>(h1_.ptr), static_cast<float*>(h2_.ptr),
@@ -201,11 +203,10 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
         p.C = acts_out[l];
         p.act = l < 2 ? Act::Relu : Act::None;
         p.in_type = entry.info.in_type;
-        if (f16) {
-            __half* a16 = static_cast<__half*>(a16_.ptr);
-            cast_f32_to_f16(acts_in[l], a16, (size_t)batch * K[l], stream_);
-            p.A = a16;
-            p.B = w16_[l].ptr;
+        if (t != InType::F32) {
+            cast_f32(acts_in[l], a16_.ptr, (size_t)batch * K[l], t, stream_);
+            p.A = a16_.ptr;
+            p.B = (t == InType::F16 ? w16_ : wbf16_)[l].ptr;
         } else {
             p.A = acts_in[l];
             p.B = w32_[l].ptr;

@@ -1,0 +1,456 @@
+// The Hopper rungs' kernel (cuda.10, 11, 12): warpgroup MMA (wgmma) fed by the TMA copy
+// engine through an mbarrier pipeline, one warpgroup that loads and two that multiply. Its
+// design is described in 10_wgmma_tma.cu; each rung's file says what its own step changes and
+// picks the operand type here (Fp16, Bf16, Tf32).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "../common.cuh"
+
+namespace gemmpad::cuda::hopper {
+namespace {  // each rung's file compiles its own copy
+
+// Block tile: BM x BN of C, or BN x BM for the SWAP operand kinds (below), which compute C^T.
+constexpr int BM = 128, BN = 256;
+constexpr int ROW_BYTES = 128;     // a k-tile row: 64 halves or 32 floats = one 128-byte swizzle row
+constexpr int STEP_BYTES = 32;     // k per wgmma: 16 halves or 8 floats
+constexpr int STAGES = 4;
+constexpr int CONSUMERS = 2;                    // warpgroups that multiply (64 rows each)
+constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
+constexpr int BOX_N_BYTES = 128;                // a row-major B tile is loaded as 128-byte-wide boxes
+constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;  // the A and B tiles of one k-tile: 48 KB
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // + barriers + alignment slack
+constexpr int GROUP_M = 8;                                                // tile-rows per raster group
+static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
+
+// ---- wgmma (sm_90a). The device code exists only in the sm_90a pass of the compiler;
+// other passes compile empty kernels that the host never launches (see unavailable()).
+// Shared-memory matrix descriptor: start address, leading and stride byte offsets (in
+// 16-byte units), 128-byte swizzle (layout type 1, bits 62-63).
+__device__ __forceinline__ uint64_t smem_desc(unsigned addr, unsigned lbo_bytes, unsigned sbo_bytes) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo_bytes >> 4) << 16) |
+           ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// D[64x256] += A[64xk] * B[kx256], fp32 accumulators (128 per thread). INSTR names the shape
+// and types; SRC the A and B operands (descriptors, or A's registers and B's descriptor); TAIL
+// the scale (and, for 16-bit types, transpose) immediates; SCALE_D the operand that is 1 (0
+// would ignore the old D); the inputs follow.
+#define GEMMPAD_WGMMA_N256(...) GEMMPAD_WGMMA_N256_(__VA_ARGS__)  // expands GEMMPAD_SMEM_AB first
+#define GEMMPAD_WGMMA_N256_(INSTR, TAIL, SRC, SCALE_D, ...)                                                            \
+    asm volatile(                                                                                                      \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, " SCALE_D ", 0;\n" INSTR                                                      \
+        "\n{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                    \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                             \
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                             \
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                             \
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                             \
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                             \
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                  \
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "             \
+        SRC ", p, " TAIL ";\n}\n"                                                                                      \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),              \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),        \
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),      \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),      \
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),      \
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),      \
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),      \
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),      \
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),      \
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),      \
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),      \
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),      \
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),  \
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]),            \
+          "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]),            \
+          "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]),            \
+          "+f"(d[125]), "+f"(d[126]), "+f"(d[127])                                                                     \
+        : __VA_ARGS__)
+#define GEMMPAD_SMEM_AB "%128, %129", "%130", "l"(desc_a), "l"(desc_b), "r"(1)
+
+// The operand types. B_K_MAJOR: B reaches shared memory transposed ([N, K], as A is [M, K]);
+// otherwise row-major [K, N] ("N-major" to wgmma, which only 16-bit types may read).
+struct Fp16 {
+    static constexpr bool SWAP = false;
+    using T = __half;
+    static constexpr InType in_type = InType::F16;
+    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    static constexpr bool B_K_MAJOR = false;
+    static constexpr const char* type_name = "float16";
+    __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16", "1, 1, 0, 1", GEMMPAD_SMEM_AB);
+#endif
+    }
+};
+struct Bf16 {
+    static constexpr bool SWAP = false;
+    using T = __nv_bfloat16;
+    static constexpr InType in_type = InType::BF16;
+    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    static constexpr bool B_K_MAJOR = false;
+    static constexpr const char* type_name = "bfloat16";
+    __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "1, 1, 0, 1", GEMMPAD_SMEM_AB);
+#endif
+    }
+};
+// tf32 reads float32 bit patterns (the tensor cores ignore the low 13 mantissa bits) and
+// takes K-major operands only: B is transposed on the way in (launch()).
+struct Tf32 {
+    static constexpr bool SWAP = false;
+    using T = float;
+    static constexpr InType in_type = InType::F32;
+    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    static constexpr bool B_K_MAJOR = true;
+    static constexpr const char* type_name = "float32";
+    __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1", GEMMPAD_SMEM_AB);
+#endif
+    }
+};
+// tf32 without the transpose: C^T = B^T A^T. wgmma's A operand (B^T, 64 n x 8 k per warpgroup)
+// comes from registers, loaded from the row-major B tile in any layout; its B operand is A's
+// tile, K-major as it lies in memory. Each warpgroup then owns 64 columns of C.
+struct Tf32Swap : Tf32 {
+    static constexpr bool B_K_MAJOR = false, SWAP = true;
+    __device__ static void mma(float (&d)[128], const unsigned (&a)[4], uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1",
+                           "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]),
+                           "l"(desc_b), "r"(1));
+#endif
+    }
+};
+#undef GEMMPAD_SMEM_AB
+#undef GEMMPAD_WGMMA_N256_
+#undef GEMMPAD_WGMMA_N256
+
+// Rows and columns of C one block computes: BM x BN, or BN x BM when Op computes C^T.
+template <class Op>
+constexpr int tile_rows() { return Op::SWAP ? BN : BM; }
+template <class Op>
+constexpr int tile_cols() { return Op::SWAP ? BM : BN; }
+
+// C[M, N] = act(A[M, K] @ B + bias), operands through the two tensor maps (B as Op says),
+// over k-tiles [blockIdx.y * kt_per_split, + kt_per_split). With `partial` set (split-K) a
+// block stores raw sums to C + blockIdx.y * M * N instead (splitk_reduce adds them up).
+template <class Op>
+__global__ void __launch_bounds__(THREADS, 1)
+    wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N,
+                 int K, const float* __restrict__ bias, float* __restrict__ C, Act act, int kt_per_split,
+                 bool partial) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using T = typename Op::T;
+    constexpr int BK = ROW_BYTES / sizeof(T);  // elements per k-tile
+    constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
+    constexpr int A_BYTES = TM * ROW_BYTES, B_BYTES = TN * ROW_BYTES;
+    extern __shared__ unsigned char smem_raw[];
+    // The 128-byte swizzle repeats every 1 KB: tiles must start 1 KB-aligned.
+    unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+    unsigned char* sA = smem;                                             // [STAGES][TM][BK]
+    unsigned char* sB = smem + STAGES * A_BYTES;                          // [STAGES] B tile
+    uint64_t* full = reinterpret_cast<uint64_t*>(sB + STAGES * B_BYTES);  // copy engine -> consumers
+    uint64_t* empty = full + STAGES;                                      // consumers -> producer
+
+    // Grouped raster (as in 09): blocks running together share A and B panels in L2.
+    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN);
+    const int pid = blockIdx.x;
+    const int first_m = (pid / (GROUP_M * tiles_n)) * GROUP_M;
+    const int group_rows = min(tiles_m - first_m, GROUP_M);
+    const int tm = first_m + (pid % (GROUP_M * tiles_n)) % group_rows;
+    const int tn = (pid % (GROUP_M * tiles_n)) / group_rows;
+    const int m0 = tm * TM, n0 = tn * TN;
+    const int kt_begin = blockIdx.y * kt_per_split;
+    const int k_tiles = min(ceil_div(K, BK) - kt_begin, kt_per_split);  // this block's share
+    const int wg = threadIdx.x / 128;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);               // the producer's arrive.expect_tx (+ the bytes)
+            mbar_init(&empty[s], 4 * CONSUMERS);  // one arrive per consumer warp
+        }
+        mbar_init_fence();  // visible to the copy engine
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        // Producer: one thread keeps STAGES tiles in flight. SWAP's consumers need more than
+        // the 168 registers a thread of 384 gets: the producer gives its share away.
+        if constexpr (Op::SWAP) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+        if (threadIdx.x == 0) {
+            for (int kt = 0; kt < k_tiles; ++kt) {
+                const int s = kt % STAGES;
+                if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);  // consumers are done with it
+                mbar_expect_tx(&full[s], STAGE_BYTES);  // whole boxes count, zero-filled parts included
+                const int k0 = (kt_begin + kt) * BK;
+                tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
+                if constexpr (Op::B_K_MAJOR) {
+                    tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
+                } else {
+                    constexpr int box_n = BOX_N_BYTES / sizeof(T);
+#pragma unroll
+                    for (int j = 0; j < TN / box_n; ++j)
+                        tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0, &full[s]);
+                }
+            }
+        }
+        return;
+    }
+
+    // Consumers: warpgroup c multiplies rows [64c, 64c + 64) of the block tile (of C^T with SWAP).
+    if constexpr (Op::SWAP) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int c = wg - 1;
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
+    // SWAP: wgmma's A is this warpgroup's 64 columns of B, transposed into registers. Lane (g, t)
+    // of warp w holds B[k = t, t + 4][n = 16w + g, + 8] of each k8 step (fragment r: n + 8 (r & 1),
+    // k + 4 (r >> 1)), read from 32-column boxes of 128-byte rows whose 16-byte chunks TMA swizzled
+    // by k % 8; k % 8 is the same for every k8 step, so the offsets are fixed up to 8 rows a step.
+    const unsigned b_base = smem_u32(sB);
+    unsigned frag_off[4] = {};
+    if constexpr (Op::SWAP) {
+        constexpr int box_n = BOX_N_BYTES / sizeof(T);  // 32 floats
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int n = c * 64 + warp * 16 + g + 8 * (r & 1), k = t + 4 * (r >> 1), col = n % box_n;
+            frag_off[r] = (n / box_n) * BK * BOX_N_BYTES + k * ROW_BYTES + ((((col >> 2) ^ k) << 4) | ((col & 3) << 2));
+        }
+    }
+    for (int kt = 0; kt < k_tiles; ++kt) {
+        const int s = kt % STAGES;
+        mbar_wait(&full[s], (kt / STAGES) & 1);
+        if constexpr (Op::SWAP) {
+            unsigned frag[ROW_BYTES / STEP_BYTES][4];
+#pragma unroll
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    asm volatile("ld.shared.b32 %0, [%1];\n"
+                                 : "=r"(frag[kk][r])
+                                 : "r"(b_base + s * B_BYTES + frag_off[r] + kk * 8 * ROW_BYTES));
+            const unsigned a_tile = smem_u32(sA + s * A_BYTES);  // wgmma's B: all TM rows of A, K-major
+            wgmma_fence();  // the fragments are written before wgmma reads them
+#pragma unroll
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+                Op::mma(acc, frag[kk], smem_desc(a_tile + kk * STEP_BYTES, 16, 1024));
+            wgmma_commit();
+            wgmma_wait<0>();  // the fragments are reused next stage
+            if (lane == 0) mbar_arrive(&empty[s]);
+        } else {
+            const unsigned a_tile = smem_u32(sA + s * A_BYTES + c * 64 * ROW_BYTES);
+            const unsigned b_tile = smem_u32(sB + s * B_BYTES);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {
+                // K-major (A, and B for tf32): k advances 32 bytes inside the swizzled rows,
+                // 1 KB between groups of 8 rows. N-major B: k advances whole 128-byte rows,
+                // BK x 128 bytes between the boxes along N.
+                const uint64_t desc_b = Op::B_K_MAJOR
+                                            ? smem_desc(b_tile + kk * STEP_BYTES, 16, 1024)
+                                            : smem_desc(b_tile + kk * (STEP_BYTES / sizeof(T)) * ROW_BYTES,
+                                                        BK * BOX_N_BYTES, 1024);
+                Op::mma(acc, smem_desc(a_tile + kk * STEP_BYTES, 16, 1024), desc_b);
+            }
+            wgmma_commit();
+            wgmma_wait<1>();  // the batch of stage kt-1 has finished reading shared memory
+            if (kt > 0 && lane == 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
+        }
+    }
+    wgmma_wait<0>();
+
+    // Epilogue straight from the accumulators. Warp w of the warpgroup holds
+    // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
+    // columns 2t, 2t + 1 (g = lane / 4, t = lane % 4), as in mma.sync's m16n8.
+    float* out = partial ? C + (size_t)blockIdx.y * M * N : C;
+    if (partial) {
+        bias = nullptr;
+        act = Act::None;
+    }
+    if constexpr (Op::SWAP) {
+        // Rows of C^T are columns of C: a lane stores C[m][n] for its two n, eight lanes
+        // covering 8 consecutive n (a 32-byte sector) per row m.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int col = n0 + c * 64 + warp * 16 + g + 8 * h;
+            if (col >= N) continue;
+#pragma unroll
+            for (int j = 0; j < TM / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int row = m0 + 8 * j + 2 * t + e;
+                    if (row < M) out[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
+                }
+        }
+        return;
+    }
+    const bool pair_ok = (N % 2) == 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
+        if (row >= M) continue;
+        float* dst = out + (size_t)row * N;
+#pragma unroll
+        for (int j = 0; j < TN / 8; ++j) {
+            const int col = n0 + 8 * j + 2 * t;
+            if (col >= N) continue;
+            const float v0 = epilogue(acc[4 * j + 2 * h], bias, col, act);
+            if (col + 1 < N) {
+                const float v1 = epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act);
+                if (pair_ok) {
+                    *reinterpret_cast<float2*>(dst + col) = make_float2(v0, v1);
+                } else {
+                    dst[col] = v0;
+                    dst[col + 1] = v1;
+                }
+            } else {
+                dst[col] = v0;
+            }
+        }
+    }
+#endif
+}
+
+// dst[r * ld + c] = src[r * cols + c] (TRANSPOSE: dst[c * ld + r] = src[r * cols + c]): an
+// operand copied where TMA can read it (16-byte aligned rows); 32x32 tiles through shared
+// memory keep both sides coalesced when transposing.
+template <class T, bool TRANSPOSE>
+__global__ void relayout_kernel(const T* __restrict__ src, int rows, int cols, T* __restrict__ dst, int ld) {
+    __shared__ T tile[32][33];
+    const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
+    for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+        const int r = r0 + i, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) {
+            if (TRANSPOSE) tile[i][threadIdx.x] = src[(size_t)r * cols + c];
+            else dst[(size_t)r * ld + c] = src[(size_t)r * cols + c];
+        }
+    }
+    if (!TRANSPOSE) return;
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+        const int c = c0 + i, r = r0 + threadIdx.x;  // dst row c, column r
+        if (r < rows && c < cols) dst[(size_t)c * ld + r] = tile[threadIdx.x][i];
+    }
+}
+
+// 1 when this binary's code for the running GPU has the wgmma path (sm_90a).
+__global__ void probe_kernel(int* out) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+// "" when the Hopper rungs can run on the current device, else why not. Probed once.
+std::string unavailable() {
+    static const std::string reason = []() -> std::string {
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+            cudaGetLastError();
+            return "no usable CUDA device";
+        }
+        const cudaDeviceProp& p = device_props();
+        if (p.major != 9 || p.minor != 0)
+            return "wgmma needs a Hopper GPU (compute capability 9.0); this is " + std::string(p.name) + " (" +
+                   std::to_string(p.major) + "." + std::to_string(p.minor) + ")";
+        int* flag = nullptr;
+        int host = 0;
+        CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
+        probe_kernel<<<1, 1>>>(flag);
+        cudaError_t err = cudaGetLastError();
+        if (err == cudaSuccess) err = cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost);
+        cudaFree(flag);
+        CUDA_CHECK(err);
+        return host == 1 ? "" : "this build has no sm_90a code (add 90a to CMAKE_CUDA_ARCHITECTURES)";
+    }();
+    return reason;
+}
+
+int round_up(int v, int m) { return ceil_div(v, m) * m; }
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Copies `src` [rows, cols] into `dst` with rows `ld` apart (transposed with TRANSPOSE).
+template <class T, bool TRANSPOSE>
+void relayout(const void* src, int rows, int cols, void* dst, int ld, cudaStream_t stream) {
+    const dim3 grid(ceil_div(cols, 32), ceil_div(rows, 32));
+    relayout_kernel<T, TRANSPOSE><<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(src), rows, cols,
+                                                                    static_cast<T*>(dst), ld);
+    CUDA_CHECK_LAUNCH("cuda wgmma operand copy");
+}
+
+// Runs the kernel for operand type Op. TMA reads rows that start 16-byte aligned: an operand
+// whose row length (in bytes) is not a multiple of 16, or whose base is not aligned, is first
+// copied into the workspace with padded rows (the padding is never read: the maps keep the
+// true sizes and TMA fills zeros past them). Tf32's B is always copied, transposed.
+// Split-K (as in 09) when the tiles cannot fill the SMs: up to one wave of blocks, each with
+// at least one k-tile, their partial sums added by splitk_reduce.
+template <class Op>
+void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
+    using T = typename Op::T;
+    if (p.in_type != Op::in_type) throw std::invalid_argument(std::string(name) + " expects " + Op::type_name + " operands");
+    const std::string why = unavailable();
+    if (!why.empty()) throw std::invalid_argument(std::string(name) + " cannot run here: " + why);
+    constexpr int per16 = 16 / sizeof(T), BK = ROW_BYTES / sizeof(T);
+    const int lda = round_up(p.K, per16);
+    const int ldb = Op::B_K_MAJOR ? lda : round_up(p.N, per16);
+    const bool copy_a = lda != p.K || !aligned16(p.A);
+    const bool copy_b = Op::B_K_MAJOR || ldb != p.N || !aligned16(p.B);
+    const size_t a_bytes = copy_a ? (size_t)p.M * lda * sizeof(T) : 0;
+    const size_t a_pad = (a_bytes + 255) / 256 * 256;
+    const size_t b_bytes = copy_b ? (size_t)(Op::B_K_MAJOR ? p.N : p.K) * ldb * sizeof(T) : 0;
+    const size_t b_pad = (b_bytes + 255) / 256 * 256;
+    constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
+    const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
+    int splits = std::max(1, std::min({device_props().multiProcessorCount / tiles, k_tiles, 16}));
+    const int kt_per_split = ceil_div(k_tiles, splits);
+    splits = ceil_div(k_tiles, kt_per_split);  // no empty slice
+    const size_t partial_bytes = splits > 1 ? (size_t)splits * p.M * p.N * sizeof(float) : 0;
+    const size_t ws_bytes = a_pad + b_pad + partial_bytes;
+    unsigned char* ws = ws_bytes ? static_cast<unsigned char*>(workspace(ws_bytes)) : nullptr;
+    const void* a = p.A;
+    const void* b = p.B;
+    if (copy_a) {
+        relayout<T, false>(p.A, p.M, p.K, ws, lda, stream);
+        a = ws;
+    }
+    if (copy_b) {
+        relayout<T, Op::B_K_MAJOR>(p.B, p.K, p.N, ws + a_pad, ldb, stream);
+        b = ws + a_pad;
+    }
+
+    static bool attribute_set = false;  // per operand type; one host thread drives the GPU (common.cuh)
+    if (!attribute_set) {
+        CUDA_CHECK(cudaFuncSetAttribute(wgmma_kernel<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+        attribute_set = true;
+    }
+    const CUtensorMap map_a = tensor_map_2d(a, Op::tma_type, sizeof(T), p.M, p.K, TM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                                            std::string("A (") + Op::type_name + ")", lda);
+    const CUtensorMap map_b =
+        Op::B_K_MAJOR ? tensor_map_2d(b, Op::tma_type, sizeof(T), p.N, p.K, TN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      std::string("B^T (") + Op::type_name + ")", ldb)
+                      : tensor_map_2d(b, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
+                                      CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
+    float* out = splits > 1 ? reinterpret_cast<float*>(ws + a_pad + b_pad) : p.C;
+    wgmma_kernel<Op><<<dim3(tiles, splits), THREADS, SMEM_BYTES, stream>>>(map_a, map_b, p.M, p.N, p.K, p.bias, out,
+                                                                          p.act, kt_per_split, splits > 1);
+    CUDA_CHECK_LAUNCH(name);
+    if (splits > 1) splitk_reduce(p.M, p.N, splits, out, p.bias, p.C, p.act, stream);
+}
+
+}  // namespace
+}  // namespace gemmpad::cuda::hopper
