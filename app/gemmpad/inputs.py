@@ -59,28 +59,20 @@ def open_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadErro
         raise error(f"{p}: {exc}") from None
     if not pipe and os.fstat(fd).st_size:
         return os.fdopen(fd, "rb")
-    if not pipe:  # /proc and /sys files say 0 bytes; some (/proc/kmsg) would wait for data forever
-        try:
-            data = _read_now(fd, limit + 1)
-        except BlockingIOError:
-            raise error(f"{p}: a special file with nothing to read yet (refused: reading it would wait)") from None
-        except OSError as exc:
-            raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
-        finally:
-            os.close(fd)
-        if len(data) > limit:
-            raise error(f"{p}: more than {limit:,} bytes, more than {_a(what)} may hold here")
-        return io.BytesIO(data)
+    # A pipe, or a /proc or /sys file saying 0 bytes (/proc/kmsg would wait forever): read whole now.
     try:
-        data = _read_pipe(fd, limit + 1)
+        data = _read_pipe(fd, limit + 1) if pipe else _read_now(fd, limit + 1)
     except TimeoutError:
         raise error(f"{p}: nothing arrived through the pipe for {IDLE_S:g} s") from None
+    except BlockingIOError:
+        raise error(f"{p}: a special file with nothing to read yet (refused: reading it would wait)") from None
     except OSError as exc:
         raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise error(f"{p}: more than {limit:,} bytes came through the pipe, more than {_a(what)} may hold here")
+        how = " came through the pipe" if pipe else ""
+        raise error(f"{p}: more than {limit:,} bytes{how}, more than {_a(what)} may hold here")
     return io.BytesIO(data)
 
 
