@@ -52,12 +52,13 @@ def open_input(path: str | os.PathLike[str], limit: int, error: type[GemmpadErro
         raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
     except ValueError as exc:
         raise error(f"{p}: {exc}") from None
+    info = os.fstat(fd)
     try:
-        pipe = _check(p, os.fstat(fd), limit, what)  # what was opened, if the name changed meanwhile
+        pipe = _check(p, info, limit, what)  # what was opened, if the name changed meanwhile
     except ValueError as exc:
         os.close(fd)
         raise error(f"{p}: {exc}") from None
-    if not pipe and os.fstat(fd).st_size:
+    if not pipe and info.st_size:
         return os.fdopen(fd, "rb")
     # A pipe, or a /proc or /sys file saying 0 bytes (/proc/kmsg would wait forever): read whole now.
     try:

@@ -100,6 +100,8 @@ def _sources(model: Model) -> dict[str, int]:
 def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache: str | os.PathLike[str] | None = None,
                replay_rows: int | None = None, log: Log = lambda s: None) -> References:
     """The replay (replay_rows, default REPLAY_ROWS) and test sets for `model`, from `cache` when built before."""
+    from gemmpad.trainset import code_version
+
     replay_rows = replay_rows or REPLAY_ROWS
     folder = mnist_dir(mnist)
     try:
@@ -111,7 +113,7 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
     copies = _copies(model)
     stamp = [(p.name, p.stat().st_size) for p in sorted(folder.iterdir()) if p.name.startswith(("train", "t10k"))]
     key = json.dumps([CACHE_VERSION, stamp, pen_path.stat().st_size if pen_path else None, sources, trained,
-                      replay_rows, WRITER_STEP, copies, _code_version()])
+                      replay_rows, WRITER_STEP, copies, code_version()])
     path = Path(cache) / f"references-{hashlib.md5(key.encode()).hexdigest()[:16]}.npz" if cache else None
     if path is not None and path.is_file():
         try:
@@ -126,12 +128,6 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
             np.savez(f, rx=refs.replay.x, ry=refs.replay.y, mx=refs.mnist.x, my=refs.mnist.y, wx=refs.writers.x,
                      wy=refs.writers.y, wid=np.array(refs.writer_ids, dtype=np.int64))
     return refs
-
-
-def _code_version() -> str:
-    from gemmpad.trainset import code_version
-
-    return code_version()
 
 
 def _copies(model: Model) -> tuple[int, int]:
