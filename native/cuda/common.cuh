@@ -114,6 +114,24 @@ __device__ __forceinline__ unsigned smem_u32(const void* p) {
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes = 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(src_bytes));
 }
+// The same for a W-byte chunk (4 or 8: through L1; 16: as cp_async16) at shared address `dst`,
+// for operands whose rows are only 4- or 8-byte aligned; the bytes past src_bytes are zeros.
+template <int W>
+__device__ __forceinline__ void cp_async_zfill(unsigned dst, const void* src, int src_bytes) {
+    static_assert(W == 4 || W == 8 || W == 16, "cp.async copies 4, 8 or 16 bytes");
+    if constexpr (W == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(src), "n"(W), "r"(src_bytes));
+}
+// Orders this thread's completed shared-memory writes (cp.async, st.shared: the generic
+// proxy) before later reads by the async proxy (wgmma's operands, TMA stores) of any thread
+// that synchronises with it afterwards.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -222,23 +240,110 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
         : "memory");
 #endif
 }
+// Thread-block cluster barrier (sm_90), split into arrive and wait so that a
+// block can signal and go on (or exit) without waiting. Every thread of the
+// cluster arrives once per phase; .aligned: whole warps execute it together.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_arrive_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+// The shared::cluster address (32-bit) of `p` (this block's shared memory) in block `rank`.
+__device__ __forceinline__ unsigned cluster_map_u32(const void* p, unsigned rank) {
+    unsigned out = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(smem_u32(p)), "r"(rank));
+#endif
+    return out;
+}
+// This block's rank in its cluster, and the cluster's size in blocks.
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return r;
+}
+__device__ __forceinline__ unsigned cluster_size() {
+    unsigned n = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+#endif
+    return n;
+}
+// Four floats (16-byte aligned) from a block's shared memory, at a cluster_map_u32 address.
+__device__ __forceinline__ float4 ld_cluster_v4(unsigned addr) {
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(addr)
+                 : "memory");
+#endif
+    return v;
+}
+
+// Split-K's reduction inside a thread-block cluster, through distributed shared memory: every
+// block of the cluster holds its partial sums of one [rows, cols] tile of C (row pitch `pitch`
+// floats, cols and pitch multiples of 4) at `tile` in its own shared memory; block `rank` of S
+// adds rows [rank * rows / S, ...) of all S tiles in rank order (the same sum whatever ran
+// first), applies bias and act, and stores them at C[m0 + r][n0 + c]. `nthreads` threads of the
+// block take part (tid: 0..nthreads-1). Callers put a cluster barrier before (every tile
+// written) and after (no block exits while another still reads its tile).
+__device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows, int cols, int pitch, int m0, int n0,
+                                                     int M, int N, const float* __restrict__ bias, Act act,
+                                                     float* __restrict__ C, int tid, int nthreads) {
+    const int S = (int)cluster_size(), rank = (int)cluster_rank();
+    const int per = ceil_div(rows, S), r_begin = rank * per, r_end = min(rows, r_begin + per);
+    const int quads = cols / 4;
+    const bool vec_store = N % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
+    for (int i = tid; i < (r_end - r_begin) * quads; i += nthreads) {
+        const int r = r_begin + i / quads, c = (i % quads) * 4, gr = m0 + r, gc = n0 + c;
+        if (gr >= M || gc >= N) continue;
+        const float* src = tile + r * pitch + c;
+        float4 sum = ld_cluster_v4(cluster_map_u32(src, 0));
+        for (int p = 1; p < S; ++p) {
+            const float4 v = ld_cluster_v4(cluster_map_u32(src, p));
+            sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+        }
+        float* dst = C + (size_t)gr * N + gc;
+        const float out[4] = {epilogue(sum.x, bias, gc, act), epilogue(sum.y, bias, gc + 1, act),
+                              epilogue(sum.z, bias, gc + 2, act), epilogue(sum.w, bias, gc + 3, act)};
+        if (vec_store && gc + 3 < N) {
+            *reinterpret_cast<float4*>(dst) = make_float4(out[0], out[1], out[2], out[3]);
+        } else {
+            for (int e = 0; e < 4 && gc + e < N; ++e) dst[e] = out[e];
+        }
+    }
+}
 #endif  // __CUDACC__
 
-// A cudaLaunchKernelEx configuration; with cluster > 1 the blocks run in 1-D
-// thread-block clusters of that size (sm_90), described in attr[0], which must
-// outlive the launch.
-inline cudaLaunchConfig_t make_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, int cluster,
+// A cudaLaunchKernelEx configuration; with more than one block in `cluster` (an int: blocks
+// along x) the blocks run in thread-block clusters of that shape (sm_90), described in
+// attr[0], which must outlive the launch.
+inline cudaLaunchConfig_t make_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, dim3 cluster,
                                              cudaLaunchAttribute* attr) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    if (cluster > 1) {
+    if (cluster.x * cluster.y * cluster.z > 1) {
         attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = cluster;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
+        attr[0].val.clusterDim.x = cluster.x;
+        attr[0].val.clusterDim.y = cluster.y;
+        attr[0].val.clusterDim.z = cluster.z;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
     }

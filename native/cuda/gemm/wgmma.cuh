@@ -144,14 +144,51 @@ constexpr int tile_rows() { return Op::SWAP ? BN : BM; }
 template <class Op>
 constexpr int tile_cols() { return Op::SWAP ? BM : BN; }
 
-// C[M, N] = act(A[M, K] @ B + bias), operands through the two tensor maps (B as Op says),
-// over k-tiles [blockIdx.y * kt_per_split, + kt_per_split). With `partial` set (split-K) a
-// block stores raw sums to C + blockIdx.y * M * N instead (splitk_reduce adds them up).
+// Where the producer finds an operand: through its tensor map (chunk 0), or, when its rows are
+// not 16-byte aligned as TMA needs (the MLP's N = 100 in 16 bits), with cp.async chunks of
+// `chunk` bytes (4 or 8) from `ptr`, rows `ld` elements apart.
+struct Source {
+    const void* ptr;
+    int ld, chunk;
+};
+
+// Copies a [ROWS, COLS] piece of a row-major operand (from row r0 and column c0; zeros from
+// row_end and col_end on) into a stage laid out as TMA lays its boxes: 128-byte rows, boxes of
+// 128 bytes along the columns one after the other, 16-byte chunks swizzled by the row.
+template <class T, int ROWS, int COLS, int W>
+__device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, int r0, int row_end, int c0,
+                                          int col_end) {
+    constexpr int E = W / sizeof(T), BOX = ROW_BYTES / sizeof(T);  // elements per chunk, per 128-byte row
+    constexpr int PER_ROW = COLS / E;
+#pragma unroll 1
+    for (int q = threadIdx.x; q < ROWS * PER_ROW; q += 128) {
+        const int r = q / PER_ROW, c = (q % PER_ROW) * E, gr = r0 + r, gc = c0 + c;
+        const unsigned dense = (c / BOX) * ROWS * ROW_BYTES + r * ROW_BYTES + (c % BOX) * sizeof(T);
+        const int valid = gr < row_end ? max(0, min(E, col_end - gc)) : 0;
+        cp_async_zfill<W>(dst + (dense ^ (((dense >> 7) & 7) << 4)), valid ? src + (size_t)gr * ld + gc : src,
+                          valid * (int)sizeof(T));
+    }
+}
+template <class T, int ROWS, int COLS>
+__device__ __forceinline__ void copy_tile(const Source& from, unsigned dst, int r0, int row_end, int c0, int col_end) {
+    const T* src = static_cast<const T*>(from.ptr);
+    if (from.chunk == 8) copy_tile<T, ROWS, COLS, 8>(dst, src, from.ld, r0, row_end, c0, col_end);
+    else copy_tile<T, ROWS, COLS, 4>(dst, src, from.ld, r0, row_end, c0, col_end);
+}
+
+// Split-K's partial tile in shared memory: [TM][TN + 4] floats (the padding shifts banks).
+template <class Op>
+constexpr int partial_pitch() { return tile_cols<Op>() + 4; }
+
+// C[M, N] = act(A[M, K] @ B + bias), operands through the two tensor maps or cp.async (Source),
+// B as Op says, over k-tiles [blockIdx.y * kt_per_split, + kt_per_split). With gridDim.y > 1
+// (split-K) the blocks of one tile form a cluster and add their partial tiles up through
+// distributed shared memory (cluster_reduce_store): one launch, no workspace.
 template <class Op>
 __global__ void __launch_bounds__(THREADS, 1)
-    wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, int M, int N,
-                 int K, const float* __restrict__ bias, float* __restrict__ C, Act act, int kt_per_split,
-                 bool partial) {
+    wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, Source a,
+                 Source b, int M, int N, int K, const float* __restrict__ bias, float* __restrict__ C, Act act,
+                 int kt_per_split) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = typename Op::T;
     constexpr int BK = ROW_BYTES / sizeof(T);  // elements per k-tile
@@ -176,10 +213,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int kt_begin = blockIdx.y * kt_per_split;
     const int k_tiles = min(ceil_div(K, BK) - kt_begin, kt_per_split);  // this block's share
     const int wg = threadIdx.x / 128;
+    const bool copies = a.chunk || b.chunk, split = gridDim.y > 1;
+    const unsigned tma_bytes = (a.chunk ? 0 : A_BYTES) + (b.chunk ? 0 : B_BYTES);
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);               // the producer's arrive.expect_tx (+ the bytes)
+            // TMA: the producer's arrive.expect_tx (+ the bytes); cp.async: one arrive per producer thread.
+            mbar_init(&full[s], (tma_bytes ? 1 : 0) + (copies ? 128 : 0));
             mbar_init(&empty[s], 4 * CONSUMERS);  // one arrive per consumer warp
         }
         mbar_init_fence();  // visible to the copy engine
@@ -187,25 +227,54 @@ __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
 
     if (wg == 0) {
-        // Producer: one thread keeps STAGES tiles in flight. SWAP's consumers need more than
-        // the 168 registers a thread of 384 gets: the producer gives its share away.
+        // Producer: keeps STAGES tiles in flight; one thread drives TMA, all 128 issue cp.async.
+        // SWAP's consumers need more than the 168 registers a thread of 384 gets: the producer
+        // gives its share away.
         if constexpr (Op::SWAP) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        if (threadIdx.x == 0) {
-            for (int kt = 0; kt < k_tiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);  // consumers are done with it
-                mbar_expect_tx(&full[s], STAGE_BYTES);  // whole boxes count, zero-filled parts included
-                const int k0 = (kt_begin + kt) * BK;
-                tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
-                if constexpr (Op::B_K_MAJOR) {
-                    tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
-                } else {
-                    constexpr int box_n = BOX_N_BYTES / sizeof(T);
+        constexpr int LAG = STAGES - 1;  // cp.async groups in flight before a stage is announced
+        for (int kt = 0; kt < k_tiles && (copies || threadIdx.x == 0); ++kt) {
+            const int s = kt % STAGES;
+            if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);  // consumers are done with it
+            const int k0 = (kt_begin + kt) * BK;
+            if (threadIdx.x == 0 && tma_bytes) {
+                mbar_expect_tx(&full[s], tma_bytes);  // whole boxes count, zero-filled parts included
+                if (!a.chunk) tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
+                if (!b.chunk) {
+                    if constexpr (Op::B_K_MAJOR) {
+                        tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
+                    } else {
+                        constexpr int box_n = BOX_N_BYTES / sizeof(T);
 #pragma unroll
-                    for (int j = 0; j < TN / box_n; ++j)
-                        tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0, &full[s]);
+                        for (int j = 0; j < TN / box_n; ++j)
+                            tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0, &full[s]);
+                    }
                 }
             }
+            if (copies) {
+                if (a.chunk) copy_tile<T, TM, BK>(a, smem_u32(sA + s * A_BYTES), m0, M, k0, K);
+                if (b.chunk) {
+                    if constexpr (Op::B_K_MAJOR) copy_tile<T, TN, BK>(b, smem_u32(sB + s * B_BYTES), n0, N, k0, K);
+                    else copy_tile<T, BK, TN>(b, smem_u32(sB + s * B_BYTES), k0, K, n0, N);
+                }
+                cp_async_commit();
+                if (kt >= LAG) {
+                    // Stage kt - LAG has landed: hand it to wgmma (the async proxy) and announce it.
+                    cp_async_wait<LAG>();
+                    fence_proxy_async_shared();
+                    mbar_arrive(&full[(kt - LAG) % STAGES]);
+                }
+            }
+        }
+        if (copies) {
+            cp_async_wait<0>();
+            fence_proxy_async_shared();
+            for (int kt = max(0, k_tiles - LAG); kt < k_tiles; ++kt) mbar_arrive(&full[kt % STAGES]);
+        }
+        if (split) {  // the cluster barriers of the reduction below count every thread
+            cluster_arrive_release();
+            cluster_wait_acquire();
+            cluster_arrive_release();
+            cluster_wait_acquire();
         }
         return;
     }
@@ -276,10 +345,34 @@ __global__ void __launch_bounds__(THREADS, 1)
     // Epilogue straight from the accumulators. Warp w of the warpgroup holds
     // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
     // columns 2t, 2t + 1 (g = lane / 4, t = lane % 4), as in mma.sync's m16n8.
-    float* out = partial ? C + (size_t)blockIdx.y * M * N : C;
-    if (partial) {
-        bias = nullptr;
-        act = Act::None;
+    if (split) {
+        // Split-K: this block's partial tile goes into its shared memory (over the stages, free
+        // once both consumer warpgroups are done with them), then each block of the cluster
+        // adds up a share of the tile's rows from all of them.
+        constexpr int PITCH = partial_pitch<Op>();
+        float* part = reinterpret_cast<float*>(smem);
+        fence_proxy_async_shared();                                          // wgmma's reads, then our writes
+        asm volatile("bar.sync 1, %0;\n" ::"n"(128 * CONSUMERS) : "memory");  // consumers only
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int i = c * 64 + warp * 16 + g + 8 * h;  // a row of the tile (of C^T with SWAP)
+#pragma unroll
+            for (int j = 0; j < (Op::SWAP ? TM : TN) / 8; ++j) {
+                if constexpr (Op::SWAP) {
+                    part[(8 * j + 2 * t) * PITCH + i] = acc[4 * j + 2 * h];
+                    part[(8 * j + 2 * t + 1) * PITCH + i] = acc[4 * j + 2 * h + 1];
+                } else {
+                    *reinterpret_cast<float2*>(part + i * PITCH + 8 * j + 2 * t) =
+                        make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                }
+            }
+        }
+        cluster_arrive_release();
+        cluster_wait_acquire();  // every block's partial tile is written
+        cluster_reduce_store(part, TM, TN, PITCH, m0, n0, M, N, bias, act, C, threadIdx.x - 128, 128 * CONSUMERS);
+        cluster_arrive_release();
+        cluster_wait_acquire();  // no block leaves while another still reads its tile
+        return;
     }
     if constexpr (Op::SWAP) {
         // Rows of C^T are columns of C: a lane stores C[m][n] for its two n, eight lanes
@@ -293,7 +386,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     const int row = m0 + 8 * j + 2 * t + e;
-                    if (row < M) out[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
+                    if (row < M) C[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
                 }
         }
         return;
@@ -303,7 +396,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int h = 0; h < 2; ++h) {
         const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
         if (row >= M) continue;
-        float* dst = out + (size_t)row * N;
+        float* dst = C + (size_t)row * N;
 #pragma unroll
         for (int j = 0; j < TN / 8; ++j) {
             const int col = n0 + 8 * j + 2 * t;
@@ -382,7 +475,6 @@ std::string unavailable() {
 }
 
 int round_up(int v, int m) { return ceil_div(v, m) * m; }
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Copies `src` [rows, cols] into `dst` with rows `ld` apart (transposed with TRANSPOSE).
 template <class T, bool TRANSPOSE>
@@ -393,12 +485,37 @@ void relayout(const void* src, int rows, int cols, void* dst, int ld, cudaStream
     CUDA_CHECK_LAUNCH("cuda wgmma operand copy");
 }
 
-// Runs the kernel for operand type Op. TMA reads rows that start 16-byte aligned: an operand
-// whose row length (in bytes) is not a multiple of 16, or whose base is not aligned, is first
-// copied into the workspace with padded rows (the padding is never read: the maps keep the
-// true sizes and TMA fills zeros past them). Tf32's B is always copied, transposed.
-// Split-K (as in 09) when the tiles cannot fill the SMs: up to one wave of blocks, each with
-// at least one k-tile, their partial sums added by splitk_reduce.
+// Bytes per copy that an operand's rows allow: 16 when each row starts 16-byte aligned (TMA
+// reads it in place), else 8 or 4 (cp.async reads it in place), else 2.
+int row_alignment(const void* base, int row_elems, size_t elem_bytes) {
+    for (int w : {16, 8, 4})
+        if (reinterpret_cast<uintptr_t>(base) % w == 0 && row_elems * elem_bytes % w == 0) return w;
+    return 2;
+}
+
+// The largest cluster (<= 8, the portable limit) the kernel's blocks can form on this device, 1
+// if none: split-K adds its partial sums up inside a cluster. Probed once per operand type.
+template <class Op>
+int max_cluster() {
+    static const int size = [] {
+        for (int n = 8; n > 1; n /= 2) {
+            cudaLaunchAttribute attr[1];
+            const cudaLaunchConfig_t cfg = make_launch_config(dim3(1, n), dim3(THREADS), SMEM_BYTES, nullptr, dim3(1, n), attr);
+            int active = 0;
+            if (cudaOccupancyMaxActiveClusters(&active, wgmma_kernel<Op>, &cfg) == cudaSuccess && active > 0) return n;
+            cudaGetLastError();
+        }
+        return 1;
+    }();
+    return size;
+}
+
+// Runs the kernel for operand type Op, in one launch where it can. TMA reads rows that start
+// 16-byte aligned; rows aligned to 8 or 4 bytes are read by the producer warpgroup with
+// cp.async instead; only 2-byte-aligned rows (an odd K or N in 16 bits) are first copied into
+// the workspace with padded rows (never read: the maps keep the true sizes and TMA fills zeros
+// past them). Tf32's B is always copied, transposed. Split-K when the tiles cannot fill the
+// SMs: up to one wave of blocks, each with at least one k-tile, a tile's blocks in one cluster.
 template <class Op>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     using T = typename Op::T;
@@ -406,31 +523,23 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     const std::string why = unavailable();
     if (!why.empty()) throw std::invalid_argument(std::string(name) + " cannot run here: " + why);
     constexpr int per16 = 16 / sizeof(T), BK = ROW_BYTES / sizeof(T);
-    const int lda = round_up(p.K, per16);
-    const int ldb = Op::B_K_MAJOR ? lda : round_up(p.N, per16);
-    const bool copy_a = lda != p.K || !aligned16(p.A);
-    const bool copy_b = Op::B_K_MAJOR || ldb != p.N || !aligned16(p.B);
+    const int align_a = row_alignment(p.A, p.K, sizeof(T)), align_b = row_alignment(p.B, p.N, sizeof(T));
+    const bool copy_a = align_a == 2, copy_b = Op::B_K_MAJOR || align_b == 2;
+    const int lda = copy_a ? round_up(p.K, per16) : p.K;
+    const int ldb = Op::B_K_MAJOR ? round_up(p.K, per16) : copy_b ? round_up(p.N, per16) : p.N;
     const size_t a_bytes = copy_a ? (size_t)p.M * lda * sizeof(T) : 0;
     const size_t a_pad = (a_bytes + 255) / 256 * 256;
     const size_t b_bytes = copy_b ? (size_t)(Op::B_K_MAJOR ? p.N : p.K) * ldb * sizeof(T) : 0;
-    const size_t b_pad = (b_bytes + 255) / 256 * 256;
-    constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
-    const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
-    int splits = std::max(1, std::min({device_props().multiProcessorCount / tiles, k_tiles, 16}));
-    const int kt_per_split = ceil_div(k_tiles, splits);
-    splits = ceil_div(k_tiles, kt_per_split);  // no empty slice
-    const size_t partial_bytes = splits > 1 ? (size_t)splits * p.M * p.N * sizeof(float) : 0;
-    const size_t ws_bytes = a_pad + b_pad + partial_bytes;
-    unsigned char* ws = ws_bytes ? static_cast<unsigned char*>(workspace(ws_bytes)) : nullptr;
-    const void* a = p.A;
-    const void* b = p.B;
+    unsigned char* ws = a_bytes + b_bytes ? static_cast<unsigned char*>(workspace(a_pad + b_bytes)) : nullptr;
+    Source a{p.A, lda, copy_a || align_a == 16 ? 0 : align_a};
+    Source b{p.B, ldb, copy_b || align_b == 16 ? 0 : align_b};
     if (copy_a) {
         relayout<T, false>(p.A, p.M, p.K, ws, lda, stream);
-        a = ws;
+        a.ptr = ws;
     }
     if (copy_b) {
         relayout<T, Op::B_K_MAJOR>(p.B, p.K, p.N, ws + a_pad, ldb, stream);
-        b = ws + a_pad;
+        b.ptr = ws + a_pad;
     }
 
     static bool attribute_set = false;  // per operand type; one host thread drives the GPU (common.cuh)
@@ -438,18 +547,27 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
         CUDA_CHECK(cudaFuncSetAttribute(wgmma_kernel<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
         attribute_set = true;
     }
-    const CUtensorMap map_a = tensor_map_2d(a, Op::tma_type, sizeof(T), p.M, p.K, TM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
-                                            std::string("A (") + Op::type_name + ")", lda);
-    const CUtensorMap map_b =
-        Op::B_K_MAJOR ? tensor_map_2d(b, Op::tma_type, sizeof(T), p.N, p.K, TN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
-                                      std::string("B^T (") + Op::type_name + ")", ldb)
-                      : tensor_map_2d(b, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
-                                      CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
-    float* out = splits > 1 ? reinterpret_cast<float*>(ws + a_pad + b_pad) : p.C;
-    wgmma_kernel<Op><<<dim3(tiles, splits), THREADS, SMEM_BYTES, stream>>>(map_a, map_b, p.M, p.N, p.K, p.bias, out,
-                                                                          p.act, kt_per_split, splits > 1);
+    constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
+    CUtensorMap map_a = {}, map_b = {};  // unused (never encoded) for an operand read by cp.async
+    if (!a.chunk)
+        map_a = tensor_map_2d(a.ptr, Op::tma_type, sizeof(T), p.M, p.K, TM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                              std::string("A (") + Op::type_name + ")", lda);
+    if (!b.chunk)
+        map_b = Op::B_K_MAJOR ? tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, TN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                                              std::string("B^T (") + Op::type_name + ")", ldb)
+                              : tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
+                                              CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
+
+    const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
+    int splits = std::max(1, std::min({device_props().multiProcessorCount / tiles, k_tiles, max_cluster<Op>()}));
+    const int kt_per_split = ceil_div(k_tiles, splits);
+    splits = ceil_div(k_tiles, kt_per_split);  // no empty slice
+    cudaLaunchAttribute attr[1];
+    const cudaLaunchConfig_t cfg =
+        make_launch_config(dim3(tiles, splits), dim3(THREADS), SMEM_BYTES, stream, dim3(1, splits), attr);
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, wgmma_kernel<Op>, map_a, map_b, a, b, p.M, p.N, p.K, p.bias, p.C, p.act,
+                                  kt_per_split));
     CUDA_CHECK_LAUNCH(name);
-    if (splits > 1) splitk_reduce(p.M, p.N, splits, out, p.bias, p.C, p.act, stream);
 }
 
 }  // namespace

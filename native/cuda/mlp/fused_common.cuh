@@ -116,33 +116,6 @@ __device__ __forceinline__ float float_unorder(unsigned u) {
     return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
 }
 
-// Thread-block cluster barrier (sm_90), split into arrive and wait so that a
-// block can signal and go on (or exit) without waiting. Every thread of the
-// cluster arrives once per phase; .aligned: whole warps execute it together.
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_arrive_release() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait_acquire() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-
-// The shared::cluster address (32-bit) of `p` (this block's shared memory) in block `rank`.
-__device__ __forceinline__ unsigned cluster_map_u32(const void* p, unsigned rank) {
-    unsigned out = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(smem_u32(p)), "r"(rank));
-#endif
-    return out;
-}
 // One float into another block's shared memory (both addresses from cluster_map_u32); its
 // 4 bytes count towards the transaction count of that block's mbarrier `bar` on arrival.
 __device__ __forceinline__ void st_async_f32(unsigned addr, float v, unsigned bar) {
