@@ -318,12 +318,13 @@ __device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows
             sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
         }
         float* dst = C + (size_t)gr * N + gc;
-        const float out[4] = {epilogue(sum.x, bias, gc, act), epilogue(sum.y, bias, gc + 1, act),
-                              epilogue(sum.z, bias, gc + 2, act), epilogue(sum.w, bias, gc + 3, act)};
         if (vec_store && gc + 3 < N) {
-            *reinterpret_cast<float4*>(dst) = make_float4(out[0], out[1], out[2], out[3]);
+            *reinterpret_cast<float4*>(dst) =
+                make_float4(epilogue(sum.x, bias, gc, act), epilogue(sum.y, bias, gc + 1, act),
+                            epilogue(sum.z, bias, gc + 2, act), epilogue(sum.w, bias, gc + 3, act));
         } else {
-            for (int e = 0; e < 4 && gc + e < N; ++e) dst[e] = out[e];
+            const float v[4] = {sum.x, sum.y, sum.z, sum.w};
+            for (int e = 0; e < 4 && gc + e < N; ++e) dst[e] = epilogue(v[e], bias, gc + e, act);  // bias has N
         }
     }
 }

@@ -231,7 +231,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         // SWAP's consumers need more than the 168 registers a thread of 384 gets: the producer
         // gives its share away.
         if constexpr (Op::SWAP) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
-        constexpr int LAG = STAGES - 1;  // cp.async groups in flight before a stage is announced
+        // cp.async groups in flight before a stage is announced. The consumers release stage j
+        // only once stage j + 1 is announced, and the producer waits for stage kt - STAGES to be
+        // released before it refills it: more than STAGES - 2 would deadlock.
+        constexpr int LAG = STAGES - 2;
         for (int kt = 0; kt < k_tiles && (copies || threadIdx.x == 0); ++kt) {
             const int s = kt % STAGES;
             if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);  // consumers are done with it
@@ -271,6 +274,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int kt = max(0, k_tiles - LAG); kt < k_tiles; ++kt) mbar_arrive(&full[kt % STAGES]);
         }
         if (split) {  // the cluster barriers of the reduction below count every thread
+            __syncwarp();  // lane 0 may come from the TMA loop alone; .aligned barriers need whole warps
             cluster_arrive_release();
             cluster_wait_acquire();
             cluster_arrive_release();
