@@ -15,17 +15,17 @@
 //    __syncthreads per tile, and the global latency hides behind a tile's FMAs.
 //  - 128x256 block tiles where the problem is big (256 threads, 8x16 outputs
 //    each, 128 FMAs per 6 shared loads, one block per SM); 128x128 tiles with
-//    8x8 outputs (two blocks per SM) when that would leave SMs idle.
+//    8x8 outputs (two blocks per SM) when that would leave SMs idle; 64x64
+//    (4x8 outputs, 128 threads) when even split 128x128 tiles would.
 // Why it should be faster: per k, conflict-free shared loads feed 64 (128)
 // FMAs and the FMA pipes no longer wait for global memory at every tile.
-// Shared memory: 24.3 KB per block (16.3 KB for 128x128), static: under the
-// 48 KB every CUDA device grants without an opt-in, so the tiles fit any card.
-// Split-K (sm_90 and later): when even 128x128 tiles leave SMs idle (the MLP's layers), K is cut
-// into up to 8 slices, enough for about two blocks per SM; a tile's slices form one cluster and
-// add their partial tiles (67.6 KB of dynamic shared memory each) through distributed shared
-// memory (common.cuh's cluster_reduce_store): one launch, no workspace, a fixed order of sums.
+// Shared memory: 24.3 KB per block (16.3 KB for 128x128, 16.5 KB for 64x64), static: under
+// the 48 KB every CUDA device grants without an opt-in, so the tiles fit any card.
+// Split-K (sm_90 on): when the tiles leave SMs idle (the MLP's layers), K is cut into up to 8
+// slices, enough blocks to fill the SMs; a tile's slices form a cluster that adds their partial
+// tiles (in dynamic shared memory) through distributed shared memory: one launch.
 // What holds it back: CUDA cores alone (fp32 FMA, no tensor cores); on small problems at most 8
-// blocks per tile (16 at 256x100) and N = 100 filling 100 of 128 columns. Variants tried: NOTES.md.
+// blocks per tile and N = 100 filling 100 of 128 columns. Variants tried: NOTES.md.
 // Measured: 4096^3 46,235 GFLOP/s = 92.6 % of cuBLAS fp32
 // (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
@@ -287,18 +287,25 @@ using Large = Config<128, 256, 8, 2, 4, 1>;
 // Problems with fewer 128x256 tiles than SMs: 128x128, warp tile 64x32, 8x8 per thread, 2 blocks
 // per SM; K split over a cluster when even these tiles leave SMs idle.
 using Small = Config<128, 128, 8, 2, 2, 2>;
+// Problems too small for 128x128 tiles even split 8 ways (256x100: 16 blocks): 64x64, warp tile
+// 32x32, 4x8 per thread, 128 threads, BK = 16 so that a tile's FMAs still cover a global load.
+using Tiny = Config<64, 64, 16, 1, 2, 4>;
 
 void launch(const GemmProblem& p, cudaStream_t stream) {
+    const int sms = device_props().multiProcessorCount;
     const long long large_tiles = (long long)ceil_div(p.M, Large::BM) * ceil_div(p.N, Large::BN);
-    if (large_tiles >= device_props().multiProcessorCount)
+    const long long small_tiles = (long long)ceil_div(p.M, Small::BM) * ceil_div(p.N, Small::BN);
+    if (large_tiles >= sms)
         launch_config<Large, false>(p, stream);
-    else
+    else if (8 * small_tiles >= sms)
         launch_config<Small, true>(p, stream);
+    else
+        launch_config<Tiny, true>(p, stream);
 }
 
 }  // namespace
 }  // namespace gemmpad::cuda
 
 GEMMPAD_REGISTER_CUDA("cuda.07_warptile", "fp32", gemmpad::InType::F32,
-                      "warp tiling (128x256 or 128x128 tiles), conflict-free float4 shared reads, double buffering",
+                      "warp tiling, conflict-free float4 shared reads, double buffering, split-K in a cluster",
                       gemmpad::cuda::launch);
