@@ -288,7 +288,8 @@ using Large = Config<128, 256, 8, 2, 4, 1>;
 // per SM; K split over a cluster when even these tiles leave SMs idle.
 using Small = Config<128, 128, 8, 2, 2, 2>;
 // Problems too small for 128x128 tiles even split 8 ways (256x100: 16 blocks): 64x64, warp tile
-// 32x32, 4x8 per thread, 128 threads, BK = 16 so that a tile's FMAs still cover a global load.
+// 32x32, 4x8 per thread, 128 threads, BK = 16 so that a tile's FMAs still cover a global load
+// (the price: A's transposed store is 2-way conflicted, k and k + 8 sharing banks).
 using Tiny = Config<64, 64, 16, 1, 2, 4>;
 
 void launch(const GemmProblem& p, cudaStream_t stream) {
