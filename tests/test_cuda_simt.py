@@ -5,7 +5,8 @@ tiled kernels have paths that only larger or specially chosen shapes take:
 several 128-wide tiles with a partial last one, a K that ends inside the
 double-buffered pipeline, the float4 path (K and N multiples of 4) next
 to its scalar fallback on the same sizes, and 07's 128x256 tiling, which it
-only picks when the problem has at least as many such tiles as the GPU has SMs.
+only picks when the problem has at least as many such tiles as the GPU has SMs,
+and its split 128x128 tiling, picked when 8 times the 128x128 tiles reach the SM count.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ SHAPES = [
     (1, 128, 129),     # single row, K one past two slices
     (2049, 2308, 36),  # 17 x 10 tiles of 128x256: 07's large tiling on GPUs with <= 170 SMs (float4 path)
     (2049, 2309, 37),  # same tiling, scalar fallback
+    (2049, 100, 784),  # 17 tiles of 128x128: 07 splits K 8 ways in clusters on sm_90 with 132 SMs (float4 path)
+    (2049, 97, 1031),  # same tiling, scalar fallback, slices of uneven length
 ]
 
 

@@ -34,6 +34,9 @@ def kernel_params(names_filter=lambda s: True):
 SHAPES = [(1, 1, 1), (127, 97, 131), (1024, 1024, 768)]
 for _b in (1, 7, 256, 4096):
     SHAPES += [(_b, 100, 784), (_b, 100, 100), (_b, 10, 100)]
+# Split-K over K's slices: one row against a long K whose slices end unevenly; primes whose K is no
+# multiple of any slice count times the k-tile.
+SHAPES += [(1, 100, 5000), (131, 97, 1031)]
 
 
 def reference(a, b, bias, activation):

@@ -15,15 +15,21 @@
 //    __syncthreads per tile, and the global latency hides behind a tile's FMAs.
 //  - 128x256 block tiles where the problem is big (256 threads, 8x16 outputs
 //    each, 128 FMAs per 6 shared loads, one block per SM); 128x128 tiles with
-//    8x8 outputs (two blocks per SM) when that would leave SMs idle.
+//    8x8 outputs (two blocks per SM) when that would leave SMs idle; 64x64
+//    (4x8 outputs, 128 threads) when even split 128x128 tiles would.
 // Why it should be faster: per k, conflict-free shared loads feed 64 (128)
 // FMAs and the FMA pipes no longer wait for global memory at every tile.
-// Shared memory: 24.3 KB per block (16.3 KB for 128x128), static: under the
-// 48 KB every CUDA device grants without an opt-in, so the tiles fit any card.
-// What holds it back: small problems. At 256x100x784 (an MLP layer) 2 blocks walk K alone while
-// the other SMs idle; splitting K (step 09) is the cure. Tile variants tried: NOTES.md.
+// Shared memory: 24.3 KB per block (16.3 KB for 128x128, 16.5 KB for 64x64), static: under
+// the 48 KB every CUDA device grants without an opt-in, so the tiles fit any card.
+// Split-K (sm_90 on): when the tiles leave SMs idle (the MLP's layers), K is cut into up to 8
+// slices, enough blocks to fill the SMs; a tile's slices form a cluster that adds their partial
+// tiles (in dynamic shared memory) through distributed shared memory: one launch.
+// What holds it back: CUDA cores alone (fp32 FMA, no tensor cores); on small problems at most 8
+// blocks per tile and N = 100 filling 100 of 128 columns. Variants tried: NOTES.md.
 // Measured: 4096^3 46,235 GFLOP/s = 92.6 % of cuBLAS fp32
 // (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+#include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "../common.cuh"
@@ -52,6 +58,13 @@ struct Config {
     static_assert(kSmemBytes <= 48 * 1024, "static shared memory must fit the 48 KB available without opt-in");
 };
 
+// Split-K's partial tile, [BM][partial_pitch] floats in dynamic shared memory: the 4 floats of
+// padding put the rows 4 apart that a quarter-warp's float4 stores reach 16 banks apart.
+template <class Cfg>
+constexpr int partial_pitch() { return Cfg::BN + 4; }
+template <class Cfg>
+constexpr int partial_bytes() { return Cfg::BM * partial_pitch<Cfg>() * (int)sizeof(float); }
+
 // Four consecutive elements X[r][c..c+3] of a rows x cols row-major matrix, zeros outside it
 // (a tile copy of A, r = row and c = k, or of B, r = k and c = column).
 template <bool kVec>
@@ -70,10 +83,13 @@ __device__ __forceinline__ float4 load4(const float* __restrict__ X, int rows, i
     return v;
 }
 
-template <class Cfg, bool kVec>
+// C = act(A @ B + bias). kSplit: this block multiplies k-tiles [blockIdx.z * kt_per_split, +
+// kt_per_split) only; the gridDim.z blocks of one tile form a cluster and add their partial
+// tiles up through distributed shared memory (cluster_reduce_store): one launch, no workspace.
+template <class Cfg, bool kVec, bool kSplit>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     warptile_kernel(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-                    const float* __restrict__ bias, float* __restrict__ C, Act act) {
+                    const float* __restrict__ bias, float* __restrict__ C, Act act, int kt_per_split) {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, IM = Cfg::kIterM, IN = Cfg::kIterN;
     constexpr int kThreads = Cfg::kThreads, kLoadsA = Cfg::kLoadsA, kLoadsB = Cfg::kLoadsB;
     __shared__ __align__(16) float As[2][BK][BM + Cfg::kPadA];  // transposed: As[buf][k][m]
@@ -134,12 +150,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             for (int j = 0; j < 4 * IN; ++j) acc[i][j] += a_reg[i] * b_reg[j];
     };
 
-    const int tiles = (K + BK - 1) / BK;
-    load_tile(0);
-    store_tile(0);
+    // k-tiles [first, tiles): all of K, or this block's slice of it (kSplit).
+    const int first = kSplit ? blockIdx.z * kt_per_split : 0;
+    const int tiles = kSplit ? min(ceil_div(K, BK), first + kt_per_split) : ceil_div(K, BK);
+    load_tile(first * BK);
+    store_tile(first & 1);
     __syncthreads();
 
-    for (int tile = 0; tile < tiles; ++tile) {
+    for (int tile = first; tile < tiles; ++tile) {
         const int cur = tile & 1;
         const bool more = tile + 1 < tiles;
         // Issue the next tile's global loads now; they land while we compute.
@@ -155,24 +173,42 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         __syncthreads();
     }
 
+    if constexpr (kSplit) {
+        // The partial tile into this block's shared memory, then each block of the cluster adds
+        // up a share of the tile's rows from all of them (applying bias and act as it stores).
+        constexpr int kPitch = partial_pitch<Cfg>();
+        extern __shared__ __align__(16) float part[];  // [BM][kPitch]
 #pragma unroll
-    for (int i = 0; i < 4 * IM; ++i) {
-        const int row = row0 + am + 32 * (i / 4) + i % 4;
-        if (row >= M) continue;
-        float* c_row = C + (size_t)row * N;
+        for (int i = 0; i < 4 * IM; ++i)
 #pragma unroll
-        for (int j = 0; j < IN; ++j) {
-            const int col = col0 + bn + 16 * j;
-            const float* v = &acc[i][4 * j];
-            if constexpr (kVec) {
-                if (col < N)  // N % 4 == 0: the 4 columns are all inside or all outside
-                    *reinterpret_cast<float4*>(c_row + col) =
-                        make_float4(epilogue(v[0], bias, col + 0, act), epilogue(v[1], bias, col + 1, act),
-                                    epilogue(v[2], bias, col + 2, act), epilogue(v[3], bias, col + 3, act));
-            } else {
+            for (int j = 0; j < IN; ++j)
+                *reinterpret_cast<float4*>(&part[(am + 32 * (i / 4) + i % 4) * kPitch + bn + 16 * j]) =
+                    make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
+        cluster_arrive_release();
+        cluster_wait_acquire();  // every block's partial tile is written
+        cluster_reduce_store(part, BM, BN, kPitch, row0, col0, M, N, bias, act, C, t, kThreads);
+        cluster_arrive_release();
+        cluster_wait_acquire();  // no block leaves while another still reads its tile
+    } else {
 #pragma unroll
-                for (int q = 0; q < 4; ++q)
-                    if (col + q < N) c_row[col + q] = epilogue(v[q], bias, col + q, act);
+        for (int i = 0; i < 4 * IM; ++i) {
+            const int row = row0 + am + 32 * (i / 4) + i % 4;
+            if (row >= M) continue;
+            float* c_row = C + (size_t)row * N;
+#pragma unroll
+            for (int j = 0; j < IN; ++j) {
+                const int col = col0 + bn + 16 * j;
+                const float* v = &acc[i][4 * j];
+                if constexpr (kVec) {
+                    if (col < N)  // N % 4 == 0: the 4 columns are all inside or all outside
+                        *reinterpret_cast<float4*>(c_row + col) =
+                            make_float4(epilogue(v[0], bias, col + 0, act), epilogue(v[1], bias, col + 1, act),
+                                        epilogue(v[2], bias, col + 2, act), epilogue(v[3], bias, col + 3, act));
+                } else {
+#pragma unroll
+                    for (int q = 0; q < 4; ++q)
+                        if (col + q < N) c_row[col + q] = epilogue(v[q], bias, col + q, act);
+                }
             }
         }
     }
@@ -180,35 +216,97 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-template <class Cfg>
+// How many clusters of s blocks (2..8, the portable limit) of the split kernel can be resident
+// at once on this device; 0 where there are no clusters (before sm_90). Probed once per kernel,
+// after opting it into its dynamic shared memory (the partial tile, over 48 KB).
+template <class Cfg, bool kVec>
+int resident_clusters(int s) {
+    static const std::array<int, 9> counts = [] {
+        std::array<int, 9> n{};
+        if (device_props().major < 9) return n;
+        const auto kernel = warptile_kernel<Cfg, kVec, true>;
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, partial_bytes<Cfg>()));
+        for (int c = 2; c <= 8; ++c) {
+            cudaLaunchAttribute attr[1];
+            const cudaLaunchConfig_t cfg =
+                make_launch_config(dim3(1, 1, c), dim3(Cfg::kThreads), partial_bytes<Cfg>(), nullptr, dim3(1, 1, c), attr);
+            if (cudaOccupancyMaxActiveClusters(&n[c], kernel, &cfg) != cudaSuccess) {
+                n[c] = 0;
+                cudaGetLastError();  // not a launch error: clear it
+            }
+        }
+        return n;
+    }();
+    return counts[s];
+}
+
+// Split-K slices for `tiles` output tiles of k_tiles each: as many as fill one wave of
+// Cfg::kMinBlocks blocks per SM (the occupancy the config was built for), at most 8 (one
+// cluster), each slice at least one k-tile and none empty, and every cluster resident at once
+// (a second wave would double the time). 1: no split (the tiles fill the SMs, or no clusters).
+template <class Cfg, bool kVec>
+int split_count(int tiles, int k_tiles) {
+    int s = std::min({8, k_tiles, Cfg::kMinBlocks * device_props().multiProcessorCount / tiles});
+    while (s > 1 && resident_clusters<Cfg, kVec>(s) < tiles) --s;
+    return s > 1 ? ceil_div(k_tiles, ceil_div(k_tiles, s)) : 1;
+}
+
+// One variant of the kernel; with kMaySplit, split over K when split_count says so.
+template <class Cfg, bool kVec, bool kMaySplit>
+void launch_variant(const GemmProblem& p, const float* A, const float* B, cudaStream_t stream) {
+    const dim3 grid(ceil_div(p.N, Cfg::BN), ceil_div(p.M, Cfg::BM));
+    const int k_tiles = ceil_div(p.K, Cfg::BK);
+    if constexpr (kMaySplit) {
+        if (const int splits = split_count<Cfg, kVec>(grid.x * grid.y, k_tiles); splits > 1) {
+            cudaLaunchAttribute attr[1];
+            const cudaLaunchConfig_t cfg = make_launch_config(dim3(grid.x, grid.y, splits), dim3(Cfg::kThreads),
+                                                              partial_bytes<Cfg>(), stream, dim3(1, 1, splits), attr);
+            CUDA_CHECK(cudaLaunchKernelEx(&cfg, warptile_kernel<Cfg, kVec, true>, p.M, p.N, p.K, A, B, p.bias, p.C,
+                                          p.act, ceil_div(k_tiles, splits)));
+            return;
+        }
+    }
+    warptile_kernel<Cfg, kVec, false><<<grid, Cfg::kThreads, 0, stream>>>(p.M, p.N, p.K, A, B, p.bias, p.C, p.act,
+                                                                         k_tiles);
+}
+
+template <class Cfg, bool kMaySplit>
 void launch_config(const GemmProblem& p, cudaStream_t stream) {
-    dim3 grid(ceil_div(p.N, Cfg::BN), ceil_div(p.M, Cfg::BM));
     const auto* A = static_cast<const float*>(p.A);
     const auto* B = static_cast<const float*>(p.B);
     const bool vec = p.K % 4 == 0 && p.N % 4 == 0 && aligned16(A) && aligned16(B) && aligned16(p.C);
     if (vec)
-        warptile_kernel<Cfg, true><<<grid, Cfg::kThreads, 0, stream>>>(p.M, p.N, p.K, A, B, p.bias, p.C, p.act);
+        launch_variant<Cfg, true, kMaySplit>(p, A, B, stream);
     else
-        warptile_kernel<Cfg, false><<<grid, Cfg::kThreads, 0, stream>>>(p.M, p.N, p.K, A, B, p.bias, p.C, p.act);
+        launch_variant<Cfg, false, kMaySplit>(p, A, B, stream);
     CUDA_CHECK_LAUNCH("cuda.07_warptile");
 }
 
 // Big problems: 128x256 block tile, warp tile 64x64, 8x16 outputs per thread, 256 threads, 1 block per SM.
 using Large = Config<128, 256, 8, 2, 4, 1>;
-// Problems with fewer 128x256 tiles than SMs: 128x128, warp tile 64x32, 8x8 per thread, 2 blocks per SM.
+// Problems with fewer 128x256 tiles than SMs: 128x128, warp tile 64x32, 8x8 per thread, 2 blocks
+// per SM; K split over a cluster when even these tiles leave SMs idle.
 using Small = Config<128, 128, 8, 2, 2, 2>;
+// Problems too small for 128x128 tiles even split 8 ways (256x100: 16 blocks): 64x64, warp tile
+// 32x32, 4x8 per thread, 128 threads, BK = 16 so that a tile's FMAs still cover a global load
+// (the price: A's transposed store is 2-way conflicted, k and k + 8 sharing banks).
+using Tiny = Config<64, 64, 16, 1, 2, 4>;
 
 void launch(const GemmProblem& p, cudaStream_t stream) {
+    const int sms = device_props().multiProcessorCount;
     const long long large_tiles = (long long)ceil_div(p.M, Large::BM) * ceil_div(p.N, Large::BN);
-    if (large_tiles >= device_props().multiProcessorCount)
-        launch_config<Large>(p, stream);
+    const long long small_tiles = (long long)ceil_div(p.M, Small::BM) * ceil_div(p.N, Small::BN);
+    if (large_tiles >= sms)
+        launch_config<Large, false>(p, stream);
+    else if (8 * small_tiles >= sms)
+        launch_config<Small, true>(p, stream);
     else
-        launch_config<Small>(p, stream);
+        launch_config<Tiny, true>(p, stream);
 }
 
 }  // namespace
 }  // namespace gemmpad::cuda
 
 GEMMPAD_REGISTER_CUDA("cuda.07_warptile", "fp32", gemmpad::InType::F32,
-                      "warp tiling (128x256 or 128x128 tiles), conflict-free float4 shared reads, double buffering",
+                      "warp tiling, conflict-free float4 shared reads, double buffering, split-K in a cluster",
                       gemmpad::cuda::launch);
