@@ -20,9 +20,9 @@ from tests.test_gemm import TOLERANCE, check, reference
 TC = [
     pytest.param(s.name, marks=kernel_marks(s), id=s.name)
     for s in registry.kernels(device="cuda", kind="gemm")
-    if s.step[:2] in ("08", "09", "10", "11", "12", "13")
+    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14")
 ]
-WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_"))]
+WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_"))]
 
 pytestmark = pytest.mark.gpu
 
@@ -72,9 +72,11 @@ def test_nan_through_split_k(name: str, rng: np.random.Generator) -> None:
     assert rel_error(out[ok], ref) <= TOLERANCE[registry.get(name).precision]
 
 
-# cuda.10-13: block tiles of 128x256 (13: 256x128), k-tiles of 128 bytes (64 halves, 32 floats),
-# 4 pipeline stages; operands read by TMA in place when their rows are 16-byte multiples, else from
-# padded copies (12's B always, transposed); split-K below one wave of tiles. Shapes around those edges.
+# cuda.10-14: block tiles of 128x256 (13: 256x128), k-tiles of 128 bytes (64 halves, 32 floats),
+# 4 pipeline stages; operands read by TMA in place when their rows are 16-byte multiples, by
+# cp.async when 8- or 4-byte multiples, else from padded copies (12's B always, transposed);
+# split-K over a cluster below one wave of tiles; 14 walks several tiles per block above one wave.
+# Shapes around those edges.
 WGMMA_SHAPES = [
     (1, 8, 8),  # one element row, one partial k-tile, boxes mostly out of range
     (128, 256, 64),  # exactly one tile, one k-tile
@@ -87,6 +89,9 @@ WGMMA_SHAPES = [
     (4096, 100, 784),  # the MLP's first layer: padded B (16-bit), 32 tiles, split-K
     (2048, 2048, 254),  # no split, K not a multiple of 8 (16-bit) but of 2 (tf32: not of 4 either)
     (257, 130, 96),  # 13: one row past its 256-row tile, N past 128 and not a multiple of 4
+    (100, 1028, 1000),  # B's rows 8-byte (16-bit) / 16-byte (tf32) aligned, K past 8 stages, split-K
+    (4100, 1100, 200),  # > 132 tiles: 14 walks 2 tiles per block; B by cp.async (16-bit), rows and columns past the tiles
+    (2304, 2304, 72),  # 162 tiles read by TMA, one k-tile each: 14's stage ring runs on across tiles
 ]
 
 

@@ -2,6 +2,8 @@
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cstdlib>
 #include <mutex>
 
@@ -99,6 +101,26 @@ void* workspace(size_t bytes) {
         capacity = bytes;
     }
     return ptr;
+}
+
+int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int k_tiles, int blocks_per_sm) {
+    static std::map<const void*, std::array<int, 9>> resident;  // per kernel: clusters of 2..8 blocks at once
+    auto it = resident.find(kernel);
+    if (it == resident.end()) {
+        std::array<int, 9> n{};
+        for (int c = 2; c <= 8 && device_props().major >= 9; ++c) {
+            cudaLaunchAttribute attr[1];
+            const cudaLaunchConfig_t cfg = make_launch_config(dim3(c), dim3(threads), smem, nullptr, dim3(c), attr);
+            if (cudaOccupancyMaxActiveClusters(&n[c], kernel, &cfg) != cudaSuccess) {
+                n[c] = 0;
+                cudaGetLastError();  // a query, not a launch: clear it
+            }
+        }
+        it = resident.emplace(kernel, n).first;
+    }
+    int s = std::min({8, k_tiles, blocks_per_sm * device_props().multiProcessorCount / std::max(tiles, 1)});
+    while (s > 1 && it->second[s] < tiles) --s;
+    return s > 1 ? ceil_div(k_tiles, ceil_div(k_tiles, s)) : 1;
 }
 
 namespace {

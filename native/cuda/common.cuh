@@ -78,6 +78,16 @@ void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float 
 
 inline constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// Split-K over thread-block clusters (the slices of one output tile form a cluster and add up
+// through distributed shared memory, cluster_reduce_store): how many slices for `tiles` tiles of
+// k_tiles k-tiles each. As many as fill blocks_per_sm blocks on every SM, at most 8 (the
+// portable cluster size), each slice at least one k-tile and none empty, and every cluster
+// resident at once (on Hopper a GPC's SMs take whole clusters only: a cluster that waits for a
+// second wave doubles the time). 1: no split (the tiles fill the SMs, or no clusters before
+// sm_90). `kernel` launched with `threads` threads and `smem` bytes of dynamic shared memory
+// (its attribute already set); the device is queried once per kernel.
+int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int k_tiles, int blocks_per_sm);
+
 // Split-K's second step: C = act(sum of the S partial [M, N] slices at ws + bias), the
 // slices added in order (deterministic).
 void splitk_reduce(int M, int N, int S, const float* ws, const float* bias, float* C, Act act, cudaStream_t stream);

@@ -28,8 +28,6 @@
 // blocks per tile and N = 100 filling 100 of 128 columns. Variants tried: NOTES.md.
 // Measured: 4096^3 46,235 GFLOP/s = 92.6 % of cuBLAS fp32
 // (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
-#include <algorithm>
-#include <array>
 #include <cstdint>
 
 #include "../common.cuh"
@@ -216,48 +214,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-// How many clusters of s blocks (2..8, the portable limit) of the split kernel can be resident
-// at once on this device; 0 where there are no clusters (before sm_90). Probed once per kernel,
-// after opting it into its dynamic shared memory (the partial tile, over 48 KB).
-template <class Cfg, bool kVec>
-int resident_clusters(int s) {
-    static const std::array<int, 9> counts = [] {
-        std::array<int, 9> n{};
-        if (device_props().major < 9) return n;
-        const auto kernel = warptile_kernel<Cfg, kVec, true>;
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, partial_bytes<Cfg>()));
-        for (int c = 2; c <= 8; ++c) {
-            cudaLaunchAttribute attr[1];
-            const cudaLaunchConfig_t cfg =
-                make_launch_config(dim3(1, 1, c), dim3(Cfg::kThreads), partial_bytes<Cfg>(), nullptr, dim3(1, 1, c), attr);
-            if (cudaOccupancyMaxActiveClusters(&n[c], kernel, &cfg) != cudaSuccess) {
-                n[c] = 0;
-                cudaGetLastError();  // not a launch error: clear it
-            }
-        }
-        return n;
-    }();
-    return counts[s];
-}
-
-// Split-K slices for `tiles` output tiles of k_tiles each: as many as fill one wave of
-// Cfg::kMinBlocks blocks per SM (the occupancy the config was built for), at most 8 (one
-// cluster), each slice at least one k-tile and none empty, and every cluster resident at once
-// (a second wave would double the time). 1: no split (the tiles fill the SMs, or no clusters).
-template <class Cfg, bool kVec>
-int split_count(int tiles, int k_tiles) {
-    int s = std::min({8, k_tiles, Cfg::kMinBlocks * device_props().multiProcessorCount / tiles});
-    while (s > 1 && resident_clusters<Cfg, kVec>(s) < tiles) --s;
-    return s > 1 ? ceil_div(k_tiles, ceil_div(k_tiles, s)) : 1;
-}
-
-// One variant of the kernel; with kMaySplit, split over K when split_count says so.
+// One variant of the kernel; with kMaySplit, split over K when cluster_splits says so (one wave
+// of Cfg::kMinBlocks blocks per SM, the occupancy the config was built for).
 template <class Cfg, bool kVec, bool kMaySplit>
 void launch_variant(const GemmProblem& p, const float* A, const float* B, cudaStream_t stream) {
     const dim3 grid(ceil_div(p.N, Cfg::BN), ceil_div(p.M, Cfg::BM));
     const int k_tiles = ceil_div(p.K, Cfg::BK);
     if constexpr (kMaySplit) {
-        if (const int splits = split_count<Cfg, kVec>(grid.x * grid.y, k_tiles); splits > 1) {
+        const auto kernel = warptile_kernel<Cfg, kVec, true>;
+        static const bool opted_in = [&] {  // the partial tile is over the 48 KB granted without an opt-in
+            if (device_props().major >= 9)
+                CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, partial_bytes<Cfg>()));
+            return true;
+        }();
+        (void)opted_in;
+        const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), Cfg::kThreads, partial_bytes<Cfg>(),
+                                          grid.x * grid.y, k_tiles, Cfg::kMinBlocks);
+        if (splits > 1) {
             cudaLaunchAttribute attr[1];
             const cudaLaunchConfig_t cfg = make_launch_config(dim3(grid.x, grid.y, splits), dim3(Cfg::kThreads),
                                                               partial_bytes<Cfg>(), stream, dim3(1, 1, splits), attr);

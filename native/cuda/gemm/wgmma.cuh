@@ -152,28 +152,43 @@ struct Source {
     int ld, chunk;
 };
 
-// Copies a [ROWS, COLS] piece of a row-major operand (from row r0 and column c0; zeros from
-// row_end and col_end on) into a stage laid out as TMA lays its boxes: 128-byte rows, boxes of
-// 128 bytes along the columns one after the other, 16-byte chunks swizzled by the row.
-template <class T, int ROWS, int COLS, int W>
+// Copies a [ROWS, COLS] piece of a row-major operand (from row r0 and column c0) into a stage
+// laid out as TMA lays its boxes: 128-byte rows, boxes of 128 bytes along the columns one after
+// the other, 16-byte chunks swizzled by the row. Along K (the columns, or the rows with K_ROWS)
+// everything past row_end / col_end is zero-filled: both operands' padding meets there. Rows or
+// columns past M or N are not copied at all (they only reach outputs that are never stored),
+// and the chunks that are spread evenly over the 128 producer threads.
+template <class T, int ROWS, int COLS, int W, bool K_ROWS>
 __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, int r0, int row_end, int c0,
                                           int col_end) {
     constexpr int E = W / sizeof(T), BOX = ROW_BYTES / sizeof(T);  // elements per chunk, per 128-byte row
-    constexpr int PER_ROW = COLS / E;
-#pragma unroll 1
-    for (int q = threadIdx.x; q < ROWS * PER_ROW; q += 128) {
-        const int r = q / PER_ROW, c = (q % PER_ROW) * E, gr = r0 + r, gc = c0 + c;
+    const int rows = K_ROWS ? ROWS : max(0, min(ROWS, row_end - r0));
+    const int per_row = K_ROWS ? ceil_div(max(0, min(COLS, col_end - c0)), E) : COLS / E;
+    if (per_row == 0) return;
+    // Chunk q = threadIdx.x + 128 i is (row r, chunk cc) of the piece, stepped without a
+    // division per chunk (a runtime divide is ~20 dependent instructions).
+    const int dr = 128 / per_row, dc = 128 - dr * per_row;
+    int r = threadIdx.x / per_row, cc = threadIdx.x - r * per_row;
+#pragma unroll 4
+    while (r < rows) {
+        const int c = cc * E, gr = r0 + r, gc = c0 + c;
         const unsigned dense = (c / BOX) * ROWS * ROW_BYTES + r * ROW_BYTES + (c % BOX) * sizeof(T);
         const int valid = gr < row_end ? max(0, min(E, col_end - gc)) : 0;
         cp_async_zfill<W>(dst + (dense ^ (((dense >> 7) & 7) << 4)), valid ? src + (size_t)gr * ld + gc : src,
                           valid * (int)sizeof(T));
+        r += dr;
+        cc += dc;
+        if (cc >= per_row) {
+            cc -= per_row;
+            ++r;
+        }
     }
 }
-template <class T, int ROWS, int COLS>
+template <class T, int ROWS, int COLS, bool K_ROWS>
 __device__ __forceinline__ void copy_tile(const Source& from, unsigned dst, int r0, int row_end, int c0, int col_end) {
     const T* src = static_cast<const T*>(from.ptr);
-    if (from.chunk == 8) copy_tile<T, ROWS, COLS, 8>(dst, src, from.ld, r0, row_end, c0, col_end);
-    else copy_tile<T, ROWS, COLS, 4>(dst, src, from.ld, r0, row_end, c0, col_end);
+    if (from.chunk == 8) copy_tile<T, ROWS, COLS, 8, K_ROWS>(dst, src, from.ld, r0, row_end, c0, col_end);
+    else copy_tile<T, ROWS, COLS, 4, K_ROWS>(dst, src, from.ld, r0, row_end, c0, col_end);
 }
 
 // Split-K's partial tile in shared memory: [TM][TN + 4] floats (the padding shifts banks).
@@ -181,9 +196,11 @@ template <class Op>
 constexpr int partial_pitch() { return tile_cols<Op>() + 4; }
 
 // C[M, N] = act(A[M, K] @ B + bias), operands through the two tensor maps or cp.async (Source),
-// B as Op says, over k-tiles [blockIdx.y * kt_per_split, + kt_per_split). With gridDim.y > 1
-// (split-K) the blocks of one tile form a cluster and add their partial tiles up through
-// distributed shared memory (cluster_reduce_store): one launch, no workspace.
+// B as Op says, over k-tiles [blockIdx.y * kt_per_split, + kt_per_split). Block x takes tiles x,
+// x + gridDim.x, ... (one each when the grid has a block per tile; a persistent grid has one per
+// SM, and the producer loads the next tile while the consumers store this one). With
+// gridDim.y > 1 (split-K, one tile per block) the blocks of one tile form a cluster and add their
+// partial tiles up through distributed shared memory (cluster_reduce_store): no workspace.
 template <class Op>
 __global__ void __launch_bounds__(THREADS, 1)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, Source a,
@@ -202,14 +219,15 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint64_t* full = reinterpret_cast<uint64_t*>(sB + STAGES * B_BYTES);  // copy engine -> consumers
     uint64_t* empty = full + STAGES;                                      // consumers -> producer
 
-    // Grouped raster (as in 09): blocks running together share A and B panels in L2.
-    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN);
-    const int pid = blockIdx.x;
-    const int first_m = (pid / (GROUP_M * tiles_n)) * GROUP_M;
-    const int group_rows = min(tiles_m - first_m, GROUP_M);
-    const int tm = first_m + (pid % (GROUP_M * tiles_n)) % group_rows;
-    const int tn = (pid % (GROUP_M * tiles_n)) / group_rows;
-    const int m0 = tm * TM, n0 = tn * TN;
+    // Grouped raster (as in 09): tiles running together share A and B panels in L2.
+    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN), tiles = tiles_m * tiles_n;
+    const auto origin = [&](int pid) {  // the first row and column of tile pid
+        const int first_m = (pid / (GROUP_M * tiles_n)) * GROUP_M;
+        const int group_rows = min(tiles_m - first_m, GROUP_M);
+        const int tm = first_m + (pid % (GROUP_M * tiles_n)) % group_rows;
+        const int tn = (pid % (GROUP_M * tiles_n)) / group_rows;
+        return make_int2(tm * TM, tn * TN);
+    };
     const int kt_begin = blockIdx.y * kt_per_split;
     const int k_tiles = min(ceil_div(K, BK) - kt_begin, kt_per_split);  // this block's share
     const int wg = threadIdx.x / 128;
@@ -235,9 +253,12 @@ __global__ void __launch_bounds__(THREADS, 1)
         // only once stage j + 1 is announced, and the producer waits for stage kt - STAGES to be
         // released before it refills it: more than STAGES - 2 would deadlock.
         constexpr int LAG = STAGES - 2;
-        for (int kt = 0; kt < k_tiles && (copies || threadIdx.x == 0); ++kt) {
-            const int s = kt % STAGES;
-            if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);  // consumers are done with it
+        int it = 0;  // stages filled so far, over all of this block's tiles
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int m0 = origin(tile).x, n0 = origin(tile).y;
+        for (int kt = 0; kt < k_tiles && (copies || threadIdx.x == 0); ++kt, ++it) {
+            const int s = it % STAGES;
+            if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers are done with it
             const int k0 = (kt_begin + kt) * BK;
             if (threadIdx.x == 0 && tma_bytes) {
                 mbar_expect_tx(&full[s], tma_bytes);  // whole boxes count, zero-filled parts included
@@ -254,24 +275,25 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             }
             if (copies) {
-                if (a.chunk) copy_tile<T, TM, BK>(a, smem_u32(sA + s * A_BYTES), m0, M, k0, K);
+                if (a.chunk) copy_tile<T, TM, BK, false>(a, smem_u32(sA + s * A_BYTES), m0, M, k0, K);
                 if (b.chunk) {
-                    if constexpr (Op::B_K_MAJOR) copy_tile<T, TN, BK>(b, smem_u32(sB + s * B_BYTES), n0, N, k0, K);
-                    else copy_tile<T, BK, TN>(b, smem_u32(sB + s * B_BYTES), k0, K, n0, N);
+                    if constexpr (Op::B_K_MAJOR) copy_tile<T, TN, BK, false>(b, smem_u32(sB + s * B_BYTES), n0, N, k0, K);
+                    else copy_tile<T, BK, TN, true>(b, smem_u32(sB + s * B_BYTES), k0, K, n0, N);
                 }
                 cp_async_commit();
-                if (kt >= LAG) {
-                    // Stage kt - LAG has landed: hand it to wgmma (the async proxy) and announce it.
+                if (it >= LAG) {
+                    // Stage it - LAG has landed: hand it to wgmma (the async proxy) and announce it.
                     cp_async_wait<LAG>();
                     fence_proxy_async_shared();
-                    mbar_arrive(&full[(kt - LAG) % STAGES]);
+                    mbar_arrive(&full[(it - LAG) % STAGES]);
                 }
             }
+        }
         }
         if (copies) {
             cp_async_wait<0>();
             fence_proxy_async_shared();
-            for (int kt = max(0, k_tiles - LAG); kt < k_tiles; ++kt) mbar_arrive(&full[kt % STAGES]);
+            for (int j = max(0, it - LAG); j < it; ++j) mbar_arrive(&full[j % STAGES]);
         }
         if (split) {  // the cluster barriers of the reduction below count every thread
             __syncwarp();  // lane 0 may come from the TMA loop alone; .aligned barriers need whole warps
@@ -287,8 +309,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     if constexpr (Op::SWAP) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int c = wg - 1;
     float acc[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
     // SWAP: wgmma's A is this warpgroup's 64 columns of B, transposed into registers. Lane (g, t)
     // of warp w holds B[k = t, t + 4][n = 16w + g, + 8] of each k8 step (fragment r: n + 8 (r & 1),
@@ -304,9 +324,14 @@ __global__ void __launch_bounds__(THREADS, 1)
             frag_off[r] = (n / box_n) * BK * BOX_N_BYTES + k * ROW_BYTES + ((((col >> 2) ^ k) << 4) | ((col & 3) << 2));
         }
     }
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % STAGES;
-        mbar_wait(&full[s], (kt / STAGES) & 1);
+    int it = 0;  // stages consumed so far, over all of this block's tiles
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int m0 = origin(tile).x, n0 = origin(tile).y;
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
         if constexpr (Op::SWAP) {
             unsigned frag[ROW_BYTES / STEP_BYTES][4];
 #pragma unroll
@@ -340,11 +365,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                 Op::mma(acc, smem_desc(a_tile + kk * STEP_BYTES, 16, 1024), desc_b);
             }
             wgmma_commit();
-            wgmma_wait<1>();  // the batch of stage kt-1 has finished reading shared memory
-            if (kt > 0 && lane == 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
+            wgmma_wait<1>();  // the batch of stage it-1 has finished reading shared memory
+            if (kt > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
         }
     }
     wgmma_wait<0>();
+    if (!Op::SWAP && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the tile's last stage
 
     // Epilogue straight from the accumulators. Warp w of the warpgroup holds
     // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
@@ -393,7 +419,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     if (row < M) C[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
                 }
         }
-        return;
+        continue;
     }
     const bool pair_ok = (N % 2) == 0;
 #pragma unroll
@@ -419,6 +445,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
         }
     }
+    }  // tiles
 #endif
 }
 
@@ -497,30 +524,13 @@ int row_alignment(const void* base, int row_elems, size_t elem_bytes) {
     return 2;
 }
 
-// The largest cluster (<= 8, the portable limit) the kernel's blocks can form on this device, 1
-// if none: split-K adds its partial sums up inside a cluster. Probed once per operand type.
-template <class Op>
-int max_cluster() {
-    static const int size = [] {
-        for (int n = 8; n > 1; n /= 2) {
-            cudaLaunchAttribute attr[1];
-            const cudaLaunchConfig_t cfg = make_launch_config(dim3(1, n), dim3(THREADS), SMEM_BYTES, nullptr, dim3(1, n), attr);
-            int active = 0;
-            if (cudaOccupancyMaxActiveClusters(&active, wgmma_kernel<Op>, &cfg) == cudaSuccess && active > 0) return n;
-            cudaGetLastError();
-        }
-        return 1;
-    }();
-    return size;
-}
-
 // Runs the kernel for operand type Op, in one launch where it can. TMA reads rows that start
 // 16-byte aligned; rows aligned to 8 or 4 bytes are read by the producer warpgroup with
 // cp.async instead; only 2-byte-aligned rows (an odd K or N in 16 bits) are first copied into
 // the workspace with padded rows (never read: the maps keep the true sizes and TMA fills zeros
 // past them). Tf32's B is always copied, transposed. Split-K when the tiles cannot fill the
 // SMs: up to one wave of blocks, each with at least one k-tile, a tile's blocks in one cluster.
-template <class Op>
+template <class Op, bool PERSISTENT = false>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     using T = typename Op::T;
     if (p.in_type != Op::in_type) throw std::invalid_argument(std::string(name) + " expects " + Op::type_name + " operands");
@@ -563,12 +573,12 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
                                               CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
 
     const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
-    int splits = std::max(1, std::min({device_props().multiProcessorCount / tiles, k_tiles, max_cluster<Op>()}));
+    const int splits = cluster_splits(reinterpret_cast<const void*>(wgmma_kernel<Op>), THREADS, SMEM_BYTES, tiles, k_tiles, 1);
     const int kt_per_split = ceil_div(k_tiles, splits);
-    splits = ceil_div(k_tiles, kt_per_split);  // no empty slice
+    const int blocks = PERSISTENT && splits == 1 ? std::min(tiles, device_props().multiProcessorCount) : tiles;
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg =
-        make_launch_config(dim3(tiles, splits), dim3(THREADS), SMEM_BYTES, stream, dim3(1, splits), attr);
+        make_launch_config(dim3(blocks, splits), dim3(THREADS), SMEM_BYTES, stream, dim3(1, splits), attr);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, wgmma_kernel<Op>, map_a, map_b, a, b, p.M, p.N, p.K, p.bias, p.C, p.act,
                                   kt_per_split));
     CUDA_CHECK_LAUNCH(name);

@@ -1,0 +1,38 @@
+// cuda.14_persistent_fp16 / _bf16: 10's and 11's kernel on a persistent grid: one block per SM
+// that walks the tiles, so the copy engine loads the next tile while the current one is stored.
+//
+// What changed from 10/11: the grid has min(tiles, SMs) blocks instead of one per tile; block
+// x takes tiles x, x + SMs, ... in the same grouped raster, and the stage counters and mbarrier
+// phases run on across its tiles. At the end of a tile the consumer warpgroups release their
+// last stage, so the producer (already STAGES stages ahead) streams the next tile's A and B
+// while the consumers write this tile's 128x256 fp32 results from registers.
+// Why it should be faster: with a block per tile, an SM idles at every tile boundary: the
+// block stores its results and exits, the next one starts, initialises its barriers and waits a
+// memory latency for its first stage before the tensor cores run again. Kept resident, a block
+// hides both behind the pipeline, which matters more here than in cuBLAS: C is fp32 (twice
+// cuBLAS's fp16 output), 128 KB per tile.
+// What holds it back: the store still runs on the consumer warpgroups, so a tile's last wgmma
+// and the next tile's first wait for it (a smem-staged TMA store by a separate warpgroup would
+// overlap them); each block reloads B tiles its neighbours also read (clusters with TMA
+// multicast would share them); 4096^3 has 3.9 waves of tiles, so the last wave is not full.
+// Small problems (fewer tiles than SMs) run exactly as 10 and 11 (split-K over a cluster).
+// Measured: not yet in a committed run.
+#include "wgmma.cuh"
+
+namespace gemmpad::cuda {
+namespace {
+void launch_fp16(const GemmProblem& p, cudaStream_t s) {
+    hopper::launch<hopper::Fp16, true>(p, s, "cuda.14_persistent_fp16");
+}
+void launch_bf16(const GemmProblem& p, cudaStream_t s) {
+    hopper::launch<hopper::Bf16, true>(p, s, "cuda.14_persistent_bf16");
+}
+}  // namespace
+}  // namespace gemmpad::cuda
+
+GEMMPAD_REGISTER_CUDA_IF("cuda.14_persistent_fp16", "fp16", gemmpad::InType::F16,
+                         "10's wgmma kernel on a persistent grid (a block per SM walks the tiles)",
+                         gemmpad::cuda::launch_fp16, gemmpad::cuda::hopper::unavailable);
+GEMMPAD_REGISTER_CUDA_IF("cuda.14_persistent_bf16", "bf16", gemmpad::InType::BF16,
+                         "11's wgmma kernel on a persistent grid (a block per SM walks the tiles)",
+                         gemmpad::cuda::launch_bf16, gemmpad::cuda::hopper::unavailable);
