@@ -20,9 +20,9 @@ from tests.test_gemm import TOLERANCE, check, reference
 TC = [
     pytest.param(s.name, marks=kernel_marks(s), id=s.name)
     for s in registry.kernels(device="cuda", kind="gemm")
-    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14")
+    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15")
 ]
-WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_"))]
+WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_", "cuda.15_"))]
 
 pytestmark = pytest.mark.gpu
 

@@ -277,6 +277,35 @@ __device__ __forceinline__ unsigned cluster_map_u32(const void* p, unsigned rank
 #endif
     return out;
 }
+// A 2-D box of shared memory (laid out as the tensor map's box, swizzle included) stored to the
+// global tensor at column c_inner, row c_outer by the copy engine; parts past the tensor's edges
+// are not written. Committed as one bulk group; bulk_wait_read<N> returns once at most N of this
+// thread's groups still read shared memory, bulk_wait<N> once at most N are still writing.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c_inner, int c_outer) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map),
+                 "r"(c_inner), "r"(c_outer), "r"(smem_u32(src))
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void bulk_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// Named barrier `id` (1..15; 0 is __syncthreads) for `count` threads (whole warps).
+__device__ __forceinline__ void named_barrier_sync(int id, int count) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 // This block's rank in its cluster, and the cluster's size in blocks.
 __device__ __forceinline__ unsigned cluster_rank() {
     unsigned r = 0;

@@ -22,7 +22,13 @@ constexpr int CONSUMERS = 2;                    // warpgroups that multiply (64 
 constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int BOX_N_BYTES = 128;                // a row-major B tile is loaded as 128-byte-wide boxes
 constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;  // the A and B tiles of one k-tile: 48 KB
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // + barriers + alignment slack
+// TMA_STORE (cuda.15): per consumer warpgroup two 64-row x 32-float boxes of C staged for the copy engine.
+constexpr int STORE_BOX_COLS = ROW_BYTES / sizeof(float), STORE_BOX_BYTES = 64 * ROW_BYTES;
+constexpr int STORE_BYTES = CONSUMERS * 2 * STORE_BOX_BYTES;
+template <bool TMA_STORE>
+constexpr int smem_bytes() {  // stages (+ store boxes) + barriers + alignment slack
+    return STAGES * STAGE_BYTES + (TMA_STORE ? STORE_BYTES : 0) + 2 * STAGES * 8 + 1024;
+}
 constexpr int GROUP_M = 8;                                                // tile-rows per raster group
 static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
 
@@ -201,11 +207,11 @@ constexpr int partial_pitch() { return tile_cols<Op>() + 4; }
 // SM, and the producer loads the next tile while the consumers store this one). With
 // gridDim.y > 1 (split-K, one tile per block) the blocks of one tile form a cluster and add their
 // partial tiles up through distributed shared memory (cluster_reduce_store): no workspace.
-template <class Op>
+template <class Op, bool TMA_STORE>
 __global__ void __launch_bounds__(THREADS, 1)
-    wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b, Source a,
-                 Source b, int M, int N, int K, const float* __restrict__ bias, float* __restrict__ C, Act act,
-                 int kt_per_split) {
+    wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                 const __grid_constant__ CUtensorMap map_c, Source a, Source b, int M, int N, int K,
+                 const float* __restrict__ bias, float* __restrict__ C, Act act, int kt_per_split, bool store_c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = typename Op::T;
     constexpr int BK = ROW_BYTES / sizeof(T);  // elements per k-tile
@@ -216,7 +222,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     unsigned char* smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
     unsigned char* sA = smem;                                             // [STAGES][TM][BK]
     unsigned char* sB = smem + STAGES * A_BYTES;                          // [STAGES] B tile
-    uint64_t* full = reinterpret_cast<uint64_t*>(sB + STAGES * B_BYTES);  // copy engine -> consumers
+    unsigned char* sC = sB + STAGES * B_BYTES;                            // TMA_STORE: [CONSUMERS][2] boxes
+    uint64_t* full = reinterpret_cast<uint64_t*>(sC + (TMA_STORE ? STORE_BYTES : 0));  // copy engine -> consumers
     uint64_t* empty = full + STAGES;                                      // consumers -> producer
 
     // Grouped raster (as in 09): tiles running together share A and B panels in L2.
@@ -404,6 +411,34 @@ __global__ void __launch_bounds__(THREADS, 1)
         cluster_wait_acquire();  // no block leaves while another still reads its tile
         return;
     }
+    if (TMA_STORE && store_c) {
+        // cuda.15: through shared memory and the copy engine, 32 columns at a time into two boxes
+        // per warpgroup, so the warpgroup goes on to the next tile while its last boxes are written.
+        const int leader = threadIdx.x % 128 == 0, rows0 = m0 + c * 64;
+#pragma unroll  // acc[] stays in registers only with constant indices
+        for (int jj = 0; jj < TN / STORE_BOX_COLS; ++jj) {
+            if (rows0 >= M || n0 + jj * STORE_BOX_COLS >= N) break;  // the same for the whole warpgroup
+            unsigned char* box = sC + (c * 2 + jj % 2) * STORE_BOX_BYTES;
+            if (leader) bulk_wait_read<1>();  // the box's previous store has read it
+            named_barrier_sync(2 + c, 128);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = warp * 16 + g + 8 * h;  // row in the box
+#pragma unroll
+                for (int q = 0; q < STORE_BOX_COLS / 8; ++q) {
+                    const int j = jj * (STORE_BOX_COLS / 8) + q, col = n0 + 8 * j + 2 * t;
+                    const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
+                    const float v0 = col < N ? epilogue(acc[4 * j + 2 * h], bias, col, act) : 0.0f;
+                    const float v1 = col + 1 < N ? epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act) : 0.0f;
+                    *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = make_float2(v0, v1);
+                }
+            }
+            fence_proxy_async_shared();  // our writes, then the copy engine's reads
+            named_barrier_sync(2 + c, 128);
+            if (leader) tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
+        }
+        continue;
+    }
     if constexpr (Op::SWAP) {
         // Rows of C^T are columns of C: a lane stores C[m][n] for its two n, eight lanes
         // covering 8 consecutive n (a 32-byte sector) per row m.
@@ -446,6 +481,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
     }
     }  // tiles
+    if (TMA_STORE && store_c && threadIdx.x % 128 == 0) bulk_wait<0>();  // the last boxes are written
 #endif
 }
 
@@ -530,8 +566,11 @@ int row_alignment(const void* base, int row_elems, size_t elem_bytes) {
 // the workspace with padded rows (never read: the maps keep the true sizes and TMA fills zeros
 // past them). Tf32's B is always copied, transposed. Split-K when the tiles cannot fill the
 // SMs: up to one wave of blocks, each with at least one k-tile, a tile's blocks in one cluster.
-template <class Op, bool PERSISTENT = false>
+template <class Op, bool PERSISTENT = false, bool TMA_STORE = false>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
+    static_assert(!(TMA_STORE && Op::SWAP), "the staged store writes C's rows, not C^T's");
+    constexpr auto kernel = wgmma_kernel<Op, TMA_STORE>;
+    constexpr int smem = smem_bytes<TMA_STORE>();
     using T = typename Op::T;
     if (p.in_type != Op::in_type) throw std::invalid_argument(std::string(name) + " expects " + Op::type_name + " operands");
     const std::string why = unavailable();
@@ -558,7 +597,7 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
 
     static bool attribute_set = false;  // per operand type; one host thread drives the GPU (common.cuh)
     if (!attribute_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(wgmma_kernel<Op>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         attribute_set = true;
     }
     constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
@@ -573,14 +612,21 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
                                               CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
 
     const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
-    const int splits = cluster_splits(reinterpret_cast<const void*>(wgmma_kernel<Op>), THREADS, SMEM_BYTES, tiles, k_tiles, 1);
+    const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), THREADS, smem, tiles, k_tiles, 1);
     const int kt_per_split = ceil_div(k_tiles, splits);
     const int blocks = PERSISTENT && splits == 1 ? std::min(tiles, device_props().multiProcessorCount) : tiles;
+    // TMA_STORE: C's rows must be 16-byte multiples and aligned for the copy engine (else direct stores);
+    // split-K's reduction stores directly.
+    const bool store_c = TMA_STORE && splits == 1 && p.N % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 16 == 0;
+    CUtensorMap map_c = {};
+    if (store_c)
+        map_c = tensor_map_2d(p.C, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), p.M, p.N, 64, STORE_BOX_COLS,
+                              CU_TENSOR_MAP_SWIZZLE_128B, "C (float32)", p.N);
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg =
-        make_launch_config(dim3(blocks, splits), dim3(THREADS), SMEM_BYTES, stream, dim3(1, splits), attr);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, wgmma_kernel<Op>, map_a, map_b, a, b, p.M, p.N, p.K, p.bias, p.C, p.act,
-                                  kt_per_split));
+        make_launch_config(dim3(blocks, splits), dim3(THREADS), smem, stream, dim3(1, splits), attr);
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, map_c, a, b, p.M, p.N, p.K, p.bias, p.C, p.act,
+                                  kt_per_split, store_c));
     CUDA_CHECK_LAUNCH(name);
 }
 
