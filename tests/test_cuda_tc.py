@@ -20,9 +20,9 @@ from tests.test_gemm import TOLERANCE, check, reference
 TC = [
     pytest.param(s.name, marks=kernel_marks(s), id=s.name)
     for s in registry.kernels(device="cuda", kind="gemm")
-    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15")
+    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15", "16")
 ]
-WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_", "cuda.15_"))]
+WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_", "cuda.15_", "cuda.16_"))]
 
 pytestmark = pytest.mark.gpu
 
@@ -92,6 +92,7 @@ WGMMA_SHAPES = [
     (100, 1028, 1000),  # B's rows 8-byte (16-bit) / 16-byte (tf32) aligned, K past 8 stages, split-K
     (4100, 1100, 200),  # > 132 tiles: 14 walks 2 tiles per block; B by cp.async (16-bit), rows and columns past the tiles
     (2304, 2304, 72),  # 162 tiles read by TMA, one k-tile each: 14's stage ring runs on across tiles
+    (1100, 2100, 136),  # 9 x 9 tiles, no split-K: 16's pairs, the last row's second tile past M
 ]
 
 

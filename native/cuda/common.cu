@@ -103,7 +103,7 @@ void* workspace(size_t bytes) {
     return ptr;
 }
 
-int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int k_tiles, int blocks_per_sm) {
+int resident_clusters(const void* kernel, int threads, size_t smem, int size) {
     static std::map<const void*, std::array<int, 9>> resident;  // per kernel: clusters of 2..8 blocks at once
     auto it = resident.find(kernel);
     if (it == resident.end()) {
@@ -118,8 +118,12 @@ int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int 
         }
         it = resident.emplace(kernel, n).first;
     }
+    return size >= 2 && size <= 8 ? it->second[size] : 0;
+}
+
+int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int k_tiles, int blocks_per_sm) {
     int s = std::min({8, k_tiles, blocks_per_sm * device_props().multiProcessorCount / std::max(tiles, 1)});
-    while (s > 1 && it->second[s] < tiles) --s;
+    while (s > 1 && resident_clusters(kernel, threads, smem, s) < tiles) --s;
     return s > 1 ? ceil_div(k_tiles, ceil_div(k_tiles, s)) : 1;
 }
 

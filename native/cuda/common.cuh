@@ -78,14 +78,18 @@ void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float 
 
 inline constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// How many clusters of `size` (2..8) blocks of `kernel` (`threads` threads, `smem` bytes of
+// dynamic shared memory, its attribute already set) can be resident at once; 0 where none can
+// (no clusters before sm_90). The device is queried once per kernel.
+int resident_clusters(const void* kernel, int threads, size_t smem, int size);
+
 // Split-K over thread-block clusters (the slices of one output tile form a cluster and add up
 // through distributed shared memory, cluster_reduce_store): how many slices for `tiles` tiles of
 // k_tiles k-tiles each. As many as fill blocks_per_sm blocks on every SM, at most 8 (the
 // portable cluster size), each slice at least one k-tile and none empty, and every cluster
 // resident at once (on Hopper a GPC's SMs take whole clusters only: a cluster that waits for a
 // second wave doubles the time). 1: no split (the tiles fill the SMs, or no clusters before
-// sm_90). `kernel` launched with `threads` threads and `smem` bytes of dynamic shared memory
-// (its attribute already set); the device is queried once per kernel.
+// sm_90). `kernel`, `threads`, `smem` as for resident_clusters.
 int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int k_tiles, int blocks_per_sm);
 
 // Split-K's second step: C = act(sum of the S partial [M, N] slices at ws + bias), the
@@ -239,6 +243,22 @@ __device__ __forceinline__ void bulk_copy_multicast(void* smem_dst, const void* 
         : "memory");
 #endif
 }
+// One arrival on the mbarrier at `bar`'s offset in block `rank` of the cluster. Release at CTA
+// scope, as CUTLASS's cluster barriers arrive: at cluster scope it becomes a memory barrier that
+// waits for all of the thread's outstanding accesses (cuda.16 ran at 59 % of its speed so).
+__device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, unsigned rank);
+// tma_load_2d into the same shared-memory offset of every block of the cluster in `mask` (bit
+// r: rank r), counted on the mbarrier at `bar`'s offset in each: one L2 read, several deliveries.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c_inner, int c_outer,
+                                                      uint64_t* bar, uint16_t mask) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(
+            smem_u32(dst)),
+        "l"(map), "r"(c_inner), "r"(c_outer), "r"(smem_u32(bar)), "h"(mask)
+        : "memory");
+#endif
+}
 // One 2-D box of a TMA tensor map (tensor_map_2d) into shared memory (128-byte aligned),
 // at column c_inner, row c_outer; completion counted on `bar`.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, int c_inner, int c_outer, uint64_t* bar) {
@@ -320,6 +340,11 @@ __device__ __forceinline__ unsigned cluster_size() {
     asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
 #endif
     return n;
+}
+__device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_map_u32(bar, rank)) : "memory");
+#endif
 }
 // Four floats (16-byte aligned) from a block's shared memory, at a cluster_map_u32 address.
 __device__ __forceinline__ float4 ld_cluster_v4(unsigned addr) {

@@ -51,8 +51,9 @@ rng = np.random.default_rng(0)
 for spec in registry.kernels(device="cuda", kind="gemm"):
     if not pat.search(spec.name):
         continue
-    # the last two take the TMA path of cuda.10 (K, N multiples of 8)
-    for (m, n, k) in [(1, 1, 1), (127, 97, 131), (7, 100, 784), (300, 10, 100), (257, 129, 1000), (1, 8, 8), (257, 264, 520)]:
+    # (1, 8, 8) and (257, 264, 520) take the TMA path of cuda.10 (K, N multiples of 8); the last one
+    # fills the SMs without split-K: cuda.14-16's tiles loop, TMA store, multicast pairs (an odd row of tiles)
+    for (m, n, k) in [(1, 1, 1), (127, 97, 131), (7, 100, 784), (300, 10, 100), (257, 129, 1000), (1, 8, 8), (257, 264, 520), (1100, 2100, 136)]:
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32); b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
         bias = rng.uniform(-1, 1, n).astype(np.float32)
         gemmpad.gemm(a, b, bias=bias, activation="relu", kernel=spec.name)

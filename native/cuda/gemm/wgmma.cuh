@@ -207,11 +207,12 @@ constexpr int partial_pitch() { return tile_cols<Op>() + 4; }
 // SM, and the producer loads the next tile while the consumers store this one). With
 // gridDim.y > 1 (split-K, one tile per block) the blocks of one tile form a cluster and add their
 // partial tiles up through distributed shared memory (cluster_reduce_store): no workspace.
-template <class Op, bool TMA_STORE>
+template <class Op, bool TMA_STORE, bool MULTICAST>
 __global__ void __launch_bounds__(THREADS, 1)
     wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ CUtensorMap map_c, Source a, Source b, int M, int N, int K,
-                 const float* __restrict__ bias, float* __restrict__ C, Act act, int kt_per_split, bool store_c) {
+                 const float* __restrict__ bias, float* __restrict__ C, Act act, int kt_per_split, bool store_c,
+                 bool multicast) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = typename Op::T;
     constexpr int BK = ROW_BYTES / sizeof(T);  // elements per k-tile
@@ -226,14 +227,24 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint64_t* full = reinterpret_cast<uint64_t*>(sC + (TMA_STORE ? STORE_BYTES : 0));  // copy engine -> consumers
     uint64_t* empty = full + STAGES;                                      // consumers -> producer
 
-    // Grouped raster (as in 09): tiles running together share A and B panels in L2.
-    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN), tiles = tiles_m * tiles_n;
-    const auto origin = [&](int pid) {  // the first row and column of tile pid
+    // Work units: tiles, or with `multicast` (cuda.16) pairs of tiles one above the other, taken by
+    // the two blocks of a cluster (rank r: the pair's tile r), which share the pair's B tiles.
+    // Grouped raster (as in 09): units running together share A and B panels in L2.
+    const int pair = MULTICAST && multicast ? 2 : 1;
+    const unsigned rank = pair == 2 ? cluster_rank() : 0;
+    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN), rows_m = ceil_div(tiles_m, pair);
+    const int units = rows_m * tiles_n, first_unit = blockIdx.x / pair, unit_step = gridDim.x / pair;
+    const auto origin = [&](int pid) {  // the first row and column of this block's tile of unit pid
         const int first_m = (pid / (GROUP_M * tiles_n)) * GROUP_M;
-        const int group_rows = min(tiles_m - first_m, GROUP_M);
+        const int group_rows = min(rows_m - first_m, GROUP_M);
         const int tm = first_m + (pid % (GROUP_M * tiles_n)) % group_rows;
         const int tn = (pid % (GROUP_M * tiles_n)) / group_rows;
-        return make_int2(tm * TM, tn * TN);
+        return make_int2((tm * pair + (int)rank) * TM, tn * TN);
+    };
+    // A stage is free again once the consumers of every block it was delivered to are done with it.
+    const auto release = [&](int stage) {
+        mbar_arrive(&empty[stage]);
+        if (pair == 2) mbar_arrive_remote(&empty[stage], rank ^ 1);
     };
     const int kt_begin = blockIdx.y * kt_per_split;
     const int k_tiles = min(ceil_div(K, BK) - kt_begin, kt_per_split);  // this block's share
@@ -245,11 +256,15 @@ __global__ void __launch_bounds__(THREADS, 1)
         for (int s = 0; s < STAGES; ++s) {
             // TMA: the producer's arrive.expect_tx (+ the bytes); cp.async: one arrive per producer thread.
             mbar_init(&full[s], (tma_bytes ? 1 : 0) + (copies ? 128 : 0));
-            mbar_init(&empty[s], 4 * CONSUMERS);  // one arrive per consumer warp
+            mbar_init(&empty[s], 4 * CONSUMERS * pair);  // one arrive per consumer warp (of both blocks)
         }
-        mbar_init_fence();  // visible to the copy engine
+        mbar_init_fence();  // visible to the copy engine (and the cluster)
     }
     __syncthreads();
+    if (pair == 2) {  // the peer's barriers are initialised before anything arrives on them
+        cluster_arrive_release();
+        cluster_wait_acquire();
+    }
 
     if (wg == 0) {
         // Producer: keeps STAGES tiles in flight; one thread drives TMA, all 128 issue cp.async.
@@ -261,8 +276,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         // released before it refills it: more than STAGES - 2 would deadlock.
         constexpr int LAG = STAGES - 2;
         int it = 0;  // stages filled so far, over all of this block's tiles
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int m0 = origin(tile).x, n0 = origin(tile).y;
+        for (int unit = first_unit; unit < units; unit += unit_step) {
+        const int m0 = origin(unit).x, n0 = origin(unit).y;
         for (int kt = 0; kt < k_tiles && (copies || threadIdx.x == 0); ++kt, ++it) {
             const int s = it % STAGES;
             if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers are done with it
@@ -274,10 +289,18 @@ __global__ void __launch_bounds__(THREADS, 1)
                     if constexpr (Op::B_K_MAJOR) {
                         tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
                     } else {
-                        constexpr int box_n = BOX_N_BYTES / sizeof(T);
+                        constexpr int box_n = BOX_N_BYTES / sizeof(T), boxes = TN / box_n;
+                        if (pair == 2) {  // this block's half of the boxes, into both blocks
 #pragma unroll
-                        for (int j = 0; j < TN / box_n; ++j)
-                            tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0, &full[s]);
+                            for (int j = rank * boxes / 2; j < (rank + 1) * boxes / 2; ++j)
+                                tma_load_2d_multicast(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n,
+                                                      k0, &full[s], 0b11);
+                        } else {
+#pragma unroll
+                            for (int j = 0; j < boxes; ++j)
+                                tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0,
+                                            &full[s]);
+                        }
                     }
                 }
             }
@@ -302,10 +325,14 @@ __global__ void __launch_bounds__(THREADS, 1)
             fence_proxy_async_shared();
             for (int j = max(0, it - LAG); j < it; ++j) mbar_arrive(&full[j % STAGES]);
         }
-        if (split) {  // the cluster barriers of the reduction below count every thread
-            __syncwarp();  // lane 0 may come from the TMA loop alone; .aligned barriers need whole warps
+        __syncwarp();  // lane 0 may come from the TMA loop alone; .aligned barriers need whole warps
+        if (split) {   // the cluster barriers of the reduction below count every thread
             cluster_arrive_release();
             cluster_wait_acquire();
+            cluster_arrive_release();
+            cluster_wait_acquire();
+        }
+        if (pair == 2) {  // the peer may still deliver to this block or arrive on its barriers
             cluster_arrive_release();
             cluster_wait_acquire();
         }
@@ -332,8 +359,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
     }
     int it = 0;  // stages consumed so far, over all of this block's tiles
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-    const int m0 = origin(tile).x, n0 = origin(tile).y;
+    for (int unit = first_unit; unit < units; unit += unit_step) {
+    const int m0 = origin(unit).x, n0 = origin(unit).y;
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
     for (int kt = 0; kt < k_tiles; ++kt, ++it) {
@@ -355,7 +382,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 Op::mma(acc, frag[kk], smem_desc(a_tile + kk * STEP_BYTES, 16, 1024));
             wgmma_commit();
             wgmma_wait<0>();  // the fragments are reused next stage
-            if (lane == 0) mbar_arrive(&empty[s]);
+            if (lane == 0) release(s);
         } else {
             const unsigned a_tile = smem_u32(sA + s * A_BYTES + c * 64 * ROW_BYTES);
             const unsigned b_tile = smem_u32(sB + s * B_BYTES);
@@ -373,11 +400,11 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
             wgmma_commit();
             wgmma_wait<1>();  // the batch of stage it-1 has finished reading shared memory
-            if (kt > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+            if (kt > 0 && lane == 0) release((it - 1) % STAGES);
         }
     }
     wgmma_wait<0>();
-    if (!Op::SWAP && lane == 0) mbar_arrive(&empty[(it - 1) % STAGES]);  // the tile's last stage
+    if (!Op::SWAP && lane == 0) release((it - 1) % STAGES);  // the tile's last stage
 
     // Epilogue straight from the accumulators. Warp w of the warpgroup holds
     // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
@@ -482,6 +509,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     }  // tiles
     if (TMA_STORE && store_c && threadIdx.x % 128 == 0) bulk_wait<0>();  // the last boxes are written
+    if (pair == 2) {  // stay until the peer's copies into this block and arrivals on it are done
+        cluster_arrive_release();
+        cluster_wait_acquire();
+    }
 #endif
 }
 
@@ -566,10 +597,11 @@ int row_alignment(const void* base, int row_elems, size_t elem_bytes) {
 // the workspace with padded rows (never read: the maps keep the true sizes and TMA fills zeros
 // past them). Tf32's B is always copied, transposed. Split-K when the tiles cannot fill the
 // SMs: up to one wave of blocks, each with at least one k-tile, a tile's blocks in one cluster.
-template <class Op, bool PERSISTENT = false, bool TMA_STORE = false>
+template <class Op, bool PERSISTENT = false, bool TMA_STORE = false, bool MULTICAST = false>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     static_assert(!(TMA_STORE && Op::SWAP), "the staged store writes C's rows, not C^T's");
-    constexpr auto kernel = wgmma_kernel<Op, TMA_STORE>;
+    static_assert(!(MULTICAST && (Op::SWAP || Op::B_K_MAJOR)), "multicast shares row-major B boxes");
+    constexpr auto kernel = wgmma_kernel<Op, TMA_STORE, MULTICAST>;
     constexpr int smem = smem_bytes<TMA_STORE>();
     using T = typename Op::T;
     if (p.in_type != Op::in_type) throw std::invalid_argument(std::string(name) + " expects " + Op::type_name + " operands");
@@ -614,7 +646,14 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
     const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), THREADS, smem, tiles, k_tiles, 1);
     const int kt_per_split = ceil_div(k_tiles, splits);
-    const int blocks = PERSISTENT && splits == 1 ? std::min(tiles, device_props().multiProcessorCount) : tiles;
+    int blocks = PERSISTENT && splits == 1 ? std::min(tiles, device_props().multiProcessorCount) : tiles;
+    // MULTICAST: clusters of two blocks (tiles one above the other) share B, read by TMA on both sides.
+    const int pair_clusters = resident_clusters(reinterpret_cast<const void*>(kernel), THREADS, smem, 2);
+    const bool multicast = MULTICAST && splits == 1 && !a.chunk && !b.chunk && pair_clusters > 0;
+    if (multicast) {
+        const int pairs = ceil_div(ceil_div(p.M, TM), 2) * ceil_div(p.N, TN);
+        blocks = 2 * (PERSISTENT ? std::min(pairs, pair_clusters) : pairs);
+    }
     // TMA_STORE: C's rows must be 16-byte multiples and aligned for the copy engine (else direct stores);
     // split-K's reduction stores directly.
     const bool store_c = TMA_STORE && splits == 1 && p.N % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 16 == 0;
@@ -624,9 +663,9 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
                               CU_TENSOR_MAP_SWIZZLE_128B, "C (float32)", p.N);
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg =
-        make_launch_config(dim3(blocks, splits), dim3(THREADS), smem, stream, dim3(1, splits), attr);
+        make_launch_config(dim3(blocks, splits), dim3(THREADS), smem, stream, dim3(multicast ? 2 : 1, splits), attr);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, map_c, a, b, p.M, p.N, p.K, p.bias, p.C, p.act,
-                                  kt_per_split, store_c));
+                                  kt_per_split, store_c, multicast));
     CUDA_CHECK_LAUNCH(name);
 }
 

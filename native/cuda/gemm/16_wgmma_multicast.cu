@@ -1,0 +1,38 @@
+// cuda.16_multicast_fp16 / _bf16: 15 with pairs of blocks in a thread-block cluster that load
+// each B tile once from L2 and deliver it to both (TMA multicast).
+//
+// What changed from 15: blocks 2q and 2q + 1 form a cluster and take the two tiles of a pair,
+// one above the other (same columns of C, so the same B tiles). Per stage each block asks the
+// copy engine for its own A tile and for half of the B tile's four 64-column boxes, multicast
+// into both blocks' shared memory at the same offset, signalling both blocks' `full` barriers. A
+// stage may be refilled only when both blocks' consumers are done with it, so each consumer
+// warp arrives on its own `empty` barrier and on its peer's (mbarrier.arrive on a
+// shared::cluster address); both blocks meet at a cluster barrier after setting up their
+// barriers and before leaving.
+// Why it should be faster: each 128x256 tile reads 16 KB of A and 32 KB of B from L2 per stage;
+// sharing B cuts that to 32 KB per block (a third less L2 traffic and TMA work), and the pair's
+// B boxes arrive from one L2 read. cuBLAS's own Hopper kernels pair blocks the same way.
+// What holds it back: a pair advances at the pace of its slower block (they wait on each other's
+// releases); only where both operands are read by TMA in place (row lengths multiples of 16
+// bytes) and the tiles fill the SMs, else it runs as 15; an odd number of tile rows leaves the
+// last pair half idle.
+// Measured: not yet in a committed run.
+#include "wgmma.cuh"
+
+namespace gemmpad::cuda {
+namespace {
+void launch_fp16(const GemmProblem& p, cudaStream_t s) {
+    hopper::launch<hopper::Fp16, true, true, true>(p, s, "cuda.16_multicast_fp16");
+}
+void launch_bf16(const GemmProblem& p, cudaStream_t s) {
+    hopper::launch<hopper::Bf16, true, true, true>(p, s, "cuda.16_multicast_bf16");
+}
+}  // namespace
+}  // namespace gemmpad::cuda
+
+GEMMPAD_REGISTER_CUDA_IF("cuda.16_multicast_fp16", "fp16", gemmpad::InType::F16,
+                         "15 with block pairs in a cluster sharing B tiles by TMA multicast",
+                         gemmpad::cuda::launch_fp16, gemmpad::cuda::hopper::unavailable);
+GEMMPAD_REGISTER_CUDA_IF("cuda.16_multicast_bf16", "bf16", gemmpad::InType::BF16,
+                         "15 with block pairs in a cluster sharing B tiles by TMA multicast",
+                         gemmpad::cuda::launch_bf16, gemmpad::cuda::hopper::unavailable);
