@@ -55,16 +55,40 @@ def test_the_readme_holds_what_the_committed_json_generates(tmp_path, capsys):
     report` byte for byte: a figure edited by hand, or a result file committed without regenerating
     the READMEs, fails here."""
     root = COMMITTED.parent.parent.parent
-    results = tmp_path / COMMITTED.relative_to(root)  # the same layout: the captions link relative to each README
-    shutil.copytree(COMMITTED, results)
+    dirs = []
+    for d in report.DEFAULT_DIRS:  # the same layout: the captions link relative to each README
+        shutil.copytree(root / d, tmp_path / d)
+        dirs.append(str(tmp_path / d))
     readmes = [Path("README.md"), Path("native/cuda/train/README.md")]
     for r in readmes:
         (tmp_path / r).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(root / r, tmp_path / r)
-    assert report.run(argparse.Namespace(dir=str(results), readme=[str(tmp_path / r) for r in readmes])) == 0
+    assert report.run(argparse.Namespace(dir=dirs, readme=[str(tmp_path / r) for r in readmes])) == 0
     for r in readmes:
         assert (tmp_path / r).read_bytes() == (root / r).read_bytes(), r
     assert "bench:train" not in (root / "README.md").read_text()  # one home per table
+
+
+def test_each_table_comes_from_the_first_folder_that_holds_its_file(monkeypatch, capsys, tmp_path):
+    """--dir repeats: a newer card's GEMM run stands beside an older card's MLP run, each table
+    captioned with its own run."""
+    newer, older = tmp_path / "h100", tmp_path / "h200"
+    newer.mkdir()
+    older.mkdir()
+    gemm = json.loads((COMMITTED / "bench-gemm.json").read_text())
+    gemm["machine"]["date_utc"] = "2030-01-02T03:04:05+00:00"
+    (newer / "bench-gemm.json").write_text(json.dumps(gemm))
+    for name in ("bench-gemm.json", "bench-mlp.json"):
+        shutil.copy(COMMITTED / name, older / name)
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- bench:gemm begin -->\n<!-- bench:gemm end -->\n<!-- bench:mlp begin -->\n<!-- bench:mlp end -->\n")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(newer), "--dir", str(older),
+                           "--readme", str(readme))
+    assert rc == 0, err
+    gemm_block, mlp_block = readme.read_text().split("<!-- bench:mlp begin -->")
+    assert "2030-01-02" in gemm_block and "h100/bench-gemm.json" in gemm_block
+    mlp_date = json.loads((COMMITTED / "bench-mlp.json").read_text())["machine"]["date_utc"][:10]
+    assert mlp_date in mlp_block and "h200/bench-mlp.json" in mlp_block
 
 
 def test_each_readme_gets_the_blocks_it_holds_and_a_file_with_none_is_refused(monkeypatch, capsys, tmp_path):

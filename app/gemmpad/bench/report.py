@@ -23,13 +23,17 @@ from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
 from gemmpad.inputs import load_json
 
-DEFAULT_DIR = "assets/benchmarks/h200"
+# Newest card first: each table comes from the first folder that holds its result file (the GEMM
+# ladder's latest full run is the H100's; the MLP and training runs are the H200's).
+DEFAULT_DIRS = ["assets/benchmarks/h100", "assets/benchmarks/h200"]
 RESULTS = {"gemm": "bench-gemm.json", "mlp": "bench-mlp.json", "train": "train.json"}  # block name -> result file
 MAX_RESULT_BYTES = 64 << 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", default=DEFAULT_DIR, help=f"where the result JSON is (default {DEFAULT_DIR})")
+    parser.add_argument("--dir", action="append", default=None,
+                        help="where the result JSON is; repeat: each result file from the first folder that "
+                             f"holds it (default {' then '.join(DEFAULT_DIRS)})")
     add_readme_argument(parser)
 
 
@@ -41,15 +45,20 @@ def add_readme_argument(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """`gemmpad bench report`: the summary tables of the result files in --dir (no GPU needed)."""
-    d = Path(args.dir)
-    found = {name: d / f for name, f in RESULTS.items() if (d / f).is_file()}
+    dirs = [Path(d) for d in (args.dir or DEFAULT_DIRS)]
+    found = {}
+    for name, f in RESULTS.items():
+        d = next((d for d in dirs if (d / f).is_file()), None)
+        if d is not None:
+            found[name] = d / f
+    where = " or ".join(str(d) for d in dirs)
     if not found:
-        raise GemmpadError(f"--dir {d}: no {' or '.join(RESULTS.values())} there")
+        raise GemmpadError(f"--dir {where}: no {' or '.join(RESULTS.values())} there")
     readmes = args.readme or []
     plan = {r: [name for name in found if holds_block(r, name)] for r in readmes}  # every file read before any write
     idle = [r for r, names in plan.items() if not names]
     if idle:
-        raise GemmpadError(f"--readme {idle[0]}: holds no bench block for the results in {d} "
+        raise GemmpadError(f"--readme {idle[0]}: holds no bench block for the results in {where} "
                            f"({', '.join(markers(n)[0] for n in found)})")
     for name, path in found.items():
         data = _load(path)

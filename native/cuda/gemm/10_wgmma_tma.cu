@@ -18,16 +18,16 @@
 //    `empty` (each consumer warp is done reading); 4 stages of 48 KB in flight.
 //  * One wgmma batch stays in flight: a consumer issues stage k's products, then
 //    waits only for stage k-1's and releases that stage.
-// Why it should be faster: Hopper's tensor cores reach their full rate only
-// through wgmma (09's mma.sync tops out at ~45 % of cuBLAS here), and the
-// SM's issue slots no longer go to operand movement.
-// What holds it back: compute capability 9.0 and an sm_90a build only (elsewhere the registry
-// lists it as unavailable); TMA reads 16-byte-aligned rows, so an operand with K or N not a
-// multiple of 8 (the MLP's N = 100) is first copied with padded rows; the 128x256 tile wastes
-// most of the tensor cores' work at N = 100 (split-K, as in 09, fills the SMs).
-// The kernel is shared with 11 and 12 (wgmma.cuh), which change only the operand type.
-// Measured: 4096^3 694,866 GFLOP/s = 88.4 % of cuBLAS fp16; 8192^3 668,796 GFLOP/s = 84.5 % of cuBLAS fp16
-// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// Why it should be faster: Hopper's tensor cores reach their full rate only through wgmma
+// (09's mma.sync tops out at ~45 % of cuBLAS here); the SM's issue slots no longer move operands.
+// Small problems: rows TMA cannot read in place (16-bit N = 100: 200-byte rows) are read by the
+// producer warpgroup with 8- or 4-byte cp.async; split-K below one wave of tiles, a tile's slices
+// one cluster adding up through distributed shared memory: one launch (wgmma.cuh, NOTES.md).
+// What holds it back: Hopper and sm_90a only; the 128x256 tile and its 197 KB of shared memory
+// cost ~8 us even for one tile, so the MLP's shapes stay near 50-80 % of cuBLAS.
+// The kernel is shared with 11-16 (wgmma.cuh), which change the operand type or one step.
+// Measured: 4096^3 672,034 GFLOP/s = 84.6 % of cuBLAS fp16; 4096x100x784 30,736 GFLOP/s = 67.7 % of
+// cuBLAS fp16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -8,12 +8,12 @@
 // Why it should be faster: it is not, than 10 — the tensor cores run bf16 at fp16's rate. It
 // is the rung for what bf16 buys: fp32's range (no overflow past 65,504, no loss of small
 // gradients) at 16-bit cost, where fp16 needs loss scaling. The reference is cuBLAS bf16.
-// What holds it back: as 10 (Hopper and sm_90a only; padded copies of operands whose rows are
-// not 16-byte multiples; the 128x256 tile at small N); precision: 3 significant decimal digits
+// What holds it back: as 10 (Hopper and sm_90a only; the 128x256 tile's fixed cost on small
+// problems); precision: 3 significant decimal digits
 // per operand, so its error against float64 is ~8x fp16's (tests allow 1e-2, see
 // tests/test_gemm.py).
-// Measured: 4096^3 694,473 GFLOP/s = 85.1 % of cuBLAS bf16; 8192^3 731,603 GFLOP/s = 102.5 % of cuBLAS bf16
-// (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report --dir assets/benchmarks/h100`).
+// Measured: 4096^3 686,975 GFLOP/s = 87.1 % of cuBLAS bf16; 8192^3 681,822 GFLOP/s = 92.4 % of
+// cuBLAS bf16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -11,11 +11,11 @@
 // 32-bit shared loads, the Ampere path, which reaches ~40 % of cuBLAS tf32 on Hopper; wgmma
 // from shared memory with TMA and warp specialisation is the path cuBLAS takes.
 // What holds it back: the transpose of B, an extra read and write of K x N floats and a launch
-// each call (13, which avoids it, is 18 % faster at 4096^3); a stage carries half fp16's k, so
+// each call (13, which avoids it, is 17 % faster at 4096^3); a stage carries half fp16's k, so
 // the pipeline waits on barriers twice as often per flop; and as 10: Hopper and sm_90a only,
 // the 128x256 tile at small N.
-// Measured: 4096^3 320,879 GFLOP/s = 82.9 % of cuBLAS tf32; 8192^3 335,698 GFLOP/s = 84.6 % of cuBLAS tf32
-// (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report --dir assets/benchmarks/h100`).
+// Measured: 4096^3 317,663 GFLOP/s = 84.5 % of cuBLAS tf32; 8192^3 342,034 GFLOP/s = 87.8 % of
+// cuBLAS tf32 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

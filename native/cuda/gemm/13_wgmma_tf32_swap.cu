@@ -9,15 +9,16 @@
 // lies in memory. The block tile becomes 256 rows of C x 128 columns; the accumulators hold C^T,
 // so the epilogue writes each lane's values down columns (32-byte sectors per 8 lanes).
 // Why it should be faster: no transpose kernel (a read and write of K x N floats) and no extra
-// launch: 1.18x 12 at 4096^3, 1.02x at 8192^3 (same run); 128-column tiles suit the MLP's
-// N = 100 better than 256, and B needs no padded copy there (100 floats = 400-byte rows), yet
-// on those shapes it is no faster than 12 (NOTES.md).
+// launch: 1.17x 12 at 4096^3, 1.02x at 8192^3 (same run); 128-column tiles suit the MLP's
+// N = 100 better than 256, and TMA reads B in place there (100 floats = 400-byte rows): 1.40x 12
+// at 4096x100x784, the best tensor-core rung on the MLP's shapes.
 // What holds it back: the register fragments must stay unchanged until their wgmma batch has
 // read them, so each warpgroup waits for its batch before loading the next stage's (the other
 // warpgroup's batch fills that gap); 2-way bank conflicts on the fragment loads; scalar stores
 // down the columns of C; and as 10: Hopper and sm_90a only.
-// Measured: 4096^3 378,778 GFLOP/s = 97.9 % of cuBLAS tf32; 8192^3 343,737 GFLOP/s = 86.6 % of cuBLAS tf32
-// (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report --dir assets/benchmarks/h100`).
+// Measured: 4096^3 372,407 GFLOP/s = 99.0 % of cuBLAS tf32; 8192^3 348,442 GFLOP/s = 89.5 % of
+// cuBLAS tf32; 4096x100x784 34,634 GFLOP/s = 81.9 % of cuBLAS tf32 (H100, 2026-11-26;
+// assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -11,12 +11,12 @@
 // memory latency for its first stage before the tensor cores run again. Kept resident, a block
 // hides both behind the pipeline, which matters more here than in cuBLAS: C is fp32 (twice
 // cuBLAS's fp16 output), 128 KB per tile.
-// What holds it back: the store still runs on the consumer warpgroups, so a tile's last wgmma
-// and the next tile's first wait for it (a smem-staged TMA store by a separate warpgroup would
-// overlap them); each block reloads B tiles its neighbours also read (clusters with TMA
-// multicast would share them); 4096^3 has 3.9 waves of tiles, so the last wave is not full.
-// Small problems (fewer tiles than SMs) run exactly as 10 and 11 (split-K over a cluster).
-// Measured: not yet in a committed run.
+// What holds it back: it bought 1-5 % over 10/11 (same run): the consumers still store from
+// registers, 8 rows per float2 instruction, while the tensor cores idle (15 stages the stores);
+// 4096^3 is 3.9 waves of tiles, so the last is not full. Small problems (fewer tiles than SMs)
+// run exactly as 10 and 11 (split-K over a cluster).
+// Measured: 4096^3 698,880 GFLOP/s = 88.7 % of cuBLAS bf16; 4096^3 680,283 GFLOP/s = 85.7 % of
+// cuBLAS fp16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {
