@@ -1,7 +1,7 @@
-// The Hopper rungs' kernel (cuda.10, 11, 12): warpgroup MMA (wgmma) fed by the TMA copy
-// engine through an mbarrier pipeline, one warpgroup that loads and two that multiply. Its
-// design is described in 10_wgmma_tma.cu; each rung's file says what its own step changes and
-// picks the operand type here (Fp16, Bf16, Tf32).
+// The Hopper rungs' kernel (cuda.10-16): warpgroup MMA (wgmma) fed by the TMA copy engine
+// through an mbarrier pipeline, one warpgroup that loads and two that multiply. Its design is
+// described in 10_wgmma_tma.cu; each rung's file says what its own step changes and picks the
+// operand type (Fp16, Bf16, Tf32, Tf32Swap) and the steps (launch()'s options) here.
 #pragma once
 
 #include <algorithm>
@@ -162,8 +162,8 @@ struct Source {
 // laid out as TMA lays its boxes: 128-byte rows, boxes of 128 bytes along the columns one after
 // the other, 16-byte chunks swizzled by the row. Along K (the columns, or the rows with K_ROWS)
 // everything past row_end / col_end is zero-filled: both operands' padding meets there. Rows or
-// columns past M or N are not copied at all (they only reach outputs that are never stored),
-// and the chunks that are spread evenly over the 128 producer threads.
+// columns past M or N are not copied at all (they only reach outputs that are never stored);
+// the chunks copied are spread evenly over the 128 producer threads.
 template <class T, int ROWS, int COLS, int W, bool K_ROWS>
 __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, int r0, int row_end, int c0,
                                           int col_end) {
@@ -277,48 +277,49 @@ __global__ void __launch_bounds__(THREADS, 1)
         constexpr int LAG = STAGES - 2;
         int it = 0;  // stages filled so far, over all of this block's tiles
         for (int unit = first_unit; unit < units; unit += unit_step) {
-        const int m0 = origin(unit).x, n0 = origin(unit).y;
-        for (int kt = 0; kt < k_tiles && (copies || threadIdx.x == 0); ++kt, ++it) {
-            const int s = it % STAGES;
-            if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers are done with it
-            const int k0 = (kt_begin + kt) * BK;
-            if (threadIdx.x == 0 && tma_bytes) {
-                mbar_expect_tx(&full[s], tma_bytes);  // whole boxes count, zero-filled parts included
-                if (!a.chunk) tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
-                if (!b.chunk) {
-                    if constexpr (Op::B_K_MAJOR) {
-                        tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
-                    } else {
-                        constexpr int box_n = BOX_N_BYTES / sizeof(T), boxes = TN / box_n;
-                        if (pair == 2) {  // this block's half of the boxes, into both blocks
-#pragma unroll
-                            for (int j = rank * boxes / 2; j < (rank + 1) * boxes / 2; ++j)
-                                tma_load_2d_multicast(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n,
-                                                      k0, &full[s], 0b11);
+            const int m0 = origin(unit).x, n0 = origin(unit).y;
+            for (int kt = 0; kt < k_tiles && (copies || threadIdx.x == 0); ++kt, ++it) {
+                const int s = it % STAGES;
+                if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers are done with it
+                const int k0 = (kt_begin + kt) * BK;
+                if (threadIdx.x == 0 && tma_bytes) {
+                    mbar_expect_tx(&full[s], tma_bytes);  // whole boxes count, zero-filled parts included
+                    if (!a.chunk) tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
+                    if (!b.chunk) {
+                        if constexpr (Op::B_K_MAJOR) {
+                            tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
                         } else {
+                            constexpr int box_n = BOX_N_BYTES / sizeof(T), boxes = TN / box_n;
+                            if (pair == 2) {  // this block's half of the boxes, into both blocks
 #pragma unroll
-                            for (int j = 0; j < boxes; ++j)
-                                tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0,
-                                            &full[s]);
+                                for (int j = rank * boxes / 2; j < (rank + 1) * boxes / 2; ++j)
+                                    tma_load_2d_multicast(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b,
+                                                          n0 + j * box_n, k0, &full[s], 0b11);
+                            } else {
+#pragma unroll
+                                for (int j = 0; j < boxes; ++j)
+                                    tma_load_2d(sB + s * B_BYTES + j * BK * BOX_N_BYTES, &map_b, n0 + j * box_n, k0,
+                                                &full[s]);
+                            }
                         }
                     }
                 }
-            }
-            if (copies) {
-                if (a.chunk) copy_tile<T, TM, BK, false>(a, smem_u32(sA + s * A_BYTES), m0, M, k0, K);
-                if (b.chunk) {
-                    if constexpr (Op::B_K_MAJOR) copy_tile<T, TN, BK, false>(b, smem_u32(sB + s * B_BYTES), n0, N, k0, K);
-                    else copy_tile<T, BK, TN, true>(b, smem_u32(sB + s * B_BYTES), k0, K, n0, N);
+                if (copies) {
+                    if (a.chunk) copy_tile<T, TM, BK, false>(a, smem_u32(sA + s * A_BYTES), m0, M, k0, K);
+                    if (b.chunk) {
+                        const unsigned dst = smem_u32(sB + s * B_BYTES);
+                        if constexpr (Op::B_K_MAJOR) copy_tile<T, TN, BK, false>(b, dst, n0, N, k0, K);
+                        else copy_tile<T, BK, TN, true>(b, dst, k0, K, n0, N);
+                    }
+                    cp_async_commit();
+                    if (it >= LAG) {
+                        // Stage it - LAG has landed: hand it to wgmma (the async proxy) and announce it.
+                        cp_async_wait<LAG>();
+                        fence_proxy_async_shared();
+                        mbar_arrive(&full[(it - LAG) % STAGES]);
+                    }
                 }
-                cp_async_commit();
-                if (it >= LAG) {
-                    // Stage it - LAG has landed: hand it to wgmma (the async proxy) and announce it.
-                    cp_async_wait<LAG>();
-                    fence_proxy_async_shared();
-                    mbar_arrive(&full[(it - LAG) % STAGES]);
-                }
             }
-        }
         }
         if (copies) {
             cp_async_wait<0>();
@@ -360,153 +361,153 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     int it = 0;  // stages consumed so far, over all of this block's tiles
     for (int unit = first_unit; unit < units; unit += unit_step) {
-    const int m0 = origin(unit).x, n0 = origin(unit).y;
+        const int m0 = origin(unit).x, n0 = origin(unit).y;
 #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-    for (int kt = 0; kt < k_tiles; ++kt, ++it) {
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
-        if constexpr (Op::SWAP) {
-            unsigned frag[ROW_BYTES / STEP_BYTES][4];
+        for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+            const int s = it % STAGES;
+            mbar_wait(&full[s], (it / STAGES) & 1);
+            if constexpr (Op::SWAP) {
+                unsigned frag[ROW_BYTES / STEP_BYTES][4];
 #pragma unroll
-            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+                for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
 #pragma unroll
-                for (int r = 0; r < 4; ++r)
-                    asm volatile("ld.shared.b32 %0, [%1];\n"
-                                 : "=r"(frag[kk][r])
-                                 : "r"(b_base + s * B_BYTES + frag_off[r] + kk * 8 * ROW_BYTES));
-            const unsigned a_tile = smem_u32(sA + s * A_BYTES);  // wgmma's B: all TM rows of A, K-major
-            wgmma_fence();  // the fragments are written before wgmma reads them
+                    for (int r = 0; r < 4; ++r)
+                        asm volatile("ld.shared.b32 %0, [%1];\n"
+                                     : "=r"(frag[kk][r])
+                                     : "r"(b_base + s * B_BYTES + frag_off[r] + kk * 8 * ROW_BYTES));
+                const unsigned a_tile = smem_u32(sA + s * A_BYTES);  // wgmma's B: all TM rows of A, K-major
+                wgmma_fence();  // the fragments are written before wgmma reads them
 #pragma unroll
-            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
-                Op::mma(acc, frag[kk], smem_desc(a_tile + kk * STEP_BYTES, 16, 1024));
-            wgmma_commit();
-            wgmma_wait<0>();  // the fragments are reused next stage
-            if (lane == 0) release(s);
-        } else {
-            const unsigned a_tile = smem_u32(sA + s * A_BYTES + c * 64 * ROW_BYTES);
-            const unsigned b_tile = smem_u32(sB + s * B_BYTES);
-            wgmma_fence();
+                for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+                    Op::mma(acc, frag[kk], smem_desc(a_tile + kk * STEP_BYTES, 16, 1024));
+                wgmma_commit();
+                wgmma_wait<0>();  // the fragments are reused next stage
+                if (lane == 0) release(s);
+            } else {
+                const unsigned a_tile = smem_u32(sA + s * A_BYTES + c * 64 * ROW_BYTES);
+                const unsigned b_tile = smem_u32(sB + s * B_BYTES);
+                wgmma_fence();
 #pragma unroll
-            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {
-                // K-major (A, and B for tf32): k advances 32 bytes inside the swizzled rows,
-                // 1 KB between groups of 8 rows. N-major B: k advances whole 128-byte rows,
-                // BK x 128 bytes between the boxes along N.
-                const uint64_t desc_b = Op::B_K_MAJOR
-                                            ? smem_desc(b_tile + kk * STEP_BYTES, 16, 1024)
-                                            : smem_desc(b_tile + kk * (STEP_BYTES / sizeof(T)) * ROW_BYTES,
-                                                        BK * BOX_N_BYTES, 1024);
-                Op::mma(acc, smem_desc(a_tile + kk * STEP_BYTES, 16, 1024), desc_b);
-            }
-            wgmma_commit();
-            wgmma_wait<1>();  // the batch of stage it-1 has finished reading shared memory
-            if (kt > 0 && lane == 0) release((it - 1) % STAGES);
-        }
-    }
-    wgmma_wait<0>();
-    if (!Op::SWAP && lane == 0) release((it - 1) % STAGES);  // the tile's last stage
-
-    // Epilogue straight from the accumulators. Warp w of the warpgroup holds
-    // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
-    // columns 2t, 2t + 1 (g = lane / 4, t = lane % 4), as in mma.sync's m16n8.
-    if (split) {
-        // Split-K: this block's partial tile goes into its shared memory (over the stages, free
-        // once both consumer warpgroups are done with them), then each block of the cluster
-        // adds up a share of the tile's rows from all of them.
-        constexpr int PITCH = partial_pitch<Op>();
-        float* part = reinterpret_cast<float*>(smem);
-        fence_proxy_async_shared();                                          // wgmma's reads, then our writes
-        asm volatile("bar.sync 1, %0;\n" ::"n"(128 * CONSUMERS) : "memory");  // consumers only
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int i = c * 64 + warp * 16 + g + 8 * h;  // a row of the tile (of C^T with SWAP)
-#pragma unroll
-            for (int j = 0; j < (Op::SWAP ? TM : TN) / 8; ++j) {
-                if constexpr (Op::SWAP) {
-                    part[(8 * j + 2 * t) * PITCH + i] = acc[4 * j + 2 * h];
-                    part[(8 * j + 2 * t + 1) * PITCH + i] = acc[4 * j + 2 * h + 1];
-                } else {
-                    *reinterpret_cast<float2*>(part + i * PITCH + 8 * j + 2 * t) =
-                        make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {
+                    // K-major (A, and B for tf32): k advances 32 bytes inside the swizzled rows,
+                    // 1 KB between groups of 8 rows. N-major B: k advances whole 128-byte rows,
+                    // BK x 128 bytes between the boxes along N.
+                    const uint64_t desc_b = Op::B_K_MAJOR
+                                                ? smem_desc(b_tile + kk * STEP_BYTES, 16, 1024)
+                                                : smem_desc(b_tile + kk * (STEP_BYTES / sizeof(T)) * ROW_BYTES,
+                                                            BK * BOX_N_BYTES, 1024);
+                    Op::mma(acc, smem_desc(a_tile + kk * STEP_BYTES, 16, 1024), desc_b);
                 }
+                wgmma_commit();
+                wgmma_wait<1>();  // the batch of stage it-1 has finished reading shared memory
+                if (kt > 0 && lane == 0) release((it - 1) % STAGES);
             }
         }
-        cluster_arrive_release();
-        cluster_wait_acquire();  // every block's partial tile is written
-        cluster_reduce_store(part, TM, TN, PITCH, m0, n0, M, N, bias, act, C, threadIdx.x - 128, 128 * CONSUMERS);
-        cluster_arrive_release();
-        cluster_wait_acquire();  // no block leaves while another still reads its tile
-        return;
-    }
-    if (TMA_STORE && store_c) {
-        // cuda.15: through shared memory and the copy engine, 32 columns at a time into two boxes
-        // per warpgroup, so the warpgroup goes on to the next tile while its last boxes are written.
-        const int leader = threadIdx.x % 128 == 0, rows0 = m0 + c * 64;
-#pragma unroll  // acc[] stays in registers only with constant indices
-        for (int jj = 0; jj < TN / STORE_BOX_COLS; ++jj) {
-            if (rows0 >= M || n0 + jj * STORE_BOX_COLS >= N) break;  // the same for the whole warpgroup
-            unsigned char* box = sC + (c * 2 + jj % 2) * STORE_BOX_BYTES;
-            if (leader) bulk_wait_read<1>();  // the box's previous store has read it
-            named_barrier_sync(2 + c, 128);
+        wgmma_wait<0>();
+        if (!Op::SWAP && lane == 0) release((it - 1) % STAGES);  // the tile's last stage
+
+        // Epilogue straight from the accumulators. Warp w of the warpgroup holds
+        // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
+        // columns 2t, 2t + 1 (g = lane / 4, t = lane % 4), as in mma.sync's m16n8.
+        if (split) {
+            // Split-K: this block's partial tile goes into its shared memory (over the stages, free
+            // once both consumer warpgroups are done with them), then each block of the cluster
+            // adds up a share of the tile's rows from all of them.
+            constexpr int PITCH = partial_pitch<Op>();
+            float* part = reinterpret_cast<float*>(smem);
+            fence_proxy_async_shared();              // wgmma's reads, then our writes
+            named_barrier_sync(1, 128 * CONSUMERS);  // consumers only
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const int r = warp * 16 + g + 8 * h;  // row in the box
+                const int i = c * 64 + warp * 16 + g + 8 * h;  // a row of the tile (of C^T with SWAP)
 #pragma unroll
-                for (int q = 0; q < STORE_BOX_COLS / 8; ++q) {
-                    const int j = jj * (STORE_BOX_COLS / 8) + q, col = n0 + 8 * j + 2 * t;
-                    const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
-                    const float v0 = col < N ? epilogue(acc[4 * j + 2 * h], bias, col, act) : 0.0f;
-                    const float v1 = col + 1 < N ? epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act) : 0.0f;
-                    *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = make_float2(v0, v1);
+                for (int j = 0; j < (Op::SWAP ? TM : TN) / 8; ++j) {
+                    if constexpr (Op::SWAP) {
+                        part[(8 * j + 2 * t) * PITCH + i] = acc[4 * j + 2 * h];
+                        part[(8 * j + 2 * t + 1) * PITCH + i] = acc[4 * j + 2 * h + 1];
+                    } else {
+                        *reinterpret_cast<float2*>(part + i * PITCH + 8 * j + 2 * t) =
+                            make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                    }
                 }
             }
-            fence_proxy_async_shared();  // our writes, then the copy engine's reads
-            named_barrier_sync(2 + c, 128);
-            if (leader) tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
+            cluster_arrive_release();
+            cluster_wait_acquire();  // every block's partial tile is written
+            cluster_reduce_store(part, TM, TN, PITCH, m0, n0, M, N, bias, act, C, threadIdx.x - 128, 128 * CONSUMERS);
+            cluster_arrive_release();
+            cluster_wait_acquire();  // no block leaves while another still reads its tile
+            return;
         }
-        continue;
-    }
-    if constexpr (Op::SWAP) {
-        // Rows of C^T are columns of C: a lane stores C[m][n] for its two n, eight lanes
-        // covering 8 consecutive n (a 32-byte sector) per row m.
+        if (TMA_STORE && store_c) {
+            // cuda.15: through shared memory and the copy engine, 32 columns at a time into two boxes
+            // per warpgroup, so the warpgroup goes on to the next tile while its last boxes are written.
+            const int leader = threadIdx.x % 128 == 0, rows0 = m0 + c * 64;
+#pragma unroll  // acc[] stays in registers only with constant indices
+            for (int jj = 0; jj < TN / STORE_BOX_COLS; ++jj) {
+                if (rows0 >= M || n0 + jj * STORE_BOX_COLS >= N) break;  // the same for the whole warpgroup
+                unsigned char* box = sC + (c * 2 + jj % 2) * STORE_BOX_BYTES;
+                if (leader) bulk_wait_read<1>();  // the box's previous store has read it
+                named_barrier_sync(2 + c, 128);
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = warp * 16 + g + 8 * h;  // row in the box
+#pragma unroll
+                    for (int q = 0; q < STORE_BOX_COLS / 8; ++q) {
+                        const int j = jj * (STORE_BOX_COLS / 8) + q, col = n0 + 8 * j + 2 * t;
+                        const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
+                        const float v0 = col < N ? epilogue(acc[4 * j + 2 * h], bias, col, act) : 0.0f;
+                        const float v1 = col + 1 < N ? epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act) : 0.0f;
+                        *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = make_float2(v0, v1);
+                    }
+                }
+                fence_proxy_async_shared();  // our writes, then the copy engine's reads
+                named_barrier_sync(2 + c, 128);
+                if (leader) tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
+            }
+            continue;
+        }
+        if constexpr (Op::SWAP) {
+            // Rows of C^T are columns of C: a lane stores C[m][n] for its two n, eight lanes
+            // covering 8 consecutive n (a 32-byte sector) per row m.
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int col = n0 + c * 64 + warp * 16 + g + 8 * h;
+                if (col >= N) continue;
+#pragma unroll
+                for (int j = 0; j < TM / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int row = m0 + 8 * j + 2 * t + e;
+                        if (row < M) C[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
+                    }
+            }
+            continue;
+        }
+        const bool pair_ok = (N % 2) == 0;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int col = n0 + c * 64 + warp * 16 + g + 8 * h;
-            if (col >= N) continue;
+            const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
+            if (row >= M) continue;
+            float* dst = C + (size_t)row * N;
 #pragma unroll
-            for (int j = 0; j < TM / 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int row = m0 + 8 * j + 2 * t + e;
-                    if (row < M) C[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
-                }
-        }
-        continue;
-    }
-    const bool pair_ok = (N % 2) == 0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
-        if (row >= M) continue;
-        float* dst = C + (size_t)row * N;
-#pragma unroll
-        for (int j = 0; j < TN / 8; ++j) {
-            const int col = n0 + 8 * j + 2 * t;
-            if (col >= N) continue;
-            const float v0 = epilogue(acc[4 * j + 2 * h], bias, col, act);
-            if (col + 1 < N) {
-                const float v1 = epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act);
-                if (pair_ok) {
-                    *reinterpret_cast<float2*>(dst + col) = make_float2(v0, v1);
+            for (int j = 0; j < TN / 8; ++j) {
+                const int col = n0 + 8 * j + 2 * t;
+                if (col >= N) continue;
+                const float v0 = epilogue(acc[4 * j + 2 * h], bias, col, act);
+                if (col + 1 < N) {
+                    const float v1 = epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act);
+                    if (pair_ok) {
+                        *reinterpret_cast<float2*>(dst + col) = make_float2(v0, v1);
+                    } else {
+                        dst[col] = v0;
+                        dst[col + 1] = v1;
+                    }
                 } else {
                     dst[col] = v0;
-                    dst[col + 1] = v1;
                 }
-            } else {
-                dst[col] = v0;
             }
         }
-    }
     }  // tiles
     if (TMA_STORE && store_c && threadIdx.x % 128 == 0) bulk_wait<0>();  // the last boxes are written
     if (pair == 2) {  // stay until the peer's copies into this block and arrivals on it are done
@@ -638,10 +639,11 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
         map_a = tensor_map_2d(a.ptr, Op::tma_type, sizeof(T), p.M, p.K, TM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
                               std::string("A (") + Op::type_name + ")", lda);
     if (!b.chunk)
-        map_b = Op::B_K_MAJOR ? tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, TN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
-                                              std::string("B^T (") + Op::type_name + ")", ldb)
-                              : tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
-                                              CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
+        map_b = Op::B_K_MAJOR
+                    ? tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, TN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    std::string("B^T (") + Op::type_name + ")", ldb)
+                    : tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
+                                    CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
 
     const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
     const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), THREADS, smem, tiles, k_tiles, 1);

@@ -84,9 +84,7 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     stamp(0);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kCluster) {  // launched without its cluster (never by this file): fail, do not hang
-        unsigned n;
-        asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-        if (n != kSlices) __trap();
+        if (cluster_size() != kSlices) __trap();
     }
 #endif
     // x by slices (clusters, FMA tiles; for x in mapped host memory, so that each byte of it

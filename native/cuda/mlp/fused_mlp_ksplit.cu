@@ -129,9 +129,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     const int first = blockIdx.x / kC, stride = gridDim.x / kC, tiles = (batch + BM - 1) / BM;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     {  // launched without its cluster (never by this file): fail, do not hang
-        unsigned n;
-        asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-        if (n != kC) __trap();
+        if (cluster_size() != kC) __trap();
     }
 #endif
     stamp(0);

@@ -104,8 +104,7 @@ __global__ void bulk_kernel(const char* src, unsigned piece, int pieces, int dis
 __global__ void mcast_kernel(const char* src, unsigned piece, int pieces, int C, float* sink) {
     extern __shared__ __align__(128) unsigned char buf[];
     __shared__ __align__(8) uint64_t bar;
-    unsigned rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const unsigned rank = cluster_rank();
     if (threadIdx.x == 0) {
         mbar_init(&bar, 1);
         mbar_init_fence();
