@@ -598,6 +598,8 @@ int row_alignment(const void* base, int row_elems, size_t elem_bytes) {
 // the workspace with padded rows (never read: the maps keep the true sizes and TMA fills zeros
 // past them). Tf32's B is always copied, transposed. Split-K when the tiles cannot fill the
 // SMs: up to one wave of blocks, each with at least one k-tile, a tile's blocks in one cluster.
+// The later rungs' steps, each on top of the one before: PERSISTENT (14) one block per SM walks
+// the tiles; TMA_STORE (15) C leaves through shared memory; MULTICAST (16) block pairs share B.
 template <class Op, bool PERSISTENT = false, bool TMA_STORE = false, bool MULTICAST = false>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     static_assert(!(TMA_STORE && Op::SWAP), "the staged store writes C's rows, not C^T's");
