@@ -272,7 +272,10 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
 }
 // Thread-block cluster barrier (sm_90), split into arrive and wait so that a
 // block can signal and go on (or exit) without waiting. Every thread of the
-// cluster arrives once per phase; .aligned: whole warps execute it together.
+// cluster arrives once per phase; .aligned: whole warps execute it together. The relaxed
+// arrival publishes nothing, and so does not wait (as the release one does, MEMBAR.GPU in SASS)
+// for the thread's global stores: enough where a block only waits for the others to be done
+// reading its shared memory before it exits.
 __device__ __forceinline__ void cluster_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
@@ -346,14 +349,15 @@ __device__ __forceinline__ void mbar_arrive_remote(uint64_t* bar, unsigned rank)
     asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_map_u32(bar, rank)) : "memory");
 #endif
 }
-// Four floats (16-byte aligned) from a block's shared memory, at a cluster_map_u32 address.
+// Four floats (16-byte aligned) from a block's shared memory, at a cluster_map_u32 address. No
+// memory clobber: a thread issues several before it needs the first (the cluster barrier before
+// them orders them after the writes they read).
 __device__ __forceinline__ float4 ld_cluster_v4(unsigned addr) {
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
                  : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-                 : "r"(addr)
-                 : "memory");
+                 : "r"(addr));
 #endif
     return v;
 }
@@ -361,34 +365,54 @@ __device__ __forceinline__ float4 ld_cluster_v4(unsigned addr) {
 // Split-K's reduction inside a thread-block cluster, through distributed shared memory: every
 // block of the cluster holds its partial sums of one [rows, cols] tile of C (row pitch `pitch`
 // floats, cols and pitch multiples of 4) at `tile` in its own shared memory; block `rank` of S
-// adds rows [rank * rows / S, ...) of all S tiles in rank order (the same sum whatever ran
-// first), applies bias and act, and stores them at C[m0 + r][n0 + c]. `nthreads` threads of the
-// block take part (tid: 0..nthreads-1). Callers put a cluster barrier before (every tile
-// written) and after (no block exits while another still reads its tile).
+// (at most 8) adds rows [rank * rows / S, ...) of all S tiles in rank order (the same sum
+// whatever ran first), applies bias and act, and stores them at C[m0 + r][n0 + c]. `nthreads`
+// threads of the block take part (tid: 0..nthreads-1). Only the tile's part inside C is read;
+// a thread has two items' S loads in flight before it adds them, since one remote load at a
+// time leaves each thread waiting out the latency over and over. Callers put a cluster
+// barrier before (every tile written) and after (no block exits while another still reads).
 __device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows, int cols, int pitch, int m0, int n0,
                                                      int M, int N, const float* __restrict__ bias, Act act,
                                                      float* __restrict__ C, int tid, int nthreads) {
+    constexpr int MAX_S = 8, BATCH = 2;
     const int S = (int)cluster_size(), rank = (int)cluster_rank();
-    const int per = ceil_div(rows, S), r_begin = rank * per, r_end = min(rows, r_begin + per);
-    const int quads = cols / 4;
+    const int per = ceil_div(rows, S), r_begin = rank * per, r_end = min(min(rows, r_begin + per), M - m0);
+    const int quads = ceil_div(min(cols, N - n0), 4), items = max(0, r_end - r_begin) * quads;
     const bool vec_store = N % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
-    for (int i = tid; i < (r_end - r_begin) * quads; i += nthreads) {
-        const int r = r_begin + i / quads, c = (i % quads) * 4, gr = m0 + r, gc = n0 + c;
-        if (gr >= M || gc >= N) continue;
-        const float* src = tile + r * pitch + c;
-        float4 sum = ld_cluster_v4(cluster_map_u32(src, 0));
-        for (int p = 1; p < S; ++p) {
-            const float4 v = ld_cluster_v4(cluster_map_u32(src, p));
-            sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+    unsigned base[MAX_S];
+#pragma unroll
+    for (int p = 0; p < MAX_S; ++p) base[p] = p < S ? cluster_map_u32(tile, p) : 0;
+    for (int i0 = tid; i0 < items; i0 += BATCH * nthreads) {
+        float4 v[BATCH][MAX_S];
+        int r[BATCH], c[BATCH];
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) {
+            const int i = i0 + u * nthreads;
+            r[u] = i < items ? r_begin + i / quads : -1;
+            c[u] = (i % quads) * 4;
+#pragma unroll
+            for (int p = 0; p < MAX_S; ++p)
+                if (r[u] >= 0 && p < S) v[u][p] = ld_cluster_v4(base[p] + (r[u] * pitch + c[u]) * (int)sizeof(float));
         }
-        float* dst = C + (size_t)gr * N + gc;
-        if (vec_store && gc + 3 < N) {
-            *reinterpret_cast<float4*>(dst) =
-                make_float4(epilogue(sum.x, bias, gc, act), epilogue(sum.y, bias, gc + 1, act),
-                            epilogue(sum.z, bias, gc + 2, act), epilogue(sum.w, bias, gc + 3, act));
-        } else {
-            const float v[4] = {sum.x, sum.y, sum.z, sum.w};
-            for (int e = 0; e < 4 && gc + e < N; ++e) dst[e] = epilogue(v[e], bias, gc + e, act);  // bias has N
+#pragma unroll
+        for (int u = 0; u < BATCH; ++u) {
+            if (r[u] < 0) break;
+            float4 sum = v[u][0];
+#pragma unroll
+            for (int p = 1; p < MAX_S; ++p)
+                if (p < S) {
+                    sum.x += v[u][p].x; sum.y += v[u][p].y; sum.z += v[u][p].z; sum.w += v[u][p].w;
+                }
+            const int gr = m0 + r[u], gc = n0 + c[u];
+            float* dst = C + (size_t)gr * N + gc;
+            if (vec_store && gc + 3 < N) {
+                *reinterpret_cast<float4*>(dst) =
+                    make_float4(epilogue(sum.x, bias, gc, act), epilogue(sum.y, bias, gc + 1, act),
+                                epilogue(sum.z, bias, gc + 2, act), epilogue(sum.w, bias, gc + 3, act));
+            } else {
+                const float w[4] = {sum.x, sum.y, sum.z, sum.w};
+                for (int e = 0; e < 4 && gc + e < N; ++e) dst[e] = epilogue(w[e], bias, gc + e, act);  // bias has N
+            }
         }
     }
 }

@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         cluster_arrive_release();
         cluster_wait_acquire();  // every block's partial tile is written
         cluster_reduce_store(part, BM, BN, kPitch, row0, col0, M, N, bias, act, C, t, kThreads);
-        cluster_arrive_release();
+        cluster_arrive_relaxed();
         cluster_wait_acquire();  // no block leaves while another still reads its tile
     } else {
 #pragma unroll

@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (split) {   // the cluster barriers of the reduction below count every thread
             cluster_arrive_release();
             cluster_wait_acquire();
-            cluster_arrive_release();
+            cluster_arrive_relaxed();
             cluster_wait_acquire();
         }
         if (pair == 2) {  // the peer may still deliver to this block or arrive on its barriers
@@ -423,6 +423,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 const int i = c * 64 + warp * 16 + g + 8 * h;  // a row of the tile (of C^T with SWAP)
 #pragma unroll
                 for (int j = 0; j < (Op::SWAP ? TM : TN) / 8; ++j) {
+                    if (!Op::SWAP && 8 * j >= N - n0) break;  // only C's columns are reduced
                     if constexpr (Op::SWAP) {
                         part[(8 * j + 2 * t) * PITCH + i] = acc[4 * j + 2 * h];
                         part[(8 * j + 2 * t + 1) * PITCH + i] = acc[4 * j + 2 * h + 1];
@@ -435,7 +436,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             cluster_arrive_release();
             cluster_wait_acquire();  // every block's partial tile is written
             cluster_reduce_store(part, TM, TN, PITCH, m0, n0, M, N, bias, act, C, threadIdx.x - 128, 128 * CONSUMERS);
-            cluster_arrive_release();
+            cluster_arrive_relaxed();
             cluster_wait_acquire();  // no block leaves while another still reads its tile
             return;
         }
