@@ -367,14 +367,14 @@ __device__ __forceinline__ float4 ld_cluster_v4(unsigned addr) {
 // floats, cols and pitch multiples of 4) at `tile` in its own shared memory; block `rank` of S
 // (at most 8) adds rows [rank * rows / S, ...) of all S tiles in rank order (the same sum
 // whatever ran first), applies bias and act, and stores them at C[m0 + r][n0 + c]. `nthreads`
-// threads of the block take part (tid: 0..nthreads-1). Only the tile's part inside C is read;
-// a thread has two items' S loads in flight before it adds them, since one remote load at a
-// time leaves each thread waiting out the latency over and over. Callers put a cluster
-// barrier before (every tile written) and after (no block exits while another still reads).
-__device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows, int cols, int pitch, int m0, int n0,
-                                                     int M, int N, const float* __restrict__ bias, Act act,
-                                                     float* __restrict__ C, int tid, int nthreads) {
-    constexpr int MAX_S = 8, BATCH = 2;
+// threads of the block take part (tid: 0..nthreads-1). Only the tile's part inside C is read.
+// Callers put a cluster barrier before (every tile written) and after (no block exits while
+// another still reads its tile). A remote load is slow (NOTES.md): a thread keeps BATCH items'
+// loads in flight, BATCH * MAX_S = 16, and reads its own block's tile directly.
+template <int MAX_S, int BATCH>
+__device__ __forceinline__ void cluster_reduce_rows(const float* tile, int rows, int cols, int pitch, int m0, int n0,
+                                                    int M, int N, const float* __restrict__ bias, Act act,
+                                                    float* __restrict__ C, int tid, int nthreads) {
     const int S = (int)cluster_size(), rank = (int)cluster_rank();
     const int per = ceil_div(rows, S), r_begin = rank * per, r_end = min(min(rows, r_begin + per), M - m0);
     const int quads = ceil_div(min(cols, N - n0), 4), items = max(0, r_end - r_begin) * quads;
@@ -390,9 +390,12 @@ __device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows
             const int i = i0 + u * nthreads;
             r[u] = i < items ? r_begin + i / quads : -1;
             c[u] = (i % quads) * 4;
+            const int off = r[u] * pitch + c[u];
 #pragma unroll
             for (int p = 0; p < MAX_S; ++p)
-                if (r[u] >= 0 && p < S) v[u][p] = ld_cluster_v4(base[p] + (r[u] * pitch + c[u]) * (int)sizeof(float));
+                if (r[u] >= 0 && p < S)
+                    v[u][p] = p == rank ? *reinterpret_cast<const float4*>(tile + off)
+                                        : ld_cluster_v4(base[p] + off * (int)sizeof(float));
         }
 #pragma unroll
         for (int u = 0; u < BATCH; ++u) {
@@ -415,6 +418,14 @@ __device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows
             }
         }
     }
+}
+__device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows, int cols, int pitch, int m0, int n0,
+                                                     int M, int N, const float* __restrict__ bias, Act act,
+                                                     float* __restrict__ C, int tid, int nthreads) {
+    const unsigned S = cluster_size();
+    if (S <= 2) cluster_reduce_rows<2, 8>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
+    else if (S <= 4) cluster_reduce_rows<4, 4>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
+    else cluster_reduce_rows<8, 2>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
 }
 #endif  // __CUDACC__
 
