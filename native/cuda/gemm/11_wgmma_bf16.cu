@@ -12,7 +12,7 @@
 // problems); precision: 3 significant decimal digits
 // per operand, so its error against float64 is ~8x fp16's (tests allow 1e-2, see
 // tests/test_gemm.py).
-// Measured: 4096^3 686,975 GFLOP/s = 87.1 % of cuBLAS bf16; 8192^3 681,822 GFLOP/s = 92.4 % of
+// Measured: 4096^3 695,879 GFLOP/s = 93.1 % of cuBLAS bf16; 8192^3 743,138 GFLOP/s = 99.6 % of
 // cuBLAS bf16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

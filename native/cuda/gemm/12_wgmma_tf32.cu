@@ -14,7 +14,7 @@
 // each call (13, which avoids it, is 17 % faster at 4096^3); a stage carries half fp16's k, so
 // the pipeline waits on barriers twice as often per flop; and as 10: Hopper and sm_90a only,
 // the 128x256 tile at small N.
-// Measured: 4096^3 317,663 GFLOP/s = 84.5 % of cuBLAS tf32; 8192^3 342,034 GFLOP/s = 87.8 % of
+// Measured: 4096^3 320,939 GFLOP/s = 76.5 % of cuBLAS tf32; 8192^3 335,170 GFLOP/s = 83.4 % of
 // cuBLAS tf32 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

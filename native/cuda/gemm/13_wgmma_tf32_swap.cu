@@ -16,8 +16,8 @@
 // read them, so each warpgroup waits for its batch before loading the next stage's (the other
 // warpgroup's batch fills that gap); 2-way bank conflicts on the fragment loads; scalar stores
 // down the columns of C; and as 10: Hopper and sm_90a only.
-// Measured: 4096^3 372,407 GFLOP/s = 99.0 % of cuBLAS tf32; 8192^3 348,442 GFLOP/s = 89.5 % of
-// cuBLAS tf32; 4096x100x784 34,634 GFLOP/s = 81.9 % of cuBLAS tf32 (H100, 2026-11-26;
+// Measured: 4096^3 378,695 GFLOP/s = 90.2 % of cuBLAS tf32; 8192^3 358,416 GFLOP/s = 89.2 % of
+// cuBLAS tf32; 4096x100x784 33,507 GFLOP/s = 77.9 % of cuBLAS tf32 (H100, 2026-11-26;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

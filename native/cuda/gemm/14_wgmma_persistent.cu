@@ -11,11 +11,11 @@
 // memory latency for its first stage before the tensor cores run again. Kept resident, a block
 // hides both behind the pipeline, which matters more here than in cuBLAS: C is fp32 (twice
 // cuBLAS's fp16 output), 128 KB per tile.
-// What holds it back: it bought 1-5 % over 10/11 (same run): the consumers still store from
-// registers, 8 rows per float2 instruction, while the tensor cores idle (15 stages the stores);
-// 4096^3 is 3.9 waves of tiles, so the last is not full. Small problems (fewer tiles than SMs)
-// run exactly as 10 and 11 (split-K over a cluster).
-// Measured: 4096^3 698,880 GFLOP/s = 88.7 % of cuBLAS bf16; 4096^3 680,283 GFLOP/s = 85.7 % of
+// What holds it back: 1-2 % over 10/11 at 4096^3 in two H100 runs (8192^3: -12 to +5 %, the spread
+// between runs): the consumers still store from registers, 8 rows per float2 instruction, while the
+// tensor cores idle (15 stages the stores); 4096^3 is 3.9 waves of tiles, so the last is not full.
+// Small problems (fewer tiles than SMs) run exactly as 10 and 11 (split-K over a cluster).
+// Measured: 4096^3 707,165 GFLOP/s = 94.6 % of cuBLAS bf16; 4096^3 686,207 GFLOP/s = 85.6 % of
 // cuBLAS fp16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

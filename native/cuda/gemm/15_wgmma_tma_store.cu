@@ -11,12 +11,13 @@
 // 128 KB of fp32 results leave the SM at the pace of those scattered stores while the tensor
 // cores idle; the copy engine writes whole 128-byte rows, and the warpgroups wait for it only
 // when a box comes round again.
-// What holds it back: 3-8 % over 10/11 (same run), not the 95 % of cuBLAS aimed at: both consumer
-// warpgroups still fill the boxes themselves at the end of a tile, so the tensor cores idle
-// meanwhile (a ping-pong schedule, one warpgroup storing while the other multiplies, would hide
-// it); C needs 16-byte rows (N a multiple of 4) and a 16-byte aligned base, else the stores are
-// 14's; the boxes take 32 KB, leaving 1 KB of the 227 KB; small problems store as 10-14 do.
-// Measured: 4096^3 721,783 GFLOP/s = 91.6 % of cuBLAS bf16; 4096^3 701,162 GFLOP/s = 88.3 % of
+// What holds it back: 4-5 % over 10/11 at 4096^3 in two H100 runs (8192^3: -3 to +8 %), not the
+// 95 % of cuBLAS fp16 aimed at: both consumer warpgroups still fill the boxes themselves at the end
+// of a tile, so the tensor cores idle meanwhile (a ping-pong schedule, one warpgroup storing while
+// the other multiplies, would hide it); C needs 16-byte rows (N a multiple of 4) and a 16-byte
+// aligned base, else the stores are 14's; the boxes take 32 KB, leaving 1 KB of the 227 KB; small
+// problems store as 10-14 do.
+// Measured: 4096^3 728,763 GFLOP/s = 97.5 % of cuBLAS bf16; 4096^3 703,689 GFLOP/s = 87.8 % of
 // cuBLAS fp16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

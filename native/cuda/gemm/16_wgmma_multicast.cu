@@ -12,11 +12,11 @@
 // Why it should be faster: each 128x256 tile reads 16 KB of A and 32 KB of B from L2 per stage;
 // sharing B cuts that to 32 KB per block (a third less L2 traffic and TMA work), and the pair's
 // B boxes arrive from one L2 read. cuBLAS's own Hopper kernels pair blocks the same way.
-// What holds it back: here it buys nothing over 15 (same run, within 2 % either way): L2 was
-// not the limit (ncu: 63 % of L2 throughput at 4096^3 in 14). A pair advances at the pace of its
-// slower block; only where TMA reads both operands in place and the tiles fill the SMs, else it
-// runs as 15; an odd number of tile rows leaves the last pair half idle.
-// Measured: 4096^3 717,862 GFLOP/s = 91.1 % of cuBLAS bf16; 4096^3 698,766 GFLOP/s = 88.0 % of
+// What holds it back: here it buys nothing over 15 (within 1 % at 4096^3 in two runs, -2 to +6 % at
+// 8192^3): L2 was not the limit (ncu: 63 % of L2 throughput at 4096^3 in 14). A pair advances at
+// the pace of its slower block; only where TMA reads both operands in place and the tiles fill the
+// SMs, else it runs as 15; an odd number of tile rows leaves the last pair half idle.
+// Measured: 4096^3 729,382 GFLOP/s = 97.6 % of cuBLAS bf16; 4096^3 702,251 GFLOP/s = 87.6 % of
 // cuBLAS fp16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
