@@ -1,4 +1,4 @@
-"""Tensor-core kernels (08 WMMA, 09 mma.sync, 10-12 wgmma) on the paths test_gemm's small shapes miss.
+"""Tensor-core kernels (08 WMMA, 09 mma.sync, 10-16 wgmma, 17) on the paths test_gemm's small shapes miss.
 
 test_gemm.py already runs every kernel on awkward shapes up to ~150 and the MLP
 layers. These add the cases that pick a different code path inside 08-12:
@@ -20,11 +20,18 @@ from tests.test_gemm import TOLERANCE, check, reference
 TC = [
     pytest.param(s.name, marks=kernel_marks(s), id=s.name)
     for s in registry.kernels(device="cuda", kind="gemm")
-    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15", "16")
+    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15", "16", "17")
 ]
-WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_", "cuda.15_", "cuda.16_"))]
+WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_", "cuda.15_", "cuda.16_", "cuda.17_"))]
+SMALL = [p for p in TC if p.id.startswith("cuda.17_")]
 
 pytestmark = pytest.mark.gpu
+
+def check_both_epilogues(name: str, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
+    """The kernel at `shape` with bias and ReLU, then with neither (the two stores differ)."""
+    m, n, k = shape
+    check(name, m, n, k, rng)
+    check(name, m, n, k, rng, bias=False, activation=None)
 
 # (M, N, K) and the 09 path they take on a GPU with ~100+ SMs:
 SHAPES = [
@@ -40,9 +47,7 @@ SHAPES = [
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("name", TC)
 def test_tensor_core_paths(name: str, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
-    m, n, k = shape
-    check(name, m, n, k, rng)
-    check(name, m, n, k, rng, bias=False, activation=None)
+    check_both_epilogues(name, shape, rng)
 
 
 @pytest.mark.parametrize("name", TC)
@@ -99,9 +104,7 @@ WGMMA_SHAPES = [
 @pytest.mark.parametrize("shape", WGMMA_SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("name", WGMMA)
 def test_wgmma_tma_path(name: str, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
-    m, n, k = shape
-    check(name, m, n, k, rng)
-    check(name, m, n, k, rng, bias=False, activation=None)
+    check_both_epilogues(name, shape, rng)
 
 
 @pytest.mark.parametrize("name", WGMMA)
@@ -111,3 +114,25 @@ def test_wgmma_random_aligned_shapes(name: str, rng: np.random.Generator) -> Non
         m = int(rng.integers(1, 700))
         n, k = (8 * int(x) for x in rng.integers(1, 70, size=2))
         check(name, m, n, k, rng, bias=bool(i % 2), activation="relu" if i % 3 else None)
+
+
+# cuda.17: below one wave of 16's (13's) tiles, block tiles of 64 or 32 rows x 128 columns (64
+# where K is long and they fill half the SMs), split-K over a cluster where the tiles leave SMs
+# idle, copies of 16, 8 or 4 bytes as the rows allow; rows aligned to 2 bytes only go to 16's (13's) path.
+SMALL_SHAPES = [
+    (8192, 100, 784),  # 64-row tiles, no split; 16-bit B rows of 200 bytes: 8-byte copies
+    (4096, 100, 784),  # 64-row tiles, split in two
+    (4096, 10, 100),  # the MLP's last layer: 32-row tiles, one of a warp's four n8 tiles holds C
+    (256, 100, 784),  # 32-row tiles, split-K over a cluster, K past the last k-tile
+    (1, 100, 5000),  # one row, 8 slices of a long K ending unevenly
+    (2000, 102, 300),  # 16-bit rows of 204 bytes: 4-byte copies; N past 100, not a multiple of 4
+    (333, 260, 98),  # three column tiles, the last with 4 columns; K ends inside a k16 step
+    (640, 820, 520),  # 64-row tiles over 7 column tiles
+    (4100, 1100, 200),  # >= 132 of 16's tiles: 16's (13's) path
+]
+
+
+@pytest.mark.parametrize("shape", SMALL_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", SMALL)
+def test_small_tile_paths(name: str, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
+    check_both_epilogues(name, shape, rng)

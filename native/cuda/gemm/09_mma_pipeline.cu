@@ -60,22 +60,6 @@ struct Tile {
     static_assert((BM * BK / EPC) % THREADS == 0 && (BK * BN / EPC) % THREADS == 0, "chunks per thread");
 };
 
-// D = A(16x16, row) * B(16x8, col) + D, fp16 inputs, fp32 accumulators.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// float32 bits -> tf32 (round to nearest, ties away), as cuBLAS's tf32 mode does.
-__device__ __forceinline__ unsigned to_tf32(unsigned bits) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
-    return r;
-}
-
 // One 16-byte chunk from global memory, element by element with bounds (the
 // path for K or N not a multiple of the chunk, where cp.async would be misaligned).
 template <class T>
@@ -153,7 +137,7 @@ __device__ __forceinline__ void warp_mma(float (&acc)[MT][NT][4], const T* tA, c
 #pragma unroll
             for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j) mma_16816(acc[i][j], af[i], bf[j][0], bf[j][1]);
+                for (int j = 0; j < NT; ++j) mma_m16n8k16<T>(acc[i][j], af[i], bf[j][0], bf[j][1]);
         } else {
             // tf32 m16n8k8: b0 = B[k=t][n=g], b1 = B[k=t+4][n=g] (g = lane/4, t = lane%4);
             // ldmatrix cannot transpose 32-bit elements, so two plain loads.

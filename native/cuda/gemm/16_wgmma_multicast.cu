@@ -16,8 +16,8 @@
 // 8192^3): L2 was not the limit (ncu: 63 % of L2 throughput at 4096^3 in 14). A pair advances at
 // the pace of its slower block; only where TMA reads both operands in place and the tiles fill the
 // SMs, else it runs as 15; an odd number of tile rows leaves the last pair half idle.
-// Measured: 4096^3 729,382 GFLOP/s = 97.6 % of cuBLAS bf16; 4096^3 702,251 GFLOP/s = 87.6 % of
-// cuBLAS fp16 (H100, 2026-11-26; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// Measured: 4096^3 728,578 GFLOP/s = 93.3 % of cuBLAS bf16; 4096^3 711,676 GFLOP/s = 88.4 % of
+// cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {
