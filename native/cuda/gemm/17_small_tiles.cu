@@ -14,7 +14,7 @@
 // how soon each SM has its operands and how few bytes it reads. 4096 x 100 x 100 needs no reduction
 // at all (128 blocks of 32 rows); cuBLAS runs sm80 kernels of this kind here.
 // What holds it back: every block re-reads B for its rows (at 4096 x 100 x 784, 16 MB from L2 for
-// 6.6 MB of operands); tf32 moves twice the bytes; 8 stages instead of 4 changed nothing, so it is
+// 6.6 MB of operands); tf32 moves twice the bytes; 8 stages instead of 4 bought nothing, so it is
 // not bytes in flight per SM (NOTES.md). Rows aligned to 2 bytes only (odd K or N in 16 bits) take
 // 16's (13's) path; mma.sync's rate is half of wgmma's, which is why large problems stay on 16.
 // Measured: 4096x100x784 39,509 GFLOP/s = 106.8 % of cuBLAS bf16; 256x100x784 4,296 GFLOP/s =
@@ -28,7 +28,7 @@ namespace {
 constexpr int BN = 128;  // block tile columns (the MLP's N = 100 in one tile)
 constexpr int WN = 32;   // columns per warp: four n8 mma tiles
 constexpr int ROW_BYTES = 128;  // a k-tile: 64 halves or 32 floats per row of A
-constexpr int STAGES = 4;       // 8 measured the same (NOTES.md); 4 leave room for 2 blocks per SM
+constexpr int STAGES = 4;       // 8 were no faster (NOTES.md); 4 leave room for 2 blocks per SM
 
 // A block tile of BM rows (a multiple of 16) for operand type T (__half, __nv_bfloat16, or float
 // for tf32), one warp per 16 x 32 piece of it.
