@@ -241,11 +241,11 @@ void launch_tf32(const GemmProblem& p, cudaStream_t s) { launch<hopper::Tf32Swap
 }  // namespace gemmpad::cuda::small
 
 GEMMPAD_REGISTER_CUDA_IF("cuda.17_small_tiles_fp16", "fp16", gemmpad::InType::F16,
-                         "16 where its tiles fill the GPU; else 16-64 x 128 tiles, mma.sync, all warps load",
+                         "16 where its tiles fill the GPU; else 32-64 x 128 tiles, mma.sync, all warps load",
                          gemmpad::cuda::small::launch_fp16, gemmpad::cuda::hopper::unavailable);
 GEMMPAD_REGISTER_CUDA_IF("cuda.17_small_tiles_bf16", "bf16", gemmpad::InType::BF16,
-                         "16 where its tiles fill the GPU; else 16-64 x 128 tiles, mma.sync, all warps load",
+                         "16 where its tiles fill the GPU; else 32-64 x 128 tiles, mma.sync, all warps load",
                          gemmpad::cuda::small::launch_bf16, gemmpad::cuda::hopper::unavailable);
 GEMMPAD_REGISTER_CUDA_IF("cuda.17_small_tiles_tf32", "tf32", gemmpad::InType::F32,
-                         "13 where its tiles fill the GPU; else 16-64 x 128 tiles, mma.sync tf32, all warps load",
+                         "13 where its tiles fill the GPU; else 32-64 x 128 tiles, mma.sync tf32, all warps load",
                          gemmpad::cuda::small::launch_tf32, gemmpad::cuda::hopper::unavailable);
