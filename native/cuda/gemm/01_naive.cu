@@ -6,8 +6,8 @@
 // What holds it back: threadIdx.x walks *rows*, so the 32 threads of a warp
 // read 32 different rows of A (stride K) and write C with stride N: nothing
 // coalesces, and every operand comes from global memory once per use.
-// Measured: 4096^3 973 GFLOP/s = 1.9 % of cuBLAS fp32
-// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// Measured: 4096^3 979 GFLOP/s = 1.9 % of cuBLAS fp32
+// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

@@ -13,8 +13,8 @@
 // transposed the 32 threads read 32 addresses K floats apart at every step.
 // What holds it back: every operand still comes from global memory (L1/L2 at
 // best) once per multiply-add; 03 reuses it from shared memory.
-// Measured: 4096^3 5,924 GFLOP/s = 11.9 % of cuBLAS fp32
-// (H200; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// Measured: 4096^3 5,997 GFLOP/s = 11.5 % of cuBLAS fp32
+// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

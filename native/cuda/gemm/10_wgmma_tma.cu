@@ -19,7 +19,7 @@
 //  * One wgmma batch stays in flight: a consumer issues stage k's products, then
 //    waits only for stage k-1's and releases that stage.
 // Why it should be faster: Hopper's tensor cores reach their full rate only through wgmma
-// (09's mma.sync tops out at ~45 % of cuBLAS here); the SM's issue slots no longer move operands.
+// (09's mma.sync tops out at 37-45 % of cuBLAS here); the SM's issue slots no longer move operands.
 // Small problems: rows TMA cannot read in place (16-bit N = 100: 200-byte rows) are read by the
 // producer warpgroup with 8- or 4-byte cp.async; split-K below one wave of tiles, a tile's slices
 // one cluster adding up through distributed shared memory: one launch (wgmma.cuh, NOTES.md).
