@@ -27,11 +27,13 @@ SMALL = [p for p in TC if p.id.startswith("cuda.17_")]
 
 pytestmark = pytest.mark.gpu
 
+
 def check_both_epilogues(name: str, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
     """The kernel at `shape` with bias and ReLU, then with neither (the two stores differ)."""
     m, n, k = shape
     check(name, m, n, k, rng)
     check(name, m, n, k, rng, bias=False, activation=None)
+
 
 # (M, N, K) and the 09 path they take on a GPU with ~100+ SMs:
 SHAPES = [
@@ -118,7 +120,8 @@ def test_wgmma_random_aligned_shapes(name: str, rng: np.random.Generator) -> Non
 
 # cuda.17: below one wave of 16's (13's) tiles, block tiles of 64 or 32 rows x 128 columns (64
 # where K is long and they fill half the SMs), split-K over a cluster where the tiles leave SMs
-# idle, copies of 16, 8 or 4 bytes as the rows allow; rows aligned to 2 bytes only go to 16's (13's) path.
+# idle, copies of 16, 8 or 4 bytes as the rows allow; rows aligned to 2 bytes only go to 16's (13's)
+# path.
 SMALL_SHAPES = [
     (8192, 100, 784),  # 64-row tiles, no split; 16-bit B rows of 200 bytes: 8-byte copies
     (4096, 100, 784),  # 64-row tiles, split in two
