@@ -35,6 +35,8 @@ SHAPES = [
     (2049, 2309, 37),  # same tiling, scalar fallback
     (2049, 100, 784),  # 17 tiles of 128x128: 07 splits K 8 ways in clusters on sm_90 with 132 SMs (float4 path)
     (2049, 97, 1031),  # same tiling, scalar fallback, slices of uneven length
+    (4096, 100, 100),  # 256 tiles of 64x32 and a short K: 07 does not split (float4 path)
+    (4097, 101, 99),  # same tiling, scalar fallback
 ]
 
 

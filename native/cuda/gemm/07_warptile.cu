@@ -13,13 +13,13 @@
 //    shared tiles, each thread has tile t+1's global loads in flight into
 //    registers and writes them into the other copy afterwards: one
 //    __syncthreads per tile, and the global latency hides behind a tile's FMAs.
-//  - 128x256 block tiles where the problem is big (256 threads, 8x16 outputs
-//    each, 128 FMAs per 6 shared loads, one block per SM); 128x128 tiles with
-//    8x8 outputs (two blocks per SM) when that would leave SMs idle; 64x64
-//    (4x8 outputs, 128 threads) when even split 128x128 tiles would.
+//  - 128x256 block tiles where the problem is big (256 threads, 8x16 outputs each, 128
+//    FMAs per 6 shared loads, one block per SM); 128x128 tiles with 8x8 outputs (two blocks
+//    per SM) when that would leave SMs idle; 64x32 (4x8 outputs, 64 threads) when even
+//    split 128x128 tiles would, or when K is short and they fill the SMs unsplit.
 // Why it should be faster: per k, conflict-free shared loads feed 64 (128)
 // FMAs and the FMA pipes no longer wait for global memory at every tile.
-// Shared memory: 24.3 KB per block (16.3 KB for 128x128, 16.5 KB for 64x64), static: under
+// Shared memory: 24.3 KB per block (16.3 KB for 128x128, 12.8 KB for 64x32), static: under
 // the 48 KB every CUDA device grants without an opt-in, so the tiles fit any card.
 // Split-K (sm_90 on): when the tiles leave SMs idle (the MLP's layers), K is cut into up to 8
 // slices, enough blocks to fill the SMs; a tile's slices form a cluster that adds their partial
@@ -260,17 +260,22 @@ using Large = Config<128, 256, 8, 2, 4, 1>;
 // Problems with fewer 128x256 tiles than SMs: 128x128, warp tile 64x32, 8x8 per thread, 2 blocks
 // per SM; K split over a cluster when even these tiles leave SMs idle.
 using Small = Config<128, 128, 8, 2, 2, 2>;
-// Problems too small for 128x128 tiles even split 8 ways (256x100: 16 blocks): 64x64, warp tile
-// 32x32, 4x8 per thread, 128 threads, BK = 16 so that a tile's FMAs still cover a global load
-// (the price: A's transposed store is 2-way conflicted, k and k + 8 sharing banks).
-using Tiny = Config<64, 64, 16, 1, 2, 4>;
+// Problems too small for 128x128 tiles even split 8 ways (256x100: 16 blocks), and short-K ones
+// whose 64x32 tiles fill the SMs unsplit (4096x100x100: 256 blocks, no reduction; cuBLAS runs the
+// same tile there): 64x32, warp tile 32x32, 4x8 per thread, 64 threads, BK = 16 so that a tile's
+// FMAs still cover a global load (the price: A's transposed store is 2-way conflicted, k and k + 8
+// sharing banks).
+using Tiny = Config<64, 32, 16, 1, 2, 8>;
 
 void launch(const GemmProblem& p, cudaStream_t stream) {
     const int sms = device_props().multiProcessorCount;
     const long long large_tiles = (long long)ceil_div(p.M, Large::BM) * ceil_div(p.N, Large::BN);
     const long long small_tiles = (long long)ceil_div(p.M, Small::BM) * ceil_div(p.N, Small::BN);
+    const long long tiny_tiles = (long long)ceil_div(p.M, Tiny::BM) * ceil_div(p.N, Tiny::BN);
     if (large_tiles >= sms)
         launch_config<Large, false>(p, stream);
+    else if (tiny_tiles >= sms && ceil_div(p.K, Tiny::BK) <= 8)
+        launch_config<Tiny, false>(p, stream);
     else if (8 * small_tiles >= sms)
         launch_config<Small, true>(p, stream);
     else
