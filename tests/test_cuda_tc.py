@@ -118,19 +118,20 @@ def test_wgmma_random_aligned_shapes(name: str, rng: np.random.Generator) -> Non
         check(name, m, n, k, rng, bias=bool(i % 2), activation="relu" if i % 3 else None)
 
 
-# cuda.17: below one wave of 16's (13's) tiles, block tiles of 64 or 32 rows x 128 columns (64
-# where K is long and they fill half the SMs), split-K over a cluster where the tiles leave SMs
-# idle, copies of 16, 8 or 4 bytes as the rows allow; rows aligned to 2 bytes only go to 16's (13's)
-# path.
+# cuda.17: below one wave of 16's (13's) tiles, 64x64 block tiles, split-K over a cluster where the
+# tiles leave SMs idle, each operand in copies of 16, 8 or 4 bytes as its rows allow; rows aligned
+# to 2 bytes only go to 16's (13's) path. Operand rows in bytes for 16-bit types.
 SMALL_SHAPES = [
-    (8192, 100, 784),  # 64-row tiles, no split; 16-bit B rows of 200 bytes: 8-byte copies
-    (4096, 100, 784),  # 64-row tiles, split in two
-    (4096, 10, 100),  # the MLP's last layer: 32-row tiles, one of a warp's four n8 tiles holds C
-    (256, 100, 784),  # 32-row tiles, split-K over a cluster, K past the last k-tile
+    (8192, 100, 784),  # 256 tiles, no split; A 1568 (16-byte copies), B 200 (8-byte copies)
+    (4096, 100, 784),  # 128 tiles, no split
+    (4096, 10, 100),  # the MLP's last layer: one of a warp's four n8 tiles holds C; B 20 (4-byte copies)
+    (256, 100, 784),  # split-K over a cluster, K past the last k-tile
     (1, 100, 5000),  # one row, 8 slices of a long K ending unevenly
-    (2000, 102, 300),  # 16-bit rows of 204 bytes: 4-byte copies; N past 100, not a multiple of 4
-    (333, 260, 98),  # three column tiles, the last with 4 columns; K ends inside a k16 step
-    (640, 820, 520),  # 64-row tiles over 7 column tiles
+    (2000, 102, 300),  # B 204 (4-byte copies), N past 100, not a multiple of 4
+    (333, 260, 98),  # 5 column tiles, the last with 4 columns; A 196 (4-byte copies); K ends in a k16 step
+    (300, 104, 98),  # A 196 (4-byte copies), B 208 (16-byte copies)
+    (129, 72, 1000),  # the second column tile holds 8 columns; one row in the last row tile
+    (640, 820, 520),  # 13 column tiles
     (4100, 1100, 200),  # >= 132 of 16's tiles: 16's (13's) path
 ]
 
