@@ -17,7 +17,7 @@
 // the other multiplies, would hide it); C needs 16-byte rows (N a multiple of 4) and a 16-byte
 // aligned base, else the stores are 14's; the boxes take 32 KB, leaving 1 KB of the 227 KB; small
 // problems store as 10-14 do.
-// Measured: 4096^3 732,805 GFLOP/s = 93.9 % of cuBLAS bf16; 4096^3 710,029 GFLOP/s = 88.2 % of
+// Measured: 4096^3 726,422 GFLOP/s = 90.1 % of cuBLAS bf16; 4096^3 705,597 GFLOP/s = 88.2 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 
