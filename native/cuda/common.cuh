@@ -107,6 +107,25 @@ __device__ __forceinline__ float epilogue(float acc, const float* __restrict__ b
     return acc;
 }
 
+// Stores the pair of an m16n8 accumulator fragment, row[col] and row[col + 1] of a C with N columns
+// (the second only where col + 1 < N; callers skip col >= N), the epilogue applied where `apply`
+// (split-K's partial sums go without): one float2 where N is even and so the pair 8-byte aligned,
+// else two floats.
+__device__ __forceinline__ void store_pair(float* __restrict__ row, int col, int N, float v0, float v1,
+                                           const float* __restrict__ bias, Act act, bool apply = true) {
+    const bool two = col + 1 < N;
+    if (apply) {
+        v0 = epilogue(v0, bias, col, act);
+        if (two) v1 = epilogue(v1, bias, col + 1, act);
+    }
+    if (two && N % 2 == 0) {
+        *reinterpret_cast<float2*>(row + col) = make_float2(v0, v1);
+    } else {
+        row[col] = v0;
+        if (two) row[col + 1] = v1;
+    }
+}
+
 // D = A(16x8, row) * B(8x8, col) + D: one tensor-core product, tf32 inputs (fp32
 // bit patterns whose low 13 mantissa bits the hardware ignores), fp32 accumulators.
 __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {

@@ -225,7 +225,6 @@ __global__ void __launch_bounds__(C::THREADS) mma_kernel(int M, int N, int K, co
     // Accumulator layout of m16n8: lane holds rows g and g+8, columns 2t and 2t+1.
     const int g = lane >> 2, t = lane & 3;
     float* dst = partial ? out + (size_t)blockIdx.z * M * N : out;
-    const bool pair_ok = (N % 2) == 0;  // float2 stores need 8-byte alignment
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -236,19 +235,7 @@ __global__ void __launch_bounds__(C::THREADS) mma_kernel(int M, int N, int K, co
             for (int j = 0; j < NT; ++j) {
                 const int col = n0 + wn + j * 8 + 2 * t;
                 if (col >= N) continue;  // partial tile: nothing to store, and bias[col] is out of range
-                const bool two = col + 1 < N;
-                float v0 = acc[i][j][2 * h], v1 = acc[i][j][2 * h + 1];
-                if (!partial) {
-                    v0 = epilogue(v0, bias, col, act);
-                    if (two) v1 = epilogue(v1, bias, col + 1, act);
-                }
-                float* p = dst + (size_t)row * N + col;
-                if (pair_ok && two) {
-                    *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
-                } else {
-                    p[0] = v0;
-                    if (two) p[1] = v1;
-                }
+                store_pair(dst + (size_t)row * N, col, N, acc[i][j][2 * h], acc[i][j][2 * h + 1], bias, act, !partial);
             }
         }
 }

@@ -172,7 +172,6 @@ __global__ void __launch_bounds__(THREADS)
         cluster_wait_acquire();  // no block leaves while another still reads its tile
         return;
     }
-    const bool pair_ok = N % 2 == 0;  // float2 stores need 8-byte alignment
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int row = m0 + wm + g + 8 * h;
@@ -180,20 +179,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int j = 0; j < WN / 8; ++j) {
             const int col = n0 + wn + 8 * j + 2 * t;
-            if (col >= N) continue;
-            float* p = out + (size_t)row * N + col;
-            const float v0 = epilogue(acc[j][2 * h], bias, col, act);
-            if (col + 1 >= N) {
-                p[0] = v0;
-                continue;
-            }
-            const float v1 = epilogue(acc[j][2 * h + 1], bias, col + 1, act);
-            if (pair_ok) {
-                *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
-            } else {
-                p[0] = v0;
-                p[1] = v1;
-            }
+            if (col < N) store_pair(out + (size_t)row * N, col, N, acc[j][2 * h], acc[j][2 * h + 1], bias, act);
         }
     }
 }

@@ -485,28 +485,15 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
             continue;
         }
-        const bool pair_ok = (N % 2) == 0;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
             if (row >= M) continue;
-            float* dst = C + (size_t)row * N;
 #pragma unroll
             for (int j = 0; j < TN / 8; ++j) {
                 const int col = n0 + 8 * j + 2 * t;
-                if (col >= N) continue;
-                const float v0 = epilogue(acc[4 * j + 2 * h], bias, col, act);
-                if (col + 1 < N) {
-                    const float v1 = epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act);
-                    if (pair_ok) {
-                        *reinterpret_cast<float2*>(dst + col) = make_float2(v0, v1);
-                    } else {
-                        dst[col] = v0;
-                        dst[col + 1] = v1;
-                    }
-                } else {
-                    dst[col] = v0;
-                }
+                if (col < N)
+                    store_pair(C + (size_t)row * N, col, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], bias, act);
             }
         }
     }  // tiles
