@@ -219,7 +219,8 @@ template <class Op, bool... STEPS>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     using T = typename Op::T;
     const int big_tiles = ceil_div(p.M, hopper::tile_rows<Op>()) * ceil_div(p.N, hopper::tile_cols<Op>());
-    const int align_a = hopper::row_alignment(p.A, p.K, sizeof(T)), align_b = hopper::row_alignment(p.B, p.N, sizeof(T));
+    const int align_a = hopper::row_alignment(p.A, p.K, sizeof(T));
+    const int align_b = hopper::row_alignment(p.B, p.N, sizeof(T));
     if (p.in_type != Op::in_type || !hopper::unavailable().empty() || std::min(align_a, align_b) < 4 ||
         big_tiles >= device_props().multiProcessorCount)
         return hopper::launch<Op, STEPS...>(p, stream, name);

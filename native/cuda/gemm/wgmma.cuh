@@ -483,17 +483,17 @@ __global__ void __launch_bounds__(THREADS, 1)
                         if (row < M) C[(size_t)row * N + col] = epilogue(acc[4 * j + 2 * h + e], bias, col, act);
                     }
             }
-            continue;
-        }
+        } else {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
-            if (row >= M) continue;
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + c * 64 + warp * 16 + g + 8 * h;
+                if (row >= M) continue;
 #pragma unroll
-            for (int j = 0; j < TN / 8; ++j) {
-                const int col = n0 + 8 * j + 2 * t;
-                if (col < N)
-                    store_pair(C + (size_t)row * N, col, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], bias, act);
+                for (int j = 0; j < TN / 8; ++j) {
+                    const int col = n0 + 8 * j + 2 * t;
+                    if (col < N)
+                        store_pair(C + (size_t)row * N, col, N, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], bias, act);
+                }
             }
         }
     }  // tiles
