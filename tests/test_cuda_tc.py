@@ -1,8 +1,8 @@
 """Tensor-core kernels (08 WMMA, 09 mma.sync, 10-16 wgmma, 17) on the paths test_gemm's small shapes miss.
 
 test_gemm.py already runs every kernel on awkward shapes up to ~150 and the MLP
-layers. These add the cases that pick a different code path inside 08-12:
-16-byte cp.async copies, TMA boxes straight from the operands or from padded copies,
+layers. These add the cases that pick a different code path inside 08-17:
+16-, 8- and 4-byte cp.async copies, TMA boxes straight from the operands or from padded copies,
 split-K with its workspace and reduction kernel (few output tiles, long K), several
 k-tiles per pipeline stage ring, partial TMA boxes, and bit-for-bit repeatability.
 """
