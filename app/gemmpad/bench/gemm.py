@@ -7,6 +7,11 @@ usually compared. The reference for each precision comes from PRECISIONS: a
 kernel registered with a precision listed there gets its cuBLAS row without
 further code.
 
+The reference does the same work as our kernels: float16 and bfloat16 operands
+give a float32 C there too (cuBLAS through torch.mm's out_dtype), where a plain
+matmul would write half the bytes of C; a torch without out_dtype (or cupy)
+writes C in the operand type, and the row's reference name says so.
+
 GPU times, ours and cuBLAS's alike, are the lowest median of SERIES series: a
 single series sometimes catches the card changing clocks, and on an H100 the
 cuBLAS references moved by up to 2x between series of one run while the
@@ -115,6 +120,7 @@ class CublasRef:
 
     def __init__(self) -> None:
         self.backend = ""
+        self.output: dict[str, str] = {}  # operand dtype -> the type cuBLAS wrote C in
         try:
             import torch
 
@@ -137,8 +143,14 @@ class CublasRef:
         if self.backend.startswith("torch"):
             return self._torch(m, n, k, prec, reps)
         if self.backend.startswith("cupy") and not prec.tf32 and hasattr(self.cupy, prec.dtype):
+            self.output[prec.dtype] = prec.dtype
             return self._cupy(m, n, k, prec, reps)
         return None
+
+    def name(self, precision_name: str, prec: Precision) -> str:
+        """The reference's row label: its precision, and C's type where it is not float32 as ours."""
+        out = self.output.get(prec.dtype, "float32")
+        return f"cuBLAS {precision_name}" + ("" if out == "float32" else f" ({out} C)")
 
     def _torch(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float]:
         torch = self.torch
@@ -148,16 +160,29 @@ class CublasRef:
         dtype = getattr(torch, prec.dtype)
         a = torch.rand(m, k, device="cuda", dtype=dtype)
         b = torch.rand(k, n, device="cuda", dtype=dtype)
-        c = torch.empty(m, n, device="cuda", dtype=dtype)
+        c = torch.empty(m, n, device="cuda", dtype=torch.float32)
+        if dtype != torch.float32:
+            try:
+                torch.mm(a, b, out_dtype=torch.float32, out=c)
+            except (TypeError, RuntimeError):  # a torch without mm's out_dtype: C in the operand type
+                c = torch.empty(m, n, device="cuda", dtype=dtype)
+        self.output[prec.dtype] = str(c.dtype).removeprefix("torch.")
+
+        def product() -> None:
+            if c.dtype == dtype:
+                torch.matmul(a, b, out=c)
+            else:
+                torch.mm(a, b, out_dtype=c.dtype, out=c)
+
         flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
         for _ in range(3):
-            torch.matmul(a, b, out=c)
+            product()
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         times = []
         for _ in range(reps):
             flush.zero_()
             start.record()
-            torch.matmul(a, b, out=c)
+            product()
             stop.record()
             stop.synchronize()
             times.append(start.elapsed_time(stop))
@@ -242,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
                                (ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
                                 for _ in range(SERIES)) if rt]
                     ref_cache[key] = min(medians) if medians else float("nan")
-                ref_ms, ref_name = ref_cache[key], f"cuBLAS {spec.precision}"
+                ref_ms, ref_name = ref_cache[key], ref.name(spec.precision, precision(spec.precision))
             else:
                 a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
                 b = rng.uniform(-1, 1, (k, n)).astype(np.float32)

@@ -9,13 +9,13 @@
 // Why it should be faster: with a block per tile, an SM idles at every tile boundary: the
 // block stores its results and exits, the next one starts, initialises its barriers and waits a
 // memory latency for its first stage before the tensor cores run again. Kept resident, a block
-// hides both behind the pipeline, which matters more here than in cuBLAS: C is fp32 (twice
-// cuBLAS's fp16 output), 128 KB per tile.
+// hides both behind the pipeline, which matters more with an fp32 C: 128 KB per tile, twice a
+// 16-bit C's bytes.
 // What holds it back: 1-2 % over 10/11 at 4096^3 in two H100 runs (8192^3: -12 to +5 %, the spread
 // between runs): the consumers still store from registers, 8 rows per float2 instruction, while the
 // tensor cores idle (15 stages the stores); 4096^3 is 3.9 waves of tiles, so the last is not full.
 // Small problems (fewer tiles than SMs) run exactly as 10 and 11 (split-K over a cluster).
-// Measured: 4096^3 705,191 GFLOP/s = 87.5 % of cuBLAS bf16; 4096^3 685,768 GFLOP/s = 85.8 % of
+// Measured: 4096^3 719,184 GFLOP/s = 98.4 % of cuBLAS bf16; 4096^3 701,105 GFLOP/s = 95.6 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

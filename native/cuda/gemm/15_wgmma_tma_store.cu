@@ -11,13 +11,13 @@
 // 128 KB of fp32 results leave the SM at the pace of those scattered stores while the tensor
 // cores idle; the copy engine writes whole 128-byte rows, and the warpgroups wait for it only
 // when a box comes round again.
-// What holds it back: 4-5 % over 10/11 at 4096^3 in two H100 runs (8192^3: -3 to +8 %), not the
-// 95 % of cuBLAS fp16 aimed at: both consumer warpgroups still fill the boxes themselves at the end
-// of a tile, so the tensor cores idle meanwhile (a ping-pong schedule, one warpgroup storing while
-// the other multiplies, would hide it); C needs 16-byte rows (N a multiple of 4) and a 16-byte
-// aligned base, else the stores are 14's; the boxes take 32 KB, leaving 1 KB of the 227 KB; small
-// problems store as 10-14 do.
-// Measured: 4096^3 726,422 GFLOP/s = 90.1 % of cuBLAS bf16; 4096^3 705,597 GFLOP/s = 88.2 % of
+// What holds it back: 4-5 % over 10/11 at 4096^3 in three H100 runs (8192^3: -3 to +8 %): both
+// consumer warpgroups still fill the boxes themselves at the end of a tile while the producer,
+// its ring full, waits: ~6 % of 4096^3's time (NOTES.md; a ping-pong schedule, one warpgroup
+// storing while the other multiplies, would hide it); C needs 16-byte rows (N a multiple of 4)
+// and a 16-byte aligned base, else the stores are 14's; the boxes take 32 KB, leaving 1 KB of
+// the 227 KB; small problems store as 10-14 do.
+// Measured: 4096^3 742,303 GFLOP/s = 101.6 % of cuBLAS bf16; 4096^3 720,088 GFLOP/s = 98.1 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

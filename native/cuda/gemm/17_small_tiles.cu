@@ -19,8 +19,8 @@
 // prefetches of the k-slice, TMA boxes instead of cp.async; 128 columns split in two gain 4 % at
 // 4096 x 100 x 784 and lose 8 % at 8192 rows. Rows aligned to 2 bytes only (odd K or N in 16 bits)
 // take 16's (13's) path; mma.sync's rate is half of wgmma's, so large problems stay on 16.
-// Measured: 4096x100x784 41,382 GFLOP/s = 109.5 % of cuBLAS bf16; 256x100x784 4,646 GFLOP/s
-// = 111.3 % of cuBLAS tf32; 4096x100x784 28,941 GFLOP/s = 67.5 % of cuBLAS tf32 (H100, 2026-11-27;
+// Measured: 4096x100x784 41,044 GFLOP/s = 112.0 % of cuBLAS bf16; 4096x100x100 12,308 GFLOP/s =
+// 109.1 % of cuBLAS fp16; 4096x100x784 29,386 GFLOP/s = 68.7 % of cuBLAS tf32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
 #include <type_traits>
