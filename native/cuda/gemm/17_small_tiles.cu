@@ -7,20 +7,21 @@
 // reduction of 128-row tiles, and the producer's 4 warps issue every cp.async alone (200-byte rows
 // are out of TMA's reach). Here a block tile is 64 x 64 (two column tiles for N = 100), 8 warps of
 // 16 x 32, mma.sync m16n8k16 (m16n8k8 for tf32) fed by ldmatrix from a 4-stage cp.async ring that
-// every warp fills, each operand in the widest chunks its rows allow (16, 8 or 4 bytes); split-K
-// over a cluster (as 10-16) only where the tiles leave SMs idle. cuBLAS's own kernels at these
-// shapes are sm80 kernels of this kind (64x64 tiles, no split, at 4096 x 100 x 784; ncu).
+// every warp fills, each operand in the widest chunks its rows allow (16, 8 or 4 bytes); each thread
+// works out its chunks' sources and places once and steps them a k-tile per fill; split-K over a
+// cluster (as 10-16) only where the tiles leave SMs idle. cuBLAS's own kernels at these shapes are
+// sm80 kernels of this kind (64x64 tiles, no split, at 4096 x 100 x 784; ncu).
 // Why it should be faster: at these shapes the tensor cores idle most of the time; what counts is
-// how soon each SM has its operands. 4096 x 100 x 100 and x 784 need no reduction at all (128
-// blocks); 256 x 100 x 784 splits K over clusters of 8 blocks.
-// What holds it back: the copies: 16-bit B rows of 200 bytes go in 8-byte chunks (4096 x 100 x 784
-// fp16 takes 13.5 us at N = 104, whose rows allow 16), and tf32 moves twice the bytes and converts
-// every fragment. Not faster (NOTES.md): 6 or 8 stages, 32 or 128 rows, 4 warps of 32 x 32, L2
-// prefetches of the k-slice, TMA boxes instead of cp.async; 128 columns split in two gain 4 % at
-// 4096 x 100 x 784 and lose 8 % at 8192 rows. Rows aligned to 2 bytes only (odd K or N in 16 bits)
-// take 16's (13's) path; mma.sync's rate is half of wgmma's, so large problems stay on 16.
-// Measured: 4096x100x784 41,044 GFLOP/s = 112.0 % of cuBLAS bf16; 4096x100x100 12,308 GFLOP/s =
-// 109.1 % of cuBLAS fp16; 4096x100x784 29,386 GFLOP/s = 68.7 % of cuBLAS tf32 (H100, 2026-11-27;
+// how soon each SM has its operands and how few instructions its 8 warps (2 per scheduler) issue
+// between them: per-fill index arithmetic was most of the k-loop (ncu), and working it out once
+// took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us. No reduction at 4096 rows (128 blocks).
+// What holds it back: tf32 moves twice the bytes and converts every fragment (B's by 4-byte loads);
+// 16-bit B rows of 200 bytes go in 8-byte chunks. Not faster (NOTES.md): 6 or 8 stages, 32 or 128
+// rows, 4 warps of 32 x 32, L2 prefetches, TMA boxes instead of cp.async, wgmma for tf32 (a rung
+// 18); 128 columns split in two gain 4 % at 4096 x 100 x 784 and lose 8 % at 8192 rows. Rows aligned
+// to 2 bytes only (odd K or N in 16 bits) take 16's (13's) path, as do large problems.
+// Measured: 4096x100x784 50,113 GFLOP/s = 113.7 % of cuBLAS fp16; 4096x100x100 12,800 GFLOP/s =
+// 113.0 % of cuBLAS bf16; 4096x100x784 31,782 GFLOP/s = 74.4 % of cuBLAS tf32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
 #include <type_traits>
@@ -85,6 +86,55 @@ __device__ __forceinline__ void load_stage(unsigned char* sA, unsigned char* sB,
     }
 }
 
+// This thread's share of a stage's copies where a k-tile lies whole inside K, as load_stage makes
+// them: each chunk's source (advanced one k-tile per fill), place in the stage and byte count (0:
+// a row past M or a column past N, nothing to copy), worked out once per block rather than at
+// every k-tile: the copies' index arithmetic was most of the k-loop's instructions.
+// Not kept for 4-byte copies of both 16-bit operands: their 16 chunks per thread would spill.
+template <class C, class T = typename C::T>
+struct Copies {
+    static constexpr int EA = C::WA / (int)sizeof(T), EB = C::WB / (int)sizeof(T);
+    static constexpr int NA = BM * (C::BK / EA) / THREADS, NB = C::BK * (BN / EB) / THREADS;
+    static constexpr bool kept = NA + NB <= 12;
+    const T* a[NA];
+    const T* b[NB];
+    unsigned a_dst[NA], b_dst[NB];
+    int a_bytes[NA], b_bytes[NB];
+    size_t b_step;  // elements from one k-tile of B to the next
+
+    __device__ __forceinline__ Copies(const T* __restrict__ A, const T* __restrict__ B, int M, int N, int K, int m0,
+                                      int n0, int k0)
+        : b_step((size_t)C::BK * N) {
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+            const int q = threadIdx.x + i * THREADS, r = q / (C::BK / EA), c = (q % (C::BK / EA)) * EA;
+            a[i] = A + (size_t)min(m0 + r, M - 1) * K + k0 + c;
+            a_dst[i] = r * C::A_PITCH + c * (int)sizeof(T);
+            a_bytes[i] = m0 + r < M ? C::WA : 0;
+        }
+#pragma unroll
+        for (int i = 0; i < NB; ++i) {
+            const int q = threadIdx.x + i * THREADS, r = q / (BN / EB), c = (q % (BN / EB)) * EB;
+            b[i] = B + (size_t)(k0 + r) * N + min(n0 + c, N - 1);
+            b_dst[i] = r * C::B_PITCH + c * (int)sizeof(T);
+            b_bytes[i] = max(0, min(EB, N - n0 - c)) * (int)sizeof(T);
+        }
+    }
+    // The next k-tile into the stage at shared addresses sA, sB.
+    __device__ __forceinline__ void fill(unsigned sA, unsigned sB) {
+#pragma unroll
+        for (int i = 0; i < NA; ++i) {
+            if (a_bytes[i]) cp_async_zfill<C::WA>(sA + a_dst[i], a[i], a_bytes[i]);
+            a[i] += C::BK;
+        }
+#pragma unroll
+        for (int i = 0; i < NB; ++i) {
+            if (b_bytes[i]) cp_async_zfill<C::WB>(sB + b_dst[i], b[i], b_bytes[i]);
+            b[i] += b_step;
+        }
+    }
+};
+
 // The warp's 16 x 32 product over one k-tile in shared memory (fragments as in 09).
 template <class C>
 __device__ __forceinline__ void warp_mma(float (&acc)[WN / 8][4], const unsigned char* tA, const unsigned char* tB,
@@ -134,9 +184,12 @@ __global__ void __launch_bounds__(THREADS)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = (warp / (BN / WN)) * 16, wn = (warp % (BN / WN)) * WN;
     float acc[WN / 8][4] = {};
-    auto fill = [&](int i) {  // k-tile kt_begin + i into stage i % STAGES
-        load_stage<C>(sA + (i % STAGES) * C::A_BYTES, sB + (i % STAGES) * C::B_BYTES, A, B, M, N, K, m0, n0,
-                      (kt_begin + i) * C::BK);
+    Copies<C> copies(A, B, M, N, K, m0, n0, kt_begin * C::BK);
+    auto fill = [&](int i) {  // k-tile kt_begin + i into stage i % STAGES; called for i = 0, 1, ... in turn
+        unsigned char *a = sA + (i % STAGES) * C::A_BYTES, *b = sB + (i % STAGES) * C::B_BYTES;
+        const int k0 = (kt_begin + i) * C::BK;
+        if (Copies<C>::kept && k0 + C::BK <= K) copies.fill(smem_u32(a), smem_u32(b));
+        else load_stage<C>(a, b, A, B, M, N, K, m0, n0, k0);  // the last k-tile of K, zeros past it
     };
 
     // The ring as in 09: STAGES - 1 k-tiles in flight ahead of the one multiplied.
