@@ -70,11 +70,10 @@ def test_every_registered_precision_has_a_reference_and_a_tolerance():
 def test_reference_label_names_a_C_narrower_than_ours():
     """cuBLAS writes float32 C as our kernels do where torch allows it; a row says when it did not."""
     ref = gemm.CublasRef()
-    fp16 = gemm.precision("fp16")
     ref.output["float16"] = "float32"
-    assert ref.name("fp16", fp16) == "cuBLAS fp16"
+    assert ref.name("fp16") == "cuBLAS fp16"
     ref.output["float16"] = "float16"  # a torch without mm's out_dtype, or cupy
-    assert ref.name("fp16", fp16) == "cuBLAS fp16 (float16 C)"
+    assert ref.name("fp16") == "cuBLAS fp16 (float16 C)"
 
 
 def test_unknown_precision_is_a_clear_error():

@@ -147,9 +147,9 @@ class CublasRef:
             return self._cupy(m, n, k, prec, reps)
         return None
 
-    def name(self, precision_name: str, prec: Precision) -> str:
+    def name(self, precision_name: str) -> str:
         """The reference's row label: its precision, and C's type where it is not float32 as ours."""
-        out = self.output.get(prec.dtype, "float32")
+        out = self.output.get(precision(precision_name).dtype, "float32")
         return f"cuBLAS {precision_name}" + ("" if out == "float32" else f" ({out} C)")
 
     def _torch(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float]:
@@ -267,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
                                (ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
                                 for _ in range(SERIES)) if rt]
                     ref_cache[key] = min(medians) if medians else float("nan")
-                ref_ms, ref_name = ref_cache[key], ref.name(spec.precision, precision(spec.precision))
+                ref_ms, ref_name = ref_cache[key], ref.name(spec.precision)
             else:
                 a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
                 b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
