@@ -9,19 +9,22 @@
 // 16 x 32, mma.sync m16n8k16 (m16n8k8 for tf32) fed by ldmatrix from a 4-stage cp.async ring that
 // every warp fills, each operand in the widest chunks its rows allow (16, 8 or 4 bytes); each thread
 // works out its chunks' sources and places once and steps them a k-tile per fill; split-K over a
-// cluster (as 10-16) only where the tiles leave SMs idle. cuBLAS's own kernels at these shapes are
-// sm80 kernels of this kind (64x64 tiles, no split, at 4096 x 100 x 784; ncu).
+// cluster (as 10-16) only where the tiles leave SMs idle; the two column tiles of a row run side by
+// side; tf32 takes float32 bit patterns as they are (as 12-13 do). cuBLAS's own kernels at these
+// shapes are sm80 kernels of this kind (64x64 tiles, no split, at 4096 x 100 x 784; ncu).
 // Why it should be faster: at these shapes the tensor cores idle most of the time; what counts is
 // how soon each SM has its operands and how few instructions its 8 warps (2 per scheduler) issue
 // between them: per-fill index arithmetic was most of the k-loop (ncu), and working it out once
 // took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us. No reduction at 4096 rows (128 blocks).
-// What holds it back: tf32 moves twice the bytes and converts every fragment (B's by 4-byte loads);
-// 16-bit B rows of 200 bytes go in 8-byte chunks. Not faster (NOTES.md): 6 or 8 stages, 32 or 128
-// rows, 4 warps of 32 x 32, L2 prefetches, TMA boxes instead of cp.async, wgmma for tf32 (a rung
-// 18); 128 columns split in two gain 4 % at 4096 x 100 x 784 and lose 8 % at 8192 rows. Rows aligned
-// to 2 bytes only (odd K or N in 16 bits) take 16's (13's) path, as do large problems.
-// Measured: 4096x100x784 50,113 GFLOP/s = 113.7 % of cuBLAS fp16; 4096x100x100 12,800 GFLOP/s =
-// 113.0 % of cuBLAS bf16; 4096x100x784 31,782 GFLOP/s = 74.4 % of cuBLAS tf32 (H100, 2026-11-27;
+// What holds it back: tf32 takes ~1.3x cuBLAS's time with the same tiles and bytes, for a reason
+// not found (NOTES.md: not stages, k-tile size, warps per tile or fragment loads); 16-bit B rows of
+// 200 bytes go in 8-byte chunks. Not faster (NOTES.md): 6 or 8 stages, 32 or 128 rows, 4 warps of 32 x 32, L2
+// prefetches, TMA boxes instead of cp.async, wgmma for tf32 (a rung 18), k-tiles of 64 floats, two
+// warps per 16 x 32 splitting each k-tile; 128 columns split in two gain 4 % at 4096 x 100 x 784 and
+// lose 8 % at 8192 rows. Rows aligned to 2 bytes only (odd K or N in 16 bits) take 16's (13's) path,
+// as do large problems.
+// Measured: 4096x100x784 50,176 GFLOP/s = 113.6 % of cuBLAS fp16; 4096x100x784 33,903 GFLOP/s =
+// 79.1 % of cuBLAS tf32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
 #include <type_traits>
@@ -145,14 +148,11 @@ __device__ __forceinline__ void warp_mma(float (&acc)[WN / 8][4], const unsigned
     for (int kk = 0; kk < C::BK; kk += C::KSTEP) {
         unsigned af[4];
         ldmatrix_x4(af, tA + a_row * C::A_PITCH + (kk + (lane >> 4) * (16 / (int)sizeof(T))) * (int)sizeof(T));
-        if constexpr (C::tf32) {
-#pragma unroll
-            for (int r = 0; r < 4; ++r) af[r] = to_tf32(af[r]);
+        if constexpr (C::tf32) {  // float32 bit patterns: the tensor cores ignore the low 13 mantissa bits
 #pragma unroll
             for (int j = 0; j < WN / 8; ++j) {
                 const float* p = reinterpret_cast<const float*>(tB + (kk + t) * C::B_PITCH) + wn + j * 8 + g;
-                mma_m16n8k8_tf32(acc[j], af, to_tf32(__float_as_uint(p[0])),
-                                 to_tf32(__float_as_uint(p[4 * C::B_PITCH / sizeof(float)])));
+                mma_m16n8k8_tf32(acc[j], af, __float_as_uint(p[0]), __float_as_uint(p[4 * C::B_PITCH / sizeof(float)]));
             }
         } else {
 #pragma unroll
@@ -167,9 +167,10 @@ __device__ __forceinline__ void warp_mma(float (&acc)[WN / 8][4], const unsigned
     }
 }
 
-// C = act(A @ B + bias) for the tile of block x (tile-rows first) over k-tiles [y * kt_per_split, +
-// kt_per_split). With gridDim.y > 1 the blocks of a tile are one cluster and add up their partial
-// tiles through distributed shared memory (cluster_reduce_store, as 10-16 do).
+// C = act(A @ B + bias) for the tile of block x over k-tiles [y * kt_per_split, +kt_per_split).
+// Tiles go a row of tiles at a time, so that the blocks reading the same rows of A run side by side.
+// With gridDim.y > 1 the blocks of a tile are one cluster and add up their partial tiles through
+// distributed shared memory (cluster_reduce_store, as 10-16 do).
 template <class C, class T = typename C::T>
 __global__ void __launch_bounds__(THREADS)
     small_kernel(const T* __restrict__ A, const T* __restrict__ B, const float* __restrict__ bias,
@@ -177,8 +178,8 @@ __global__ void __launch_bounds__(THREADS)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* sA = smem_raw;
     unsigned char* sB = sA + STAGES * C::A_BYTES;
-    const int tiles_m = ceil_div(M, BM);
-    const int m0 = (blockIdx.x % tiles_m) * BM, n0 = (blockIdx.x / tiles_m) * BN;
+    const int tiles_n = ceil_div(N, BN);
+    const int m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
     const int kt_begin = blockIdx.y * kt_per_split;
     const int n_iter = min(ceil_div(K, C::BK) - kt_begin, kt_per_split);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
