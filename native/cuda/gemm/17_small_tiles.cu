@@ -18,11 +18,11 @@
 // took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us. No reduction at 4096 rows (128 blocks).
 // What holds it back: tf32 takes ~1.3x cuBLAS's time with the same tiles and bytes, for a reason
 // not found (NOTES.md: not stages, k-tile size, warps per tile or fragment loads); 16-bit B rows of
-// 200 bytes go in 8-byte chunks. Not faster (NOTES.md): 6 or 8 stages, 32 or 128 rows, 4 warps of 32 x 32, L2
-// prefetches, TMA boxes instead of cp.async, wgmma for tf32 (a rung 18), k-tiles of 64 floats, two
-// warps per 16 x 32 splitting each k-tile; 128 columns split in two gain 4 % at 4096 x 100 x 784 and
-// lose 8 % at 8192 rows. Rows aligned to 2 bytes only (odd K or N in 16 bits) take 16's (13's) path,
-// as do large problems.
+// 200 bytes go in 8-byte chunks. Not faster (NOTES.md): 6 or 8 stages, 32 or 128 rows, 4 warps of
+// 32 x 32, L2 prefetches, TMA boxes instead of cp.async, wgmma for tf32 (a rung 18), k-tiles of 64
+// floats, two warps per 16 x 32 splitting each k-tile; 128 columns split in two gain 4 % at 4096 x
+// 100 x 784 and lose 8 % at 8192 rows. Rows aligned to 2 bytes only (odd K or N in 16 bits) take
+// 16's (13's) path, as do large problems.
 // Measured: 4096x100x784 50,176 GFLOP/s = 113.6 % of cuBLAS fp16; 4096x100x784 33,903 GFLOP/s =
 // 79.1 % of cuBLAS tf32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
