@@ -4,27 +4,26 @@
 //
 // What changed from 16: for M x 100 x K a 128x256 tile computes 256 columns to keep 100 and holds
 // 197 KB of shared memory, so 4096 rows make 32 blocks on 132 SMs; split-K fills the rest and pays a
-// reduction of 128-row tiles, and the producer's 4 warps issue every cp.async alone (200-byte rows
-// are out of TMA's reach). Here a block tile is 64 x 64 (two column tiles for N = 100), 8 warps of
-// 16 x 32, mma.sync m16n8k16 (m16n8k8 for tf32) fed by ldmatrix from a 4-stage cp.async ring that
-// every warp fills, each operand in the widest chunks its rows allow (16, 8 or 4 bytes); each thread
-// works out its chunks' sources and places once and steps them a k-tile per fill; split-K over a
-// cluster (as 10-16) only where the tiles leave SMs idle; the two column tiles of a row run side by
-// side; tf32 takes float32 bit patterns as they are (as 12-13 do). cuBLAS's own kernels at these
-// shapes are sm80 kernels of this kind (64x64 tiles, no split, at 4096 x 100 x 784; ncu).
+// reduction of 128-row tiles. Here a block tile is 64 x 64 (two column tiles for N = 100, side by
+// side), mma.sync (m16n8k16; m16n8k8 for tf32) fed from a cp.async ring that every warp fills, each
+// operand in the widest chunks its rows allow (16, 8 or 4 bytes), each thread's chunks worked out
+// once per block; fragments loaded a k-step ahead, across the barrier too; split-K over a cluster
+// (as 10-16) only where the tiles leave SMs idle. 16-bit: 8 warps of 16 x 32, ldmatrix, 4 stages.
+// tf32 (no transposing ldmatrix): the mma computes the tile transposed, its rows and k renumbered so
+// that every fragment is one 8-byte shared load; 4 warps of 32 x 32 and 8 stages (6 where two
+// blocks share an SM), the shape of cuBLAS's own sm80 kernel at these sizes.
 // Why it should be faster: at these shapes the tensor cores idle most of the time; what counts is
-// how soon each SM has its operands and how few instructions its 8 warps (2 per scheduler) issue
-// between them: per-fill index arithmetic was most of the k-loop (ncu), and working it out once
-// took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us. No reduction at 4096 rows (128 blocks).
-// What holds it back: tf32 takes ~1.3x cuBLAS's time with the same tiles and bytes, for a reason
-// not found (NOTES.md: not stages, k-tile size, warps per tile or fragment loads); 16-bit B rows of
-// 200 bytes go in 8-byte chunks. Not faster (NOTES.md): 6 or 8 stages, 32 or 128 rows, 4 warps of
-// 32 x 32, L2 prefetches, TMA boxes instead of cp.async, wgmma for tf32 (a rung 18), k-tiles of 64
-// floats, two warps per 16 x 32 splitting each k-tile; 128 columns split in two gain 4 % at 4096 x
-// 100 x 784 and lose 8 % at 8192 rows. Rows aligned to 2 bytes only (odd K or N in 16 bits) take
+// how soon each SM has its operands and how few instructions its warps issue between them. The
+// copies' index arithmetic once per block took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us;
+// tf32's 8-byte fragments, the early loads and the deeper ring took tf32 there from 18.9 to 15.0.
+// What holds it back: tf32 only draws level with cuBLAS at 4096 x 100 x 784 (same tiles, fewer
+// instructions and L2 reads, but 4.1 cycles per warp instruction against 3.0; NOTES.md); 16-bit B
+// rows of 200 bytes go in 8-byte chunks. Not faster (NOTES.md): more stages for 16-bit, 7, 10 or 11
+// for tf32, 32 or 128 rows, 128 columns, split-K at two blocks an SM, L2 prefetch hints, TMA boxes,
+// wgmma for tf32, k-tiles of 64 floats. Rows aligned to 2 bytes only (odd K or N in 16 bits) take
 // 16's (13's) path, as do large problems.
-// Measured: 4096x100x784 50,176 GFLOP/s = 113.6 % of cuBLAS fp16; 4096x100x784 33,903 GFLOP/s =
-// 79.1 % of cuBLAS tf32 (H100, 2026-11-27;
+// Measured: 4096x100x784 51,795 GFLOP/s = 118.3 % of cuBLAS fp16;
+// 4096x100x784 42,703 GFLOP/s = 98.9 % of cuBLAS tf32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
 #include <type_traits>
@@ -35,23 +34,31 @@ namespace gemmpad::cuda::small {
 namespace {
 
 constexpr int BM = 64, BN = 64;  // block tile: 2 column tiles for the MLP's N = 100
-constexpr int WN = 32;           // a warp per 16 x 32: four n8 mma tiles
-constexpr int WARPS = BM / 16 * (BN / WN), THREADS = 32 * WARPS;
+constexpr int WN = 32;           // a warp's columns: four n8 mma tiles
 constexpr int ROW_BYTES = 128;   // a k-tile: 64 halves or 32 floats per row of A
-constexpr int STAGES = 4;        // 6 and 8 were no faster (NOTES.md)
 
 // The block tile's layout for operand type T_ (__half, __nv_bfloat16, or float for tf32), A copied
-// in WA_-byte cp.async chunks (16, 8 or 4: the widest its rows allow), B in WB_-byte ones.
-template <class T_, int WA_, int WB_>
+// in WA_-byte cp.async chunks (16, 8 or 4: the widest its rows allow), B in WB_-byte ones; ALONE_:
+// the grid fits on the SMs at one block each.
+template <class T_, int WA_, int WB_, bool ALONE_>
 struct Tile {
     using T = T_;
     static constexpr bool tf32 = std::is_same_v<T, float>;
     static constexpr int WA = WA_, WB = WB_;
     static constexpr int BK = ROW_BYTES / (int)sizeof(T), KSTEP = tf32 ? 8 : 16;
-    // Rows padded as in 09: A's by 16 bytes (ldmatrix phases on 8 bank groups), B's by 8 elements
-    // (16-bit: the same for ldmatrix.trans; tf32: 32 bytes, so a fragment's 4x8 loads hit 32 banks).
-    static constexpr int A_PITCH = ROW_BYTES + 16, B_PITCH = (BN + 8) * (int)sizeof(T);  // bytes
-    static constexpr int A_BYTES = BM * A_PITCH, B_BYTES = BK * B_PITCH;                 // a stage
+    // Warps of WM x 32 over a ring of STAGES k-tiles. 16-bit: 8 warps of 16 rows, 4 stages (4 warps
+    // of 32 rows and 6 or 8 stages were no faster, NOTES.md). tf32: 4 warps of 32 rows as cuBLAS's
+    // tf32 kernel at these shapes; 8 stages where a block has its SM to itself, else 6 (113 KB), so
+    // that two blocks share an SM (8192 rows: 8 stages there were 13 % slower).
+    static constexpr int WM = tf32 ? 32 : 16, STAGES = !tf32 ? 4 : ALONE_ ? 8 : 6;
+    static constexpr int THREADS = 32 * (BM / WM) * (BN / WN);
+    static constexpr int ACC = WM / 16 * (WN / 8);  // m16n8 accumulator tiles per warp
+    static_assert(tf32 || WM == 16, "16-bit fragments: one ldmatrix of A's 16 rows per k-step");
+    // Rows padded so that no fragment load meets a bank twice. 16-bit as in 09: A's by 16 bytes and
+    // B's by 8 elements (ldmatrix phases on 8 bank groups). tf32 (8-byte loads, 16 lanes a phase):
+    // A's by 32 bytes (4 rows 8 banks apart), B's by 4 floats (rows 2t 8 banks apart).
+    static constexpr int A_PITCH = ROW_BYTES + (tf32 ? 32 : 16), B_PITCH = (BN + (tf32 ? 4 : 8)) * (int)sizeof(T);
+    static constexpr int A_BYTES = BM * A_PITCH, B_BYTES = BK * B_PITCH;  // a stage
     static constexpr int PITCH = BN + 4;  // split-K's partial tile row, floats
     static constexpr int SMEM = std::max<int>(STAGES * (A_BYTES + B_BYTES), BM * PITCH * (int)sizeof(float));
 };
@@ -65,10 +72,10 @@ __device__ __forceinline__ void load_stage(unsigned char* sA, unsigned char* sB,
                                            const T* __restrict__ B, int M, int N, int K, int m0, int n0, int k0) {
     {
         constexpr int E = C::WA / (int)sizeof(T), ROW = C::BK / E;
-        static_assert(BM * ROW % THREADS == 0, "A's chunks split evenly over the threads");
+        static_assert(BM * ROW % C::THREADS == 0, "A's chunks split evenly over the threads");
 #pragma unroll
-        for (int i = 0; i < BM * ROW / THREADS; ++i) {
-            const int q = threadIdx.x + i * THREADS, r = q / ROW, c = (q % ROW) * E;
+        for (int i = 0; i < BM * ROW / C::THREADS; ++i) {
+            const int q = threadIdx.x + i * C::THREADS, r = q / ROW, c = (q % ROW) * E;
             const int gr = m0 + r, gk = k0 + c, valid = max(0, min(E, K - gk));
             if (gr < M)
                 cp_async_zfill<C::WA>(smem_u32(sA + r * C::A_PITCH + c * (int)sizeof(T)),
@@ -77,10 +84,10 @@ __device__ __forceinline__ void load_stage(unsigned char* sA, unsigned char* sB,
     }
     {
         constexpr int E = C::WB / (int)sizeof(T), ROW = BN / E;
-        static_assert(C::BK * ROW % THREADS == 0, "B's chunks split evenly over the threads");
+        static_assert(C::BK * ROW % C::THREADS == 0, "B's chunks split evenly over the threads");
 #pragma unroll
-        for (int i = 0; i < C::BK * ROW / THREADS; ++i) {
-            const int q = threadIdx.x + i * THREADS, r = q / ROW, c = (q % ROW) * E;
+        for (int i = 0; i < C::BK * ROW / C::THREADS; ++i) {
+            const int q = threadIdx.x + i * C::THREADS, r = q / ROW, c = (q % ROW) * E;
             const int gk = k0 + r, gn = n0 + c, valid = gk < K ? min(E, N - gn) : 0;
             if (gn < N)
                 cp_async_zfill<C::WB>(smem_u32(sB + r * C::B_PITCH + c * (int)sizeof(T)),
@@ -97,7 +104,7 @@ __device__ __forceinline__ void load_stage(unsigned char* sA, unsigned char* sB,
 template <class C, class T = typename C::T>
 struct Copies {
     static constexpr int EA = C::WA / (int)sizeof(T), EB = C::WB / (int)sizeof(T);
-    static constexpr int NA = BM * (C::BK / EA) / THREADS, NB = C::BK * (BN / EB) / THREADS;
+    static constexpr int NA = BM * (C::BK / EA) / C::THREADS, NB = C::BK * (BN / EB) / C::THREADS;
     static constexpr bool kept = NA + NB <= 12;
     const T* a[NA];
     const T* b[NB];
@@ -110,14 +117,14 @@ struct Copies {
         : b_step((size_t)C::BK * N) {
 #pragma unroll
         for (int i = 0; i < NA; ++i) {
-            const int q = threadIdx.x + i * THREADS, r = q / (C::BK / EA), c = (q % (C::BK / EA)) * EA;
+            const int q = threadIdx.x + i * C::THREADS, r = q / (C::BK / EA), c = (q % (C::BK / EA)) * EA;
             a[i] = A + (size_t)min(m0 + r, M - 1) * K + k0 + c;
             a_dst[i] = r * C::A_PITCH + c * (int)sizeof(T);
             a_bytes[i] = m0 + r < M ? C::WA : 0;
         }
 #pragma unroll
         for (int i = 0; i < NB; ++i) {
-            const int q = threadIdx.x + i * THREADS, r = q / (BN / EB), c = (q % (BN / EB)) * EB;
+            const int q = threadIdx.x + i * C::THREADS, r = q / (BN / EB), c = (q % (BN / EB)) * EB;
             b[i] = B + (size_t)(k0 + r) * N + min(n0 + c, N - 1);
             b_dst[i] = r * C::B_PITCH + c * (int)sizeof(T);
             b_bytes[i] = max(0, min(EB, N - n0 - c)) * (int)sizeof(T);
@@ -138,32 +145,65 @@ struct Copies {
     }
 };
 
-// The warp's 16 x 32 product over one k-tile in shared memory (fragments as in 09).
+// One k-step's fragments of the warp's 16 x 32 product. 16-bit as in 09: A's by ldmatrix, and b0, b1
+// per n-tile by ldmatrix.trans.
+template <class C, bool TF32 = C::tf32>
+struct Frag {
+    unsigned a[4], b[WN / 8][2];
+};
+// tf32 has no transposing ldmatrix, so the mma computes the tile transposed, D^T = B^T A^T, with
+// its rows and k renumbered to make every fragment one 8-byte load from the row-major tiles: mma
+// row g of each 16 is column 2g of C, row g + 8 column 2g + 1; mma k t is k 2t, k t + 4 is 2t + 1.
+// bt: the 16 x 8 "A" fragments from B (two per 32 columns), at: the 8 x 8 "B" ones from A's rows.
 template <class C>
-__device__ __forceinline__ void warp_mma(float (&acc)[WN / 8][4], const unsigned char* tA, const unsigned char* tB,
-                                         int wm, int wn, int lane) {
+struct Frag<C, true> {
+    unsigned bt[WN / 16][4], at[C::WM / 8][2];
+};
+
+// Loads k-step kk of the stage at tA, tB into f.
+template <class C>
+__device__ __forceinline__ void load_frag(Frag<C>& f, const unsigned char* tA, const unsigned char* tB, int kk, int wm,
+                                          int wn, int lane) {
     using T = typename C::T;
-    const int a_row = wm + (lane & 15), g = lane >> 2, t = lane & 3;
+    const int g = lane >> 2, t = lane & 3;
+    if constexpr (C::tf32) {
 #pragma unroll
-    for (int kk = 0; kk < C::BK; kk += C::KSTEP) {
-        unsigned af[4];
-        ldmatrix_x4(af, tA + a_row * C::A_PITCH + (kk + (lane >> 4) * (16 / (int)sizeof(T))) * (int)sizeof(T));
-        if constexpr (C::tf32) {  // float32 bit patterns: the tensor cores ignore the low 13 mantissa bits
-#pragma unroll
-            for (int j = 0; j < WN / 8; ++j) {
-                const float* p = reinterpret_cast<const float*>(tB + (kk + t) * C::B_PITCH) + wn + j * 8 + g;
-                mma_m16n8k8_tf32(acc[j], af, __float_as_uint(p[0]), __float_as_uint(p[4 * C::B_PITCH / sizeof(float)]));
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < WN / 8; j += 2) {
-                unsigned b[4];  // b0, b1 of n-tile j, then of n-tile j + 1
-                const int n = wn + (lane >> 4) * 8 + j * 8;
-                ldmatrix_x4_trans(b, tB + (kk + (lane & 15)) * C::B_PITCH + n * (int)sizeof(T));
-                mma_m16n8k16<T>(acc[j], af, b[0], b[1]);
-                mma_m16n8k16<T>(acc[j + 1], af, b[2], b[3]);
-            }
+        for (int j = 0; j < WN / 16; ++j) {
+            const float* p = reinterpret_cast<const float*>(tB + (kk + 2 * t) * C::B_PITCH) + wn + j * 16 + 2 * g;
+            const float2 lo = *reinterpret_cast<const float2*>(p);
+            const float2 hi = *reinterpret_cast<const float2*>(p + C::B_PITCH / sizeof(float));
+            f.bt[j][0] = __float_as_uint(lo.x), f.bt[j][1] = __float_as_uint(lo.y);
+            f.bt[j][2] = __float_as_uint(hi.x), f.bt[j][3] = __float_as_uint(hi.y);
         }
+#pragma unroll
+        for (int i = 0; i < C::WM / 8; ++i) {
+            const float2 v = *reinterpret_cast<const float2*>(tA + (wm + i * 8 + g) * C::A_PITCH + (kk + 2 * t) * 4);
+            f.at[i][0] = __float_as_uint(v.x), f.at[i][1] = __float_as_uint(v.y);
+        }
+    } else {
+        constexpr int E = (int)sizeof(T);
+        ldmatrix_x4(f.a, tA + (wm + (lane & 15)) * C::A_PITCH + (kk + (lane >> 4) * 8) * E);
+#pragma unroll
+        for (int j = 0; j < WN / 8; j += 2) {
+            unsigned b[4];  // b0, b1 of n-tile j, then of n-tile j + 1
+            ldmatrix_x4_trans(b, tB + (kk + (lane & 15)) * C::B_PITCH + (wn + (lane >> 4) * 8 + j * 8) * E);
+            f.b[j][0] = b[0], f.b[j][1] = b[1], f.b[j + 1][0] = b[2], f.b[j + 1][1] = b[3];
+        }
+    }
+}
+
+// acc += the k-step in f; tf32's acc[2j + i] holds the transposed n16 x m8 tile (j, i).
+template <class C>
+__device__ __forceinline__ void mma_frag(float (&acc)[C::ACC][4], const Frag<C>& f) {
+    if constexpr (C::tf32) {
+#pragma unroll
+        for (int j = 0; j < WN / 16; ++j)
+#pragma unroll
+            for (int i = 0; i < C::WM / 8; ++i)
+                mma_m16n8k8_tf32(acc[C::WM / 8 * j + i], f.bt[j], f.at[i][0], f.at[i][1]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < WN / 8; ++j) mma_m16n8k16<typename C::T>(acc[j], f.a, f.b[j][0], f.b[j][1]);
     }
 }
 
@@ -172,75 +212,105 @@ __device__ __forceinline__ void warp_mma(float (&acc)[WN / 8][4], const unsigned
 // With gridDim.y > 1 the blocks of a tile are one cluster and add up their partial tiles through
 // distributed shared memory (cluster_reduce_store, as 10-16 do).
 template <class C, class T = typename C::T>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(C::THREADS)
     small_kernel(const T* __restrict__ A, const T* __restrict__ B, const float* __restrict__ bias,
                  float* __restrict__ out, int M, int N, int K, Act act, int kt_per_split) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     unsigned char* sA = smem_raw;
-    unsigned char* sB = sA + STAGES * C::A_BYTES;
+    unsigned char* sB = sA + C::STAGES * C::A_BYTES;
     const int tiles_n = ceil_div(N, BN);
     const int m0 = (blockIdx.x / tiles_n) * BM, n0 = (blockIdx.x % tiles_n) * BN;
     const int kt_begin = blockIdx.y * kt_per_split;
     const int n_iter = min(ceil_div(K, C::BK) - kt_begin, kt_per_split);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int wm = (warp / (BN / WN)) * 16, wn = (warp % (BN / WN)) * WN;
-    float acc[WN / 8][4] = {};
+    const int wm = (warp / (BN / WN)) * C::WM, wn = (warp % (BN / WN)) * WN;
+    float acc[C::ACC][4] = {};
     Copies<C> copies(A, B, M, N, K, m0, n0, kt_begin * C::BK);
     auto fill = [&](int i) {  // k-tile kt_begin + i into stage i % STAGES; called for i = 0, 1, ... in turn
-        unsigned char *a = sA + (i % STAGES) * C::A_BYTES, *b = sB + (i % STAGES) * C::B_BYTES;
+        unsigned char *a = sA + (i % C::STAGES) * C::A_BYTES, *b = sB + (i % C::STAGES) * C::B_BYTES;
         const int k0 = (kt_begin + i) * C::BK;
         if (Copies<C>::kept && k0 + C::BK <= K) copies.fill(smem_u32(a), smem_u32(b));
         else load_stage<C>(a, b, A, B, M, N, K, m0, n0, k0);  // the last k-tile of K, zeros past it
     };
 
-    // The ring as in 09: STAGES - 1 k-tiles in flight ahead of the one multiplied.
+    // The ring: STAGES k-tiles in flight. Fragments go a k-step ahead of the mma that uses them,
+    // across the barrier too: the last k-step of tile `it` waits for tile it + 1, refills tile it's
+    // stage (its fragments are all in registers by then) and loads tile it + 1's first step before
+    // it multiplies (CUTLASS's order), so no warp waits on shared memory at the top of a tile.
+    constexpr int STEPS = C::BK / C::KSTEP;
+    static_assert(STEPS % 2 == 0, "fragments alternate between two buffers, a tile's first step in f[0]");
+    auto stage_a = [&](int i) { return sA + (i % C::STAGES) * C::A_BYTES; };
+    auto stage_b = [&](int i) { return sB + (i % C::STAGES) * C::B_BYTES; };
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < C::STAGES - 1; ++s) {
         if (s < n_iter) fill(s);
         cp_async_commit();
     }
+    Frag<C> f[2];
+    cp_async_wait<C::STAGES - 2>();  // k-tile 0 has landed (this thread's copies)...
+    __syncthreads();              // ...and everyone's
+    if (C::STAGES - 1 < n_iter) fill(C::STAGES - 1);  // into the one stage not yet used
+    cp_async_commit();
+    if (n_iter > 0) load_frag<C>(f[0], stage_a(0), stage_b(0), 0, wm, wn, lane);
     for (int it = 0; it < n_iter; ++it) {
-        cp_async_wait<STAGES - 2>();  // k-tile `it` has landed (this thread's copies)...
-        __syncthreads();              // ...and everyone's; the stage of it - 1 is free again
-        if (it + STAGES - 1 < n_iter) fill(it + STAGES - 1);
-        cp_async_commit();
-        warp_mma<C>(acc, sA + (it % STAGES) * C::A_BYTES, sB + (it % STAGES) * C::B_BYTES, wm, wn, lane);
+#pragma unroll
+        for (int s = 0; s < STEPS; ++s) {
+            if (s + 1 < STEPS) {
+                load_frag<C>(f[(s + 1) % 2], stage_a(it), stage_b(it), (s + 1) * C::KSTEP, wm, wn, lane);
+            } else {
+                cp_async_wait<C::STAGES - 2>();  // k-tile it + 1 has landed...
+                __syncthreads();              // ...everyone's; every warp holds tile it's last fragments
+                if (it + C::STAGES < n_iter) fill(it + C::STAGES);  // into tile it's stage
+                cp_async_commit();
+                if (it + 1 < n_iter) load_frag<C>(f[0], stage_a(it + 1), stage_b(it + 1), 0, wm, wn, lane);
+            }
+            mma_frag<C>(acc, f[s % 2]);
+        }
     }
     cp_async_wait<0>();
 
-    // m16n8 accumulators: a lane holds rows g, g + 8 and columns 2t, 2t + 1 of each n-tile.
+    // Where accumulator j's pair h goes: the block tile's row r and columns c, c + 1, from acc[j][e0]
+    // and acc[j][e1]. 16-bit as m16n8: rows g, g + 8, columns 2t, 2t + 1 of n-tile j; tf32 (transposed,
+    // renumbered): rows 2t, 2t + 1 of m-tile j % 2, columns 2g, 2g + 1 of n-tile j / 2.
+    struct Pair {
+        int r, c, e0, e1;
+    };
     const int g = lane >> 2, t = lane & 3;
+    auto pair = [&](int j, int h) {
+        constexpr int MT = C::WM / 8;  // tf32: m8 tiles per warp
+        if constexpr (C::tf32) return Pair{wm + j % MT * 8 + 2 * t + h, wn + j / MT * 16 + 2 * g, h, 2 + h};
+        else return Pair{wm + g + 8 * h, wn + 8 * j + 2 * t, 2 * h, 2 * h + 1};
+    };
     if (gridDim.y > 1) {
         float* part = reinterpret_cast<float*>(sA);  // over the stages
         __syncthreads();                              // every warp is done reading them
 #pragma unroll
-        for (int j = 0; j < WN / 8; ++j)
+        for (int j = 0; j < C::ACC; ++j)
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                *reinterpret_cast<float2*>(part + (wm + g + 8 * h) * C::PITCH + wn + 8 * j + 2 * t) =
-                    make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
+            for (int h = 0; h < 2; ++h) {
+                const Pair q = pair(j, h);
+                *reinterpret_cast<float2*>(part + q.r * C::PITCH + q.c) = make_float2(acc[j][q.e0], acc[j][q.e1]);
+            }
         cluster_arrive_release();
         cluster_wait_acquire();  // every block's partial tile is written
-        cluster_reduce_store(part, BM, BN, C::PITCH, m0, n0, M, N, bias, act, out, threadIdx.x, THREADS);
+        cluster_reduce_store(part, BM, BN, C::PITCH, m0, n0, M, N, bias, act, out, threadIdx.x, C::THREADS);
         cluster_arrive_relaxed();
         cluster_wait_acquire();  // no block leaves while another still reads its tile
         return;
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int row = m0 + wm + g + 8 * h;
-        if (row >= M) continue;
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int j = 0; j < WN / 8; ++j) {
-            const int col = n0 + wn + 8 * j + 2 * t;
-            if (col < N) store_pair(out + (size_t)row * N, col, N, acc[j][2 * h], acc[j][2 * h + 1], bias, act);
+        for (int j = 0; j < C::ACC; ++j) {
+            const Pair q = pair(j, h);
+            if (m0 + q.r < M && n0 + q.c < N)
+                store_pair(out + (size_t)(m0 + q.r) * N, n0 + q.c, N, acc[j][q.e0], acc[j][q.e1], bias, act);
         }
-    }
 }
 
-template <class T, int WA, int WB>
+template <class T, int WA, int WB, bool ALONE>
 void run(const GemmProblem& p, cudaStream_t stream, const char* name) {
-    using C = Tile<T, WA, WB>;
+    using C = Tile<T, WA, WB, ALONE>;
     constexpr auto kernel = small_kernel<C>;
     static bool attribute_set = false;  // per instantiation; one host thread drives the GPU (common.cuh)
     if (!attribute_set) {
@@ -248,10 +318,10 @@ void run(const GemmProblem& p, cudaStream_t stream, const char* name) {
         attribute_set = true;
     }
     const int tiles = ceil_div(p.M, BM) * ceil_div(p.N, BN), k_tiles = ceil_div(p.K, C::BK);
-    const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), THREADS, C::SMEM, tiles, k_tiles, 1);
+    const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), C::THREADS, C::SMEM, tiles, k_tiles, 1);
     const int kt_per_split = ceil_div(k_tiles, splits);
     cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg = make_launch_config(dim3(tiles, splits), dim3(THREADS), C::SMEM, stream,
+    const cudaLaunchConfig_t cfg = make_launch_config(dim3(tiles, splits), dim3(C::THREADS), C::SMEM, stream,
                                                       dim3(1, splits), attr);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const T*>(p.A), static_cast<const T*>(p.B), p.bias, p.C,
                                   p.M, p.N, p.K, p.act, kt_per_split));
@@ -278,9 +348,15 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     if (p.in_type != Op::in_type || !hopper::unavailable().empty() || std::min(align_a, align_b) < 4 ||
         big_tiles >= device_props().multiProcessorCount)
         return hopper::launch<Op, STEPS...>(p, stream, name);
+    const bool alone = ceil_div(p.M, BM) * ceil_div(p.N, BN) <= device_props().multiProcessorCount;
     with_width(align_a, [&](auto a) {
-        constexpr int WA = decltype(a)::value;
-        with_width(align_b, [&](auto b) { run<T, WA, decltype(b)::value>(p, stream, name); });
+        with_width(align_b, [&](auto b) {
+            constexpr int WA = decltype(a)::value, WB = decltype(b)::value;
+            if constexpr (std::is_same_v<T, float>) {
+                if (alone) return run<T, WA, WB, true>(p, stream, name);
+            }
+            run<T, WA, WB, false>(p, stream, name);
+        });
     });
 }
 
