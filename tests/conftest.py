@@ -48,6 +48,24 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def round_e4m3(x: np.ndarray) -> np.ndarray:
+    """x as the fp8 kernels see it, in float64: e4m3 (3 mantissa bits, subnormals from 2^-9,
+    round to nearest even), saturating at +-448 as the device's conversion does (inf too); NaN stays."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        _, e = np.frexp(x)
+        quantum = np.where(np.abs(x) >= 2.0**-6, np.ldexp(1.0, e - 4), 2.0**-9)
+        return np.clip(np.round(np.clip(x, -448, 448) / quantum) * quantum, -448, 448)
+
+
+def operands(precision: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A and B as a kernel of `precision` multiplies them, for a float64 reference: fp8's rounding
+    is coarser than any tolerance worth testing (2^-4), so its reference takes the rounded operands."""
+    if precision == "fp8":
+        return round_e4m3(a), round_e4m3(b)
+    return a.astype(np.float64), b.astype(np.float64)
+
+
 def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
     """||out - ref|| / ||ref||, NaN if any output is NaN (so it never passes)."""
     out64 = out.astype(np.float64)

@@ -64,7 +64,7 @@ def test_every_registered_precision_has_a_reference_and_a_tolerance():
     """A kernel of a new precision gets its cuBLAS row from PRECISIONS alone: a missing entry is caught here."""
     for spec in registry.kernels(kind="gemm"):
         p = gemm.precision(spec.precision)
-        assert 0 < p.tolerance < 0.1 and p.dtype in ("float32", "float16", "bfloat16")
+        assert 0 < p.tolerance < 0.1 and p.dtype in ("float32", "float16", "bfloat16", "float8_e4m3fn")
 
 
 def test_reference_label_names_a_C_narrower_than_ours():
@@ -77,8 +77,8 @@ def test_reference_label_names_a_C_narrower_than_ours():
 
 
 def test_unknown_precision_is_a_clear_error():
-    with pytest.raises(gemmpad.errors.GemmpadError, match="fp8.*PRECISIONS"):
-        gemm.precision("fp8")
+    with pytest.raises(gemmpad.errors.GemmpadError, match="fp4.*PRECISIONS"):
+        gemm.precision("fp4")
 
 
 def test_default_sizes_are_the_mlp_layers_and_the_large_squares():

@@ -22,6 +22,20 @@ def test_sweep_table_names_where_the_gpu_wins():
     assert "The CPU is faster end to end at every batch measured." in report.sweep_table(cpu_only)
 
 
+
+def test_a_shape_the_reference_cannot_run_shows_no_ratio():
+    """cuBLAS fp8 takes only K and N that are multiples of 16: the kernel's GFLOP/s stand alone and
+    no reference row or ratio is made up for that shape."""
+    row = {"kernel": "cuda.18_wgmma_fp8", "device": "cuda", "precision": "fp8", "M": 256, "N": 100, "K": 784,
+           "ms": 0.01, "gflops": 4014.1, "reference": "cuBLAS fp8", "reference_ms": None, "reference_gflops": None,
+           "percent_of_reference": None, "rel_error": 0.03}
+    timed = dict(row, M=4096, N=4096, K=4096, gflops=900000.0, reference_ms=0.1, reference_gflops=1200000.0,
+                 percent_of_reference=75.0)
+    summary = report.gemm_summary([row, timed])
+    assert "| `cuda.18_wgmma_fp8` | fp8 | 4,014 | 900,000 (75.0%) |" in summary
+    assert "| cuBLAS fp8 (reference) | fp8 | — | 1,200,000 |" in summary
+    assert "none at this shape | — |" in report.gemm_table([row])
+
 COMMITTED = Path(__file__).resolve().parent.parent / "assets" / "benchmarks" / "h200"
 
 

@@ -1,4 +1,4 @@
-"""Tensor-core kernels (08 WMMA, 09 mma.sync, 10-16 wgmma, 17) on the paths test_gemm's small shapes miss.
+"""Tensor-core kernels (08 WMMA, 09 mma.sync, 10-16 and 18 wgmma, 17) on the paths test_gemm's small shapes miss.
 
 test_gemm.py already runs every kernel on awkward shapes up to ~150 and the MLP
 layers. These add the cases that pick a different code path inside 08-17:
@@ -20,9 +20,9 @@ from tests.test_gemm import TOLERANCE, check, reference
 TC = [
     pytest.param(s.name, marks=kernel_marks(s), id=s.name)
     for s in registry.kernels(device="cuda", kind="gemm")
-    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15", "16", "17")
+    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15", "16", "17", "18")
 ]
-WGMMA = [p for p in TC if p.id.startswith(("cuda.10_", "cuda.11_", "cuda.12_", "cuda.13_", "cuda.14_", "cuda.15_", "cuda.16_", "cuda.17_"))]
+WGMMA = [p for p in TC if p.id.startswith(tuple(f"cuda.{step}_" for step in range(10, 19)))]
 SMALL = [p for p in TC if p.id.startswith("cuda.17_")]
 
 pytestmark = pytest.mark.gpu
@@ -59,7 +59,8 @@ def test_split_k_is_deterministic(name: str, rng: np.random.Generator) -> None:
     a = rng.uniform(-1, 1, (200, 3000)).astype(np.float32)
     b = rng.uniform(-1, 1, (3000, 136)).astype(np.float32)
     first = gemmpad.gemm(a, b, kernel=name, out=np.full((200, 136), np.nan, np.float32))
-    assert gemm_error(first, reference(a, b, None, None), a, b, None) <= TOLERANCE[registry.get(name).precision]
+    precision = registry.get(name).precision
+    assert gemm_error(first, reference(a, b, None, None, precision), a, b, None) <= TOLERANCE[precision]
     for _ in range(3):
         again = gemmpad.gemm(a, b, kernel=name, out=np.full((200, 136), np.nan, np.float32))
         assert np.array_equal(again, first)
@@ -75,8 +76,9 @@ def test_nan_through_split_k(name: str, rng: np.random.Generator) -> None:
     out = gemmpad.gemm(a, b, bias=bias, activation="relu", kernel=name)
     assert np.isnan(out[2]).all()
     ok = [r for r in range(9) if r != 2]
-    ref = reference(a[ok], b, bias, "relu")
-    assert rel_error(out[ok], ref) <= TOLERANCE[registry.get(name).precision]
+    precision = registry.get(name).precision
+    ref = reference(a[ok], b, bias, "relu", precision)
+    assert rel_error(out[ok], ref) <= TOLERANCE[precision]
 
 
 # cuda.10-14: block tiles of 128x256 (13: 256x128), k-tiles of 128 bytes (64 halves, 32 floats),

@@ -13,7 +13,10 @@ from gemmpad.model import SHAPES, Model, default_model_path
 from tests.conftest import kernel_marks, rel_error
 from tests.mnist_data import mnist_dir
 
-TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2}  # relative error of the probabilities
+# Relative error of the probabilities, and the gap between the top two below which an argmax may flip
+# (fp8: the whole MLP in e4m3, ~5 % at worst over 600 random models in a NumPy emulation, no flip past 0.05).
+TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2, "fp8": 0.1}
+NEAR_TIE = {"fp8": 0.1}
 AVAILABLE = available_backends()
 CPU_MLP_REASON = AVAILABLE["cpu"]
 
@@ -59,7 +62,7 @@ def assert_agrees(probs: np.ndarray, ref: np.ndarray, precision: str, what: str)
     assert err <= TOLERANCE[precision], f"{what}: relative error {err:.3g}"
     if precision != "fp32":  # reduced precision may only flip near-ties
         top2 = np.sort(ref, axis=1)[:, -2:]
-        clear = top2[:, 1] - top2[:, 0] > 1e-2
+        clear = top2[:, 1] - top2[:, 0] > NEAR_TIE.get(precision, 1e-2)
         assert np.all(np.argmax(probs, 1)[clear] == np.argmax(ref, 1)[clear]), f"{what}: argmax differs"
 
 

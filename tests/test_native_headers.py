@@ -29,7 +29,7 @@ KERNELS = sorted([*NATIVE.glob("cpu/gemm/[0-9]*.cpp"), *NATIVE.glob("cuda/gemm/[
                   NATIVE / "cuda/train/rows.cu"])
 WITH_FIGURES = [*KERNELS, NATIVE / "cuda/train/train.cuh"]
 
-GEMM = re.compile(r"(\d+\^3|\d+x\d+x\d+) ([\d,.]+) GFLOP/s = ([\d.]+) % of (NumPy|cuBLAS (?:fp32|fp16|tf32|bf16))")
+GEMM = re.compile(r"(\d+\^3|\d+x\d+x\d+) ([\d,.]+) GFLOP/s = ([\d.]+) % of (NumPy|cuBLAS (?:fp32|fp16|tf32|bf16|fp8))")
 MLP = re.compile(r"Measured at batch (\d+), kernel / end to end: (.+?) \((?:the H200's host; )?"
                  r"assets/benchmarks/h200/bench-mlp\.json\)")
 MLP_ITEM = re.compile(r"(?:^|, )([^,]+?) ([\d.]+) / ([\d.]+) us")

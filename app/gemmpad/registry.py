@@ -21,7 +21,7 @@ class KernelSpec:
 
     name: str  # "cpu.01_naive", "cuda.08_wmma_fp16", ...
     device: str  # "cpu" | "cuda"
-    precision: str  # "fp32" | "tf32" | "fp16" | "bf16"
+    precision: str  # "fp32" | "tf32" | "fp16" | "bf16" | "fp8"
     summary: str
     source: str  # path in the repository
     kind: str = "gemm"

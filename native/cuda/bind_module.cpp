@@ -98,7 +98,10 @@ py::list list_kernels() {
         py::dict d;
         d["name"] = k.name;
         d["precision"] = k.precision;
-        d["in_type"] = k.in_type == InType::F16 ? "f16" : k.in_type == InType::BF16 ? "bf16" : "f32";
+        d["in_type"] = k.in_type == InType::F16    ? "f16"
+                       : k.in_type == InType::BF16   ? "bf16"
+                       : k.in_type == InType::F8E4M3 ? "f8e4m3"
+                                                     : "f32";
         d["summary"] = k.summary;
         d["source"] = k.source;
         d["unavailable_reason"] = k.unavailable ? k.unavailable() : std::string();

@@ -133,6 +133,7 @@ template <class T>
 __device__ inline T from_float(float v) {
     if constexpr (std::is_same_v<T, __half>) return __float2half_rn(v);
     else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(v);
+    else if constexpr (std::is_same_v<T, __nv_fp8_e4m3>) return __nv_fp8_e4m3(v);  // saturates to +-448
     else return v;
 }
 
@@ -181,6 +182,7 @@ int grid_for(size_t n) {
 void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t stream) {
     if (to == InType::F16) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__half*>(dst), n);
     else if (to == InType::BF16) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n);
+    else if (to == InType::F8E4M3) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__nv_fp8_e4m3*>(dst), n);
     else cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<float*>(dst), n);
     CUDA_CHECK_LAUNCH("cast_f32");
 }
@@ -196,6 +198,8 @@ void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float 
     if (t == InType::F16) fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__half*>(dst), n, seed, lo, hi);
     else if (t == InType::BF16)
         fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, seed, lo, hi);
+    else if (t == InType::F8E4M3)
+        fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(dst), n, seed, lo, hi);
     else fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<float*>(dst), n, seed, lo, hi);
     CUDA_CHECK_LAUNCH("fill_uniform");
 }

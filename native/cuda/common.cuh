@@ -7,6 +7,7 @@
 #include <cuda.h>  // CUtensorMap and its enums (types only)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -67,10 +68,10 @@ CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t ele
 void* workspace(size_t bytes);
 
 // Bytes per operand element of `t`.
-inline constexpr size_t in_bytes(InType t) { return t == InType::F32 ? sizeof(float) : 2; }
+inline constexpr size_t in_bytes(InType t) { return t == InType::F32 ? sizeof(float) : t == InType::F8E4M3 ? 1 : 2; }
 
-// Elementwise float32 -> `to` conversion on the device (round to nearest even), into
-// n elements of that type at dst (a plain copy for F32).
+// Elementwise float32 -> `to` conversion on the device (round to nearest even; fp8 saturates
+// past +-448), into n elements of that type at dst (a plain copy for F32).
 void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t stream);
 
 // Fill n elements of type `t` with uniform values in [lo, hi) from a counter-based hash;

@@ -10,7 +10,9 @@ further code.
 The reference does the same work as our kernels: float16 and bfloat16 operands
 give a float32 C there too (cuBLAS through torch.mm's out_dtype), where a plain
 matmul would write half the bytes of C; a torch without out_dtype (or cupy)
-writes C in the operand type, and the row's reference name says so.
+writes C in the operand type, and the row's reference name says so. fp8 (e4m3)
+goes through torch._scaled_mm with unit scales, which takes only K and N that
+are multiples of 16: elsewhere (the MLP's N = 100) fp8 rows have no reference.
 
 GPU times, ours and cuBLAS's alike, are the lowest median of SERIES series: a
 single series sometimes catches the card changing clocks, and on an H100 the
@@ -59,6 +61,7 @@ PRECISIONS = {
     "tf32": Precision(5e-3, "float32", tf32=True),
     "fp16": Precision(5e-3, "float16"),
     "bf16": Precision(2e-2, "bfloat16"),
+    "fp8": Precision(8e-2, "float8_e4m3fn"),  # 3 mantissa bits: ~3.5 % on these operands
 }
 
 
@@ -152,28 +155,18 @@ class CublasRef:
         out = self.output.get(precision(precision_name).dtype, "float32")
         return f"cuBLAS {precision_name}" + ("" if out == "float32" else f" ({out} C)")
 
-    def _torch(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float]:
+    def _torch(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float] | None:
         torch = self.torch
         torch.backends.cuda.matmul.allow_tf32 = prec.tf32
         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         dtype = getattr(torch, prec.dtype)
-        a = torch.rand(m, k, device="cuda", dtype=dtype)
-        b = torch.rand(k, n, device="cuda", dtype=dtype)
-        c = torch.empty(m, n, device="cuda", dtype=torch.float32)
-        if dtype != torch.float32:
-            try:
-                torch.mm(a, b, out_dtype=torch.float32, out=c)
-            except (TypeError, RuntimeError):  # a torch without mm's out_dtype: C in the operand type
-                c = torch.empty(m, n, device="cuda", dtype=dtype)
-        self.output[prec.dtype] = str(c.dtype).removeprefix("torch.")
-
-        def product() -> None:
-            if c.dtype == dtype:
-                torch.matmul(a, b, out=c)
-            else:
-                torch.mm(a, b, out_dtype=c.dtype, out=c)
-
+        if prec.dtype.startswith("float8"):
+            product = self._fp8(m, n, k, dtype)
+            if product is None:
+                return None
+        else:
+            product = self._mm(m, n, k, dtype)
         flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
         for _ in range(3):
             product()
@@ -188,6 +181,49 @@ class CublasRef:
             times.append(start.elapsed_time(stop))
         torch.backends.cuda.matmul.allow_tf32 = False
         return times
+
+    def _mm(self, m: int, n: int, k: int, dtype: Any) -> Callable[[], object]:
+        """torch.mm into a float32 C (the operand type's where torch cannot)."""
+        torch = self.torch
+        a = torch.rand(m, k, device="cuda", dtype=dtype)
+        b = torch.rand(k, n, device="cuda", dtype=dtype)
+        c = torch.empty(m, n, device="cuda", dtype=torch.float32)
+        if dtype != torch.float32:
+            try:
+                torch.mm(a, b, out_dtype=torch.float32, out=c)
+            except (TypeError, RuntimeError):  # a torch without mm's out_dtype: C in the operand type
+                c = torch.empty(m, n, device="cuda", dtype=dtype)
+        self.output[str(dtype).removeprefix("torch.")] = str(c.dtype).removeprefix("torch.")
+
+        def product() -> None:
+            if c.dtype == dtype:
+                torch.matmul(a, b, out=c)
+            else:
+                torch.mm(a, b, out_dtype=c.dtype, out=c)
+
+        return product
+
+    def _fp8(self, m: int, n: int, k: int, dtype: Any) -> Callable[[], object] | None:
+        """cuBLASLt's fp8 GEMM through torch._scaled_mm with unit scales (our fp8 kernels' semantics),
+        float32 C. It takes only K and N that are multiples of 16 (and B column-major): None elsewhere,
+        as at the MLP's N = 100, where the table then shows no reference."""
+        torch = self.torch
+        if k % 16 or n % 16 or not hasattr(torch, "_scaled_mm"):
+            return None
+        a = torch.rand(m, k, device="cuda").to(dtype)
+        b = torch.rand(n, k, device="cuda").to(dtype).t()  # [K, N], column-major
+        one = torch.ones((), device="cuda")
+        c = torch.empty(m, n, device="cuda", dtype=torch.float32)
+
+        def product() -> None:
+            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32, out=c)
+
+        try:
+            product()
+        except (TypeError, RuntimeError):  # a torch or GPU without it (cuBLASLt fp8 needs sm_89+)
+            return None
+        self.output[str(dtype).removeprefix("torch.")] = "float32"
+        return product
 
     def _cupy(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float]:
         cp = self.cupy
@@ -236,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
     failures = 0
     print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
           f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
-    ref_cache: dict[tuple[int, int, int, str], float] = {}
+    ref_cache: dict[tuple[int, int, int, str], float | None] = {}  # None: the reference cannot run the shape
     for m, n, k in sizes:
         flop = 2.0 * m * n * k
         for name in names:
@@ -266,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
                     medians = [statistics.median(rt) for rt in
                                (ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
                                 for _ in range(SERIES)) if rt]
-                    ref_cache[key] = min(medians) if medians else float("nan")
+                    ref_cache[key] = min(medians) if medians else None
                 ref_ms, ref_name = ref_cache[key], ref.name(spec.precision)
             else:
                 a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
@@ -280,10 +316,11 @@ def run(args: argparse.Namespace) -> int:
                 ref_ms, ref_name = ref_cache[key], "NumPy"
             ms = statistics.median(times)
             row.update(ms=ms, reps=len(times), gflops=flop / ms / 1e6, reference=ref_name, reference_ms=ref_ms,
-                       reference_gflops=flop / ref_ms / 1e6, percent_of_reference=100.0 * ref_ms / ms)
+                       reference_gflops=flop / ref_ms / 1e6 if ref_ms else None,
+                       percent_of_reference=100.0 * ref_ms / ms if ref_ms else None)
             results.append(row)
-            print(f"  {name:<28} {m}x{n}x{k:<6} {row['gflops']:10.1f} GFLOP/s  {row['percent_of_reference']:6.1f}% "
-                  f"of {ref_name}  (err {err:.2g})", flush=True)
+            versus = f"{row['percent_of_reference']:6.1f}% of {ref_name}" if ref_ms else f"no {ref_name} at this shape"
+            print(f"  {name:<28} {m}x{n}x{k:<6} {row['gflops']:10.1f} GFLOP/s  {versus}  (err {err:.2g})", flush=True)
     print()
     print(gemm_table(results))
     if args.out:
@@ -301,7 +338,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     sizes = sorted({(r["M"], r["N"], r["K"]) for r in timed}, key=lambda s: s[0] * s[1] * s[2])
     fig, axes = plt.subplots(len(sizes), 1, figsize=(10, 2.6 * max(1, len(sizes))), squeeze=False)
     for ax, size in zip(axes[:, 0], sizes):
-        rows = [r for r in timed if (r["M"], r["N"], r["K"]) == size]
+        rows = [r for r in timed if (r["M"], r["N"], r["K"]) == size and r["percent_of_reference"] is not None]
         colors = ["tab:blue" if r["device"] == "cuda" else "tab:orange" for r in rows]
         ax.barh([r["kernel"] for r in rows], [r["percent_of_reference"] for r in rows], color=colors)
         ax.axvline(100, color="k", lw=0.8)

@@ -141,8 +141,11 @@ def gemm_summary(results: list[dict[str, Any]]) -> str:
         if "ms" not in r:
             row[_size(r)] = "wrong"
             continue
-        row[_size(r)] = f"{r['gflops']:,.0f} ({r['percent_of_reference']:.1f}%)" if r["gflops"] >= 10 else \
-            f"{r['gflops']:.1f} ({r['percent_of_reference']:.1f}%)"
+        gflops = f"{r['gflops']:,.0f}" if r["gflops"] >= 10 else f"{r['gflops']:.1f}"
+        if r["percent_of_reference"] is None:  # the reference cannot run this shape (cuBLAS fp8: K, N % 16)
+            row[_size(r)] = gflops
+            continue
+        row[_size(r)] = f"{gflops} ({r['percent_of_reference']:.1f}%)"
         refs.setdefault((r["reference"], r["precision"]), {})[_size(r)] = f"{r['reference_gflops']:,.0f}"
     return _table(["kernel", "precision"], sizes, cells, refs)
 
@@ -207,6 +210,10 @@ def gemm_table(results: list[dict[str, Any]]) -> str:
         size = f"{r['M']}x{r['N']}x{r['K']}"
         if "ms" not in r:
             lines.append(f"| {r['kernel']} | {r['precision']} | {size} | wrong | | | {r['rel_error']:.2g} |")
+            continue
+        if r["percent_of_reference"] is None:
+            lines.append(f"| {r['kernel']} | {r['precision']} | {size} | {r['gflops']:.1f} | {r['reference']}: none "
+                         f"at this shape | — | {r['rel_error']:.2g} |")
             continue
         lines.append(f"| {r['kernel']} | {r['precision']} | {size} | {r['gflops']:.1f} | {r['reference']} "
                      f"{r['reference_gflops']:.0f} | {r['percent_of_reference']:.1f}% | {r['rel_error']:.2g} |")

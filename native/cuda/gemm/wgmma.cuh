@@ -15,8 +15,8 @@ namespace {  // each rung's file compiles its own copy
 
 // Block tile: BM x BN of C, or BN x BM for the SWAP operand kinds (below), which compute C^T.
 constexpr int BM = 128, BN = 256;
-constexpr int ROW_BYTES = 128;     // a k-tile row: 64 halves or 32 floats = one 128-byte swizzle row
-constexpr int STEP_BYTES = 32;     // k per wgmma: 16 halves or 8 floats
+constexpr int ROW_BYTES = 128;     // a k-tile row: 64 halves, 32 floats or 128 fp8 = one 128-byte swizzle row
+constexpr int STEP_BYTES = 32;     // k per wgmma: 16 halves, 8 floats or 32 fp8
 constexpr int STAGES = 4;
 constexpr int CONSUMERS = 2;                    // warpgroups that multiply (64 rows each)
 constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
@@ -124,6 +124,21 @@ struct Tf32 {
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1", GEMMPAD_SMEM_AB);
+#endif
+    }
+};
+// fp8 (e4m3): 32 k per instruction, both operands K-major as for tf32 (wgmma transposes only
+// 16-bit operands): B is transposed on the way in.
+struct Fp8 {
+    static constexpr bool SWAP = false;
+    using T = __nv_fp8_e4m3;
+    static constexpr InType in_type = InType::F8E4M3;
+    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    static constexpr bool B_K_MAJOR = true;
+    static constexpr const char* type_name = "float8_e4m3";
+    __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "1, 1", GEMMPAD_SMEM_AB);
 #endif
     }
 };

@@ -96,13 +96,13 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
         const int prows[3] = {kIn, kHiddenPad, kHiddenPad}, pcols[3] = {kHiddenPad, kHiddenPad, kOutPad};
         for (int l = 0; l < 3; ++l) {
             const size_t n = (size_t)rows[l] * cols[l];
-            // The ladder's copies: fp32, and fp16 / bf16 for the 16-bit tensor-core kernels.
-            w32_[l].reserve(n * sizeof(float));
-            CUDA_CHECK(cudaMemcpy(w32_[l].ptr, W[l], n * sizeof(float), cudaMemcpyHostToDevice));
-            w16_[l].reserve(n * sizeof(__half));
-            cast_f32(static_cast<float*>(w32_[l].ptr), w16_[l].ptr, n, InType::F16, stream_);
-            wbf16_[l].reserve(n * sizeof(__nv_bfloat16));
-            cast_f32(static_cast<float*>(w32_[l].ptr), wbf16_[l].ptr, n, InType::BF16, stream_);
+            // The ladder's copies: fp32, and converted once for the 16- and 8-bit tensor-core kernels.
+            w_[0][l].reserve(n * sizeof(float));
+            CUDA_CHECK(cudaMemcpy(w_[0][l].ptr, W[l], n * sizeof(float), cudaMemcpyHostToDevice));
+            for (int t = 1; t < kInTypes; ++t) {
+                w_[t][l].reserve(n * in_bytes(InType(t)));
+                cast_f32(static_cast<float*>(w_[0][l].ptr), w_[t][l].ptr, n, InType(t), stream_);
+            }
             bias_[l].reserve(cols[l] * sizeof(float));
             CUDA_CHECK(cudaMemcpy(bias_[l].ptr, b[l], cols[l] * sizeof(float), cudaMemcpyHostToDevice));
             // The fused kernels' zero-padded biases.
@@ -131,7 +131,9 @@ Mlp::~Mlp() { release(); }
 
 void Mlp::release() noexcept {
     if (stream_) cudaStreamSynchronize(stream_);
-    for (auto* group : {w32_, w16_, wbf16_, bias_, fbias_})
+    for (auto& group : w_)
+        for (auto& w : group) w.release();
+    for (auto* group : {bias_, fbias_})
         for (int l = 0; l < 3; ++l) group[l].release();
     for (auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
                     &scratch_partials_, &scratch_counters_})
@@ -150,7 +152,9 @@ void Mlp::release() noexcept {
 
 size_t Mlp::device_bytes() const {
     size_t total = 0;
-    for (const auto* group : {w32_, w16_, wbf16_, bias_, fbias_})
+    for (const auto& group : w_)
+        for (const auto& w : group) total += w.bytes;
+    for (const auto* group : {bias_, fbias_})
         for (int l = 0; l < 3; ++l) total += group[l].bytes;
     for (const auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
                           &scratch_partials_, &scratch_counters_})
@@ -203,13 +207,11 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
         p.C = acts_out[l];
         p.act = l < 2 ? Act::Relu : Act::None;
         p.in_type = entry.info.in_type;
+        p.B = w_[int(t)][l].ptr;
+        p.A = acts_in[l];
         if (t != InType::F32) {
             cast_f32(acts_in[l], a16_.ptr, (size_t)batch * K[l], t, stream_);
             p.A = a16_.ptr;
-            p.B = (t == InType::F16 ? w16_ : wbf16_)[l].ptr;
-        } else {
-            p.A = acts_in[l];
-            p.B = w32_[l].ptr;
         }
         entry.launch(p, stream_);
     }

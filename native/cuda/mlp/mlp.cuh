@@ -230,8 +230,8 @@ class Mlp {
     cudaEvent_t start_ = nullptr, stop_ = nullptr;
     bool timed_ = false;          // a forward() recorded start_ and stop_
     double kernel_us_ = -1.0;     // its kernel time once read (< 0: not read yet)
-    // Unpadded weights for the GEMM ladder (fp32 and fp16 copies).
-    DeviceBuffer w32_[3], w16_[3], wbf16_[3], bias_[3];
+    // Unpadded weights for the GEMM ladder: a copy per operand type (w_[int(InType)][layer]).
+    DeviceBuffer w_[kInTypes][3], bias_[3];
     // The fused kernels' weights (layouts: FusedWeights) and padded biases.
     DeviceBuffer fw1f_, fw1f8_, fw1h_, fw2f_, fw2_, fw3_, fw3f_, fbias_[3];
     float w1h_scale_ = 1.0f;  // FusedWeights::w1h_scale

@@ -22,9 +22,11 @@ namespace gemmpad {
 enum class Act : int { None = 0, Relu = 1 };
 
 // Element type of the A and B operands in memory. Float32 everywhere except
-// the fp16 and bf16 tensor-core kernels, which read 16-bit operands (the
-// caller converts once; cuBLAS's fp16 / bf16 GEMM is measured the same way).
-enum class InType : int { F32 = 0, F16 = 1, BF16 = 2 };
+// the fp16, bf16 and fp8 tensor-core kernels, which read 16- or 8-bit operands (the
+// caller converts once; cuBLAS's GEMM at those types is measured the same way).
+// F8E4M3: 4 exponent and 3 mantissa bits, finite values up to 448, larger ones saturate.
+enum class InType : int { F32 = 0, F16 = 1, BF16 = 2, F8E4M3 = 3 };
+inline constexpr int kInTypes = 4;  // InType's values are 0 .. kInTypes - 1
 
 struct GemmProblem {
     int M = 0, N = 0, K = 0;
@@ -37,10 +39,10 @@ struct GemmProblem {
 };
 
 // What a user reads about a kernel. `precision` is the arithmetic:
-// "fp32" (SIMT float), "tf32", "fp16" or "bf16" (tensor cores, fp32 accumulate).
+// "fp32" (SIMT float), "tf32", "fp16", "bf16" or "fp8" (tensor cores, fp32 accumulate).
 struct KernelInfo {
     std::string name;       // e.g. "cuda.03_smem_tiled"
-    std::string precision;  // "fp32" | "tf32" | "fp16" | "bf16"
+    std::string precision;  // "fp32" | "tf32" | "fp16" | "bf16" | "fp8"
     InType in_type = InType::F32;
     std::string summary;    // one line
     std::string source;     // path inside the repository, e.g. native/cuda/gemm/03_smem_tiled.cu
