@@ -91,7 +91,8 @@ class TorchMlp:
         self.torch = torch
         torch.backends.cuda.matmul.allow_tf32 = False
         w = model.weights
-        self.params = [torch.from_numpy(w[k]).cuda() for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
+        # torch.tensor copies: the model's arrays are read-only, which torch.from_numpy warns about
+        self.params = [torch.tensor(w[k], device="cuda") for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
         self.version = torch.__version__
 
     def forward(self, x: Any) -> Any:
