@@ -145,7 +145,7 @@ struct Copies {
     }
 };
 
-// One k-step's fragments of the warp's 16 x 32 product. 16-bit as in 09: A's by ldmatrix, and b0, b1
+// One k-step's fragments of the warp's WM x 32 product. 16-bit as in 09: A's by ldmatrix, and b0, b1
 // per n-tile by ldmatrix.trans.
 template <class C, bool TF32 = C::tf32>
 struct Frag {
@@ -192,7 +192,7 @@ __device__ __forceinline__ void load_frag(Frag<C>& f, const unsigned char* tA, c
     }
 }
 
-// acc += the k-step in f; tf32's acc[2j + i] holds the transposed n16 x m8 tile (j, i).
+// acc += the k-step in f; tf32's acc[WM / 8 * j + i] holds the transposed n16 x m8 tile (j, i).
 template <class C>
 __device__ __forceinline__ void mma_frag(float (&acc)[C::ACC][4], const Frag<C>& f) {
     if constexpr (C::tf32) {
@@ -248,7 +248,7 @@ __global__ void __launch_bounds__(C::THREADS)
     }
     Frag<C> f[2];
     cp_async_wait<C::STAGES - 2>();  // k-tile 0 has landed (this thread's copies)...
-    __syncthreads();              // ...and everyone's
+    __syncthreads();                 // ...and everyone's
     if (C::STAGES - 1 < n_iter) fill(C::STAGES - 1);  // into the one stage not yet used
     cp_async_commit();
     if (n_iter > 0) load_frag<C>(f[0], stage_a(0), stage_b(0), 0, wm, wn, lane);
@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(C::THREADS)
                 load_frag<C>(f[(s + 1) % 2], stage_a(it), stage_b(it), (s + 1) * C::KSTEP, wm, wn, lane);
             } else {
                 cp_async_wait<C::STAGES - 2>();  // k-tile it + 1 has landed...
-                __syncthreads();              // ...everyone's; every warp holds tile it's last fragments
+                __syncthreads();                 // ...everyone's; every warp holds tile it's last fragments
                 if (it + C::STAGES < n_iter) fill(it + C::STAGES);  // into tile it's stage
                 cp_async_commit();
                 if (it + 1 < n_iter) load_frag<C>(f[0], stage_a(it + 1), stage_b(it + 1), 0, wm, wn, lane);
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(C::THREADS)
 
     // Where accumulator j's pair h goes: the block tile's row r and columns c, c + 1, from acc[j][e0]
     // and acc[j][e1]. 16-bit as m16n8: rows g, g + 8, columns 2t, 2t + 1 of n-tile j; tf32 (transposed,
-    // renumbered): rows 2t, 2t + 1 of m-tile j % 2, columns 2g, 2g + 1 of n-tile j / 2.
+    // renumbered): rows 2t, 2t + 1 of m8-tile j % MT, columns 2g, 2g + 1 of n16-tile j / MT.
     struct Pair {
         int r, c, e0, e1;
     };
