@@ -22,7 +22,6 @@ def test_sweep_table_names_where_the_gpu_wins():
     assert "The CPU is faster end to end at every batch measured." in report.sweep_table(cpu_only)
 
 
-
 def test_a_shape_the_reference_cannot_run_shows_no_ratio():
     """cuBLAS fp8 takes only K and N that are multiples of 16: the kernel's GFLOP/s stand alone and
     no reference row or ratio is made up for that shape."""
@@ -35,6 +34,7 @@ def test_a_shape_the_reference_cannot_run_shows_no_ratio():
     assert "| `cuda.18_wgmma_fp8` | fp8 | 4,014 | 900,000 (75.0%) |" in summary
     assert "| cuBLAS fp8 (reference) | fp8 | — | 1,200,000 |" in summary
     assert "none at this shape | — |" in report.gemm_table([row])
+
 
 COMMITTED = Path(__file__).resolve().parent.parent / "assets" / "benchmarks" / "h200"
 

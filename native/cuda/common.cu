@@ -177,13 +177,19 @@ int grid_for(size_t n) {
     return (int)(blocks < 65535 ? (blocks == 0 ? 1 : blocks) : 65535);
 }
 
+// f(T*) with `dst` as a pointer to the element type of `t`: the one place an InType becomes a type.
+template <class F>
+void with_element_type(InType t, void* dst, F&& f) {
+    if (t == InType::F16) f(static_cast<__half*>(dst));
+    else if (t == InType::BF16) f(static_cast<__nv_bfloat16*>(dst));
+    else if (t == InType::F8E4M3) f(static_cast<__nv_fp8_e4m3*>(dst));
+    else f(static_cast<float*>(dst));
+}
+
 }  // namespace
 
 void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t stream) {
-    if (to == InType::F16) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__half*>(dst), n);
-    else if (to == InType::BF16) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n);
-    else if (to == InType::F8E4M3) cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<__nv_fp8_e4m3*>(dst), n);
-    else cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, static_cast<float*>(dst), n);
+    with_element_type(to, dst, [&](auto* out) { cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, out, n); });
     CUDA_CHECK_LAUNCH("cast_f32");
 }
 
@@ -195,12 +201,7 @@ void splitk_reduce(int M, int N, int S, const float* ws, const float* bias, floa
 }
 
 void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
-    if (t == InType::F16) fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__half*>(dst), n, seed, lo, hi);
-    else if (t == InType::BF16)
-        fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, seed, lo, hi);
-    else if (t == InType::F8E4M3)
-        fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<__nv_fp8_e4m3*>(dst), n, seed, lo, hi);
-    else fill_kernel<<<grid_for(n), 256, 0, stream>>>(static_cast<float*>(dst), n, seed, lo, hi);
+    with_element_type(t, dst, [&](auto* out) { fill_kernel<<<grid_for(n), 256, 0, stream>>>(out, n, seed, lo, hi); });
     CUDA_CHECK_LAUNCH("fill_uniform");
 }
 
