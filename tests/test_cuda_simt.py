@@ -1,4 +1,4 @@
-"""The fp32 SIMT rungs 02-07: what tests/test_gemm.py's shapes do not reach.
+"""The fp32 SIMT rungs 02-07 and 19: what tests/test_gemm.py's shapes do not reach.
 
 test_gemm.py checks every kernel on shapes up to 150 and the MLP layers. The
 tiled kernels have paths that only larger or specially chosen shapes take:
@@ -7,6 +7,8 @@ double-buffered pipeline, the float4 path (K and N multiples of 4) next
 to its scalar fallback on the same sizes, and 07's 128x256 tiling, which it
 only picks when the problem has at least as many such tiles as the GPU has SMs,
 and its split 128x128 tiling, picked when 8 times the 128x128 tiles reach the SM count.
+19 runs its cp.async ring where 07's large tiles leave SMs idle and rows are 16-byte
+multiples (the float4 shapes below), and hands the rest to 07.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from gemmpad import native, registry
 from tests.conftest import rel_error
 
 LADDER = ["cuda.02_coalesced", "cuda.03_smem_tiled", "cuda.04_wpt_1d", "cuda.05_regblock_2d",
-          "cuda.06_vectorized", "cuda.07_warptile"]
+          "cuda.06_vectorized", "cuda.07_warptile", "cuda.19_simt_ring"]
 
 # (M, N, K). Pairs differ only in divisibility by 4, so the float4 path of 06/07
 # and its scalar fallback see the same tiling.
