@@ -182,11 +182,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
             for (int j = 0; j < IN; ++j)
                 *reinterpret_cast<float4*>(&part[(am + 32 * (i / 4) + i % 4) * kPitch + bn + 16 * j]) =
                     make_float4(acc[i][4 * j], acc[i][4 * j + 1], acc[i][4 * j + 2], acc[i][4 * j + 3]);
-        cluster_arrive_release();
-        cluster_wait_acquire();  // every block's partial tile is written
         cluster_reduce_store(part, BM, BN, kPitch, row0, col0, M, N, bias, act, C, t, kThreads);
-        cluster_arrive_relaxed();
-        cluster_wait_acquire();  // no block leaves while another still reads its tile
     } else {
 #pragma unroll
         for (int i = 0; i < 4 * IM; ++i) {

@@ -291,11 +291,7 @@ __global__ void __launch_bounds__(C::THREADS)
                 const Pair q = pair(j, h);
                 *reinterpret_cast<float2*>(part + q.r * C::PITCH + q.c) = make_float2(acc[j][q.e0], acc[j][q.e1]);
             }
-        cluster_arrive_release();
-        cluster_wait_acquire();  // every block's partial tile is written
         cluster_reduce_store(part, BM, BN, C::PITCH, m0, n0, M, N, bias, act, out, threadIdx.x, C::THREADS);
-        cluster_arrive_relaxed();
-        cluster_wait_acquire();  // no block leaves while another still reads its tile
         return;
     }
 #pragma unroll

@@ -209,12 +209,8 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
             for (int j = 0; j < IN; ++j)
                 *reinterpret_cast<float4*>(tile + (wr + 8 * r) * Cfg::PITCH + wc + 16 * j) =
                     make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]);
-        cluster_arrive_release();
-        cluster_wait_acquire();  // every block's partial tile is written
         cluster_reduce_store(tile, Cfg::BM, Cfg::BN, Cfg::PITCH, m0, n0, M, N, bias, act, C, threadIdx.x,
                              Cfg::THREADS);
-        cluster_arrive_relaxed();
-        cluster_wait_acquire();  // no block leaves while another still reads its tile
         return;
     }
 #pragma unroll

@@ -448,11 +448,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     }
                 }
             }
-            cluster_arrive_release();
-            cluster_wait_acquire();  // every block's partial tile is written
             cluster_reduce_store(part, TM, TN, PITCH, m0, n0, M, N, bias, act, C, threadIdx.x - 128, 128 * CONSUMERS);
-            cluster_arrive_relaxed();
-            cluster_wait_acquire();  // no block leaves while another still reads its tile
             return;
         }
         if (TMA_STORE && store_c) {
