@@ -80,6 +80,13 @@ void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float 
 
 inline constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// Whether an fp32 GEMM may move A, B and C as float4 (06, 07, 19): every row a whole number of
+// float4s (K and N multiples of 4) and every matrix 16-byte aligned, so no float4 straddles a row.
+inline bool float4_rows(const GemmProblem& p) {
+    const auto at16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+    return p.K % 4 == 0 && p.N % 4 == 0 && at16(p.A) && at16(p.B) && at16(p.C);
+}
+
 // How many clusters of `size` (2..8) blocks of `kernel` (`threads` threads, `smem` bytes of
 // dynamic shared memory, its attribute already set) can be resident at once; 0 where none can
 // (no clusters before sm_90). The device is queried once per kernel.

@@ -19,7 +19,6 @@
 // conflicted; global loads stall the block between tiles (07 fixes all three).
 // Measured: 4096^3 34,060 GFLOP/s = 65.4 % of cuBLAS fp32
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
-#include <cstdint>
 
 #include "../common.cuh"
 
@@ -113,14 +112,11 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 void launch(const GemmProblem& p, cudaStream_t stream) {
     dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
     const auto* A = static_cast<const float*>(p.A);
     const auto* B = static_cast<const float*>(p.B);
-    const bool vec = p.K % 4 == 0 && p.N % 4 == 0 && aligned16(A) && aligned16(B) && aligned16(p.C);
-    if (vec)
+    if (float4_rows(p))
         vectorized_kernel<true><<<grid, kThreads, 0, stream>>>(p.M, p.N, p.K, A, B, p.bias, p.C, p.act);
     else
         vectorized_kernel<false><<<grid, kThreads, 0, stream>>>(p.M, p.N, p.K, A, B, p.bias, p.C, p.act);

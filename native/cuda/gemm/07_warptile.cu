@@ -28,7 +28,6 @@
 // blocks per tile and N = 100 filling 100 of 128 columns. Variants tried: NOTES.md.
 // Measured: 4096^3 46,693 GFLOP/s = 89.7 % of cuBLAS fp32; 4096x100x784 19,115 GFLOP/s = 95.8 % of
 // cuBLAS fp32 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
-#include <cstdint>
 
 #include "../common.cuh"
 
@@ -208,8 +207,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 // One variant of the kernel; with kMaySplit, split over K when cluster_splits says so (one wave
 // of Cfg::kMinBlocks blocks per SM, the occupancy the config was built for).
 template <class Cfg, bool kVec, bool kMaySplit>
@@ -243,8 +240,7 @@ template <class Cfg, bool kMaySplit>
 void launch_config(const GemmProblem& p, cudaStream_t stream) {
     const auto* A = static_cast<const float*>(p.A);
     const auto* B = static_cast<const float*>(p.B);
-    const bool vec = p.K % 4 == 0 && p.N % 4 == 0 && aligned16(A) && aligned16(B) && aligned16(p.C);
-    if (vec)
+    if (float4_rows(p))
         launch_variant<Cfg, true, kMaySplit>(p, A, B, stream);
     else
         launch_variant<Cfg, false, kMaySplit>(p, A, B, stream);

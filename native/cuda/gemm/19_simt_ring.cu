@@ -20,7 +20,6 @@
 // Measured: 4096x100x784 20,564 GFLOP/s = 103.1 % of cuBLAS fp32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
-#include <cstdint>
 
 #include "../common.cuh"
 
@@ -252,18 +251,15 @@ void run(const GemmProblem& p, cudaStream_t stream) {
     CUDA_CHECK_LAUNCH("cuda.19_simt_ring");
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 // 64 x 64 tiles (two column tiles for N = 100), 4 warps of 32 x 32, 4 x 8 outputs a thread, 4 stages,
 // two blocks an SM (so split-K halves 4096 x 100 x 784: 256 blocks).
 using Tile64 = Config<64, 64, 16, 1, 2, 4, 2>;
 
 void launch(const GemmProblem& p, cudaStream_t stream) {
     const int sms = device_props().multiProcessorCount;
-    const bool rows16 = p.K % 4 == 0 && p.N % 4 == 0 && aligned16(p.A) && aligned16(p.B) && aligned16(p.C);
     const long long big_tiles = (long long)ceil_div(p.M, 128) * ceil_div(p.N, 256);  // 07's large tiles
     static const Launch& warptile = CudaRegistry::instance().get("cuda.07_warptile").launch;
-    if (!rows16 || big_tiles >= sms || device_props().major < 8) return warptile(p, stream);
+    if (!float4_rows(p) || big_tiles >= sms || device_props().major < 8) return warptile(p, stream);
     run<Tile64>(p, stream);
 }
 
