@@ -60,6 +60,67 @@ def test_bench_gemm_gpu(monkeypatch, capsys, tmp_path):
     assert row["correct"] and row["gflops"] > 0
 
 
+def test_the_reference_is_timed_beside_each_gpu_kernel(monkeypatch, capsys, tmp_path):
+    """Kernel and cuBLAS series alternate for every GPU kernel (no reference timed once per precision
+    and reused), and each row's ratio is to the reference timed beside it. No GPU: the module, the
+    reference and the kernels are stand-ins that log their calls."""
+    calls: list[str] = []
+    ref_ms = iter([3.0, 2.0, 4.0, 6.0, 5.0, 7.0])  # three series per kernel; lowest median taken
+
+    class FakeCuda:
+        @staticmethod
+        def bench_gemm(name, m, n, k, reps, warmup):
+            calls.append(name)
+            return [1.0] * reps
+
+    def fake_ref(self, m, n, k, prec, reps):
+        calls.append("ref")
+        return [next(ref_ms)] * reps
+
+    specs = [registry.KernelSpec(f"cuda.9{i}_fake", "cuda", "fp16", "stand-in", "none") for i in (1, 2)]
+    monkeypatch.setattr(registry, "kernels", lambda device=None, kind=None: specs)
+    monkeypatch.setattr(gemm.native, "cuda", lambda: FakeCuda)
+    monkeypatch.setattr(gemm.CublasRef, "__init__", lambda self: setattr(self, "backend", "fake") or
+                        setattr(self, "output", {}))
+    monkeypatch.setattr(gemm.CublasRef, "time_ms", fake_ref)
+    monkeypatch.setattr(gemmpad, "gemm", lambda a, b, *, kernel, out: np.matmul(a, b, out=out))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "8x8x8", "--reps", "3",
+                           "--out", str(tmp_path))
+    assert rc == 0, err
+    collapsed = [c for i, c in enumerate(calls) if i == 0 or c != calls[i - 1]]  # a series: probe + timed reps
+    assert collapsed == ["cuda.91_fake", "ref"] * 3 + ["cuda.92_fake", "ref"] * 3
+    rows = json.loads((tmp_path / "bench-gemm.json").read_text())["results"]
+    assert [r["reference_ms"] for r in rows] == [2.0, 5.0]
+    assert [round(r["percent_of_reference"]) for r in rows] == [200, 500]
+
+
+def test_reference_reps_are_queued_before_the_host_waits():
+    """The reference's reps go to the GPU QUEUED_REPS at a time and the host waits once per batch
+    (a wait per rep let Python's launch of the next one into its time), each rep flushed first."""
+    log: list[str] = []
+
+    class Event:
+        count = 0
+
+        def __init__(self) -> None:
+            Event.count += 1
+            self.id = Event.count
+
+        def record(self) -> None:
+            log.append("record")
+
+        def synchronize(self) -> None:
+            log.append("wait")
+
+    times = gemm.queued(gemm.QUEUED_REPS + 3, lambda: log.append("flush"), lambda: log.append("mm"), Event,
+                        lambda start, stop: float(stop.id - start.id))
+    assert times == [1.0] * (gemm.QUEUED_REPS + 3)
+    assert log.count("wait") == 2 and log[-1] == "wait"
+    assert log[:4] == ["flush", "record", "mm", "record"]
+    assert log.index("wait") == 4 * gemm.QUEUED_REPS  # the first batch whole before the first wait
+    assert gemm.queued(0, list, list, Event, lambda a, b: 0.0) == []
+
+
 def test_every_registered_precision_has_a_reference_and_a_tolerance():
     """A kernel of a new precision gets its cuBLAS row from PRECISIONS alone: a missing entry is caught here."""
     for spec in registry.kernels(kind="gemm"):

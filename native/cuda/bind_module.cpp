@@ -8,7 +8,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "bind.h"
 #include "common.cuh"
@@ -159,14 +161,40 @@ void run_gemm(const std::string& name, F32Array a, F32Array b, std::optional<F32
     CUDA_CHECK(cudaMemcpy(hc, dc, nc * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
+constexpr int kQueuedReps = 64;  // timed reps in flight before bench_gemm waits for them
+
+// `n` CUDA events, destroyed with this object (when an exception unwinds too).
+class Events {
+public:
+    explicit Events(int n) : ev_(n) {
+        for (auto& e : ev_) {
+            CUDA_CHECK(cudaEventCreate(&e));
+            ++made_;
+        }
+    }
+    ~Events() {
+        for (int i = 0; i < made_; ++i) cudaEventDestroy(ev_[i]);
+    }
+    Events(const Events&) = delete;
+    Events& operator=(const Events&) = delete;
+    cudaEvent_t operator[](int i) const { return ev_[i]; }
+
+private:
+    std::vector<cudaEvent_t> ev_;
+    int made_ = 0;
+};
+
 // Kernel time of the named kernel on an M x N x K problem with random operands
 // resident on the device: `warmup` untimed launches, then `reps` launches
-// each bracketed by CUDA events. With flush_l2, a buffer twice the L2 size is
-// overwritten before every rep (outside the events) so no rep runs from cache.
-// Returns the per-rep times in milliseconds.
+// each bracketed by its own pair of CUDA events, queued kQueuedReps at a time
+// before a wait, so that no rep's time holds the host's launch of it (the GPU
+// does not wait for the host between reps). With flush_l2, a buffer twice the
+// L2 size is overwritten before every rep (outside the events) so no rep runs
+// from cache. Returns the per-rep times in milliseconds.
 std::vector<float> bench_gemm(const std::string& name, int M, int N, int K, int reps, int warmup, bool flush_l2,
                               bool with_bias, int act) {
     if (M < 1 || N < 1 || K < 1) throw std::invalid_argument("M, N, K must be >= 1");
+    if (reps < 0 || warmup < 0) throw std::invalid_argument("reps and warmup must be >= 0");
     const auto& entry = CudaRegistry::instance().get(name);
     py::gil_scoped_release nogil;
     Buffers& bf = buffers();
@@ -187,29 +215,20 @@ std::vector<float> bench_gemm(const std::string& name, int M, int N, int K, int 
     p.in_type = entry.info.in_type;
     for (int i = 0; i < warmup; ++i) entry.launch(p, nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    std::vector<float> times;
-    times.reserve(reps);
-    try {
-        for (int i = 0; i < reps; ++i) {
-            if (dflush) CUDA_CHECK(cudaMemsetAsync(dflush, i & 0xff, flush_bytes, nullptr));
-            CUDA_CHECK(cudaEventRecord(start, nullptr));
+    const int chunk = std::min(reps, kQueuedReps);
+    Events start(chunk), stop(chunk);
+    std::vector<float> times(reps);
+    for (int first = 0; first < reps; first += chunk) {
+        const int n = std::min(chunk, reps - first);
+        for (int i = 0; i < n; ++i) {
+            if (dflush) CUDA_CHECK(cudaMemsetAsync(dflush, (first + i) & 0xff, flush_bytes, nullptr));
+            CUDA_CHECK(cudaEventRecord(start[i], nullptr));
             entry.launch(p, nullptr);
-            CUDA_CHECK(cudaEventRecord(stop, nullptr));
-            CUDA_CHECK(cudaEventSynchronize(stop));
-            float ms = 0;
-            CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-            times.push_back(ms);
+            CUDA_CHECK(cudaEventRecord(stop[i], nullptr));
         }
-    } catch (...) {
-        cudaEventDestroy(start);
-        cudaEventDestroy(stop);
-        throw;
+        CUDA_CHECK(cudaDeviceSynchronize());
+        for (int i = 0; i < n; ++i) CUDA_CHECK(cudaEventElapsedTime(&times[first + i], start[i], stop[i]));
     }
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
     return times;
 }
 

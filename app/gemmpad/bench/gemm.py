@@ -17,7 +17,11 @@ are multiples of 16: elsewhere (the MLP's N = 100) fp8 rows have no reference.
 GPU times, ours and cuBLAS's alike, are the lowest median of SERIES series: a
 single series sometimes catches the card changing clocks, and on an H100 the
 cuBLAS references moved by up to 2x between series of one run while the
-kernels moved by a few percent (native/cuda/gemm/NOTES.md).
+kernels moved by a few percent (native/cuda/gemm/NOTES.md). The reference is
+timed beside every kernel, its series alternating with the kernel's, so that
+both meet the card in the same state: a full run holds the GPU near its power
+limit for minutes, and a reference timed once per precision met a cooler card
+than the rungs timed after it (NOTES.md, 2026-11-27).
 """
 
 from __future__ import annotations
@@ -117,6 +121,27 @@ def adaptive(time_once: Callable[[int], list[float]], max_reps: int, budget_s: f
     return time_once(reps)
 
 
+QUEUED_REPS = 64  # timed reps in flight before the host waits, as in the CUDA module's bench_gemm
+
+
+def queued(reps: int, flush: Callable[[], object], product: Callable[[], object], event: Callable[[], Any],
+           elapsed_ms: Callable[[Any, Any], float]) -> list[float]:
+    """Times in ms of `reps` calls of `product`, each after `flush` (outside its events), queued
+    QUEUED_REPS at a time before a wait, as the CUDA module times our kernels: the GPU does not wait
+    for Python between reps, so no rep's time holds the host's launch of it."""
+    times: list[float] = []
+    for first in range(0, reps, QUEUED_REPS):
+        pairs = [(event(), event()) for _ in range(min(QUEUED_REPS, reps - first))]
+        for start, stop in pairs:
+            flush()
+            start.record()
+            product()
+            stop.record()
+        pairs[-1][1].synchronize()
+        times += [elapsed_ms(start, stop) for start, stop in pairs]
+    return times
+
+
 class CublasRef:
     """cuBLAS through torch (cupy if torch lacks CUDA), timed like our kernels:
     CUDA events around each call, L2 flushed before each rep, median."""
@@ -170,15 +195,8 @@ class CublasRef:
         flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
         for _ in range(3):
             product()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(reps):
-            flush.zero_()
-            start.record()
-            product()
-            stop.record()
-            stop.synchronize()
-            times.append(start.elapsed_time(stop))
+        times = queued(reps, flush.zero_, product, lambda: torch.cuda.Event(enable_timing=True),
+                       lambda start, stop: start.elapsed_time(stop))
         torch.backends.cuda.matmul.allow_tf32 = False
         return times
 
@@ -233,16 +251,8 @@ class CublasRef:
         c = cp.empty((m, n), dtype=dtype)
         flush = cp.empty(2 * cp.cuda.Device().attributes["L2CacheSize"], dtype=cp.uint8)
         cp.matmul(a, b, out=c)
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        times = []
-        for _ in range(reps):
-            flush.fill(0)
-            start.record()
-            cp.matmul(a, b, out=c)
-            stop.record()
-            stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop))
-        return times
+        return queued(reps, lambda: flush.fill(0), lambda: cp.matmul(a, b, out=c), cp.cuda.Event,
+                      cp.cuda.get_elapsed_time)
 
 
 def time_cpu(fn: Callable[[], object], reps: int) -> list[float]:
@@ -272,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
     failures = 0
     print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
           f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
-    ref_cache: dict[tuple[int, int, int, str], float | None] = {}  # None: the reference cannot run the shape
+    numpy_ms: dict[tuple[int, int, int], float] = {}  # the CPU rows' reference, once per shape
     for m, n, k in sizes:
         flop = 2.0 * m * n * k
         for name in names:
@@ -293,27 +303,25 @@ def run(args: argparse.Namespace) -> int:
                 continue
             if spec.device == "cuda":
                 assert cuda_mod is not None and ref is not None
-                times = min((adaptive(lambda r: list(cuda_mod.bench_gemm(name, m, n, k, reps=r,
-                                                                         warmup=2 if r == 1 else 5)),
-                                      args.reps, args.budget_s / SERIES) for _ in range(SERIES)),
-                            key=statistics.median)
-                key = (m, n, k, spec.precision)
-                if key not in ref_cache:
-                    medians = [statistics.median(rt) for rt in
-                               (ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
-                                for _ in range(SERIES)) if rt]
-                    ref_cache[key] = min(medians) if medians else None
-                ref_ms, ref_name = ref_cache[key], ref.name(spec.precision)
+                series, ref_medians = [], []
+                for _ in range(SERIES):  # kernel and reference alternate (module docstring)
+                    series.append(adaptive(lambda r: list(cuda_mod.bench_gemm(name, m, n, k, reps=r,
+                                                                              warmup=2 if r == 1 else 5)),
+                                           args.reps, args.budget_s / SERIES))
+                    rt = ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
+                    if rt:
+                        ref_medians.append(statistics.median(rt))
+                times = min(series, key=statistics.median)
+                ref_ms, ref_name = (min(ref_medians) if ref_medians else None), ref.name(spec.precision)
             else:
                 a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
                 b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
                 out = np.empty((m, n), dtype=np.float32)
                 times = adaptive(lambda r: time_cpu(lambda: gemmpad.gemm(a, b, kernel=name, out=out), r),
                                  args.reps, args.budget_s)
-                key = (m, n, k, "numpy")
-                if key not in ref_cache:
-                    ref_cache[key] = statistics.median(time_cpu(lambda: np.matmul(a, b, out=out), 10))
-                ref_ms, ref_name = ref_cache[key], "NumPy"
+                if (m, n, k) not in numpy_ms:
+                    numpy_ms[(m, n, k)] = statistics.median(time_cpu(lambda: np.matmul(a, b, out=out), 10))
+                ref_ms, ref_name = numpy_ms[(m, n, k)], "NumPy"
             ms = statistics.median(times)
             row.update(ms=ms, reps=len(times), gflops=flop / ms / 1e6, reference=ref_name, reference_ms=ref_ms,
                        reference_gflops=flop / ref_ms / 1e6 if ref_ms else None,
