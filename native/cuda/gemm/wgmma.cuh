@@ -84,14 +84,18 @@ __device__ __forceinline__ void wgmma_wait() {
         : __VA_ARGS__)
 #define GEMMPAD_SMEM_AB "%128, %129", "%130", "l"(desc_a), "l"(desc_b), "r"(1)
 
-// The operand types. B_K_MAJOR: B reaches shared memory transposed ([N, K], as A is [M, K]);
-// otherwise row-major [K, N] ("N-major" to wgmma, which only 16-bit types may read).
-struct Fp16 {
+// The operand types: the element type, the registry's InType and TMA's name for it, and whether
+// B reaches shared memory transposed (B_K_MAJOR: [N, K], as A is [M, K]; otherwise row-major
+// [K, N], "N-major" to wgmma, which only 16-bit types may read); each adds its name and its wgmma.
+template <class T_, InType IN, CUtensorMapDataType TMA, bool K_MAJOR>
+struct Operand {
     static constexpr bool SWAP = false;
-    using T = __half;
-    static constexpr InType in_type = InType::F16;
-    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    static constexpr bool B_K_MAJOR = false;
+    using T = T_;
+    static constexpr InType in_type = IN;
+    static constexpr CUtensorMapDataType tma_type = TMA;
+    static constexpr bool B_K_MAJOR = K_MAJOR;
+};
+struct Fp16 : Operand<__half, InType::F16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, false> {
     static constexpr const char* type_name = "float16";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -99,12 +103,7 @@ struct Fp16 {
 #endif
     }
 };
-struct Bf16 {
-    static constexpr bool SWAP = false;
-    using T = __nv_bfloat16;
-    static constexpr InType in_type = InType::BF16;
-    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-    static constexpr bool B_K_MAJOR = false;
+struct Bf16 : Operand<__nv_bfloat16, InType::BF16, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, false> {
     static constexpr const char* type_name = "bfloat16";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -114,12 +113,7 @@ struct Bf16 {
 };
 // tf32 reads float32 bit patterns (the tensor cores ignore the low 13 mantissa bits) and
 // takes K-major operands only: B is transposed on the way in (launch()).
-struct Tf32 {
-    static constexpr bool SWAP = false;
-    using T = float;
-    static constexpr InType in_type = InType::F32;
-    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-    static constexpr bool B_K_MAJOR = true;
+struct Tf32 : Operand<float, InType::F32, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, true> {
     static constexpr const char* type_name = "float32";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -129,12 +123,7 @@ struct Tf32 {
 };
 // fp8 (e4m3): 32 k per instruction, both operands K-major as for tf32 (wgmma transposes only
 // 16-bit operands): B is transposed on the way in.
-struct Fp8 {
-    static constexpr bool SWAP = false;
-    using T = __nv_fp8_e4m3;
-    static constexpr InType in_type = InType::F8E4M3;
-    static constexpr CUtensorMapDataType tma_type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
-    static constexpr bool B_K_MAJOR = true;
+struct Fp8 : Operand<__nv_fp8_e4m3, InType::F8E4M3, CU_TENSOR_MAP_DATA_TYPE_UINT8, true> {
     static constexpr const char* type_name = "float8_e4m3";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
