@@ -120,6 +120,13 @@ def test_reference_reps_are_queued_before_the_host_waits():
     assert log.index("wait") == 4 * gemm.QUEUED_REPS  # the first batch whole before the first wait
     assert gemm.queued(0, list, list, Event, lambda a, b: 0.0) == []
 
+    # With a hold: the GPU waits before each batch, as long as the host needs to enqueue it.
+    log.clear()
+    gemm.queued(gemm.QUEUED_REPS + 3, lambda: log.append("flush"), lambda: log.append("mm"), Event,
+                lambda start, stop: 1.0, hold=lambda n: log.append(f"hold {n}"))
+    assert [e for e in log if e.startswith("hold")] == [f"hold {gemm.QUEUED_REPS}", "hold 3"]
+    assert log[0] == f"hold {gemm.QUEUED_REPS}" and log[log.index("wait") + 1] == "hold 3"
+
 
 def test_every_registered_precision_has_a_reference_and_a_tolerance():
     """A kernel of a new precision gets its cuBLAS row from PRECISIONS alone: a missing entry is caught here."""

@@ -17,7 +17,8 @@ are multiples of 16: elsewhere (the MLP's N = 100) fp8 rows have no reference.
 GPU times, ours and cuBLAS's alike, are the lowest median of SERIES series: a
 single series sometimes catches the card changing clocks, and on an H100 the
 cuBLAS references moved by up to 2x between series of one run while the
-kernels moved by a few percent (native/cuda/gemm/NOTES.md). The reference is
+kernels moved by a few percent (most of it Python falling behind the queued
+reps, since held: queued(); native/cuda/gemm/NOTES.md). The reference is
 timed beside every kernel, its series alternating with the kernel's, so that
 both meet the card in the same state: a full run holds the GPU near its power
 limit for minutes, and a reference timed once per precision met a cooler card
@@ -122,16 +123,24 @@ def adaptive(time_once: Callable[[int], list[float]], max_reps: int, budget_s: f
 
 
 QUEUED_REPS = 64  # timed reps in flight before the host waits, as in the CUDA module's bench_gemm
+HOLD_CYCLES_PER_REP = 200_000  # GPU clock cycles (~0.1 ms) held per queued rep: Python enqueues one in less
 
 
 def queued(reps: int, flush: Callable[[], object], product: Callable[[], object], event: Callable[[], Any],
-           elapsed_ms: Callable[[Any, Any], float]) -> list[float]:
+           elapsed_ms: Callable[[Any, Any], float], hold: Callable[[int], object] | None = None) -> list[float]:
     """Times in ms of `reps` calls of `product`, each after `flush` (outside its events), queued
-    QUEUED_REPS at a time before a wait, as the CUDA module times our kernels: the GPU does not wait
-    for Python between reps, so no rep's time holds the host's launch of it."""
+    QUEUED_REPS at a time before a wait, as the CUDA module times our kernels, so that no rep's time
+    holds the host's launch of it. Queueing alone is not enough from Python: enqueueing a flush, two
+    events and torch.mm takes about as long as the GPU runs them, so the queue could run dry, a rep's
+    events then taking in the host's time (cuBLAS bf16 at 256x100x784 read 58.5 us beside one rung and
+    9.6-12.4 beside the others of one run). So `hold(n)`, where given, first puts a wait on the GPU
+    long enough for the host to enqueue n reps; each product then follows its flush at once, as ours
+    do (NOTES.md, 2026-11-27, late afternoon)."""
     times: list[float] = []
     for first in range(0, reps, QUEUED_REPS):
         pairs = [(event(), event()) for _ in range(min(QUEUED_REPS, reps - first))]
+        if hold:
+            hold(len(pairs))
         for start, stop in pairs:
             flush()
             start.record()
@@ -195,8 +204,10 @@ class CublasRef:
         flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
         for _ in range(3):
             product()
+        sleep = getattr(torch.cuda, "_sleep", None)  # a spin kernel of n clock cycles
         times = queued(reps, flush.zero_, product, lambda: torch.cuda.Event(enable_timing=True),
-                       lambda start, stop: start.elapsed_time(stop))
+                       lambda start, stop: start.elapsed_time(stop),
+                       (lambda n: sleep(n * HOLD_CYCLES_PER_REP)) if sleep else None)
         torch.backends.cuda.matmul.allow_tf32 = False
         return times
 
