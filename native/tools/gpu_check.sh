@@ -58,11 +58,13 @@ for spec in registry.kernels(device="cuda", kind="gemm"):
         bias = rng.uniform(-1, 1, n).astype(np.float32)
         gemmpad.gemm(a, b, bias=bias, activation="relu", kernel=spec.name)
     print("ran", spec.name, flush=True)
-for extra in os.environ.get("SANITIZE_EXTRA", "native/tools/sanitize_mlp.py native/tools/sanitize_train.py").split():
+for extra in sys.argv[1:]:  # the drivers are arguments: compute-sanitizer drops empty environment variables
     exec(compile(open(extra).read(), extra, "exec"), {"__name__": "__sanitize__"})
 PY
   for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 python3 "$OUT/sanitize_driver.py" >"$OUT/sanitize-$tool.log" 2>&1
+    # shellcheck disable=SC2086  # one argument per driver
+    compute-sanitizer --tool $tool --error-exitcode 9 python3 "$OUT/sanitize_driver.py" \
+      ${SANITIZE_EXTRA-native/tools/sanitize_mlp.py native/tools/sanitize_train.py} >"$OUT/sanitize-$tool.log" 2>&1
     s=$?
     echo "$tool exit=$s: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
     [ $s -eq 0 ] || { rc=1; grep -m5 -A8 -E "Invalid|Race|Error" "$OUT/sanitize-$tool.log"; }
