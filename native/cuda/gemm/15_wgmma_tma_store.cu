@@ -17,7 +17,7 @@
 // storing while the other multiplies, would hide it); C needs 16-byte rows (N a multiple of 4)
 // and a 16-byte aligned base, else the stores are 14's; the boxes take 32 KB, leaving 1 KB of
 // the 227 KB; small problems store as 10-14 do.
-// Measured: 4096^3 738,856 GFLOP/s = 95.0 % of cuBLAS bf16; 4096^3 726,114 GFLOP/s = 94.7 % of
+// Measured: 4096^3 734,371 GFLOP/s = 94.5 % of cuBLAS bf16; 4096^3 713,746 GFLOP/s = 94.4 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

@@ -22,8 +22,8 @@
 // for tf32, 32 or 128 rows, 128 columns, split-K at two blocks an SM, L2 prefetch hints, TMA boxes,
 // wgmma for tf32, k-tiles of 64 floats. Rows aligned to 2 bytes only (odd K or N in 16 bits) take
 // 16's (13's) path, as do large problems.
-// Measured: 4096x100x784 48,893 GFLOP/s = 113.2 % of cuBLAS fp16;
-// 4096x100x784 41,044 GFLOP/s = 100.8 % of cuBLAS tf32 (H100, 2026-11-27;
+// Measured: 4096x100x784 48,015 GFLOP/s = 113.0 % of cuBLAS fp16;
+// 4096x100x784 40,793 GFLOP/s = 99.9 % of cuBLAS tf32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
 #include <type_traits>
