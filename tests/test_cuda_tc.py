@@ -142,3 +142,27 @@ SMALL_SHAPES = [
 @pytest.mark.parametrize("name", SMALL)
 def test_small_tile_paths(name: str, shape: tuple[int, int, int], rng: np.random.Generator) -> None:
     check_both_epilogues(name, shape, rng)
+
+
+@pytest.mark.parametrize("activation", ["relu", None])
+@pytest.mark.parametrize("name", SMALL)
+def test_small_tiles_pass_nan_and_inf(name: str, activation: str | None, rng: np.random.Generator) -> None:
+    """17's store for even N (no branch per value: bias loaded up front, the activation a max with
+    0 or -inf that lets NaN through): NaN, +inf and -inf reach C as in float64, with and without
+    bias and ReLU, in both column tiles of N = 100."""
+    precision = registry.get(name).precision
+    a = rng.uniform(-1, 1, (70, 40)).astype(np.float32)
+    b = rng.uniform(-1, 1, (40, 100)).astype(np.float32)
+    a[3, 5] = np.nan
+    a[66, 0] = np.inf
+    b[0] = np.where(np.arange(100) % 3, 0.5, -0.75)  # row 66 of the product: +inf and -inf columns
+    bias = rng.uniform(-1, 1, 100).astype(np.float32) if activation else None
+    out = np.full((70, 100), -7.0, np.float32)  # finite poison: NaN could not tell an unwritten row 3
+    gemmpad.gemm(a, b, bias=bias, activation=activation, kernel=name, out=out)
+    assert np.isnan(out[3]).all()
+    with np.errstate(invalid="ignore"):
+        ref = reference(a, b, bias, activation, precision)
+    np.testing.assert_array_equal(out[66], ref[66].astype(np.float32))
+    assert np.isinf(out[66]).sum() == (100 if activation is None else 66)
+    ok = [r for r in range(70) if r not in (3, 66)]
+    assert rel_error(out[ok], ref[ok]) <= TOLERANCE[precision]

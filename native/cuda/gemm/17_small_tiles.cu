@@ -8,22 +8,24 @@
 // side), mma.sync (m16n8k16; m16n8k8 for tf32) fed from a cp.async ring that every warp fills, each
 // operand in the widest chunks its rows allow (16, 8 or 4 bytes), each thread's chunks worked out
 // once per block; fragments loaded a k-step ahead, across the barrier too; split-K over a cluster
-// (as 10-16) only where the tiles leave SMs idle. 16-bit: 8 warps of 16 x 32, ldmatrix, 4 stages.
+// (as 10-16) only where the tiles leave SMs idle; for even N a store without a branch per value.
+// 16-bit: 8 warps of 16 x 32, ldmatrix, 4 stages.
 // tf32 (no transposing ldmatrix): the mma computes the tile transposed, its rows and k renumbered so
 // that every fragment is one 8-byte shared load; 4 warps of 32 x 32 and 8 stages (6 where two
 // blocks share an SM), the shape of cuBLAS's own sm80 kernel at these sizes.
 // Why it should be faster: at these shapes the tensor cores idle most of the time; what counts is
 // how soon each SM has its operands and how few instructions its warps issue between them. The
 // copies' index arithmetic once per block took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us;
-// tf32's 8-byte fragments, the early loads and the deeper ring took tf32 there from 18.9 to 15.0.
-// What holds it back: tf32 only draws level with cuBLAS at 4096 x 100 x 784 (same tiles, fewer
-// instructions and L2 reads, but 4.1 cycles per warp instruction against 3.0; NOTES.md); 16-bit B
-// rows of 200 bytes go in 8-byte chunks. Not faster (NOTES.md): more stages for 16-bit, 7, 10 or 11
+// tf32's 8-byte fragments, the early loads and the deeper ring took tf32 there from 18.9 to 15.0;
+// the branch-free store (each warp runs it once, from a cold instruction cache) 15.7 to 15.2.
+// What holds it back: tf32 is only a few % past cuBLAS at 4096 x 100 x 784 (same tiles, fewer
+// instructions and L2 reads, but more cycles per warp instruction; NOTES.md); 16-bit B rows of
+// 200 bytes go in 8-byte chunks. Not faster (NOTES.md): more stages for 16-bit, 7, 10 or 11
 // for tf32, 32 or 128 rows, 128 columns, split-K at two blocks an SM, L2 prefetch hints, TMA boxes,
 // wgmma for tf32, k-tiles of 64 floats. Rows aligned to 2 bytes only (odd K or N in 16 bits) take
 // 16's (13's) path, as do large problems.
-// Measured: 4096x100x784 48,015 GFLOP/s = 113.0 % of cuBLAS fp16;
-// 4096x100x784 40,793 GFLOP/s = 99.9 % of cuBLAS tf32 (H100, 2026-11-27;
+// Measured: 4096x100x784 48,246 GFLOP/s = 111.9 % of cuBLAS fp16;
+// 4096x100x784 42,387 GFLOP/s = 103.2 % of cuBLAS tf32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
 #include <type_traits>
@@ -294,13 +296,46 @@ __global__ void __launch_bounds__(C::THREADS)
         cluster_reduce_store(part, BM, BN, C::PITCH, m0, n0, M, N, bias, act, out, threadIdx.x, C::THREADS);
         return;
     }
+    if (N % 2) {  // odd N: pairs not 8-byte aligned, stored one float at a time
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int j = 0; j < C::ACC; ++j) {
+                const Pair q = pair(j, h);
+                if (m0 + q.r < M && n0 + q.c < N)
+                    store_pair(out + (size_t)(m0 + q.r) * N, n0 + q.c, N, acc[j][q.e0], acc[j][q.e1], bias, act);
+            }
+        return;
+    }
+    // Even N: straight-line code. A warp runs this once, from an instruction cache that has not
+    // seen it, and every branch costs a fetch from L2 (ncu, tf32 at 4096x100x784: a fifth of the
+    // warps' time went to the per-store branches and 64-bit address arithmetic this replaces). So
+    // no branch per store: the bias of this lane's columns is loaded up front (-0.0 without bias:
+    // adding it changes nothing, not even a zero's sign), the activation is a max with `lo` that
+    // lets NaN through (as relu()), and addresses step from one pointer by multiples of N.
+    float bv[C::ACC][2];
+#pragma unroll
+    for (int j = 0; j < C::ACC; ++j) {
+        const int c = min(n0 + pair(j, 0).c, N - 2);  // a column of C (its pair's value goes unstored past N)
+        bv[j][0] = bias ? bias[c] : -0.0f;
+        bv[j][1] = bias ? bias[c + 1] : -0.0f;
+    }
+    const float lo = act == Act::Relu ? 0.0f : -INFINITY;
+    const auto value = [lo](float v) {
+        float r;
+        asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(v), "f"(lo));  // v past -inf as it is, NaN as NaN
+        return r;
+    };
+    const Pair q0 = pair(0, 0);
+    float* const p0 = out + (size_t)(m0 + q0.r) * N + n0 + q0.c;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int j = 0; j < C::ACC; ++j) {
             const Pair q = pair(j, h);
+            const float2 v = make_float2(value(acc[j][q.e0] + bv[j][0]), value(acc[j][q.e1] + bv[j][1]));
             if (m0 + q.r < M && n0 + q.c < N)
-                store_pair(out + (size_t)(m0 + q.r) * N, n0 + q.c, N, acc[j][q.e0], acc[j][q.e1], bias, act);
+                *reinterpret_cast<float2*>(p0 + (q.r - q0.r) * N + (q.c - q0.c)) = v;
         }
 }
 
