@@ -184,13 +184,13 @@ private:
     int made_ = 0;
 };
 
-// Kernel time of the named kernel on an M x N x K problem with random operands
-// resident on the device: `warmup` untimed launches, then `reps` launches
-// each bracketed by its own pair of CUDA events, queued kQueuedReps at a time
-// before a wait, so that no rep's time holds the host's launch of it (the GPU
-// does not wait for the host between reps). With flush_l2, a buffer twice the
-// L2 size is overwritten before every rep (outside the events) so no rep runs
-// from cache. Returns the per-rep times in milliseconds.
+// Kernel time of the named kernel on an M x N x K problem with operands uniform in
+// [-1, 1) (as the bench's cuBLAS reference draws its own), resident on the device:
+// `warmup` untimed launches, then `reps` launches each bracketed by its own pair of
+// CUDA events, queued kQueuedReps at a time before a wait, so that no rep's time
+// holds the host's launch of it (the GPU does not wait for the host between reps).
+// With flush_l2, a buffer twice the L2 size is overwritten before every rep (outside
+// the events) so no rep runs from cache. Returns the per-rep times in milliseconds.
 std::vector<float> bench_gemm(const std::string& name, int M, int N, int K, int reps, int warmup, bool flush_l2,
                               bool with_bias, int act) {
     if (M < 1 || N < 1 || K < 1) throw std::invalid_argument("M, N, K must be >= 1");

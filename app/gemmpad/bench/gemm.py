@@ -7,12 +7,14 @@ usually compared. The reference for each precision comes from PRECISIONS: a
 kernel registered with a precision listed there gets its cuBLAS row without
 further code.
 
-The reference does the same work as our kernels: float16 and bfloat16 operands
-give a float32 C there too (cuBLAS through torch.mm's out_dtype), where a plain
-matmul would write half the bytes of C; a torch without out_dtype (or cupy)
-writes C in the operand type, and the row's reference name says so. fp8 (e4m3)
-goes through torch._scaled_mm with unit scales, which takes only K and N that
-are multiples of 16: elsewhere (the MLP's N = 100) fp8 rows have no reference.
+The reference does the same work as our kernels, on operands drawn the same way
+(OPERAND_RANGE: the bits multiplied set the tensor cores' power and so the
+clock). float16 and bfloat16 operands give a float32 C there too (cuBLAS
+through torch.mm's out_dtype), where a plain matmul would write half the bytes
+of C; a torch without out_dtype (or cupy) writes C in the operand type, and the
+row's reference name says so. fp8 (e4m3) goes through torch._scaled_mm with
+unit scales, which takes only K and N that are multiples of 16: elsewhere (the
+MLP's N = 100) fp8 rows have no reference.
 
 GPU times, ours and cuBLAS's alike, are the lowest median of SERIES series: a
 single series sometimes catches the card changing clocks, and on an H100 the
@@ -125,6 +127,11 @@ def adaptive(time_once: Callable[[int], list[float]], max_reps: int, budget_s: f
 QUEUED_REPS = 64  # timed reps in flight before the host waits, as in the CUDA module's bench_gemm
 HOLD_CYCLES_PER_REP = 200_000  # GPU clock cycles (~0.1 ms) held per queued rep: Python enqueues one in less
 
+# Both sides multiply operands uniform over this range (bench_gemm fills ours so): the tensor
+# cores' power, and with it the clock, depends on the bits they multiply. On an H100 cuBLAS bf16
+# at 4096^3 took 176 us on torch.rand's [0, 1) and 182 us on [-1, 1) (NOTES.md, 2026-11-27, dusk).
+OPERAND_RANGE = (-1.0, 1.0)
+
 
 def queued(reps: int, flush: Callable[[], object], product: Callable[[], object], event: Callable[[], Any],
            elapsed_ms: Callable[[Any, Any], float], hold: Callable[[int], object] | None = None) -> list[float]:
@@ -153,7 +160,8 @@ def queued(reps: int, flush: Callable[[], object], product: Callable[[], object]
 
 class CublasRef:
     """cuBLAS through torch (cupy if torch lacks CUDA), timed like our kernels:
-    CUDA events around each call, L2 flushed before each rep, median."""
+    CUDA events around each call, L2 flushed before each rep, median; its operands drawn
+    as bench_gemm draws ours (OPERAND_RANGE)."""
 
     def __init__(self) -> None:
         self.backend = ""
@@ -214,8 +222,7 @@ class CublasRef:
     def _mm(self, m: int, n: int, k: int, dtype: Any) -> Callable[[], object]:
         """torch.mm into a float32 C (the operand type's where torch cannot)."""
         torch = self.torch
-        a = torch.rand(m, k, device="cuda", dtype=dtype)
-        b = torch.rand(k, n, device="cuda", dtype=dtype)
+        a, b = self._uniform(m, k, dtype), self._uniform(k, n, dtype)
         c = torch.empty(m, n, device="cuda", dtype=torch.float32)
         if dtype != torch.float32:
             try:
@@ -239,8 +246,8 @@ class CublasRef:
         torch = self.torch
         if k % 16 or n % 16 or not hasattr(torch, "_scaled_mm"):
             return None
-        a = torch.rand(m, k, device="cuda").to(dtype)
-        b = torch.rand(n, k, device="cuda").to(dtype).t()  # [K, N], column-major
+        a = self._uniform(m, k, dtype)
+        b = self._uniform(n, k, dtype).t()  # [K, N], column-major
         one = torch.ones((), device="cuda")
         c = torch.empty(m, n, device="cuda", dtype=torch.float32)
 
@@ -254,11 +261,17 @@ class CublasRef:
         self.output[str(dtype).removeprefix("torch.")] = "float32"
         return product
 
+    def _uniform(self, rows: int, cols: int, dtype: Any) -> Any:
+        """A [rows, cols] operand on the GPU, uniform over OPERAND_RANGE, drawn in float32 and then
+        rounded to `dtype`."""
+        lo, hi = OPERAND_RANGE
+        return (self.torch.rand(rows, cols, device="cuda") * (hi - lo) + lo).to(dtype)
+
     def _cupy(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float]:
         cp = self.cupy
         dtype = getattr(cp, prec.dtype)
-        a = cp.random.rand(m, k).astype(dtype)
-        b = cp.random.rand(k, n).astype(dtype)
+        a = cp.random.uniform(*OPERAND_RANGE, (m, k)).astype(dtype)
+        b = cp.random.uniform(*OPERAND_RANGE, (k, n)).astype(dtype)
         c = cp.empty((m, n), dtype=dtype)
         flush = cp.empty(2 * cp.cuda.Device().attributes["L2CacheSize"], dtype=cp.uint8)
         cp.matmul(a, b, out=c)
