@@ -13,7 +13,7 @@
 // transposed the 32 threads read 32 addresses K floats apart at every step.
 // What holds it back: every operand still comes from global memory (L1/L2 at
 // best) once per multiply-add; 03 reuses it from shared memory.
-// Measured: 4096^3 5,996 GFLOP/s = 11.5 % of cuBLAS fp32
+// Measured: 4096^3 5,992 GFLOP/s = 11.5 % of cuBLAS fp32
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 

@@ -12,7 +12,7 @@
 // is 32 consecutive words in 32 different banks (no bank conflicts).
 // What still holds it back: each multiply-add needs two shared-memory loads,
 // so the loop is bound by shared-memory bandwidth, not by the FMA units.
-// Measured: 4096^3 8,763 GFLOP/s = 16.8 % of cuBLAS fp32
+// Measured: 4096^3 8,764 GFLOP/s = 16.8 % of cuBLAS fp32
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 

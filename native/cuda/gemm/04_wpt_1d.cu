@@ -11,7 +11,7 @@
 // block reuses each global element 64 times instead of 32.
 // What still holds it back: A still costs one shared load per FMA; a 2-D
 // block of outputs per thread (05) reuses both operands.
-// Measured: 4096^3 19,264 GFLOP/s = 37.0 % of cuBLAS fp32
+// Measured: 4096^3 19,275 GFLOP/s = 37.0 % of cuBLAS fp32
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 

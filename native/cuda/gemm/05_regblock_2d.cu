@@ -12,7 +12,7 @@
 // What still holds it back: every shared load is a 4-byte scalar, the B row
 // reads of a warp hit the same banks 4 times over (16 threads read 8 floats
 // each, 32 floats apart), and the global loads are scalar too (06).
-// Measured: 4096^3 21,703 GFLOP/s = 41.7 % of cuBLAS fp32 (H100, 2026-11-27;
+// Measured: 4096^3 21,704 GFLOP/s = 41.7 % of cuBLAS fp32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`); on the H200 (2026-11-23) it was
 // slower than 04 at 1024x1024x768: 128x128 tiles make 64 blocks for 132 SMs, and 147 registers per
 // thread allow one block per SM.

@@ -17,7 +17,7 @@
 // 32 bytes apart, so each float4 read of B takes 4 shared-memory wavefronts
 // instead of 2 (bank conflicts); the transposed store of A is 2-way
 // conflicted; global loads stall the block between tiles (07 fixes all three).
-// Measured: 4096^3 34,254 GFLOP/s = 65.9 % of cuBLAS fp32
+// Measured: 4096^3 34,282 GFLOP/s = 65.9 % of cuBLAS fp32
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 

@@ -26,7 +26,7 @@
 // tiles (in dynamic shared memory) through distributed shared memory: one launch.
 // What holds it back: CUDA cores alone (fp32 FMA, no tensor cores); on small problems at most 8
 // blocks per tile and N = 100 filling 100 of 128 columns. Variants tried: NOTES.md.
-// Measured: 4096^3 46,594 GFLOP/s = 89.6 % of cuBLAS fp32; 4096x100x784 18,819 GFLOP/s = 98.2 % of
+// Measured: 4096^3 46,681 GFLOP/s = 89.7 % of cuBLAS fp32; 4096x100x784 18,757 GFLOP/s = 97.5 % of
 // cuBLAS fp32 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "../common.cuh"
 

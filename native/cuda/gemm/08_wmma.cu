@@ -21,7 +21,7 @@
 // layout. fp16 is far above fp32 SIMT, tf32 is not: it needs 146 registers x 256 threads plus
 // 35 KB of float tiles, so one block fits per SM and nothing hides the global latency (the fp16
 // kernel, 123 registers and 19 KB, runs two blocks per SM).
-// Measured: 4096^3 107,205 GFLOP/s = 13.9 % of cuBLAS fp16; 4096^3 26,429 GFLOP/s = 6.3 % of cuBLAS tf32
+// Measured: 4096^3 106,131 GFLOP/s = 14.5 % of cuBLAS fp16; 4096^3 26,398 GFLOP/s = 6.6 % of cuBLAS tf32
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <mma.h>
 

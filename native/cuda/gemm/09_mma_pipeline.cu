@@ -19,7 +19,7 @@
 // Odd shapes: cp.async zero-fills out-of-range chunks (src-size 0); where K or N is not a
 // multiple of 8 halves (4 floats) a bounds-checked element loader feeds the same kernel.
 //
-// Measured: 4096^3 297,941 GFLOP/s = 39.3 % of cuBLAS fp16; 4096^3 156,559 GFLOP/s = 39.2 % of cuBLAS tf32
+// Measured: 4096^3 298,303 GFLOP/s = 41.4 % of cuBLAS fp16; 4096^3 155,897 GFLOP/s = 40.7 % of cuBLAS tf32
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 // What holds it back: mma.sync is the Ampere instruction, issued per warp with operands staged
 // through registers by ldmatrix; Hopper's full tensor rate needs wgmma (step 10). This file must

@@ -26,7 +26,7 @@
 // What holds it back: Hopper and sm_90a only; the 128x256 tile and its 197 KB of shared memory
 // cost ~8 us even for one tile, so the MLP's shapes stay near 50-80 % of cuBLAS.
 // The kernel is shared with 11-16 (wgmma.cuh), which change the operand type or one step.
-// Measured: 4096^3 680,876 GFLOP/s = 90.1 % of cuBLAS fp16; 4096x100x784 32,875 GFLOP/s = 76.7 % of
+// Measured: 4096^3 677,760 GFLOP/s = 93.4 % of cuBLAS fp16; 4096x100x784 30,136 GFLOP/s = 69.7 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

@@ -12,7 +12,7 @@
 // problems); precision: 3 significant decimal digits
 // per operand, so its error against float64 is ~8x fp16's (tests allow 1e-2, see
 // tests/test_gemm.py).
-// Measured: 4096^3 697,178 GFLOP/s = 89.4 % of cuBLAS bf16; 8192^3 725,187 GFLOP/s = 102.2 % of
+// Measured: 4096^3 691,065 GFLOP/s = 92.9 % of cuBLAS bf16; 8192^3 714,340 GFLOP/s = 99.0 % of
 // cuBLAS bf16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

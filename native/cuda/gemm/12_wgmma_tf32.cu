@@ -14,7 +14,7 @@
 // each call (13, which avoids it, is 17 % faster at 4096^3); a stage carries half fp16's k, so
 // the pipeline waits on barriers twice as often per flop; and as 10: Hopper and sm_90a only,
 // the 128x256 tile at small N.
-// Measured: 4096^3 322,433 GFLOP/s = 78.6 % of cuBLAS tf32; 8192^3 344,195 GFLOP/s = 88.2 % of
+// Measured: 4096^3 317,957 GFLOP/s = 81.4 % of cuBLAS tf32; 8192^3 334,773 GFLOP/s = 89.4 % of
 // cuBLAS tf32 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

@@ -16,7 +16,7 @@
 // read them, so each warpgroup waits for its batch before loading the next stage's (the other
 // warpgroup's batch fills that gap); 2-way bank conflicts on the fragment loads; scalar stores
 // down the columns of C; and as 10: Hopper and sm_90a only.
-// Measured: 4096^3 380,641 GFLOP/s = 102.5 % of cuBLAS tf32; 8192^3 359,596 GFLOP/s = 93.9 % of
+// Measured: 4096^3 369,332 GFLOP/s = 94.4 % of cuBLAS tf32; 8192^3 347,614 GFLOP/s = 93.0 % of
 // cuBLAS tf32 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

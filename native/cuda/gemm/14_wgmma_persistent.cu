@@ -15,7 +15,7 @@
 // between runs): the consumers still store from registers, 8 rows per float2 instruction, while the
 // tensor cores idle (15 stages the stores); 4096^3 is 3.9 waves of tiles, so the last is not full.
 // Small problems (fewer tiles than SMs) run exactly as 10 and 11 (split-K over a cluster).
-// Measured: 4096^3 713,983 GFLOP/s = 91.2 % of cuBLAS bf16; 4096^3 693,240 GFLOP/s = 91.8 % of
+// Measured: 4096^3 705,771 GFLOP/s = 94.5 % of cuBLAS bf16; 4096^3 687,855 GFLOP/s = 95.0 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

@@ -14,10 +14,12 @@
 // What holds it back: 4-5 % over 10/11 at 4096^3 in three H100 runs (8192^3: -3 to +8 %): both
 // consumer warpgroups still fill the boxes themselves at the end of a tile while the producer,
 // its ring full, waits: ~6 % of 4096^3's time (NOTES.md; a ping-pong schedule, one warpgroup
-// storing while the other multiplies, would hide it); C needs 16-byte rows (N a multiple of 4)
+// storing while the other multiplies, would hide it), and each float2 written into a box takes 4
+// shared-store wavefronts where 2 would do (a half-warp's 4 rows meet 4 of the 8 swizzled 16-byte
+// chunks of a row; ncu, 2026-11-27); C needs 16-byte rows (N a multiple of 4)
 // and a 16-byte aligned base, else the stores are 14's; the boxes take 32 KB, leaving 1 KB of
 // the 227 KB; small problems store as 10-14 do.
-// Measured: 4096^3 734,371 GFLOP/s = 94.5 % of cuBLAS bf16; 4096^3 713,746 GFLOP/s = 94.4 % of
+// Measured: 4096^3 725,746 GFLOP/s = 97.2 % of cuBLAS bf16; 4096^3 707,631 GFLOP/s = 97.6 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

@@ -16,7 +16,7 @@
 // 8192^3): L2 was not the limit (ncu: 63 % of L2 throughput at 4096^3 in 14). A pair advances at
 // the pace of its slower block; only where TMA reads both operands in place and the tiles fill the
 // SMs, else it runs as 15; an odd number of tile rows leaves the last pair half idle.
-// Measured: 4096^3 729,692 GFLOP/s = 94.0 % of cuBLAS bf16; 4096^3 712,267 GFLOP/s = 94.5 % of
+// Measured: 4096^3 724,339 GFLOP/s = 96.7 % of cuBLAS bf16; 4096^3 706,700 GFLOP/s = 97.6 % of
 // cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

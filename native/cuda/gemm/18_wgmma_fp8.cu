@@ -15,7 +15,7 @@
 // ~2^-4 per operand: a lab for speed, not for the MLP's accuracy); rows of A must be 16-byte
 // multiples for TMA (K % 16), 4-byte for cp.async, else A is copied too; Hopper and sm_90a only.
 // cuBLAS's fp8 GEMM takes only K and N that are multiples of 16, so N = 100 has no reference.
-// Measured: 8192^3 1,176,200 GFLOP/s = 79.1 % of cuBLAS fp8
+// Measured: 8192^3 1,137,966 GFLOP/s = 84.6 % of cuBLAS fp8
 // (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include "wgmma.cuh"
 

@@ -17,7 +17,7 @@
 // issue slots used at 4096x100x784, ncu; cuBLAS's sm80 kernel 64 %); N = 100 fills 100 of 128
 // columns. Not faster (NOTES.md): 128-row or 128-column tiles, 8x16 or 4x28 outputs a thread,
 // k-tiles of 8, a rolled k-loop, 8 stages.
-// Measured: 4096x100x784 19,832 GFLOP/s = 103.5 % of cuBLAS fp32 (H100, 2026-11-27;
+// Measured: 4096x100x784 19,911 GFLOP/s = 102.9 % of cuBLAS fp32 (H100, 2026-11-27;
 // assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
 #include <algorithm>
 
