@@ -421,9 +421,9 @@ __device__ __forceinline__ float4 ld_cluster_v4(unsigned addr) {
 // (at most 8) adds rows [rank * rows / S, ...) of all S tiles in rank order (the same sum
 // whatever ran first), applies bias and act, and stores them at C[m0 + r][n0 + c]. `nthreads`
 // threads of the block take part (tid: 0..nthreads-1). Only the tile's part inside C is read.
-// cluster_reduce_store puts a cluster barrier before (every tile written) and after (no block exits
-// while another still reads its tile). A remote load is slow (NOTES.md): a thread keeps BATCH items'
-// loads in flight, BATCH * MAX_S = 16, and reads its own block's tile directly.
+// cluster_reduce_store puts it between two cluster barriers (cluster_reduce_barriers). A remote
+// load is slow (NOTES.md): a thread keeps BATCH items' loads in flight, BATCH * MAX_S = 16, and
+// reads its own block's tile directly.
 template <int MAX_S, int BATCH>
 __device__ __forceinline__ void cluster_reduce_rows(const float* tile, int rows, int cols, int pitch, int m0, int n0,
                                                     int M, int N, const float* __restrict__ bias, Act act,
@@ -472,17 +472,25 @@ __device__ __forceinline__ void cluster_reduce_rows(const float* tile, int rows,
         }
     }
 }
+// `reduce` between the reduction's two cluster barriers. Every thread of every block of the cluster
+// must pass both: threads that add nothing (wgmma.cuh's producer warpgroup) call it with nothing.
+template <class F>
+__device__ __forceinline__ void cluster_reduce_barriers(F&& reduce) {
+    cluster_arrive_release();
+    cluster_wait_acquire();  // every block's partial tile is written
+    reduce();
+    cluster_arrive_relaxed();
+    cluster_wait_acquire();  // no block leaves while another still reads its tile
+}
 __device__ __forceinline__ void cluster_reduce_store(const float* tile, int rows, int cols, int pitch, int m0, int n0,
                                                      int M, int N, const float* __restrict__ bias, Act act,
                                                      float* __restrict__ C, int tid, int nthreads) {
-    cluster_arrive_release();
-    cluster_wait_acquire();  // every block's partial tile is written
-    const unsigned S = cluster_size();
-    if (S <= 2) cluster_reduce_rows<2, 8>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
-    else if (S <= 4) cluster_reduce_rows<4, 4>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
-    else cluster_reduce_rows<8, 2>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
-    cluster_arrive_relaxed();
-    cluster_wait_acquire();  // no block leaves while another still reads its tile
+    cluster_reduce_barriers([&] {
+        const unsigned S = cluster_size();
+        if (S <= 2) cluster_reduce_rows<2, 8>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
+        else if (S <= 4) cluster_reduce_rows<4, 4>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
+        else cluster_reduce_rows<8, 2>(tile, rows, cols, pitch, m0, n0, M, N, bias, act, C, tid, nthreads);
+    });
 }
 #endif  // __CUDACC__
 

@@ -331,12 +331,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int j = max(0, it - LAG); j < it; ++j) mbar_arrive(&full[j % STAGES]);
         }
         __syncwarp();  // lane 0 may come from the TMA loop alone; .aligned barriers need whole warps
-        if (split) {   // the cluster barriers of the reduction below count every thread
-            cluster_arrive_release();
-            cluster_wait_acquire();
-            cluster_arrive_relaxed();
-            cluster_wait_acquire();
-        }
+        if (split) cluster_reduce_barriers([] {});  // the reduction's cluster barriers count every thread
         if (pair == 2) {  // the peer may still deliver to this block or arrive on its barriers
             cluster_arrive_release();
             cluster_wait_acquire();
