@@ -215,3 +215,25 @@ def test_reference_operands_are_drawn_as_ours():
     assert values.shape == (300, 200)
     assert (values >= -1).all() and (values < 1).all()
     assert (values < -0.9).any() and (values > 0.9).any() and abs(values.mean()) < 0.01
+
+
+@pytest.mark.gpu
+def test_cupy_reference_holds_its_queue(monkeypatch):
+    """Where torch has no CUDA, cupy times cuBLAS; its hold is a spin kernel (cupy has no
+    torch.cuda._sleep), which keeps the GPU at least the cycles asked for: n reps' worth cannot
+    pass in less than n * HOLD_CYCLES_PER_REP cycles of the fastest clock an H100 or H200 runs."""
+    cupy = pytest.importorskip("cupy")
+    holds = []
+    timed = gemm.queued
+    monkeypatch.setattr(gemm, "queued", lambda *args, **kw: holds.append(args[5]) or timed(*args, **kw))
+    ref = gemm.CublasRef.__new__(gemm.CublasRef)
+    ref.backend, ref.cupy, ref.output = f"cupy {cupy.__version__} (cuBLAS)", cupy, {}
+    times = ref.time_ms(64, 48, 80, gemm.precision("fp16"), 5)
+    assert len(times) == 5 and all(t > 0 for t in times)
+    (hold,) = holds
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    hold(10)
+    stop.record()
+    stop.synchronize()
+    assert cupy.cuda.get_elapsed_time(start, stop) >= 10 * gemm.HOLD_CYCLES_PER_REP / 1.98e9 * 1e3

@@ -126,6 +126,11 @@ def adaptive(time_once: Callable[[int], list[float]], max_reps: int, budget_s: f
 
 QUEUED_REPS = 64  # timed reps in flight before the host waits, as in the CUDA module's bench_gemm
 HOLD_CYCLES_PER_REP = 200_000  # GPU clock cycles (~0.1 ms) held per queued rep: Python enqueues one in less
+# What holds the GPU for cupy, as torch.cuda._sleep does for torch: one thread spinning `cycles`.
+SPIN_KERNEL = r'''extern "C" __global__ void spin(long long cycles) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {}
+}'''
 
 # Both sides multiply operands uniform over this range (bench_gemm fills ours so): the tensor
 # cores' power, and with it the clock, depends on the bits they multiply. On an H100 cuBLAS bf16
@@ -275,8 +280,9 @@ class CublasRef:
         c = cp.empty((m, n), dtype=dtype)
         flush = cp.empty(2 * cp.cuda.Device().attributes["L2CacheSize"], dtype=cp.uint8)
         cp.matmul(a, b, out=c)
+        spin = cp.RawKernel(SPIN_KERNEL, "spin")  # cupy has no torch.cuda._sleep
         return queued(reps, lambda: flush.fill(0), lambda: cp.matmul(a, b, out=c), cp.cuda.Event,
-                      cp.cuda.get_elapsed_time)
+                      cp.cuda.get_elapsed_time, lambda n: spin((1,), (1,), (cp.int64(n * HOLD_CYCLES_PER_REP),)))
 
 
 def time_cpu(fn: Callable[[], object], reps: int) -> list[float]:
