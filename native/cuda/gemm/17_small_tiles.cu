@@ -17,7 +17,8 @@
 // how soon each SM has its operands and how few instructions its warps issue between them. The
 // copies' index arithmetic once per block took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us;
 // tf32's 8-byte fragments, the early loads and the deeper ring took tf32 there from 18.9 to 15.0;
-// the branch-free store (each warp runs it once, from a cold instruction cache) 15.7 to 15.2.
+// the branch-free store (each warp runs it once, from a cold instruction cache) 15.7 to 15.2 (H100
+// runs of 14:39 and 15:46 UTC against cuBLAS's 15.7 and 15.6; NOTES.md, 2026-11-27, dusk).
 // What holds it back: tf32 is only a few % past cuBLAS at 4096 x 100 x 784 (same tiles, fewer
 // instructions and L2 reads, but more cycles per warp instruction; NOTES.md); 16-bit B rows of
 // 200 bytes go in 8-byte chunks. Not faster (NOTES.md): more stages for 16-bit, 7, 10 or 11
