@@ -149,7 +149,8 @@ class Classifier:
             return ["numpy"]
         backend_usable = not available_backends()[backend]
         specs = [s for s in registry.kernels(device=backend) if s.available or not backend_usable]
-        return [s.name for s in specs if s.kind == "gemm"] + [s.name for s in specs if s.kind == "mlp"]
+        whole = [s.name for s in specs if s.kind == "mlp"] if self.model.standard else []  # (_resolve_kernel says why)
+        return [s.name for s in specs if s.kind == "gemm"] + whole
 
     def configure(self, backend: str | None = None, kernel: str | None = None) -> None:
         """Switch backend and/or kernel live; kernel None -> the backend's default.
@@ -172,10 +173,17 @@ class Classifier:
         """Full name, or a short one (_full_names)."""
         names = self.kernels(backend)
         if not kernel:
-            return DEFAULT_KERNELS[backend]
+            return DEFAULT_KERNELS[backend] if self.model.standard or backend == "numpy" else \
+                registry.default_gemm(backend).name
         for candidate in _full_names(backend, kernel):
             if candidate in names:
                 return candidate
+        whole = [s.name for s in registry.kernels(device=backend, kind="mlp")]
+        if not self.model.standard and any(c in whole for c in _full_names(backend, kernel)):
+            shape = "-".join(map(str, self.model.layers))
+            raise GemmpadError(f"kernel {kernel!r} runs only the 784-100-100-10 network (its tiles and registers "
+                               f"are sized for 100-unit layers); this model is {shape}: choose a layer-by-layer "
+                               f"kernel ({', '.join(names[-2:])}, ...)")
         raise GemmpadError(f"kernel {kernel!r} is not available on backend {backend!r}; choose one of {', '.join(names)}")
 
     # ---------------------------------------------------------------- inference

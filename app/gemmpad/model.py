@@ -23,14 +23,30 @@ from gemmpad.files import atomic_path, write_text
 from gemmpad.inputs import load_json, read_input
 
 LAYERS = (784, 100, 100, 10)
-SHAPES: dict[str, tuple[int, ...]] = {
-    "W1": (784, 100),
-    "b1": (100,),
-    "W2": (100, 100),
-    "b2": (100,),
-    "W3": (100, 10),
-    "b3": (10,),
-}
+MAX_HIDDEN = 4096  # an imported network's widest hidden layer; the shipped one has 100 units
+
+
+def shapes(h1: int = LAYERS[1], h2: int = LAYERS[2]) -> dict[str, tuple[int, ...]]:
+    """The six arrays of a 784-h1-h2-10 network. The shipped model and every fused kernel
+    are 784-100-100-10; an imported network may have other hidden widths and then runs on
+    the layer-by-layer kernels (see `Model.standard`)."""
+    n_in, n_out = LAYERS[0], LAYERS[-1]
+    return {"W1": (n_in, h1), "b1": (h1,), "W2": (h1, h2), "b2": (h2,), "W3": (h2, n_out), "b3": (n_out,)}
+
+
+SHAPES: dict[str, tuple[int, ...]] = shapes()
+
+
+def _hidden_widths(w1_shape: tuple[int, ...], w2_shape: tuple[int, ...], source: str) -> tuple[int, int]:
+    """(h1, h2) as W1 and W2 declare them, each checked against 1..MAX_HIDDEN: a file cannot
+    make us allocate a layer of a billion units."""
+    if len(w1_shape) != 2 or len(w2_shape) != 2:
+        raise ModelFileError(f"{source}: W1 and W2 must be matrices, got shapes {w1_shape} and {w2_shape}")
+    h1, h2 = int(w1_shape[1]), int(w2_shape[1])
+    for name, h in (("first", h1), ("second", h2)):
+        if not 1 <= h <= MAX_HIDDEN:
+            raise ModelFileError(f"{source}: the {name} hidden layer has {h} units; gemmpad runs 1 to {MAX_HIDDEN}")
+    return h1, h2
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 
 
@@ -73,6 +89,16 @@ class Model:
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.weights[name]
+
+    @property
+    def layers(self) -> tuple[int, int, int, int]:
+        """(784, h1, h2, 10): the widths of this network's layers."""
+        return (LAYERS[0], self.weights["W1"].shape[1], self.weights["W2"].shape[1], LAYERS[-1])
+
+    @property
+    def standard(self) -> bool:
+        """True for 784-100-100-10, the shape the fused kernels and the native MLPs are built for."""
+        return self.layers == LAYERS
 
     def scores(self) -> list[str]:
         """What the model card says these weights scored, as short phrases for the app
@@ -132,10 +158,12 @@ def validate(weights: dict[str, np.ndarray], source: str = "weights") -> None:
     missing = [k for k in SHAPES if k not in weights]
     if missing:
         raise ModelFileError(f"{source}: missing arrays {missing} (expected {list(SHAPES)})")
-    for name, shape in SHAPES.items():
+    for name in SHAPES:
+        if not isinstance(weights[name], np.ndarray):
+            raise ModelFileError(f"{source}: {name} is a {type(weights[name]).__name__}, expected a NumPy array")
+    expected = shapes(*_hidden_widths(weights["W1"].shape, weights["W2"].shape, source))
+    for name, shape in expected.items():
         arr = weights[name]
-        if not isinstance(arr, np.ndarray):
-            raise ModelFileError(f"{source}: {name} is a {type(arr).__name__}, expected a NumPy array")
         if arr.shape != shape:
             raise ModelFileError(f"{source}: {name} has shape {arr.shape}, expected {shape}")
         if arr.dtype != np.float32:
@@ -179,6 +207,10 @@ def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
         with zf:
             members = _npy_members(zf, source)
             headers = {name: _npy_header(zf, info, source) for name, info in members.items()}
+            expected = shapes(*_hidden_widths(headers["W1"][0], headers["W2"][0], source))
+            for name, (shape, _, _) in headers.items():
+                if shape != expected[name]:
+                    raise ModelFileError(f"{source}: {name} has shape {shape}, expected {expected[name]}")
             return {name: _npy_data(zf, members[name], *headers[name], source) for name in SHAPES}
     except ModelFileError:
         raise
@@ -205,16 +237,17 @@ def _npy_members(zf: zipfile.ZipFile, source: str) -> dict[str, zipfile.ZipInfo]
     return members
 
 
-def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tuple[bool, np.dtype]:
-    """(fortran order, dtype) from one member's .npy header, after checking shape and dtype."""
+def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) from one member's .npy header, after checking the dtype and
+    the rank (the widths are checked together, once every header is read)."""
     name = info.filename[:-4]
     with zf.open(info) as f:
         shape, fortran, dtype = _read_header(f, name, source)
     if dtype.kind != "f" or dtype.itemsize != 4:
         raise ModelFileError(f"{source}: {name} has dtype {dtype}, expected float32")
-    if tuple(shape) != SHAPES[name]:
+    if len(shape) != len(SHAPES[name]):
         raise ModelFileError(f"{source}: {name} has shape {tuple(shape)}, expected {SHAPES[name]}")
-    return bool(fortran), dtype
+    return tuple(int(d) for d in shape), bool(fortran), dtype
 
 
 _HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
@@ -232,10 +265,10 @@ def _read_header(f: IO[bytes], name: str, source: str) -> tuple[tuple[int, ...],
         return _HEADER_READERS[version](f)
 
 
-def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, fortran: bool, dtype: np.dtype, source: str) -> np.ndarray:
+def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, shape: tuple[int, ...], fortran: bool, dtype: np.dtype,
+              source: str) -> np.ndarray:
     """One array, reading exactly the bytes its (already checked) header declares."""
     name = info.filename[:-4]
-    shape = SHAPES[name]
     nbytes = int(np.prod(shape)) * dtype.itemsize
     with zf.open(info) as f:
         _read_header(f, name, source)
