@@ -121,7 +121,7 @@ class EnginePanel:
                         dpg.set_axis_limits(self.x_axis, 0, HISTORY)
                         # Log scale: kernel and end-to-end time differ by up to 100x, the ladder by more,
                         # and a one-off spike stays on the plot without flattening everything else.
-                        self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="µs (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
+                        self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="time (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
                         self.line_kernel = dpg.add_line_series([], [], label="kernel", parent=self.y_axis)
                         self.line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self.y_axis)
                         dpg.bind_item_theme(self.line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
