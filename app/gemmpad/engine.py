@@ -100,6 +100,11 @@ def _as_batch(x: Any) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
+def copies(image28: np.ndarray, n: int) -> np.ndarray:
+    """n identical rows [n, 784] of a 28x28 input: a batch whose every row must read alike."""
+    return np.ascontiguousarray(np.broadcast_to(image28.reshape(1, N_IN), (n, N_IN)), dtype=np.float32)
+
+
 def jitter(image28: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """n copies of a 28x28 image as [n, 784]: the original, then copies shifted
     by up to 2 pixels. Averaging over them (test-time augmentation) steadies the
@@ -129,7 +134,6 @@ class Classifier:
         self._weights = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in self.model.weights.items()}
         self._native: dict[str, backends.Runner] = {}  # backend -> its runner, built on first use and kept
         self._timings: deque[Timing] = deque(maxlen=HISTORY)
-        self._rng = np.random.default_rng(0)  # jitter beyond the fixed shifts: reproducible per Classifier
         self._last_timing: Timing | None = None
         # A GPU call's (end_to_end_us, batch) until its kernel time is read (see last_timing)
         self._pending: tuple[float, int] | None = None
@@ -241,9 +245,10 @@ class Classifier:
     def classify(self, image: np.ndarray, batch: int = 1, warmup: int = 0) -> Prediction | None:
         """Preprocess a drawing or photo of a digit and read it; None when there is no ink.
 
-        batch > 1 runs that many slightly shifted copies and averages their
-        probabilities (test-time augmentation); the timing is that one call's,
-        after `warmup` untimed passes (see predict).
+        batch > 1 runs that many copies of the same input in one call: a speed knob (how
+        does the kernel scale with rows?) that never changes the answer, which is read from
+        the copies' mean; the timing is that one call's, after `warmup` untimed passes (see
+        predict). Test-time augmentation (shifted copies) is `gemmpad eval --tta`'s, not this.
         """
         from gemmpad.preprocess import preprocess
 
@@ -252,7 +257,7 @@ class Classifier:
         image28 = preprocess(image)
         if image28 is None:
             return None
-        x = jitter(image28, batch, self._rng) if batch > 1 else image28.reshape(1, N_IN)
+        x = copies(image28, batch)
         probs = self.model.check_output(self.predict(x, warmup)).mean(axis=0, dtype=np.float64).astype(np.float32)
         digit = int(np.argmax(probs))
         assert self.last_timing is not None

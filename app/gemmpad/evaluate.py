@@ -9,7 +9,7 @@ Three kinds of test, all fed through `preprocess` as the app feeds a drawing:
 - on paper (`--paper`): the same writers' digits as photos and scans (gemmpad.paper);
 - a folder of labelled images (`DIR/<digit>/*.png`), the layout `gemmpad predict` and
   the app's saved drawings use: anyone's own test set.
-`--tta N` averages N jittered copies per digit, as the app's batch slider does.
+`--tta N` averages N jittered copies per digit (test-time augmentation; the app's batch only repeats the input).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def classify(model: Model, images: Sequence[np.ndarray], tta: int = 1) -> np.nda
     """The model's digit for each image (any size, either polarity), -1 where no ink was found.
 
     With tta > 1 each digit is read from the probabilities averaged over tta jittered
-    copies (gemmpad.engine.jitter, the app's batch).
+    copies (gemmpad.engine.jitter).
     """
     rng = np.random.default_rng(TTA_SEED)
     out = np.full(len(images), -1, dtype=np.int64)
@@ -238,7 +238,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
-    p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="average N jittered copies (the app's batch)")
+    p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="test-time augmentation: average N copies shifted by up to 2 pixels")
     p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
                    help="processes reading the writer sets, one set each (default: every core)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")

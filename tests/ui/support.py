@@ -115,6 +115,29 @@ class XTest:
         self.xtst.XTestFakeButtonEvent(self.dpy, 1, int(down), 0)
         self.x11.XFlush(self.dpy)
 
+    def other_window(self, x: int, y: int) -> int:
+        """A 60x40 window of "another program" (no _NET_WM_PID) at (x, y), mapped and given the
+        keyboard focus; its id."""
+        x11, vp, u, i = self.x11, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int
+        x11.XDefaultRootWindow.restype = u
+        x11.XDefaultRootWindow.argtypes = [vp]
+        x11.XCreateSimpleWindow.restype = u
+        x11.XCreateSimpleWindow.argtypes = [vp, u, i, i, ctypes.c_uint, ctypes.c_uint, ctypes.c_uint, u, u]
+        x11.XMapWindow.argtypes = [vp, u]
+        x11.XSetInputFocus.argtypes = [vp, u, i, u]
+        x11.XSync.argtypes = [vp, i]
+        win = x11.XCreateSimpleWindow(self.dpy, x11.XDefaultRootWindow(self.dpy), x, y, 60, 40, 0, 0, 0)
+        x11.XMapWindow(self.dpy, win)
+        x11.XSync(self.dpy, 0)
+        x11.XSetInputFocus(self.dpy, win, 1, 0)  # RevertToPointerRoot, CurrentTime
+        x11.XSync(self.dpy, 0)
+        return int(win)
+
+    def destroy(self, window: int) -> None:
+        self.x11.XDestroyWindow.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+        self.x11.XDestroyWindow(self.dpy, window)
+        self.x11.XFlush(self.dpy)
+
     def close(self) -> None:
         self.x11.XCloseDisplay(self.dpy)
 

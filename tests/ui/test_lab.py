@@ -6,6 +6,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from gemmpad.ui import harness
 from tests.ui.support import BASE, real_input, draw, seven
@@ -129,3 +130,56 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
     style.heat(np.zeros((10, 10), np.float32), blank)
     np.testing.assert_allclose(app.pred._hidden_rgba[0][4::9, 4::9], blank)
     assert dpg.get_value(app.pred.layer_text) == ""
+
+
+def test_input_meant_for_other_programs_does_not_wake_the_window(app: object) -> None:
+    """Issue 42: moving the pointer or typing in another program woke the idle window for every
+    event (~80 % of a core): the watcher read the whole screen's pointer and keyboard. Now the
+    pointer counts only over the window and keys only when they would reach it."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui import window
+
+    app.step()
+    x, y = (int(v) for v in dpg.get_viewport_pos())
+    w, h = dpg.get_viewport_width(), dpg.get_viewport_height()
+    outside = [(px, py) for px, py in ((x + w + 30, y + 10), (x + 10, y + h + 30), (5, 5)) if not (
+        x <= px < x + w and y <= py < y + h) and 0 <= px < 1600 and 0 <= py < 1000]
+    if not outside:
+        pytest.skip(f"the window ({x},{y} {w}x{h}) covers the whole screen: no place for another program's input")
+    ox, oy = outside[0]
+    xt = real_input()
+    other = xt.other_window(ox - 5, oy - 5)  # another program's window, with the keyboard focus
+    xt.move(ox, oy)
+    stop = threading.Event()
+    measured: dict[str, float] = {}
+
+    def busy_elsewhere() -> None:
+        time.sleep(window.IDLE_AFTER_S + 0.5)
+        c0, t0, f0 = time.process_time(), time.perf_counter(), app.frames
+        i = 0
+        while time.perf_counter() - t0 < 3.0:  # a pointer circling and keys typed, all outside the window
+            xt.move(ox + i % 7, oy + i % 5)
+            xt.key("a", i % 2 == 0)
+            i += 1
+            stop.wait(0.01)
+        xt.key("a", False)
+        xt.destroy(other)
+        measured.update(cpu=time.process_time() - c0, wall=time.perf_counter() - t0, frames=app.frames - f0,
+                        events=i)
+        app.quit()
+
+    worker = threading.Thread(target=busy_elsewhere)
+    worker.start()
+    app._quit = False
+    try:
+        app.run()
+    finally:
+        worker.join()
+        xt.close()
+        app._quit = False
+    share = measured["cpu"] / measured["wall"]
+    print(f"foreign input ({measured['events']} events): {100 * share:.1f} % of a core, "
+          f"{measured['frames'] / measured['wall']:.1f} frames/s")
+    assert measured["frames"] / measured["wall"] < 3, measured  # the idle heartbeat is 1 frame/s
+    assert share < 0.10, measured

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from gemmpad.native import CudaStatus
-from gemmpad.ui.text import fmt_us, frames_caption, gpu_line, log_ticks
+from gemmpad.ui.text import NBSP, fmt_us, frames_caption, gpu_line, log_ticks
 
 
 def test_latency_axis_ticks_and_figures() -> None:
-    assert log_ticks(0.8, 60.0) == (("1", 1.0), ("2", 2.0), ("5", 5.0), ("10", 10.0), ("20", 20.0), ("50", 50.0))
-    assert log_ticks(0.31, 2000.0) == (("1", 1.0), ("10", 10.0), ("100", 100.0), ("1k", 1000.0))  # 3.8 decades
+    plain = lambda ticks: tuple((label.replace(NBSP, " "), v) for label, v in ticks)  # noqa: E731
+    assert plain(log_ticks(0.8, 60.0)) == (("1 µs", 1.0), ("2 µs", 2.0), ("5 µs", 5.0), ("10 µs", 10.0), ("20 µs", 20.0),
+                                    ("50 µs", 50.0))
+    assert plain(log_ticks(0.31, 2000.0)) == (("1 µs", 1.0), ("10 µs", 10.0), ("100 µs", 100.0), ("1 ms", 1000.0))
+    # issue 42: the slowest rung at batch 4096 labelled its axis "1000k", "2000k" µs
+    assert plain(log_ticks(3e5, 3e6)) == (("500 ms", 5e5), ("1 s", 1e6), ("2 s", 2e6))
     for lo in (0.3, 1.7, 42.0, 900.0):  # the narrowest range the panel draws (x1.6 either side) has a tick
         assert len(log_ticks(lo, lo * 2.56)) >= 1
-    assert [fmt_us(v) for v in (None, float("nan"), 0.784, 31.04, 12022.4)] == \
-        ["–", "–", "0.78 µs", "31.0 µs", "12,022 µs"]
+    assert [fmt_us(v).replace(NBSP, " ") for v in (None, float("nan"), 0.784, 31.04, 12022.4)] == \
+        ["–", "–", "784 ns", "31.0 µs", "12.0 ms"]
+    # issue 42: "720,830 µ" (cut), "1,332,838 µs1,521,073 µs" (columns touching): now a unit that fits
+    assert [fmt_us(v).replace(NBSP, " ") for v in (14442.0, 720830.0, 1332838.0, 999.96, 0.004, 5.123)] == \
+        ["14.4 ms", "721 ms", "1.33 s", "1.00 ms", "4.00 ns", "5.12 µs"]
+    assert " " not in fmt_us(1.234)  # "L3 1.23 µs" wrapped as "L3 1.23" / "µs"
+    assert all(len(fmt_us(10.0 ** e * m)) <= 7 for e in range(-3, 9) for m in (1.0, 2.5, 9.999))
 
 
 def test_gpu_line_says_one_thing_a_user_can_act_on() -> None:

@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start on this backend (default: cuda when usable, else cpu)")
     parser.add_argument("--kernel", metavar="NAME", help="start on this kernel (default: the backend's fastest)")
     parser.add_argument("--batch", type=int, default=1, metavar="B",
-                        help="test-time augmentation: run B jittered copies and average (1..4096, default 1)")
+                        help="run B copies of the drawing per frame: a speed knob, the answer stays the same (1..4096, default 1)")
     parser.add_argument("--warm", action="store_true",
                         help="warm timing: a few untimed passes before each frame's timed one (as benchmarks measure)")
     parser.add_argument("--brush", type=number(BRUSH_RANGE[0], BRUSH_RANGE[1]), metavar="PX",

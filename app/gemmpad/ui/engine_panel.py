@@ -19,7 +19,7 @@ from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us, frames_caption, kernel_summary, log_ticks
 
 BACKEND_LABELS = {b.name: b.label for b in backends.BACKENDS}
-BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 jittered copies
+BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 copies of the drawing
 SUMMARY_LINES = 2  # the kernel's description always takes this many lines (the rows below stay put)
 LATENCY_PLOT_H = 220  # when the column is not as tall as the window
 
@@ -121,7 +121,7 @@ class EnginePanel:
                         dpg.set_axis_limits(self.x_axis, 0, HISTORY)
                         # Log scale: kernel and end-to-end time differ by up to 100x, the ladder by more,
                         # and a one-off spike stays on the plot without flattening everything else.
-                        self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="µs (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
+                        self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="time (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
                         self.line_kernel = dpg.add_line_series([], [], label="kernel", parent=self.y_axis)
                         self.line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self.y_axis)
                         dpg.bind_item_theme(self.line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
@@ -155,7 +155,7 @@ class EnginePanel:
         summary = kernel_summary(kernel) if kernel else ""
         dpg.set_value(self.summary, summary)
         dpg.set_value(self.batch_combo, str(batch))
-        dpg.set_value(self.batch_caption, "copy" if batch == 1 else "jittered copies, averaged")
+        dpg.set_value(self.batch_caption, "copy" if batch == 1 else "copies: same answer, more work")
 
     def show_latency(self, history: list[Timing], kernel: str, batch: int, warm: bool) -> None:
         st = timing_stats(history) if history else {}

@@ -51,8 +51,8 @@ class Result:
     prediction: Prediction | None  # None: no ink, or an error
     history: list[Timing] = field(default_factory=list)  # this configuration's frames, oldest first
     error: str = ""
-    # The hidden layers' activations [100] each for the drawing itself (not its jittered
-    # copies), and each layer's time where the kernel runs layer by layer (else ()).
+    # The hidden layers' activations [100] each for the drawing itself (one of the batch's
+    # identical copies), and each layer's time where the kernel runs layer by layer (else ()).
     hidden: tuple[np.ndarray, np.ndarray] | None = None
     layer_us: tuple[float, ...] = ()
     # Whether the drawing does not look like one digit (gemmpad.unsure); None: no detector.

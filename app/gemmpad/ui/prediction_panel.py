@@ -159,7 +159,7 @@ class PredictionPanel:
                 dpg.set_value(self.digit, str(p.digit))
                 dpg.configure_item(self.digit, color=style.TEXT)
                 dpg.set_value(self.conf, f"{100 * p.confidence:.1f} %")
-                dpg.set_value(self.caption, "confidence" + (f", mean of {p.timing.batch}" if p.timing.batch > 1 else ""))
+                dpg.set_value(self.caption, "confidence")  # the batch repeats the drawing: one reading
                 dpg.set_value(self.runner, f"runner-up {order[1]}  ({100 * probs[order[1]]:.1f} %)")
             dpg.set_value(self.bars, [[float(i) for i in range(10)], [float(v) for v in probs]])
             dpg.set_value(self.bar_top, [[float(p.digit)], [float(probs[p.digit])]])

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gemmpad.engine import N_IN, Classifier, jitter
+from gemmpad.engine import Classifier, copies
 from gemmpad.model import Model
 from gemmpad.ui.inference import COLD_PAUSE_S, WARMUP_PASSES
 
@@ -49,8 +49,7 @@ class Race:
         self.entrants = list(entrants)  # (backend, kernel) in running order
         self.batch = batch
         self._model = model
-        self._x = jitter(image28, batch, np.random.default_rng(0)) if batch > 1 else image28.reshape(1, N_IN)
-        self._x = np.ascontiguousarray(self._x, dtype=np.float32)
+        self._x = copies(image28, batch)
         self._lock = threading.Lock()
         self._laps: list[Lap] = []
         self._current = ""

@@ -13,27 +13,41 @@ from gemmpad.native import CudaStatus
 from gemmpad.unsure import Detector
 
 
+# (microseconds per unit, unit): a time is shown in the largest unit it reaches, so the slowest
+# rung at batch 4096 (1.3 s) reads "1.33 s", not "1,332,838 µs" that no column is wide enough for
+_UNITS = ((1e6, "s"), (1e3, "ms"), (1.0, "µs"), (1e-3, "ns"))
+# Between a number and its unit: a no-break space, so a wrapped line never leaves "1.23" at the
+# end of one line and "µs" at the start of the next (the window wraps text at plain spaces)
+NBSP = "\u00a0"
+
+
 def fmt_us(v: float | None) -> str:
-    """A time in microseconds with 3 significant figures, "–" when there is none."""
+    """A time given in microseconds, in the unit that suits it with 3 significant figures
+    ("850 ns", "5.12 µs", "14.4 ms", "1.33 s"): at most 7 characters below 1000 s, so
+    columns never touch; "–" when there is none."""
     if v is None or not np.isfinite(v):
         return "–"
-    if v < 10:
-        return f"{v:.2f} µs"
-    if v < 1000:
-        return f"{v:.1f} µs"
-    return f"{v:,.0f} µs"
+    i = next((i for i, (scale, _) in enumerate(_UNITS) if abs(v) >= scale), len(_UNITS) - 1)
+    x = float(f"{abs(v) / _UNITS[i][0]:.3g}")  # rounded first: 999.96 µs is "1.00 ms", not "1000 µs"
+    if x >= 1000 and i > 0:
+        i -= 1
+        x = float(f"{abs(v) / _UNITS[i][0]:.3g}")
+    decimals = 2 if x < 10 else 1 if x < 100 else 0
+    return f"{'-' if v < 0 else ''}{x:,.{decimals}f}{NBSP}{_UNITS[i][1]}"
 
 
 def log_ticks(lo: float, hi: float) -> tuple[tuple[str, float], ...]:
-    """1-2-5 ticks between lo and hi (the default log axis labels only whole decades), or
-    decades alone when the range spans more than 2.5 of them (the labels would overlap)."""
+    """1-2-5 ticks between lo and hi microseconds (the default log axis labels only whole
+    decades), or decades alone when the range spans more than 2.5 of them (the labels would
+    overlap); each label in its own unit ("500 µs", "1 ms", "2 s")."""
     ticks = []
     digits = (1, 2, 5) if np.log10(hi / lo) <= 2.5 else (1,)
     for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1):
         for d in digits:
             v = d * 10.0**e
             if lo <= v <= hi:
-                ticks.append((f"{v / 1000:g}k" if v >= 1000 else f"{v:g}", v))
+                scale, unit = next(((s, u) for s, u in _UNITS if v >= s), _UNITS[-1])
+                ticks.append((f"{v / scale:g}{NBSP}{unit}", v))
     return tuple(ticks)
 
 

@@ -51,6 +51,12 @@ IDLE_FPS_WATCHED, IDLE_FPS_BLIND = 1.0, 10.0
 WATCH_S = 1 / 120  # how often an idle window asks the X server about input
 
 
+def _viewport_rect() -> tuple[int, int, int, int]:
+    """Where the window is on the screen: the input that counts as ours (input_watch)."""
+    x, y = dpg.get_viewport_pos()
+    return int(x), int(y), int(dpg.get_viewport_width()), int(dpg.get_viewport_height())
+
+
 class App:
     """The window. Drive it with run(), or frame by frame with step() (tests, --replay)."""
 
@@ -239,7 +245,7 @@ class App:
 
     def run(self) -> None:
         """The interactive loop, until the window is closed or Ctrl+Q."""
-        watch = InputWatch()
+        watch = InputWatch(rect=_viewport_rect)
         fps = IDLE_FPS_WATCHED if watch.available else IDLE_FPS_BLIND
         try:
             while dpg.is_dearpygui_running() and not self._quit:
