@@ -52,7 +52,7 @@ def _host(url: str) -> str:
     return urlsplit(url).netloc or url
 
 
-def _describe(url: str, exc: BaseException) -> _Failure:
+def _describe(url: str, exc: BaseException, timeout: float) -> _Failure:
     """The failure of one attempt as "<host>: <what>", the way a user can act on it."""
     import requests
 
@@ -63,7 +63,7 @@ def _describe(url: str, exc: BaseException) -> _Failure:
         code = exc.response.status_code
         return _Failure(f"{host}: HTTP {code} {exc.response.reason or ''}".rstrip(), transient=code >= 500)
     if isinstance(exc, requests.Timeout) or "timed out" in str(exc).lower():
-        return _Failure(f"{host}: no answer within {TIMEOUT_S:g} s", transient=True)
+        return _Failure(f"{host}: no answer within {timeout:g} s", transient=True)
     if isinstance(exc, requests.exceptions.ChunkedEncodingError):
         return _Failure(f"{host}: the connection broke before the whole file came", transient=True)
     if isinstance(exc, requests.ConnectionError):
@@ -108,7 +108,7 @@ def fetch_file(remote: Remote, dest: Path, mirrors: Sequence[str], timeout: floa
                 return Path(pooch.retrieve(url, remote.known_hash, fname=remote.name, path=dest,
                                            downloader=_sized(remote, timeout, progress)))
             except Exception as exc:  # requests and pooch raise many types; each is described below
-                failure = _describe(url, exc)
+                failure = _describe(url, exc, timeout)
                 if not failure.transient or attempt == retries:
                     failures.append(str(failure))
                     break
