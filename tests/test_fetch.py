@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import io
 import threading
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,7 +94,7 @@ def catalog(monkeypatch: pytest.MonkeyPatch, *files: tuple[str, bytes]) -> None:
 
 
 def get(server: _Server, dest: Path, *bases: str, timeout: float = 2.0) -> list[Path]:
-    return fetch.fetch(datafind.PENDIGITS, str(dest), mirrors={datafind.PENDIGITS: bases or (server.base,)},
+    return fetch.fetch(datafind.PENDIGITS, str(dest), mirrors={datafind.PENDIGITS: bases or (server.base + "/",)},
                        timeout=timeout, retries=0, progress=False, say=lambda s: None)
 
 
@@ -111,7 +113,7 @@ def test_a_good_file_arrives_checked(server: _Server, tmp_path: Path, monkeypatc
 def test_mirrors_are_tried_in_order(server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     catalog(monkeypatch, ("a.bin", GOOD))
     server.files["/second/a.bin"] = ("good", GOOD)
-    (path,) = get(server, tmp_path, server.base + "/first", server.base + "/second/")
+    (path,) = get(server, tmp_path, server.base + "/first/", server.base + "/second/")
     assert path.read_bytes() == GOOD
     assert server.requests == ["/first/a.bin", "/second/a.bin"]
 
@@ -138,7 +140,7 @@ def test_every_mirror_is_named_with_its_status(server: _Server, tmp_path: Path, 
     catalog(monkeypatch, ("a.bin", GOOD))
     server.files["/b/a.bin"] = ("good", OTHER)
     with pytest.raises(DataError) as info:
-        get(server, tmp_path, server.base + "/a", server.base + "/b")
+        get(server, tmp_path, server.base + "/a/", server.base + "/b/")
     host = server.base.removeprefix("http://")
     assert str(info.value) == (f"could not fetch a.bin: {host}: HTTP 404 Not Found; "
                                f"{host}: checksum mismatch (the file is not the published one)")
@@ -163,12 +165,56 @@ def test_a_second_run_resumes_and_a_bad_copy_restarts(server: _Server, tmp_path:
     assert server.requests == ["/a.bin"] and a.read_bytes() == GOOD and b.read_bytes() == second
 
 
+PEN = b'.SEGMENT DIGIT    0 ? "7"\n.COMMENT 7 12  224\n.PEN_DOWN\n 100  400\n 300  400\n 200  100\n.PEN_UP\n'
+# PEN as Unix `compress` writes it (made with the ncompress package, which gemmpad does not need)
+PEN_Z = bytes.fromhex("1f9d902ea61439d2a488132a2088243992042188873040fc0021e28608052e863c6952f020881b2062c878"
+                      "2843060d8c500c7e21f2e48a130521614404414326cc19321fd684015346ce983c5da474f2a50a1405")
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, body in members.items():
+            z.writestr(name, body)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("archive", ["pen.tra.Z", "set.zip"])
+def test_the_file_comes_out_of_an_archive(server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          archive: str) -> None:
+    """UCI publishes pendigits-orig.tra as a .Z, and inside a zip: after a mirror without it, either serves."""
+    catalog(monkeypatch, ("pen.tra", PEN))
+    server.files["/pen.tra.Z"] = ("good", PEN_Z)
+    server.files["/set.zip"] = ("good", zipped({"README": b"", "data/pen.tra.Z": PEN_Z}))
+    (path,) = get(server, tmp_path, server.base + "/nothing-here/", f"{server.base}/{archive}")
+    assert path.read_bytes() == PEN
+    assert leftovers(path.parent) == ["pen.tra"]  # the archive and its scratch folder are gone
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    (zipped({"other.txt": b""}), "the archive holds no pen.tra"),
+    (b"PK not a zip", "not a readable zip archive (File is not a zip file)"),
+    (zipped({"pen.tra.Z": PEN_Z[:40]}), "not a readable .Z (compress) file (Invalid Data: "),
+    (zipped({"pen.tra": PEN.replace(b"7", b"1")}), "checksum mismatch (the archive's pen.tra is not the published one)"),
+    (zipped({"pen.tra": PEN[:-1]}), f"the archive's pen.tra has {len(PEN) - 1:,} bytes, not {len(PEN):,}"),
+], ids=["no-member", "not-zip", "bad-Z", "wrong-checksum", "short"])
+def test_a_bad_archive_is_one_line_and_leaves_nothing(server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      body: bytes, said: str) -> None:
+    catalog(monkeypatch, ("pen.tra", PEN))
+    server.files["/set.zip"] = ("good", body)
+    with pytest.raises(DataError) as info:
+        get(server, tmp_path, server.base + "/set.zip")
+    assert str(info.value).startswith(f"could not fetch pen.tra: {server.base.removeprefix('http://')}: {said}")
+    assert "\n" not in str(info.value)
+    assert leftovers(tmp_path / "pendigits") == []
+
+
 def test_fetch_writes_where_the_finder_looks(server: _Server, no_data: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """`gemmpad data fetch pendigits`, then `gemmpad data status` and the finder see it."""
-    body = b'.SEGMENT DIGIT    0 ? "7"\n.COMMENT 7 12  224\n.PEN_DOWN\n 100  400\n 300  400\n 200  100\n.PEN_UP\n'
+    body = PEN
     catalog(monkeypatch, (datafind.PENDIGITS_FILE, body))
-    monkeypatch.setitem(datafind.MIRRORS, datafind.PENDIGITS, (server.base,))
+    monkeypatch.setitem(datafind.MIRRORS, datafind.PENDIGITS, (server.base + "/",))
     server.files["/" + datafind.PENDIGITS_FILE] = ("good", body)
     monkeypatch.setattr(cli, "COMMANDS", {"data": cli.COMMANDS["data"]})
     assert cli.main(["data", "fetch", "pendigits"]) == 0

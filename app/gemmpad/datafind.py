@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +38,13 @@ MNIST_STEMS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-image
 # what `gemmpad data fetch` checks a download against. MNIST's are the canonical
 # files torchvision and the mirrors serve; pendigits' is the UCI file of the project's
 # shared data folder (MD5 28e269fb7eaf8cb51af3f561743a0de5).
+# Sources are tried in order: a folder ("/" at the end) holding the file under its name,
+# or an archive (.Z, .zip) holding it. UCI publishes pendigits-orig.tra compressed
+# (.tra.Z) in its old folder and inside the data set's zip in its new one.
 MNIST_MIRRORS = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "https://storage.googleapis.com/cvdf-datasets/mnist/")
-PENDIGITS_MIRRORS = ("https://archive.ics.uci.edu/ml/machine-learning-databases/pendigits/",)
+UCI_PENDIGITS = "https://archive.ics.uci.edu/ml/machine-learning-databases/pendigits/"
+PENDIGITS_MIRRORS = (UCI_PENDIGITS, UCI_PENDIGITS + PENDIGITS_FILE + ".Z",
+                     "https://archive.ics.uci.edu/static/public/81/pen+based+recognition+of+handwritten+digits.zip")
 
 
 @dataclass(frozen=True)
@@ -214,7 +220,7 @@ def status() -> dict[str, dict[str, object]]:
             try:
                 if content_md5(f) != MNIST_CONTENT_MD5[stem]:
                     bad.append(f.name)
-            except (OSError, EOFError, gzip.BadGzipFile):
+            except (OSError, EOFError, zlib.error):  # a damaged .gz: BadGzipFile is an OSError
                 bad.append(f"{f.name} (unreadable)")
         out[MNIST] = {"found": True, "path": str(found.path), "origin": found.origin, "ok": not bad,
                       "detail": _verdict(bad), **({"fix": FIX[MNIST]} if bad else {})}

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import tempfile
 import time
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -75,10 +78,10 @@ def _describe(url: str, exc: BaseException, timeout: float) -> _Failure:
     return _Failure(f"{host}: {type(exc).__name__}: {exc}", transient=False)
 
 
-def _sized(remote: Remote, timeout: float, progress: bool) -> Callable[..., None]:
-    """pooch's HTTP downloader, then a size check: a server that sends fewer bytes than
-    the file has, without a Content-Length to notice it by, is named as such and not
-    only as a checksum mismatch."""
+def _sized(size: int | None, timeout: float, progress: bool) -> Callable[..., None]:
+    """pooch's HTTP downloader, then a size check (when the size is known): a server that
+    sends fewer bytes than the file has, without a Content-Length to notice it by, is
+    named as such and not only as a checksum mismatch."""
     import pooch
 
     http = pooch.HTTPDownloader(progressbar=progress, timeout=timeout)
@@ -86,27 +89,77 @@ def _sized(remote: Remote, timeout: float, progress: bool) -> Callable[..., None
     def download(url: str, output_file: str, pooch_obj: Any, check_only: bool = False) -> None:
         http(url, output_file, pooch_obj)
         got = Path(output_file).stat().st_size
-        if got != remote.size:
-            raise _Failure(f"{_host(url)}: {'truncated' if got < remote.size else 'too long'}: "
-                           f"{got:,} bytes of {remote.size:,}", transient=got < remote.size)
+        if size is not None and got != size:
+            raise _Failure(f"{_host(url)}: {'truncated' if got < size else 'too long'}: "
+                           f"{got:,} bytes of {size:,}", transient=got < size)
 
     return download
 
 
-def fetch_file(remote: Remote, dest: Path, mirrors: Sequence[str], timeout: float = TIMEOUT_S,
+def _unpack(archive: Path, remote: Remote, url: str) -> bytes:
+    """The catalog file's bytes from a downloaded archive: a Unix `compress` (.Z) file, or a
+    zip holding the file or its .Z (how UCI publishes pendigits today)."""
+    import unlzw3
+
+    packed = archive.read_bytes()
+    if url.endswith(".zip"):
+        try:
+            with zipfile.ZipFile(archive) as z:
+                names = {Path(n).name: n for n in z.namelist()}
+                member = names.get(remote.name) or names.get(remote.name + ".Z")
+                if member is None:
+                    raise _Failure(f"{_host(url)}: the archive holds no {remote.name}", transient=False)
+                packed = z.read(member)
+                if not member.endswith(".Z"):
+                    return packed
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise _Failure(f"{_host(url)}: not a readable zip archive ({exc})", transient=False) from None
+    try:
+        return bytes(unlzw3.unlzw(packed))
+    except (ValueError, TypeError, IndexError) as exc:
+        raise _Failure(f"{_host(url)}: not a readable .Z (compress) file ({exc})", transient=False) from None
+
+
+def _from_archive(remote: Remote, dest: Path, url: str, timeout: float, progress: bool) -> Path:
+    """Download the archive at `url` into a scratch folder beside `dest`, take the file out,
+    check its size and hash, and only then rename it into place; the scratch folder goes
+    in every case."""
+    import pooch
+
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=dest) as scratch:
+        name = urlsplit(url).path.rsplit("/", 1)[-1] or "archive"
+        archive = Path(pooch.retrieve(url, None, fname=name, path=scratch, downloader=_sized(None, timeout, progress)))
+        body = _unpack(archive, remote, url)
+        if len(body) != remote.size:
+            raise _Failure(f"{_host(url)}: the archive's {remote.name} has {len(body):,} bytes, not {remote.size:,}",
+                           transient=False)
+        out = Path(scratch) / remote.name
+        out.write_bytes(body)
+        if datafind.file_hash(out, remote.known_hash) != remote.known_hash:
+            raise _Failure(f"{_host(url)}: checksum mismatch (the archive's {remote.name} is not the published one)",
+                           transient=False)
+        os.replace(out, dest / remote.name)
+    return dest / remote.name
+
+
+def fetch_file(remote: Remote, dest: Path, sources: Sequence[str], timeout: float = TIMEOUT_S,
                retries: int = RETRIES, progress: bool = True) -> Path:
-    """`dest`/`remote.name`, downloaded from the first mirror that serves the right file
-    (or kept when already there and right). Raises DataError with every mirror's failure."""
+    """`dest`/`remote.name`, downloaded from the first source that serves the right file.
+    A source ending in "/" is a folder that holds the file under its name; one ending in
+    .Z or .zip is an archive that holds it. Raises DataError naming every source's failure."""
     import pooch
 
     pooch.get_logger().setLevel(logging.WARNING)  # our own lines say what happens
     failures = []
-    for base in mirrors:
-        url = base.rstrip("/") + "/" + remote.name
+    for source in sources:
+        url = source + remote.name if source.endswith("/") else source
         for attempt in range(retries + 1):
             try:
+                if url.endswith((".Z", ".zip")):
+                    return _from_archive(remote, dest, url, timeout, progress)
                 return Path(pooch.retrieve(url, remote.known_hash, fname=remote.name, path=dest,
-                                           downloader=_sized(remote, timeout, progress)))
+                                           downloader=_sized(remote.size, timeout, progress)))
             except Exception as exc:  # requests and pooch raise many types; each is described below
                 failure = _describe(url, exc, timeout)
                 if not failure.transient or attempt == retries:
@@ -120,7 +173,7 @@ def fetch(which: str, directory: str | None = None, mirrors: dict[str, Sequence[
           timeout: float = TIMEOUT_S, retries: int = RETRIES, progress: bool = True,
           say: Callable[[str], None] = print) -> list[Path]:
     """Every file of the set(s) `which` into <directory or datafind.fetch_root()>/<set>/; returns their paths.
-    `mirrors` replaces the published URL bases (the tests' local server)."""
+    `mirrors` replaces the published sources (the tests' local server)."""
     root = Path(directory) if directory else datafind.fetch_root()
     if root.exists() and not root.is_dir():
         raise DataError(f"--dir {root}: not a directory")
