@@ -4,9 +4,11 @@ the published ones (the catalog and the mirrors are swapped), so every case is f
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.server
 import io
+import struct
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -226,6 +228,37 @@ def test_fetch_writes_where_the_finder_looks(server: _Server, no_data: Path, mon
     assert out == ["mnist: no MNIST data: run `gemmpad data fetch mnist` (or set $GEMMPAD_DATA to a folder of "
                    "the IDX files)",
                    f"pendigits: {no_data / 'data' / 'pendigits' / datafind.PENDIGITS_FILE} (fetched): checksums OK"]
+
+
+def idx_gz(stem: str) -> bytes:
+    """A small valid IDX file (3 images or labels), gzipped as published."""
+    n = 3
+    body = (struct.pack(">IIII", 0x803, n, 28, 28) + bytes(n * 784)
+            if "images" in stem else struct.pack(">II", 0x801, n) + bytes([7, 1, 4]))
+    return gzip.compress(body, mtime=0)
+
+
+def test_fetch_all_then_every_command_finds_it(server: _Server, no_data: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`gemmpad data fetch all` into the user's folder; then the loaders find both sets with no
+    argument or variable, and status checks the published .gz files by their own hash."""
+    files = {stem + ".gz": idx_gz(stem) for stem in datafind.MNIST_STEMS}
+    monkeypatch.setitem(datafind.CATALOG, datafind.MNIST,
+                        tuple(Remote(n, len(b), "md5:" + hashlib.md5(b).hexdigest()) for n, b in files.items()))
+    catalog(monkeypatch, (datafind.PENDIGITS_FILE, PEN))
+    monkeypatch.setitem(datafind.MIRRORS, datafind.MNIST, (server.base + "/mnist/",))
+    monkeypatch.setitem(datafind.MIRRORS, datafind.PENDIGITS, (server.base + "/",))
+    server.files.update({f"/mnist/{n}": ("good", b) for n, b in files.items()})
+    server.files["/" + datafind.PENDIGITS_FILE] = ("good", PEN)
+    monkeypatch.setattr(cli, "COMMANDS", {"data": cli.COMMANDS["data"]})
+    assert cli.main(["data", "fetch", "all"]) == 0
+    assert data.load_split("test").labels.tolist() == [7, 1, 4]
+    assert pendigits.read_pendigits()[0].digit == 7
+    capsys.readouterr()
+    assert cli.main(["data", "status"]) == 0
+    assert capsys.readouterr().out == (f"mnist: {no_data / 'data' / 'mnist'} (fetched): checksums OK\n"
+                                       f"pendigits: {no_data / 'data' / 'pendigits' / datafind.PENDIGITS_FILE} "
+                                       "(fetched): checksums OK\n")
 
 
 def test_status_tells_a_copy_that_is_not_the_published_data(no_data: Path, monkeypatch: pytest.MonkeyPatch,
