@@ -261,6 +261,18 @@ def test_fetch_all_then_every_command_finds_it(server: _Server, no_data: Path, m
                                        "(fetched): checksums OK\n")
 
 
+def test_an_unwritable_destination_fails_before_any_download(server: _Server, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(cli, "COMMANDS", {"data": cli.COMMANDS["data"]})
+    monkeypatch.setitem(datafind.MIRRORS, datafind.PENDIGITS, (server.base + "/",))
+    assert cli.main(["data", "fetch", "pendigits", "--dir", str(tmp_path / "file")]) == 2
+    where = tmp_path / "file" / "pendigits"
+    assert capsys.readouterr().err == f"gemmpad: error: --dir: cannot write to {where}: Not a directory\n"
+    assert server.requests == []
+
+
 def test_status_tells_a_copy_that_is_not_the_published_data(no_data: Path, monkeypatch: pytest.MonkeyPatch,
                                                             tmp_path: Path) -> None:
     mnist = tmp_path / "mnist"

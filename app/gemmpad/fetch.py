@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from gemmpad import datafind
 from gemmpad.datafind import CATALOG, MIRRORS, Remote
 from gemmpad.errors import DataError
+from gemmpad.files import check_writable_dir
 
 SETS = (datafind.MNIST, datafind.PENDIGITS)
 TIMEOUT_S = 30.0  # connect and read, per attempt: a mirror that stops answering is left for the next one
@@ -74,7 +75,7 @@ def _describe(url: str, exc: BaseException, timeout: float) -> _Failure:
     if isinstance(exc, ValueError) and "hash" in str(exc):
         return _Failure(f"{host}: checksum mismatch (the file is not the published one)", transient=False)
     if isinstance(exc, OSError):
-        return _Failure(f"{host}: {exc.strerror or exc}", transient=False)
+        return _Failure(f"{host}: download stopped here: {exc.strerror or exc}", transient=False)
     return _Failure(f"{host}: {type(exc).__name__}: {exc}", transient=False)
 
 
@@ -175,11 +176,9 @@ def fetch(which: str, directory: str | None = None, mirrors: dict[str, Sequence[
     """Every file of the set(s) `which` into <directory or datafind.fetch_root()>/<set>/; returns their paths.
     `mirrors` replaces the published sources (the tests' local server)."""
     root = Path(directory) if directory else datafind.fetch_root()
-    if root.exists() and not root.is_dir():
-        raise DataError(f"--dir {root}: not a directory")
     got = []
     for name in SETS if which == "all" else (which,):
-        dest = root / name
+        dest = check_writable_dir(root / name, "--dir" if directory else "the data folder")  # before any download
         for remote in CATALOG[name]:
             target = dest / remote.name
             if target.is_file() and datafind.file_hash(target, remote.known_hash) == remote.known_hash:
