@@ -1,12 +1,14 @@
 """`gemmpad data`: which data sets are here (`status`), and getting them (`fetch`).
 
-`fetch` downloads each published file with pooch, trying the mirrors in order:
+`fetch` downloads each published file with pooch, trying the sources in order
+(datafind.MIRRORS: folders holding the file, or .Z/.zip archives holding it):
 pooch streams into a temporary file beside the destination, checks the hash, and
 only then renames it into place, so a failed or interrupted download never leaves
 a partial file under the real name. A file already there with the right hash is
-kept (a second run resumes a set where the first stopped); one with the wrong hash
-is downloaded again from the start. Each failure is said in one line: the host,
-and the HTTP status, the timeout, the short body or the checksum mismatch.
+kept, so a second run resumes a set file by file where the first stopped; a file
+cut off half-way is not resumed byte by byte but downloaded again from the start,
+as is one with the wrong hash. Each failure is said in one line: the host, and the
+HTTP status, the timeout, the short body or the checksum mismatch.
 """
 
 from __future__ import annotations
