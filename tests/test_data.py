@@ -133,21 +133,18 @@ def test_real_mnist_files() -> None:
     assert data.checksums_ok({**train.md5, **test.md5}), {**train.md5, **test.md5}
 
 
-def test_failed_download_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without --data or $GEMMPAD_DATA the loader asks torchvision; offline, that is one clear line."""
-    datasets = pytest.importorskip("torchvision.datasets")
-
-    def offline(*args, **kwargs):
-        raise RuntimeError("Error downloading train-images-idx3-ubyte.gz:\nTried https://a/, got:\nNo route to host")
+def test_no_data_names_the_fetch_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --data, $GEMMPAD_DATA or fetched files the loader says the command that gets
+    them; it no longer tries a torchvision download (which failed with an empty reason)."""
+    from gemmpad import datafind
 
     monkeypatch.delenv("GEMMPAD_DATA", raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(datasets, "MNIST", offline)
+    monkeypatch.setenv("GEMMPAD_HOME", str(tmp_path))
+    monkeypatch.setattr(datafind, "_checkout_data", lambda: None)
     with pytest.raises(DataError) as info:
         data.load_split("test")
-    message = str(info.value)
-    assert "\n" not in message and "pass --data DIR or set $GEMMPAD_DATA" in message
-    assert message.endswith("RuntimeError: Error downloading train-images-idx3-ubyte.gz:)")
+    assert str(info.value) == ("no MNIST data: run `gemmpad data fetch mnist` (or set $GEMMPAD_DATA to a folder "
+                               "of the IDX files)")
 
 
 # ---- issue 20: hostile IDX files

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("gemmpad.evaluate", "accuracy of a model on real writers' digits or labelled image folders"),
     "unsure": ("gemmpad.unsure_fit", "fit and measure the detector that says when a drawing is not one digit"),
     "bench": ("gemmpad.bench", "benchmark GEMM kernels, the MLP forward pass, or training"),
+    "data": ("gemmpad.fetch", "which data sets are found where (status), and downloading them (fetch)"),
     "import": ("gemmpad.importer", "turn a PyTorch state_dict or ONNX file of a 784-h1-h2-10 MLP into a model file"),
     "export": ("gemmpad.exporter", "write a model as an ONNX file"),
 }

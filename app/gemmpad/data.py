@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from gemmpad import datafind
 from gemmpad.errors import DataError
 from gemmpad.inputs import open_input
 
@@ -36,12 +37,7 @@ FILES: dict[str, tuple[str, str]] = {
 
 # MD5 of the uncompressed canonical files: recorded in the model card so a
 # model can be traced to the exact data it was trained and measured on.
-CANONICAL_MD5: dict[str, str] = {
-    "train-images-idx3-ubyte": "6bbc9ace898e44ae57da46a324031adb",
-    "train-labels-idx1-ubyte": "a25bea736e30d166cdddb491f175f624",
-    "t10k-images-idx3-ubyte": "2646ac647ad5339dbf082846283269ea",
-    "t10k-labels-idx1-ubyte": "27ae3e4e09519cfbb04c329615203637",
-}
+CANONICAL_MD5: dict[str, str] = datafind.MNIST_CONTENT_MD5
 
 
 @dataclass(frozen=True)
@@ -125,38 +121,8 @@ def _find(directory: Path, stem: str) -> Path:
 
 
 def data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """Where the MNIST files are: the argument, else $GEMMPAD_DATA, else torchvision's download."""
-    if explicit:
-        d = Path(explicit)
-        if not d.is_dir():
-            raise DataError(f"--data {d}: not a directory")
-        return d
-    env = os.environ.get("GEMMPAD_DATA")
-    if env:
-        d = Path(env)
-        if not d.is_dir():
-            raise DataError(f"$GEMMPAD_DATA={d}: not a directory")
-        return d
-    return _torchvision_download()
-
-
-def _torchvision_download() -> Path:
-    """Last resort: let torchvision fetch MNIST into ~/.cache/gemmpad/mnist."""
-    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gemmpad"
-    try:
-        from torchvision.datasets import MNIST
-    except ImportError:
-        raise DataError("no MNIST data: pass --data DIR or set $GEMMPAD_DATA (torchvision is not installed)") from None
-    try:
-        MNIST(str(root), train=True, download=True)
-        MNIST(str(root), train=False, download=True)
-    except Exception as exc:  # network errors come in many types; the message is what matters
-        first = (str(exc).strip().splitlines() or [""])[0]  # torchvision lists every mirror it tried
-        raise DataError(
-            f"no MNIST data: pass --data DIR or set $GEMMPAD_DATA to a directory with the IDX files "
-            f"(the torchvision download into {root} failed: {type(exc).__name__}: {first})"
-        ) from None
-    return root / "MNIST" / "raw"
+    """Where the MNIST files are: the argument, else where datafind finds them (never a download)."""
+    return datafind.mnist_dir(explicit)
 
 
 def load_split(split: str, directory: str | os.PathLike[str] | None = None) -> Split:

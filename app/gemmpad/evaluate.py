@@ -232,7 +232,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dirs", nargs="*", metavar="DIR", help="folders of labelled images, DIR/<digit>/*.png")
     p.add_argument("--model", help="model .npz file (default: the shipped model)")
     p.add_argument("--pendigits", nargs="?", const="", metavar="FILE",
-                   help="real writers' digits drawn at every style (default file: $GEMMPAD_PENDIGITS or the shared data)")
+                   help="real writers' digits drawn at every style (default file: $GEMMPAD_PENDIGITS, else `gemmpad data fetch pendigits`'s)")
     p.add_argument("--writers", default="1-6", metavar="RANGE",
                    help="pendigits writers to test, e.g. 1-6 (the shipped model's held-out writers) or 1-3,8")
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import __version__, native, registry, userdata
+from gemmpad import __version__, datafind, native, registry, userdata
 from gemmpad.engine import available_backends
 from gemmpad.errors import GemmpadError
 from gemmpad.model import default_model_path, load_model
@@ -70,7 +70,14 @@ def collect() -> dict[str, Any]:
         "backends": {b: (reason or "ok") for b, reason in available_backends().items()},
         "kernels": kernels,
         "model": model,
+        "data": datafind.status(),
     }
+
+
+def data_section(status: dict[str, dict[str, Any]]) -> str:
+    """The data sets' lines of `gemmpad info` (what `gemmpad data status` prints): a bug
+    report then says which data a command would have used, and a missing set its fix."""
+    return "data:\n" + "".join(f"  {line}\n" for line in datafind.status_lines(status))
 
 
 def arch_name(arch: str) -> str:
@@ -115,4 +122,5 @@ def run(args: argparse.Namespace) -> int:
     u = info["user_data"]
     out(f"your data: {u['folder']} (drawings in {u['drawings']}; personal model: "
         f"{u['personal_model'] or 'none yet'})\n")
+    out(data_section(info["data"]))
     return 0

@@ -30,12 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from gemmpad import datafind
 from gemmpad.errors import DataError
 from gemmpad.inputs import read_input
 from gemmpad.strokes import CANVAS
 from gemmpad.strokes import render as paint
 
-FILENAME = "pendigits-orig.tra"
+FILENAME = datafind.PENDIGITS_FILE
 MAX_BYTES = 64 << 20  # the real file is 3.6 MB; anything this big is not it (and would fill memory)
 MAX_POINTS = 10_000  # per stroke; the real file's longest has about 100
 MAX_COORD = 1e5  # tablet units; the real box is 500x500
@@ -54,31 +55,9 @@ class PenDigit:
     strokes: list[np.ndarray]
 
 
-def _candidates() -> list[Path]:
-    """Where the file may be, in order: $GEMMPAD_PENDIGITS, beside $GEMMPAD_DATA (the MNIST
-    folder), and the shared data folder beside a source checkout (as tests find MNIST)."""
-    out = []
-    env = os.environ.get("GEMMPAD_PENDIGITS")
-    if env:
-        out.append(Path(env))
-    mnist = os.environ.get("GEMMPAD_DATA")
-    if mnist:
-        out.append(Path(mnist).parent / "pendigits")
-    repo = Path(__file__).resolve().parents[2]
-    out += [repo.parent / "shared" / "data" / "pendigits", repo.parents[1] / "shared" / "data" / "pendigits"]
-    return out
-
-
 def default_path() -> Path:
-    """The pendigits file: the first of _candidates() that holds it (a folder or the file itself)."""
-    looked = []
-    for c in _candidates():
-        f = c / FILENAME if c.is_dir() else c
-        if f.is_file():
-            return f
-        looked.append(str(c))
-    raise DataError(f"{FILENAME} not found (looked in {', '.join(looked)}); set $GEMMPAD_PENDIGITS to the file "
-                    "or its folder")
+    """The pendigits file where datafind finds it ($GEMMPAD_PENDIGITS, the fetched copy, ...)."""
+    return datafind.pendigits_file()
 
 
 def read_pendigits(path: str | os.PathLike[str] | None = None) -> list[PenDigit]:

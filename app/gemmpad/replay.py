@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gemmpad import data, evaluate, pendigits
-from gemmpad.errors import DataError
+from gemmpad import data, datafind, evaluate, pendigits
 from gemmpad.files import atomic_path
 from gemmpad.model import Model
 from gemmpad.preprocess import preprocess, preprocess_batch
@@ -60,23 +59,6 @@ class References:
     writer_ids: list[int]
 
 
-def mnist_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The MNIST folder: the argument, $GEMMPAD_DATA, torchvision's earlier download, or the
-    shared data folder beside a source checkout. Never downloads: the window must not wait
-    on a network."""
-    env = os.environ.get("GEMMPAD_DATA")
-    repo = Path(__file__).resolve().parents[2]
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gemmpad" / "MNIST" / "raw"
-    candidates = [Path(explicit)] if explicit else [
-        *([Path(env)] if env else []), cache, repo.parent / "shared" / "data" / "mnist",
-        repo.parents[1] / "shared" / "data" / "mnist"]
-    for d in candidates:
-        if any((d / f"{data.FILES['test'][0]}{gz}").is_file() for gz in ("", ".gz")):
-            return d
-    raise DataError(f"no MNIST files (looked in {', '.join(map(str, candidates))}): fine-tuning replays and "
-                    "measures on them; set $GEMMPAD_DATA to the folder of the IDX files")
-
-
 def trained_writers(model: Model) -> list[int]:
     """The pendigits writers the model card says training used ([] without them)."""
     training = model.card.get("training", {}) if isinstance(model.card, dict) else {}
@@ -103,10 +85,10 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
     from gemmpad.trainset import code_version
 
     replay_rows = replay_rows or REPLAY_ROWS
-    folder = mnist_dir(mnist)
+    folder = datafind.mnist_dir(mnist)
     try:
         pen_path: Path | None = pendigits.default_path()
-    except DataError:
+    except datafind.DataMissing:  # none at all: no writers' test; a wrong $GEMMPAD_PENDIGITS still stops here
         pen_path = None
     sources = _sources(model)
     trained = trained_writers(model)

@@ -57,7 +57,7 @@ MAX_DRAWN = 200_000  # synthetic digits in one array: 784 float32 each, 627 MB
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of `gemmpad train`."""
     p.add_argument("--data", metavar="DIR",
-                   help="MNIST IDX directory (default $GEMMPAD_DATA, else torchvision download)")
+                   help="MNIST IDX directory (default $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s)")
     p.add_argument("--output", metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
     p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
     p.add_argument("--force", action="store_true",

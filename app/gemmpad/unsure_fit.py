@@ -81,8 +81,8 @@ def measure(model: Model, det: unsure.Detector, data_dir: str | None, pen_file: 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model .npz file (default: the shipped model)")
     p.add_argument("--fit", action="store_true", help="fit the detector for this model and write it beside the model")
-    p.add_argument("--data", metavar="DIR", help="MNIST IDX files (default: $GEMMPAD_DATA)")
-    p.add_argument("--pendigits", metavar="FILE", help="pendigits file (default: $GEMMPAD_PENDIGITS or the shared data)")
+    p.add_argument("--data", metavar="DIR", help="MNIST IDX files (default: $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s)")
+    p.add_argument("--pendigits", metavar="FILE", help="pendigits file (default: $GEMMPAD_PENDIGITS, else `gemmpad data fetch pendigits`'s)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
 
 

@@ -1,11 +1,11 @@
 """Where gemmpad keeps what belongs to the person using it: drawings, the personal model, caches.
 
-One folder per user, where each platform expects application data (what the
-`platformdirs` package would answer, without the dependency):
+One folder per user, where each platform expects application data, as `platformdirs`
+answers (the same folders earlier versions computed by hand, so nobody's data moves):
 
     Linux:   $XDG_DATA_HOME/gemmpad, else ~/.local/share/gemmpad
     macOS:   ~/Library/Application Support/gemmpad
-    Windows: %APPDATA%\\gemmpad
+    Windows: %APPDATA%\\gemmpad (the roaming profile)
 
 $GEMMPAD_HOME overrides it (tests, portable installs). Inside it:
 
@@ -13,13 +13,15 @@ $GEMMPAD_HOME overrides it (tests, portable installs). Inside it:
     drawings/<digit>/*.png    the same drawings as pictures
     personal-model.npz        the model fine-tuned on them (+ .json card), loaded at start
     cache/                    replay and test arrays built once (safe to delete)
+    data/mnist, data/pendigits  what `gemmpad data fetch` downloads (gemmpad.datafind)
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
+
+import platformdirs
 
 APP = "gemmpad"
 PERSONAL_MODEL = "personal-model.npz"
@@ -30,14 +32,10 @@ def data_dir() -> Path:
     forced = os.environ.get("GEMMPAD_HOME")
     if forced:
         return Path(forced)
-    home = Path.home()
-    if sys.platform == "win32":
-        base = os.environ.get("APPDATA")
-        return (Path(base) if base else home / "AppData" / "Roaming") / APP
-    if sys.platform == "darwin":
-        return home / "Library" / "Application Support" / APP
-    base = os.environ.get("XDG_DATA_HOME")
-    return (Path(base) if base and Path(base).is_absolute() else home / ".local" / "share") / APP
+    folder = platformdirs.user_data_path(APP, appauthor=False, roaming=True)
+    # The XDG spec says a relative $XDG_DATA_HOME is to be ignored; platformdirs would use it
+    # and put the data wherever the command happens to run.
+    return folder if folder.is_absolute() else Path.home() / ".local" / "share" / APP
 
 
 def drawings_dir() -> Path:

@@ -41,7 +41,7 @@ LIGHT_STYLES = [k for k, s in pendigits.STYLES.items() if not s.dark_ink]  # the
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model to correct (default: the shipped model)")
-    p.add_argument("--data", help="MNIST folder (default: $GEMMPAD_DATA, ...; see gemmpad.replay)")
+    p.add_argument("--data", help="MNIST folder (default: $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s; see gemmpad.datafind)")
     p.add_argument("--cache", default=str(userdata.cache_dir()), help="replay/test arrays cache ('' disables)")
     p.add_argument("--writers", default="1-6", help="unseen writers to correct (the shipped model's held-out ones)")
     p.add_argument("--styles", default=",".join(LIGHT_STYLES), help="comma list of gemmpad.pendigits.STYLES")
