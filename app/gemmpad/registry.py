@@ -80,11 +80,19 @@ class Figure:
     reference: str  # what it was compared with, e.g. "cuBLAS fp16"
     percent_of_reference: float | None
 
-    def __str__(self) -> str:
+    def short(self) -> str:
+        """"H200 694.9 TFLOP/s at 4096x4096x4096": short enough to sit beside a source path."""
+        where = self.machine.removeprefix("NVIDIA ").split(" ")[0] if self.machine.startswith("NVIDIA") else "CPU"
+        return f"{where} {self._rate()}"
+
+    def _rate(self) -> str:
         m, n, k = self.shape
         rate = f"{self.gflops / 1000:.1f} TFLOP/s" if self.gflops >= 1000 else f"{self.gflops:.1f} GFLOP/s"
+        return f"{rate} at {m}x{n}x{k}"
+
+    def __str__(self) -> str:
         ref = f" ({self.percent_of_reference:g} % of {self.reference})" if self.percent_of_reference else ""
-        return f"{self.machine}: {rate} at {m}x{n}x{k}{ref}, {self.date}"
+        return f"{self.machine}: {self._rate()}{ref}, {self.date}"
 
 
 @functools.cache
