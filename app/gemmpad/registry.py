@@ -80,15 +80,22 @@ class Figure:
     reference: str  # what it was compared with, e.g. "cuBLAS fp16"
     percent_of_reference: float | None
 
+    @property
+    def where(self) -> str:
+        """The machine in a word: "H200", "H100", or "CPU" for the host's processor."""
+        return self.machine.removeprefix("NVIDIA ").split(" ")[0] if self.machine.startswith("NVIDIA") else "CPU"
+
+    def rate(self) -> tuple[float, str]:
+        """(value, unit): TFLOP/s from 1000 GFLOP/s up, so the ladder's figures stay readable."""
+        return (self.gflops / 1000, "TFLOP/s") if self.gflops >= 1000 else (self.gflops, "GFLOP/s")
+
     def short(self) -> str:
         """"H200 694.9 TFLOP/s at 4096x4096x4096": short enough to sit beside a source path."""
-        where = self.machine.removeprefix("NVIDIA ").split(" ")[0] if self.machine.startswith("NVIDIA") else "CPU"
-        return f"{where} {self._rate()}"
+        return f"{self.where} {self._rate()}"
 
     def _rate(self) -> str:
-        m, n, k = self.shape
-        rate = f"{self.gflops / 1000:.1f} TFLOP/s" if self.gflops >= 1000 else f"{self.gflops:.1f} GFLOP/s"
-        return f"{rate} at {m}x{n}x{k}"
+        value, unit = self.rate()
+        return f"{value:.1f} {unit} at {'x'.join(map(str, self.shape))}"
 
     def __str__(self) -> str:
         ref = f" ({self.percent_of_reference:g} % of {self.reference})" if self.percent_of_reference else ""

@@ -53,7 +53,7 @@ def test_layout_follows_the_window(app: object, size: tuple[int, int], tmp_path_
             if name not in shown:
                 continue
             item = controls(app)[name]
-            label = dpg.get_item_label(item) if name not in ("label", "kernel", "batch") else dpg.get_value(item)
+            label = dpg.get_item_label(item) if name not in ("label", "batch") else dpg.get_value(item)
             tw = dpg.get_text_size(label)[0]
             assert shown[name][2] >= tw + 8, f"{name} is {shown[name][2]} px wide, its text {tw} at {size}"
         names = sorted(shown)
