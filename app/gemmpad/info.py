@@ -7,9 +7,9 @@ import argparse
 import json
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from importlib import metadata
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
