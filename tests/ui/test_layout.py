@@ -13,7 +13,7 @@ def controls(app: object) -> dict[str, int | str]:
     d, p, e = app.draw, app.pred, app.engine
     items = {"canvas": d.image, "clear": d.clear_btn, "undo": d.undo_btn, "redo": d.redo_btn, "help": d.help_btn,
              "brush": d.brush, "label": d.label, "save": d.save_btn, "digit": p.digit, "conf": p.conf,
-             "bars": p.bars_plot, "preview": p.preview, "kernel": e.kernel_combo, "batch": e.batch_combo,
+             "bars": p.bars_plot, "preview": p.preview, "kernel": e.kernel_button, "batch": e.batch_combo,
              "run": e.continuous_box, "warm": e.warm_box, "latency": e.plot, "gpu": app.status.gpu,
              "caption": p.caption, "runner": p.runner, "hidden-1": p.hidden_img[0], "hidden-2": p.hidden_img[1]}
     items.update({f"backend-{b}": btn for b, btn in e.backend_buttons.items()})

@@ -115,9 +115,9 @@ class EnginePanel:
                 dpg.add_text("Kernel", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Kernel") or (40, 0))[0])
                 # A button that opens a menu, not a combo: a combo's items cannot be greyed one by one.
-                self.kernel_combo = dpg.add_button(label="", width=-1)
-                dpg.bind_item_theme(self.kernel_combo, style.menu_button_theme())
-                tip(self.kernel_combo, "The kernel the forward pass runs on: GEMM rungs run the network layer "
+                self.kernel_button = dpg.add_button(label="", width=-1)
+                dpg.bind_item_theme(self.kernel_button, style.menu_button_theme())
+                tip(self.kernel_button, "The kernel the forward pass runs on: GEMM rungs run the network layer "
                                        "by layer, mlp_ kernels all of it in one call (K / Shift+K step through). "
                                        "The menu lists every kernel; those this machine cannot run are greyed, "
                                        "with the reason, their source file and a committed benchmark figure.")
@@ -199,7 +199,7 @@ class EnginePanel:
         """The kernel menu's popup and its selectables by kernel name (greyed: enabled=False)."""
         s = self.scale
         items: dict[str, int | str] = {}
-        with dpg.popup(self.kernel_combo, mousebutton=dpg.mvMouseButton_Left,
+        with dpg.popup(self.kernel_button, mousebutton=dpg.mvMouseButton_Left,
                        max_size=[round(1000 * s), round(620 * s)]) as menu:
             for heading_text, rows in kernel_menu(lists):
                 dpg.add_text(heading_text, color=style.MUTED if rows[0].backend else style.WARM, wrap=round(800 * s))
@@ -238,7 +238,7 @@ class EnginePanel:
     def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():
             dpg.bind_item_theme(btn, self._accent if b == backend else self._plain)
-        dpg.configure_item(self.kernel_combo, label=kernel or "")
+        dpg.configure_item(self.kernel_button, label=kernel or "")
         for name, sel in self.menu_items.items():
             dpg.set_value(sel, name == kernel)
         summary = kernel_summary(kernel) if kernel else ""
