@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +113,9 @@ def test_cli_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", "--model", str(model), str(root)]) == 0
     out = capsys.readouterr().out
     assert f"{root}: 42.86 % of 7" in out and "per digit: 1 100.0  4 0.0" in out
+    assert "confusion (row" not in out and "(confusion matrices: --verbose or --json)" in out
+    assert main(["eval", "--model", str(model), "--verbose", str(root)]) == 0
+    assert "confusion (row: true digit" in capsys.readouterr().out
     assert main(["eval", "--model", str(model), "--json", str(root)]) == 0
     assert '"accuracy": 0.42857' in capsys.readouterr().out
     assert main(["eval", "--model", str(model)]) == 2
@@ -133,3 +138,32 @@ def test_writer_sets_read_the_same_in_any_number_of_processes() -> None:
     report = evaluate.real_writer_report(model, samples, jobs=2)
     assert report["paper"] == one[evaluate.PAPER].accuracy
     assert report["styles"]["thin-4px-dark"] == one["thin-4px-dark"].accuracy
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as a person's shell is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_eval_prints_the_summary_first_and_progress_only_on_a_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: a run of minutes said nothing until the end, then buried its answer under
+    confusion matrices. The accuracies come first; a bar shows on a terminal, none in a pipe."""
+    model = tmp_path / "m.npz"
+    constant_model(1).save(model)
+    a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
+    assert main(["eval", "--model", str(model), str(a), str(b)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[1:4] == [f"{a}: 42.86 % of 7", f"{b}: 42.86 % of 7",
+                          "mean over the 2 sets 42.86 %, worst 42.86 %"]
+    assert captured.err == ""  # piped: no bar
+    tty = Terminal()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["eval", "--model", str(model), str(a)]) == 0
+    assert "a:   0%|" in tty.getvalue() and "0/7 [" in tty.getvalue()  # tqdm: the 7 images to come
+    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:3]
+    evaluate.writer_sets(constant_model(1), samples, ["thin-4px-dark", "small-8px-corner"])
+    assert "0/2 [" in tty.getvalue() and "set/s" in tty.getvalue()

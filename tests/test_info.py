@@ -68,3 +68,29 @@ def test_arch_names(arch, name):
     from gemmpad.info import arch_name
 
     assert arch_name(arch) == name
+
+
+def test_info_lists_the_ladder_without_the_cuda_module(monkeypatch, capsys):
+    """A laptop's `gemmpad info` still lists every CUDA rung with its source, committed figures and
+    why it cannot run here, the reason said once."""
+    monkeypatch.setattr(native, "_cuda_module", None)
+    monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "")
+    native.cuda_status.cache_clear()
+    try:
+        rc, out, err = run_cli(monkeypatch, capsys, "info")
+        cuda = registry.kernels(device="cuda")
+        rc_json, out_json, _ = run_cli(monkeypatch, capsys, "info", "--json")
+    finally:
+        native.cuda_status.cache_clear()
+    assert rc == 0 and rc_json == 0 and len(cuda) > 20
+    for spec in cuda:
+        assert spec.name in out and spec.source in out
+    assert out.count("this install has no CUDA module") == 1
+    assert "unavailable (1): this install has no CUDA module: gemmpad was built without" in out
+    measured = "; ".join(f.short() for f in registry.figures("cuda.10_wgmma_fp16"))
+    assert "H200 " in measured and f"native/cuda/gemm/10_wgmma_tma.cu; {measured}\n" in out
+    listed = {k["name"]: k for k in json.loads(out_json)["kernels"]}
+    wgmma = listed["cuda.10_wgmma_fp16"]
+    assert not wgmma["available"] and wgmma["source"] == "native/cuda/gemm/10_wgmma_tma.cu"
+    assert wgmma["unavailable_reason"].startswith("this install has no CUDA module: ")
+    assert {f["machine"] for f in wgmma["figures"]} == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}

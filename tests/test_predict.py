@@ -16,7 +16,7 @@ from gemmpad.model import default_model_path
 from tests.cli_helpers import run_cli
 from tests.test_engine import random_model
 
-FIELDS = {"file", "digit", "confidence", "probabilities", "backend", "kernel", "latency_us"}
+FIELDS = {"file", "digit", "confidence", "probabilities", "unsure", "model", "backend", "kernel", "latency_us"}
 
 
 def draw_one(size: tuple[int, int], dark_ink: bool) -> Image.Image:
@@ -118,7 +118,9 @@ def test_table_output(monkeypatch, capsys, images, model_file):
     # the columns line up whatever the names' lengths (the temporary paths here pass 40 characters)
     width = max(len(str(images["wide.jpg"])), len(str(images["dark.png"].parent / "nope.bmp")))
     assert width > 40
-    header, good, bad = out.splitlines()[1:4]
+    assert out.splitlines()[0] == f"model {model_file}; no unsure detector: no unsure detector beside the model " \
+        "(m.unsure.json: make it with `gemmpad unsure --fit`)"
+    header, good, bad = out.splitlines()[2:5]
     assert header.index("digit") == width + 1
     assert good[width] == " " and good[width + 1:width + 6].strip().isdigit()
     assert bad[width + 1:].startswith("error: no such file")
@@ -300,7 +302,7 @@ def test_control_characters_in_names_are_escaped(monkeypatch, capsys, tmp_path, 
     assert rc == 1
     assert not any(c in out + err for c in "\x1b\x07")
     lines = out.splitlines()
-    assert len(lines) == 2 + 4 and "two\\x0alines.png" in out and "\\x1b[31mred.png" in out
+    assert len(lines) == 3 + 4 and "two\\x0alines.png" in out and "\\x1b[31mred.png" in out
     rc, out, err = run_cli(monkeypatch, capsys, "predict", "--model", str(tmp_path / "\x1b[2Jm.npz"), str(tmp_path))
     assert rc == 2 and "\x1b" not in err and "\\x1b[2Jm.npz" in err  # the one-line error quotes the name too
 
@@ -327,3 +329,57 @@ def test_decoder_warnings_name_their_file(monkeypatch, capsys, tmp_path, model_f
     rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file),
                            str(tmp_path / "odd.tif"))
     assert f"gemmpad predict: {tmp_path / 'odd.tif'}: TIFFFetchNormalTag: " in err
+
+
+def drawn(polylines: list[list[tuple[float, float]]], box: tuple[int, int, int, int], path: Path) -> Path:
+    """Polylines in a unit box drawn with the window's brush into box (x, y, w, h) of its canvas."""
+    from gemmpad import strokes
+    from gemmpad.nondigits import _dense
+
+    x, y, w, h = box
+    img = strokes.render([_dense(p) * np.array([w, h]) + np.array([x, y]) for p in polylines], width=14.0)
+    Image.fromarray((img * 255).astype(np.uint8)).save(path)
+    return path
+
+
+def test_predict_says_unsure_names_its_model_and_tells_noise_from_blank(monkeypatch, capsys, tmp_path, images):
+    """Issue 39: a letter K read as 8 at 99.99 % and a house as a confident digit were printed as
+    answers where the window says "unsure"; pure noise was "no ink (blank image)"; the output
+    did not say which model read."""
+    from gemmpad.nondigits import LETTERS
+
+    house = [[(0, 0.45), (0, 1), (1, 1), (1, 0.45), (0, 0.45)], [(0, 0.45), (0.5, 0), (1, 0.45)],
+             [(0.4, 1), (0.4, 0.7), (0.6, 0.7), (0.6, 1)]]
+    k = drawn(LETTERS["K"], (90, 40, 100, 200), tmp_path / "k.png")
+    home = drawn(house, (40, 40, 200, 200), tmp_path / "house.png")
+    noise = tmp_path / "noise.png"
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (200, 200), dtype=np.uint8)).save(noise)
+    blank = tmp_path / "blank.png"
+    Image.new("L", (64, 64), 255).save(blank)
+    paths = [str(p) for p in (images["dark.png"], k, home, noise, blank)]
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--json", *paths)
+    one, rk, rhouse, rnoise, rblank = json_lines(out)
+    assert rc == 1
+    assert rk["digit"] == 8 and rk["confidence"] > 0.999 and rk["unsure"] is True
+    assert rhouse["unsure"] is True
+    assert one["digit"] == 1 and one["unsure"] is False
+    assert one["model"].startswith("the shipped model (mnist-mlp")
+    assert rblank["error"] == "no ink found (blank image)"
+    assert "no ink" not in rnoise["error"] and "no digit found" in rnoise["error"]
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", *paths[:2])
+    lines = out.splitlines()
+    assert lines[0].startswith("model the shipped model (mnist-mlp, ") and "site-packages" not in out
+    assert "; start-up " in lines[1] and "(the first pass, run before the table)" in lines[1]
+    assert lines[4].split()[1:3] == ["8", "unsure"]
+
+
+def test_the_start_up_pass_is_not_the_first_images_latency(monkeypatch, capsys, images, model_file):
+    """The first call of a process pays for start-up; it runs before the table, on its own."""
+    from gemmpad import predict
+
+    calls = []
+    real = predict.start_up
+    monkeypatch.setattr(predict, "start_up", lambda clf: calls.append(len(clf.history())) or real(clf))
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                           str(images["dark.png"]))
+    assert rc == 0 and calls == [0]  # before any image was read

@@ -3,10 +3,18 @@ module that fails to load, or with a GPU that lacks a kernel's architecture repo
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
 from gemmpad import native, registry
 from gemmpad.errors import CudaUnavailable, GemmpadError
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("kernel_manifest", ROOT / "native" / "tools" / "kernel_manifest.py")
+kernel_manifest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kernel_manifest)
 
 
 @pytest.fixture
@@ -22,15 +30,73 @@ def test_without_a_cuda_build(monkeypatch, fresh_status):
     monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "")
     status = native.cuda_status()
     assert not status.built and not status.available and "built without its CUDA module" in status.reason
-    assert [s.device for s in registry.kernels()] == ["cpu"] * len(registry.kernels())
+    spec = registry.get("cuda.07_warptile")  # listed to be read, not to be run
+    assert not spec.available and spec.unavailable_reason.startswith("this install has no CUDA module: gemmpad was")
     with pytest.raises(CudaUnavailable, match="needs CUDA: gemmpad was built without"):
-        registry.get("cuda.07_warptile")
+        registry.get("cuda.99_none")
     with pytest.raises(CudaUnavailable, match="built without"):
         native.cuda()
     with pytest.raises(CudaUnavailable):
         registry.default_gemm("cuda")
     with pytest.raises(GemmpadError, match="unknown kernel 'cpu.99_none'; known kernels: cpu.01_naive"):
         registry.get("cpu.99_none")
+
+
+def test_the_ladder_is_listed_without_the_cuda_module(monkeypatch, fresh_status):
+    """A laptop's install still shows every CUDA rung: unavailable, with the reason and a
+    source file a student can open."""
+    monkeypatch.setattr(native, "_cuda_module", None)
+    monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "")
+    monkeypatch.setattr(native, "cuda_module_if_built", lambda: None)
+    cuda = registry.kernels(device="cuda")
+    wanted = [d["name"] for d in kernel_manifest.registrations()]
+    assert [s.name for s in cuda] == wanted and len(wanted) > 20
+    assert {s.kind for s in cuda} == {"gemm", "mlp"}
+    for s in cuda:
+        assert not s.available
+        assert s.unavailable_reason.startswith("this install has no CUDA module: ")
+        assert (ROOT / s.source).is_file(), s.source
+    assert [s.device for s in registry.kernels()][:2] == ["cpu", "cpu"]  # CPU rungs first, as ever
+
+
+def test_the_manifest_matches_the_sources():
+    """kernel_manifest.json is what the sources register and the committed benchmarks measured:
+    a new rung, a changed summary or a new bench run needs `python native/tools/kernel_manifest.py`."""
+    assert registry.MANIFEST.read_text(encoding="utf-8") == kernel_manifest.render(), (
+        "app/gemmpad/kernel_manifest.json is out of date: run python native/tools/kernel_manifest.py")
+
+
+def test_the_manifest_agrees_with_the_built_module():
+    """The parser reads the macros as the compiler does: same names, order and fields."""
+    cuda_mod = native.cuda_module_if_built()
+    if cuda_mod is None:
+        pytest.skip("this checkout has no CUDA module to compare with")
+    built = [{"name": d["name"], "device": "cuda", "kind": kind, "precision": d["precision"],
+              "in_type": d.get("in_type", "f32"), "summary": d["summary"], "source": d["source"]}
+             for getter, kind in (("kernels", "gemm"), ("mlp_kernels", "mlp")) for d in getattr(cuda_mod, getter)()]
+    assert built == kernel_manifest.registrations()
+
+
+def test_committed_figures():
+    """Every CUDA rung measured on the H200 or H100 runs has its figure; a kernel never benchmarked has none."""
+    figs = registry.figures("cuda.10_wgmma_fp16")
+    assert {f.machine for f in figs} == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}
+    assert all(f.shape == (4096, 4096, 4096) and f.gflops > 0 for f in figs)
+    assert "TFLOP/s at 4096x4096x4096" in str(figs[0]) and "of cuBLAS fp16" in str(figs[0])
+    assert registry.figures("cuda.99_none") == []
+
+
+def test_manifest_parser_reads_concatenated_summaries_and_skips_comments(tmp_path):
+    src = tmp_path / "native" / "cuda" / "gemm"
+    src.mkdir(parents=True)
+    (src / "01_x.cu").write_text(
+        '// GEMMPAD_REGISTER_CUDA("cuda.00_commented", "fp32", gemmpad::InType::F32, "no", f);\n'
+        'GEMMPAD_REGISTER_CUDA_IF("cuda.01_x", "bf16", gemmpad::InType::BF16,\n'
+        '    "two " /* between */ "parts, a \\"quote\\" and a // slash", launch(1, 2), hopper_only);\n')
+    (tmp_path / "native" / "cuda" / "notes.txt").write_text('GEMMPAD_REGISTER_CUDA("cuda.02_no", ...)')
+    assert kernel_manifest.registrations(tmp_path) == [
+        {"name": "cuda.01_x", "device": "cuda", "kind": "gemm", "precision": "bf16", "in_type": "bf16",
+         "summary": 'two parts, a "quote" and a // slash', "source": "native/cuda/gemm/01_x.cu"}]
 
 
 def test_a_module_that_fails_to_load(monkeypatch, fresh_status):

@@ -265,3 +265,35 @@ def test_a_diverging_run_stops_with_a_line_and_writes_nothing(tmp_path: Path, mo
     with pytest.raises(GemmpadError, match="diverged in epoch 1 .*lower --lr"):
         train.run(args)
     assert not list(tmp_path.iterdir())
+
+
+def test_every_option_says_what_it_does() -> None:
+    """Issue 39: --epochs, --batch-size, --momentum, --weight-decay and --device had no help."""
+    p = argparse.ArgumentParser()
+    train.add_arguments(p)
+    silent = [a.option_strings[0] for a in p._actions if a.option_strings and a.option_strings[0] != "-h" and not a.help]
+    assert silent == []
+
+
+def test_the_held_out_share_follows_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: `--limit 3000` failed on a --val 5000 default the user never passed."""
+
+    class Built(Exception):
+        pass
+
+    seen = {}
+
+    def stop(args, images, *rest):
+        seen.update(val=args.val, train=len(images))
+        raise Built
+
+    monkeypatch.setattr(train, "_training_arrays", stop)
+    base = ["--data", str(mnist_dir()), "--augment", "none", "--cache", "", "--quiet", "--output", str(tmp_path / "m.npz")]
+    with pytest.raises(Built):
+        train.run(parse(*base, "--limit", "3000"))
+    assert seen == {"val": 250, "train": 2750}
+    with pytest.raises(Built):
+        train.run(parse(*base, "--limit", "3000", "--val", "0"))  # what the user passes still counts
+    assert seen == {"val": 0, "train": 3000}
+    with pytest.raises(GemmpadError, match="--val 3000: must be between 0 and the number of training images"):
+        train.run(parse(*base, "--limit", "3000", "--val", "3000"))

@@ -10,6 +10,10 @@ Three kinds of test, all fed through `preprocess` as the app feeds a drawing:
 - a folder of labelled images (`DIR/<digit>/*.png`), the layout `gemmpad predict` and
   the app's saved drawings use: anyone's own test set.
 `--tta N` averages N jittered copies per digit (test-time augmentation; the app's batch only repeats the input).
+
+A run over all writers and styles takes minutes: a progress bar goes to stderr when it is
+a terminal (never into a pipe or a log), and the summary is printed first, the confusion
+matrices only with --verbose (always in --json).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from gemmpad import pendigits
 from gemmpad.args import MAX_BATCH, integer
@@ -33,6 +38,13 @@ from gemmpad.pool import default_jobs, ordered_map
 from gemmpad.preprocess import preprocess
 
 TTA_SEED = 7  # the jitter of test-time augmentation is random: fixed, so numbers repeat
+
+
+def progress(total: int, unit: str, desc: str) -> tqdm:
+    """A bar on stderr when a person watches it; nothing when stderr is a pipe or a file,
+    where tqdm's redraws would be noise in a log."""
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, disable=not sys.stderr.isatty(),
+                leave=False, dynamic_ncols=True)
 
 
 @dataclass(frozen=True)
@@ -124,14 +136,18 @@ def directory_scores(model: Model, directory: str | Path, tta: int = 1,
     from gemmpad.images import SUFFIXES, load_image
 
     labels, pred = [], []
-    for digit, f in labelled_files(directory, SUFFIXES):
-        try:
-            pixels, _ = load_image(f)
-        except GemmpadError as exc:
-            warn(f"gemmpad eval: {exc} (skipped)")
-            continue
-        labels.append(digit)
-        pred.append(classify(model, [pixels], tta)[0])
+    files = labelled_files(directory, SUFFIXES)
+    with progress(len(files), "image", Path(directory).name or str(directory)) as bar:
+        for digit, f in files:
+            bar.update()
+            try:
+                pixels, _ = load_image(f)
+            except GemmpadError as exc:
+                bar.clear()
+                warn(f"gemmpad eval: {exc} (skipped)")
+                continue
+            labels.append(digit)
+            pred.append(classify(model, [pixels], tta)[0])
     return Scores(np.array(labels, dtype=np.int64), np.array(pred, dtype=np.int64))
 
 
@@ -166,8 +182,14 @@ def _one_set(task: tuple[Model, Sequence[pendigits.PenDigit], str, int]) -> Scor
 def writer_sets(model: Model, samples: Sequence[pendigits.PenDigit], names: Sequence[str], tta: int = 1,
                 jobs: int = 1) -> dict[str, Scores]:
     """Scores per named style (pendigits.STYLES) or PAPER, one set per process of `jobs`
-    (the same numbers for any jobs: every set has its own fixed random streams)."""
-    return dict(zip(names, ordered_map(_one_set, [(model, samples, n, tta) for n in names], jobs)))
+    (the same numbers for any jobs: every set has its own fixed random streams). The bar
+    counts sets: a set's digits are drawn in another process."""
+    out: dict[str, Scores] = {}
+    with progress(len(names), "set", f"{len(samples)} digits per set") as bar:
+        for name, scores in zip(names, ordered_map(_one_set, [(model, samples, n, tta) for n in names], jobs)):
+            out[name] = scores
+            bar.update()
+    return out
 
 
 def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta: int = 1,
@@ -241,16 +263,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="test-time augmentation: average N copies shifted by up to 2 pixels")
     p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
                    help="processes reading the writer sets, one set each (default: every core)")
-    p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of tables (confusion matrices included)")
+    p.add_argument("-v", "--verbose", action="store_true", help="also print each set's confusion matrix")
 
 
-def _table(name: str, s: Scores) -> str:
-    lines = [f"{name}: {100 * s.accuracy:.2f} % of {len(s.labels)}",
-             "  per digit: " + "  ".join(f"{d} {100 * a:.1f}" for d, a in s.per_digit().items()),
-             "  confusion (row: true digit, column: read as; '-': no ink found)",
-             "       " + "".join(f"{c:>6}" for c in [*map(str, range(10)), "-"])]
-    for d, row in enumerate(s.confusion()):
-        lines.append(f"    {d}  " + "".join(f"{v:>6}" for v in row))
+def _headline(name: str, s: Scores) -> str:
+    return f"{name}: {100 * s.accuracy:.2f} % of {len(s.labels)}"
+
+
+def _table(name: str, s: Scores, verbose: bool) -> str:
+    lines = [name, "  per digit: " + "  ".join(f"{d} {100 * a:.1f}" for d, a in s.per_digit().items())]
+    if verbose:
+        lines += ["  confusion (row: true digit, column: read as; '-': no ink found)",
+                  "       " + "".join(f"{c:>6}" for c in [*map(str, range(10)), "-"])]
+        lines += [f"    {d}  " + "".join(f"{v:>6}" for v in row) for d, row in enumerate(s.confusion())]
     return "\n".join(lines)
 
 
@@ -289,10 +315,16 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"model": str(model.path), "tta": args.tta,
                           "results": {k: v.summary() for k, v in results.items()}}))
         return 0
+    # The answer first: a long run's result should not scroll away under ten tables.
     print(f"model {model.path}, tta {args.tta}")
     for name, sc in results.items():
-        print(_table(name, sc))
+        print(_headline(name, sc))
     if len(results) > 1:
         accs = [v.accuracy for v in results.values()]
         print(f"mean over the {len(accs)} sets {100 * np.mean(accs):.2f} %, worst {100 * min(accs):.2f} %")
+    for name, sc in results.items():
+        print()
+        print(_table(name, sc, args.verbose))
+    if not args.verbose:
+        print("\n(confusion matrices: --verbose or --json)")
     return 0

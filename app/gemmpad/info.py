@@ -7,6 +7,8 @@ import argparse
 import json
 import platform
 import sys
+from collections.abc import Callable
+from dataclasses import asdict
 from importlib import metadata
 from typing import Any
 
@@ -49,7 +51,9 @@ def collect() -> dict[str, Any]:
         if key in status.details:
             cuda[key] = status.details[key]
     kernels = [
-        {"name": s.name, "kind": s.kind, "precision": s.precision, "available": s.available, "summary": s.summary}
+        {"name": s.name, "kind": s.kind, "precision": s.precision, "available": s.available, "summary": s.summary,
+         "source": s.source, "unavailable_reason": s.unavailable_reason,
+         "figures": [{"text": str(f), **asdict(f)} for f in registry.figures(s.name)]}
         for s in registry.kernels()
     ]
     model: dict[str, Any] = {"path": str(default_model_path())}
@@ -89,6 +93,26 @@ def arch_name(arch: str) -> str:
     return {"real": f"sm_{num}", "virtual": f"compute_{num} (PTX)"}.get(kind, f"sm_{num} + PTX")
 
 
+def _write_kernels(out: Callable[[str], object], kernels: list[dict[str, Any]]) -> None:
+    """The whole ladder, runnable or not, so it can be read on any machine: each kernel with its
+    source file and committed figures; the unavailable ones marked, each distinct reason said
+    once below the list (26 copies of "no CUDA module" would bury the kernels)."""
+    reasons: list[str] = []
+    runs = sum(k["available"] for k in kernels)
+    out(f"kernels ({runs} of {len(kernels)} run here):\n")
+    for k in kernels:
+        flag = ""
+        if not k["available"]:
+            if k["unavailable_reason"] not in reasons:
+                reasons.append(k["unavailable_reason"])
+            flag = f"  [unavailable ({reasons.index(k['unavailable_reason']) + 1})]"
+        out(f"  {k['name']:<28} {k['kind']:<4} {k['precision']:<5} {k['summary']}{flag}\n")
+        measured = "; ".join(f.short() for f in registry.figures(k["name"]))
+        out(f"  {'':<28} {k['source']}{'; ' + measured if measured else ''}\n")
+    for i, reason in enumerate(reasons, 1):
+        out(f"  unavailable ({i}): {reason}\n")
+
+
 def run(args: argparse.Namespace) -> int:
     info = collect()
     if args.json:
@@ -107,10 +131,7 @@ def run(args: argparse.Namespace) -> int:
         out(f"CUDA device: {c['device']} (compute {c.get('compute_capability', '?')})\n" if c["available"]
             else f"CUDA device: none usable: {c['reason']}\n")
     out("backends: " + ", ".join(f"{b}: {r}" for b, r in info["backends"].items()) + "\n")
-    out("kernels:\n")
-    for k in info["kernels"]:
-        flag = "" if k["available"] else "  (unavailable)"
-        out(f"  {k['name']:<28} {k['kind']:<4} {k['precision']:<5} {k['summary']}{flag}\n")
+    _write_kernels(out, info["kernels"])
     m = info["model"]
     if "error" in m:
         out(f"model: {m['error']}\n")

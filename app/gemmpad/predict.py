@@ -3,6 +3,12 @@
 Each file is handled on its own: a missing, corrupt or blank image gets an
 error line and the rest still run; the exit status is 1 at the end if any
 failed, so scripts notice without losing the good results.
+
+It says what the window says: which model reads, and "unsure" where the model's unsure
+detector (gemmpad.unsure) finds that the image does not look like one digit, however
+confident the softmax is (a letter K is "8" at 99.99 %). The first pass of a process pays
+for start-up (threads, caches, a GPU context); it runs untimed before the first image and
+its time is reported on its own, so the table's latencies are all alike.
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from gemmpad.engine import BACKENDS, Classifier, available_backends, backend_of
+from gemmpad import unsure
+from gemmpad.engine import BACKENDS, N_IN, Classifier, available_backends, backend_of
 from gemmpad.errors import GemmpadError, require
 from gemmpad.images import SUFFIXES, image_paths, load_image
+from gemmpad.model import Model
+from gemmpad.preprocess import MIN_CONTRAST
 from gemmpad.terminal import printable
 
 
@@ -84,6 +93,34 @@ def write_seen(folder: Path, name: str, image28: np.ndarray) -> Path:
     return target
 
 
+def model_line(model: Model, given: str | None) -> str:
+    """Which weights read the images: the file the user named, or the shipped model by its
+    card (never the install location's path, which means nothing to a user)."""
+    card = model.card if isinstance(model.card, dict) else {}
+    about = ", ".join(str(card[k])[:10] if k == "created" else str(card[k]) for k in ("name", "created") if card.get(k))
+    where = printable(given) if given else "the shipped model"
+    return f"{where} ({about})" if about else where
+
+
+def no_digit_reason(pixels: np.ndarray) -> str:
+    """Why preprocess found nothing to read: a blank image (one tone, as preprocess's own
+    MIN_CONTRAST judges ink), or something busy in which no stroke stands out, such as
+    noise or a texture, which "no ink" would misdescribe."""
+    arr = np.asarray(pixels, dtype=np.float32)
+    scale = 255.0 if pixels.dtype == np.uint8 or float(arr.max()) > 1.0 else 1.0
+    if float(arr.max() - arr.min()) / scale < MIN_CONTRAST:
+        return "no ink found (blank image)"
+    return "no digit found: no strokes stand out from the background (noise or texture?)"
+
+
+def start_up(clf: Classifier) -> float:
+    """The process's first pass, which pays for start-up, run on a mid-grey input (not zeros:
+    the sparse CPU kernel would skip them all) before any image; its end-to-end time in us."""
+    clf.predict(np.full((1, N_IN), 0.5, dtype=np.float32))
+    assert clf.last_timing is not None
+    return clf.last_timing.end_to_end_us
+
+
 def run(args: argparse.Namespace) -> int:
     require("PIL", "gemmpad predict", "pillow")
     backend = args.backend or backend_of(args.kernel) or ("cpu" if not available_backends()["cpu"] else "numpy")
@@ -98,8 +135,13 @@ def run(args: argparse.Namespace) -> int:
     failures = 0
     files = [(printable(raw_name), path, error) for raw_name, path, error in image_files(args.paths)]
     width = max([len("file")] + [len(name) for name, _, _ in files])  # the table lines up for any name
+    detector, no_detector = unsure.for_model(clf.model)
+    model = model_line(clf.model, args.model)
+    startup_us = start_up(clf)
     if not args.json:
-        print(f"backend {clf.backend}, kernel {clf.kernel}")
+        print(f"model {model}" + (f"; no unsure detector: {printable(no_detector)}" if detector is None else ""))
+        print(f"backend {clf.backend}, kernel {clf.kernel}; start-up {startup_us:.1f} us "
+              "(the first pass, run before the table)")
         print(f"{'file':<{width}} {'digit':>5} {'confidence':>10} {'latency_us':>10}")
     for name, path, error in files:
         pred = None
@@ -110,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"gemmpad predict: {name}: {printable(note)}", file=sys.stderr)
                 pred = clf.classify(pixels)
                 if pred is None:
-                    error = "no ink found (blank image)"
+                    error = no_digit_reason(pixels)
             except GemmpadError as exc:
                 error = printable(str(exc))  # messages quote the file name
         if error:
@@ -121,6 +163,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{name:<{width}} error: {error}")
             continue
         assert pred is not None
+        # after the timed pass, as in the window: the detector's cost is not in the latency
+        doubt = None if detector is None else bool(detector.unsure(clf.model, pred.image28.reshape(1, -1))[0])
         seen = ""
         if args.show is not None:
             try:
@@ -135,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
                         "digit": pred.digit,
                         "confidence": round(pred.confidence, 6),
                         "probabilities": [round(float(p), 6) for p in pred.probs],
+                        "unsure": doubt,  # null: no detector for this model
+                        "model": model,
                         "backend": clf.backend,
                         "kernel": clf.kernel,
                         "latency_us": round(pred.timing.end_to_end_us, 2),
@@ -144,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
         else:
-            print(f"{name:<{width}} {pred.digit:>5} {pred.confidence:>10.4f} {pred.timing.end_to_end_us:>10.1f}"
+            confidence = "unsure" if doubt else f"{pred.confidence:.4f}"  # the window's word for a guess
+            print(f"{name:<{width}} {pred.digit:>5} {confidence:>10} {pred.timing.end_to_end_us:>10.1f}"
                   + (f"  {seen}" if seen else ""))
         sys.stdout.flush()
     if failures:

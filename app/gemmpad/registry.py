@@ -2,17 +2,26 @@
 
 Each native kernel registers itself in C++ (see native/include/gemmpad/kernel.h);
 this module merges the CPU and CUDA lists into KernelSpec records. CUDA
-kernels are listed whenever the CUDA module was built, marked unavailable
-(with the reason) when there is no usable GPU, or when a kernel needs more than
-this GPU offers, so the app can show them greyed.
+kernels are always listed, so the whole ladder can be read on any machine:
+from the CUDA module when it was built, marked unavailable (with the reason)
+when there is no usable GPU or a kernel needs more than this GPU offers; from
+kernel_manifest.json (written from the same sources by
+native/tools/kernel_manifest.py) when this install has no CUDA module at all.
+The manifest also carries the committed benchmark figures of every kernel.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from gemmpad import native
 from gemmpad.errors import CudaUnavailable, GemmpadError
+
+MANIFEST = Path(__file__).with_name("kernel_manifest.json")
 
 
 @dataclass(frozen=True)
@@ -60,13 +69,74 @@ def _specs(module: object, device: str, available: bool, reason: str) -> list[Ke
     return out
 
 
+@dataclass(frozen=True)
+class Figure:
+    """One committed measurement of a kernel (assets/benchmarks/<machine>/bench-gemm.json)."""
+
+    machine: str  # the GPU (or CPU) it ran on, e.g. "NVIDIA H200"
+    date: str
+    shape: tuple[int, int, int]  # M, N, K
+    gflops: float
+    reference: str  # what it was compared with, e.g. "cuBLAS fp16"
+    percent_of_reference: float | None
+
+    @property
+    def where(self) -> str:
+        """The machine in a word: "H200", "H100", or "CPU" for the host's processor."""
+        return self.machine.removeprefix("NVIDIA ").split(" ")[0] if self.machine.startswith("NVIDIA") else "CPU"
+
+    def rate(self) -> tuple[float, str]:
+        """(value, unit): TFLOP/s from 1000 GFLOP/s up, so the ladder's figures stay readable."""
+        return (self.gflops / 1000, "TFLOP/s") if self.gflops >= 1000 else (self.gflops, "GFLOP/s")
+
+    def short(self) -> str:
+        """"H200 694.9 TFLOP/s at 4096x4096x4096": short enough to sit beside a source path."""
+        return f"{self.where} {self._rate()}"
+
+    def _rate(self) -> str:
+        value, unit = self.rate()
+        return f"{value:.1f} {unit} at {'x'.join(map(str, self.shape))}"
+
+    def __str__(self) -> str:
+        ref = f" ({self.percent_of_reference:g} % of {self.reference})" if self.percent_of_reference else ""
+        return f"{self.machine}: {self._rate()}{ref}, {self.date}"
+
+
+@functools.cache
+def _manifest() -> dict[str, Any]:
+    """kernel_manifest.json, installed with the package (native/CMakeLists.txt has no part in it:
+    wheel.packages ships app/gemmpad whole)."""
+    return json.loads(MANIFEST.read_text(encoding="utf-8"))
+
+
+def _manifest_specs(reason: str) -> list[KernelSpec]:
+    """The CUDA kernels the sources register, all unavailable for `reason`."""
+    return [
+        KernelSpec(name=d["name"], device=d["device"], precision=d["precision"], summary=d["summary"],
+                   source=d["source"], kind=d["kind"], in_type=d["in_type"], available=False,
+                   unavailable_reason=reason)
+        for d in _manifest()["kernels"]
+    ]
+
+
+def figures(name: str) -> list[Figure]:
+    """The committed benchmark figures of kernel `name`, one per machine measured (may be none)."""
+    return [
+        Figure(machine=f["machine"] or "?", date=f["date"], shape=tuple(f["shape"]), gflops=f["gflops"],
+               reference=f["reference"], percent_of_reference=f["percent_of_reference"])
+        for f in _manifest()["figures"].get(name, [])
+    ]
+
+
 def kernels(device: str | None = None, kind: str | None = None) -> list[KernelSpec]:
     """All kernels in ladder order (CPU first), optionally filtered."""
     specs = _specs(native.cpu, "cpu", True, "")
     cuda_mod = native.cuda_module_if_built()
+    status = native.cuda_status()
     if cuda_mod is not None:
-        status = native.cuda_status()
         specs += _specs(cuda_mod, "cuda", status.available, status.reason)
+    else:
+        specs += _manifest_specs(f"this install has no CUDA module: {status.reason}")
     return [s for s in specs if (device is None or s.device == device) and (kind is None or s.kind == kind)]
 
 
@@ -84,6 +154,8 @@ def get(name: str) -> KernelSpec:
 def default_gemm(device: str) -> KernelSpec:
     """The top of the fp32 ladder on `device`: the fastest kernel that keeps fp32 accuracy."""
     fp32 = [s for s in kernels(device=device, kind="gemm") if s.precision == "fp32"]
+    if device == "cuda" and native.cuda_module_if_built() is None:
+        fp32 = []  # the manifest's rungs are there to be read, not run
     if not fp32:
         raise CudaUnavailable(native.cuda_status().reason) if device == "cuda" else GemmpadError(
             f"no kernels for device {device!r}"

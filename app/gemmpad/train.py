@@ -52,6 +52,7 @@ DATA_SOURCES = {  # every dataset a model learns from or is measured on, with it
     "synthetic": "gemmpad.drawn (drawn digits) and gemmpad.paper (paper photos), made by this project",
 }
 MAX_DRAWN = 200_000  # synthetic digits in one array: 784 float32 each, 627 MB
+VAL_SHARE = 12  # --val's default: one training image in 12 held out (5000 of MNIST's 60,000)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -69,17 +70,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--optimizer", choices=("sgd", "adamw"),
                    help="sgd = SGD with momentum (both engines); default: adamw for torch (as the shipped "
                         "model), sgd for native")
-    p.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=20)
-    p.add_argument("--batch-size", type=integer(1, MAX_BATCH), default=128)
+    p.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=20, metavar="N",
+                   help="passes over the training arrays (default %(default)s)")
+    p.add_argument("--batch-size", type=integer(1, MAX_BATCH), default=128, metavar="N",
+                   help="images per optimizer step (default %(default)s)")
     p.add_argument("--lr", type=number(0, 10, above=True), help="peak learning rate (default 0.05 sgd, 0.002 adamw)")
-    p.add_argument("--momentum", type=number(0, 0.999), default=0.9)
-    p.add_argument("--weight-decay", type=number(0, 1), default=1e-4)
+    p.add_argument("--momentum", type=number(0, 0.999), default=0.9,
+                   help="SGD's momentum (default %(default)s; AdamW keeps its own moments)")
+    p.add_argument("--weight-decay", type=number(0, 1), default=1e-4,
+                   help="weight decay of either optimizer (default %(default)s)")
     p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine",
                    help="per-epoch learning rate")
     p.add_argument("--augment", default=",".join(SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
     p.add_argument("--drawn", type=integer(0, MAX_DRAWN), default=20000, metavar="N", help="synthetic drawn training digits")
     p.add_argument("--limit", type=integer(1, 10**9), metavar="N", help="use only the first N MNIST training images")
-    p.add_argument("--val", type=integer(0, 10**9), default=5000, metavar="N", help="original training images held out for progress")
+    p.add_argument("--val", type=integer(0, 10**9), metavar="N",
+                   help=f"MNIST training images held out to show progress (default: 1 in {VAL_SHARE}, "
+                        "5000 of the full 60,000, fewer with --limit)")
     p.add_argument("--pen-copies", type=integer(1, 64), default=trainset.PEN_COPIES, metavar="N",
                    help="random-style renderings of each pendigits training sample")
     p.add_argument("--paper-copies", type=integer(1, 64), default=trainset.PAPER_COPIES, metavar="N",
@@ -96,7 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pendigits writers left out of training and measured in the card ('none': train on all)")
     p.add_argument("--eval-drawn", type=integer(0, MAX_DRAWN), default=drawn.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
     p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where torch trains (default auto: the GPU when one is usable, else the CPU)")
     p.add_argument("--cache", metavar="DIR", default="runs/cache", help="reuse built training arrays ('' disables)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--drawings", metavar="DIR",
@@ -359,6 +367,8 @@ def run(args: argparse.Namespace) -> int:
     images, labels = train.images, train.labels.astype(np.int64)
     if args.limit is not None:
         images, labels = images[: args.limit], labels[: args.limit]
+    if args.val is None:  # a default follows the data: a fixed 5000 would outnumber --limit 3000
+        args.val = len(images) // VAL_SHARE
     if not 0 <= args.val < len(images):
         raise GemmpadError(f"--val {args.val}: must be between 0 and the number of training images ({len(images)})")
     split = np.random.default_rng([args.seed, 0]).permutation(len(images))

@@ -13,7 +13,7 @@ def controls(app: object) -> dict[str, int | str]:
     d, p, e = app.draw, app.pred, app.engine
     items = {"canvas": d.image, "clear": d.clear_btn, "undo": d.undo_btn, "redo": d.redo_btn, "help": d.help_btn,
              "brush": d.brush, "label": d.label, "save": d.save_btn, "digit": p.digit, "conf": p.conf,
-             "bars": p.bars_plot, "preview": p.preview, "kernel": e.kernel_combo, "batch": e.batch_combo,
+             "bars": p.bars_plot, "preview": p.preview, "kernel": e.kernel_button, "batch": e.batch_combo,
              "run": e.continuous_box, "warm": e.warm_box, "latency": e.plot, "gpu": app.status.gpu,
              "caption": p.caption, "runner": p.runner, "hidden-1": p.hidden_img[0], "hidden-2": p.hidden_img[1]}
     items.update({f"backend-{b}": btn for b, btn in e.backend_buttons.items()})
@@ -53,7 +53,7 @@ def test_layout_follows_the_window(app: object, size: tuple[int, int], tmp_path_
             if name not in shown:
                 continue
             item = controls(app)[name]
-            label = dpg.get_item_label(item) if name not in ("label", "kernel", "batch") else dpg.get_value(item)
+            label = dpg.get_item_label(item) if name not in ("label", "batch") else dpg.get_value(item)
             tw = dpg.get_text_size(label)[0]
             assert shown[name][2] >= tw + 8, f"{name} is {shown[name][2]} px wide, its text {tw} at {size}"
         names = sorted(shown)

@@ -1,13 +1,19 @@
 """The engine column: model, backend, kernel, batch, timing mode; below, in tabs, the
-latency of every frame (table and plot) and the race of every kernel."""
+latency of every frame (table and plot) and the race of every kernel.
+
+The kernel menu lists the whole ladder, whatever this machine runs: the kernels of every
+usable backend to pick, the rest greyed under the reason they cannot run here, each with
+its source file and committed benchmark figure, so a student on a laptop can still read
+and compare the rungs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import dearpygui.dearpygui as dpg
 
-from gemmpad import backends
+from gemmpad import backends, registry
 from gemmpad.engine import Timing, timing_stats
 from gemmpad.native import CudaStatus
 from gemmpad.ui import style
@@ -24,10 +30,58 @@ SUMMARY_LINES = 2  # the kernel's description always takes this many lines (the 
 LATENCY_PLOT_H = 220  # when the column is not as tall as the window
 
 
+@dataclass(frozen=True)
+class MenuRow:
+    """One kernel in the menu: picked when `backend` is set, greyed when it is ""."""
+
+    name: str
+    backend: str
+    precision: str
+    source: str
+    figures: str  # the committed figures ("H100 677.8, H200 694.9 TFLOP/s at 4096x4096x4096"), or ""
+    about: str  # the tooltip: summary, every committed figure
+
+
+def figures_line(figures: list[registry.Figure]) -> str:
+    """The committed figures in one short line: one unit and shape said once where they agree."""
+    if not figures:
+        return ""
+    alike = {(f.rate()[1], f.shape) for f in figures}
+    if len(alike) > 1:
+        return "; ".join(f.short() for f in figures)
+    unit, shape = alike.pop()
+    return ", ".join(f"{f.where} {f.rate()[0]:.1f}" for f in figures) + f" {unit} at {'x'.join(map(str, shape))}"
+
+
+def kernel_menu(lists: dict[str, list[str]]) -> list[tuple[str, list[MenuRow]]]:
+    """The menu's sections, (heading, rows): each usable backend's kernels in its order, then
+    every other registered kernel under the reason it cannot run here (one section a reason)."""
+    specs = {s.name: s for s in registry.kernels()}
+    offered = {name for names in lists.values() for name in names}
+
+    def row(name: str, backend: str) -> MenuRow:
+        spec = specs.get(name)
+        if spec is None:  # "numpy": a backend, not a registered kernel
+            return MenuRow(name, backend, "fp32", "", "", "NumPy's matmul (BLAS) in Python: the reference.")
+        figures = registry.figures(name)
+        about = "\n".join([spec.summary, *(f"Measured: {f}" for f in figures)])
+        return MenuRow(name, backend, spec.precision, spec.source, figures_line(figures), about)
+
+    sections = [(BACKEND_LABELS[b], [row(n, b) for n in names]) for b, names in lists.items() if names]
+    greyed: dict[str, list[MenuRow]] = {}
+    for spec in specs.values():
+        if spec.name not in offered:
+            reason = spec.unavailable_reason or "not offered on this backend"
+            greyed.setdefault(f"Cannot run here: {reason}", []).append(row(spec.name, ""))
+    return sections + list(greyed.items())
+
+
 class EnginePanel:
     def __init__(self, fonts: Fonts, scale: float, model_line: str, gpu: CudaStatus,
-                 backend_reasons: dict[str, str], warm: bool, actions: dict[str, Callable[..., object]]) -> None:
+                 backend_reasons: dict[str, str], kernel_lists: dict[str, list[str]], warm: bool,
+                 actions: dict[str, Callable[..., object]]) -> None:
         self.fonts, self.scale = fonts, scale
+        self._actions = actions
         self._accent = style.button_theme(style.ACCENT, style.ACCENT_HOVER)
         self._plain = style.button_theme(style.FRAME, style.FRAME_HOVER, style.TEXT)
         s = scale
@@ -60,9 +114,14 @@ class EnginePanel:
             with dpg.group(horizontal=True):
                 dpg.add_text("Kernel", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Kernel") or (40, 0))[0])
-                self.kernel_combo = dpg.add_combo([], width=-1, callback=lambda sender, v: actions["kernel"](str(v)))
-                tip(self.kernel_combo, "The kernel the forward pass runs on: GEMM rungs run the network layer "
-                                       "by layer, mlp_ kernels all of it in one call (K / Shift+K step through).")
+                # A button that opens a menu, not a combo: a combo's items cannot be greyed one by one.
+                self.kernel_button = dpg.add_button(label="", width=-1)
+                dpg.bind_item_theme(self.kernel_button, style.menu_button_theme())
+                tip(self.kernel_button, "The kernel the forward pass runs on: GEMM rungs run the network layer "
+                                       "by layer, mlp_ kernels all of it in one call (K / Shift+K step through). "
+                                       "The menu lists every kernel; those this machine cannot run are greyed, "
+                                       "with the reason, their source file and a committed benchmark figure.")
+                self.kernel_menu, self.menu_items = self._build_menu(kernel_lists)
             line_h = (dpg.get_text_size("Ag", font=fonts.small) or (0, 13 * s))[1] + round(3 * s)
             with dpg.child_window(height=round(SUMMARY_LINES * line_h + 2), border=False, no_scrollbar=True) as box:
                 self.summary = dpg.add_text("", color=style.MUTED, wrap=0)
@@ -136,6 +195,35 @@ class EnginePanel:
                                    "cold and warm, side by side (G starts and cancels).")
         self.show_latency([], "", 1, warm)
 
+    def _build_menu(self, lists: dict[str, list[str]]) -> tuple[int | str, dict[str, int | str]]:
+        """The kernel menu's popup and its selectables by kernel name (greyed: enabled=False)."""
+        s = self.scale
+        items: dict[str, int | str] = {}
+        with dpg.popup(self.kernel_button, mousebutton=dpg.mvMouseButton_Left,
+                       max_size=[round(1000 * s), round(620 * s)]) as menu:
+            for heading_text, rows in kernel_menu(lists):
+                dpg.add_text(heading_text, color=style.MUTED if rows[0].backend else style.WARM, wrap=round(800 * s))
+                # one table a section, its columns fixed: the sections line up with each other
+                with dpg.table(header_row=False, policy=dpg.mvTable_SizingFixedFit, borders_innerH=False,
+                               borders_outerH=False, borders_innerV=False, borders_outerV=False):
+                    for width in (210, 44, 270, 330):
+                        dpg.add_table_column(width_fixed=True, init_width_or_weight=round(width * s))
+                    for r in rows:
+                        with dpg.table_row():
+                            sel = dpg.add_selectable(label=r.name, span_columns=True, enabled=bool(r.backend),
+                                                     callback=self._picked, user_data=r.name)
+                            for text in (r.precision, r.source, r.figures):
+                                dpg.bind_item_font(dpg.add_text(text, color=style.MUTED), self.fonts.small)
+                        tip(sel, r.about)
+                        items[r.name] = sel
+                dpg.add_spacer(height=round(4 * s))
+        dpg.bind_item_theme(menu, style.menu_theme())
+        return menu, items
+
+    def _picked(self, sender: int | str, value: object, name: str) -> None:
+        dpg.configure_item(self.kernel_menu, show=False)
+        self._actions["kernel"](name)
+
     def layout(self, L: Layout) -> None:
         wide = L.mode == "wide"
         dpg.configure_item(self.root, width=L.engine_w, height=L.right_h if wide else 0,
@@ -147,11 +235,12 @@ class EnginePanel:
         dpg.configure_item(self.model_text, wrap=content - round(64 * self.scale) - round(8 * self.scale))
         self.race.layout(content)
 
-    def show_controls(self, backend: str, kernel: str | None, kernels: list[str], batch: int) -> None:
+    def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():
             dpg.bind_item_theme(btn, self._accent if b == backend else self._plain)
-        dpg.configure_item(self.kernel_combo, items=kernels)
-        dpg.set_value(self.kernel_combo, kernel or "")
+        dpg.configure_item(self.kernel_button, label=kernel or "")
+        for name, sel in self.menu_items.items():
+            dpg.set_value(sel, name == kernel)
         summary = kernel_summary(kernel) if kernel else ""
         dpg.set_value(self.summary, summary)
         dpg.set_value(self.batch_combo, str(batch))

@@ -195,6 +195,26 @@ def padded_theme(scale: float = 1.0) -> int | str:
     return theme
 
 
+def menu_button_theme() -> int | str:
+    """A button that opens a menu, drawn as a combo box: frame colours, text on the left."""
+    core = dpg.mvThemeCat_Core
+    with dpg.theme() as theme:
+        with dpg.theme_component(dpg.mvButton):
+            dpg.add_theme_color(dpg.mvThemeCol_Button, rgba(FRAME), category=core)
+            dpg.add_theme_color(dpg.mvThemeCol_ButtonHovered, rgba(FRAME_HOVER), category=core)
+            dpg.add_theme_color(dpg.mvThemeCol_ButtonActive, rgba(FRAME_ACTIVE), category=core)
+            dpg.add_theme_style(dpg.mvStyleVar_ButtonTextAlign, 0.0, 0.5, category=core)
+    return theme
+
+
+def menu_theme() -> int | str:
+    """The kernel menu: entries this machine cannot run greyed like a disabled button."""
+    with dpg.theme() as theme:
+        with dpg.theme_component(dpg.mvSelectable, enabled_state=False):
+            dpg.add_theme_color(dpg.mvThemeCol_Text, rgba(MUTED, 150), category=dpg.mvThemeCat_Core)
+    return theme
+
+
 def flush_theme() -> int | str:
     """No padding: a child window that only reserves room for its text."""
     with dpg.theme() as theme:

@@ -154,7 +154,7 @@ class App:
                     with dpg.group(horizontal=True, horizontal_spacing=round(layout.GAP * self.scale)) as self._pair:
                         self.pred = PredictionPanel(self.fonts, self.scale, unsure_note(self.detector, self._no_detector))
                         self.engine = EnginePanel(self.fonts, self.scale, self._model_line(), self.gpu,
-                                                  self.backend_reasons, self.warm, actions)
+                                                  self.backend_reasons, self.kernel_lists, self.warm, actions)
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
         dpg.bind_item_theme(self._right, style.flush_theme())
         self.help = HelpOverlay(self.fonts, self.scale, self.shortcuts)
@@ -371,8 +371,13 @@ class App:
             self._refresh_controls()
 
     def set_kernel(self, kernel: str) -> None:
+        """Run `kernel`; one of another usable backend (picked in the menu, which lists them all)
+        switches to that backend first."""
         if kernel not in self.kernel_lists.get(self.backend, []):
-            raise ValueError(f"kernel {kernel!r} is not offered for backend {self.backend!r}")
+            owner = next((b for b, ks in self.kernel_lists.items() if kernel in ks), None)
+            if owner is None:
+                raise ValueError(f"kernel {kernel!r} is not offered on any usable backend")
+            self.set_backend(owner)
         self.kernel = kernel
         self._refresh_controls()
 
@@ -508,4 +513,4 @@ class App:
         return timing_stats(self.history) if self.history else {}
 
     def _refresh_controls(self) -> None:
-        self.engine.show_controls(self.backend, self.kernel, self.kernel_lists.get(self.backend, []), self.batch)
+        self.engine.show_controls(self.backend, self.kernel, self.batch)
