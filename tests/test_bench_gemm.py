@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import gemmpad
+from gemmpad.precision import format_of
 
 from gemmpad import registry
 from gemmpad.bench import gemm
@@ -128,11 +129,12 @@ def test_reference_reps_are_queued_before_the_host_waits():
     assert log[0] == f"hold {gemm.QUEUED_REPS}" and log[log.index("wait") + 1] == "hold 3"
 
 
-def test_every_registered_precision_has_a_reference_and_a_tolerance():
-    """A kernel of a new precision gets its cuBLAS row from PRECISIONS alone: a missing entry is caught here."""
+def test_every_registered_precision_has_a_reference_and_an_error_bound():
+    """A kernel of a new precision gets its cuBLAS row from PRECISIONS and its check from
+    gemmpad.precision.FORMATS alone: a missing entry is caught here."""
     for spec in registry.kernels(kind="gemm"):
         p = gemm.precision(spec.precision)
-        assert 0 < p.tolerance < 0.1 and p.dtype in ("float32", "float16", "bfloat16", "float8_e4m3fn")
+        assert 0 < format_of(spec.precision).unit_roundoff < 0.1 and p.dtype in ("float32", "float16", "bfloat16", "float8_e4m3fn")
 
 
 def test_reference_label_names_a_C_narrower_than_ours():

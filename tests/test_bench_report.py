@@ -143,3 +143,26 @@ def test_mlp_summary_keeps_each_backends_fastest_layer_by_layer_kernel():
     table = report.mlp_summary(rows)
     assert "cuda.07_warptile` | cuda, layer by layer | 30.0 / 30.0" in table and "cuda.01_naive" not in table
     assert "| `cuda.mlp_fused` | cuda | 6.0 / 6.0 |" in table and "cuda.02_coalesced" not in table
+
+
+def test_mlp_tables_show_each_kernels_agreement_with_fp32():
+    rows = [{"backend": "cuda", "kernel": "cuda.18_wgmma_fp8", "precision": "fp8", "batch": b, "kernel_us": 1.0,
+             "e2e_us": 2.0, "agrees_with_fp32": 0.9871} for b in (1, 16)]
+    rows.append({"backend": "numpy", "kernel": "numpy", "precision": "fp32", "batch": 1, "kernel_us": 1.0,
+                 "e2e_us": 2.0, "agrees_with_fp32": True})  # not a share: shown as unmeasured
+    summary = report.mlp_summary(rows)
+    assert "agrees with fp32" in summary.splitlines()[0] and "| 98.71 % |" in summary
+    full = report.mlp_table(rows)
+    assert "agrees with fp32" in full.splitlines()[0] and full.splitlines()[-1].endswith("| — |")
+
+
+def test_the_newest_run_wins_whatever_the_folder_order(monkeypatch, capsys, tmp_path):
+    old, new = tmp_path / "a", tmp_path / "b"
+    for d, date in ((old, "2026-01-01T00:00:00+00:00"), (new, "2026-12-01T00:00:00+00:00")):
+        d.mkdir()
+        gemm = json.loads((COMMITTED / "bench-gemm.json").read_text())
+        gemm["machine"]["date_utc"] = date
+        (d / "bench-gemm.json").write_text(json.dumps(gemm))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(old), "--dir", str(new))
+    assert rc == 0, err
+    assert "2026-12-01" in out and "2026-01-01" not in out

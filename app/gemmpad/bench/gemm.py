@@ -46,6 +46,7 @@ from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError
 from gemmpad.gemm import MAX_ELEMENTS
+from gemmpad.precision import bound_ratio, format_of, gemm_bound
 
 SERIES = 3  # GPU timings: the lowest median of this many series (module docstring)
 DEFAULT_SIZES = ["256x100x784", "4096x100x784", "4096x100x100", "4096x4096x4096", "8192x8192x8192"]
@@ -56,28 +57,29 @@ CPU_MAX_MNK = 1.1e9
 
 @dataclass(frozen=True)
 class Precision:
-    """How a kernel precision is checked and which cuBLAS call is its reference."""
+    """Which cuBLAS call is a kernel precision's reference (its check: gemmpad.precision's bound)."""
 
-    tolerance: float  # relative error (Frobenius) against float64 that still counts as correct
     dtype: str  # operand type of the reference matmul (torch / cupy attribute name)
     tf32: bool = False  # the reference may use TF32 tensor cores
 
 
 PRECISIONS = {
-    "fp32": Precision(1e-5, "float32"),
-    "tf32": Precision(5e-3, "float32", tf32=True),
-    "fp16": Precision(5e-3, "float16"),
-    "bf16": Precision(2e-2, "bfloat16"),
-    "fp8": Precision(8e-2, "float8_e4m3fn"),  # 3 mantissa bits: ~3.5 % on these operands
+    "fp32": Precision("float32"),
+    "tf32": Precision("float32", tf32=True),
+    "fp16": Precision("float16"),
+    "bf16": Precision("bfloat16"),
+    "fp8": Precision("float8_e4m3fn"),
 }
 
 
 def precision(name: str) -> Precision:
     try:
-        return PRECISIONS[name]
+        ref = PRECISIONS[name]
     except KeyError:
         raise GemmpadError(f"precision {name!r} has no entry in gemmpad.bench.gemm.PRECISIONS "
                            f"(known: {', '.join(PRECISIONS)})") from None
+    format_of(name)  # a precision without an error bound cannot be checked
+    return ref
 
 
 def add_arguments(g: argparse.ArgumentParser) -> None:
@@ -101,8 +103,10 @@ def parse_size(s: str) -> tuple[int, int, int]:
     return m, n, k
 
 
-def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> float:
-    """Relative error of the kernel against float64 on a sample of up to 64 rows (fresh random data)."""
+def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> tuple[float, float]:
+    """The kernel against float64 on a sample of up to 64 rows (fresh random data): its relative
+    error (Frobenius, NaN if any output is not finite), and its largest error as a share of the
+    precision's elementwise bound (gemmpad.precision): correct when <= 1."""
     import gemmpad
 
     a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
@@ -112,9 +116,10 @@ def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> float:
     rows = rng.choice(m, size=min(m, 64), replace=False)
     ref = a[rows].astype(np.float64) @ b.astype(np.float64)
     got = out[rows].astype(np.float64)
+    ratio = bound_ratio(got, ref, gemm_bound(a[rows], b, registry.get(name).precision))
     if not np.all(np.isfinite(got)):
-        return float("nan")
-    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+        return float("nan"), ratio
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)), ratio
 
 
 def adaptive(time_once: Callable[[int], list[float]], max_reps: int, budget_s: float) -> list[float]:
@@ -323,12 +328,12 @@ def run(args: argparse.Namespace) -> int:
                 continue
             row: dict[str, Any] = {"kernel": name, "device": spec.device, "precision": spec.precision,
                                    "M": m, "N": n, "K": k}
-            err = check(name, m, n, k, rng)
-            row["rel_error"] = err
-            row["correct"] = bool(err <= precision(spec.precision).tolerance)
+            err, ratio = check(name, m, n, k, rng)
+            row.update(rel_error=err, error_vs_bound=ratio, correct=bool(ratio <= 1.0))
             if not row["correct"]:
                 failures += 1
-                print(f"  {name} {m}x{n}x{k}: WRONG (relative error {err:.3g}); not timed", flush=True)
+                print(f"  {name} {m}x{n}x{k}: WRONG (error {ratio:.3g}x its {spec.precision} bound, relative "
+                      f"error {err:.3g}); not timed", flush=True)
                 results.append(row)
                 continue
             if spec.device == "cuda":
