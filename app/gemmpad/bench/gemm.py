@@ -30,7 +30,11 @@ than the rungs timed after it (NOTES.md, 2026-11-27).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +46,7 @@ import numpy as np
 from gemmpad import native, registry
 from gemmpad.args import MAX_REPS, integer, number
 from gemmpad.bench import select
-from gemmpad.bench.machine import machine
+from gemmpad.bench.machine import BLAS_ENV, blas_label, machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError
 from gemmpad.gemm import MAX_ELEMENTS
@@ -290,6 +294,54 @@ class CublasRef:
                       cp.cuda.get_elapsed_time, lambda n: spin((1,), (1,), (cp.int64(n * HOLD_CYCLES_PER_REP),)))
 
 
+# The NumPy reference's child process: median ms of np.matmul on one shape, and the BLAS it ran.
+NUMPY_CHILD = r"""
+import json, os, statistics, sys, time
+import numpy as np
+from gemmpad.bench.machine import BLAS_ENV, blas
+m, n, k, budget_s = json.load(sys.stdin)
+rng = np.random.default_rng(0)
+a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+c = np.empty((m, n), np.float32)
+np.matmul(a, b, out=c)
+times, end = [], time.perf_counter() + budget_s
+while len(times) < 10 or (time.perf_counter() < end and len(times) < 1000):
+    t0 = time.perf_counter()
+    np.matmul(a, b, out=c)
+    times.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({"ms": statistics.median(times), "blas": blas(), "env": {v: os.environ[v] for v in BLAS_ENV if v in os.environ}}))
+"""
+
+
+def numpy_reference(m: int, n: int, k: int, budget_s: float) -> tuple[float, list[dict[str, Any]]]:
+    """Median ms of NumPy's float32 matmul at M x N x K, and its BLAS (library, kernel, threads,
+    and the BLAS_ENV it saw: none).
+
+    Timed in a child process started without BLAS_ENV: OpenBLAS reads those when it loads, and an
+    image that pins an older core type there makes NumPy several times slower than the machine
+    allows, which made the CPU rungs look faster than it (1311 % of NumPy). Its threads are
+    OpenBLAS's default, every core, as our CPU kernels use.
+    """
+    import gemmpad
+
+    env = {key: v for key, v in os.environ.items() if key not in BLAS_ENV}
+    package_root = str(Path(gemmpad.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    why = ""
+    try:
+        child = subprocess.run([sys.executable, "-c", NUMPY_CHILD], input=json.dumps([m, n, k, budget_s]), env=env,
+                               capture_output=True, text=True, timeout=600)
+        lines = child.stderr.strip().splitlines()
+        why = lines[-1] if lines else f"exit status {child.returncode}"
+        result = json.loads(child.stdout) if child.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        why, result = str(exc), None
+    if not isinstance(result, dict):
+        raise GemmpadError(f"the NumPy reference at {m}x{n}x{k} failed in its own process: {why}")
+    return float(result["ms"]), [dict(lib, env=result["env"]) for lib in result["blas"]]
+
+
 def time_cpu(fn: Callable[[], object], reps: int) -> list[float]:
     fn()  # warm-up: page in, spin up threads
     times = []
@@ -318,6 +370,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
           f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
     numpy_ms: dict[tuple[int, int, int], float] = {}  # the CPU rows' reference, once per shape
+    numpy_blas: list[dict[str, Any]] = []  # the BLAS the reference ran
     for m, n, k in sizes:
         flop = 2.0 * m * n * k
         for name in names:
@@ -355,7 +408,9 @@ def run(args: argparse.Namespace) -> int:
                 times = adaptive(lambda r: time_cpu(lambda: gemmpad.gemm(a, b, kernel=name, out=out), r),
                                  args.reps, args.budget_s)
                 if (m, n, k) not in numpy_ms:
-                    numpy_ms[(m, n, k)] = statistics.median(time_cpu(lambda: np.matmul(a, b, out=out), 10))
+                    numpy_ms[(m, n, k)], numpy_blas = numpy_reference(m, n, k, min(args.budget_s, 1.0))
+                    print(f"  NumPy {m}x{n}x{k}: {flop / numpy_ms[(m, n, k)] / 1e6:.1f} GFLOP/s with "
+                          f"{blas_label(numpy_blas)}", flush=True)
                 ref_ms, ref_name = numpy_ms[(m, n, k)], "NumPy"
             ms = statistics.median(times)
             row.update(ms=ms, reps=len(times), gflops=flop / ms / 1e6, reference=ref_name, reference_ms=ref_ms,
@@ -368,6 +423,8 @@ def run(args: argparse.Namespace) -> int:
     print(gemm_table(results))
     if args.out:
         payload = {"machine": machine(), "reference": ref.backend if ref else "NumPy", "results": results}
+        if numpy_ms:
+            payload["numpy_reference"] = {"blas": numpy_blas, "unset": [k for k in BLAS_ENV if k in os.environ]}
         timed = any("ms" in r for r in results)
         write(args.out, "bench-gemm", payload, (lambda p: plot(results, p)) if timed else None,
               args.readme, "gemm" if timed else None)
