@@ -5,6 +5,9 @@
 #   bash native/tools/h200_run.sh check   # A: build, pytest -m gpu, compute-sanitizer memcheck + racecheck
 #   bash native/tools/h200_run.sh bench   # B: build, bench gemm, bench mlp, bench train, bench learn
 #
+# BENCHES (default "gemm mlp train learn") picks benches for a further call when a stage was cut;
+# GEMM_BUDGET_S (default 1.0: seconds per GEMM measurement), TRAIN_ARGS (extra `bench train` options).
+#
 # Two modes because one call cannot hold both: a cold CUDA build takes minutes, the GPU tests and
 # the sanitizer minutes more, and the full GEMM ladder (every rung up to 8192^3, each timed beside
 # cuBLAS) minutes again. Run `check` first, then `bench` on the still-warm machine: the device keeps
@@ -85,11 +88,16 @@ else
   cp "$LOGS/nvidia-smi.txt" "$RESULTS/nvidia-smi.txt"
   # `gemmpad bench TXT WHAT ARGS...`, its printed tables kept beside its JSON as committed (bench-gemm.txt, ...)
   bench=(bash -o pipefail -c 'txt=$1; shift; python3 -m gemmpad bench "$@" --out "$0" 2>&1 | tee "$0/$txt"' "$RESULTS")
-  data=(); [ -n "${GEMMPAD_DATA:-}" ] && data=(--data "$GEMMPAD_DATA")
-  stage bench-gemm "${GEMM_MIN_S:-240}" 330 150 "${bench[@]}" bench-gemm.txt gemm --budget-s "${GEMM_BUDGET_S:-1.0}"
-  stage bench-mlp 40 120 80 "${bench[@]}" bench-mlp.txt mlp ${data[@]+"${data[@]}"}
-  stage bench-train 30 100 35 "${bench[@]}" train.txt train ${data[@]+"${data[@]}"}
-  stage bench-learn 20 90 0 "${bench[@]}" learn.txt learn ${data[@]+"${data[@]}"}
+  # MIN_S MAX_S RESERVE_S per bench: the reserve keeps time for the benches after it in BENCHES
+  declare -A plan=([gemm]="${GEMM_MIN_S:-240} 330 150" [mlp]="40 150 70" [train]="30 120 30" [learn]="20 90 0")
+  declare -A txt=([gemm]=bench-gemm.txt [mlp]=bench-mlp.txt [train]=train.txt [learn]=learn.txt)
+  declare -A args=([gemm]="--budget-s ${GEMM_BUDGET_S:-1.0}" [mlp]="" [train]="${TRAIN_ARGS:-}" [learn]="")
+  for b in ${BENCHES:-gemm mlp train learn}; do
+    [ -n "${plan[$b]:-}" ] || { summary "bench-$b: no such bench (BENCHES takes gemm mlp train learn)"; continue; }
+    [ "$b" != gemm ] && [ -n "${GEMMPAD_DATA:-}" ] && args[$b]+=" --data $GEMMPAD_DATA"
+    # shellcheck disable=SC2086  # plan and args are word lists
+    stage "bench-$b" ${plan[$b]} "${bench[@]}" "${txt[$b]}" "$b" ${args[$b]}
+  done
   tar -czf "$OUT/h200.tar.gz" "$RESULTS"
   summary "results: h200.tar.gz ($(tar -tzf "$OUT/h200.tar.gz" | grep -c -v '/$') files of $RESULTS)"
 fi
