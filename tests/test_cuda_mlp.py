@@ -10,7 +10,7 @@ import pytest
 
 from gemmpad import native, registry
 from tests.conftest import forward_releases_gil
-from tests.test_engine import assert_agrees, digit_like, random_model, reference
+from tests.test_engine import assert_agrees, digit_like, random_model
 
 pytestmark = pytest.mark.gpu
 
