@@ -5,7 +5,8 @@
 #   bash native/tools/h200_run.sh check   # A: build, pytest -m gpu, compute-sanitizer memcheck + racecheck
 #   bash native/tools/h200_run.sh bench   # B: build, bench gemm, bench mlp, bench train, bench learn
 #
-# BENCHES (default "gemm mlp train learn") picks benches for a further call when a stage was cut;
+# CHECKS (default "pytest memcheck racecheck") and BENCHES (default "gemm mlp train learn") pick the
+# stages of a further call on the warm machine when one was skipped or cut (summary.txt says which);
 # GEMM_BUDGET_S (default 1.0: seconds per GEMM measurement), TRAIN_ARGS (extra `bench train` options).
 #
 # Two modes because one call cannot hold both: a cold CUDA build takes minutes, the GPU tests and
@@ -79,11 +80,16 @@ nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1
 stage build 60 330 $([ "$mode" = check ] && echo 200 || echo 230) env OUT="$LOGS" bash native/tools/gpu_check.sh build
 
 if [ "$mode" = check ]; then
-  stage pytest 30 330 70 env OUT="$LOGS" \
-    PYTEST_ARGS="-m gpu -x -q --ignore=tests/ui" bash native/tools/gpu_check.sh test
-  summary "pytest counts: $(grep -E '[0-9]+ (passed|failed|error)' "$LOGS/pytest.log" 2>/dev/null | tail -1)"
-  stage memcheck 20 120 30 env OUT="$LOGS" SANITIZE_TOOLS=memcheck bash native/tools/gpu_check.sh sanitize
-  stage racecheck 20 200 0 env OUT="$LOGS" SANITIZE_TOOLS=racecheck bash native/tools/gpu_check.sh sanitize
+  for c in ${CHECKS:-pytest memcheck racecheck}; do
+    case $c in
+      pytest)
+        stage pytest 30 330 70 env OUT="$LOGS" PYTEST_ARGS="-m gpu -x -q --ignore=tests/ui" bash native/tools/gpu_check.sh test
+        summary "pytest counts: $(grep -E '[0-9]+ (passed|failed|error)' "$LOGS/pytest.log" 2>/dev/null | tail -1)" ;;
+      memcheck) stage memcheck 20 150 30 env OUT="$LOGS" SANITIZE_TOOLS=memcheck bash native/tools/gpu_check.sh sanitize ;;
+      racecheck) stage racecheck 20 240 0 env OUT="$LOGS" SANITIZE_TOOLS=racecheck bash native/tools/gpu_check.sh sanitize ;;
+      *) summary "$c: no such check (CHECKS takes pytest memcheck racecheck)" ;;
+    esac
+  done
 else
   cp "$LOGS/nvidia-smi.txt" "$RESULTS/nvidia-smi.txt"
   # `gemmpad bench TXT WHAT ARGS...`, its printed tables kept beside its JSON as committed (bench-gemm.txt, ...)
