@@ -7,7 +7,7 @@
 #
 # CHECKS (default "pytest memcheck racecheck") and BENCHES (default "gemm mlp train learn") pick the
 # stages of a further call on the warm machine when one was skipped or cut (summary.txt says which);
-# GEMM_BUDGET_S (default 1.0: seconds per GEMM measurement), TRAIN_ARGS (extra `bench train` options).
+# GEMM_BUDGET_S (seconds per GEMM measurement; default the bench's own), TRAIN_ARGS (extra `bench train` options).
 #
 # Two modes because one call cannot hold both: a cold CUDA build takes minutes, the GPU tests and
 # the sanitizer minutes more, and the full GEMM ladder (every rung up to 8192^3, each timed beside
@@ -97,7 +97,7 @@ else
   # MIN_S MAX_S RESERVE_S per bench: the reserve keeps time for the benches after it in BENCHES
   declare -A plan=([gemm]="${GEMM_MIN_S:-240} 330 150" [mlp]="40 150 70" [train]="30 120 30" [learn]="20 90 0")
   declare -A txt=([gemm]=bench-gemm.txt [mlp]=bench-mlp.txt [train]=train.txt [learn]=learn.txt)
-  declare -A args=([gemm]="--budget-s ${GEMM_BUDGET_S:-1.0}" [mlp]="" [train]="${TRAIN_ARGS:-}" [learn]="")
+  declare -A args=([gemm]="${GEMM_BUDGET_S:+--budget-s $GEMM_BUDGET_S}" [mlp]="" [train]="${TRAIN_ARGS:-}" [learn]="")
   for b in ${BENCHES:-gemm mlp train learn}; do
     [ -n "${plan[$b]:-}" ] || { summary "bench-$b: no such bench (BENCHES takes gemm mlp train learn)"; continue; }
     [ "$b" != gemm ] && [ -n "${GEMMPAD_DATA:-}" ] && args[$b]+=" --data $GEMMPAD_DATA"
