@@ -33,7 +33,8 @@ def test_a_shape_the_reference_cannot_run_shows_no_ratio():
     summary = report.gemm_summary([row, timed])
     assert "| `cuda.18_wgmma_fp8` | fp8 | 4,014 | 900,000 (75.0%) |" in summary
     assert "| cuBLAS fp8 (reference) | fp8 | — | 1,200,000 |" in summary
-    assert "none at this shape | — |" in report.gemm_table([row])
+    assert "none at this shape | — | 0.03 | — |" in report.gemm_table([row])
+    assert report.gemm_table([dict(timed, error_vs_bound=0.012)]).endswith("| 75.0% | 0.03 | 0.012 |")
 
 
 COMMITTED = Path(__file__).resolve().parent.parent / "assets" / "benchmarks" / "h200"

@@ -247,19 +247,22 @@ def _table(keys: list[str], columns: list[str], cells: dict[tuple[str, str], dic
 
 # ------------------------------------------------------------ full run tables
 def gemm_table(results: list[dict[str, Any]]) -> str:
-    lines = ["| kernel | precision | M x N x K | GFLOP/s | reference | % of reference | rel. error |",
-             "|---|---|---|---:|---|---:|---:|"]
+    """Every row of a GEMM run; "error / bound" is the largest error as a share of the precision's
+    bound (gemmpad.precision: a row is wrong above 1)."""
+    lines = ["| kernel | precision | M x N x K | GFLOP/s | reference | % of reference | rel. error | error / bound |",
+             "|---|---|---|---:|---|---:|---:|---:|"]
     for r in results:
         size = f"{r['M']}x{r['N']}x{r['K']}"
+        errors = f"{r['rel_error']:.2g} | " + (f"{r['error_vs_bound']:.2g}" if "error_vs_bound" in r else "—")
         if "ms" not in r:
-            lines.append(f"| {r['kernel']} | {r['precision']} | {size} | wrong | | | {r['rel_error']:.2g} |")
+            lines.append(f"| {r['kernel']} | {r['precision']} | {size} | wrong | | | {errors} |")
             continue
         if r["percent_of_reference"] is None:
             lines.append(f"| {r['kernel']} | {r['precision']} | {size} | {r['gflops']:.1f} | {r['reference']}: none "
-                         f"at this shape | — | {r['rel_error']:.2g} |")
+                         f"at this shape | — | {errors} |")
             continue
         lines.append(f"| {r['kernel']} | {r['precision']} | {size} | {r['gflops']:.1f} | {r['reference']} "
-                     f"{r['reference_gflops']:.0f} | {r['percent_of_reference']:.1f}% | {r['rel_error']:.2g} |")
+                     f"{r['reference_gflops']:.0f} | {r['percent_of_reference']:.1f}% | {errors} |")
     return "\n".join(lines)
 
 
