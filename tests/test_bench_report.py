@@ -33,7 +33,8 @@ def test_a_shape_the_reference_cannot_run_shows_no_ratio():
     summary = report.gemm_summary([row, timed])
     assert "| `cuda.18_wgmma_fp8` | fp8 | 4,014 | 900,000 (75.0%) |" in summary
     assert "| cuBLAS fp8 (reference) | fp8 | — | 1,200,000 |" in summary
-    assert "none at this shape | — |" in report.gemm_table([row])
+    assert "none at this shape | — | 0.03 | — |" in report.gemm_table([row])
+    assert report.gemm_table([dict(timed, error_vs_bound=0.012)]).endswith("| 75.0% | 0.03 | 0.012 |")
 
 
 COMMITTED = Path(__file__).resolve().parent.parent / "assets" / "benchmarks" / "h200"
@@ -143,3 +144,47 @@ def test_mlp_summary_keeps_each_backends_fastest_layer_by_layer_kernel():
     table = report.mlp_summary(rows)
     assert "cuda.07_warptile` | cuda, layer by layer | 30.0 / 30.0" in table and "cuda.01_naive" not in table
     assert "| `cuda.mlp_fused` | cuda | 6.0 / 6.0 |" in table and "cuda.02_coalesced" not in table
+
+
+def test_mlp_tables_show_each_kernels_agreement_with_fp32():
+    rows = [{"backend": "cuda", "kernel": "cuda.18_wgmma_fp8", "precision": "fp8", "batch": b, "kernel_us": 1.0,
+             "e2e_us": 2.0, "agrees_with_fp32": 0.9871} for b in (1, 16)]
+    rows.append({"backend": "numpy", "kernel": "numpy", "precision": "fp32", "batch": 1, "kernel_us": 1.0,
+                 "e2e_us": 2.0, "agrees_with_fp32": True})  # not a share: shown as unmeasured
+    summary = report.mlp_summary(rows)
+    assert "agrees with fp32" in summary.splitlines()[0] and "| 98.71 % |" in summary
+    full = report.mlp_table(rows)
+    assert "agrees with fp32" in full.splitlines()[0] and full.splitlines()[-1].endswith("| — |")
+
+
+def test_the_newest_run_wins_whatever_the_folder_order(monkeypatch, capsys, tmp_path):
+    old, new = tmp_path / "a", tmp_path / "b"
+    for d, date in ((old, "2026-01-01T00:00:00+00:00"), (new, "2026-12-01T00:00:00+00:00")):
+        d.mkdir()
+        gemm = json.loads((COMMITTED / "bench-gemm.json").read_text())
+        gemm["machine"]["date_utc"] = date
+        (d / "bench-gemm.json").write_text(json.dumps(gemm))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(old), "--dir", str(new))
+    assert rc == 0, err
+    assert "2026-12-01" in out and "2026-01-01" not in out
+
+
+def test_committed_agreement_reads_the_newest_mlp_run(monkeypatch, tmp_path):
+    """The window's figure: kernel -> (agreement, date) from the committed bench-mlp.json; {} without
+    one or with a file that cannot be read (the window never fails for it)."""
+    pkg = tmp_path / "app" / "gemmpad" / "bench"
+    pkg.mkdir(parents=True)
+    monkeypatch.setattr(report, "__file__", str(pkg / "report.py"))
+    report.committed_agreement.cache_clear()
+    assert report.committed_agreement() == {}
+    d = tmp_path / report.DEFAULT_DIRS[0]
+    d.mkdir(parents=True)
+    rows = [{"backend": "cuda", "kernel": "cuda.18_wgmma_fp8", "batch": 1, "agrees_with_fp32": 0.97},
+            {"backend": "cuda", "kernel": "cuda.07_warptile", "batch": 1, "agrees_with_fp32": "x"}]
+    (d / "bench-mlp.json").write_text(json.dumps({"machine": {"date_utc": "2026-11-29T01:02:03+00:00"}, "results": rows}))
+    report.committed_agreement.cache_clear()
+    assert report.committed_agreement() == {"cuda.18_wgmma_fp8": (0.97, "2026-11-29")}
+    (d / "bench-mlp.json").write_text("{")
+    report.committed_agreement.cache_clear()
+    assert report.committed_agreement() == {}
+    report.committed_agreement.cache_clear()

@@ -10,7 +10,7 @@ import pytest
 
 from gemmpad import native, registry
 from tests.conftest import forward_releases_gil
-from tests.test_engine import assert_agrees, digit_like, random_model, reference
+from tests.test_engine import assert_agrees, digit_like, random_model
 
 pytestmark = pytest.mark.gpu
 
@@ -55,7 +55,7 @@ def _check(mlp, model, kernel: str, precision: str, rng: np.random.Generator, ba
         out = np.full((batch, 10), np.nan, dtype=np.float32)
         e_us = mlp.forward(x, out, kernel)
         assert mlp.kernel_us() > 0 and e_us > 0
-        assert_agrees(out, reference(model, x), precision, f"{kernel} batch {batch}")
+        assert_agrees(out, model, x, precision, f"{kernel} batch {batch}")
 
 
 @pytest.mark.parametrize("clusters", [True, False])
@@ -126,7 +126,7 @@ def test_fused_nan_input_row_gives_nan_row(cuda_mod, kernel, clusters, rng):
             assert np.isnan(out[bad]).all(), f"{kernel} batch {batch}: {out[bad]}"
             keep = np.arange(batch) != bad
             if keep.any():
-                assert_agrees(out[keep], reference(model, x[keep]), registry.get(kernel).precision,
+                assert_agrees(out[keep], model, x[keep], registry.get(kernel).precision,
                               f"{kernel} batch {batch}")
     finally:
         cuda_mod.set_fused_clusters(before)
@@ -153,7 +153,7 @@ def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
             x = _inputs(rng, batch)
             out = np.full((batch, 10), np.nan, dtype=np.float32)
             mlp.forward(x, out, kernel)
-            assert_agrees(out, reference(model, x), precision,
+            assert_agrees(out, model, x, precision,
                           f"{kernel} batch {batch}, chunks of {chunk} bytes over {threads} threads")
     with pytest.raises(ValueError, match="threads >= 1"):
         mlp.set_staging(0, 1 << 20, 0)

@@ -10,13 +10,13 @@ from gemmpad import native, registry
 from gemmpad.engine import BACKENDS, Classifier, Prediction, Timing, available_backends, jitter
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.model import SHAPES, Model, default_model_path, load_model
+from gemmpad.precision import mlp_bound
 from tests.conftest import kernel_marks, rel_error
 from tests.mnist_data import mnist_dir
 
-# Relative error of the probabilities, and the gap between the top two below which an argmax may flip
-# (fp8: the whole MLP in e4m3, ~5 % at worst over 600 random models in a NumPy emulation, no flip past 0.05).
-TOLERANCE = {"fp32": 1e-5, "tf32": 5e-3, "fp16": 5e-3, "bf16": 2e-2, "fp8": 0.1}
-NEAR_TIE = {"fp8": 0.1}
+# Seeds that once failed a check, kept as fixed cases beside a fresh random one: 738987553 flipped a
+# digit of cuda.18_wgmma_fp8 on MNIST under the fixed tolerances these checks used before (H200, 2026-11-29).
+FIXED_SEEDS = [738987553]
 AVAILABLE = available_backends()
 CPU_MLP_REASON = AVAILABLE["cpu"]
 
@@ -56,24 +56,28 @@ def backend_params() -> list:
     return out
 
 
-def assert_agrees(probs: np.ndarray, ref: np.ndarray, precision: str, what: str) -> None:
-    assert probs.shape == ref.shape and probs.dtype == np.float32
-    err = rel_error(probs, ref)
-    assert err <= TOLERANCE[precision], f"{what}: relative error {err:.3g}"
-    if precision != "fp32":  # reduced precision may only flip near-ties
-        top2 = np.sort(ref, axis=1)[:, -2:]
-        clear = top2[:, 1] - top2[:, 0] > NEAR_TIE.get(precision, 1e-2)
-        assert np.all(np.argmax(probs, 1)[clear] == np.argmax(ref, 1)[clear]), f"{what}: argmax differs"
+def assert_agrees(probs: np.ndarray, model: Model, x: np.ndarray, precision: str, what: str) -> None:
+    """The kernel's probabilities within the error bound of its precision (gemmpad.precision.mlp_bound:
+    each layer's product bound carried through the next), and the same digit wherever the float64
+    network's lead is wider than that bound; near-ties may flip, as the bound allows."""
+    assert probs.shape == (len(x), 10) and probs.dtype == np.float32
+    bound = mlp_bound(model.weights, x, precision)
+    ratio = bound.ratio(probs)
+    assert ratio <= 1.0, f"{what}: error {ratio:.3g}x the {precision} bound"
+    flipped = bound.argmax_broken(probs)
+    assert flipped == 0, f"{what}: {flipped} digits read otherwise although the {precision} bound decides them"
 
 
+@pytest.mark.parametrize("seed", FIXED_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
 @pytest.mark.parametrize("backend,kernel,precision", backend_params())
-def test_every_kernel_matches_reference(backend, kernel, precision, rng):
+def test_every_kernel_matches_reference(backend, kernel, precision, seed, rng):
+    rng = np.random.default_rng(seed) if seed else rng
     model = random_model(rng)
     clf = Classifier(model, backend=backend, kernel=kernel)
     assert clf.kernel == kernel and clf.backend == backend
     for batch in (1, 7, 300):
         x = digit_like(rng, batch)
-        assert_agrees(clf.predict(x), reference(model, x), precision, f"{kernel} batch {batch}")
+        assert_agrees(clf.predict(x), model, x, precision, f"{kernel} batch {batch}")
         t = clf.last_timing
         assert isinstance(t, Timing) and t.batch == batch
         assert t.kernel_us > 0 and t.end_to_end_us > 0
@@ -97,12 +101,12 @@ def test_fused_all_batch_configurations(kernel, rng):
         e_us = mlp.forward(x, out, kernel)
         k_us = mlp.kernel_us()
         assert k_us > 0 and e_us >= k_us * 0.5 and mlp.kernel_us() == k_us  # read once, then kept
-        assert_agrees(out, reference(model, x), precision, f"{kernel} batch {batch}")
+        assert_agrees(out, model, x, precision, f"{kernel} batch {batch}")
     # a second call after a larger one reuses the grown buffers and the reset counters
     x = digit_like(rng, 3)
     out = np.full((3, 10), np.nan, dtype=np.float32)
     mlp.forward(x, out, kernel)
-    assert_agrees(out, reference(model, x), precision, f"{kernel} after growth")
+    assert_agrees(out, model, x, precision, f"{kernel} after growth")
 
 
 @pytest.mark.gpu
@@ -170,14 +174,13 @@ def test_live_switching_and_short_names(rng):
     clf = Classifier(model, backend="cuda")
     assert clf.kernel == "cuda.mlp_fused"
     x = digit_like(rng, 5)
-    ref = reference(model, x)
     clf.configure(kernel="fused_tf32")
     assert clf.kernel == "cuda.mlp_fused_tf32"
-    assert_agrees(clf.predict(x), ref, "tf32", "after switch")
+    assert_agrees(clf.predict(x), model, x, "tf32", "after switch")
     clf.configure("numpy")
-    assert_agrees(clf.predict(x), ref, "fp32", "numpy")
+    assert_agrees(clf.predict(x), model, x, "fp32", "numpy")
     clf.configure("cuda", registry.kernels(device="cuda", kind="gemm")[0].name)
-    assert_agrees(clf.predict(x), ref, registry.kernels(device="cuda", kind="gemm")[0].precision, "gemm path")
+    assert_agrees(clf.predict(x), model, x, registry.kernels(device="cuda", kind="gemm")[0].precision, "gemm path")
 
 
 def test_input_validation(rng):
@@ -253,7 +256,6 @@ def test_warmup_passes_run_untimed(backend, rng):
     """predict(x, warmup=n) runs the pass n + 1 times and records one timing, of the last."""
     clf = Classifier(random_model(rng), backend=backend)
     x = digit_like(rng, 3)
-    ref = reference(clf.model, x)
     if backend == "numpy":
         counter = clf.model.forward = CountingForward(clf.model.forward)
     else:
@@ -267,8 +269,8 @@ def test_warmup_passes_run_untimed(backend, rng):
                 return getattr(inner, name)
 
         clf._native[backend] = Counted()
-    assert_agrees(clf.predict(x), ref, "fp32", "plain call")  # on the GPU still pending while the next warms up
-    assert_agrees(clf.predict(x, warmup=4), ref, "fp32", "after warm-up")
+    assert_agrees(clf.predict(x), clf.model, x, "fp32", "plain call")  # on the GPU still pending while the next warms up
+    assert_agrees(clf.predict(x, warmup=4), clf.model, x, "fp32", "after warm-up")
     assert counter.calls == 1 + 5
     h = clf.history()
     assert len(h) == 2 and all(t.batch == 3 and t.kernel_us > 0 and t.end_to_end_us > 0 for t in h)
@@ -337,8 +339,7 @@ def test_shipped_model_backends_agree(backend, rng):
     clf = Classifier(backend=backend)
     ref_clf = Classifier(backend="numpy")
     x = digit_like(rng, 64)
-    ref = reference(ref_clf.model, x)
-    assert_agrees(clf.predict(x), ref, registry.get(clf.kernel).precision if backend != "numpy" else "fp32", backend)
+    assert_agrees(clf.predict(x), ref_clf.model, x, registry.get(clf.kernel).precision if backend != "numpy" else "fp32", backend)
 
 
 def mnist_test_images(n: int) -> np.ndarray:
@@ -350,9 +351,43 @@ def mnist_test_images(n: int) -> np.ndarray:
     return (split.images[:n].reshape(n, 784) / np.float32(255)).astype(np.float32)
 
 
+@pytest.mark.parametrize("seed", FIXED_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
 @pytest.mark.parametrize("backend,kernel,precision", backend_params())
-def test_mnist_samples_agree(backend, kernel, precision, rng):
+def test_mnist_samples_agree(backend, kernel, precision, seed, rng):
+    """A random model from the seed and the shipped one (where present) on MNIST test digits."""
+    rng = np.random.default_rng(seed) if seed else rng
     x = mnist_test_images(500)
-    model = Classifier(backend="numpy").model if default_model_path().exists() else random_model(rng)
-    clf = Classifier(model, backend=backend, kernel=kernel)
-    assert_agrees(clf.predict(x), reference(model, x), precision, f"{kernel} on MNIST test digits")
+    models = {"random model": random_model(rng)}
+    if default_model_path().exists():
+        models["shipped model"] = Classifier(backend="numpy").model
+    for what, model in models.items():
+        clf = Classifier(model, backend=backend, kernel=kernel)
+        assert_agrees(clf.predict(x), model, x, precision, f"{kernel}, {what}, on MNIST test digits")
+
+
+@pytest.mark.parametrize("seed", FIXED_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
+@pytest.mark.parametrize("name", [pytest.param(s.name, marks=kernel_marks(s), id=s.name)
+                                  for s in registry.kernels(kind="gemm")])
+def test_each_layer_keeps_its_bound_on_mnist(name, seed, rng):
+    """The network's three GEMMs run by the kernel, each within its precision's bound of float64
+    given the kernel's own output of the layer before: tight where the bound carried through the
+    whole network (assert_agrees) is loose, as it is for bf16 and fp8."""
+    import gemmpad
+    from tests.conftest import assert_within_bound
+    from tests.test_gemm import reference as gemm_reference
+
+    rng = np.random.default_rng(seed) if seed else rng
+    x = mnist_test_images(500)
+    models = {"random model": random_model(rng)}
+    if default_model_path().exists():
+        models["shipped model"] = Classifier(backend="numpy").model
+    precision = registry.get(name).precision
+    for what, model in models.items():
+        h = x
+        for i in (1, 2, 3):
+            w, b = model.weights[f"W{i}"], model.weights[f"b{i}"]
+            act = "relu" if i < 3 else None
+            out = gemmpad.gemm(h, w, bias=b, activation=act, kernel=name)
+            assert_within_bound(out, gemm_reference(h, w, b, act, precision), h, w, b, precision,
+                                f"{name}, {what}, layer {i}")
+            h = out

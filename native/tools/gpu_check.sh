@@ -9,7 +9,7 @@
 # Environment: ARCH (default 90a-real: Hopper with wgmma), PYTEST_ARGS (default "-m gpu -q -x"),
 # SANITIZE_KERNELS (regex of GEMM kernel names for compute-sanitizer, default: all CUDA kernels),
 # SANITIZE_EXTRA (space-separated Python drivers run under the sanitizer too; default the MLP and
-# trainer drivers in native/tools/, empty to skip them), GEMM_ARGS / MLP_ARGS (passed to
+# trainer drivers in native/tools/, empty to skip them), SANITIZE_TOOLS (default "memcheck racecheck"), GEMM_ARGS / MLP_ARGS (passed to
 # `gemmpad bench gemm` / `gemmpad bench mlp`, default a quick GEMM set and the full MLP run).
 # The bench step prints the MLP kernel times beside the committed ones (assets/benchmarks/h200).
 set -uo pipefail
@@ -61,7 +61,7 @@ for spec in registry.kernels(device="cuda", kind="gemm"):
 for extra in sys.argv[1:]:  # the drivers are arguments: compute-sanitizer drops empty environment variables
     exec(compile(open(extra).read(), extra, "exec"), {"__name__": "__sanitize__"})
 PY
-  for tool in memcheck racecheck; do
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     # shellcheck disable=SC2086  # one argument per driver
     compute-sanitizer --tool $tool --error-exitcode 9 python3 "$OUT/sanitize_driver.py" \
       ${SANITIZE_EXTRA-native/tools/sanitize_mlp.py native/tools/sanitize_train.py} >"$OUT/sanitize-$tool.log" 2>&1

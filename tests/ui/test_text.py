@@ -34,3 +34,15 @@ def test_gpu_line_says_one_thing_a_user_can_act_on() -> None:
 def test_frames_caption_counts_in_words() -> None:
     assert frames_caption(1, "cpu.mlp_sparse", 1, False).startswith("1 frame of cpu.mlp_sparse at batch 1 (")
     assert frames_caption(2, "k", 16, True).startswith("2 frames of k at batch 16, warm (")
+
+
+def test_kernel_line_shows_the_committed_agreement_with_fp32(monkeypatch) -> None:
+    """The kernel line says how often the selected rung reads a digit as fp32 does, from the committed
+    bench-mlp.json (what a reduced precision costs a user), and nothing where no bench measured it."""
+    from gemmpad.ui import text
+
+    monkeypatch.setattr(text, "committed_agreement", lambda: {"cpu.01_naive": (0.99871, "2026-11-29")})
+    assert text.kernel_summary("cpu.01_naive").endswith(
+        "  agrees with fp32 on 99.87 % of MNIST test digits (bench of 2026-11-29)")
+    assert "agrees" not in text.kernel_summary("cpu.02_blocked_simd")
+    assert text.agreement_note((1.0, "")) == "  agrees with fp32 on 100.00 % of MNIST test digits"

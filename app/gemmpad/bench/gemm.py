@@ -30,7 +30,11 @@ than the rungs timed after it (NOTES.md, 2026-11-27).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,10 +46,11 @@ import numpy as np
 from gemmpad import native, registry
 from gemmpad.args import MAX_REPS, integer, number
 from gemmpad.bench import select
-from gemmpad.bench.machine import machine
+from gemmpad.bench.machine import BLAS_ENV, blas_label, machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError
 from gemmpad.gemm import MAX_ELEMENTS
+from gemmpad.precision import bound_ratio, format_of, gemm_bound
 
 SERIES = 3  # GPU timings: the lowest median of this many series (module docstring)
 DEFAULT_SIZES = ["256x100x784", "4096x100x784", "4096x100x100", "4096x4096x4096", "8192x8192x8192"]
@@ -56,28 +61,29 @@ CPU_MAX_MNK = 1.1e9
 
 @dataclass(frozen=True)
 class Precision:
-    """How a kernel precision is checked and which cuBLAS call is its reference."""
+    """Which cuBLAS call is a kernel precision's reference (its check: gemmpad.precision's bound)."""
 
-    tolerance: float  # relative error (Frobenius) against float64 that still counts as correct
     dtype: str  # operand type of the reference matmul (torch / cupy attribute name)
     tf32: bool = False  # the reference may use TF32 tensor cores
 
 
 PRECISIONS = {
-    "fp32": Precision(1e-5, "float32"),
-    "tf32": Precision(5e-3, "float32", tf32=True),
-    "fp16": Precision(5e-3, "float16"),
-    "bf16": Precision(2e-2, "bfloat16"),
-    "fp8": Precision(8e-2, "float8_e4m3fn"),  # 3 mantissa bits: ~3.5 % on these operands
+    "fp32": Precision("float32"),
+    "tf32": Precision("float32", tf32=True),
+    "fp16": Precision("float16"),
+    "bf16": Precision("bfloat16"),
+    "fp8": Precision("float8_e4m3fn"),
 }
 
 
 def precision(name: str) -> Precision:
     try:
-        return PRECISIONS[name]
+        ref = PRECISIONS[name]
     except KeyError:
         raise GemmpadError(f"precision {name!r} has no entry in gemmpad.bench.gemm.PRECISIONS "
                            f"(known: {', '.join(PRECISIONS)})") from None
+    format_of(name)  # a precision without an error bound cannot be checked
+    return ref
 
 
 def add_arguments(g: argparse.ArgumentParser) -> None:
@@ -101,8 +107,10 @@ def parse_size(s: str) -> tuple[int, int, int]:
     return m, n, k
 
 
-def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> float:
-    """Relative error of the kernel against float64 on a sample of up to 64 rows (fresh random data)."""
+def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> tuple[float, float]:
+    """The kernel against float64 on a sample of up to 64 rows (fresh random data): its relative
+    error (Frobenius, NaN if any output is not finite), and its largest error as a share of the
+    precision's elementwise bound (gemmpad.precision): correct when <= 1."""
     import gemmpad
 
     a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
@@ -110,11 +118,13 @@ def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> float:
     out = np.full((m, n), np.nan, dtype=np.float32)
     gemmpad.gemm(a, b, kernel=name, out=out)
     rows = rng.choice(m, size=min(m, 64), replace=False)
-    ref = a[rows].astype(np.float64) @ b.astype(np.float64)
+    b64 = b.astype(np.float64)  # once: at 8192^3 each copy is half a gigabyte
+    ref = a[rows].astype(np.float64) @ b64
     got = out[rows].astype(np.float64)
+    ratio = bound_ratio(got, ref, gemm_bound(a[rows], b64, registry.get(name).precision))
     if not np.all(np.isfinite(got)):
-        return float("nan")
-    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+        return float("nan"), ratio
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)), ratio
 
 
 def adaptive(time_once: Callable[[int], list[float]], max_reps: int, budget_s: float) -> list[float]:
@@ -285,6 +295,54 @@ class CublasRef:
                       cp.cuda.get_elapsed_time, lambda n: spin((1,), (1,), (cp.int64(n * HOLD_CYCLES_PER_REP),)))
 
 
+# The NumPy reference's child process: median ms of np.matmul on one shape, and the BLAS it ran.
+NUMPY_CHILD = r"""
+import json, os, statistics, sys, time
+import numpy as np
+from gemmpad.bench.machine import BLAS_ENV, blas
+m, n, k, budget_s = json.load(sys.stdin)
+rng = np.random.default_rng(0)
+a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+c = np.empty((m, n), np.float32)
+np.matmul(a, b, out=c)
+times, end = [], time.perf_counter() + budget_s
+while len(times) < 10 or (time.perf_counter() < end and len(times) < 1000):
+    t0 = time.perf_counter()
+    np.matmul(a, b, out=c)
+    times.append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({"ms": statistics.median(times), "blas": blas(), "env": {v: os.environ[v] for v in BLAS_ENV if v in os.environ}}))
+"""
+
+
+def numpy_reference(m: int, n: int, k: int, budget_s: float) -> tuple[float, list[dict[str, Any]]]:
+    """Median ms of NumPy's float32 matmul at M x N x K, and its BLAS (library, kernel, threads,
+    and the BLAS_ENV it saw: none).
+
+    Timed in a child process started without BLAS_ENV: OpenBLAS reads those when it loads, and an
+    image that pins an older core type there makes NumPy several times slower than the machine
+    allows, which made the CPU rungs look faster than it (1311 % of NumPy). Its threads are
+    OpenBLAS's default, every core, as our CPU kernels use.
+    """
+    import gemmpad
+
+    env = {key: v for key, v in os.environ.items() if key not in BLAS_ENV}
+    package_root = str(Path(gemmpad.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    why = ""
+    try:
+        child = subprocess.run([sys.executable, "-c", NUMPY_CHILD], input=json.dumps([m, n, k, budget_s]), env=env,
+                               capture_output=True, text=True, timeout=600)
+        lines = child.stderr.strip().splitlines()
+        why = lines[-1] if lines else f"exit status {child.returncode}"
+        result = json.loads(child.stdout) if child.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        why, result = str(exc), None
+    if not isinstance(result, dict):
+        raise GemmpadError(f"the NumPy reference at {m}x{n}x{k} failed in its own process: {why}")
+    return float(result["ms"]), [dict(lib, env=result["env"]) for lib in result["blas"]]
+
+
 def time_cpu(fn: Callable[[], object], reps: int) -> list[float]:
     fn()  # warm-up: page in, spin up threads
     times = []
@@ -313,6 +371,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
           f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
     numpy_ms: dict[tuple[int, int, int], float] = {}  # the CPU rows' reference, once per shape
+    numpy_blas: list[dict[str, Any]] = []  # the BLAS the reference ran
     for m, n, k in sizes:
         flop = 2.0 * m * n * k
         for name in names:
@@ -323,12 +382,12 @@ def run(args: argparse.Namespace) -> int:
                 continue
             row: dict[str, Any] = {"kernel": name, "device": spec.device, "precision": spec.precision,
                                    "M": m, "N": n, "K": k}
-            err = check(name, m, n, k, rng)
-            row["rel_error"] = err
-            row["correct"] = bool(err <= precision(spec.precision).tolerance)
+            err, ratio = check(name, m, n, k, rng)
+            row.update(rel_error=err, error_vs_bound=ratio, correct=bool(ratio <= 1.0))
             if not row["correct"]:
                 failures += 1
-                print(f"  {name} {m}x{n}x{k}: WRONG (relative error {err:.3g}); not timed", flush=True)
+                print(f"  {name} {m}x{n}x{k}: WRONG (error {ratio:.3g}x its {spec.precision} bound, relative "
+                      f"error {err:.3g}); not timed", flush=True)
                 results.append(row)
                 continue
             if spec.device == "cuda":
@@ -350,7 +409,9 @@ def run(args: argparse.Namespace) -> int:
                 times = adaptive(lambda r: time_cpu(lambda: gemmpad.gemm(a, b, kernel=name, out=out), r),
                                  args.reps, args.budget_s)
                 if (m, n, k) not in numpy_ms:
-                    numpy_ms[(m, n, k)] = statistics.median(time_cpu(lambda: np.matmul(a, b, out=out), 10))
+                    numpy_ms[(m, n, k)], numpy_blas = numpy_reference(m, n, k, min(args.budget_s, 1.0))
+                    print(f"  NumPy {m}x{n}x{k}: {flop / numpy_ms[(m, n, k)] / 1e6:.1f} GFLOP/s with "
+                          f"{blas_label(numpy_blas)}", flush=True)
                 ref_ms, ref_name = numpy_ms[(m, n, k)], "NumPy"
             ms = statistics.median(times)
             row.update(ms=ms, reps=len(times), gflops=flop / ms / 1e6, reference=ref_name, reference_ms=ref_ms,
@@ -363,6 +424,8 @@ def run(args: argparse.Namespace) -> int:
     print(gemm_table(results))
     if args.out:
         payload = {"machine": machine(), "reference": ref.backend if ref else "NumPy", "results": results}
+        if numpy_ms:
+            payload["numpy_reference"] = {"blas": numpy_blas, "unset": [k for k in BLAS_ENV if k in os.environ]}
         timed = any("ms" in r for r in results)
         write(args.out, "bench-gemm", payload, (lambda p: plot(results, p)) if timed else None,
               args.readme, "gemm" if timed else None)

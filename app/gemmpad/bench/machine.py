@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 SMI_FIELDS = "name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit"
+# Read by OpenBLAS when it loads: some images pin an older core type (and L2 size) there, which
+# keeps a current NumPy off the processor's best kernel. The NumPy reference runs without them.
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 def machine() -> dict[str, Any]:
@@ -27,11 +30,30 @@ def machine() -> dict[str, Any]:
         "cpu_features": info["cpu_features"],
         "versions": info["versions"],
         "cuda": info["cuda"],
+        "blas": blas(),
+        "blas_env": {k: os.environ[k] for k in BLAS_ENV if k in os.environ},
     }
     smi = _nvidia_smi()
     if smi:
         out["nvidia_smi"] = smi
     return out
+
+
+def blas() -> list[dict[str, Any]]:
+    """NumPy's BLAS as loaded in this process: library, version, internal kernel (threadpoolctl's
+    architecture, e.g. SkylakeX or Haswell) and thread count, since a reference figure means
+    nothing without them."""
+    import numpy  # noqa: F401  (loads the BLAS threadpoolctl then finds)
+    from threadpoolctl import threadpool_info
+
+    keys = ("internal_api", "version", "architecture", "num_threads", "threading_layer")
+    return [{k: lib.get(k) for k in keys} for lib in threadpool_info() if lib.get("user_api") == "blas"]
+
+
+def blas_label(libs: list[dict[str, Any]]) -> str:
+    """One line for a BLAS description: "openblas 0.3.31 (SkylakeX kernel, 16 threads)"."""
+    return "; ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture')} kernel, "
+                     f"{b.get('num_threads')} threads)" for b in libs) or "no BLAS found"
 
 
 def caption(m: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ report` does the same from committed JSON, without a GPU.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -24,17 +25,18 @@ from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
 from gemmpad.inputs import load_json
 
-# Newest card first: each table comes from the first folder that holds its result file (the GEMM
-# ladder's latest full run is the H100's; the MLP and training runs are the H200's).
-DEFAULT_DIRS = ["assets/benchmarks/h100", "assets/benchmarks/h200"]
+# Each table comes from the newest run (its machine's date) among the folders holding its result file,
+# the first folder on a tie: the H200's, once its run is newer than the H100's GEMM ladder.
+DEFAULT_DIRS = ["assets/benchmarks/h200", "assets/benchmarks/h100"]
+AGREES = "agrees with fp32"  # column: share of the MNIST test digits a kernel reads as the fp32 network does
 RESULTS = {"gemm": "bench-gemm.json", "mlp": "bench-mlp.json", "train": "train.json"}  # block name -> result file
 MAX_RESULT_BYTES = 64 << 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", action="append", default=None,
-                        help="where the result JSON is; repeat: each result file from the first folder that "
-                             f"holds it (default {' then '.join(DEFAULT_DIRS)})")
+                        help="where the result JSON is; repeat: each table from the newest run among the folders "
+                             f"that hold its file, the first on a tie (default {' and '.join(DEFAULT_DIRS)})")
     add_readme_argument(parser)
 
 
@@ -49,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
     dirs = [Path(d) for d in (args.dir or DEFAULT_DIRS)]
     found = {}
     for name, f in RESULTS.items():
-        d = next((d for d in dirs if (d / f).is_file()), None)
-        if d is not None:
-            found[name] = d / f
+        held = [d / f for d in dirs if (d / f).is_file()]
+        if held:  # max keeps the first of equal dates
+            found[name] = max(held, key=_run_date)
     where = " or ".join(str(d) for d in dirs)
     if not found:
         raise GemmpadError(f"--dir {where}: no {' or '.join(RESULTS.values())} there")
@@ -68,6 +70,35 @@ def run(args: argparse.Namespace) -> int:
             if name in plan[r]:
                 rewrite_block(r, name, summary_block(name, data, path, r))
     return 0
+
+
+@functools.cache
+def committed_agreement() -> dict[str, tuple[float, str]]:
+    """kernel -> (share of MNIST test digits it reads as fp32 does, date of the run) from the newest
+    committed bench-mlp.json beside the package (a source checkout, as the shipped model is found);
+    {} where there is none or it cannot be read: the window then shows no figure rather than failing."""
+    root = Path(__file__).resolve().parents[3]
+    held = [root / d / RESULTS["mlp"] for d in DEFAULT_DIRS if (root / d / RESULTS["mlp"]).is_file()]
+    try:
+        data = _load(max(held, key=_run_date)) if held else {}
+    except GemmpadError:
+        return {}
+    date = _run_date_of(data)[:10]
+    out: dict[str, tuple[float, str]] = {}
+    for r in data.get("results", []):
+        if isinstance(r, dict) and _agreement(r) and isinstance(r.get("kernel"), str):
+            out.setdefault(r["kernel"], (float(r["agrees_with_fp32"]), date))
+    return out
+
+
+def _run_date_of(data: dict[str, Any]) -> str:
+    m = data.get("machine")
+    return str(m.get("date_utc", "")) if isinstance(m, dict) else ""
+
+
+def _run_date(path: Path) -> str:
+    """The ISO date of a result file's run ("" when it does not say)."""
+    return _run_date_of(_load(path))
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -171,7 +202,16 @@ def mlp_summary(results: list[dict[str, Any]]) -> str:
         runs = f"{r['backend']}, layer by layer" if _layer_by_layer(r) else r["backend"]
         row = cells.setdefault((r["kernel"], runs), {})
         row[f"batch {r['batch']}"] = f"{r['kernel_us']:.1f} / {r['e2e_us']:.1f}" if "e2e_us" in r else "wrong"
-    return _table(["kernel", "backend"], batches, cells, {})
+        if _agreement(r):
+            row[AGREES] = _agreement(r)
+    agrees = [AGREES] if any(AGREES in row for row in cells.values()) else []
+    return _table(["kernel", "backend"], batches + agrees, cells, {})
+
+
+def _agreement(r: dict[str, Any]) -> str:
+    """A result's share of MNIST test digits read as fp32 reads them, as a cell ("" when not measured)."""
+    a = r.get("agrees_with_fp32")
+    return f"{100 * a:.2f} %" if isinstance(a, (int, float)) and not isinstance(a, bool) and 0 <= a <= 1 else ""
 
 
 TRAIN_ENGINES = {("native", "fp32"): "native fp32", ("native", "mixed"): "native mixed (bf16 tensor cores)",
@@ -207,26 +247,29 @@ def _table(keys: list[str], columns: list[str], cells: dict[tuple[str, str], dic
 
 # ------------------------------------------------------------ full run tables
 def gemm_table(results: list[dict[str, Any]]) -> str:
-    lines = ["| kernel | precision | M x N x K | GFLOP/s | reference | % of reference | rel. error |",
-             "|---|---|---|---:|---|---:|---:|"]
+    """Every row of a GEMM run; "error / bound" is the largest error as a share of the precision's
+    bound (gemmpad.precision: a row is wrong above 1)."""
+    lines = ["| kernel | precision | M x N x K | GFLOP/s | reference | % of reference | rel. error | error / bound |",
+             "|---|---|---|---:|---|---:|---:|---:|"]
     for r in results:
         size = f"{r['M']}x{r['N']}x{r['K']}"
+        errors = f"{r['rel_error']:.2g} | " + (f"{r['error_vs_bound']:.2g}" if "error_vs_bound" in r else "—")
         if "ms" not in r:
-            lines.append(f"| {r['kernel']} | {r['precision']} | {size} | wrong | | | {r['rel_error']:.2g} |")
+            lines.append(f"| {r['kernel']} | {r['precision']} | {size} | wrong | | | {errors} |")
             continue
         if r["percent_of_reference"] is None:
             lines.append(f"| {r['kernel']} | {r['precision']} | {size} | {r['gflops']:.1f} | {r['reference']}: none "
-                         f"at this shape | — | {r['rel_error']:.2g} |")
+                         f"at this shape | — | {errors} |")
             continue
         lines.append(f"| {r['kernel']} | {r['precision']} | {size} | {r['gflops']:.1f} | {r['reference']} "
-                     f"{r['reference_gflops']:.0f} | {r['percent_of_reference']:.1f}% | {r['rel_error']:.2g} |")
+                     f"{r['reference_gflops']:.0f} | {r['percent_of_reference']:.1f}% | {errors} |")
     return "\n".join(lines)
 
 
 def mlp_table(rows: list[dict[str, Any]]) -> str:
     batches = sorted({r["batch"] for r in rows})
-    head = "| backend | kernel | " + " | ".join(f"B={b} kernel / e2e (us)" for b in batches) + " |"
-    lines = [head, "|---|---|" + "---:|" * len(batches)]
+    head = "| backend | kernel | " + " | ".join(f"B={b} kernel / e2e (us)" for b in batches) + f" | {AGREES} |"
+    lines = [head, "|---|---|" + "---:|" * (len(batches) + 1)]
     keys = list(dict.fromkeys((r["backend"], r["kernel"]) for r in rows))
     for backend, kernel in keys:
         cells = []
@@ -234,7 +277,8 @@ def mlp_table(rows: list[dict[str, Any]]) -> str:
             r = next((r for r in rows if (r["backend"], r["kernel"], r["batch"]) == (backend, kernel, b)), None)
             cells.append("" if r is None else "wrong" if "kernel_us" not in r else
                          f"{r['kernel_us']:.1f} / {r['e2e_us']:.1f}")
-        lines.append(f"| {backend} | {kernel} | " + " | ".join(cells) + " |")
+        agrees = next((_agreement(r) for r in rows if (r["backend"], r["kernel"]) == (backend, kernel)), "")
+        lines.append(f"| {backend} | {kernel} | " + " | ".join(cells) + f" | {agrees or '—'} |")
     return "\n".join(lines)
 
 

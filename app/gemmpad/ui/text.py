@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gemmpad import registry
+from gemmpad.bench.report import committed_agreement
 from gemmpad.errors import GemmpadError
 from gemmpad.native import CudaStatus
 from gemmpad.unsure import Detector
@@ -52,14 +53,24 @@ def log_ticks(lo: float, hi: float) -> tuple[tuple[str, float], ...]:
 
 
 def kernel_summary(name: str) -> str:
-    """One line on what a kernel does, from the registry."""
+    """One line on what a kernel does, from the registry, and how often it reads a digit as fp32 does
+    (the committed bench figure: what a reduced precision costs a user, in digits)."""
     if name == "numpy":
         return "NumPy's matmul (BLAS) in Python: the reference the native kernels must match."
     try:
         spec = registry.get(name)
     except GemmpadError:  # a kernel the registry does not describe: no summary rather than a failure
         return ""
-    return f"{spec.summary}  [{spec.precision}, {spec.kind}]  {spec.source}"
+    line = f"{spec.summary}  [{spec.precision}, {spec.kind}]  {spec.source}"
+    return line + agreement_note(committed_agreement().get(name))
+
+
+def agreement_note(figure: tuple[float, str] | None) -> str:
+    """"  agrees with fp32 on 99.87 % of MNIST test digits (bench of 2026-11-29)", or "" without a figure."""
+    if figure is None:
+        return ""
+    share, date = figure
+    return f"  agrees with fp32 on {100 * share:.2f} % of MNIST test digits" + (f" (bench of {date})" if date else "")
 
 
 def gpu_line(status: CudaStatus) -> str:
