@@ -143,3 +143,30 @@ def test_unsure_on_a_scribble_not_on_a_digit(app: object) -> None:
     app.clear()
     harness.settle(app)
     assert app.unsure is None and dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "draw a digit"
+
+
+def test_a_hesitant_reading_does_not_look_like_an_answer(app: object) -> None:
+    """Issue 42: a 47.5 % reading showed a big, bright, confident "4". Below SURE it is muted and
+    says it is between two digits; a sure one stays bright."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.engine import Prediction, Timing
+    from gemmpad.ui.prediction_panel import SURE
+
+    def shown(probs: list[float]) -> tuple[str, tuple[float, ...], str]:
+        p = np.asarray(probs, np.float32)
+        app.pred.show(Prediction(int(p.argmax()), float(p.max()), p, np.zeros((28, 28), np.float32),
+                                 Timing(1.0, 2.0, 1)), unsure=False)
+        colour = tuple(round(c, 3) for c in dpg.get_item_configuration(app.pred.digit)["color"][:3])
+        return dpg.get_value(app.pred.digit), colour, dpg.get_value(app.pred.caption)
+
+    hesitant = [0.0] * 10
+    hesitant[4], hesitant[9] = 0.475, 0.465
+    hesitant[1] = 0.06
+    digit, colour, caption = shown(hesitant)
+    assert digit == "4" and caption.startswith("not sure") and 0.475 < SURE
+    sure = [0.0] * 10
+    sure[4], sure[9] = 0.97, 0.03
+    digit2, colour2, caption2 = shown(sure)
+    assert digit2 == "4" and caption2 == "confidence" and colour2 != colour
+    app.pred.show(None)

@@ -17,6 +17,9 @@ from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us
 
 PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest neighbour by hand)
+# Below this confidence a reading is shown muted and called "not sure": a 47.5 % "4" drawn as
+# big and bright as a 99.9 % one reads as an answer it is not
+SURE = 0.8
 BAR_LIMITS = (-0.6, 9.6)  # the bar chart's x range: digits 0..9 with a margin
 BARS_H = 150
 HIDDEN_SIDE, HIDDEN_SCALE = 10, 9  # 100 units as a 10x10 map, each unit a 9x9 block
@@ -156,10 +159,11 @@ class PredictionPanel:
                 dpg.set_value(self.caption, "not like one digit")
                 dpg.set_value(self.runner, f"best guess {p.digit}  ({100 * p.confidence:.1f} %)")
             else:
+                hesitant = p.confidence < SURE
                 dpg.set_value(self.digit, str(p.digit))
-                dpg.configure_item(self.digit, color=style.TEXT)
+                dpg.configure_item(self.digit, color=style.MUTED if hesitant else style.TEXT)
                 dpg.set_value(self.conf, f"{100 * p.confidence:.1f} %")
-                dpg.set_value(self.caption, "confidence")  # the batch repeats the drawing: one reading
+                dpg.set_value(self.caption, "not sure: between two digits" if hesitant else "confidence")
                 dpg.set_value(self.runner, f"runner-up {order[1]}  ({100 * probs[order[1]]:.1f} %)")
             dpg.set_value(self.bars, [[float(i) for i in range(10)], [float(v) for v in probs]])
             dpg.set_value(self.bar_top, [[float(p.digit)], [float(probs[p.digit])]])
