@@ -258,6 +258,7 @@ class App:
 
     def _wait_for_input(self, watch: InputWatch, deadline: float) -> None:
         """Sleep until `deadline`, or until the X server reports input (then go active)."""
+        self._last_frame_start = None  # a wait is no frame time: "frame 377 ms · 3 fps" after waking
         watch.changed()  # the state after the frame is the reference
         while (left := deadline - time.perf_counter()) > 0:
             time.sleep(min(WATCH_S, left))
