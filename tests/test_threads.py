@@ -79,6 +79,21 @@ def test_omp_num_threads_below_the_cores_is_honoured():
     assert r.stdout.split() == ["1"]
 
 
+def test_usable_cores_follow_the_affinity_mask():
+    assert _cpu.usable_cores() == CORES
+    one = min(os.sched_getaffinity(0))
+    script = f"""
+    import os
+    os.sched_setaffinity(0, {{{one}}})
+    from gemmpad import _cpu
+    from gemmpad.ui.cores import window_threads
+    print(_cpu.usable_cores(), _cpu.openmp_threads(), window_threads(load=0.0))
+    """
+    r = _run(script, OMP_NUM_THREADS="64")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["1", "1", "1"]
+
+
 @pytest.mark.skipif(CORES < 2, reason="a forked child hangs only when the parent started an OpenMP team")
 def test_fork_after_threaded_calls_runs_single_threaded():
     # Was: the child's first parallel region waited forever for the parent's pool threads.

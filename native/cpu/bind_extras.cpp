@@ -37,6 +37,10 @@ void bind_extras(py::module_& m) {
         "Threads the CPU kernels use for large problems: the fewest of the usable cores, "
         "OMP_NUM_THREADS and the cap (set_thread_cap); 1 in a forked child or without OpenMP.");
     m.def(
+        "usable_cores", [] { return usable_cores(); },
+        "Cores this process may run on now (sched_getaffinity: taskset, a container's cpuset): "
+        "the bound on the CPU kernels' threads, and what the window and job pools count from.");
+    m.def(
         "thread_ranges",
         [](int64_t length, int64_t step, int threads) {
             if (length < 1 || step < 1 || threads < 1)
