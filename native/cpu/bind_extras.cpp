@@ -38,7 +38,7 @@ void bind_extras(py::module_& m) {
         "OMP_NUM_THREADS and the cap (set_thread_cap); 1 in a forked child or without OpenMP.");
     m.def(
         "usable_cores", [] { return usable_cores(); },
-        "Cores this process may run on now (sched_getaffinity: taskset, a container's cpuset): "
+        "Cores this process may run on (sched_getaffinity: taskset, a container's cpuset; counted once): "
         "the bound on the CPU kernels' threads, and what the window and job pools count from.");
     m.def(
         "thread_ranges",
