@@ -3,11 +3,17 @@ timing records, live switching, and the errors a user can cause."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from gemmpad import native, registry
-from gemmpad.engine import BACKENDS, Classifier, Prediction, Timing, available_backends, jitter
+from gemmpad.engine import BACKENDS, MAX_ROWS, Classifier, Prediction, Timing, available_backends, jitter
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.model import SHAPES, Model, default_model_path, load_model
 from gemmpad.precision import mlp_bound
@@ -195,6 +201,34 @@ def test_input_validation(rng):
         clf.predict(np.zeros((0, 784), np.float32))
     with pytest.raises(InputTypeError):
         clf.predict(np.array([["a"] * 784]))
+
+
+def test_too_many_rows_refused_before_any_copy():
+    # Was: a broadcast view of 3,000,000 rows was copied (9.4 GB) before the native code refused
+    # it, and 2**31 rows gave NumPy's raw MemoryError. In a child whose address space is capped
+    # at 2 GB, so that a copy fails at once instead of filling this machine's memory.
+    script = textwrap.dedent("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+        import numpy as np
+        from gemmpad.engine import MAX_ROWS, Classifier
+        from gemmpad.errors import InputShapeError
+        clf = Classifier(backend="cpu")
+        for rows, dtype in ((MAX_ROWS + 1, np.float32), (3_000_000, np.float32), (2**31, np.float64)):
+            x = np.broadcast_to(np.zeros(784, dtype), (rows, 784))
+            try:
+                clf.predict(x)
+            except InputShapeError as exc:
+                assert f"at most {MAX_ROWS:,}" in str(exc) and f"{rows:,} rows" in str(exc), exc
+            else:
+                raise AssertionError(f"{rows} rows accepted")
+        print("ok")
+    """)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "app")}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["ok"]
+    assert MAX_ROWS == (2**31 - 1) // 784
 
 
 def test_stats_and_history(rng):

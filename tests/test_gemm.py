@@ -165,6 +165,10 @@ def test_too_large_is_a_clear_error():
     with pytest.raises(InputShapeError, match="too large"):
         big = np.lib.stride_tricks.as_strided(np.ones(1, np.float32), shape=(70000, 70000), strides=(0, 0))
         gemmpad.gemm(np.ones((1, 70000), np.float32), big)
+    # one element past the limit, before any copy (a broadcast view; the copy would be 8 GB), limit stated
+    over = np.broadcast_to(np.zeros(1, np.float32), (2**31, 1))
+    with pytest.raises(InputShapeError, match=r"2,147,483,648 elements in one matrix, at most 2,147,483,647"):
+        gemmpad.gemm(over, np.ones((1, 1), np.float32))
 
 
 @pytest.mark.skipif(gemmpad.cuda_status().available, reason="checks the no-GPU path")

@@ -30,6 +30,9 @@ DEFAULT_KERNELS = {b.name: b.default_kernel for b in backends.BACKENDS}
 HISTORY = 1000  # calls kept for stats() and history()
 N_IN, N_OUT = LAYERS[0], LAYERS[-1]
 _F32 = np.dtype(np.float32)
+# Rows one predict() takes: the native kernels index an input with 32-bit ints (2**31 - 1
+# values, 2,739,137 rows of 784). One limit for every backend, checked before any copy.
+MAX_ROWS = (2**31 - 1) // N_IN
 
 
 def available_backends() -> dict[str, str]:
@@ -87,8 +90,8 @@ class Prediction:
 
 def _as_batch(x: Any) -> np.ndarray:
     """[B, 784] C-contiguous float32 (a single [784] vector becomes [1, 784])."""
-    if type(x) is np.ndarray and x.dtype is _F32 and x.ndim == 2 and x.shape[1] == N_IN and x.shape[0] \
-            and x.flags.c_contiguous:
+    if type(x) is np.ndarray and x.dtype is _F32 and x.ndim == 2 and x.shape[1] == N_IN \
+            and 0 < x.shape[0] <= MAX_ROWS and x.flags.c_contiguous:
         return x  # the per-call case (every frame of the app), checked in a fraction of the general path
     arr = np.asarray(x)
     if arr.dtype.kind not in "fiub":
@@ -97,6 +100,10 @@ def _as_batch(x: Any) -> np.ndarray:
         arr = arr.reshape(1, -1)
     if arr.ndim != 2 or arr.shape[1] != N_IN or arr.shape[0] < 1:
         raise InputShapeError(f"input must have shape (B, {N_IN}) with B >= 1, got {np.shape(x)}")
+    # Before the float32 copy: a broadcast view of 3,000,000 rows is 9.4 GB once copied.
+    if arr.shape[0] > MAX_ROWS:
+        raise InputShapeError(f"input has {arr.shape[0]:,} rows; one call takes at most {MAX_ROWS:,} "
+                              f"(2**31 - 1 values): split it into batches")
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 

@@ -15,7 +15,8 @@ from gemmpad.errors import CudaUnavailable, InputShapeError, InputTypeError
 
 Activation = Literal["relu"] | None
 _ACTS = {None: 0, "none": 0, "relu": 1}
-# Largest dimension we accept; past this int32 indexing in the kernels would overflow.
+# Elements in any one of a, b and the result: GemmProblem's dimensions are ints and the CUDA
+# kernels index with them; past this they would wrap.
 MAX_ELEMENTS = 2**31 - 1
 
 
@@ -68,7 +69,8 @@ def gemm(
         raise InputTypeError(f"kernel must be a kernel name (str) or None, got {type(kernel).__name__} {kernel!r}")
     # Before any conversion: a float32 copy of an oversized input could itself exhaust memory.
     if max(m * k, k * n, m * n) > MAX_ELEMENTS:
-        raise InputShapeError(f"a {a_in.shape} @ b {b_in.shape} is too large (over 2**31 elements in one matrix)")
+        raise InputShapeError(f"a {a_in.shape} @ b {b_in.shape} is too large: {max(m * k, k * n, m * n):,} elements "
+                              f"in one matrix, at most {MAX_ELEMENTS:,} (2**31 - 1)")
     a32 = np.ascontiguousarray(a_in, dtype=np.float32)
     b32 = np.ascontiguousarray(b_in, dtype=np.float32)
     bias32 = None if bias_in is None else np.ascontiguousarray(bias_in, dtype=np.float32)

@@ -7,6 +7,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <climits>
+
 #include "cpu.h"
 #include "bind.h"
 
@@ -35,6 +37,8 @@ void run_gemm(const std::string& name, py::array_t<float, py::array::c_style> a,
               int act, py::array_t<float, py::array::c_style> out) {
     if (a.ndim() != 2 || b.ndim() != 2 || out.ndim() != 2)
         throw std::invalid_argument("a, b and out must be 2-D");
+    if (a.shape(0) > INT_MAX || a.shape(1) > INT_MAX || b.shape(1) > INT_MAX)
+        throw std::invalid_argument("a dimension is over 2**31 - 1");  // GemmProblem's int
     const int M = (int)a.shape(0), K = (int)a.shape(1), N = (int)b.shape(1);
     if (b.shape(0) != K || out.shape(0) != M || out.shape(1) != N)
         throw std::invalid_argument("shape mismatch between a, b and out");

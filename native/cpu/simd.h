@@ -13,7 +13,6 @@
 // floating-point expressions by default (-ffp-contract=fast outside ISO mode).
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -21,9 +20,7 @@
 #include <new>
 #include <string>
 
-#if defined(GEMMPAD_HAVE_OPENMP)
-#include <omp.h>
-#endif
+#include "threads.h"
 
 // Vector values passed between always_inline helpers never cross a real call,
 // so the ABI note GCC prints for them does not apply.
@@ -98,27 +95,6 @@ template <int W>
 GEMMPAD_INLINE Vec<W> relu(const Vec<W>& v) {
     const Vec<W> zero = {};
     return zero > v ? zero : v;
-}
-
-// A cap on the threads the kernels use, 0 for none (set_thread_cap). An app that also
-// draws a window on the same cores sets it: a thread preempted by the renderer holds up
-// the whole parallel region, so fewer threads beat more on a busy machine. Global, not
-// OpenMP's per-thread nthreads ICV: the caller that sets it is not the thread that runs.
-inline std::atomic<int>& thread_cap() {
-    static std::atomic<int> cap{0};
-    return cap;
-}
-
-// Threads the kernels may use: what the OpenMP runtime would give us (1 without
-// OpenMP), no more than thread_cap().
-inline int max_threads() {
-#if defined(GEMMPAD_HAVE_OPENMP)
-    const int n = omp_get_max_threads();
-#else
-    const int n = 1;
-#endif
-    const int cap = thread_cap().load(std::memory_order_relaxed);
-    return cap > 0 && cap < n ? cap : n;
 }
 
 // A 64-byte aligned float buffer that only grows: kernels keep one per thread

@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <climits>
 #include <optional>
 #include <vector>
 
@@ -132,6 +133,8 @@ std::pair<const void*, const void*> upload_operands(InType in_type, const float*
 // that poisons it (tests do, with NaN) sees any element the kernel left unwritten.
 void run_gemm(const std::string& name, F32Array a, F32Array b, std::optional<F32Array> bias, int act, F32Array out) {
     if (a.ndim() != 2 || b.ndim() != 2 || out.ndim() != 2) throw std::invalid_argument("a, b and out must be 2-D");
+    if (a.shape(0) > INT_MAX || a.shape(1) > INT_MAX || b.shape(1) > INT_MAX)
+        throw std::invalid_argument("a dimension is over 2**31 - 1");  // GemmProblem's int
     const int M = (int)a.shape(0), K = (int)a.shape(1), N = (int)b.shape(1);
     if (b.shape(0) != K || out.shape(0) != M || out.shape(1) != N)
         throw std::invalid_argument("shape mismatch between a, b and out");

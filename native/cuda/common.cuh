@@ -78,7 +78,9 @@ void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t str
 // used by the benchmarks so timings never run on zeros.
 void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream);
 
-inline constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+// a / b rounded up (b > 0). For a > 0 without forming a + b - 1, which wraps for a near 2^31
+// (a (2^31 - 1) x 1 GEMM); a <= 0 keeps the old formula, so no caller sees another value.
+inline constexpr int ceil_div(int a, int b) { return a > 0 ? (a - 1) / b + 1 : (a + b - 1) / b; }
 
 // Whether an fp32 GEMM may move A, B and C as float4 (06, 07, 19): every row a whole number of
 // float4s (K and N multiples of 4) and every matrix 16-byte aligned, so no float4 straddles a row.

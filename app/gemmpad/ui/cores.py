@@ -5,25 +5,23 @@ run on the same cores as the kernels' OpenMP threads. A parallel region waits fo
 slowest thread, so one preempted thread turns a 70 us call into a 10 ms one: in the
 window, fewer threads than cores beat all of them. We leave one core to the window and
 take no more than the cores other programs leave idle.
+
+This is only a cap (`_cpu.set_thread_cap`) on top of the native code's one thread policy
+(native/cpu/threads.h: usable cores, OMP_NUM_THREADS, the work at hand, one thread in a
+forked child); the cores are counted by that same code, so the two cannot disagree.
 """
 
 from __future__ import annotations
 
 import os
 
-
-def usable_cores() -> int:
-    """Cores this process may run on (taskset, a container's cpuset), not all online ones."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+from gemmpad import _cpu
 
 
 def window_threads(cores: int | None = None, load: float | None = None) -> int:
     """Threads for the CPU kernels beside the window: the cores left after one for the
     window and after what other programs keep busy (the 1-minute load average), >= 1."""
-    n = usable_cores() if cores is None else cores
+    n = _cpu.usable_cores() if cores is None else cores
     if load is None:
         try:
             load = os.getloadavg()[0]

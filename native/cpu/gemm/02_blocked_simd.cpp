@@ -27,6 +27,7 @@
 // OpenBLAS on a 2-core VM: NOTES.md.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include "../cpu.h"
@@ -44,7 +45,7 @@ constexpr int kPackAMinN = 256;          // N from which A blocks are packed
 
 // One micro-kernel call: C[m, n] (op)= A_panel[., kc] @ B_panel[kc, n].
 struct Tile {
-    int kc;
+    ptrdiff_t kc;       // up to all of K (small_m reads K in one pass)
     const float* a;     // A panel: row r, step k at a[r * ars + k * as]
     ptrdiff_t ars, as;  // packed: ars = 1, as = MR; read in place: ars = lda, as = 1
     const float* b;     // B panel: kc rows of NV*W floats, ldb apart
@@ -75,7 +76,7 @@ GEMMPAD_INLINE void tile_body(const Tile& t) {
 
     const float* a = t.a;
     const float* b = t.b;
-    int k = 0;
+    ptrdiff_t k = 0;
     for (; k + U <= t.kc; k += U) {
         for (int u = 0; u < U; ++u, a += t.as, b += t.ldb) {
             V bv[NV];
@@ -181,27 +182,28 @@ const MicroKernels& micro_kernels() {
 
 // A[i0 .. i0+rows, p0 .. p0+kc] -> panel of `stride` floats per k (k-major),
 // entries for rows past `rows` zero.
-void pack_a(const float* A, int lda, int rows, int kc, int stride, float* dst) {
+void pack_a(const float* A, ptrdiff_t lda, int rows, int kc, int stride, float* dst) {
     for (int r = 0; r < rows; ++r)
-        for (int k = 0; k < kc; ++k) dst[(size_t)k * stride + r] = A[(size_t)r * lda + k];
+        for (int k = 0; k < kc; ++k) dst[(size_t)k * stride + r] = A[r * lda + k];
     for (int r = rows; r < stride; ++r)
         for (int k = 0; k < kc; ++k) dst[(size_t)k * stride + r] = 0.0f;
 }
 
 // B[p0 .. p0+kc, j0 .. j0+cols] -> panel of width `width`, columns past `cols` zero.
-void pack_b(const float* B, int ldb, int cols, int kc, int width, float* dst) {
-    for (int k = 0; k < kc; ++k) {
-        float* d = dst + (size_t)k * width;
-        std::copy(B + (size_t)k * ldb, B + (size_t)k * ldb + cols, d);
+void pack_b(const float* B, ptrdiff_t ldb, int cols, ptrdiff_t kc, int width, float* dst) {
+    for (ptrdiff_t k = 0; k < kc; ++k) {
+        float* d = dst + k * width;
+        std::copy(B + k * ldb, B + k * ldb + cols, d);
         std::fill(d + cols, d + width, 0.0f);
     }
 }
 
 // One C = act(A @ B + bias) on strided operands, single-threaded: the whole
 // BLIS loop nest. Leading dimensions are separate from M, N, K so that a
-// thread can run it on a slice of the full problem.
+// thread can run it on a slice of the full problem. Every index is 64-bit: a dimension
+// may be close to 2^31, where `i + step` in int arithmetic wraps.
 struct Slice {
-    int M, N, K;
+    ptrdiff_t M, N, K;
     const float* A;
     ptrdiff_t lda;
     const float* B;
@@ -220,34 +222,34 @@ struct Slice {
 // for the last row(s), where reading a full vector would run past the end of
 // B: those few rows come from a small zero-padded copy.
 void small_m(const Slice& s, const MicroKernels& uk) {
-    const int M = s.M, N = s.N, K = s.K;
+    const ptrdiff_t M = s.M, N = s.N, K = s.K;
     const int W = uk.w, MR = uk.mr, NR = 2 * W;
     static thread_local GrowBuffer b_buf;
-    const int npanels_a = (M + MR - 1) / MR;
+    const ptrdiff_t npanels_a = (M + MR - 1) / MR;
     // One row (batch 1): a single pass over B with up to 8 vectors of C in
     // registers, so B's rows are read once, whole, front to back (the GEMV
     // access pattern) instead of once per 2-vector panel.
     const int step = M == 1 ? kRowNV * W : NR;
-    for (int j0 = 0; j0 < N; j0 += step) {
-        const int cols = std::min(step, N - j0);
+    for (ptrdiff_t j0 = 0; j0 < N; j0 += step) {
+        const int cols = (int)std::min<ptrdiff_t>(step, N - j0);
         const int nvec = (cols + W - 1) / W;
         const int width = nvec * W;
         const float* panel = s.B + j0;
         // Rows k with panel + k*ldb + width <= B_end can be read whole in place.
         const ptrdiff_t room = s.B_end - panel - width;
-        const int k_safe = room < 0 ? 0 : (int)std::min<ptrdiff_t>(K, room / s.ldb + 1);
+        const ptrdiff_t k_safe = room < 0 ? 0 : std::min<ptrdiff_t>(K, room / s.ldb + 1);
         float* tail = nullptr;
         if (k_safe < K) {
             tail = b_buf.get((size_t)(K - k_safe) * width);
-            pack_b(panel + (size_t)k_safe * s.ldb, (int)s.ldb, cols, K - k_safe, width, tail);
+            pack_b(panel + k_safe * s.ldb, s.ldb, cols, K - k_safe, width, tail);
         }
-        for (int ip = 0; ip < npanels_a; ++ip) {
+        for (ptrdiff_t ip = 0; ip < npanels_a; ++ip) {
             Tile t;
-            t.m = std::min(MR, M - ip * MR);
-            t.a = s.A + (size_t)ip * MR * s.lda;
+            t.m = (int)std::min<ptrdiff_t>(MR, M - ip * MR);
+            t.a = s.A + ip * MR * s.lda;
             t.ars = s.lda;
             t.as = 1;
-            t.c = s.C + (size_t)ip * MR * s.ldc + j0;
+            t.c = s.C + ip * MR * s.ldc + j0;
             t.ldc = s.ldc;
             t.n = cols;
             const TileFn fn = M == 1 ? uk.row[nvec - 1] : uk.fn[t.m - 1][nvec - 1];
@@ -264,7 +266,7 @@ void small_m(const Slice& s, const MicroKernels& uk) {
             }
             if (tail) {  // the copied last rows, then the epilogue
                 t.kc = K - k_safe;
-                t.a += (size_t)k_safe * t.as;
+                t.a += k_safe * t.as;
                 t.b = tail;
                 t.ldb = width;
                 t.bias = s.bias ? s.bias + j0 : nullptr;
@@ -278,7 +280,7 @@ void small_m(const Slice& s, const MicroKernels& uk) {
 // The full BLIS loop nest on one slice, single-threaded: K x N blocks of B and
 // M x K blocks of A packed into panels, every micro-tile of the block computed.
 void blocked_serial(const Slice& s, const MicroKernels& uk) {
-    const int M = s.M, N = s.N, K = s.K;
+    const ptrdiff_t M = s.M, N = s.N, K = s.K;
     const int W = uk.w, MR = uk.mr, NR = 2 * W;
     if (M <= 2 * MR) {
         small_m(s, uk);
@@ -291,31 +293,31 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
     // and 10) the micro-kernel reads A in place: measured 1.3-2.3x faster there.
     const bool pack_a_block = N >= kPackAMinN;
     // Even-sized K blocks (784 -> 4 x 196, not 3 x 256 + 16).
-    const int kblocks = (K + KC - 1) / KC;
-    const int kc_max = (K + kblocks - 1) / kblocks;
+    const ptrdiff_t kblocks = (K + KC - 1) / KC;
+    const int kc_max = (int)((K + kblocks - 1) / kblocks);  // <= KC
 
     // Scratch of this thread, grown once and reused by every later call.
     static thread_local GrowBuffer a_buf, b_buf;
-    float* Bp = b_buf.get((size_t)kc_max * round_up(std::min(N, NC), NR));
-    float* Ap = pack_a_block ? a_buf.get((size_t)kc_max * round_up(std::min(M, MC), MR)) : nullptr;
+    float* Bp = b_buf.get((size_t)kc_max * round_up(std::min<ptrdiff_t>(N, NC), NR));
+    float* Ap = pack_a_block ? a_buf.get((size_t)kc_max * round_up(std::min<ptrdiff_t>(M, MC), MR)) : nullptr;
 
-    for (int jc = 0; jc < N; jc += NC) {
-        const int nc = std::min(NC, N - jc);
+    for (ptrdiff_t jc = 0; jc < N; jc += NC) {
+        const int nc = (int)std::min<ptrdiff_t>(NC, N - jc);
         const int npanels_b = (nc + NR - 1) / NR;
-        for (int pc = 0; pc < K; pc += kc_max) {
-            const int kc = std::min(kc_max, K - pc);
+        for (ptrdiff_t pc = 0; pc < K; pc += kc_max) {
+            const int kc = (int)std::min<ptrdiff_t>(kc_max, K - pc);
             const bool first = pc == 0, last = pc + kc == K;
             for (int jp = 0; jp < npanels_b; ++jp)
-                pack_b(s.B + (size_t)pc * s.ldb + jc + jp * NR, (int)s.ldb, std::min(NR, nc - jp * NR), kc, NR,
+                pack_b(s.B + pc * s.ldb + jc + jp * NR, s.ldb, std::min(NR, nc - jp * NR), kc, NR,
                        Bp + (size_t)jp * kc * NR);
-            for (int ic = 0; ic < M; ic += MC) {
-                const int mc = std::min(MC, M - ic);
+            for (ptrdiff_t ic = 0; ic < M; ic += MC) {
+                const int mc = (int)std::min<ptrdiff_t>(MC, M - ic);
                 const int npanels_a = (mc + MR - 1) / MR;
                 for (int ip = 0; pack_a_block && ip < npanels_a; ++ip)
-                    pack_a(s.A + (size_t)(ic + ip * MR) * s.lda + pc, (int)s.lda, std::min(MR, mc - ip * MR), kc, MR,
+                    pack_a(s.A + (ic + ip * MR) * s.lda + pc, s.lda, std::min(MR, mc - ip * MR), kc, MR,
                            Ap + (size_t)ip * kc * MR);
                 for (int jp = 0; jp < npanels_b; ++jp) {
-                    const int j0 = jc + jp * NR;
+                    const ptrdiff_t j0 = jc + jp * NR;
                     const int cols = std::min(NR, nc - jp * NR);
                     Tile t;
                     t.kc = kc;
@@ -333,11 +335,11 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
                             t.ars = 1;
                             t.as = MR;
                         } else {
-                            t.a = s.A + (size_t)(ic + ip * MR) * s.lda + pc;
+                            t.a = s.A + (ic + ip * MR) * s.lda + pc;
                             t.ars = s.lda;
                             t.as = 1;
                         }
-                        t.c = s.C + (size_t)(ic + ip * MR) * s.ldc + j0;
+                        t.c = s.C + (ic + ip * MR) * s.ldc + j0;
                         t.m = std::min(MR, mc - ip * MR);
                         (pack_a_block ? uk.packed : uk.fn)[t.m - 1][nv](t);
                     }
@@ -351,12 +353,6 @@ void blocked_simd(const GemmProblem& p) {
     const MicroKernels& uk = micro_kernels();
     const Slice all{p.M, p.N, p.K, static_cast<const float*>(p.A), p.K, static_cast<const float*>(p.B), p.N,
                     static_cast<const float*>(p.B) + (size_t)p.K * p.N, p.C, p.N, p.bias, p.act == Act::Relu};
-    const int nthreads = (double)p.M * p.N * p.K >= kThreadWork ? max_threads() : 1;
-    if (nthreads <= 1) {
-        blocked_serial(all, uk);
-        return;
-    }
-#if defined(GEMMPAD_HAVE_OPENMP)
     // Each thread takes a slice of C (rows if M is the long side, else columns,
     // in whole micro-tiles) and runs the serial nest on it, packing its own
     // copy of the operand they share. Packing twice costs O(K*N) against
@@ -364,11 +360,18 @@ void blocked_simd(const GemmProblem& p) {
     // whose cores are shared, a barrier waits for the slowest, descheduled thread.
     const bool by_rows = p.M / uk.mr >= p.N / (2 * uk.w);
     const int step = by_rows ? uk.mr : 2 * uk.w;
-    const int len = by_rows ? p.M : p.N;
-    const int chunk = (int)round_up((len + nthreads - 1) / nthreads, step);
+    const int64_t len = by_rows ? p.M : p.N;
+    // No more threads than micro-tile slices (../threads.h has the rest of the policy).
+    const int nthreads = (double)p.M * p.N * p.K >= kThreadWork ? threads_for((len + step - 1) / step) : 1;
+    if (nthreads <= 1) {
+        blocked_serial(all, uk);
+        return;
+    }
+#if defined(GEMMPAD_HAVE_OPENMP)
+    const int64_t chunk = chunk_for(len, nthreads, step);
 #pragma omp parallel for num_threads(nthreads) schedule(static, 1)
     for (int t = 0; t < nthreads; ++t) {
-        const int lo = t * chunk, hi = std::min(len, lo + chunk);
+        const auto [lo, hi] = thread_range(t, len, chunk);
         if (lo >= hi) continue;
         Slice s = all;
         if (by_rows) {

@@ -161,17 +161,17 @@ RowsFn pick() {
 
 void sparse_forward(const SparseWeights& w, const float* x, float* probs, int batch) {
     static const RowsFn rows = pick();
-    const int nthreads = std::min(max_threads(), batch / kRowsPerThread);
+    const int nthreads = threads_for(batch / kRowsPerThread);  // the policy: ../threads.h
     if (nthreads <= 1) {
         rows(w, x, probs, 0, batch);
         return;
     }
 #if defined(GEMMPAD_HAVE_OPENMP)
-    const int chunk = (batch + nthreads - 1) / nthreads;
+    const int64_t chunk = chunk_for(batch, nthreads, 1);
 #pragma omp parallel for num_threads(nthreads) schedule(static, 1)
     for (int t = 0; t < nthreads; ++t) {
-        const int lo = t * chunk, hi = batch < lo + chunk ? batch : lo + chunk;
-        if (lo < hi) rows(w, x, probs, lo, hi);
+        const auto [lo, hi] = thread_range(t, batch, chunk);
+        if (lo < hi) rows(w, x, probs, (int)lo, (int)hi);
     }
 #endif
 }

@@ -52,6 +52,8 @@ void bind_mlp(py::module_& m) {
                 F32Array x = strict(x_in, "x"), out = strict(out_in, "out");
                 if (x.ndim() != 2 || x.shape(1) != kIn || x.shape(0) < 1)
                     throw std::invalid_argument("x must have shape (B, 784) with B >= 1");
+                if (x.shape(0) > 0x7fffffff / kIn)  // batch * 784 indexes x as an int (as on the CPU)
+                    throw std::invalid_argument("x has too many rows: at most 2**31 - 1 values");
                 const int batch = (int)x.shape(0);
                 float* o = const_cast<float*>(checked(out, {batch, kOut}, "out"));
                 const float* xp = x.data();
