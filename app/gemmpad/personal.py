@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gemmpad import drawings, finetune, replay, userdata
+from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
 from gemmpad.files import check_output_file
 from gemmpad.model import Model, default_model_path, load_model
@@ -47,7 +47,7 @@ def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None,
         raise GemmpadError(f"{folder}: no usable drawings in {folder}/0 ... {folder}/9")
     per_digit = ", ".join(f"{d}: {n}" for d, n in drawings.counts(examples).items())
     log(f"{len(examples)} drawings ({per_digit})")
-    refs = replay.references(base, mnist, cache, log=log)
+    refs = rehearsal.sets_for(base, mnist, cache, log=log)
     outcome = finetune.learn(base, examples, refs, settings, engine, force=insist, progress=progress, cache=kept)
     if cache:
         kept.save(cache, examples)

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dearpygui.dearpygui as dpg
 
-from gemmpad import drawings, finetune, replay, userdata
+from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
 from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.ui import style
@@ -64,6 +65,7 @@ class Learner:
         self._cache: finetune.LearnCache | None = None  # kept between Learns (and on disk between sessions)
         self._refs: tuple[Model, replay.References] | None = None  # the base's replay and test sets, in memory
         self._reader: threading.Thread | None = None  # prefetch()'s
+        self.pressed_at = 0.0  # time.perf_counter() when the running or last Learn was asked for
 
     @property
     def running(self) -> bool:
@@ -84,6 +86,7 @@ class Learner:
         if self.running:
             return False
         self._stop, self._result = False, None
+        self.pressed_at = time.perf_counter()
         self._thread = threading.Thread(target=self._work, args=(base, settings), name="gemmpad-learn", daemon=True)
         self._thread.start()
         return True
@@ -120,10 +123,10 @@ class Learner:
             if not examples:
                 raise GemmpadError("no corrections yet: click the right digit's bar (or press its key) "
                                    "when a reading is wrong")
-            self._say("preparing the replay and test sets (the first time takes a minute)", 0.02)
-            if self._refs is None or self._refs[0] is not base:
-                self._refs = (base, replay.references(base, None, self.cache_dir, self.replay_rows,
-                                                      log=lambda s: self._say(s.strip(), 0.02)))
+            if self._refs is None or self._refs[0] is not base:  # once per base model and session
+                self._say("first Learn: loading the sets it compares with", 0.02)
+                self._refs = (base, rehearsal.sets_for(base, None, self.cache_dir, self.replay_rows,
+                                                       log=lambda s: self._say(s.strip(), 0.02)))
             outcome = finetune.learn(base, examples, self._refs[1], settings,
                                      progress=lambda s, f: self._say(s, 0.05 + 0.9 * f),
                                      should_stop=lambda: self._stop, cache=self._cache)
@@ -184,12 +187,16 @@ class LearnPanel:
             self.figures_text = dpg.add_text("", wrap=round(380 * s))
             self.insist_btn = dpg.add_button(label="Use it anyway", show=False)
             tip(self.insist_btn, "Use and keep the model this Learn made, although it reads MNIST test worse.")
+            # a failed Learn says why and what to do here, until dismissed: a status line fades
+            self.error_text = dpg.add_text("", wrap=round(380 * s), color=style.BAD, show=False)
+            self.dismiss_btn = dpg.add_button(label="Dismiss", show=False)
 
     def bind(self, app: App) -> None:
         """Connect the buttons (the App exists once the panels are built)."""
         dpg.configure_item(self.learn_btn, callback=lambda: self.learn(app))
         dpg.configure_item(self.reset_btn, callback=lambda: self.reset(app))
         dpg.configure_item(self.insist_btn, callback=lambda: self.insist(app))
+        dpg.configure_item(self.dismiss_btn, callback=lambda: self.dismiss(app))
         self._show_count(app)
         self.learner.prefetch()
 
@@ -232,6 +239,7 @@ class LearnPanel:
     def learn(self, app: App) -> None:
         if self.learner.start(self.base_model(app)):
             self.open()
+            self.dismiss(app)
             dpg.configure_item(self.insist_btn, show=False)
             self.figures = ""
             dpg.set_value(self.figures_text, "")
@@ -284,8 +292,8 @@ class LearnPanel:
             return False
         dpg.set_value(self.progress, 1.0 if not isinstance(result, Exception) else 0.0)
         if isinstance(result, Exception):
-            dpg.configure_item(self.progress, overlay="")
-            app.status.say(f"Not learned: {result}", error=not isinstance(result, GemmpadError))
+            dpg.configure_item(self.progress, overlay="not learned")
+            self.show_error(app, result)
             return False
         outcome, self._examples, skipped = result
         self.outcome = outcome
@@ -293,14 +301,35 @@ class LearnPanel:
         dpg.set_value(self.figures_text, self.figures)
         if outcome.accepted:
             self._use(app, outcome)
-            dpg.configure_item(self.progress, overlay=f"learned in {outcome.seconds['total']:.1f} s")
-            app.say(f"Learned {outcome.trained_on} drawings in {outcome.seconds['total']:.1f} s on {outcome.engine}: "
+            took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
+            dpg.configure_item(self.progress, overlay=f"learned in {took:.1f} s")
+            app.say(f"Learned {outcome.trained_on} drawings in {took:.1f} s on {outcome.engine}: "
                     "the new model reads now")
         else:
             dpg.configure_item(self.progress, overlay="not used")
             dpg.configure_item(self.insist_btn, show=True)
             app.say(f"Not used: {outcome.reason}")
         return False
+
+    def show_error(self, app: App, error: Exception) -> None:
+        """Say in the panel, until dismissed, why the Learn failed and what to do (a GemmpadError's
+        message says both); anything else is a fault of gemmpad's, said so."""
+        text = (f"Not learned: {error}" if isinstance(error, GemmpadError) else
+                f"Not learned: gemmpad failed ({type(error).__name__}: {error}). Your drawings are kept; "
+                "please report this at the project's issue tracker.")
+        dpg.set_value(self.error_text, text)
+        dpg.configure_item(self.error_text, show=True)
+        dpg.configure_item(self.dismiss_btn, show=True)
+        self.open()
+        app.status.say(text, error=True)
+
+    def dismiss(self, app: App) -> None:
+        """Take the Learn error down, here and in the status bar (Dismiss, or the next Learn)."""
+        if dpg.is_item_shown(self.error_text):
+            app.status.clear_error()
+        dpg.set_value(self.error_text, "")
+        dpg.configure_item(self.error_text, show=False)
+        dpg.configure_item(self.dismiss_btn, show=False)
 
     @staticmethod
     def _figures_text(o: finetune.Outcome, skipped: list[str]) -> str:
