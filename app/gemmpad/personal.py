@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from threadpoolctl import threadpool_limits
+
 from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
 from gemmpad.files import check_output_file
@@ -40,7 +42,15 @@ def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None,
                      engine: str = "auto", insist: bool = False, mnist: str | None = None,
                      cache: str | Path | None = None, log: Log = print,
                      progress: finetune.Progress | None = None) -> finetune.Outcome:
-    """Fine-tune `base` on the drawings under `folder`; write `output` when accepted."""
+    """Fine-tune `base` on the drawings under `folder`; write `output` when accepted (with one
+    BLAS thread, as the window's Learn: its products are small)."""
+    with threadpool_limits(1, user_api="blas"):
+        return _fine_tune_folder(base, folder, output, settings, engine, insist, mnist, cache, log, progress)
+
+
+def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,
+                      engine: str, insist: bool, mnist: str | None, cache: str | Path | None, log: Log,
+                      progress: finetune.Progress | None) -> finetune.Outcome:
     kept = finetune.LearnCache.load(cache) if cache else finetune.LearnCache()
     examples = drawings.read_folder(folder, say=log, known=kept.drawings)
     if not examples:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dearpygui.dearpygui as dpg
+from threadpoolctl import threadpool_limits
 
 from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
@@ -102,7 +103,8 @@ class Learner:
 
     def _read_quietly(self) -> None:
         try:
-            self._read(lambda _line: None)
+            with threadpool_limits(1, user_api="blas"):
+                self._read(lambda _line: None)
         except Exception:  # noqa: BLE001  (a Learn reads the folder again and reports what is wrong)
             pass
 
@@ -114,11 +116,17 @@ class Learner:
             if self.drawings_dir.is_dir() else []
 
     def _work(self, base: Model, settings: finetune.Settings) -> None:
+        # One BLAS thread: the products here are small, and on a busy 2-core machine OpenBLAS's
+        # threads wait for each other (painting 200 drawings: 2.5 s of CPU with them, 0.6 s without).
+        if self._reader is not None:
+            self._reader.join()  # one reader of the cache at a time, and one owner of the BLAS setting
+        with threadpool_limits(1, user_api="blas"):
+            self._learn(base, settings)
+
+    def _learn(self, base: Model, settings: finetune.Settings) -> None:
         try:
             self._say("reading your drawings", 0.0)
             skipped: list[str] = []
-            if self._reader is not None:
-                self._reader.join()  # one reader of the cache at a time
             examples = self._read(skipped.append)
             if not examples:
                 raise GemmpadError("no corrections yet: click the right digit's bar (or press its key) "
