@@ -19,6 +19,8 @@ FIX = "the Learn sets shipped with mnist-mlp (mnist-mlp.rehearsal.npz) are missi
 
 
 def _learn_and_wait(app: object) -> None:
+    if app.learn.learner._reader is not None:
+        app.learn.learner._reader.join(60)  # the window's prefetch at start
     app.learn.learner._refs = None  # as in a fresh session: the sets are looked up again
     app.shortcut(dpg.mvKey_L)
     deadline = time.monotonic() + 60

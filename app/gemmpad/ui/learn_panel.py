@@ -64,7 +64,7 @@ class Learner:
         self._status = ("", 0.0)
         self._result: tuple[finetune.Outcome, list[drawings.Example], list[str]] | Exception | None = None
         self._cache: finetune.LearnCache | None = None  # kept between Learns (and on disk between sessions)
-        self._refs: tuple[Model, replay.References] | None = None  # the base's replay and test sets, in memory
+        self._refs: tuple[tuple[str, bytes], replay.References] | None = None  # the base's (_key) sets, in memory
         self._reader: threading.Thread | None = None  # prefetch()'s
         self.pressed_at = 0.0  # time.perf_counter() when the running or last Learn was asked for
 
@@ -92,20 +92,26 @@ class Learner:
         self._thread.start()
         return True
 
-    def prefetch(self) -> None:
+    def prefetch(self, base: Model | None = None) -> None:
         """Read the drawings the cache does not hold yet, in the background (the window calls
         this at start and after each saved drawing): painting a strokes file takes ~4 ms, so
-        a first Learn over 200 drawings would otherwise spend ~0.9 s of the 2-core VM on it."""
+        a first Learn over 200 drawings would otherwise spend ~0.9 s of the 2-core VM on it.
+        With `base` (at start), also load its Learn sets and its figures on them, so the first
+        Learn does not wait for them either."""
         if self.running or (self._reader is not None and self._reader.is_alive()):
             return  # a Learn reads the folder itself; a running read picks up what it finds
-        self._reader = threading.Thread(target=self._read_quietly, name="gemmpad-learn-read", daemon=True)
+        self._reader = threading.Thread(target=self._read_quietly, args=(base,), name="gemmpad-learn-read",
+                                        daemon=True)
         self._reader.start()
 
-    def _read_quietly(self) -> None:
+    def _read_quietly(self, base: Model | None) -> None:
         try:
             with threadpool_limits(1, user_api="blas"):
                 self._read(lambda _line: None)
-        except Exception:  # noqa: BLE001  (a Learn reads the folder again and reports what is wrong)
+                if base is not None and self._cache is not None:
+                    self._refs = (_key(base), rehearsal.sets_for(base, None, self.cache_dir, self.replay_rows))
+                    self._cache.base(base.weights, self._refs[1])
+        except Exception:  # noqa: BLE001  (a Learn does it again and reports what is wrong)
             pass
 
     def _read(self, say: drawings.Say) -> list[drawings.Example]:
@@ -131,9 +137,9 @@ class Learner:
             if not examples:
                 raise GemmpadError("no corrections yet: click the right digit's bar (or press its key) "
                                    "when a reading is wrong")
-            if self._refs is None or self._refs[0] is not base:  # once per base model and session
+            if self._refs is None or self._refs[0] != _key(base):  # once per base model and session
                 self._say("first Learn: loading the sets it compares with", 0.02)
-                self._refs = (base, rehearsal.sets_for(base, None, self.cache_dir, self.replay_rows,
+                self._refs = (_key(base), rehearsal.sets_for(base, None, self.cache_dir, self.replay_rows,
                                                        log=lambda s: self._say(s.strip(), 0.02)))
             outcome = finetune.learn(base, examples, self._refs[1], settings,
                                      progress=lambda s, f: self._say(s, 0.05 + 0.9 * f),
@@ -164,6 +170,12 @@ class Learner:
         if self._thread is not None:
             self._thread.join(timeout)
         return not self.running
+
+
+def _key(base: Model) -> tuple[str, bytes]:
+    """A base model as the sets kept in memory belong to it: its file and its weights (the
+    window may load the same model twice)."""
+    return str(base.path), finetune.weights_digest(base.weights)
 
 
 class LearnPanel:
@@ -206,7 +218,7 @@ class LearnPanel:
         dpg.configure_item(self.insist_btn, callback=lambda: self.insist(app))
         dpg.configure_item(self.dismiss_btn, callback=lambda: self.dismiss(app))
         self._show_count(app)
-        self.learner.prefetch()
+        self.learner.prefetch(self.base_model(app))
 
     def open(self) -> None:
         dpg.configure_item(self.root, collapsed=False)
