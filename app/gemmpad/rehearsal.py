@@ -84,11 +84,11 @@ def build_for(model: Model, model_path: str | Path, mnist: str | Path | None = N
     return write(model_path, refs)
 
 
-def read(path: Path, entry: dict[str, Any], name: str) -> References:
+def read(path: Path, entry: dict[str, Any], name: str, fix: str = FIX) -> References:
     """The sets in `path`, verified against the card's `entry` (hash, counts) and checked (shapes,
-    labels 0-9); DataError in one line naming what is wrong and the fix otherwise."""
+    labels 0-9); DataError in one line naming what is wrong and `fix` otherwise."""
     def bad(why: str) -> DataError:
-        return DataError(f"the Learn sets shipped with {name} ({path.name}) {why}: {FIX}")
+        return DataError(f"the Learn sets of {name} ({path.name}) {why}: {fix}")
 
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -135,7 +135,10 @@ def _own(model: Model) -> References | None:
     if entry is None or model.path is None:
         return None
     file = Path(model.path).with_name(Path(entry["file"]).name)  # beside the model, never elsewhere
-    return read(file, entry, Path(model.path).stem)
+    shipped = Path(model.path).resolve() == default_model_path().resolve()
+    name = Path(model.path).stem
+    return read(file, entry, name, FIX if shipped else
+                f"train {name} again (gemmpad train writes them beside it), or Learn from the shipped model")
 
 
 def used(model: Model) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from gemmpad.errors import DataError
 from gemmpad.ui import status_bar
 from gemmpad.ui.learn_panel import Learner
 
-FIX = "the Learn sets shipped with mnist-mlp (mnist-mlp.rehearsal.npz) are missing: reinstall gemmpad"
+FIX = "the Learn sets of mnist-mlp (mnist-mlp.rehearsal.npz) are missing: reinstall gemmpad"
 
 
 def _learn_and_wait(app: object) -> None:
