@@ -210,6 +210,7 @@ class LearnPanel:
             # a failed Learn says why and what to do here, until dismissed: a status line fades
             self.error_text = dpg.add_text("", wrap=round(380 * s), color=style.BAD, show=False)
             self.dismiss_btn = dpg.add_button(label="Dismiss", show=False)
+            tip(self.dismiss_btn, "Take this message down (a new Learn does too).")
 
     def bind(self, app: App) -> None:
         """Connect the buttons (the App exists once the panels are built)."""
