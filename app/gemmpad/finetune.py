@@ -189,7 +189,8 @@ class LearnCache:
         if z is None:
             return cache
         ends = np.cumsum(z["row_counts"])
-        cache.drawings = {str(k): Example(-1, Path(), img, None, str(k)) for k, img in zip(z["image_keys"], z["images"])}
+        cache.drawings = {str(k): Example(-1, Path(), img, None, str(k))
+                          for k, img in zip(z["image_keys"], z["images"])}
         cache._rows = {str(k): z["rows"][e - c : e] for k, c, e in zip(z["row_keys"], z["row_counts"], ends)}
         return cache
 

@@ -432,7 +432,7 @@ def run(args: argparse.Namespace) -> int:
     card["results"] = measure(model, test, args.eval_drawn, held, args.val_writers, args.jobs, log)
     test_acc = card["results"]["mnist_test_accuracy"]
     log("building the sets Learn needs, to ship beside the model")
-    card["rehearsal"] = rehearsal.build_for(Model(model.weights, card), out_path, args.data, log,
+    card["rehearsal"] = rehearsal.build_for(Model(model.weights, card), out_path, data.data_dir(args.data), log,
                                             min(replay.REPLAY_ROWS, len(train_idx)), writers=bool(pen))
     card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
     save_card(out_path, card)
