@@ -33,10 +33,10 @@ def digest(arrays: Mapping[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def save(path: str | Path, arrays: Mapping[str, np.ndarray], compress: bool = False) -> None:
-    """Write `arrays` and their digest to `path` atomically."""
+def save(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write `arrays` and their digest to `path` atomically (uncompressed: a cache is read often)."""
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        (np.savez_compressed if compress else np.savez)(f, **arrays, **{DIGEST: np.array(digest(arrays))})
+        np.savez(f, **arrays, **{DIGEST: np.array(digest(arrays))})
 
 
 def load(path: str | Path, names: tuple[str, ...], check: Check | None = None,
