@@ -217,3 +217,29 @@ def test_a_damaged_references_cache_is_built_again(tmp_path: Path) -> None:
         edited = {n: z[n] for n in z.files} | {"my": np.array([0, 0, 0])}  # digest left as it was
     np.savez(tmp_path / "r.npz", **edited)
     assert arraycache.load(tmp_path / "r.npz", names, replay._problem) is None
+
+
+@pytest.mark.parametrize("hostile", ["bomb", "no rows", "object array"])
+def test_hostile_sets_with_a_matching_card_are_refused_in_one_line(package: Path, hostile: str) -> None:
+    """A file and card both rewritten: refused before inflating gigabytes, running code or indexing
+    an empty array."""
+    import hashlib
+    import io
+
+    path, card = _sets(package)
+    refs = rehearsal.read(path, card["rehearsal"], "mnist-mlp")
+    arrays = {n: np.zeros((0, 784) if n.endswith("_x") else 0, np.uint8) for n in rehearsal.NAMES}
+    arrays["writer_ids"] = np.zeros(0, np.int64)
+    if hostile == "bomb":
+        arrays["replay_x"] = np.zeros((100_000, 784), np.uint8)  # 78 MB of zeros, ~80 KB compressed
+    elif hostile == "object array":
+        arrays["mnist_y"] = np.array([{"a": 1}], dtype=object)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    path.write_bytes(buf.getvalue())
+    card["rehearsal"] = card["rehearsal"] | {"sha256": hashlib.sha256(buf.getvalue()).hexdigest(),
+                                             "replay": len(refs.replay)}
+    (package / "mnist-mlp.json").write_text(json.dumps(card))
+    with pytest.raises(DataError) as exc:
+        rehearsal.sets_for(model.load_model())
+    assert "\n" not in str(exc.value) and "reinstall" in str(exc.value)

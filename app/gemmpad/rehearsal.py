@@ -6,7 +6,7 @@ they took 165-286 s on a 2-core machine and the data folders a fresh install doe
 have; so `gemmpad train` builds them once, beside every model it writes (`write`), and the
 card records their SHA-256 (card["rehearsal"]). The pixels are stored as uint8 (x * 255,
 rounded: the guard compares before and after on the same quantised images, so the
-rounding cannot favour either), compressed: ~4 MB for the shipped model.
+rounding cannot favour either), compressed: 5.4 MB for the shipped model.
 
 `sets_for(model)` finds a model's sets: its own (verified against its card: a mismatch is
 a one-line error, never garbage compared); for a personal model (card["fine_tuned"]),
@@ -35,7 +35,8 @@ from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.replay import Arrays, References
 
 SUFFIX = ".rehearsal.npz"
-MAX_BYTES = 16 << 20  # the shipped file is ~4 MB: anything far larger is not one of ours
+MAX_BYTES = 16 << 20  # the shipped file is 5.4 MB: anything far larger is not one of ours
+MAX_INFLATED = 64 << 20  # its arrays are 17 MB inflated: a file declaring more is refused before inflating
 NAMES = ("replay_x", "replay_y", "mnist_x", "mnist_y", "writers_x", "writers_y", "writer_ids")
 FIX = "reinstall gemmpad (pip install --force-reinstall gemmpad), or Learn from the shipped model"
 Log = Callable[[str], None]
@@ -101,6 +102,9 @@ def read(path: Path, entry: dict[str, Any], name: str, fix: str = FIX) -> Refere
     if hashlib.sha256(blob).hexdigest() != entry.get("sha256"):
         raise bad("do not match the SHA-256 in its card (damaged or replaced)")
     try:
+        inflated = sum(i.file_size for i in zipfile.ZipFile(io.BytesIO(blob)).infolist())
+        if inflated > MAX_INFLATED:
+            raise bad(f"declare {inflated} bytes of arrays, far more than they should")
         with np.load(io.BytesIO(blob), allow_pickle=False) as z:
             if sorted(z.files) != sorted(NAMES):
                 raise bad(f"hold {sorted(z.files)}")
@@ -114,7 +118,8 @@ def read(path: Path, entry: dict[str, Any], name: str, fix: str = FIX) -> Refere
         if x.dtype != np.uint8 or x.ndim != 2 or x.shape[1] != 784 or y.dtype != np.uint8 or y.shape != (len(x),):
             raise bad(f"hold {key} arrays of {x.dtype} {x.shape} / {y.dtype} {y.shape}")
         if len(x) != n or (n and int(y.max()) > 9):
-            raise bad(f"hold {len(x)} {key} rows with labels up to {int(y.max()) if n else '-'}, the card says {n}")
+            raise bad(f"hold {len(x)} {key} rows with labels up to {int(y.max()) if len(y) else '-'}, "
+                      f"the card says {n}")
         parts[key] = Arrays(x.astype(np.float32) / np.float32(255.0), y.astype(np.int64))
     if len(parts["replay"]) == 0 or len(parts["mnist"]) == 0:
         raise bad("hold no replay or no MNIST test rows")
