@@ -243,3 +243,21 @@ def test_hostile_sets_with_a_matching_card_are_refused_in_one_line(package: Path
     with pytest.raises(DataError) as exc:
         rehearsal.sets_for(model.load_model())
     assert "\n" not in str(exc.value) and "reinstall" in str(exc.value)
+
+
+def test_learn_cache_with_nan_rows_is_made_again(tmp_path: Path) -> None:
+    from gemmpad import drawings
+
+    _save_ones(tmp_path / "d", 2)
+    cache = finetune.LearnCache()
+    examples = drawings.read_folder(tmp_path / "d", say=lambda s: None, known=cache.drawings)
+    finetune.user_rows(examples, finetune.Settings(), cache)
+    cache.save(tmp_path / "c", examples)
+    assert finetune.LearnCache.load(tmp_path / "c").drawings  # read back as written
+    (file,) = (tmp_path / "c").glob("learn-*.npz")
+    with np.load(file) as z:
+        arrays = {n: z[n] for n in z.files if n != arraycache.DIGEST}
+    arrays["rows"][0, 0] = np.nan
+    arraycache.save(file, arrays)  # a digest that matches: only the checks can refuse it
+    back = finetune.LearnCache.load(tmp_path / "c")
+    assert back.drawings == {} and back._rows == {}
