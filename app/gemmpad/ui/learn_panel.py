@@ -11,6 +11,9 @@
   An accepted model is saved atomically as the personal model (gemmpad.userdata) and
   reads the next frame; one the 0.3-point MNIST rule refuses is shown with the reason and
   a "Use it anyway" button.
+- A Learn that fails says why and what to do in the panel, in red, until dismissed (or the
+  next Learn); the time it shows runs from the key press, the first Learn's loading of the
+  sets it compares with (gemmpad.rehearsal) included, unless the window loaded them at start.
 - Reset: the base model reads again, and the personal model file is moved aside
   (personal-model.previous.npz), so the next start uses the base model too; nothing is
   deleted.
