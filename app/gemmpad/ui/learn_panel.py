@@ -360,7 +360,8 @@ class LearnPanel:
         names = {"held-out": f"your held-out drawings ({o.held_out})", "MNIST test": "MNIST test",
                  "unseen writers": "unseen real writers"}
         lines = [f"{names[k]}: {100 * o.before[k]:.1f} % -> {100 * o.after[k]:.1f} %" for k in o.before]
-        lines.append(f"{o.trained_on} drawings, {o.steps} steps on {o.engine}, {o.seconds['total']:.1f} s")
+        lines.append(f"{o.trained_on} drawings, {o.steps} steps on {o.engine} (the fine-tune itself: "
+                     f"{o.seconds['total']:.1f} s)")
         if not o.accepted:
             lines.append(f"Not used: {o.reason}.")
         if skipped:
