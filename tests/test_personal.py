@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmpad import cli, drawings, finetune, pendigits, personal, replay, strokes, train
+from gemmpad import cli, drawings, finetune, pendigits, personal, rehearsal, strokes, train
 from gemmpad.errors import GemmpadError
 from gemmpad.model import default_model_path, load_model
 from tests.finetune_data import small_references
@@ -37,7 +37,7 @@ def folder(tmp_path: Path) -> Path:
 @pytest.fixture
 def fast(monkeypatch: pytest.MonkeyPatch) -> None:
     """A small replay (with --steps 40 below): what is tested here is the plumbing, not the learning."""
-    monkeypatch.setattr(replay, "references", lambda model, *a, **k: small_references(model))
+    monkeypatch.setattr(rehearsal, "sets_for", lambda model, *a, **k: small_references(model))
 
 
 def _train(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

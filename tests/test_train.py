@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gemmpad import native, pendigits, train, trainset
+from gemmpad import native, pendigits, rehearsal, train, trainset, userdata
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
 from gemmpad.model import Model, load_model
 
@@ -41,6 +41,11 @@ def test_smoke_run_learns_and_writes_everything(tmp_path: Path) -> None:
     assert card["results"]["mnist_test_accuracy"] > 0.80  # and the 10,000 test images
     assert card["data"]["canonical_mnist"] is True
     assert m.card == card
+    # the sets Learn needs, beside the model and hashed in its card: Learn works from them alone
+    assert (tmp_path / card["rehearsal"]["file"]).stat().st_size == card["rehearsal"]["bytes"]
+    sets = rehearsal.sets_for(m)
+    assert len(sets.replay) == 2000 and len(sets.mnist) == 10_000 and len(sets.writers) == 0
+    assert sets.origin == {"model": "a", "sha256": card["rehearsal"]["sha256"]}
     # repeatable: the same seed gives the same weights
     assert train.run(smoke_args(tmp_path, "b")) == 0
     m2 = load_model(tmp_path / "b.npz")
@@ -144,7 +149,8 @@ def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pyt
     checked: list[str] = []
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(train, "check_output_file", lambda path, what, suffixes=None: checked.append(what))
-    monkeypatch.setattr(train, "check_writable_dir", lambda d, what: None)  # --cache: runs/cache
+    dirs: list[str] = []
+    monkeypatch.setattr(train, "check_writable_dir", lambda d, what: dirs.append(what))
     monkeypatch.setattr(data, "load_split", lambda *a, **k: (_ for _ in ()).throw(Stop()))
     with pytest.raises(Stop):
         train.run(parse("--data", str(tmp_path), "--quiet"))
@@ -152,6 +158,7 @@ def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pyt
     assert checked[0].startswith("--output ") and output.parent == Path("runs") and output.suffix == ".npz"
     assert (tmp_path / output).resolve() != default_model_path().resolve()
     assert checked[1] == f"--curve {output.with_suffix('.png')}"
+    assert dirs == [f"--cache {userdata.cache_dir()}"]  # the user's cache folder, never ./runs/cache (issue 40 #9)
 
 
 def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:

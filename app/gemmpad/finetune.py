@@ -32,7 +32,6 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -41,10 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import augment, native, pendigits
+from gemmpad import arraycache, augment, native, pendigits
 from gemmpad.drawings import Example
 from gemmpad.errors import GemmpadError
-from gemmpad.files import atomic_path
 from gemmpad.model import Model
 from gemmpad.preprocess import preprocess, preprocess_batch
 from gemmpad.replay import Arrays, References
@@ -92,6 +90,7 @@ class Outcome:
     rows: int
     steps: int
     seconds: dict[str, float] = field(default_factory=dict)
+    rehearsal: dict[str, Any] = field(default_factory=dict)  # the sets used (References.origin), for the card
 
     def drops(self) -> dict[str, float]:
         """How much each base figure fell (positive = worse)."""
@@ -185,17 +184,14 @@ class LearnCache:
         """The cache `save` left in `folder` for this code (empty when there is none or it is damaged:
         it is made again, never trusted)."""
         cache = cls()
-        try:
-            with np.load(_cache_file(folder), allow_pickle=False) as z:
-                images, rows, ends = z["images"], z["rows"], np.cumsum(z["row_counts"])
-                if (images.shape[1:] != (28, 28) or rows.shape[1:] != (784,)
-                        or len(rows) != (ends[-1] if len(ends) else 0)):
-                    raise ValueError("inconsistent arrays")
-                cache.drawings = {str(k): Example(-1, Path(), img, None, str(k))
-                                  for k, img in zip(z["image_keys"], images)}
-                cache._rows = {str(k): rows[e - c : e] for k, c, e in zip(z["row_keys"], z["row_counts"], ends)}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-            return cls()
+        z = arraycache.load(_cache_file(folder), ("image_keys", "images", "row_keys", "row_counts", "rows"),
+                            _cache_problem)
+        if z is None:
+            return cache
+        ends = np.cumsum(z["row_counts"])
+        cache.drawings = {str(k): Example(-1, Path(), img, None, str(k))
+                          for k, img in zip(z["image_keys"], z["images"])}
+        cache._rows = {str(k): z["rows"][e - c : e] for k, c, e in zip(z["row_keys"], z["row_counts"], ends)}
         return cache
 
     def save(self, folder: str | Path, examples: Sequence[Example]) -> None:
@@ -204,13 +200,24 @@ class LearnCache:
         keep = {e.key for e in examples}
         images = {k: e.image28 for k, e in self.drawings.items() if k in keep}
         rows = {k: v for k, v in self._rows.items() if k.split("|")[0] in keep}
-        target = _cache_file(folder)
-        with atomic_path(target) as tmp, open(tmp, "wb") as f:
-            np.savez(f, image_keys=np.array(list(images), dtype=str),
-                     images=np.array(list(images.values()), np.float32).reshape(-1, 28, 28),
-                     row_keys=np.array(list(rows), dtype=str),
-                     row_counts=np.array([len(v) for v in rows.values()], np.int64),
-                     rows=np.concatenate(list(rows.values())) if rows else np.zeros((0, 784), np.float32))
+        arraycache.save(_cache_file(folder), {
+            "image_keys": np.array(list(images), dtype=str),
+            "images": np.array(list(images.values()), np.float32).reshape(-1, 28, 28),
+            "row_keys": np.array(list(rows), dtype=str),
+            "row_counts": np.array([len(v) for v in rows.values()], np.int64),
+            "rows": np.concatenate(list(rows.values())) if rows else np.zeros((0, 784), np.float32)})
+
+
+def _cache_problem(z: dict[str, np.ndarray]) -> str | None:
+    """Why a LearnCache file's arrays are not drawings and their rows (None when they are)."""
+    images, counts = z["images"], z["row_counts"]
+    if images.ndim != 3 or images.shape[1:] != (28, 28) or len(z["image_keys"]) != len(images):
+        return "drawings of the wrong shape"
+    if counts.dtype.kind not in "iu" or counts.shape != z["row_keys"].shape or (len(counts) and counts.min() < 0):
+        return "row counts that are not one count per key"
+    if int(counts.sum()) != len(z["rows"]):
+        return "row counts that do not add up"
+    return arraycache.rows_problem(images.reshape(-1, 784)) or arraycache.rows_problem(z["rows"])
 
 
 def _cache_file(folder: str | Path) -> Path:
@@ -437,7 +444,8 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
     weights, name, steps = tune(model.weights, rows, prepared, settings, engine, progress, should_stop)
     t2 = time.perf_counter()
     after = figures(weights, held, refs)
-    outcome = Outcome(weights, before, after, True, "", name, len(train), len(held), len(rows), steps)
+    outcome = Outcome(weights, before, after, True, "", name, len(train), len(held), len(rows), steps,
+                      rehearsal=dict(refs.origin))
     worse = {k: v for k, v in outcome.drops().items() if k == "MNIST test" and v > MAX_DROP}
     if worse:
         text = ", ".join(f"{k} {100 * before[k]:.2f} -> {100 * after[k]:.2f} %" for k in worse)

@@ -14,7 +14,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gemmpad import drawings, finetune, replay, userdata
+from threadpoolctl import threadpool_limits
+
+from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
 from gemmpad.files import check_output_file
 from gemmpad.model import Model, default_model_path, load_model
@@ -40,14 +42,22 @@ def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None,
                      engine: str = "auto", insist: bool = False, mnist: str | None = None,
                      cache: str | Path | None = None, log: Log = print,
                      progress: finetune.Progress | None = None) -> finetune.Outcome:
-    """Fine-tune `base` on the drawings under `folder`; write `output` when accepted."""
+    """Fine-tune `base` on the drawings under `folder`; write `output` when accepted (with one
+    BLAS thread, as the window's Learn: its products are small)."""
+    with threadpool_limits(1, user_api="blas"):
+        return _fine_tune_folder(base, folder, output, settings, engine, insist, mnist, cache, log, progress)
+
+
+def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,
+                      engine: str, insist: bool, mnist: str | None, cache: str | Path | None, log: Log,
+                      progress: finetune.Progress | None) -> finetune.Outcome:
     kept = finetune.LearnCache.load(cache) if cache else finetune.LearnCache()
     examples = drawings.read_folder(folder, say=log, known=kept.drawings)
     if not examples:
         raise GemmpadError(f"{folder}: no usable drawings in {folder}/0 ... {folder}/9")
     per_digit = ", ".join(f"{d}: {n}" for d, n in drawings.counts(examples).items())
     log(f"{len(examples)} drawings ({per_digit})")
-    refs = replay.references(base, mnist, cache, log=log)
+    refs = rehearsal.sets_for(base, mnist, cache, log=log)
     outcome = finetune.learn(base, examples, refs, settings, engine, force=insist, progress=progress, cache=kept)
     if cache:
         kept.save(cache, examples)

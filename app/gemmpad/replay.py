@@ -7,9 +7,10 @@ reading everyone else (replay). The sample is made by the training code itself
 (`gemmpad.trainset.training_set`), from the sources the model card lists and in their
 proportions, so the replay has exactly the augmentation of training.
 
-Both sets take seconds to build and are the same every time for a given model, data
-and code, so they are cached as .npz files (userdata.cache_dir(), or any folder) under
-a name that hashes all of these.
+Both sets take minutes to build on a small machine and are the same every time for a
+given model, data and code: `gemmpad train` stores them beside the model it writes
+(gemmpad.rehearsal), and a model without them may cache them as .npz files under a name
+that hashes all of these, each array hashed and checked when read back (gemmpad.arraycache).
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from gemmpad import data, datafind, evaluate, pendigits
-from gemmpad.files import atomic_path
+from gemmpad import arraycache, data, datafind, evaluate, pendigits
 from gemmpad.model import Model
 from gemmpad.preprocess import preprocess, preprocess_batch
 
@@ -57,6 +58,7 @@ class References:
     mnist: Arrays
     writers: Arrays
     writer_ids: list[int]
+    origin: dict[str, Any] = field(default_factory=dict)  # where they came from (gemmpad.rehearsal.sets_for)
 
 
 def trained_writers(model: Model) -> list[int]:
@@ -80,16 +82,19 @@ def _sources(model: Model) -> dict[str, int]:
 
 
 def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache: str | os.PathLike[str] | None = None,
-               replay_rows: int | None = None, log: Log = lambda s: None) -> References:
-    """The replay (replay_rows, default REPLAY_ROWS) and test sets for `model`, from `cache` when built before."""
+               replay_rows: int | None = None, log: Log = lambda s: None, writers: bool = True) -> References:
+    """The replay (replay_rows, default REPLAY_ROWS) and test sets for `model`, from `cache` when built before;
+    the unseen writers' test only with `writers` and the pendigits file."""
     from gemmpad.trainset import code_version
 
     replay_rows = replay_rows or REPLAY_ROWS
     folder = datafind.mnist_dir(mnist)
-    try:
-        pen_path: Path | None = pendigits.default_path()
-    except datafind.DataMissing:  # none at all: no writers' test; a wrong $GEMMPAD_PENDIGITS still stops here
-        pen_path = None
+    pen_path: Path | None = None
+    if writers:
+        try:
+            pen_path = pendigits.default_path()
+        except datafind.DataMissing:  # none at all: no writers' test; a wrong $GEMMPAD_PENDIGITS still stops here
+            pass
     sources = _sources(model)
     trained = trained_writers(model)
     copies = _copies(model)
@@ -97,19 +102,26 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
     key = json.dumps([CACHE_VERSION, stamp, pen_path.stat().st_size if pen_path else None, sources, trained,
                       replay_rows, WRITER_STEP, copies, code_version()])
     path = Path(cache) / f"references-{hashlib.md5(key.encode()).hexdigest()[:16]}.npz" if cache else None
-    if path is not None and path.is_file():
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                return References(Arrays(z["rx"], z["ry"]), Arrays(z["mx"], z["my"]), Arrays(z["wx"], z["wy"]),
-                                  z["wid"].tolist())
-        except (OSError, ValueError, KeyError) as exc:  # a damaged cache is rebuilt, not trusted
-            log(f"rebuilding {path}: {exc}")
+    if path is not None:
+        z = arraycache.load(path, ("rx", "ry", "mx", "my", "wx", "wy", "wid"), _problem, log)
+        if z is not None:
+            return References(Arrays(z["rx"], z["ry"]), Arrays(z["mx"], z["my"]), Arrays(z["wx"], z["wy"]),
+                              z["wid"].tolist())
     refs = _build(folder, pen_path, sources, trained, copies, replay_rows, log)
     if path is not None:
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            np.savez(f, rx=refs.replay.x, ry=refs.replay.y, mx=refs.mnist.x, my=refs.mnist.y, wx=refs.writers.x,
-                     wy=refs.writers.y, wid=np.array(refs.writer_ids, dtype=np.int64))
+        arraycache.save(path, {"rx": refs.replay.x, "ry": refs.replay.y, "mx": refs.mnist.x, "my": refs.mnist.y,
+                               "wx": refs.writers.x, "wy": refs.writers.y,
+                               "wid": np.array(refs.writer_ids, dtype=np.int64)})
     return refs
+
+
+def _problem(z: dict[str, np.ndarray]) -> str | None:
+    """Why cached references are not replay/test rows with their labels (None when they are)."""
+    for x, y in (("rx", "ry"), ("mx", "my"), ("wx", "wy")):
+        why = arraycache.rows_problem(z[x]) or arraycache.labels_problem(z[y], len(z[x]))
+        if why:
+            return f"{x}/{y}: {why}"
+    return None if z["wid"].dtype.kind in "iu" and z["wid"].ndim == 1 else "writer ids are not integers"
 
 
 def _copies(model: Model) -> tuple[int, int]:

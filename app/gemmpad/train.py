@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import data, distill, drawn, evaluate, paper, pendigits, trainset
+from gemmpad import data, distill, drawn, evaluate, paper, pendigits, rehearsal, replay, trainset, userdata
 from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
 from gemmpad.files import atomic_path, check_output_file, check_writable_dir
@@ -105,7 +105,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where torch trains (default auto: the GPU when one is usable, else the CPU)")
-    p.add_argument("--cache", metavar="DIR", default="runs/cache", help="reuse built training arrays ('' disables)")
+    p.add_argument("--cache", metavar="DIR",
+                   help="reuse built training arrays from DIR (default: the user cache folder `gemmpad info` names; "
+                        "'' disables); a fine-tune caches nothing unless given one")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--drawings", metavar="DIR",
                    help="a person's drawings, DIR/<digit>/*.json (strokes) or *.png: with --base, fine-tune that "
@@ -351,6 +353,8 @@ def run(args: argparse.Namespace) -> int:
     if existing and not args.force:  # the shipped model among them: one run must not silently replace it
         raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
                            "name another --output (and --curve), or pass --force to replace")
+    if args.cache is None:
+        args.cache = str(userdata.cache_dir())
     if args.cache:
         check_writable_dir(args.cache, f"--cache {args.cache}")
     if args.optimizer is None:
@@ -437,6 +441,9 @@ def run(args: argparse.Namespace) -> int:
 
     card["results"] = measure(model, test, args.eval_drawn, held, args.val_writers, args.jobs, log)
     test_acc = card["results"]["mnist_test_accuracy"]
+    log("building the sets Learn needs, to ship beside the model")
+    card["rehearsal"] = rehearsal.build_for(Model(model.weights, card), out_path, data.data_dir(args.data), log,
+                                            min(replay.REPLAY_ROWS, len(train_idx)), writers=bool(pen))
     card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
     save_card(out_path, card)
     plot_curves(history, curve_path, f"{out_path.name}: {args.engine}/{args.optimizer}/{args.precision}, "

@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import augment, drawn, paper, pendigits
-from gemmpad.files import atomic_path
+from gemmpad import arraycache, augment, drawn, paper, pendigits
 from gemmpad.pool import ordered_map
 from gemmpad.preprocess import preprocess, preprocess_batch
 
@@ -143,17 +142,33 @@ def code_version() -> str:
     return h.hexdigest()
 
 
+def _problem(z: dict[str, np.ndarray]) -> str | None:
+    """Why cached training arrays are not rows, labels, writers and per-source counts that add up."""
+    why = arraycache.rows_problem(z["x"]) or arraycache.labels_problem(z["y"], len(z["x"]))
+    if why:
+        return why
+    if z["writer"].dtype.kind not in "iu" or z["writer"].shape != (len(z["x"]),):
+        return "writer ids are not one integer per row"
+    try:
+        counts = json.loads(str(z["counts"]))
+        if not isinstance(counts, dict) or sum(int(v) for v in counts.values()) != len(z["x"]):
+            return "per-source counts do not add up to the rows"
+    except (ValueError, TypeError):
+        return "per-source counts are not JSON"
+    return None
+
+
 def cached(cache: str, key: list[Any], build: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]],
            log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """build(), reused from the folder `cache` ('' disables) when the same key built it before."""
     digest = hashlib.md5(json.dumps([*key, code_version()]).encode()).hexdigest()[:16]
     path = Path(cache) / f"train-{digest}.npz" if cache else None
-    if path is not None and path.exists():
-        with np.load(path, allow_pickle=False) as z:
+    if path is not None:
+        z = arraycache.load(path, ("x", "y", "writer", "counts"), _problem, log)
+        if z is not None:
             log(f"training arrays from cache {path}")
             return z["x"], z["y"], z["writer"], json.loads(str(z["counts"]))
     x, y, w, counts = build()
     if path is not None:
-        with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            np.savez(f, x=x, y=y, writer=w, counts=json.dumps(counts))
+        arraycache.save(path, {"x": x, "y": y, "writer": w, "counts": np.array(json.dumps(counts))})
     return x, y, w, counts

@@ -38,3 +38,26 @@ def test_prefetch_paints_each_saved_drawing_once_before_learn(tmp_path: Path, mo
     assert len(painted) == 4 and painted[-1].name == "d3.json"
     examples = learner._read(lambda _: None)  # what Learn does first
     assert len(examples) == 4 and len(painted) == 4  # nothing left to paint
+
+
+def test_prefetch_with_the_base_loads_its_sets_before_learn(tmp_path: Path, monkeypatch) -> None:
+    """At start the window hands the base model to prefetch: its Learn sets and its figures on them
+    are ready before L is pressed, so the first Learn does not wait for them."""
+    from gemmpad import finetune, rehearsal
+    from gemmpad.model import load_model
+
+    asked: list[str] = []
+    real = rehearsal.sets_for
+    monkeypatch.setattr(rehearsal, "sets_for", lambda *a, **k: asked.append("sets") or real(*a, **k))
+    folder = tmp_path / "drawings"
+    _save_one(folder, "d0", 100.0)
+    learner = Learner(folder, cache_dir=tmp_path / "cache", replay_rows=256)
+    base = load_model()
+    learner.prefetch(base)
+    learner._reader.join(60)
+    assert asked == ["sets"] and learner._cache._base is not None
+    assert learner.start(load_model(), finetune.Settings(steps=5))  # the same model, loaded again
+    assert learner.wait(120)
+    result = learner.take()
+    assert not isinstance(result, Exception), result
+    assert asked == ["sets"]  # not looked up again

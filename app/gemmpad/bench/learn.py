@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import drawings, evaluate, finetune, pendigits, replay, userdata
+from gemmpad import drawings, evaluate, finetune, pendigits, rehearsal, replay, userdata
 from gemmpad.args import integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError
@@ -172,7 +172,7 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
         torch.set_num_threads(1)  # two BLAS threads wait for each other on a busy 2-core VM (models/README.md)
     rng = np.random.default_rng(3)
     settings = finetune.Settings()
-    refs = replay.references(model, mnist, cache)
+    refs = rehearsal.sets_for(model, mnist, cache)
     out = []
     for n in counts:
         order = rng.permutation(len(pen))
@@ -198,7 +198,7 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
                     t0 = time.perf_counter()
                     memo = {"first": finetune.LearnCache, "saved": lambda: painted,
                             "restart": lambda: finetune.LearnCache.load(kept_dir), "again": lambda: kept}[case]()
-                    refs_now = refs if case == "again" else replay.references(model, mnist, cache)
+                    refs_now = refs if case == "again" else rehearsal.sets_for(model, mnist, cache)
                     ex = drawings.read_folder(folder, say=log, known=memo.drawings)
                     if who == "ours":
                         o = finetune.learn(model, ex, refs_now, settings, engine, cache=memo)
@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
     if seen:
         raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}")
     pen = [s for s in pendigits.read_pendigits() if s.writer in ids]
-    refs = replay.references(model, args.data, args.cache or None, log=print)
+    refs = rehearsal.sets_for(model, args.data, args.cache or None, log=print)
     found = cells(model, pen, styles, args.below, args.corrections)
     if args.max_cells:
         found = found[: args.max_cells]

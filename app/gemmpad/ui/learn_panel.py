@@ -11,6 +11,9 @@
   An accepted model is saved atomically as the personal model (gemmpad.userdata) and
   reads the next frame; one the 0.3-point MNIST rule refuses is shown with the reason and
   a "Use it anyway" button.
+- A Learn that fails says why and what to do in the panel, in red, until dismissed (or the
+  next Learn); the time it shows runs from the key press, the first Learn's loading of the
+  sets it compares with (gemmpad.rehearsal) included, unless the window loaded them at start.
 - Reset: the base model reads again, and the personal model file is moved aside
   (personal-model.previous.npz), so the next start uses the base model too; nothing is
   deleted.
@@ -20,13 +23,15 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dearpygui.dearpygui as dpg
+from threadpoolctl import threadpool_limits
 
-from gemmpad import drawings, finetune, replay, userdata
+from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
 from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.ui import style
@@ -62,8 +67,9 @@ class Learner:
         self._status = ("", 0.0)
         self._result: tuple[finetune.Outcome, list[drawings.Example], list[str]] | Exception | None = None
         self._cache: finetune.LearnCache | None = None  # kept between Learns (and on disk between sessions)
-        self._refs: tuple[Model, replay.References] | None = None  # the base's replay and test sets, in memory
+        self._refs: tuple[tuple[str, bytes], replay.References] | None = None  # the base's (_key) sets, in memory
         self._reader: threading.Thread | None = None  # prefetch()'s
+        self.pressed_at = 0.0  # time.perf_counter() when the running or last Learn was asked for
 
     @property
     def running(self) -> bool:
@@ -84,23 +90,31 @@ class Learner:
         if self.running:
             return False
         self._stop, self._result = False, None
+        self.pressed_at = time.perf_counter()
         self._thread = threading.Thread(target=self._work, args=(base, settings), name="gemmpad-learn", daemon=True)
         self._thread.start()
         return True
 
-    def prefetch(self) -> None:
+    def prefetch(self, base: Model | None = None) -> None:
         """Read the drawings the cache does not hold yet, in the background (the window calls
         this at start and after each saved drawing): painting a strokes file takes ~4 ms, so
-        a first Learn over 200 drawings would otherwise spend ~0.9 s of the 2-core VM on it."""
+        a first Learn over 200 drawings would otherwise spend ~0.9 s of the 2-core VM on it.
+        With `base` (at start), also load its Learn sets and its figures on them, so the first
+        Learn does not wait for them either."""
         if self.running or (self._reader is not None and self._reader.is_alive()):
             return  # a Learn reads the folder itself; a running read picks up what it finds
-        self._reader = threading.Thread(target=self._read_quietly, name="gemmpad-learn-read", daemon=True)
+        self._reader = threading.Thread(target=self._read_quietly, args=(base,), name="gemmpad-learn-read",
+                                        daemon=True)
         self._reader.start()
 
-    def _read_quietly(self) -> None:
+    def _read_quietly(self, base: Model | None) -> None:
         try:
-            self._read(lambda _line: None)
-        except Exception:  # noqa: BLE001  (a Learn reads the folder again and reports what is wrong)
+            with threadpool_limits(1, user_api="blas"):
+                self._read(lambda _line: None)
+                if base is not None and self._cache is not None:
+                    self._refs = (_key(base), rehearsal.sets_for(base, None, self.cache_dir, self.replay_rows))
+                    self._cache.base(base.weights, self._refs[1])
+        except Exception:  # noqa: BLE001  (a Learn does it again and reports what is wrong)
             pass
 
     def _read(self, say: drawings.Say) -> list[drawings.Example]:
@@ -111,19 +125,25 @@ class Learner:
             if self.drawings_dir.is_dir() else []
 
     def _work(self, base: Model, settings: finetune.Settings) -> None:
+        # One BLAS thread: the products here are small, and on a busy 2-core machine OpenBLAS's
+        # threads wait for each other (painting 200 drawings: 2.5 s of CPU with them, 0.6 s without).
+        if self._reader is not None:
+            self._reader.join()  # one reader of the cache at a time, and one owner of the BLAS setting
+        with threadpool_limits(1, user_api="blas"):
+            self._learn(base, settings)
+
+    def _learn(self, base: Model, settings: finetune.Settings) -> None:
         try:
             self._say("reading your drawings", 0.0)
             skipped: list[str] = []
-            if self._reader is not None:
-                self._reader.join()  # one reader of the cache at a time
             examples = self._read(skipped.append)
             if not examples:
                 raise GemmpadError("no corrections yet: click the right digit's bar (or press its key) "
                                    "when a reading is wrong")
-            self._say("preparing the replay and test sets (the first time takes a minute)", 0.02)
-            if self._refs is None or self._refs[0] is not base:
-                self._refs = (base, replay.references(base, None, self.cache_dir, self.replay_rows,
-                                                      log=lambda s: self._say(s.strip(), 0.02)))
+            if self._refs is None or self._refs[0] != _key(base):  # once per base model and session
+                self._say("first Learn: loading the sets it compares with", 0.02)
+                self._refs = (_key(base), rehearsal.sets_for(base, None, self.cache_dir, self.replay_rows,
+                                                       log=lambda s: self._say(s.strip(), 0.02)))
             outcome = finetune.learn(base, examples, self._refs[1], settings,
                                      progress=lambda s, f: self._say(s, 0.05 + 0.9 * f),
                                      should_stop=lambda: self._stop, cache=self._cache)
@@ -155,6 +175,12 @@ class Learner:
         return not self.running
 
 
+def _key(base: Model) -> tuple[str, bytes]:
+    """A base model as the sets kept in memory belong to it: its file and its weights (the
+    window may load the same model twice)."""
+    return str(base.path), finetune.weights_digest(base.weights)
+
+
 class LearnPanel:
     """The widgets, in a small window of their own, and what their buttons do to the App."""
 
@@ -184,14 +210,19 @@ class LearnPanel:
             self.figures_text = dpg.add_text("", wrap=round(380 * s))
             self.insist_btn = dpg.add_button(label="Use it anyway", show=False)
             tip(self.insist_btn, "Use and keep the model this Learn made, although it reads MNIST test worse.")
+            # a failed Learn says why and what to do here, until dismissed: a status line fades
+            self.error_text = dpg.add_text("", wrap=round(380 * s), color=style.BAD, show=False)
+            self.dismiss_btn = dpg.add_button(label="Dismiss", show=False)
+            tip(self.dismiss_btn, "Take this message down (a new Learn does too).")
 
     def bind(self, app: App) -> None:
         """Connect the buttons (the App exists once the panels are built)."""
         dpg.configure_item(self.learn_btn, callback=lambda: self.learn(app))
         dpg.configure_item(self.reset_btn, callback=lambda: self.reset(app))
         dpg.configure_item(self.insist_btn, callback=lambda: self.insist(app))
+        dpg.configure_item(self.dismiss_btn, callback=lambda: self.dismiss(app))
         self._show_count(app)
-        self.learner.prefetch()
+        self.learner.prefetch(self.base_model(app))
 
     def open(self) -> None:
         dpg.configure_item(self.root, collapsed=False)
@@ -232,6 +263,7 @@ class LearnPanel:
     def learn(self, app: App) -> None:
         if self.learner.start(self.base_model(app)):
             self.open()
+            self.dismiss(app)
             dpg.configure_item(self.insist_btn, show=False)
             self.figures = ""
             dpg.set_value(self.figures_text, "")
@@ -284,8 +316,8 @@ class LearnPanel:
             return False
         dpg.set_value(self.progress, 1.0 if not isinstance(result, Exception) else 0.0)
         if isinstance(result, Exception):
-            dpg.configure_item(self.progress, overlay="")
-            app.status.say(f"Not learned: {result}", error=not isinstance(result, GemmpadError))
+            dpg.configure_item(self.progress, overlay="not learned")
+            self.show_error(app, result)
             return False
         outcome, self._examples, skipped = result
         self.outcome = outcome
@@ -293,8 +325,9 @@ class LearnPanel:
         dpg.set_value(self.figures_text, self.figures)
         if outcome.accepted:
             self._use(app, outcome)
-            dpg.configure_item(self.progress, overlay=f"learned in {outcome.seconds['total']:.1f} s")
-            app.say(f"Learned {outcome.trained_on} drawings in {outcome.seconds['total']:.1f} s on {outcome.engine}: "
+            took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
+            dpg.configure_item(self.progress, overlay=f"learned in {took:.1f} s")
+            app.say(f"Learned {outcome.trained_on} drawings in {took:.1f} s on {outcome.engine}: "
                     "the new model reads now")
         else:
             dpg.configure_item(self.progress, overlay="not used")
@@ -302,12 +335,33 @@ class LearnPanel:
             app.say(f"Not used: {outcome.reason}")
         return False
 
+    def show_error(self, app: App, error: Exception) -> None:
+        """Say in the panel, until dismissed, why the Learn failed and what to do (a GemmpadError's
+        message says both); anything else is a fault of gemmpad's, said so."""
+        text = (f"Not learned: {error}" if isinstance(error, GemmpadError) else
+                f"Not learned: gemmpad failed ({type(error).__name__}: {error}). Your drawings are kept; "
+                "please report this at the project's issue tracker.")
+        dpg.set_value(self.error_text, text)
+        dpg.configure_item(self.error_text, show=True)
+        dpg.configure_item(self.dismiss_btn, show=True)
+        self.open()
+        app.status.say(text, error=True)
+
+    def dismiss(self, app: App) -> None:
+        """Take the Learn error down, here and in the status bar (Dismiss, or the next Learn)."""
+        if dpg.is_item_shown(self.error_text):
+            app.status.clear_error()
+        dpg.set_value(self.error_text, "")
+        dpg.configure_item(self.error_text, show=False)
+        dpg.configure_item(self.dismiss_btn, show=False)
+
     @staticmethod
     def _figures_text(o: finetune.Outcome, skipped: list[str]) -> str:
         names = {"held-out": f"your held-out drawings ({o.held_out})", "MNIST test": "MNIST test",
                  "unseen writers": "unseen real writers"}
         lines = [f"{names[k]}: {100 * o.before[k]:.1f} % -> {100 * o.after[k]:.1f} %" for k in o.before]
-        lines.append(f"{o.trained_on} drawings, {o.steps} steps on {o.engine}, {o.seconds['total']:.1f} s")
+        lines.append(f"{o.trained_on} drawings, {o.steps} steps on {o.engine} (the fine-tune itself: "
+                     f"{o.seconds['total']:.1f} s)")
         if not o.accepted:
             lines.append(f"Not used: {o.reason}.")
         if skipped:

@@ -1,0 +1,88 @@
+"""A failed Learn says why and what to do in the Learn panel, and the words stay until dismissed
+(issue 39: a grey status line, cut off and gone after ~6 s, said it before)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import dearpygui.dearpygui as dpg
+import numpy as np
+import pytest
+
+from gemmpad import finetune, rehearsal, strokes
+from gemmpad.errors import DataError
+from gemmpad.ui import status_bar
+from gemmpad.ui.learn_panel import Learner
+
+FIX = "the Learn sets of mnist-mlp (mnist-mlp.rehearsal.npz) are missing: reinstall gemmpad"
+
+
+def _learn_and_wait(app: object) -> None:
+    if app.learn.learner._reader is not None:
+        app.learn.learner._reader.join(60)  # the window's prefetch at start
+    app.learn.learner._refs = None  # as in a fresh session: the sets are looked up again
+    app.shortcut(dpg.mvKey_L)
+    deadline = time.monotonic() + 60
+    while (app.learn.learner.running or app.learn.learner._result is not None) and time.monotonic() < deadline:
+        app.step()  # until the panel has taken the result
+
+
+@pytest.mark.parametrize(("failure", "shown"), [
+    (DataError(FIX), f"Not learned: {FIX}"),
+    (ValueError("boom"), "Not learned: gemmpad failed (ValueError: boom). Your drawings are kept"),
+])
+def test_a_learn_error_stays_in_the_panel_until_dismissed(app: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                          failure: Exception, shown: str) -> None:
+    monkeypatch.setattr(app.learn.learner, "cache_dir", tmp_path / "cache")
+    line = np.array([[120.0, 40.0], [125.0, 140.0], [130.0, 240.0]], np.float32)
+    strokes.save(app.drawings_dir / "1" / "error-test.json", [line], [18.0], (280, 280))
+
+    def fail(*_a: object, **_k: object) -> object:
+        raise failure
+
+    monkeypatch.setattr(rehearsal, "sets_for", fail)
+    monkeypatch.setattr(status_bar, "MESSAGE_S", 0.0)  # any message that can expire has expired
+    try:
+        _learn_and_wait(app)
+        for _ in range(5):
+            app.step()
+        panel = app.learn
+        assert dpg.is_item_shown(panel.error_text) and dpg.is_item_shown(panel.dismiss_btn)
+        assert dpg.get_value(panel.error_text).startswith(shown)
+        assert "site-packages" not in dpg.get_value(panel.error_text)
+        assert app.status.message.startswith(shown)  # red, until replaced: not faded
+        panel.dismiss(app)
+        app.step()
+        assert not dpg.is_item_shown(panel.error_text) and not dpg.is_item_shown(panel.dismiss_btn)
+        assert not app.status.message.startswith("Not learned")
+    finally:
+        (app.drawings_dir / "1" / "error-test.json").unlink()
+
+
+def test_the_time_shown_runs_from_the_key_press(app: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A Learn that spends 0.3 s before learn() (first-time work) reports it in its time."""
+    learner = app.learn.learner
+    monkeypatch.setattr(app.learn, "personal_path", tmp_path / "personal-model.npz")  # never the user's
+    monkeypatch.setattr(learner, "cache_dir", tmp_path / "cache")
+    monkeypatch.setattr(learner, "replay_rows", 256)
+    monkeypatch.setattr(learner, "start", lambda base, settings=None: Learner.start(
+        learner, base, finetune.Settings(steps=5, holdout=0.2)))
+    line = np.array([[120.0, 40.0], [125.0, 140.0], [130.0, 240.0]], np.float32)
+    strokes.save(app.drawings_dir / "1" / "time-test.json", [line], [18.0], (280, 280))
+    real = rehearsal.sets_for
+
+    def slow(*a: object, **k: object) -> object:
+        time.sleep(0.3)
+        return real(*a, **k)
+
+    monkeypatch.setattr(rehearsal, "sets_for", slow)
+    try:
+        _learn_and_wait(app)
+        outcome = app.learn.outcome
+        assert outcome is not None, dpg.get_value(app.learn.error_text)
+        shown = float(dpg.get_item_configuration(app.learn.progress)["overlay"].split()[2])
+        assert shown >= 0.3 and shown >= round(outcome.seconds["total"], 1)
+    finally:
+        (app.drawings_dir / "1" / "time-test.json").unlink()
+        app.learn.reset(app)
