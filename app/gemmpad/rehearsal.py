@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import replay
+from gemmpad import datafind, replay
 from gemmpad.errors import DataError, GemmpadError
 from gemmpad.files import write_bytes
 from gemmpad.model import Model, default_model_path, load_model
@@ -211,7 +211,7 @@ def _sets_of(model_path: Path, strict: bool = False) -> tuple[References, dict[s
 
 def _data_found() -> bool:
     try:
-        replay.mnist_dir()
+        datafind.mnist_dir()
     except DataError:
         return False
     return True
