@@ -88,12 +88,12 @@ def test_a_gemm_figure_names_the_row_it_quotes(generated):
     assert f"{newest.relative_to(ROOT)})" in line
 
 
-def _fake_checkout(tmp_path: Path, figure: str) -> tuple[Path, list[str]]:
+def _fake_checkout(tmp_path: Path, figure: str, h200_date: str = "2026-12-01") -> tuple[Path, list[str]]:
     """A checkout holding one rung whose figure line is `figure`, and an h100 and an h200 result file."""
     rung = tmp_path / "native/cuda/gemm/07_warptile.cu"
     rung.parent.mkdir(parents=True)
     rung.write_text(f"// cuda.07_warptile: warp tiles.\n{figure}\n#include \"x\"\n// Figure (not the header)\n")
-    for card, date, gflops in (("h100", "2026-11-27", 46681.2), ("h200", "2026-12-01", 50123.4)):
+    for card, date, gflops in (("h100", "2026-11-27", 46681.2), ("h200", h200_date, 50123.4)):
         d = tmp_path / "assets/benchmarks" / card
         d.mkdir(parents=True)
         row = {"kernel": "cuda.07_warptile", "precision": "fp32", "M": 4096, "N": 4096, "K": 4096,
@@ -113,6 +113,13 @@ def test_rewrite_takes_the_newest_run_and_touches_only_the_figure_line(tmp_path,
     assert "rewrote the figure line of 1 kernel file(s)" in capsys.readouterr().out
     headers.rewrite_headers(dirs, report._load, report._run_date, root=tmp_path)  # up to date: nothing to say
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("h200_date, card", [("2026-11-20", "h100"), ("2026-11-27", "h200")])
+def test_an_older_run_is_not_quoted_and_a_tie_goes_to_the_first_folder(tmp_path, h200_date, card):
+    rung, dirs = _fake_checkout(tmp_path, "// Figure (old): 1 GFLOP/s", h200_date)
+    headers.rewrite_headers(dirs, report._load, report._run_date, root=tmp_path)
+    assert f"assets/benchmarks/{card}/bench-gemm.json): 4096^3 " in rung.read_text()
 
 
 def test_a_header_without_its_figure_line_is_a_clear_error(tmp_path):
