@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gemmpad.bench.headers import rewrite_headers
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         for r in readmes:
             if name in plan[r]:
                 rewrite_block(r, name, summary_block(name, data, path, r))
+    rewrite_headers(DEFAULT_DIRS, _load, _run_date)  # each kernel file's `// Figure (` line, from the committed JSON
     return 0
 
 

@@ -1,13 +1,9 @@
-// cpu.01_naive: the textbook triple loop, the baseline the rest of the ladder is measured from.
-//
-// What changed: nothing; this is the baseline. One output element at a time,
-// i-j-k order, so the inner loop walks B down a column (stride N floats):
-// every step touches a new cache line once N is large.
-// Why it is here: it is the CPU figure GPU kernels are usually compared with,
-// and the reference the optimised CPU kernel must beat.
-// What holds it back: one multiply-add per two loads, B read down its columns (02 fixes both).
-// Measured: 256x100x784 2.7 GFLOP/s = 0.7 % of NumPy
-// (the H200's host; assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`).
+// cpu.01_naive: the textbook triple loop, one output element at a time; the baseline.
+// Change: none, this is where the ladder starts (i-j-k order, so the inner loop walks B down a column).
+// Limit: one multiply-add per two loads, and every step of k touches a new cache line of B once N is large.
+// Run: gemmpad bench gemm --kernels cpu.01_naive --sizes 256x100x784
+// Profile: perf record -g gemmpad bench gemm --kernels cpu.01_naive --sizes 256x100x784
+// Figure (H100 host 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 256x100x784 2.7 GFLOP/s = 0.7 % of NumPy
 #include "../cpu.h"
 
 namespace gemmpad::cpu {

@@ -1,30 +1,13 @@
-// cpu.02_blocked_simd: cache blocking, packed panels, a SIMD register-blocked micro-kernel and
-// threads for the big problems (the BLIS/GotoBLAS recipe).
-//
-// What changed from 01_naive, which does one multiply-add per load and walks B down a column:
-//  1. Register blocking: the micro-kernel keeps an MR x NR tile of C in registers (14 x 32
-//     floats with AVX-512, 6 x 16 with AVX2); per k it loads one row of B and broadcasts MR
-//     values of A: 2*MR FMAs for MR+2 loads instead of 1 for 2.
-//  2. Packing: a KC x NC block of B is copied into NR-wide zero-padded panels in the order the
-//     micro-kernel reads them (unit stride, no TLB misses, no cache-set conflicts). A is packed
-//     into MR-tall panels too when N >= 256; for the MLP's N = 100 and 10 packing A cost as
-//     much as the arithmetic, so there the micro-kernel reads A's rows in place.
-//  3. Cache blocking: KC = 256 keeps one B panel (32 KB) in L1 while every A panel streams
-//     past it, the A block (MC x KC, 280 KB) in L2, the B block in L3.
-//  4. Threads (OpenMP, when linked) only when M*N*K >= 2^21; each takes a slice of C's rows
-//     (or columns) and runs the whole nest on it, with no barrier inside.
-//  5. Small M (the MLP at batch 1..24): nothing would reuse a packed panel, so nothing is packed
-//     and K is not blocked (small_m()); 1-2 row tiles carry 2-4 independent accumulator sets so
-//     the FMA latency does not serialise them; one row streams B once, front to back, in tiles
-//     up to 8 vectors wide, like a GEMV.
-// Edge tiles are instantiated for every height <= MR, so they cost what they hold; the epilogue
-// (bias, ReLU with NaN kept) is fused into the last K block's store. ISA dispatch: ../simd.h.
-// Why it should be faster: operands come from registers and L1, so the FMA units set the pace.
-// What holds it back: one row times a wide B with a power-of-two row stride (a TLB miss per row
-// of B, 0.55x OpenBLAS at 1x4096x1024); threads on cores other jobs share.
-// Measured: 256x100x784 333 GFLOP/s = 90.2 % of NumPy on the H200's host
-// (assets/benchmarks/h200/bench-gemm.json, `gemmpad bench report`); single-threaded against
-// OpenBLAS on a 2-core VM: NOTES.md.
+// cpu.02_blocked_simd: the BLIS/GotoBLAS recipe: packed panels, cache blocking, a SIMD register-blocked
+// micro-kernel (MR x NR tile of C in registers: 14 x 32 floats with AVX-512, 6 x 16 with AVX2), threads.
+// Change from 01: 2*MR FMAs for MR+2 loads instead of 1 for 2; B packed into NR-wide panels (A too when
+// N >= 256), KC = 256 so a B panel stays in L1; OpenMP threads when M*N*K >= 2^21; small M (the MLP at
+// batch 1..24) packs nothing and streams B once like a GEMV. Bias and ReLU fused into the last store.
+// Limit: one row times a wide B with a power-of-two row stride (a TLB miss per row of B); threads that
+// other jobs share. Single-threaded comparison with OpenBLAS: NOTES.md.
+// Run: gemmpad bench gemm --kernels cpu.02_blocked_simd --sizes 256x100x784
+// Profile: perf record -g gemmpad bench gemm --kernels cpu.02_blocked_simd --sizes 256x100x784
+// Figure (H100 host 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 256x100x784 123 GFLOP/s = 33.7 % of NumPy
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -1,29 +1,12 @@
-// cpu.mlp_sparse: the whole 784-100-100-10 forward pass for one input row at a
-// time, skipping every zero input of every layer.
-//
-// What changed from running the GEMM ladder layer by layer: at batch 1 a layer
-// is a vector-matrix product, y = x W, which is y = sum_i x[i] * W[i, :] - a
-// sum of rows of W weighted by the inputs. A drawn digit is ~80% zero pixels
-// (and after ReLU about half of each hidden layer is zero too), so:
-//  1. Gather the indices of the nonzero inputs (branch-free: always write the
-//     index, advance the count only when x[i] != 0; NaN != 0, so NaN is kept;
-//     with AVX-512, 16 at a time with a compare mask and vpcompressd).
-//  2. Accumulate only those rows of W, each row a whole number of vectors
-//     (outputs padded to 112 and 16 with zero weights), into accumulators
-//     that stay in registers (7 zmm for 112 outputs with AVX-512), starting
-//     from the bias; ReLU on the way out.
-//  3. Layers 2 and 3 the same way, then the softmax in C++, so one call from
-//     Python does everything and nothing is allocated (all scratch is on the stack).
-// A zero input is skipped only if its weight row is finite (0 * Inf = NaN in
-// NumPy); otherwise that layer is computed densely. Batches share their rows
-// between threads, at least 8 rows each (no barrier: each thread owns a range).
-// ISA dispatch: see ../simd.h.
-// Why it should be faster: layer 1 touches ~160 of 784 rows, ~5x less arithmetic and, more
-// importantly, ~5x less of W1 read; one Python call instead of three GEMMs and a softmax.
-// What holds it back: at batch 1 the Python call around it costs about as much as the kernel;
-// dense inputs (no zeros) get no benefit. Development-VM figures: NOTES.md.
-// Measured at batch 1, kernel / end to end: cpu.mlp_sparse 1.1 / 2.2 us, numpy 17.6 / 18.3 us
-// (the H200's host; assets/benchmarks/h200/bench-mlp.json).
+// cpu.mlp_sparse: the whole 784-100-100-10 forward pass per input row, skipping every zero input.
+// Change from the GEMM ladder layer by layer: at batch 1 a layer is y = sum_i x[i] W[i,:]; a digit is ~80 %
+// zeros, so gather the nonzero indices (vpcompressd with AVX-512), add only those rows of W into register
+// accumulators, then layers 2-3 and softmax in C++: one call, nothing allocated. Rows with Inf/NaN weights
+// are computed densely (0 * Inf = NaN, as NumPy).
+// Limit: at batch 1 the Python call costs about as much as the kernel; dense inputs gain nothing.
+// Run: gemmpad bench mlp --kernels cpu.mlp_sparse --batches 1
+// Profile: perf record -g gemmpad bench mlp --kernels cpu.mlp_sparse --batches 1
+// Figure (H200 2026-11-23, assets/benchmarks/h200/bench-mlp.json): batch 1, kernel / end to end: cpu.mlp_sparse 1.1 / 2.2 us, numpy 17.6 / 18.3 us
 #include <algorithm>
 #include <cmath>
 

@@ -1,13 +1,10 @@
-// cuda.01_naive: one thread per output element.
-//
-// What changed (from the CPU triple loop): the two outer loops become the
-// grid; each thread runs the k loop for its C[row][col].
-// Why it should be faster: thousands of dot products run at once.
-// What holds it back: threadIdx.x walks *rows*, so the 32 threads of a warp
-// read 32 different rows of A (stride K) and write C with stride N: nothing
-// coalesces, and every operand comes from global memory once per use.
-// Measured: 4096^3 979 GFLOP/s = 1.9 % of cuBLAS fp32
-// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.01_naive: one thread per output element, each runs the k loop for its C[row][col].
+// Change from the CPU loop: the two outer loops become the grid; thousands of dot products at once.
+// Limit: threadIdx.x walks rows, so a warp reads 32 rows of A (stride K) and writes C with stride N:
+// nothing coalesces, and every operand comes from global memory once per use.
+// Run: gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
+// Profile: ncu -k regex:naive_kernel -c 1 gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 979 GFLOP/s = 1.9 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

@@ -1,20 +1,11 @@
-// cuda.02_coalesced: same arithmetic as 01, threads re-mapped so a warp reads contiguous memory.
-//
-// What changed from 01: threadIdx.x now walks *columns* of C (blocks of 32x8
-// threads). The 32 threads of a warp share one row of A and read 32 adjacent
-// elements of B's row k.
-// Why it should be faster: the GPU merges ("coalesces") the loads of a warp
-// when its 32 threads touch neighbouring addresses. Now every load of B is one
-// 128-byte transaction instead of 32 separate ones, A[row][k] is one address
-// broadcast to the whole warp, and the stores of C are contiguous too.
-// Storing B transposed, so that *each thread* walks contiguous memory along k,
-// looks cache-friendly but is the wrong contiguity (6.5x slower, NOTES.md): what
-// coalesces is contiguity *across the threads of a warp at one instant*; with B
-// transposed the 32 threads read 32 addresses K floats apart at every step.
-// What holds it back: every operand still comes from global memory (L1/L2 at
-// best) once per multiply-add; 03 reuses it from shared memory.
-// Measured: 4096^3 5,992 GFLOP/s = 11.5 % of cuBLAS fp32
-// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.02_coalesced: 01's arithmetic, threads re-mapped so a warp reads contiguous memory.
+// Change from 01: threadIdx.x walks columns of C, so a warp's 32 loads of B are one 128-byte transaction,
+// A[row][k] is one broadcast address and the stores of C are contiguous. (What coalesces is contiguity
+// across a warp's threads at one instant: B stored transposed is 6.5x slower, NOTES.md.)
+// Limit: every operand still comes from global memory (L1/L2 at best) once per multiply-add.
+// Run: gemmpad bench gemm --kernels cuda.02_coalesced --sizes 4096x4096x4096
+// Profile: ncu -k regex:coalesced_kernel -c 1 gemmpad bench gemm --kernels cuda.02_coalesced --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 5,992 GFLOP/s = 11.5 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

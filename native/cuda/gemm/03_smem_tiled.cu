@@ -1,19 +1,11 @@
-// cuda.03_smem_tiled: 32x32 tiles of A and B staged in shared memory.
-//
-// What changed from 02: a block of 32x32 threads owns a 32x32 tile of C. It
-// walks K in steps of 32: each thread copies one element of A's tile and one
-// of B's tile into shared memory (zero outside the matrix, so partial tiles
-// need no special case in the inner loop), the block synchronises, and every
-// thread runs 32 multiply-adds out of shared memory.
-// Why it should be faster: in 02 every operand came from global memory (L1/L2
-// at best) once per multiply-add. Here each element fetched from global memory
-// is reused by 32 threads, so global traffic drops 32x and the inner loop reads
-// on-chip memory: As[ty][k] is one address per warp (broadcast) and Bs[k][tx]
-// is 32 consecutive words in 32 different banks (no bank conflicts).
-// What still holds it back: each multiply-add needs two shared-memory loads,
-// so the loop is bound by shared-memory bandwidth, not by the FMA units.
-// Measured: 4096^3 8,764 GFLOP/s = 16.8 % of cuBLAS fp32
-// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.03_smem_tiled: 32x32 tiles of A and B staged in shared memory, each reused by 32 threads.
+// Change from 02: a 32x32 block walks K in steps of 32; each thread copies one element of each tile
+// (zero outside the matrix), the block syncs, then runs 32 multiply-adds from shared memory: global
+// traffic drops 32x, As[ty][k] is a broadcast and Bs[k][tx] hits 32 banks.
+// Limit: two shared-memory loads per multiply-add: shared bandwidth, not the FMA units, sets the pace.
+// Run: gemmpad bench gemm --kernels cuda.03_smem_tiled --sizes 4096x4096x4096
+// Profile: ncu -k regex:smem_tiled_kernel -c 1 gemmpad bench gemm --kernels cuda.03_smem_tiled --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 8,764 GFLOP/s = 16.8 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

@@ -1,18 +1,10 @@
-// cuda.04_wpt_1d: more work per thread ("WPT"): each thread computes 8 outputs of a column.
-//
-// What changed from 03: a block of 512 threads owns a 64x64 tile of C and
-// walks K in slices of 8 (A tile 64x8, B tile 8x64 in shared memory). Each
-// thread keeps 8 accumulators in registers for 8 consecutive rows of one
-// column. In the inner loop it loads B[k][col] from shared memory once into a
-// register and reuses it for all 8 rows (1-D register blocking).
-// Why it should be faster: 03 needed two shared-memory loads per FMA. Here a
-// step of the inner loop is 1 load of B + 8 loads of A (broadcasts: the whole
-// warp reads the same A element) for 8 FMAs, about 1.1 loads per FMA, and the
-// block reuses each global element 64 times instead of 32.
-// What still holds it back: A still costs one shared load per FMA; a 2-D
-// block of outputs per thread (05) reuses both operands.
-// Measured: 4096^3 19,275 GFLOP/s = 37.0 % of cuBLAS fp32
-// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.04_wpt_1d: more work per thread: each thread computes 8 outputs of one column (1-D register blocking).
+// Change from 03: 512 threads own a 64x64 tile, K in slices of 8; a thread loads B[k][col] once into a
+// register and reuses it for 8 rows: ~1.1 shared loads per FMA instead of 2, global reuse 64x.
+// Limit: A still costs one shared load per FMA; 05 reuses both operands from registers.
+// Run: gemmpad bench gemm --kernels cuda.04_wpt_1d --sizes 4096x4096x4096
+// Profile: ncu -k regex:wpt_1d_kernel -c 1 gemmpad bench gemm --kernels cuda.04_wpt_1d --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 19,275 GFLOP/s = 37.0 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

@@ -1,21 +1,11 @@
 // cuda.05_regblock_2d: each thread computes an 8x8 block of C from registers (2-D register blocking).
-//
-// What changed from 04: a block of 256 threads owns a 128x128 tile of C
-// (A tile 128x8 and B tile 8x128 in shared memory per K step). Each thread
-// keeps 8x8 = 64 accumulators. At every k it loads a column of 8 A values
-// and a row of 8 B values from shared memory into registers and forms their
-// outer product: 64 FMAs for 16 shared loads.
-// Why it should be faster: 04 did 9 shared loads per 8 FMAs; here it is 16
-// per 64 (0.25 per FMA), so the FMA units, not shared memory, start to set
-// the pace. The bigger tile also halves global traffic again (each element
-// fetched is reused 128 times).
-// What still holds it back: every shared load is a 4-byte scalar, the B row
-// reads of a warp hit the same banks 4 times over (16 threads read 8 floats
-// each, 32 floats apart), and the global loads are scalar too (06).
-// Measured: 4096^3 21,704 GFLOP/s = 41.7 % of cuBLAS fp32 (H100, 2026-11-27;
-// assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`); on the H200 (2026-11-23) it was
-// slower than 04 at 1024x1024x768: 128x128 tiles make 64 blocks for 132 SMs, and 147 registers per
-// thread allow one block per SM.
+// Change from 04: 256 threads own a 128x128 tile; per k a thread loads 8 A and 8 B values and forms
+// their outer product: 64 FMAs for 16 shared loads (0.25 per FMA), global reuse 128x.
+// Limit: 4-byte scalar shared and global loads, B row reads hitting the same banks 4 times over; on
+// mid-sized problems 128x128 tiles and 147 registers a thread leave SMs idle (NOTES.md).
+// Run: gemmpad bench gemm --kernels cuda.05_regblock_2d --sizes 4096x4096x4096
+// Profile: ncu -k regex:regblock_2d_kernel -c 1 gemmpad bench gemm --kernels cuda.05_regblock_2d --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 21,704 GFLOP/s = 41.7 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

@@ -1,24 +1,12 @@
-// cuda.06_vectorized: float4 loads and stores, A's tile stored transposed in shared memory.
-//
-// What changed from 05 (same 128x128x8 tiles, 256 threads, 8x8 outputs each):
-//  - global memory: each thread fetches its part of the A and B tiles as one
-//    float4 (16 bytes) each instead of 4 scalar loads, and writes C as float4;
-//  - A's tile is stored transposed, As[k][m], so the values a thread needs next
-//    are adjacent: the 8 A values of one k are two float4 shared loads instead
-//    of 8 scalar ones. B's tile already has that layout.
-// Why it should be faster: an inner step is now 4 shared-memory instructions
-// for 64 FMAs instead of 16, and a quarter of the global load instructions, so
-// more issue slots go to FMAs.
-// The float4 path needs K and N to be multiples of 4 and A, B, C aligned to
-// 16 bytes (then a float4 is entirely inside or entirely outside the matrix).
-// Otherwise the same kernel runs with scalar, bounds-checked loads and stores
-// (template flag kVec): never a read out of bounds, only slower.
-// What holds it back: the 16 threads of a half-warp read B at addresses
-// 32 bytes apart, so each float4 read of B takes 4 shared-memory wavefronts
-// instead of 2 (bank conflicts); the transposed store of A is 2-way
-// conflicted; global loads stall the block between tiles (07 fixes all three).
-// Measured: 4096^3 34,282 GFLOP/s = 65.9 % of cuBLAS fp32
-// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.06_vectorized: float4 global loads and stores, A's tile stored transposed in shared memory.
+// Change from 05 (same 128x128x8 tiles, 8x8 outputs a thread): one float4 per global fetch and per store
+// of C; As[k][m] makes a thread's 8 A values two float4 shared loads: 4 shared instructions per 64 FMAs.
+// Needs K, N % 4 == 0 and 16-byte aligned A, B, C; otherwise the same kernel runs scalar and bounds-checked.
+// Limit: float4 reads of B take 4 wavefronts (bank conflicts), the transposed store of A is 2-way
+// conflicted, and global loads stall the block between tiles (07 fixes all three).
+// Run: gemmpad bench gemm --kernels cuda.06_vectorized --sizes 4096x4096x4096
+// Profile: ncu -k regex:vectorized_kernel -c 1 gemmpad bench gemm --kernels cuda.06_vectorized --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 34,282 GFLOP/s = 65.9 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

@@ -1,33 +1,13 @@
-// cuda.07_warptile: warp tiling, conflict-free shared memory, double-buffered tiles.
-//
-// What changed from 06 (same ideas: block tile in shared memory, A transposed,
-// float4 loads with the same scalar fallback, outer products from registers):
-//  - Warp tiling. The block's warps split its tile into warp tiles, and a
-//    thread's outputs are 4x4 sub-blocks spread over its warp's tile: lane =
-//    4*lm + ln owns rows lm*4 + 32*i and columns ln*4 + 16*j. At each k the 32
-//    lanes read 8 adjacent float4 of A and 4 adjacent float4 of B per sub-block
-//    step: one shared-memory wavefront each, where 06 needed 4 per read of B.
-//  - A's transposed tile has rows of BM + 4 floats, so the transposed store
-//    lands in 32 different banks.
-//  - Double buffering: while the block multiplies tile t out of one copy of the
-//    shared tiles, each thread has tile t+1's global loads in flight into
-//    registers and writes them into the other copy afterwards: one
-//    __syncthreads per tile, and the global latency hides behind a tile's FMAs.
-//  - 128x256 block tiles where the problem is big (256 threads, 8x16 outputs each, 128
-//    FMAs per 6 shared loads, one block per SM); 128x128 tiles with 8x8 outputs (two blocks
-//    per SM) when that would leave SMs idle; 64x32 (4x8 outputs, 64 threads) when even
-//    split 128x128 tiles would, or when K is short and they fill the SMs unsplit.
-// Why it should be faster: per k, conflict-free shared loads feed 64 (128)
-// FMAs and the FMA pipes no longer wait for global memory at every tile.
-// Shared memory: 24.3 KB per block (16.3 KB for 128x128, 12.8 KB for 64x32), static: under
-// the 48 KB every CUDA device grants without an opt-in, so the tiles fit any card.
-// Split-K (sm_90 on): when the tiles leave SMs idle (the MLP's layers), K is cut into up to 8
-// slices, enough blocks to fill the SMs; a tile's slices form a cluster that adds their partial
-// tiles (in dynamic shared memory) through distributed shared memory: one launch.
-// What holds it back: CUDA cores alone (fp32 FMA, no tensor cores); on small problems at most 8
-// blocks per tile and N = 100 filling 100 of 128 columns. Variants tried: NOTES.md.
-// Measured: 4096^3 46,681 GFLOP/s = 89.7 % of cuBLAS fp32; 4096x100x784 18,757 GFLOP/s = 97.5 % of
-// cuBLAS fp32 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.07_warptile: warp tiling, conflict-free shared memory and double-buffered tiles: fp32 SIMT near cuBLAS.
+// Change from 06: a thread's outputs are 4x4 sub-blocks spread over its warp's tile, so each shared read
+// is one wavefront; A's transposed rows padded to BM + 4; tile t+1's global loads in flight while tile t
+// is multiplied (one __syncthreads a tile); 128x256, 128x128 or 64x32 tiles chosen to fill the SMs;
+// split-K over a cluster (sm_90) adding partial tiles through distributed shared memory, one launch.
+// Limit: CUDA cores only (no tensor cores); on the MLP's shapes few blocks per tile and N = 100 filling
+// 100 of 128 columns (19 takes those). Variants tried: NOTES.md.
+// Run: gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
+// Profile: ncu -k regex:warptile_kernel -c 1 gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 46,681 GFLOP/s = 89.7 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

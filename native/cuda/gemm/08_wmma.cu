@@ -1,28 +1,12 @@
-// cuda.08_wmma_tf32 / cuda.08_wmma_fp16: the first tensor-core step, through
-// the WMMA API (nvcuda::wmma), fp32 accumulate.
-//
-// What changed from 07 (warp-tiled fp32 SIMT): the same block -> warp ->
-// fragment hierarchy, but the innermost work is no longer FFMA on registers.
-// Each warp holds a 64x32 tile of C as 4x2 WMMA accumulator fragments of 16x16
-// and issues one wmma::mma_sync per fragment and k step: a whole 16x16x16
-// (fp16) or 16x16x8 (tf32) product in one warp-wide tensor-core operation.
-// Block tile 128x128x32, 8 warps, shared-memory tiles as in 03-07.
-//  * tf32: A and B stay float32 in memory and in shared memory; fragments are
-//    rounded to tf32 (10-bit mantissa) with __float_to_tf32 after loading.
-//  * fp16: A and B arrive as __half (the bindings cast float32 once), which
-//    halves the bytes every tile load moves.
-// Odd shapes: bounds-checked, zero-filled tile loads; the epilogue goes through
-// a per-warp 16x16 staging tile, because a WMMA accumulator's element-to-lane
-// mapping is unspecified.
-// Why faster: a Hopper SM does about 8x (tf32) to 16x (fp16) more
-// multiply-adds per clock on its tensor cores than with FFMA.
-// What holds it back (09 fixes it): single-buffered loads through registers (load,
-// __syncthreads, compute: the tensor cores wait on every tile) and load_matrix_sync's generic
-// layout. fp16 is far above fp32 SIMT, tf32 is not: it needs 146 registers x 256 threads plus
-// 35 KB of float tiles, so one block fits per SM and nothing hides the global latency (the fp16
-// kernel, 123 registers and 19 KB, runs two blocks per SM).
-// Measured: 4096^3 106,131 GFLOP/s = 14.5 % of cuBLAS fp16; 4096^3 26,398 GFLOP/s = 6.6 % of cuBLAS tf32
-// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.08_wmma_tf32 / _fp16: the first tensor-core step, through the WMMA API, fp32 accumulate.
+// Change from 07: same block -> warp hierarchy, but each warp's 64x32 tile is 4x2 16x16 accumulator
+// fragments, one wmma::mma_sync per fragment and k step (tf32: floats rounded after loading; fp16: __half
+// operands, half the bytes); epilogue through a per-warp staging tile (fragment layout is unspecified).
+// Limit: single-buffered loads through registers (the tensor cores wait on every tile); tf32 needs 146
+// registers x 256 threads + 35 KB, one block per SM, so nothing hides the global latency (09 fixes it).
+// Run: gemmpad bench gemm --kernels cuda.08_wmma_fp16 --sizes 4096x4096x4096
+// Profile: ncu -k regex:wmma_kernel -c 1 gemmpad bench gemm --kernels cuda.08_wmma_fp16 --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): fp16 106,131 (14.5 %), tf32 26,398 (6.6 %)
 #include <mma.h>
 
 #include <type_traits>

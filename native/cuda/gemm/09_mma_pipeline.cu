@@ -1,29 +1,12 @@
-// cuda.09_mma_fp16 / cuda.09_mma_tf32: hand-written tensor-core GEMM with mma.sync, ldmatrix
-// and a cp.async multi-stage pipeline, plus split-K for problems too small to fill the GPU.
-//
-// What changed from 08 (WMMA): the tensor cores are driven in PTX.
-//  * cp.async copies 16-byte chunks global -> shared without registers, 4 k-tiles in flight:
-//    while the warps multiply tile k, tiles k+1..k+3 arrive (08 loads, syncs, then computes).
-//  * ldmatrix.x4 loads four 8x8 fragments per instruction in the layout mma.sync wants (.trans
-//    for the row-major B tile); mma.sync.m16n8k16 (fp16; m16n8k8 for tf32), fp32 accumulate;
-//    a warp owns a 64x64 tile of C, 4 warps a 128x128 block tile.
-//  * Shared-memory rows padded by 16 bytes, so every ldmatrix phase is conflict-free without a
-//    swizzle; block tiles visited in groups of 8 tile-rows so running blocks share L2 panels.
-//  * Split-K when ceil(M/128)*ceil(N/128) blocks cannot fill the SMs (4096x100x784 is 32 tiles on
-//    132 SMs): S slices write fp32 partials to a workspace, a second kernel adds them in a fixed
-//    order with the epilogue. Deterministic: the same input gives the same bits.
-//  * tf32: the same pipeline on float32 tiles; A by ldmatrix (8x8 b16 = 8x4 fp32), B by two
-//    32-bit loads per n-tile (ldmatrix cannot transpose 32-bit elements), cvt.rna.tf32.f32.
-// Why it should be faster: the tensor cores no longer wait for each tile's load (three tiles
-// ahead are in flight), and fragments reach them in the layout mma.sync reads, without shuffles.
-// Odd shapes: cp.async zero-fills out-of-range chunks (src-size 0); where K or N is not a
-// multiple of 8 halves (4 floats) a bounds-checked element loader feeds the same kernel.
-//
-// Measured: 4096^3 298,303 GFLOP/s = 41.4 % of cuBLAS fp16; 4096^3 155,897 GFLOP/s = 40.7 % of cuBLAS tf32
-// (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
-// What holds it back: mma.sync is the Ampere instruction, issued per warp with operands staged
-// through registers by ldmatrix; Hopper's full tensor rate needs wgmma (step 10). This file must
-// also run on sm_80-89, so it stays with mma.sync. Tile shapes tried: NOTES.md.
+// cuda.09_mma_fp16 / _tf32: tensor cores driven in PTX: mma.sync, ldmatrix and a cp.async pipeline.
+// Change from 08: cp.async copies 16-byte chunks global -> shared without registers, 4 k-tiles in flight;
+// ldmatrix.x4 loads fragments in mma.sync's layout; rows padded by 16 bytes (conflict-free, no swizzle);
+// grouped tile raster for L2; deterministic split-K (fp32 partials, a fixed-order sum) for small problems.
+// Limit: mma.sync is Ampere's instruction, operands staged through registers; Hopper's full tensor rate
+// needs wgmma (10). Runs on sm_80-89 too. Tile shapes tried: NOTES.md.
+// Run: gemmpad bench gemm --kernels cuda.09_mma_fp16 --sizes 4096x4096x4096
+// Profile: ncu -k regex:mma_kernel -c 1 gemmpad bench gemm --kernels cuda.09_mma_fp16 --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): fp16 298,303 (41.4 %), tf32 155,897 (40.7 %)
 #include "../common.cuh"
 
 #include <algorithm>

@@ -1,22 +1,11 @@
-// cuda.14_persistent_fp16 / _bf16: 10's and 11's kernel on a persistent grid: one block per SM
-// that walks the tiles, so the copy engine loads the next tile while the current one is stored.
-//
-// What changed from 10/11: the grid has min(tiles, SMs) blocks instead of one per tile; block
-// x takes tiles x, x + SMs, ... in the same grouped raster, and the stage counters and mbarrier
-// phases run on across its tiles. At the end of a tile the consumer warpgroups release their
-// last stage, so the producer (already STAGES stages ahead) streams the next tile's A and B
-// while the consumers write this tile's 128x256 fp32 results from registers.
-// Why it should be faster: with a block per tile, an SM idles at every tile boundary: the
-// block stores its results and exits, the next one starts, initialises its barriers and waits a
-// memory latency for its first stage before the tensor cores run again. Kept resident, a block
-// hides both behind the pipeline, which matters more with an fp32 C: 128 KB per tile, twice a
-// 16-bit C's bytes.
-// What holds it back: 1-2 % over 10/11 at 4096^3 in two H100 runs (8192^3: -12 to +5 %, the spread
-// between runs): the consumers still store from registers, 8 rows per float2 instruction, while the
-// tensor cores idle (15 stages the stores); 4096^3 is 3.9 waves of tiles, so the last is not full.
-// Small problems (fewer tiles than SMs) run exactly as 10 and 11 (split-K over a cluster).
-// Measured: 4096^3 705,771 GFLOP/s = 94.5 % of cuBLAS bf16; 4096^3 687,855 GFLOP/s = 95.0 % of
-// cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.14_persistent_fp16 / _bf16: 10's and 11's kernel on a persistent grid, one block per SM.
+// Change from 10/11: option PERSISTENT (hopper::launch<Op, true>): min(tiles, SMs) blocks walk the tiles;
+// stage counters and barrier phases run on, so the producer loads the next tile while this one is stored.
+// Limit: consumers still store from registers (8 rows per float2) while the tensor cores idle; 4096^3 is
+// 3.9 waves of tiles. Small problems run as 10/11.
+// Run: gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
+// Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 705,771 (94.5 %), fp16 687,855 (95.0 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

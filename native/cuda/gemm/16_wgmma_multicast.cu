@@ -1,23 +1,11 @@
-// cuda.16_multicast_fp16 / _bf16: 15 with pairs of blocks in a thread-block cluster that load
-// each B tile once from L2 and deliver it to both (TMA multicast).
-//
-// What changed from 15: blocks 2q and 2q + 1 form a cluster and take the two tiles of a pair,
-// one above the other (same columns of C, so the same B tiles). Per stage each block asks the
-// copy engine for its own A tile and for half of the B tile's four 64-column boxes, multicast
-// into both blocks' shared memory at the same offset, signalling both blocks' `full` barriers. A
-// stage may be refilled only when both blocks' consumers are done with it, so each consumer
-// warp arrives on its own `empty` barrier and on its peer's (mbarrier.arrive on a
-// shared::cluster address); both blocks meet at a cluster barrier after setting up their
-// barriers and before leaving.
-// Why it should be faster: each 128x256 tile reads 16 KB of A and 32 KB of B from L2 per stage;
-// sharing B cuts that to 32 KB per block (a third less L2 traffic and TMA work), and the pair's
-// B boxes arrive from one L2 read. cuBLAS's own Hopper kernels pair blocks the same way.
-// What holds it back: here it buys nothing over 15 (within 1 % at 4096^3 in two runs, -2 to +6 % at
-// 8192^3): L2 was not the limit (ncu: 63 % of L2 throughput at 4096^3 in 14). A pair advances at
-// the pace of its slower block; only where TMA reads both operands in place and the tiles fill the
-// SMs, else it runs as 15; an odd number of tile rows leaves the last pair half idle.
-// Measured: 4096^3 724,339 GFLOP/s = 96.7 % of cuBLAS bf16; 4096^3 706,700 GFLOP/s = 97.6 % of
-// cuBLAS fp16 (H100, 2026-11-27; assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.16_multicast_fp16 / _bf16: 15 with block pairs in a cluster sharing each B tile (TMA multicast).
+// Change from 15: option MULTICAST (hopper::launch<Op, true, true, true>): blocks 2q, 2q+1 take tiles one
+// above the other; each loads half of B's boxes into both; a stage is refilled when both are done with it.
+// Limit: buys nothing over 15 here: L2 was not the limit (NOTES.md); the pair runs at its slower block's
+// pace; only where TMA reads both operands in place and the tiles fill the SMs, else it runs as 15.
+// Run: gemmpad bench gemm --kernels cuda.16_multicast_fp16 --sizes 4096x4096x4096
+// Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.16_multicast_fp16 --sizes 4096x4096x4096
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 724,339 (96.7 %), fp16 706,700 (97.6 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -1,33 +1,12 @@
-// cuda.17_small_tiles_fp16 / _bf16 / _tf32: the tile sized for the problem. Where 16's (13's for
-// tf32) 128x256 tiles cannot fill the GPU, as at all three of the MLP's layer shapes, a light
-// kernel with small tiles runs instead; elsewhere 16 (13) runs unchanged.
-//
-// What changed from 16: for M x 100 x K a 128x256 tile computes 256 columns to keep 100 and holds
-// 197 KB of shared memory, so 4096 rows make 32 blocks on 132 SMs; split-K fills the rest and pays a
-// reduction of 128-row tiles. Here a block tile is 64 x 64 (two column tiles for N = 100, side by
-// side), mma.sync (m16n8k16; m16n8k8 for tf32) fed from a cp.async ring that every warp fills, each
-// operand in the widest chunks its rows allow (16, 8 or 4 bytes), each thread's chunks worked out
-// once per block; fragments loaded a k-step ahead, across the barrier too; split-K over a cluster
-// (as 10-16) only where the tiles leave SMs idle; for even N a store without a branch per value.
-// 16-bit: 8 warps of 16 x 32, ldmatrix, 4 stages.
-// tf32 (no transposing ldmatrix): the mma computes the tile transposed, its rows and k renumbered so
-// that every fragment is one 8-byte shared load; 4 warps of 32 x 32 and 8 stages (6 where two
-// blocks share an SM), the shape of cuBLAS's own sm80 kernel at these sizes.
-// Why it should be faster: at these shapes the tensor cores idle most of the time; what counts is
-// how soon each SM has its operands and how few instructions its warps issue between them. The
-// copies' index arithmetic once per block took fp16 at 4096 x 100 x 784 from 15.9 to 13.0 us;
-// tf32's 8-byte fragments, the early loads and the deeper ring took tf32 there from 18.9 to 15.0;
-// the branch-free store (each warp runs it once, from a cold instruction cache) 15.7 to 15.2 (H100
-// runs of 14:39 and 15:46 UTC against cuBLAS's 15.7 and 15.6; NOTES.md, 2026-11-27, dusk).
-// What holds it back: tf32 is only a few % past cuBLAS at 4096 x 100 x 784 (same tiles, fewer
-// instructions and L2 reads, but more cycles per warp instruction; NOTES.md); 16-bit B rows of
-// 200 bytes go in 8-byte chunks. Not faster (NOTES.md): more stages for 16-bit, 7, 10 or 11
-// for tf32, 32 or 128 rows, 128 columns, split-K at two blocks an SM, L2 prefetch hints, TMA boxes,
-// wgmma for tf32, k-tiles of 64 floats. Rows aligned to 2 bytes only (odd K or N in 16 bits) take
-// 16's (13's) path, as do large problems.
-// Measured: 4096x100x784 48,246 GFLOP/s = 111.9 % of cuBLAS fp16;
-// 4096x100x784 42,387 GFLOP/s = 103.2 % of cuBLAS tf32 (H100, 2026-11-27;
-// assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.17_small_tiles_fp16 / _bf16 / _tf32: the tile sized for the problem (the MLP's layer shapes).
+// Change from 16: 64x64 block tiles of mma.sync fed by a cp.async ring every warp fills, in the widest
+// chunks the rows allow, each thread's copies worked out once per block; fragments loaded a k-step
+// ahead; tf32 computes the tile transposed so each fragment is one 8-byte load; split-K over a cluster.
+// Limit: tf32 only a few % past cuBLAS here; 16-bit B rows of 200 bytes in 8-byte chunks. Large problems
+// and 2-byte-aligned rows go to 16 (13 for tf32). Variants tried: NOTES.md.
+// Run: gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
+// Profile: ncu -k regex:small_kernel -c 1 gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096x100x784 GFLOP/s (% of cuBLAS at each precision): bf16 49,313 (143.0 %), fp16 48,246 (111.9 %), tf32 42,387 (103.2 %)
 #include <algorithm>
 #include <type_traits>
 

@@ -1,24 +1,12 @@
-// cuda.19_simt_ring: fp32 on the CUDA cores, 07's warp tiles fed by a cp.async ring. Where 07's
-// 128x256 tiles cannot fill the GPU (the MLP's layer shapes) and rows are 16-byte multiples, this
-// kernel runs; elsewhere 07 runs unchanged.
-//
-// What changed from 07: 07 stages each k-tile through registers (A is transposed on its way into
-// shared memory), so one k-tile is in flight while the block multiplies the one before. Here A stays
-// row-major in shared memory and a thread reads it in float4s along k (four k-steps of one of its
-// rows per load; its rows lie 8 apart and a row pitch of BK + 4 floats puts a load's 8 rows in 8
-// bank groups), so cp.async copies both operands without a register and a ring of 4 k-tiles keeps
-// 3 in flight. Operands are loaded four k-steps ahead of their FMAs, across the barrier too (17's
-// order). Lanes n and n ^ 2 share A's addresses, n and n ^ 1 B's, so an LDS.128 returns in two
-// passes, not four. 64x64 tiles of 4 warps, 4x8 outputs a thread; split-K over a cluster (07's)
-// where the tiles leave SMs idle, but not for a short K.
-// Why it should be faster: at M x 100 x K one warp per scheduler does the work (4096 rows make 128
-// tiles), and it issues only as fast as its operands reach it, from global memory and from shared.
-// What holds it back: that single warp waits on fixed latencies and shared loads (about 55 % of
-// issue slots used at 4096x100x784, ncu; cuBLAS's sm80 kernel 64 %); N = 100 fills 100 of 128
-// columns. Not faster (NOTES.md): 128-row or 128-column tiles, 8x16 or 4x28 outputs a thread,
-// k-tiles of 8, a rolled k-loop, 8 stages.
-// Measured: 4096x100x784 19,911 GFLOP/s = 102.9 % of cuBLAS fp32 (H100, 2026-11-27;
-// assets/benchmarks/h100/bench-gemm.json, `gemmpad bench report`).
+// cuda.19_simt_ring: fp32 on CUDA cores, 07's warp tiles fed by a cp.async ring, for the MLP's shapes.
+// Change from 07: A stays row-major in shared memory (read as float4 along k), so cp.async copies both
+// operands without registers and a ring of 4 k-tiles keeps 3 in flight; operands loaded four k-steps
+// ahead; 64x64 tiles of 4 warps. Where 07's tiles fill the GPU, 07 runs unchanged.
+// Limit: one warp per scheduler waits on fixed latencies (~55 % of issue slots used, ncu); N = 100 fills
+// 100 of 128 columns. Variants tried: NOTES.md.
+// Run: gemmpad bench gemm --kernels cuda.19_simt_ring --sizes 4096x100x784
+// Profile: ncu -k regex:ring_kernel -c 1 gemmpad bench gemm --kernels cuda.19_simt_ring --sizes 4096x100x784
+// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096x100x784 19,911 GFLOP/s = 102.9 % of cuBLAS fp32
 #include <algorithm>
 
 #include "../common.cuh"

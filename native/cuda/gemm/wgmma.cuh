@@ -1,7 +1,8 @@
-// The Hopper rungs' kernel (cuda.10-16): warpgroup MMA (wgmma) fed by the TMA copy engine
-// through an mbarrier pipeline, one warpgroup that loads and two that multiply. Its design is
-// described in 10_wgmma_tma.cu; each rung's file says what its own step changes and picks the
-// operand type (Fp16, Bf16, Tf32, Tf32Swap) and the steps (launch()'s options) here.
+// The Hopper rungs' kernel (cuda.10-16 and 18): warpgroup MMA (wgmma) fed by the TMA copy engine
+// through an mbarrier pipeline, one warpgroup that loads and two that multiply. It is ONE kernel
+// with named options, launch<Op, PERSISTENT, TMA_STORE, MULTICAST>: each rung's file picks the
+// operand type (Fp16, Bf16, Tf32, Tf32Swap, Fp8) and the steps; README.md beside it describes the
+// design, the options and what each step measured.
 #pragma once
 
 #include <algorithm>

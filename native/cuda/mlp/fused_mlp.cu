@@ -1,25 +1,12 @@
-// Split design of the fused MLP: cuda.mlp_fused and its variants for a few rows (1-64 on the
-// H200; medium batches too where the k-split kernel cannot run). The whole 784-100-100-10
-// network in ONE launch, layer 1 split by COLUMNS over a 7- or 14-block thread-block cluster.
-//
-// What changed (from layer 1 split by rows of W1, two cluster.sync()s, an all-gather of
-// [BM,112] partials): block s owns hidden units cols*s.. (all 784 k), so its h1 slice is
-// complete in the block and it goes straight on to its share of layer 2. ONE hand-off: each
-// block st.async's its layer-2 partial into block 0's shared memory, counted on an mbarrier
-// there, and exits; block 0 sums, runs layer 3 and the softmax. sm_80-89 (or clusters off):
-// partials to global scratch, the last block of the tile to arrive runs the tail.
-//   * weights in fragment order (fused_common.cuh): one coalesced float4 per lane per k-step;
-//   * layer 1 on FMAs (BM = 1, 2, 4, 8: exact fp32) or tensor cores (BM = 16: 3xTF32 / tf32);
-//   * x staged with a row stride of 788 floats (conflict-free A fragments); with clusters and
-//     FMA tiles, block s loads 1/S of the x tile (from mapped host memory) and st.async's it
-//     into every block, so each byte of x crosses PCIe once.
-// Why it should be faster: one hand-off instead of two cluster barriers and an all-gather;
-// each block moves BM x 112 floats once. Nothing else is serial.
-// What holds it back: the chain of dependent steps (cluster start, x in, layer 1, the
-// hand-off, the tail's layers 2-3 and softmax) on top of the ~2.5-3 us event-timed floor
-// (README.md beside this file).
-// Measured at batch 1, kernel / end to end: cuda.mlp_fused 6.2 / 10.5 us, torch CUDA graph
-// 15.0 / 49.4 us (assets/benchmarks/h200/bench-mlp.json).
+// cuda.mlp_fused, split design (1-64 rows on the H200): the whole MLP in ONE launch, layer 1 split
+// by columns over a 7- or 14-block cluster.
+// Change from a row split of W1: block s owns hidden units cols*s.. over all 784 k, so its h1 slice is
+// complete and goes straight into its share of layer 2; one hand-off (st.async into block 0, counted on
+// an mbarrier); block 0 runs layer 3 and the softmax. Weights in fragment order (fused_common.cuh).
+// Limit: a chain of dependent steps on top of the ~2.5-3 us event-timed floor (README.md here).
+// Run: gemmpad bench mlp --kernels cuda.mlp_fused --batches 1
+// Profile: ncu -k regex:split_kernel gemmpad bench mlp --kernels cuda.mlp_fused --batches 1
+// Figure (H200 2026-11-23, assets/benchmarks/h200/bench-mlp.json): batch 1, kernel / end to end: cuda.mlp_fused 6.2 / 10.5 us, torch CUDA graph 15.0 / 49.4 us
 #include <algorithm>
 #include <type_traits>
 

@@ -1,26 +1,12 @@
-// K-split design of the fused MLP: the medium batches of cuda.mlp_fused, cuda.mlp_fused_tf32
-// and cuda.mlp_fused_3xtf32 (65-960 rows on the H200; sm_90 with clusters). Layer 1 split by K
-// over a 7-block thread-block cluster, every layer's partial sums handed across the cluster by
-// st.async, the clusters looping over row tiles.
-//
-// What changed (from fused_mlp_tc.cu, where a block reads all of W1, 351 KB, per 32 rows, and
-// fused_mlp.cu's split kernel, whose 7 blocks each read the whole x tile):
-//   * block s owns K slice 112s..112s+111: its W1 fragments (50 KB; 25 KB as fp16 for tf32,
-//     exact after a power-of-two scale) sit in registers for every tile the cluster takes,
-//     and per tile it reads only its 112 columns of x (the next tile's requested meanwhile);
-//   * three hand-offs per tile, each st.async into an owner's inbox counted on its mbarrier
-//     (no cluster barrier): layer-1 partials to block p (hidden units 16p..), layer-2 pieces
-//     to their column owners, partial logits to the tile's tail block, which runs the softmax;
-//   * inboxes are reused tile after tile without a barrier: the hand-offs' order guarantees a
-//     block cannot send tile i+1's bytes before its owner has read tile i's, so one mbarrier
-//     phase per tile is enough (a phase's bytes may arrive before its owner announces them);
-//   * tf32 runs two blocks per SM (__launch_bounds__(224, 2), no spills): 32 clusters at once.
-// Why it should be faster: per SM the bytes to bring in drop from 351 KB + x rows to 50 KB + a
-// slice of x, and the SMs of a cluster work in parallel.
-// What holds it back: the three hand-offs, their sums and the softmax (~2.7 us after x is in);
-// fused_plan takes the smallest tile whose tiles all run in one wave of clusters.
-// Measured at batch 256, kernel / end to end: cuda.mlp_fused_tf32 7.0 / 74.2 us, cuda.mlp_fused
-// 9.0 / 77.6 us, torch CUDA graph 27.7 / 125.0 us (assets/benchmarks/h200/bench-mlp.json).
+// cuda.mlp_fused / _tf32 / _3xtf32, k-split design (65-960 rows on the H200, sm_90): layer 1 split
+// by K over a 7-block thread-block cluster that loops over row tiles.
+// Change from fused_mlp_tc.cu (each block reads all 351 KB of W1 per 32 rows): block s keeps its K slice
+// of W1 (50 KB) in registers for every tile and reads only its 112 columns of x; three st.async
+// hand-offs per tile into owners' inboxes counted on mbarriers, no cluster barrier.
+// Limit: the three hand-offs, their sums and the softmax (~2.7 us after x is in).
+// Run: gemmpad bench mlp --kernels cuda.mlp_fused --batches 256
+// Profile: ncu -k regex:ksplit_kernel gemmpad bench mlp --kernels cuda.mlp_fused --batches 256
+// Figure (H200 2026-11-23, assets/benchmarks/h200/bench-mlp.json): batch 256, kernel / end to end: cuda.mlp_fused 9.0 / 77.6 us, torch CUDA graph 27.7 / 125.0 us
 #include <algorithm>
 #include <type_traits>
 

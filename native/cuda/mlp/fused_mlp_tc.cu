@@ -1,26 +1,12 @@
-// Row-block design of the fused MLP: the large batches of cuda.mlp_fused, cuda.mlp_fused_tf32
-// and cuda.mlp_fused_3xtf32 (from 961 rows on the H200; from 1024 / 384 rows where the k-split
-// kernel cannot run). One block per 16- or 32-row tile runs all three layers on tensor cores,
-// with no hand-off between blocks.
-//
-// What changed (from a split-K WMMA kernel: 7 blocks per tile, W1 slices staged in shared
-// memory, global partials + last block):
-//   * no split of K: a block owns whole rows, so layers 2 and 3 follow layer 1 from shared
-//     memory; no global scratch, no fence, no counter. Grid: batch / 32 (128 blocks at 4096);
-//   * mma.sync.m16n8k8; warp w owns hidden units 16w..16w+15, its B fragments stream from L2
-//     in fragment order (fused_common.cuh), 14 k-steps in flight in a register ring;
-//   * the x tile: 7 chunks of 112 columns by cp.async, each waited for in turn; on sm_90 one
-//     TMA box per chunk (BM rows x 116 columns, 116 = 20 mod 32 banks for ldmatrix), which
-//     takes x off the load path the W1 stream uses;
-//   * tf32 split with integer ops; 3xTF32 rounds the low half to tf32 and promotes the
-//     accumulators into an fp32 total every 112 k (worst error over batches 1-4096: 1.8e-7).
-// Why it should be faster: each SM streams W1 once (351 KB from L2) per 32 rows and the
-// tensor work spreads over every SM with nothing serial after it.
-// What holds it back: W1's 351 KB per block at 16-byte loads (20-44 GB/s per SM); 3xTF32
-// issues three tensor-core products per k-step where tf32 issues one.
-// Measured at batch 4096, kernel / end to end: cuda.mlp_fused_tf32 14.2 / 398.2 us,
-// cuda.mlp_fused 23.4 / 401.4 us, torch CUDA graph 46.8 / 1189.3 us
-// (assets/benchmarks/h200/bench-mlp.json).
+// cuda.mlp_fused / _tf32 / _3xtf32, row-block design (from 961 rows on the H200): one block per 16-
+// or 32-row tile runs all three layers on tensor cores, no hand-off between blocks.
+// Change from a split-K WMMA kernel: no split of K, so layers 2-3 follow layer 1 from shared memory (no
+// global scratch, fence or counter); mma.sync.m16n8k8 with B fragments streamed from L2 in fragment
+// order, 14 k-steps in flight; x by cp.async (a TMA box per chunk on sm_90); 3xTF32 for fp32 accuracy.
+// Limit: W1's 351 KB per block at 16-byte loads; 3xTF32 issues three products where tf32 issues one.
+// Run: gemmpad bench mlp --kernels cuda.mlp_fused --batches 4096
+// Profile: ncu -k regex:rows_kernel gemmpad bench mlp --kernels cuda.mlp_fused --batches 4096
+// Figure (H200 2026-11-23, assets/benchmarks/h200/bench-mlp.json): batch 4096, kernel / end to end: cuda.mlp_fused 23.4 / 401.4 us, torch CUDA graph 46.8 / 1189.3 us
 #include "fused_common.cuh"
 
 namespace gemmpad::cuda {

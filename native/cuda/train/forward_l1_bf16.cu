@@ -1,20 +1,11 @@
 // train forward_l1_bf16: layer-1 forward on tensor cores (mixed precision), replacing forward_l1_fp32.
-//
-// What changed from forward_l1_fp32: operands are bf16 (a bf16 copy of the dataset made
-// once at upload, and a bf16 copy of W1 that grad_update_bf16 rewrites after every
-// update from the fp32 master weights); the products run as 16 x 16 x 16 WMMA
-// tiles with fp32 accumulation. A block is 16 batch rows x all 112 (padded)
-// columns x one K slice of 112: the 16 gathered rows are staged in shared
-// memory (WMMA loads need a fixed row stride, a gather has none), each of the
-// 7 warps owns one 16-column tile and reads W1's bf16 copy straight from
-// global memory (row stride 112 keeps every tile 32-byte aligned).
-// Why bf16 and not fp16: gradients of a mean loss are ~1e-6 and bf16 keeps
-// fp32's exponent range, so no loss scaling is needed.
-// Why it should be faster than forward_l1_fp32: half the bytes per operand and 8x the math rate.
-// What holds it back: at these sizes latency, not math: level with forward_l1_fp32 at batch 64
-// (4.2 us), 5.4 against 6.1 us at 256.
-// Measured: 4.2 us per launch at batch 64, 5.4 at batch 256
-// (native mixed, forward_l1_us in assets/benchmarks/h200/train.json).
+// Change from forward_l1_fp32: bf16 operands (a copy of the dataset made at upload, a copy of W1 that
+// grad_update_bf16 refreshes), 16x16x16 WMMA tiles with fp32 accumulation; the 16 gathered rows staged in
+// shared memory. bf16 keeps fp32's exponent range, so no loss scaling.
+// Limit: at these sizes latency, not math: level with forward_l1_fp32 at batch 64.
+// Run: gemmpad bench train --batches 64 256 --parity-epochs 0
+// Profile: ncu -k regex:forward_l1_bf16 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
+// Figure (H200 2026-11-22, assets/benchmarks/h200/train.json): native mixed: 4.2 us per launch at batch 64, 5.4 at batch 256 (forward_l1_us)
 #include <mma.h>
 
 #include "train.cuh"

@@ -1,19 +1,11 @@
-// train forward_l1_fp32: layer-1 forward, Z1 partial sums = X[perm[offset + b]] @ W1, fp32.
-//
-// What it is: the ladder's smem-tiled GEMM idea (stage a tile of each operand
-// in shared memory, 4 x 4 register micro-tiles) with two changes for training.
-// (1) The rows of X are gathered through the epoch's permutation, so the
-//     dataset stays where it was uploaded and no batch is ever copied.
-// (2) K = 784 is split into 7 slices of 112 (split-K): with M = 64 rows and
-//     N = 100 there would otherwise be only 2 x 4 = 8 blocks of 32 x 32 for
-//     132 SMs; with the split there are 56 (batch 64) or 224 (batch 256).
-//     Each slice writes its partial sums; rows adds them in a fixed
-//     order with the bias, so the result is deterministic (no atomics).
-// Why it should be fast: the step is latency-bound, not FLOP-bound (a batch of
-// 256 is 20 MFLOP here); more, shorter blocks finish sooner.
-// What holds it back: fp32 FMAs and fp32 operands; forward_l1_bf16 is the tensor-core version.
-// Measured: 4.2 us per launch at batch 64, 6.1 at batch 256
-// (native fp32, forward_l1_us in assets/benchmarks/h200/train.json).
+// train forward_l1_fp32: layer-1 forward, partial sums of X[perm[offset + b]] @ W1 per K slice, fp32.
+// Change from the ladder's smem-tiled GEMM (4x4 register micro-tiles): rows of X gathered through the
+// epoch's permutation (no batch is copied), and K = 784 split into 7 slices of 112 so that M = 64, N = 100
+// makes 56 blocks, not 8; rows.cu adds the slices in a fixed order (deterministic, no atomics).
+// Limit: fp32 FMAs and fp32 operands; forward_l1_bf16 is the tensor-core version.
+// Run: gemmpad bench train --batches 64 256 --parity-epochs 0
+// Profile: ncu -k regex:forward_l1_fp32 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
+// Figure (H200 2026-11-22, assets/benchmarks/h200/train.json): native fp32: 4.2 us per launch at batch 64, 6.1 at batch 256 (forward_l1_us)
 #include "tile.cuh"
 
 namespace gemmpad::cuda::train {

@@ -1,19 +1,11 @@
-// train grad_update_bf16: weight gradients and optimiser step in mixed precision, replacing grad_update_fp32.
-//
-// What changed from grad_update_fp32: dW1 = X^T dZ1 (the only large gradient: 784 x 100
-// over the batch) runs on tensor cores. Block i owns rows 16i..16i+15 of W1;
-// it stages those 16 columns of the gathered batch X in shared memory, 128
-// rows at a time (a column-major 16 x 128 A operand), and each of 7 warps
-// multiplies it by a 16-column strip of dZ1's bf16 copy (written by rows).
-// The fp32 accumulators go through shared memory to the SGD update of the fp32
-// master weights, which also refreshes W1's bf16 copy for the next forward.
-// The bias of layer 1 and layers 2-3 (6% of the work) keep grad_update_fp32's fp32 tiles, in
-// the same launch (blocks after the first 49).
-// Why it should be faster: the reduction over the batch runs at the tensor-core rate.
-// What holds it back: 49 blocks for W1 instead of grad_update_fp32's 100, so at batch 64 it is
-// slower (6.1 against 5.5 us); at 256 it is ahead (8.9 against 9.4 us).
-// Measured: 6.1 us per launch at batch 64, 8.9 at batch 256
-// (native mixed, grad_update_us in assets/benchmarks/h200/train.json).
+// train grad_update_bf16: weight gradients and SGD step in mixed precision, replacing grad_update_fp32.
+// Change from grad_update_fp32: dW1 = X^T dZ1 (784 x 100 over the batch) on tensor cores: block i stages
+// 16 columns of the gathered X, 7 warps multiply by dZ1's bf16 strips; fp32 master weights updated and
+// W1's bf16 copy refreshed; bias 1 and layers 2-3 keep the fp32 tiles in the same launch.
+// Limit: 49 blocks for W1 instead of 100, so at batch 64 it is slower than grad_update_fp32.
+// Run: gemmpad bench train --batches 64 256 --parity-epochs 0
+// Profile: ncu -k regex:grad_update_bf16 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
+// Figure (H200 2026-11-22, assets/benchmarks/h200/train.json): native mixed: 6.1 us per launch at batch 64, 8.9 at batch 256 (grad_update_us)
 #include <mma.h>
 
 #include "grad_tile.cuh"

@@ -1,16 +1,11 @@
-// train grad_update_fp32: every weight gradient and the optimiser step, fp32, one launch.
-//
-// What it is: dW = A^T dZ for the three layers (A = X[perm], H1, H2) plus the
-// bias gradients (an extra input column of ones), each 32 x 32 tile of the
-// augmented gradient reduced over the batch in one block, and the SGD update
-// (momentum, weight decay) applied in the tile's epilogue.
-// Why it should be fast: the three layers' tiles are independent, so they run
-// side by side in one grid of 120 blocks instead of six launches (3 GEMMs and
-// 3 optimiser passes); the gradient never round-trips through memory.
-// What holds it back: each tile reduces over the whole batch in one block, so the time grows
-// with the batch; grad_update_bf16 moves dW1, the largest, to tensor cores.
-// Measured: 5.5 us per launch at batch 64, 9.4 at batch 256
-// (native fp32, grad_update_us in assets/benchmarks/h200/train.json).
+// train grad_update_fp32: every weight gradient and the SGD step (momentum, weight decay), fp32, one launch.
+// Change from 3 GEMMs + 3 optimiser passes: dW = A^T dZ for the three layers (bias = a column of ones),
+// each 32x32 tile reduced over the batch in one block and updated in its epilogue; 120 independent
+// blocks, and the gradient never round-trips through memory.
+// Limit: a tile reduces over the whole batch in one block, so time grows with the batch.
+// Run: gemmpad bench train --batches 64 256 --parity-epochs 0
+// Profile: ncu -k regex:grad_update_fp32 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
+// Figure (H200 2026-11-22, assets/benchmarks/h200/train.json): native fp32: 5.5 us per launch at batch 64, 9.4 at batch 256 (grad_update_us)
 #include "grad_tile.cuh"
 
 namespace gemmpad::cuda::train {

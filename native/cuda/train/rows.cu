@@ -1,24 +1,12 @@
-// train rows: everything that is row-local, fused: for 8 batch rows per block,
-//   H1 = relu(sum of forward_l1_fp32's K slices + b1)
-//   H2 = relu(H1 @ W2 + b2); logits = H2 @ W3 + b3
-//   loss = logsumexp(logits) - logits[label]; dZ3 = (softmax - onehot) / rows
-//   (or, with soft targets q: loss = sum q * (logsumexp - logits); dZ3 = (softmax - q) / rows)
-//   dZ2 = (dZ3 @ W3^T) * (H2 > 0);  dZ1 = (dZ2 @ W2^T) * (H1 > 0)
-// What changed (from one kernel per op): the 100 x 100 and 100 x 10 layers are
-// too small to fill the GPU on their own, and each of their results is needed
-// only by the same row's next op, so all of them stay in shared memory and
-// the eleven ops of a framework's step become one launch.
-// Why it should be fast: W2 and W3 are loaded into shared memory once per
-// block and used four times (two forward, two backward); per-row work is split
-// over 200 threads with 4-row register tiles, and the softmax is one warp per
-// row with shuffles. The backward W2^T product reads W2 from shared memory
-// with a row stride of 101 floats, so the transposed walk is conflict-free.
-// Outputs: H1, H2, dZ1..3 for grad_update_fp32 (plus dZ1 in bf16 for grad_update_bf16),
-// per-sample loss and correctness in epoch order.
-// What holds it back: latency (two dependent 100-step dot loops, one W2 load): the same time
-// at both batches, the largest of the three kernels and the next thing to shorten.
-// Measured: 8.4 us per launch at batch 64, 8.5 at batch 256
-// (native fp32, rows_us in assets/benchmarks/h200/train.json).
+// train rows: everything row-local in one launch, 8 batch rows per block: sum of forward_l1's K slices,
+// bias, ReLU, layers 2-3, softmax cross-entropy (or soft targets) and the backward deltas dZ3 -> dZ1.
+// Change from one kernel per op: the 100x100 and 100x10 layers cannot fill a GPU and each result feeds
+// only the same row's next op, so all stay in shared memory: a framework's eleven ops become one launch;
+// W2 (row stride 101, conflict-free transposed walk) and W3 loaded once per block, used four times.
+// Limit: latency (two dependent 100-step dot loops, one W2 load): the largest of the three kernels.
+// Run: gemmpad bench train --batches 64 256 --parity-epochs 0
+// Profile: ncu -k regex:rows_kernel -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
+// Figure (H200 2026-11-22, assets/benchmarks/h200/train.json): native fp32: 8.4 us per launch at batch 64, 8.5 at batch 256 (rows_us)
 #include "train.cuh"
 
 namespace gemmpad::cuda::train {
