@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmpad import arraycache, cli, finetune, model, pendigits, rehearsal, replay, strokes, trainset
+from gemmpad import arraycache, cli, datafind, finetune, model, rehearsal, replay, strokes, trainset
 from gemmpad.errors import DataError
 from gemmpad.replay import Arrays
 
@@ -49,8 +49,8 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         asked.append("data")
         raise DataError("no data here")
 
-    monkeypatch.setattr(replay, "mnist_dir", no_data)
-    monkeypatch.setattr(pendigits, "default_path", no_data)
+    monkeypatch.setattr(datafind, "find_mnist", no_data)  # the one finder every data lookup goes through
+    monkeypatch.setattr(datafind, "find_pendigits", no_data)
     yield pkg
     assert not asked, "Learn looked for the MNIST or pendigits files"
 
