@@ -132,3 +132,16 @@ def test_wheels_missing_from_the_build_env_is_a_clear_error(tmp_path):
     assert wheel_toolkit([str(tmp_path)]) is None
     with pytest.raises(BuildConfigError, match="compiler wheels are not in the build environment"):
         cmake_settings(p, {}, None)
+
+
+@pytest.mark.parametrize(("setting", "wheels"), [("0", False), ("wheels", True)])
+def test_backend_hook_adds_the_wheels_only_when_planned(monkeypatch, setting, wheels):
+    """The PEP 517 hook pip calls, as pip calls it: from the project root, nothing downloaded."""
+    pytest.importorskip("scikit_build_core")
+    import gemmpad_backend
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.setenv("GEMMPAD_CUDA", setting)
+    requires = gemmpad_backend.get_requires_for_build_wheel({})
+    assert (set(CUDA_WHEELS) <= set(requires)) == wheels
+    assert not any(r.startswith("nvidia-") for r in requires) or wheels
