@@ -7,8 +7,8 @@
 # WHEELHOUSE holds either a gemmpad wheel built elsewhere for this python3 (tested as is), or,
 # with BUILD=1, the build requirements as wheels: scikit-build-core and its needs, pybind11 and
 # nvidia-cuda-nvcc/nvvm/crt/runtime/cccl 13.0.* (about 104 MB). The build then runs offline
-# with every nvcc hidden: /usr/local/cuda* bind-mounted empty in a private mount namespace
-# (root only), and a PATH without nvcc. Any other wheels in WHEELHOUSE (runtime needs the
+# with every nvcc hidden: a PATH without the folders holding one, /usr/local/cuda* bind-mounted
+# empty in a private mount namespace (as root), no CUDA_HOME. Any other wheels in WHEELHOUSE (runtime needs the
 # machine lacks, such as dearpygui) are installed beside gemmpad.
 #
 # The tests run from this checkout's tests/ against the installed package, never app/: the
@@ -28,19 +28,20 @@ py=$(command -v python3)
 echo "python: $($py --version), $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
 
 if [ "${BUILD:-0}" = 1 ]; then
-  # Hide every toolkit: a PATH of links to what the build needs, nvcc not among them.
-  bin=$(mktemp -d /tmp/gemmpad-bin.XXXXXX)
-  for tool in python3 cmake ninja cc c++ gcc g++ ld ar ranlib as strip uname sh bash env; do
-    found=$(command -v "$tool" || true)
-    [ -n "$found" ] && ln -sf "$found" "$bin/$tool"
+  # Hide every toolkit: PATH without the folders that hold an nvcc, /usr/local/cuda* mounted
+  # empty (root only: a private mount namespace, undone when the build ends), no CUDA_HOME.
+  clean_path=$(IFS=:; for d in $PATH; do [ -e "$d/nvcc" ] || printf '%s:' "$d"; done)
+  clean_path=${clean_path%:}
+  for tool in c++ cmake; do
+    PATH=$clean_path command -v "$tool" >/dev/null || { echo "hiding nvcc hides $tool too: put it on PATH elsewhere"; exit 1; }
   done
   hide=""
   for d in /usr/local/cuda*; do [ -d "$d" ] && hide="$hide mount --bind $(mktemp -d) $d;"; done
-  build="cd '$repo' && env -u CUDA_HOME -u CUDA_PATH -u CUDACXX PATH='$bin:/usr/bin:/bin' GEMMPAD_CUDA=wheels \
+  build="cd '$repo' && env -u CUDA_HOME -u CUDA_PATH -u CUDACXX PATH='$clean_path' GEMMPAD_CUDA=wheels \
     PIP_NO_INDEX=1 PIP_FIND_LINKS='$wheelhouse' '$py' -m pip wheel --no-deps -v . -w '$OUT/dist'"
-  echo "== build without a toolkit (nvcc on PATH: $(PATH="$bin:/usr/bin:/bin" command -v nvcc || echo none))"
+  echo "== build without a toolkit (nvcc on PATH: $(PATH=$clean_path command -v nvcc || echo none))"
   start=$(date +%s)
-  if [ -n "$hide" ]; then
+  if [ -n "$hide" ] && [ "$(id -u)" = 0 ]; then
     unshare -m sh -c "$hide $build" >"$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
   else
     sh -c "$build" >"$OUT/build.log" 2>&1 || { tail -60 "$OUT/build.log"; exit 1; }
@@ -65,7 +66,8 @@ cuda_so=$(ls "$site"/gemmpad/_cuda*.so 2>/dev/null || true)
 [ -n "$cuda_so" ] || { echo "the wheel has no CUDA module"; exit 1; }
 if ldd "$cuda_so" | grep -q libcudart; then echo "the CUDA module links libcudart dynamically"; exit 1; fi
 echo "CUDA module: $(basename "$cuda_so"), cudart static"
-(cd "$repo" && "$py" -m gemmpad.cli info 2>&1 || true) | tee "$OUT/info.txt" | grep -i -E "cuda|arch" | head -8
+(cd "$repo" && "$py" -m gemmpad.cli info >"$OUT/info.txt" 2>&1) || true
+grep -i -E "^CUDA|architectures" "$OUT/info.txt" || true
 
 echo "== pytest ${PYTEST_ARGS:--m gpu -q} (tests/ against the installed wheel)"
 set +e
