@@ -5,11 +5,12 @@
 #   bash native/tools/toolkit_free_check.sh [WHEELHOUSE]      (default WHEELHOUSE: .wheelhouse)
 #
 # WHEELHOUSE holds either a gemmpad wheel built elsewhere for this python3 (tested as is), or,
-# with BUILD=1, the build requirements as wheels: scikit-build-core and its needs, pybind11 and
+# with BUILD=1, the build requirements as wheels: scikit-build-core and its needs, pybind11,
+# cmake and ninja (pip-installed ones on PATH fail under build isolation) and
 # nvidia-cuda-nvcc/nvvm/crt/runtime/cccl 13.0.* (about 104 MB). The build then runs offline
-# with every nvcc hidden: a PATH without the folders holding one, /usr/local/cuda* bind-mounted
-# empty in a private mount namespace (as root), no CUDA_HOME. Any other wheels in WHEELHOUSE (runtime needs the
-# machine lacks, such as dearpygui) are installed beside gemmpad.
+# with every nvcc hidden: a PATH without the folders holding one, /usr/local/cuda* mounted
+# empty in a private mount namespace (as root), no CUDA_HOME. Any other wheels in WHEELHOUSE
+# (runtime needs the machine lacks, such as dearpygui) are installed beside gemmpad.
 #
 # The tests run from this checkout's tests/ against the installed package, never app/: the
 # script checks where `gemmpad` imports from and that its CUDA module links no libcudart.so.
@@ -56,7 +57,7 @@ else
 fi
 
 echo "== install $(basename "$wheel")"
-others=$(ls "$wheelhouse"/*.whl | grep -v -E '/(gemmpad|nvidia_|scikit_build_core|pybind11|packaging|pathspec)-' || true)
+others=$(ls "$wheelhouse"/*.whl | grep -v -E '/(gemmpad|nvidia_|scikit_build_core|pybind11|packaging|pathspec|cmake|ninja)-' || true)
 # shellcheck disable=SC2086  # $others is a list of paths without spaces
 "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheel" $others
 export PYTHONPATH="$site"
