@@ -24,7 +24,7 @@ wheelhouse=$(cd "${1:-.wheelhouse}" && pwd)
 OUT=${OUT:-/tmp/toolkit-free-out}
 mkdir -p "$OUT"
 site=$(mktemp -d /tmp/gemmpad-site.XXXXXX)
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 PIP_ROOT_USER_ACTION=ignore
 py=$(command -v python3)
 echo "python: $($py --version), $(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi')"
 
