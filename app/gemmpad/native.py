@@ -1,6 +1,6 @@
 """Loads the compiled modules and says whether CUDA can be used.
 
-`_cpu` is always built. `_cuda` exists only when nvcc was found at build
+`_cpu` is always built. `_cuda` exists only when nvcc or a driver was found at build
 time, and even then the machine may lack a driver or a GPU; `cuda_status()`
 says which, so callers can grey out GPU controls with the reason.
 """
@@ -50,7 +50,7 @@ class CudaStatus:
 def cuda_status() -> CudaStatus:
     """Probe once per process; a GPU does not appear or vanish while we run."""
     if _cuda_module is None:
-        reason = "gemmpad was built without its CUDA module (no nvcc at build time, or GEMMPAD_WITH_CUDA=OFF)"
+        reason = "gemmpad was built without its CUDA module (neither nvcc nor an NVIDIA driver at build time, or GEMMPAD_CUDA=0; reinstall with GEMMPAD_CUDA=1)"
         if _CUDA_IMPORT_ERROR:
             reason = f"the CUDA module failed to load: {_CUDA_IMPORT_ERROR}"
         return CudaStatus(available=False, reason=reason, built=False)
