@@ -22,7 +22,9 @@ import numpy as np
 
 from gemmpad import pendigits, strokes
 from gemmpad.errors import GemmpadError
+from gemmpad.images import MAX_BYTES as MAX_IMAGE_BYTES
 from gemmpad.images import SUFFIXES, load_image
+from gemmpad.inputs import read_input
 from gemmpad.preprocess import preprocess
 
 Say = Callable[[str], None]
@@ -136,7 +138,10 @@ def _read(path: Path, label: int, key: str | None = None) -> Example:
 
 
 def _content_key(path: Path) -> str:
-    return hashlib.sha1(path.read_bytes()).hexdigest()[:20]
+    """The hash naming a file's content, read through the guarded reader: the file was
+    checked when it was listed, but may be a FIFO or a device by now."""
+    data = read_input(path, max(strokes.MAX_FILE_BYTES, MAX_IMAGE_BYTES), GemmpadError, "drawing file")
+    return hashlib.sha1(data).hexdigest()[:20]
 
 
 def pen_drawing(sample: pendigits.PenDigit, style: pendigits.Style | str) -> strokes.Drawing:
