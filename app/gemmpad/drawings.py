@@ -26,6 +26,7 @@ from gemmpad.images import MAX_BYTES as MAX_IMAGE_BYTES
 from gemmpad.images import SUFFIXES, load_image
 from gemmpad.inputs import read_input
 from gemmpad.preprocess import preprocess
+from gemmpad.terminal import printable
 
 Say = Callable[[str], None]
 
@@ -51,6 +52,7 @@ def read_folder(root: str | Path, say: Say = print, known: dict[str, Example] | 
     Example, filled in here) spares painting again a file whose bytes were read before
     (Learn's cache: painting a strokes file at the canvas size is ~4 ms).
     """
+    say = _printable_say(say)
     top = Path(root)
     if not top.is_dir():
         raise GemmpadError(f"{top}: not a folder of drawings (expected {top}/<digit>/*.json or *.png)")
@@ -74,6 +76,12 @@ def read_folder(root: str | Path, say: Say = print, known: dict[str, Example] | 
             say(f"skipped {sub}/: no drawings in it")
         out.extend(found)
     return out
+
+
+def _printable_say(say: Say) -> Say:
+    """`say` with control characters escaped: every line names a file or folder of
+    someone else's making, and a name like "3/\x1b[2J.png" would clear the terminal."""
+    return lambda line: say(printable(line))
 
 
 def _read_digit(folder: Path, label: int, say: Say, known: dict[str, Example] | None) -> list[Example]:

@@ -31,6 +31,7 @@ from gemmpad.errors import GemmpadError
 from gemmpad.model import Model, load_model
 from gemmpad.pool import default_jobs, ordered_map
 from gemmpad.preprocess import preprocess
+from gemmpad.terminal import printable
 
 TTA_SEED = 7  # the jitter of test-time augmentation is random: fixed, so numbers repeat
 
@@ -128,7 +129,7 @@ def directory_scores(model: Model, directory: str | Path, tta: int = 1,
         try:
             pixels, _ = load_image(f)
         except GemmpadError as exc:
-            warn(f"gemmpad eval: {exc} (skipped)")
+            warn(f"gemmpad eval: {printable(str(exc))} (skipped)")  # the message quotes the file name
             continue
         labels.append(digit)
         pred.append(classify(model, [pixels], tta)[0])
@@ -289,9 +290,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"model": str(model.path), "tta": args.tta,
                           "results": {k: v.summary() for k, v in results.items()}}))
         return 0
-    print(f"model {model.path}, tta {args.tta}")
+    print(f"model {printable(str(model.path))}, tta {args.tta}")
     for name, sc in results.items():
-        print(_table(name, sc))
+        print(_table(printable(name), sc))
     if len(results) > 1:
         accs = [v.accuracy for v in results.values()]
         print(f"mean over the {len(accs)} sets {100 * np.mean(accs):.2f} %, worst {100 * min(accs):.2f} %")

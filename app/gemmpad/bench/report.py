@@ -25,6 +25,7 @@ from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
 from gemmpad.inputs import load_json, read_text
+from gemmpad.terminal import printable
 
 # Newest card first: each table comes from the first folder that holds its result file (the GEMM
 # ladder's latest full run is the H100's; the MLP and training runs are the H200's).
@@ -227,7 +228,7 @@ def rewrite_block(readme: str, name: str, block: str) -> None:
     if new.count("<!-- bench:") != text.count("<!-- bench:"):  # md() makes this impossible; never write it
         raise GemmpadError(f"--readme {readme}: the {name} block would add or remove a bench marker; not written")
     write_text(readme, new)
-    print(f"rewrote the {name} block of {readme}")
+    print(f"rewrote the {name} block of {printable(readme)}")
 
 
 def rewrite_blocks(readmes: list[str], name: str, data: dict[str, Any], path: Path) -> None:
@@ -393,7 +394,7 @@ def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path
     d = Path(out_dir)
     write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
     if plot is None:
-        print(f"wrote {d / stem}.json (nothing timed: no {stem}.png)")
+        print(f"wrote {printable(str(d / stem))}.json (nothing timed: no {stem}.png)")
     else:
         try:
             import matplotlib
@@ -404,6 +405,6 @@ def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path
         else:
             with atomic_path(d / f"{stem}.png") as tmp:
                 plot(tmp)
-            print(f"wrote {d / stem}.json and {d / stem}.png")
+            print(f"wrote {printable(str(d / stem))}.json and {printable(str(d / stem))}.png")
     if readmes and block:
         rewrite_blocks(readmes, block, payload, d / f"{stem}.json")
