@@ -135,7 +135,7 @@ def read_example(path: Path, label: int, known: dict[str, Example] | None = None
 def _read(path: Path, label: int, key: str | None = None) -> Example:
     if path.suffix.lower() == ".json":
         drawing: strokes.Drawing | None = strokes.load_drawing(path)
-        image = drawing.render()
+        image = drawing.on_canvas(strokes.CANVAS).render()  # as the window shows it: the size load_drawing priced
     else:
         drawing = None
         image, _ = load_image(path)

@@ -246,6 +246,9 @@ def run(args: argparse.Namespace) -> int:
         app.step()  # the first frame: start-up ends here
         if drawing is not None:
             harness.replay(app, drawing)
+            if app.canvas.full:  # what was drawn stays, and --record writes it: a file the loader takes
+                print(f"gemmpad: {printable(args.replay)}: the canvas is full (as much as a strokes file may hold); "
+                      "the rest of the drawing was not drawn", file=sys.stderr)
             harness.settle(app)
             harness.run_frames(app, args.frames)
         if args.screenshot:
