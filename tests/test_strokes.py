@@ -130,7 +130,7 @@ def test_drawings_that_would_cost_minutes_to_paint_are_refused(tmp_path: Path) -
     before any painting."""
     cases = {
         "zigzag": ([_zigzag(2000, 2800.0)] * 5, [200.0] * 5, (4096, 4096)),
-        "far points": ([np.array([[0.0, 0.0], [2800.0, 2800.0], [0.0, 2800.0]])], [18.0], (16, 16)),
+        "far points": ([np.array([[0.0, 0.0], [160.0, 160.0], [0.0, 160.0]])], [18.0], (16, 16)),
     }
     for name, (lines, widths, canvas) in cases.items():
         path = tmp_path / f"{name}.json"
@@ -170,3 +170,19 @@ def test_restyled_paintings_over_the_cap_are_left_out(monkeypatch: pytest.Monkey
     digit = strokes.Drawing([np.array([[100.0, 60.0], [180.0, 60.0], [120.0, 220.0]])], [18.0])
     finetune.restyled(drawings.Example(7, Path("d.json"), np.zeros((28, 28), np.float32), digit, "1" * 20), 3, 0)
     assert len(painted) == 3
+
+
+def test_how_far_a_point_may_lie_is_relative_to_the_canvas(tmp_path: Path) -> None:
+    """Found by the property fuzz (issue 40): a point 161 px out on a 16 px canvas was legal
+    (the limit was 2,800 px whatever the canvas) but lies 2,817 px out once replayed on the
+    app's canvas, so the recording of that replay could not be loaded back."""
+    path = tmp_path / "s.json"
+    strokes.save(path, [np.array([[0.0, 161.0]])], [1.0], (16, 16))
+    with pytest.raises(GemmpadError, match="more than 160 px from the canvas origin"):
+        strokes.load_drawing(path)
+    strokes.save(path, [np.array([[0.0, 160.0]])], [1.0], (16, 16))
+    replayed = strokes.load_drawing(path).on_canvas(strokes.CANVAS)
+    strokes.save(path, replayed.strokes, replayed.widths, replayed.canvas)
+    strokes.load_drawing(path)
+    strokes.save(path, [np.array([[40_960.0, 0.0]])], [1.0], (4096, 16))
+    assert strokes.load_drawing(path).on_canvas(strokes.CANVAS).strokes[0][0, 0] == pytest.approx(2800.0)

@@ -28,7 +28,9 @@ from gemmpad.inputs import load_json
 
 Stroke = np.ndarray  # [n, 2] float, (x, y) in canvas pixels
 CANVAS = (280, 280)  # (height, width) of the app's canvas
-FAR = 10 * max(CANVAS)  # farthest a stroke point may lie from the canvas origin
+# Farthest a stroke point may lie from the canvas origin, in the file's canvas sides: relative
+# to the canvas, so the same file scaled to the app's canvas (a replay, and its recording) holds.
+FAR_SIDES = 10
 MAX_STROKE_POINTS = 2_000  # a slow, long stroke at 60 frames per second is a few hundred
 MAX_POINTS = 10_000  # replaying this many took ~10 s in the window (development VM, 2026-11-24)
 MAX_FILE_BYTES = 4 << 20  # 10,000 points take ~0.15 MB as saved; room for indentation
@@ -181,8 +183,10 @@ def load_drawing(path: str | os.PathLike[str]) -> Drawing:
             raise GemmpadError(f"{p}: stroke {i} is not a list of [x, y] points") from None
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0 or not np.all(np.isfinite(arr)):
             raise GemmpadError(f"{p}: stroke {i} must be a non-empty list of finite [x, y] points")
-        if np.abs(arr).max() > FAR:  # a pen can leave the canvas, not by kilometres (painting would run out of memory)
-            raise GemmpadError(f"{p}: stroke {i} has a point more than {FAR:g} px from the canvas origin")
+        far = FAR_SIDES * max(canvas)  # a pen can leave the canvas, not by kilometres
+        if np.abs(arr).max() > far:
+            raise GemmpadError(f"{p}: stroke {i} has a point more than {far:g} px from the canvas origin "
+                               f"({FAR_SIDES} times the canvas)")
         strokes.append(arr)
     drawing = Drawing(strokes, widths if widths is not None else [DEFAULT_WIDTH] * len(strokes), canvas)
     cost = drawing.paint_cost()

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemmpad.strokes import (CANVAS, CURVE_STEP_PX, DEFAULT_WIDTH, MAX_PAINT_COST, MAX_POINTS, MAX_STROKE_POINTS,
-                              Stroke, paint_segment, piece_cost)
+from gemmpad.strokes import (CANVAS, CURVE_STEP_PX, DEFAULT_WIDTH, FAR_SIDES, MAX_PAINT_COST, MAX_POINTS,
+                              MAX_STROKE_POINTS, Stroke, paint_segment, piece_cost)
 
 DEFAULT_BRUSH = DEFAULT_WIDTH  # 18 px on the 280 px canvas: the width the training drawings use
 BRUSH_RANGE = (6.0, 40.0)
@@ -238,9 +238,13 @@ class Canvas:
 
     def _extend(self, q: tuple[float, float]) -> bool:
         """Paint the active stroke on to `q`, within what a strokes file may hold: on as a new
-        stroke past MAX_STROKE_POINTS; False (and the canvas full) past MAX_POINTS or PAINT_BUDGET."""
+        stroke past MAX_STROKE_POINTS; False (and the canvas full) past MAX_POINTS or PAINT_BUDGET.
+        A curve between far samples can swing past how far a file's points may lie: such a
+        point is pulled back to that bound (FAR_SIDES canvases out, where no ink shows)."""
         s = self._active
         assert s is not None
+        far = FAR_SIDES * max(self.size)
+        q = (min(far, max(-far, q[0])), min(far, max(-far, q[1])))
         prev = s.points[-1]
         cost = float(piece_cost(math.hypot(q[0] - prev[0], q[1] - prev[1]), s.width))
         split = len(s.points) >= MAX_STROKE_POINTS
