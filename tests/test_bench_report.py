@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -188,3 +189,90 @@ def test_committed_agreement_reads_the_newest_mlp_run(monkeypatch, tmp_path):
     report.committed_agreement.cache_clear()
     assert report.committed_agreement() == {}
     report.committed_agreement.cache_clear()
+
+
+def test_readme_that_is_a_fifo_or_a_device_is_refused_not_read(monkeypatch, capsys, tmp_path):
+    """Issue 40 #4: `--readme FIFO` hung, `--readme /dev/zero` read until memory ran out."""
+    from tests.hostile_files import fifo
+
+    shutil.copy(COMMITTED / "train.json", tmp_path / "train.json")
+    pipe = tmp_path / "README.md"
+    done = fifo(pipe)
+    try:
+        for readme in (str(pipe), "/dev/zero"):
+            rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path), "--readme", readme)
+            assert rc == 2 and "not a regular file" in err and len(err.splitlines()) == 1, err
+    finally:
+        done.set()
+
+
+def _gemm_row(**changes: object) -> dict:
+    row = {"kernel": "cuda.07_warptile", "precision": "fp32", "M": 256, "N": 100, "K": 784, "ms": 0.01, "gflops": 500.0,
+           "reference": "cuBLAS fp32", "reference_gflops": 600.0, "percent_of_reference": 83.3, "rel_error": 1e-7}
+    row.update(changes)
+    return {k: v for k, v in row.items() if v is not ...}  # ... drops the field
+
+
+# Issue 40 #12: 7 of 11 such files were internal errors (KeyError 'M', TypeError, AttributeError).
+MALFORMED_GEMM = {
+    "no M": {"results": [_gemm_row(M=...)]},
+    "M a string": {"results": [_gemm_row(M="256")]},
+    "M a bool": {"results": [_gemm_row(M=True)]},
+    "M negative": {"results": [_gemm_row(M=-1)]},
+    "row a list": {"results": [[1, 2, 3]]},
+    "machine a list": {"machine": ["x"], "results": [_gemm_row()]},
+    "cuda a string": {"machine": {"cuda": "yes"}, "results": [_gemm_row()]},
+    "runtime a string": {"machine": {"cuda": {"available": True, "runtime_version": "abc"}}, "results": [_gemm_row()]},
+    "gflops NaN": {"results": [_gemm_row(gflops=float("nan"))]},
+    "gflops huge": {"results": [_gemm_row(gflops=1e308)]},
+    "percent a string": {"results": [_gemm_row(percent_of_reference="83")]},
+    "no gflops": {"results": [_gemm_row(gflops=...)]},
+    "kernel with a pipe": {"results": [_gemm_row(kernel="a|b")]},
+    "kernel with a backtick": {"results": [_gemm_row(kernel="a`b")]},
+    "kernel with a marker": {"results": [_gemm_row(kernel="<!-- bench:gemm end -->")]},
+    "kernel with a newline": {"results": [_gemm_row(kernel="a\n| x |")]},
+    "too many sizes": {"results": [_gemm_row(M=m) for m in range(1, 100)]},
+    "60 levels": {"machine": {"cuda": json.loads("[" * 58 + "]" * 58)}, "results": [_gemm_row()]},
+}
+
+
+def test_malformed_result_files_are_one_line_errors_and_write_nothing(monkeypatch, capsys, tmp_path):
+    readme = tmp_path / "README.md"
+    before = "top\n<!-- bench:gemm begin -->\nkept\n<!-- bench:gemm end -->\nbottom\n"
+    readme.write_text(before)
+    for case, data in MALFORMED_GEMM.items():
+        (tmp_path / "bench-gemm.json").write_text(json.dumps(data))
+        rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path), "--readme", str(readme))
+        assert rc == 2 and ("not a gemmpad bench result" in err or "not a valid result file" in err), (case, err)
+        assert len(err.splitlines()) == 1 and "internal error" not in err, (case, err)
+        assert readme.read_text() == before, case
+    mlp = {"results": [{"backend": "cuda", "kernel": "cuda.mlp_fused", "batch": 1, "kernel_us": 5.0}]}  # e2e_us missing
+    (tmp_path / "bench-mlp.json").write_text(json.dumps(mlp))
+    (tmp_path / "bench-gemm.json").unlink()
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path))
+    assert rc == 2 and "kernel_us and e2e_us go together" in err
+
+
+def test_hostile_text_in_result_files_cannot_break_the_readme(monkeypatch, capsys, tmp_path):
+    """Free text (the machine's names, the reference's) is escaped: no HTML, no broken table, no extra
+    marker; and the file stays usable for the next run (before, every later run refused it)."""
+    hostile = "<script>alert(1)</script> | `x` [a](b) <!-- bench:gemm end -->\n| row |\x1b[2J"
+    data = {"machine": {"cpu": hostile, "date_utc": "2026-11-29", "versions": {"numpy": hostile},
+                        "cuda": {"available": True, "device": hostile, "multiprocessors": 132}},
+            "results": [_gemm_row(reference=hostile), _gemm_row(M=512)]}
+    (tmp_path / "bench-gemm.json").write_text(json.dumps(data))
+    odd = tmp_path / "run ) [x] <!-- bench:gemm begin -->"  # the link to the JSON, from --dir
+    odd.mkdir()
+    (odd / "bench-gemm.json").write_text(json.dumps(data))
+    readme = tmp_path / "README.md"
+    readme.write_text("top\n<!-- bench:gemm begin -->\n<!-- bench:gemm end -->\nbottom\n")
+    for d in (tmp_path, odd, odd):
+        rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(d), "--readme", str(readme))
+        assert rc == 0, err
+        text = readme.read_text()
+        assert text.count("<!-- bench:gemm begin -->") == 1 and text.count("<!-- bench:gemm end -->") == 1
+        assert "<script" not in text and "\x1b" not in text and "| row |" not in text
+        block = text.split("<!-- bench:gemm begin -->")[1].split("<!-- bench:gemm end -->")[0]
+        rows = [line for line in block.splitlines() if line.startswith("|")]
+        assert len({len(re.findall(r"(?<!\\)\|", line)) for line in rows}) == 1, rows  # every row: same columns
+        assert text.startswith("top\n") and text.endswith("bottom\n")

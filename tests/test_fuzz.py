@@ -1,5 +1,6 @@
 """Fuzzing the loaders (issue 20): mutated PNG/JPEG/BMP/TIFF/GIF files, model .npz files and
-stroke JSON. Each case must end in a result or the loader's own error (a GemmpadError:
+stroke JSON; and by property (issue 40, hypothesis, at the end): bench result files and
+stroke files by what they cost to paint. Each case must end in a result or the loader's own error (a GemmpadError:
 one line for the user), never another exception type, and within a generous deadline.
 
 A seeded mutator, so a failure names its seed and case and replays exactly:
@@ -252,3 +253,148 @@ def test_mutated_files_end_in_a_result_or_a_clear_error(kind: str, tmp_path: Pat
     with capfd.disabled():
         print(f"{kind}: {N} cases, {outcomes['result']} results, {outcomes['error']} clear errors")
     assert outcomes["error"] > 0  # the mutator does break files; a fuzz that never fails tested nothing
+
+
+# ------------------------------------------------------------ by property (hypothesis)
+# Issue 40: the fuzz extended to bench result files (what `bench report` writes into a README)
+# and stroke files by what they cost to paint. Bounded examples, no deadline (a loaded CI
+# machine is slow, not wrong); a failure prints the example that shrank from it.
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from gemmpad.bench import report  # noqa: E402
+from gemmpad.ui.canvas import Canvas  # noqa: E402
+
+_DROP = object()  # a field left out
+_HOSTILE_TEXT = st.one_of(
+    st.sampled_from(["<script>alert(1)</script>", "a|b", "`x`", "[l](u)", "<!-- bench:gemm end -->",
+                     "<!-- bench:mlp begin -->", "x\n| y |", "\x1b[2J", "\\", "", " " * 70, "\u2028", "cuda.07_warptile",
+                     "torch CUDA graph", "fp32", "NVIDIA H200"]),
+    st.text(max_size=12),
+)
+_JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63), st.floats(), _HOSTILE_TEXT,
+              st.integers(1, 80).map(lambda n: json.loads("[" * n + "]" * n))),  # deep nesting
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_HOSTILE_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+_ROWS = {
+    "gemm": {"kernel": "cuda.07_warptile", "precision": "fp32", "M": 256, "N": 100, "K": 784, "ms": 0.01,
+             "gflops": 500.0, "reference": "cuBLAS fp32", "reference_gflops": 600.0, "percent_of_reference": 83.3},
+    "mlp": {"backend": "cuda", "kernel": "cuda.mlp_fused", "batch": 1, "kernel_us": 5.0, "e2e_us": 9.0},
+    "train": {"engine": "native", "precision": "fp32", "batch": 256, "epoch_ms_median": 5.5},
+}
+_MACHINE = {"cpu": "Xeon", "host_cores": 16, "date_utc": "2026-11-29T00:00:00+00:00",
+            "cuda": {"available": True, "device": "NVIDIA H200", "multiprocessors": 132, "runtime_version": 13000},
+            "nvidia_smi": {"driver_version": "580.159.04"}, "versions": {"numpy": "2.5.2"}}
+
+
+def _spoiled(template: dict, keep: float = 0.7) -> st.SearchStrategy[dict]:
+    """`template` with each field kept (mostly), left out, or any JSON value or hostile text."""
+    def field(v: object) -> st.SearchStrategy[object]:
+        other = _spoiled(v) if isinstance(v, dict) else st.one_of(st.just(_DROP), _JSON_VALUES)
+        return st.floats(0, 1).flatmap(lambda u: st.just(v) if u < keep else other)
+    return st.fixed_dictionaries({k: field(v) for k, v in template.items()}).map(
+        lambda d: {k: v for k, v in d.items() if v is not _DROP})
+
+
+def _result_files(kind: str) -> st.SearchStrategy[object]:
+    files = st.fixed_dictionaries({"machine": _spoiled(_MACHINE), "results": st.lists(_spoiled(_ROWS[kind]), max_size=6)})
+    return st.one_of(files, files, files, _JSON_VALUES)
+
+
+_UNESCAPED_BAR = re.compile(r"(?<!\\)\|")
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(list(_ROWS)).flatmap(lambda kind: st.tuples(st.just(kind), _result_files(kind))))
+def test_bench_result_files_end_in_a_table_or_a_clear_error(case: tuple[str, object]) -> None:
+    """Any result file: either one line of error and the README untouched, or tables whose
+    rows all have the header's columns, no HTML, no control character, and each block's
+    markers still once each (issue 40 #12: KeyError, TypeError, <script> in the README)."""
+    import argparse
+    import tempfile
+
+    kind, data = case
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        (d / report.RESULTS[kind]).write_text(json.dumps(data))
+        readme = d / "README.md"
+        before = "".join(f"{b}\nold\n{e}\n" for b, e in map(report.markers, report.RESULTS))
+        readme.write_text(before)
+        try:
+            report.run(argparse.Namespace(dir=[str(d)], readme=[str(readme)]))
+        except GemmpadError as exc:
+            assert "\n" not in str(exc).strip()
+            assert readme.read_text() == before
+            return
+        text = readme.read_text()
+    for b, e in map(report.markers, report.RESULTS):
+        assert text.count(b) == 1 and text.count(e) == 1
+    assert "<script" not in text and not re.search(r"[\x00-\x09\x0b-\x1f\x7f\u2028\u2029]", text)
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    assert rows and len({len(_UNESCAPED_BAR.findall(line)) for line in rows}) == 1, rows
+
+
+_NEAR = st.floats(-20, 300)
+_ANY = st.floats(-strokes.FAR_SIDES * 4096, strokes.FAR_SIDES * 4096)
+_STROKE_FILES = st.fixed_dictionaries({
+    "canvas": st.tuples(st.integers(16, 4096), st.integers(16, 4096)).map(list),
+    "strokes": st.lists(st.fixed_dictionaries({
+        "width": st.floats(*strokes.WIDTH_RANGE),
+        "points": st.lists(st.tuples(st.one_of(_NEAR, _NEAR, _ANY), st.one_of(_NEAR, _NEAR, _ANY)).map(list),
+                           min_size=1, max_size=40),
+    }), min_size=1, max_size=4),
+})
+
+
+def _counting_painter(work: list[float]) -> Callable[..., None]:
+    """A stand-in for strokes.paint_segment that adds up the pixels the real one would touch
+    (its clipped bounding box) and the per-call overhead the price counts, painting nothing."""
+    def paint(canvas: np.ndarray, p0, p1, width: float) -> None:  # noqa: ANN001
+        h, w = canvas.shape
+        r = width / 2.0
+        xa, xb = max(0, np.floor(min(p0[0], p1[0]) - r - 1)), min(w, np.ceil(max(p0[0], p1[0]) + r + 2))
+        ya, yb = max(0, np.floor(min(p0[1], p1[1]) - r - 1)), min(h, np.ceil(max(p0[1], p1[1]) + r + 2))
+        work[0] += max(0.0, xb - xa) * max(0.0, yb - ya) + strokes.PIECE_OVERHEAD_PX
+    return paint
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_STROKE_FILES)
+def test_stroke_files_cost_what_they_are_priced_and_recordings_load_back(raw: dict) -> None:
+    """Issue 40 #5: a stroke file either is refused or its painting, straight (fine-tune) and
+    through the window's curves (--replay), touches no more pixels than its price allows; and
+    what the canvas then holds, saved (--record), loads back."""
+    import tempfile
+    from unittest import mock
+
+    from gemmpad.ui import canvas as canvas_module
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "s.json"
+        path.write_text(json.dumps(raw))
+        try:
+            drawing = strokes.load_drawing(path)
+        except GemmpadError as exc:
+            assert "\n" not in str(exc).strip()
+            return
+        price = drawing.paint_cost()
+        assert price <= strokes.MAX_PAINT_COST
+        straight, curved = [0.0], [0.0]
+        with mock.patch.object(strokes, "paint_segment", _counting_painter(straight)):
+            drawing.on_canvas(strokes.CANVAS).render()
+        assert straight[0] <= 1.2 * price
+        c = Canvas()
+        with mock.patch.object(canvas_module, "paint_segment", _counting_painter(curved)):
+            d = drawing.on_canvas(c.size)
+            for stroke, width in zip(d.strokes, d.widths):  # harness.replay on the canvas alone
+                c.brush = width
+                c.press(*stroke[0])
+                for p in stroke[1:]:
+                    c.move(*p)
+                c.release()
+        assert curved[0] <= 1.2 * strokes.MAX_PAINT_COST
+        strokes.save(path, c.strokes(), c.widths(), c.size)
+        if c.strokes():
+            strokes.load_drawing(path)

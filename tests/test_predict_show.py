@@ -45,3 +45,27 @@ def test_show_into_a_file_is_a_clear_error(monkeypatch, capsys, images, model_fi
                            "--show", str(f), str(images["dark.png"]))
     assert rc == 2 and "--show" in err and "not a folder" in err and "Traceback" not in err
     assert f.read_text() == "x"
+
+
+def test_many_images_of_one_name_are_named_in_linear_time(monkeypatch, tmp_path):
+    """Issue 40 #17: 4,000 x.png in separate folders took 60.8 s, each image testing every
+    name the ones before it took. Counted, not timed: the names tried grow linearly."""
+    from gemmpad import predict
+
+    shows = tmp_path / "seen"
+    shows.mkdir()
+    (shows / "x-3.seen.png").write_bytes(b"someone else's")  # a gap in the numbers is still skipped
+    probes = []
+    real_exists = Path.exists
+
+    def counting_exists(self: Path, *args, **kwargs) -> bool:
+        probes.append(self.name)
+        return real_exists(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", counting_exists)
+    tried: dict[str, int] = {}
+    image = np.zeros((28, 28), np.float32)
+    names = [predict.write_seen(shows, f"d{i}/x.png", image, tried).name for i in range(60)]
+    assert names[:4] == ["x.seen.png", "x-2.seen.png", "x-4.seen.png", "x-5.seen.png"]
+    assert len(set(names)) == 60 and (shows / "x-3.seen.png").read_bytes() == b"someone else's"
+    assert len(probes) <= 60 + 1  # one look per image, plus the one taken name (quadratic: 1,830)

@@ -117,3 +117,72 @@ def test_bad_widths_and_canvases_say_what_is_wrong(tmp_path: Path, text: str, me
     (tmp_path / "s.json").write_text(text)
     with pytest.raises(GemmpadError, match=message):
         strokes.load_drawing(tmp_path / "s.json")
+
+
+def _zigzag(n: int, far: float) -> np.ndarray:
+    return np.column_stack([np.where(np.arange(n) % 2 == 0, 0.0, far), np.linspace(0.0, far, n)])
+
+
+def test_drawings_that_would_cost_minutes_to_paint_are_refused(tmp_path: Path) -> None:
+    """Issue 40 #5: within every point cap, a 110 KB file (canvas 4096, width 200, five
+    2,000-point zig-zags) cost half an hour of fine-tuning, and three far points on a small
+    canvas 35 s and a GB to replay. The price (pixels touched at the app's canvas) is known
+    before any painting."""
+    cases = {
+        "zigzag": ([_zigzag(2000, 2800.0)] * 5, [200.0] * 5, (4096, 4096)),
+        "far points": ([np.array([[0.0, 0.0], [160.0, 160.0], [0.0, 160.0]])], [18.0], (16, 16)),
+    }
+    for name, (lines, widths, canvas) in cases.items():
+        path = tmp_path / f"{name}.json"
+        strokes.save(path, lines, widths, canvas)
+        assert path.stat().st_size < strokes.MAX_FILE_BYTES and sum(map(len, lines)) <= strokes.MAX_POINTS
+        with pytest.raises(GemmpadError, match="million pixels at the app's canvas"):
+            strokes.load_drawing(path)
+    # What a hand makes is far below the cap: the screenshot's digit, and 10,000 points at the widest brush.
+    shipped = strokes.load_drawing(Path(__file__).resolve().parent.parent / "assets" / "screenshot-strokes.json")
+    assert shipped.paint_cost() < strokes.MAX_PAINT_COST / 100
+    walk = np.clip(140 + np.cumsum(np.random.default_rng(5).normal(0, 1.5, (10_000, 2)), axis=0), 0, 280)
+    assert strokes.Drawing(list(walk.reshape(5, 2000, 2)), [40.0] * 5).paint_cost() < strokes.MAX_PAINT_COST
+
+
+def test_the_price_scales_with_the_drawing_on_the_apps_canvas() -> None:
+    """The same drawing saved at twice the canvas (points and widths doubled) costs the same."""
+    line = [np.array([[10.0, 10.0], [200.0, 150.0], [30.0, 250.0]])]
+    small = strokes.Drawing(line, [12.0])
+    big = strokes.Drawing([line[0] * 2], [24.0], (560, 560))
+    assert big.paint_cost() == pytest.approx(small.paint_cost())
+    assert strokes.Drawing(line, [24.0]).paint_cost() > small.paint_cost()  # wider: more pixels
+
+
+def test_restyled_paintings_over_the_cap_are_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scribble within a few pixels is cheap as drawn, but a fine-tune's restyle scales it to
+    fill a canvas with a pen of its own: 10,000 points at up to 90 px, minutes. Those paintings
+    are left out before painting; an ordinary drawing keeps all of its restyles."""
+    from gemmpad import drawings, finetune, pendigits
+
+    painted: list[pendigits.Style] = []
+    monkeypatch.setattr(pendigits, "render", lambda pen, style: painted.append(style) or np.zeros((28, 28), np.float32))
+    rng = np.random.default_rng(3)
+    scribble = strokes.Drawing([rng.uniform(100, 105, (2000, 2)) for _ in range(5)], [0.5] * 5)
+    assert scribble.paint_cost() <= strokes.MAX_PAINT_COST  # the file itself loads
+    finetune.restyled(drawings.Example(3, Path("s.json"), np.zeros((28, 28), np.float32), scribble, "0" * 20), 3, 0)
+    assert painted == []
+    digit = strokes.Drawing([np.array([[100.0, 60.0], [180.0, 60.0], [120.0, 220.0]])], [18.0])
+    finetune.restyled(drawings.Example(7, Path("d.json"), np.zeros((28, 28), np.float32), digit, "1" * 20), 3, 0)
+    assert len(painted) == 3
+
+
+def test_how_far_a_point_may_lie_is_relative_to_the_canvas(tmp_path: Path) -> None:
+    """Found by the property fuzz (issue 40): a point 161 px out on a 16 px canvas was legal
+    (the limit was 2,800 px whatever the canvas) but lies 2,817 px out once replayed on the
+    app's canvas, so the recording of that replay could not be loaded back."""
+    path = tmp_path / "s.json"
+    strokes.save(path, [np.array([[0.0, 161.0]])], [1.0], (16, 16))
+    with pytest.raises(GemmpadError, match="more than 160 px from the canvas origin"):
+        strokes.load_drawing(path)
+    strokes.save(path, [np.array([[0.0, 160.0]])], [1.0], (16, 16))
+    replayed = strokes.load_drawing(path).on_canvas(strokes.CANVAS)
+    strokes.save(path, replayed.strokes, replayed.widths, replayed.canvas)
+    strokes.load_drawing(path)
+    strokes.save(path, [np.array([[40_960.0, 0.0]])], [1.0], (4096, 16))
+    assert strokes.load_drawing(path).on_canvas(strokes.CANVAS).strokes[0][0, 0] == pytest.approx(2800.0)

@@ -60,9 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerant_streams() -> None:
+    """Make stdout and stderr escape what their encoding cannot hold (a file name in
+    Greek under LC_ALL=C or PYTHONIOENCODING=ascii) instead of raising
+    UnicodeEncodeError half-way through a batch: the name comes out as \\u escapes,
+    the run goes on. Streams that are not text files (a test's capture) are left alone."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed or detached stream: nothing to change
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gemmpad` script; returns the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    _tolerant_streams()
     if not args_list or args_list[0].startswith("--") and args_list[0] not in ("--help", "--version"):
         args_list.insert(0, "app")  # `gemmpad` alone, or `gemmpad --replay ...`, opens the app
     try:

@@ -22,8 +22,11 @@ import numpy as np
 
 from gemmpad import pendigits, strokes
 from gemmpad.errors import GemmpadError
+from gemmpad.images import MAX_BYTES as MAX_IMAGE_BYTES
 from gemmpad.images import SUFFIXES, load_image
+from gemmpad.inputs import read_input
 from gemmpad.preprocess import preprocess
+from gemmpad.terminal import printable
 
 Say = Callable[[str], None]
 
@@ -49,6 +52,7 @@ def read_folder(root: str | Path, say: Say = print, known: dict[str, Example] | 
     Example, filled in here) spares painting again a file whose bytes were read before
     (Learn's cache: painting a strokes file at the canvas size is ~4 ms).
     """
+    say = _printable_say(say)
     top = Path(root)
     if not top.is_dir():
         raise GemmpadError(f"{top}: not a folder of drawings (expected {top}/<digit>/*.json or *.png)")
@@ -72,6 +76,12 @@ def read_folder(root: str | Path, say: Say = print, known: dict[str, Example] | 
             say(f"skipped {sub}/: no drawings in it")
         out.extend(found)
     return out
+
+
+def _printable_say(say: Say) -> Say:
+    """`say` with control characters escaped: every line names a file or folder of
+    someone else's making, and a name like "3/\x1b[2J.png" would clear the terminal."""
+    return lambda line: say(printable(line))
 
 
 def _read_digit(folder: Path, label: int, say: Say, known: dict[str, Example] | None) -> list[Example]:
@@ -125,7 +135,7 @@ def read_example(path: Path, label: int, known: dict[str, Example] | None = None
 def _read(path: Path, label: int, key: str | None = None) -> Example:
     if path.suffix.lower() == ".json":
         drawing: strokes.Drawing | None = strokes.load_drawing(path)
-        image = drawing.render()
+        image = drawing.on_canvas(strokes.CANVAS).render()  # as the window shows it: the size load_drawing priced
     else:
         drawing = None
         image, _ = load_image(path)
@@ -136,7 +146,10 @@ def _read(path: Path, label: int, key: str | None = None) -> Example:
 
 
 def _content_key(path: Path) -> str:
-    return hashlib.sha1(path.read_bytes()).hexdigest()[:20]
+    """The hash naming a file's content, read through the guarded reader: the file was
+    checked when it was listed, but may be a FIFO or a device by now."""
+    data = read_input(path, max(strokes.MAX_FILE_BYTES, MAX_IMAGE_BYTES), GemmpadError, "drawing file")
+    return hashlib.sha1(data).hexdigest()[:20]
 
 
 def pen_drawing(sample: pendigits.PenDigit, style: pendigits.Style | str) -> strokes.Drawing:

@@ -36,6 +36,7 @@ from gemmpad.errors import GemmpadError
 from gemmpad.model import Model, load_model
 from gemmpad.pool import default_jobs, ordered_map
 from gemmpad.preprocess import preprocess
+from gemmpad.terminal import printable
 
 TTA_SEED = 7  # the jitter of test-time augmentation is random: fixed, so numbers repeat
 
@@ -144,7 +145,7 @@ def directory_scores(model: Model, directory: str | Path, tta: int = 1,
                 pixels, _ = load_image(f)
             except GemmpadError as exc:
                 bar.clear()
-                warn(f"gemmpad eval: {exc} (skipped)")
+                warn(f"gemmpad eval: {printable(str(exc))} (skipped)")  # the message quotes the file name
                 continue
             labels.append(digit)
             pred.append(classify(model, [pixels], tta)[0])
@@ -316,15 +317,15 @@ def run(args: argparse.Namespace) -> int:
                           "results": {k: v.summary() for k, v in results.items()}}))
         return 0
     # The answer first: a long run's result should not scroll away under ten tables.
-    print(f"model {model.path}, tta {args.tta}")
+    print(f"model {printable(str(model.path))}, tta {args.tta}")
     for name, sc in results.items():
-        print(_headline(name, sc))
+        print(_headline(printable(name), sc))
     if len(results) > 1:
         accs = [v.accuracy for v in results.values()]
         print(f"mean over the {len(accs)} sets {100 * np.mean(accs):.2f} %, worst {100 * min(accs):.2f} %")
     for name, sc in results.items():
         print()
-        print(_table(name, sc, args.verbose))
+        print(_table(printable(name), sc, args.verbose))
     if not args.verbose:
         print("\n(confusion matrices: --verbose or --json)")
     return 0

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import arraycache, augment, native, pendigits
+from gemmpad import arraycache, augment, native, pendigits, strokes
 from gemmpad.drawings import Example
 from gemmpad.errors import GemmpadError
 from gemmpad.model import Model
@@ -127,8 +127,18 @@ def restyled(example: Example, count: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng([seed, int(example.key[:12], 16)])
     pen = pendigits.PenDigit(example.label, 0, [np.asarray(s, np.float32) * (1.0, -1.0)
                                                  for s in example.drawing.strokes])
-    out = [preprocess(pendigits.render(pen, pendigits.random_style(rng))) for _ in range(count)]
+    styles = [pendigits.random_style(rng) for _ in range(count)]
+    out = [preprocess(pendigits.render(pen, st)) for st in styles if _restyle_cost(pen, st) <= strokes.MAX_PAINT_COST]
     return np.array([o for o in out if o is not None], dtype=np.float32).reshape(-1, 28, 28)
+
+
+def _restyle_cost(pen: pendigits.PenDigit, style: pendigits.Style) -> float:
+    """What painting `pen` at `style` costs (strokes.paint_cost). The loader priced the drawing
+    at its own size and pen; a restyle scales it to fill the canvas with a pen of its own, so
+    a scribble within a few pixels, priced low, could cost minutes here: such a painting is
+    left out (the drawing itself still trains)."""
+    lines = pendigits.canvas_strokes(pen, style)
+    return strokes.Drawing(lines, [style.width] * len(lines), style.canvas).paint_cost()
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from gemmpad import __version__, datafind, native, registry, userdata
 from gemmpad.engine import available_backends
 from gemmpad.errors import GemmpadError
 from gemmpad.model import default_model_path, load_model
+from gemmpad.terminal import printable
 
 # Optional packages worth naming in a report; read from metadata, never imported.
 OPTIONAL = ("torch", "dearpygui", "pillow", "matplotlib", "cupy-cuda12x", "cupy")
@@ -118,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    out = sys.stdout.write
+    def out(text: str) -> None:  # paths and card values come from the user's folders and files
+        sys.stdout.write("\n".join(printable(line) for line in text.split("\n")))
+
     out("versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items()) + "\n")
     out(f"platform: {info['platform']}\n")
     out(f"CPU SIMD features used: {', '.join(info['cpu_features']) or 'none (scalar code)'}\n")

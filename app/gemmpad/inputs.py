@@ -7,6 +7,7 @@ one way in, so that each check is made once for every kind of file.
   given up on when nothing arrives for IDLE_S seconds.
 - Every read has a size cap: the whole file is in memory afterwards, so a cap is
   what keeps memory bounded, and the message says which limit was hit.
+- Text is UTF-8 or refused (read_text: a README the bench rewrites).
 - JSON is checked for nesting depth before it is parsed (the parser would recurse
   once per level), and is read through the same capped path.
 The errors are `error` (a GemmpadError subclass the caller picks: ImageError,
@@ -150,17 +151,24 @@ def _read_pipe(fd: int, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def load_json(path: str | os.PathLike[str], limit: int, error: type[GemmpadError] = GemmpadError,
-              what: str = "JSON file") -> Any:
-    """Parse a UTF-8 JSON file of at most `limit` bytes and MAX_JSON_DEPTH levels of nesting."""
+def read_text(path: str | os.PathLike[str], limit: int, error: type[GemmpadError] = GemmpadError,
+              what: str = "text file") -> str:
+    """The UTF-8 text of `path` (open_input's checks: a FIFO or /dev/zero is refused, not read)."""
     data = read_input(path, limit, error, what)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{path}: not a valid {what} (not UTF-8: {exc.reason} at byte {exc.start})") from None
+
+
+def load_json(path: str | os.PathLike[str], limit: int, error: type[GemmpadError] = GemmpadError,
+              what: str = "JSON file", max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse a UTF-8 JSON file of at most `limit` bytes and `max_depth` levels of nesting
+    (a caller whose files are shallow says so: whatever nests deeper is not one of them)."""
+    text = read_text(path, limit, error, what)
     depth = json_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise error(f"{path}: not a valid {what} (nested {depth} levels deep, at most {MAX_JSON_DEPTH})")
+    if depth > max_depth:
+        raise error(f"{path}: not a valid {what} (nested {depth} levels deep, at most {max_depth})")
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:  # ValueError includes int() past 4300 digits

@@ -20,6 +20,7 @@ from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
 from gemmpad.files import check_output_file
 from gemmpad.model import Model, default_model_path, load_model
+from gemmpad.terminal import printable
 
 Log = Callable[[str], None]
 
@@ -81,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
     check_target(output, base, args.force)
     given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
     settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
-    log: Log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    log: Log = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))  # lines name paths
     outcome = fine_tune_folder(base, args.drawings, output, settings, "native" if args.engine == "native" else "auto",
                                args.insist, args.data, args.cache or None, log)
     if not outcome.accepted:
-        print(f"gemmpad train: {outcome.reason}; pass --insist to keep it anyway", file=sys.stderr)
+        print(f"gemmpad train: {printable(outcome.reason)}; pass --insist to keep it anyway", file=sys.stderr)
         return 1
     return 0
 

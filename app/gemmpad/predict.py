@@ -73,19 +73,25 @@ def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
 SHOW_SCALE = 8  # the 28x28 input written as 8x8 blocks: 224 px, crisp
 
 
-def write_seen(folder: Path, name: str, image28: np.ndarray) -> Path:
+def write_seen(folder: Path, name: str, image28: np.ndarray, tried: dict[str, int] | None = None) -> Path:
     """Write the network's 28x28 input for image `name` into `folder` as <stem>.seen.png
-    (enlarged SHOW_SCALE times, nearest neighbour), under a new name if that one is taken."""
+    (enlarged SHOW_SCALE times, nearest neighbour), under a new name if that one is taken.
+
+    `tried` (stem -> the next number to try, kept by the caller for one run) makes a batch
+    of many images of one name (x.png in 4,000 folders) linear: without it each image
+    would test every name the ones before it took, x-2 ... x-3999, quadratic in all."""
     from PIL import Image
 
     from gemmpad.files import atomic_path
 
     stem = Path(name).stem or "image"
-    target = folder / f"{stem}.seen.png"
-    n = 2
+    tried = {} if tried is None else tried
+    n = tried.get(stem, 1)
+    target = folder / (f"{stem}.seen.png" if n == 1 else f"{stem}-{n}.seen.png")
     while target.exists():
-        target = folder / f"{stem}-{n}.seen.png"
         n += 1
+        target = folder / f"{stem}-{n}.seen.png"
+    tried[stem] = n + 1
     pixels = np.round(np.clip(image28, 0.0, 1.0) * 255.0).astype(np.uint8)
     big = pixels.repeat(SHOW_SCALE, axis=0).repeat(SHOW_SCALE, axis=1)
     with atomic_path(target) as tmp:
@@ -133,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise GemmpadError(f"--show {args.show}: cannot create the folder ({exc.strerror})") from None
     failures = 0
+    seen_names: dict[str, int] = {}  # write_seen's numbering, so repeated names stay linear
     files = [(printable(raw_name), path, error) for raw_name, path, error in image_files(args.paths)]
     width = max([len("file")] + [len(name) for name, _, _ in files])  # the table lines up for any name
     detector, no_detector = unsure.for_model(clf.model)
@@ -168,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         seen = ""
         if args.show is not None:
             try:
-                seen = printable(str(write_seen(args.show, name, pred.image28)))
+                seen = printable(str(write_seen(args.show, name, pred.image28, seen_names)))
             except OSError as exc:  # the reading still counts; say why the picture is missing
                 seen = f"(not written: {exc.strerror})"
         if args.json:

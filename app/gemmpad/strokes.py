@@ -28,10 +28,23 @@ from gemmpad.inputs import load_json
 
 Stroke = np.ndarray  # [n, 2] float, (x, y) in canvas pixels
 CANVAS = (280, 280)  # (height, width) of the app's canvas
-FAR = 10 * max(CANVAS)  # farthest a stroke point may lie from the canvas origin
+# Farthest a stroke point may lie from the canvas origin, in the file's canvas sides: relative
+# to the canvas, so the same file scaled to the app's canvas (a replay, and its recording) holds.
+FAR_SIDES = 10
 MAX_STROKE_POINTS = 2_000  # a slow, long stroke at 60 frames per second is a few hundred
 MAX_POINTS = 10_000  # replaying this many took ~10 s in the window (development VM, 2026-11-24)
 MAX_FILE_BYTES = 4 << 20  # 10,000 points take ~0.15 MB as saved; room for indentation
+# The window paints the span between two pointer samples as a curve cut into pieces this long
+# (gemmpad.ui.canvas); a file is priced (paint_cost) as the window would paint it.
+CURVE_STEP_PX = 3.0
+# Painting one piece costs a NumPy call (~30-110 us) besides its pixels (~30 ns each): this
+# many pixels' worth, so that thousands of thin pieces are priced, not only wide ones.
+PIECE_OVERHEAD_PX = 1_000
+# What painting a drawing may cost, in pixels touched at the app's 280x280 canvas (paint_cost):
+# ~1-4 s of painting. A digit drawn at the default brush costs ~0.3 million; 10,000 points at
+# the window's widest brush, ~30 million. Points alone did not bound the work: a 110 KB file (canvas 4096,
+# width 200, long zig-zags) would have taken half an hour to fine-tune on.
+MAX_PAINT_COST = 40 << 20
 DEFAULT_WIDTH = 18.0  # px: the app's default brush, and the width of strokes in files without one
 WIDTH_RANGE = (0.5, 200.0)
 
@@ -98,12 +111,36 @@ class Drawing:
             return self
         return Drawing([s * f for s in self.strokes], [w * f for w in self.widths], size)
 
+    def paint_cost(self) -> float:
+        """What painting the drawing costs on the app's canvas (strokes scaled to it, as a
+        replay draws them), in pixels touched: see stroke_cost."""
+        f = min(CANVAS[0] / self.canvas[0], CANVAS[1] / self.canvas[1])
+        return sum(stroke_cost(s * f, w * f) for s, w in zip(self.strokes, self.widths))
+
     def render(self) -> np.ndarray:
         """The canvas as painted: each stroke at its own width."""
         canvas = np.zeros(self.canvas, dtype=np.float32)
         for s, w in zip(self.strokes, self.widths):
             paint_stroke(canvas, s, w)
         return canvas
+
+
+def piece_cost(length: float | np.ndarray, width: float) -> float | np.ndarray:
+    """Pixels touched painting a segment of `length` px at brush `width`: the rectangle
+    around its round-capped outline with the one-pixel anti-aliased rim, per CURVE_STEP_PX
+    piece the window cuts it into (continuous in `length`, so rounding a saved point moves
+    the price by little), plus PIECE_OVERHEAD_PX per piece."""
+    rim = width + 2.0
+    return length * rim + np.maximum(1.0, length / CURVE_STEP_PX) * (rim * rim + PIECE_OVERHEAD_PX)
+
+
+def stroke_cost(points: np.ndarray, width: float) -> float:
+    """Pixels touched painting one stroke (piece_cost of each segment, and the dot where the
+    pen went down), in the units of `points`: the area painted, overlaps counted, which is
+    what the time goes by (length x width for a long stroke, width squared per short piece)."""
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    lengths = np.hypot(*np.diff(pts, axis=0).T)
+    return float(np.sum(piece_cost(lengths, width)) + piece_cost(0.0, width))
 
 
 def load(path: str | os.PathLike[str]) -> list[Stroke]:
@@ -116,7 +153,8 @@ def load_drawing(path: str | os.PathLike[str]) -> Drawing:
 
     Points are capped per stroke and in all (MAX_STROKE_POINTS, MAX_POINTS): a hand
     drawing a digit makes a few hundred, and replaying costs time per point, so a
-    larger file is a mistake or an attack, refused before any of it is drawn.
+    larger file is a mistake or an attack, refused before any of it is drawn. So is
+    one whose painting would cost more than MAX_PAINT_COST (long strokes, wide brushes).
     """
     p = Path(path)
     raw = load_json(p, MAX_FILE_BYTES, GemmpadError, "strokes JSON file")
@@ -145,10 +183,17 @@ def load_drawing(path: str | os.PathLike[str]) -> Drawing:
             raise GemmpadError(f"{p}: stroke {i} is not a list of [x, y] points") from None
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0 or not np.all(np.isfinite(arr)):
             raise GemmpadError(f"{p}: stroke {i} must be a non-empty list of finite [x, y] points")
-        if np.abs(arr).max() > FAR:  # a pen can leave the canvas, not by kilometres (painting would run out of memory)
-            raise GemmpadError(f"{p}: stroke {i} has a point more than {FAR:g} px from the canvas origin")
+        far = FAR_SIDES * max(canvas)  # a pen can leave the canvas, not by kilometres
+        if np.abs(arr).max() > far:
+            raise GemmpadError(f"{p}: stroke {i} has a point more than {far:g} px from the canvas origin "
+                               f"({FAR_SIDES} times the canvas)")
         strokes.append(arr)
-    return Drawing(strokes, widths if widths is not None else [DEFAULT_WIDTH] * len(strokes), canvas)
+    drawing = Drawing(strokes, widths if widths is not None else [DEFAULT_WIDTH] * len(strokes), canvas)
+    cost = drawing.paint_cost()
+    if cost > MAX_PAINT_COST:
+        raise GemmpadError(f"{p}: painting it would touch {cost / 1e6:,.0f} million pixels at the app's canvas "
+                           f"(strokes this long and wide), more than a drawing may ({MAX_PAINT_COST / 1e6:.0f} million)")
+    return drawing
 
 
 def _canvas(value: object, p: Path) -> tuple[int, int]:

@@ -43,6 +43,7 @@ from gemmpad.files import atomic_path, check_output_file, check_writable_dir
 from gemmpad.model import LAYERS, Model, save_card
 from gemmpad.pool import default_jobs
 from gemmpad.preprocess import preprocess_batch
+from gemmpad.terminal import printable
 
 SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper")
 DATA_SOURCES = {  # every dataset a model learns from or is measured on, with its licence
@@ -342,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
     if args.drawings and not Path(args.drawings).is_dir():  # before minutes of building, not after
         raise GemmpadError(f"--drawings {args.drawings}: not a folder")
     require("torch", "gemmpad train", "'gemmpad[train]'")
-    log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))
     t_start = time.perf_counter()
     out_path = Path(args.output) if args.output else Path("runs") / f"mnist-mlp-{datetime.now():%Y%m%d-%H%M%S}.npz"
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")

@@ -28,6 +28,7 @@ from gemmpad.errors import GemmpadError
 from gemmpad.evaluate import writer_range
 from gemmpad.model import Model, load_model
 from gemmpad.preprocess import preprocess, preprocess_batch
+from gemmpad.terminal import printable
 
 FIT_MNIST = 12_000
 FIT_PEN = 4_000
@@ -115,6 +116,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"model": str(model.path), "detector": str(path), "measured": measured}))
     else:
-        print(f"model {model.path}; detector {path}" + (" (written)" if args.fit else ""))
+        print(f"model {printable(str(model.path))}; detector {printable(str(path))}" + (" (written)" if args.fit else ""))
         print("\n".join(_lines(measured)))
     return 0

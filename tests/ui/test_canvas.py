@@ -84,3 +84,51 @@ def test_brush_is_clamped_and_per_stroke() -> None:
     c.release()
     wide, thin = (c.image[30:70, 30:70] > 0).sum(), (c.image[180:220, 180:220] > 0).sum()
     assert wide > 10 * thin > 0
+
+
+def _replay(c: Canvas, drawing: strokes.Drawing) -> None:
+    """What harness.replay does through the window's pointer path, on the canvas alone."""
+    d = drawing.on_canvas(c.size)
+    for stroke, width in zip(d.strokes, d.widths):
+        c.brush = width
+        c.press(*stroke[0])
+        for p in stroke[1:]:
+            c.move(*p)
+        c.release()
+
+
+def test_every_recording_loads_back(tmp_path, rng: np.random.Generator) -> None:
+    """Issue 40 #5: the canvas records its painted polyline, and a replay of sparse points
+    (a legal file) recorded more points per stroke and in all than a file may hold: the
+    recording could not be loaded back. The canvas now holds no more than a file may."""
+    sparse = [np.column_stack([np.linspace(20, 260, 2000), 140 + 100 * np.sin(np.arange(2000) * 0.08)])]  # ~8 px apart
+    dense = [np.clip(140 + np.cumsum(rng.normal(0, 2.0, (2000, 2)), axis=0), 0, 280) for _ in range(5)]  # 10,000 points
+    for name, lines, widths in (("sparse", sparse, [8.0]), ("dense", dense, [40.0] * 5),
+                                ("three", [np.array([[10.0, 10], [270, 20], [20, 270]])], [18.0])):
+        drawing = strokes.Drawing(lines, widths)
+        assert drawing.paint_cost() <= strokes.MAX_PAINT_COST, name  # a file the loader takes
+        c = Canvas()
+        _replay(c, drawing)
+        path = tmp_path / f"{name}.json"
+        strokes.save(path, c.strokes(), c.widths(), c.size)
+        back = strokes.load_drawing(path)  # was: "stroke 0 has 5,9xx points, more than a stroke may have"
+        assert max(map(len, back.strokes)) <= strokes.MAX_STROKE_POINTS, name
+        assert sum(map(len, back.strokes)) <= strokes.MAX_POINTS, name
+        assert np.abs(back.render() - c.image).mean() < 1e-3  # what was painted (points rounded to 0.1 px)
+    assert c.full is False and len(back.strokes[0]) > 3  # three points: the curve, not a canvas-full stop
+
+
+def test_a_full_canvas_takes_no_more_ink_and_undo_makes_room() -> None:
+    c = Canvas(brush=40.0)
+    for i in range(100_000):
+        c.press(float(i % 280), float(i * 7 % 280))
+        if c.full:
+            break
+    assert c.full and sum(map(len, c.strokes())) <= strokes.MAX_POINTS
+    held = len(c.strokes())
+    c.press(5.0, 5.0)
+    assert len(c.strokes()) == held  # refused
+    assert c.undo() and not c.full
+    c.press(5.0, 5.0)
+    c.release()
+    assert len(c.strokes()) == held

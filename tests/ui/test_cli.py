@@ -142,3 +142,21 @@ def test_the_summary_line_is_strict_json(display: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"{c} in {proc.stdout}"))
     assert summary["frame_ms_median"] is None or summary["frame_ms_median"] > 0
+
+
+def test_replay_and_record_of_a_costly_or_sparse_file(display: str, tmp_path: Path) -> None:
+    """Issue 40 #5 as a user meets it: `app --replay far_points.json` took 35 s and a GB (now
+    refused in one line before the window opens), and the --record of a replay of points 8 px
+    apart could not be loaded back (one stroke became ~6,000 points)."""
+    far = tmp_path / "far_points.json"
+    strokes.save(far, [np.array([[0.0, 0.0], [160.0, 160.0], [0.0, 160.0]])], [18.0], (16, 16))
+    proc = run_app(display, tmp_path, "--replay", str(far), "--exit")
+    assert proc.returncode == 2 and "million pixels at the app's canvas" in proc.stderr, proc.stderr
+    sparse = tmp_path / "sparse.json"
+    line = np.column_stack([np.linspace(20, 260, 2000), 140 + 100 * np.sin(np.arange(2000) * 0.08)])
+    strokes.save(sparse, [line], [8.0])
+    record = tmp_path / "recorded.json"
+    proc = run_app(display, tmp_path, "--replay", str(sparse), "--exit", "--no-vsync", "--record", str(record))
+    assert proc.returncode == 0, proc.stderr
+    back = strokes.load_drawing(record)
+    assert len(back.strokes) > 1 and max(map(len, back.strokes)) <= strokes.MAX_STROKE_POINTS

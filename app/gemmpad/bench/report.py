@@ -15,7 +15,9 @@ import argparse
 import functools
 import json
 import os
+import re
 import statistics
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,8 @@ from gemmpad.bench.headers import rewrite_headers
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
-from gemmpad.inputs import load_json
+from gemmpad.inputs import load_json, read_text
+from gemmpad.terminal import printable
 
 # Each table comes from the newest run (its machine's date) among the folders holding its result file,
 # the first folder on a tie: the H200's, once its run is newer than the H100's GEMM ladder.
@@ -32,6 +35,7 @@ DEFAULT_DIRS = ["assets/benchmarks/h200", "assets/benchmarks/h100"]
 AGREES = "agrees with fp32"  # column: share of the MNIST test digits a kernel reads as the fp32 network does
 RESULTS = {"gemm": "bench-gemm.json", "mlp": "bench-mlp.json", "train": "train.json"}  # block name -> result file
 MAX_RESULT_BYTES = 64 << 20
+MAX_README_BYTES = 4 << 20  # the project's README is ~60 KB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError(f"--readme {idle[0]}: holds no bench block for the results in {where} "
                            f"({', '.join(markers(n)[0] for n in found)})")
     for name, path in found.items():
-        data = _load(path)
+        data = _load(path, name)
         print(summary_block(name, data, path, None) + "\n")
         for r in readmes:
             if name in plan[r]:
@@ -103,11 +107,119 @@ def _run_date(path: Path) -> str:
     return _run_date_of(_load(path))
 
 
-def _load(path: Path) -> dict[str, Any]:
-    data = load_json(path, MAX_RESULT_BYTES, GemmpadError, "result file (JSON)")  # deep nesting, FIFOs: clear errors
+def _load(path: Path, name: str | None = None) -> dict[str, Any]:
+    """The result file `path` of block `name` (by default the block its file name is: RESULTS),
+    checked against what the tables read (SCHEMAS): a field of the wrong type or out of range is
+    one line naming it, not a KeyError or a TypeError half-way through a table."""
+    name = name or next((k for k, v in RESULTS.items() if v == path.name), None)
+    if name is None:
+        raise GemmpadError(f"{path}: not a gemmpad bench result file ({', '.join(RESULTS.values())})")
+    data = load_json(path, MAX_RESULT_BYTES, GemmpadError, "result file (JSON)",  # FIFOs, /dev/zero: clear errors
+                     max_depth=MAX_RESULT_DEPTH)
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise GemmpadError(f"{path}: not a gemmpad bench result (no 'results' list)")
+    try:
+        validate(name, data)
+    except ValueError as exc:
+        raise GemmpadError(f"{path}: not a gemmpad bench result ({exc})") from None
     return data
+
+
+# ---------------------------------------------------------------- result schemas
+# What the tables read from a result file, per field: (type, low, high); a field not listed
+# is not read and not checked. Ranges are generous: they exclude only what no machine measures.
+_INT = (int, 1, 1 << 31)
+_TIME = (float, 0.0, 1e12)  # microseconds or milliseconds
+_RATE = (float, 0.0, 1e12)  # GFLOP/s; percent
+_NAME = (str, 1, 64)  # a kernel, backend, precision or engine name (NAME_PATTERN)
+_TEXT = (str, 0, 200)  # free text from the machine (a CPU model, a driver version, a date)
+ROW_SCHEMAS: dict[str, dict[str, tuple[type, float, float]]] = {
+    "gemm": {"kernel": _NAME, "precision": _NAME, "M": _INT, "N": _INT, "K": _INT},
+    "mlp": {"backend": _NAME, "kernel": _NAME, "batch": _INT},
+    "train": {"engine": _NAME, "precision": _NAME, "batch": _INT, "epoch_ms_median": _TIME},
+}
+# Fields present only in some rows (a kernel that gave wrong results has no timing).
+OPTIONAL_FIELDS: dict[str, dict[str, tuple[type, float, float]]] = {
+    "gemm": {"ms": _TIME},  # with it, gflops and reference (validate)
+    "mlp": {"kernel_us": _TIME, "e2e_us": _TIME},
+    "train": {},
+}
+MACHINE_SCHEMA: dict[str, Any] = {
+    "cpu": _TEXT, "host_cores": _INT, "date_utc": _TEXT,
+    "cuda": {"available": (bool, 0, 1), "device": _TEXT, "multiprocessors": _INT, "runtime_version": _INT},
+    "nvidia_smi": {"driver_version": _TEXT},
+    "versions": {"gemmpad": _TEXT, "python": _TEXT, "numpy": _TEXT, "torch": _TEXT},
+}
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.+\-]+( [A-Za-z0-9_.+\-()/,]+)*")  # what a name in a code span may hold
+MAX_RESULT_DEPTH = 8  # the committed files nest 4 deep
+MAX_RESULTS = 100_000  # rows; the committed files hold ~140
+MAX_COLUMNS = 64  # sizes or batches: one table column each
+
+
+def validate(name: str, data: dict[str, Any]) -> None:
+    """ValueError naming the first field of `data` (a result file of block `name`) that the
+    tables cannot use: a missing or mistyped field, a number out of range or not finite, a
+    name that is not a name, too many rows or columns."""
+    rows = data["results"]
+    if len(rows) > MAX_RESULTS:
+        raise ValueError(f"{len(rows):,} results, more than {MAX_RESULTS:,}")
+    _check_fields("machine", data.get("machine", {}), MACHINE_SCHEMA, required=False)
+    for i, r in enumerate(rows):
+        where = f"results[{i}]"
+        _check_fields(where, r, ROW_SCHEMAS[name], required=True)
+        _check_fields(where, r, OPTIONAL_FIELDS[name], required=False)
+        if name == "gemm" and "ms" in r:
+            _check_fields(where, r, {"gflops": _RATE, "reference": _TEXT}, required=True)
+            pct = r.get("percent_of_reference", "missing")
+            if pct is not None:
+                _check_fields(where, r, {"percent_of_reference": _RATE, "reference_gflops": _RATE}, required=True)
+        if name == "mlp" and ("kernel_us" in r) != ("e2e_us" in r):
+            raise ValueError(f"{where}: kernel_us and e2e_us go together (or neither, for a wrong kernel)")
+    columns = {(r["M"], r["N"], r["K"]) if name == "gemm" else r["batch"] for r in rows}
+    if len(columns) > MAX_COLUMNS:
+        raise ValueError(f"{len(columns):,} {'sizes' if name == 'gemm' else 'batches'}, more than a table "
+                         f"shows ({MAX_COLUMNS})")
+
+
+def _check_fields(where: str, value: object, schema: dict[str, Any], required: bool) -> None:
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
+    for key, spec in schema.items():
+        if key not in value:
+            if required:
+                raise ValueError(f"{where}.{key}: missing")
+            continue
+        v, at = value[key], f"{where}.{key}"
+        if isinstance(spec, dict):
+            _check_fields(at, v, spec, required=False)
+            continue
+        kind, low, high = spec
+        if kind is bool:
+            ok = isinstance(v, bool)
+        elif kind is int:
+            ok = type(v) is int and low <= v <= high
+        elif kind is float:  # a JSON number, finite (NaN fails every comparison)
+            ok = type(v) in (int, float) and low <= v <= high
+        else:
+            ok = isinstance(v, str) and low <= len(v) <= high and (spec is not _NAME or NAME_PATTERN.fullmatch(v))
+        if not ok:
+            shown = repr(v) if isinstance(v, (int, float, bool)) or v is None else type(v).__name__
+            if isinstance(v, str):
+                shown = f"a string of {len(v)} characters" if len(v) > 40 else "that string"
+            raise ValueError(f"{at}: expected {_describe(spec)}, got {shown}")
+
+
+def _describe(spec: tuple[type, float, float]) -> str:
+    kind, low, high = spec
+    if spec is _NAME:
+        return f"a name of 1-{high} letters, digits, _.+- and single spaces"
+    if kind is str:
+        return f"text of at most {high:g} characters"
+    if kind is bool:
+        return "true or false"
+    if kind is int:
+        return f"an integer {low:g}-{high:g}"
+    return f"a number {low:g}-{high:g}"
 
 
 # ---------------------------------------------------------------- README blocks
@@ -117,16 +229,22 @@ def markers(name: str) -> tuple[str, str]:
 
 def holds_block(readme: str, name: str) -> bool:
     """Whether `readme` holds the block `name`; a file it cannot read, or a broken pair of markers, is an error."""
-    try:
-        text = Path(readme).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GemmpadError(f"--readme {readme}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    text = _read_readme(readme)
     begin, end = markers(name)
     if text.count(begin) == 0 and text.count(end) == 0:
         return False
     if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
         raise GemmpadError(f"--readme {readme}: needs exactly one {begin} ... {end} block")
     return True
+
+
+def _read_readme(readme: str) -> str:
+    """The README's text through the guarded reader: `--readme FIFO` hung and /dev/zero
+    was read until memory ran out."""
+    try:
+        return read_text(readme, MAX_README_BYTES, GemmpadError, "README (markdown)")
+    except GemmpadError as exc:
+        raise GemmpadError(f"--readme {exc}") from None
 
 
 def check_readmes(readmes: list[str], name: str) -> None:
@@ -138,12 +256,15 @@ def check_readmes(readmes: list[str], name: str) -> None:
 
 def rewrite_block(readme: str, name: str, block: str) -> None:
     """Replace what lies between the block's markers (atomically; nothing else in the file changes)."""
-    text = Path(readme).read_text(encoding="utf-8")
+    text = _read_readme(readme)
     begin, end = markers(name)
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
-    write_text(readme, f"{head}{begin}\n{block}\n\n{end}{tail}")
-    print(f"rewrote the {name} block of {readme}")
+    new = f"{head}{begin}\n{block}\n\n{end}{tail}"
+    if new.count("<!-- bench:") != text.count("<!-- bench:"):  # md() makes this impossible; never write it
+        raise GemmpadError(f"--readme {readme}: the {name} block would add or remove a bench marker; not written")
+    write_text(readme, new)
+    print(f"rewrote the {name} block of {printable(readme)}")
 
 
 def rewrite_blocks(readmes: list[str], name: str, data: dict[str, Any], path: Path) -> None:
@@ -154,10 +275,23 @@ def rewrite_blocks(readmes: list[str], name: str, data: dict[str, Any], path: Pa
 
 
 def summary_block(name: str, data: dict[str, Any], path: Path, readme: str | None) -> str:
-    """Caption line (machine, date, link to the JSON) and the summary table."""
+    """Caption line (machine, date, link to the JSON) and the summary table. Text from the
+    file goes through `md` and the link is percent-encoded: a cell cannot break the table,
+    add HTML or a marker, or end the link early."""
     link = os.path.relpath(path.resolve(), Path(readme).resolve().parent) if readme else str(path)
     table = {"gemm": gemm_summary, "mlp": mlp_summary, "train": train_summary}[name](data["results"])
-    return f"{caption(data.get('machine', {}))}; [{path.name}]({link}).\n\n{table}"
+    return f"{md(caption(data.get('machine', {})))}; [{md(path.name)}]({urllib.parse.quote(link)}).\n\n{table}"
+
+
+_MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_MD_SPECIAL = re.compile(r"[\\|`\[\]<>&]|[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def md(text: str) -> str:
+    """`text` as literal markdown inline text (a table cell, a caption): control characters and
+    line breaks become spaces; |, `, [, ] and \\ are escaped; <, > and & become entities,
+    so no HTML (<script>) and no <!-- bench:... --> marker can come from data."""
+    return _MD_SPECIAL.sub(lambda m: _MD_ESCAPES.get(m.group(), " "), text)
 
 
 def _size(r: dict[str, Any]) -> str:
@@ -240,10 +374,10 @@ def _table(keys: list[str], columns: list[str], cells: dict[tuple[str, str], dic
     """Rows keyed by two labels (the first a name in code format when `code`), one cell per column."""
     lines = ["| " + " | ".join(keys + columns) + " |", "|---|---|" + "---:|" * len(columns)]
     for (a, b), row in cells.items():
-        name = f"`{a}`" if code else a
-        lines.append(f"| {name} | {b} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
+        name = f"`{a}`" if code else md(a)  # names in code spans: NAME_PATTERN, nothing to escape
+        lines.append(f"| {name} | {md(b)} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
     for (a, b), row in refs.items():
-        lines.append(f"| {a} (reference) | {b} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
+        lines.append(f"| {md(a)} (reference) | {md(b)} | " + " | ".join(row.get(c, "—") for c in columns) + " |")
     return "\n".join(lines)
 
 
@@ -309,7 +443,7 @@ def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path
     d = Path(out_dir)
     write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
     if plot is None:
-        print(f"wrote {d / stem}.json (nothing timed: no {stem}.png)")
+        print(f"wrote {printable(str(d / stem))}.json (nothing timed: no {stem}.png)")
     else:
         try:
             import matplotlib
@@ -320,6 +454,6 @@ def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path
         else:
             with atomic_path(d / f"{stem}.png") as tmp:
                 plot(tmp)
-            print(f"wrote {d / stem}.json and {d / stem}.png")
+            print(f"wrote {printable(str(d / stem))}.json and {printable(str(d / stem))}.png")
     if readmes and block:
         rewrite_blocks(readmes, block, payload, d / f"{stem}.json")

@@ -21,6 +21,7 @@ from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, rewrite_blocks
 from gemmpad.files import atomic_path, write_text
 from gemmpad.model import SHAPES
+from gemmpad.terminal import printable
 from gemmpad.train_native import batch_orders, cuda_trainer_class
 
 
@@ -352,7 +353,7 @@ def run(args: argparse.Namespace | None = None) -> int:
         out = Path(a.out)
         write_text(out / "train.json", json.dumps(report, indent=2) + "\n")
         _plots(out, results, curves, parity)
-        print(f"wrote {out / 'train.json'}", flush=True)
+        print(f"wrote {printable(str(out / 'train.json'))}", flush=True)
         if a.readme:
             rewrite_blocks(a.readme, "train", report, out / "train.json")
     return 0

@@ -29,6 +29,7 @@ from gemmpad import backends
 from gemmpad.args import number
 from gemmpad.errors import GemmpadError, require
 from gemmpad.files import check_output_file
+from gemmpad.terminal import printable
 from gemmpad.ui.canvas import BRUSH_RANGE
 
 _T_IMPORT = time.perf_counter()
@@ -54,7 +55,7 @@ def start_model(explicit: str | None) -> str | None:
     try:
         load_model(personal)
     except GemmpadError as exc:
-        print(f"gemmpad: your personal model cannot be used ({exc}); starting with the shipped model",
+        print(f"gemmpad: your personal model cannot be used ({printable(str(exc))}); starting with the shipped model",
               file=sys.stderr)
         return None
     return str(personal)
@@ -245,6 +246,9 @@ def run(args: argparse.Namespace) -> int:
         app.step()  # the first frame: start-up ends here
         if drawing is not None:
             harness.replay(app, drawing)
+            if app.canvas.full:  # what was drawn stays, and --record writes it: a file the loader takes
+                print(f"gemmpad: {printable(args.replay)}: the canvas is full (as much as a strokes file may hold); "
+                      "the rest of the drawing was not drawn", file=sys.stderr)
             harness.settle(app)
             harness.run_frames(app, args.frames)
         if args.screenshot:

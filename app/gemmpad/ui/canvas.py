@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemmpad.strokes import CANVAS, DEFAULT_WIDTH, Stroke, paint_segment
+from gemmpad.strokes import (CANVAS, CURVE_STEP_PX, DEFAULT_WIDTH, FAR_SIDES, MAX_PAINT_COST, MAX_POINTS,
+                              MAX_STROKE_POINTS, Stroke, paint_segment, piece_cost)
 
 DEFAULT_BRUSH = DEFAULT_WIDTH  # 18 px on the 280 px canvas: the width the training drawings use
 BRUSH_RANGE = (6.0, 40.0)
@@ -24,8 +25,13 @@ BRUSH_RANGE = (6.0, 40.0)
 MIN_STEP_PX = 0.5
 # The pointer is read once per frame, so a fast stroke arrives as points 10-30 px
 # apart; joined by straight lines, curves would show corners. Each span between
-# two samples is drawn as a centripetal Catmull-Rom curve cut into pieces this long.
-CURVE_STEP_PX = 3.0
+# two samples is drawn as a centripetal Catmull-Rom curve cut into pieces
+# CURVE_STEP_PX long (gemmpad.strokes, which prices files the same way).
+# What the canvas holds is what --record and Save write, so it holds no more than a
+# strokes file may: a stroke reaching MAX_STROKE_POINTS goes on as a new stroke, and
+# past MAX_POINTS or this share of MAX_PAINT_COST (the rest is room for rounding the
+# points to 0.1 px on saving) the canvas is full and takes no more ink.
+PAINT_BUDGET = 0.9 * MAX_PAINT_COST
 
 
 @dataclass
@@ -33,6 +39,7 @@ class _Stroke:
     points: list[tuple[float, float]]  # the painted polyline: what is recorded and re-rendered
     width: float
     samples: list[tuple[float, float]] = field(default_factory=list)  # raw pointer positions
+    cost: float = 0.0  # strokes.stroke_cost of points, kept as they are added
 
 
 class Canvas:
@@ -47,6 +54,8 @@ class Canvas:
         self._undo: list[list[_Stroke]] = []
         self._redo: list[list[_Stroke]] = []
         self._active: _Stroke | None = None
+        self._full = False  # set when a stroke met PAINT_BUDGET or MAX_POINTS; cleared when strokes go
+        self._points, self._cost = 0, 0.0  # held by the strokes (running totals: _recount)
         self.brush = brush
         # Bumped on every pixel change, so the app knows when to ask for a new prediction.
         self.version = 0
@@ -71,6 +80,16 @@ class Canvas:
     def empty(self) -> bool:
         return not self._strokes
 
+    @property
+    def full(self) -> bool:
+        """Whether the canvas holds as much as a strokes file may (and takes no more ink)."""
+        return self._full
+
+    def _recount(self) -> None:
+        """Total the points and paint cost held, after the stroke list changed wholesale."""
+        self._points = sum(len(s.points) for s in self._strokes)
+        self._cost = sum(s.cost for s in self._strokes)
+
     def strokes(self) -> list[Stroke]:
         """The strokes as [n, 2] arrays (the gemmpad.strokes format, for --record)."""
         return [np.asarray(s.points, dtype=np.float64) for s in self._strokes]
@@ -83,7 +102,13 @@ class Canvas:
         """Start a stroke with a dot under the pointer."""
         if self._active is not None:
             self.release()
-        self._active = _Stroke([(x, y)], self._brush, [(x, y)])
+        dot = float(piece_cost(0.0, self._brush))
+        if self._points + 1 > MAX_POINTS or self._cost + dot > PAINT_BUDGET:
+            self._full = True
+            return
+        self._active = _Stroke([(x, y)], self._brush, [(x, y)], dot)
+        self._points += 1
+        self._cost += dot
         self._undo.append(list(self._strokes))
         self._redo.clear()
         self._strokes.append(self._active)
@@ -117,6 +142,8 @@ class Canvas:
             self._undo.append(list(self._strokes))
             self._redo.clear()
         self._strokes.clear()
+        self._full = False
+        self._recount()
         self.image.fill(0.0)
         self.version += 1
         self._mark_all()
@@ -144,6 +171,8 @@ class Canvas:
         return True
 
     def _repaint(self) -> None:
+        self._full = False  # what undo or redo left may have room again; the next stroke finds out
+        self._recount()
         self.image.fill(0.0)
         for s in self._strokes:
             pts = s.points
@@ -204,9 +233,36 @@ class Canvas:
         curve = ((t2 - t) * b1 + (t - t1) * b2) / (t2 - t1)
         curve[-1] = p2  # land exactly on the sample
         for q in curve:
-            prev = s.points[-1]
-            s.points.append((float(q[0]), float(q[1])))
-            self._paint(prev, s.points[-1], s.width)
+            if not self._extend((float(q[0]), float(q[1]))):
+                return
+
+    def _extend(self, q: tuple[float, float]) -> bool:
+        """Paint the active stroke on to `q`, within what a strokes file may hold: on as a new
+        stroke past MAX_STROKE_POINTS; False (and the canvas full) past MAX_POINTS or PAINT_BUDGET.
+        A curve between far samples can swing past how far a file's points may lie: such a
+        point is pulled back to that bound (FAR_SIDES canvases out, where no ink shows)."""
+        s = self._active
+        assert s is not None
+        far = FAR_SIDES * max(self.size)
+        q = (min(far, max(-far, q[0])), min(far, max(-far, q[1])))
+        prev = s.points[-1]
+        cost = float(piece_cost(math.hypot(q[0] - prev[0], q[1] - prev[1]), s.width))
+        split = len(s.points) >= MAX_STROKE_POINTS
+        if split:
+            cost += float(piece_cost(0.0, s.width))  # the new stroke's first point, priced as a dot
+        if self._points + 1 + split > MAX_POINTS or self._cost + cost > PAINT_BUDGET:
+            self._full = True
+            self._active = None  # the rest of this stroke is not drawn
+            return False
+        if split:  # the same line goes on; undo still takes back the whole press (one undo entry)
+            s = self._active = _Stroke([prev], s.width, s.samples, 0.0)
+            self._strokes.append(s)
+        s.points.append(q)
+        s.cost += cost
+        self._points += 1 + split
+        self._cost += cost
+        self._paint(prev, q, s.width)
+        return True
 
     def _mark_all(self) -> None:
         self._dirty = (0, self.size[0], 0, self.size[1])
