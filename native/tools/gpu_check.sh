@@ -16,7 +16,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gemmpad-out}
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD/app:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# GEMMPAD_SITE: a folder where a gemmpad wheel is installed, tested in place of app/ (h200_run.sh WHEEL=...)
+export PYTHONPATH="${GEMMPAD_SITE:-$PWD/app}:$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(all)
 want() { for s in "${steps[@]}"; do [ "$s" = all ] || [ "$s" = "$1" ] && return 0; done; return 1; }
 rc=0

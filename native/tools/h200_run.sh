@@ -4,6 +4,7 @@
 #
 #   bash native/tools/h200_run.sh check   # A: build, pytest -m gpu, compute-sanitizer memcheck + racecheck
 #   bash native/tools/h200_run.sh bench   # B: build, bench gemm, bench mlp, bench train, bench learn
+#   WHEEL=.wheelhouse bash native/tools/h200_run.sh check|bench   # the same on an installed wheel, no build
 #
 # CHECKS (default "pytest memcheck racecheck") and BENCHES (default "gemm mlp train learn") pick the
 # stages of a further call on the warm machine when one was skipped or cut (summary.txt says which);
@@ -40,7 +41,17 @@ if compgen -G ".whl/*.whl" >/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
-export PYTHONPATH="$PWD/app:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if [ -n "${WHEEL:-}" ]; then
+  # WHEEL=DIR: no build here; the cp312 gemmpad wheel in DIR (built with no CUDA toolkit visible,
+  # native/README-wheels.md) and any other wheels there are installed, and every stage runs on it.
+  export GEMMPAD_SITE=/tmp/gemmpad-site
+  rm -rf "$GEMMPAD_SITE"
+  others=$(ls "$WHEEL"/*.whl | grep -v '/gemmpad-' || true)
+  # shellcheck disable=SC2086  # a list of paths without spaces
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$GEMMPAD_SITE" "$WHEEL"/gemmpad-*-cp312-*.whl $others \
+    || { echo "wheel install failed" | tee -a "$OUT/summary.txt"; exit 1; }
+fi
+export PYTHONPATH="${GEMMPAD_SITE:-$PWD/app}:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 for d in "${GEMMPAD_DATA:-}" .data/mnist shared/data/mnist ../shared/data/mnist; do
   [ -n "$d" ] && compgen -G "$d/t10k-images-idx3-ubyte*" >/dev/null && { export GEMMPAD_DATA=$(realpath "$d"); break; }
 done
@@ -77,13 +88,22 @@ summary "h200_run.sh $mode: $(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name,dr
 summary "data: MNIST ${GEMMPAD_DATA:-none}, pendigits ${GEMMPAD_PENDIGITS:-none}"
 nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1
 # The build: sm_90a only (wgmma, TMA), in place, -j16 (gpu_check.sh's defaults), kept in build/gpu.
-stage build 60 330 $([ "$mode" = check ] && echo 200 || echo 230) env OUT="$LOGS" bash native/tools/gpu_check.sh build
+if [ -n "${WHEEL:-}" ]; then
+  where=$(python3 -c 'import gemmpad, os; print(os.path.dirname(gemmpad.__file__))' 2>&1)
+  cuda_so=$(ls "$GEMMPAD_SITE"/gemmpad/_cuda*.so 2>/dev/null)
+  summary "wheel: $(basename "$(ls "$WHEEL"/gemmpad-*-cp312-*.whl)"), gemmpad imports from $where;" \
+    "$([ -n "$cuda_so" ] && (ldd "$cuda_so" | grep -q libcudart && echo 'CUDA module links libcudart' || echo 'CUDA module, cudart static') || echo 'NO CUDA module')"
+  python3 -m gemmpad info >"$LOGS/info.txt" 2>&1
+  summary "info: $(grep -i -E '^CUDA|architectures' "$LOGS/info.txt" | head -3 | tr '\n' ' ')"
+else
+  stage build 60 330 $([ "$mode" = check ] && echo 200 || echo 230) env OUT="$LOGS" bash native/tools/gpu_check.sh build
+fi
 
 if [ "$mode" = check ]; then
   for c in ${CHECKS:-pytest memcheck racecheck}; do
     case $c in
       pytest)
-        stage pytest 30 330 70 env OUT="$LOGS" PYTEST_ARGS="-m gpu -x -q --ignore=tests/ui" bash native/tools/gpu_check.sh test
+        stage pytest 30 330 70 env OUT="$LOGS" PYTEST_ARGS="${H200_PYTEST_ARGS:--m gpu -q -n 6 --ignore=tests/ui}" bash native/tools/gpu_check.sh test
         summary "pytest counts: $(grep -E '[0-9]+ (passed|failed|error)' "$LOGS/pytest.log" 2>/dev/null | tail -1)" ;;
       memcheck) stage memcheck 20 150 30 env OUT="$LOGS" SANITIZE_TOOLS=memcheck bash native/tools/gpu_check.sh sanitize ;;
       racecheck) stage racecheck 20 240 0 env OUT="$LOGS" SANITIZE_TOOLS=racecheck bash native/tools/gpu_check.sh sanitize ;;
