@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
+import signal
 import sys
+import types
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -57,8 +60,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupted(signum: int, frame: types.FrameType | None) -> None:
+    """SIGINT: ignore any further one, then unwind as KeyboardInterrupt to main's one line.
+    A second Ctrl-C while the first unwinds (a pool terminating its workers) would otherwise
+    raise inside that cleanup and print "During handling of the above exception"."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gemmpad` script; returns the exit status."""
+    previous = signal.getsignal(signal.SIGINT)
+    ours = previous is signal.default_int_handler  # not when embedded with a handler of its own, nor off the main thread
+    if ours:
+        signal.signal(signal.SIGINT, _interrupted)
+    try:
+        return _main(argv)
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or args_list[0].startswith("--") and args_list[0] not in ("--help", "--version"):
         args_list.insert(0, "app")  # `gemmpad` alone, or `gemmpad --replay ...`, opens the app
@@ -68,7 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 2
-        return int(importlib.import_module(args._module).run(args) or 0)
+        status = int(importlib.import_module(args._module).run(args) or 0)
+        sys.stdout.flush()  # here, where a full stdout (`> /dev/full`) is one line, not an error at exit
+        return status
     except GemmpadError as exc:
         print(f"gemmpad: error: {printable(str(exc))}", file=sys.stderr)  # messages quote what the user named
         return 2
@@ -76,20 +105,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gemmpad: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `gemmpad predict DIR | head`: the reader has gone, nothing to say
-        with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor: nothing to redirect)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        _quiet_stdout()
         return 141
+    except OSError as exc:
+        if exc.errno not in DISK_FULL + CANNOT_WRITE:
+            return _internal_error(exc)
+        try:  # stdout may be what is full: the exit's flush must not fail again
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            _quiet_stdout()
+        why = "disk full (no space left on the device)" if exc.errno in DISK_FULL else exc.strerror
+        print(f"gemmpad: error: {printable(why + (f': {exc.filename}' if exc.filename else ''))}", file=sys.stderr)
+        return 2
     except MemoryError as exc:  # a size the machine cannot hold (--sizes, --batches): a limit, not a bug
         print(f"gemmpad: error: out of memory{f': {printable(str(exc))}' if str(exc) else ''}", file=sys.stderr)
         return 2
-    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
-        if os.environ.get("GEMMPAD_DEBUG"):
-            raise
-        print(
-            f"gemmpad: internal error: {type(exc).__name__}: {printable(str(exc))} (set GEMMPAD_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 3
+    except Exception as exc:
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug: say so in one line unless asked for the traceback."""
+    if os.environ.get("GEMMPAD_DEBUG"):
+        raise exc
+    print(
+        f"gemmpad: internal error: {type(exc).__name__}: {printable(str(exc))} (set GEMMPAD_DEBUG=1 for the traceback)",
+        file=sys.stderr,
+    )
+    return 3
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null and drop what is buffered: its reader has gone or its disk is
+    full, and the interpreter's flush at exit must not fail a second time."""
+    with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor: nothing to redirect)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

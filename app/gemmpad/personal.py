@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gemmpad import drawings, finetune, replay, userdata
 from gemmpad.errors import GemmpadError
-from gemmpad.files import check_output_file
+from gemmpad.files import check_output_file, claim
 from gemmpad.model import Model, default_model_path, load_model
 
 Log = Callable[[str], None]
@@ -26,6 +26,7 @@ def check_target(output: Path, base: Model, replace: bool) -> None:
     """Refuse, before any work, an output that is the base model, the shipped model, an
     existing file not to be replaced, or a place that cannot be written."""
     check_output_file(output, f"--output {output}", {".npz"})
+    check_output_file(output.with_suffix(".json"), f"--output {output} (its card)")
     protected = {default_model_path().resolve()} | ({Path(base.path).resolve()} if base.path else set())
     if output.resolve() in protected:
         raise GemmpadError(f"--output {output}: that is the model being fine-tuned or the shipped model; "
@@ -72,8 +73,11 @@ def run(args: argparse.Namespace) -> int:
     given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
     settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
     log: Log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
-    outcome = fine_tune_folder(base, args.drawings, output, settings, "native" if args.engine == "native" else "auto",
-                               args.insist, args.data, args.cache or None, log)
+    with claim(output, f"--output {output}"):  # the window's Learn and other runs write this name too
+        check_target(output, base, args.force)  # again, held: a run that just ended may have written it
+        outcome = fine_tune_folder(base, args.drawings, output, settings,
+                                   "native" if args.engine == "native" else "auto",
+                                   args.insist, args.data, args.cache or None, log)
     if not outcome.accepted:
         print(f"gemmpad train: {outcome.reason}; pass --insist to keep it anyway", file=sys.stderr)
         return 1

@@ -4,8 +4,11 @@ time in Python, so processes, not threads, are what uses more than one core."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -29,5 +32,27 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator
         return
     # fork where there is one: workers need no re-import and no picklable __main__
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with ctx.Pool(min(jobs, len(items))) as pool:
-        yield from pool.imap(fn, items, chunksize=1)
+    with _workers_ignore_sigint():
+        pool = ctx.Pool(min(jobs, len(items)), initializer=_ignore_sigint)
+    with pool:
+        yield from pool.imap(fn, items, chunksize=1)  # leaving the block (Ctrl-C included) terminates the workers
+
+
+def _ignore_sigint() -> None:
+    """In each worker: Ctrl-C reaches the whole process group, and the parent alone answers it
+    (one line, exit 130, the pool terminated) instead of every worker printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """SIGINT ignored while the pool forks its workers, so none is born with the parent's
+    handler (a Ctrl-C before its initializer ran would be a traceback); restored after."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -39,7 +39,7 @@ import numpy as np
 from gemmpad import data, distill, drawn, evaluate, paper, pendigits, trainset
 from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
-from gemmpad.files import atomic_path, check_output_file, check_writable_dir
+from gemmpad.files import atomic_path, check_output_file, check_writable_dir, claim
 from gemmpad.model import LAYERS, Model, save_card
 from gemmpad.pool import default_jobs
 from gemmpad.preprocess import preprocess_batch
@@ -338,11 +338,25 @@ def run(args: argparse.Namespace) -> int:
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
     # before training, not after it
     check_output_file(out_path, f"--output {out_path}", {".npz"})
+    check_output_file(out_path.with_suffix(".json"), f"--output {out_path} (its card)")
     check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
-    existing = [str(f) for f in dict.fromkeys((out_path, out_path.with_suffix(".json"), curve_path)) if f.exists()]
-    if existing and not args.force:  # the shipped model among them: one run must not silently replace it
+    with claim(out_path, f"--output {out_path}"):  # two runs to one --output: the second is refused now
+        _refuse_existing([out_path, out_path.with_suffix(".json"), curve_path], args.force)
+        return _train(args, out_path, curve_path, log, t_start)
+
+
+def _refuse_existing(paths: list[Path], force: bool) -> None:
+    """GemmpadError when any of `paths` exists and --force was not given: the shipped model may be
+    among them, and one run must not silently replace it."""
+    existing = [str(f) for f in dict.fromkeys(paths) if f.exists()]
+    if existing and not force:
         raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
                            "name another --output (and --curve), or pass --force to replace")
+
+
+def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Callable[[str], None],
+           t_start: float) -> int:
+    """The run itself, with the outputs checked and claimed."""
     if args.cache:
         check_writable_dir(args.cache, f"--cache {args.cache}")
     if args.optimizer is None:
