@@ -1,0 +1,172 @@
+"""Every output claimed and written as one unit (gemmpad.files), and the CLI's last word on a
+full disk or a Ctrl-C: one line, never a traceback (issue 40, items 6, 7, 8, 15, 19)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from gemmpad import cli, predict
+from gemmpad.errors import ModelFileError
+from gemmpad.files import claim
+from gemmpad.model import Model, default_model_path, load_model
+
+
+def _env() -> dict[str, str]:
+    """For a `gemmpad` subprocess: the gemmpad under test (installed, or app/)."""
+    import gemmpad
+
+    package_root = str(Path(gemmpad.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")]),
+            "GEMMPAD_DEBUG": ""}
+
+
+def _weights(seed: int) -> dict[str, np.ndarray]:
+    return {k: v.copy() for k, v in load_model().weights.items()} | {
+        "b3": np.random.default_rng(seed).normal(0, 0.1, 10).astype(np.float32)}
+
+
+# ---------------------------------------------------------------- one writer per name (item 6)
+
+
+def test_a_second_fine_tune_to_a_claimed_output_is_refused_before_its_work(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "me.npz"
+    (tmp_path / "drawings").mkdir()
+    with claim(out, "the first run"):  # another process (the window's Learn, another train) writing it now
+        rc = cli.main(["train", "--drawings", str(tmp_path / "drawings"), "--base", str(default_model_path()),
+                       "--output", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "another gemmpad is writing" in err and str(out) in err
+    assert not out.exists()
+
+
+def test_claim_is_released_after_the_block(tmp_path: Path) -> None:
+    with claim(tmp_path / "m.npz", "first"):
+        pass
+    with claim(tmp_path / "m.npz", "second"):  # not refused: the first has finished
+        pass
+
+
+# ---------------------------------------------------------------- weights and card as one unit (items 8, 15)
+
+
+def test_a_full_disk_at_the_card_leaves_no_weights_without_their_card(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    real = Path.write_bytes
+
+    def full_for_cards(self: Path, data: bytes) -> int:  # room for the weights, none for the card
+        if ".json" in self.name:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full_for_cards)
+    with pytest.raises(OSError):
+        Model(_weights(1)).save(tmp_path / "m.npz", {"name": "m"})
+    assert list(tmp_path.iterdir()) == []  # nothing that would block the next run ("already exists")
+
+
+@pytest.mark.parametrize("cut", ["new weights, old card", "new card, old weights"])
+def test_a_pair_cut_between_its_renames_is_refused_on_load(tmp_path: Path, cut: str) -> None:
+    path = tmp_path / "m.npz"
+    Model(_weights(1)).save(path, {"name": "old"})
+    old_weights, old_card = path.read_bytes(), path.with_suffix(".json").read_bytes()
+    Model(_weights(2)).save(path, {"name": "new"})
+    if cut == "new weights, old card":
+        path.with_suffix(".json").write_bytes(old_card)
+    else:
+        path.write_bytes(old_weights)
+    with pytest.raises(ModelFileError, match="describes other weights"):
+        load_model(path)
+
+
+def test_a_card_path_that_is_a_directory_fails_before_the_work(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "o.json").mkdir()
+    (tmp_path / "drawings").mkdir()  # empty: the old code got this far, after the check that should have failed
+    rc = cli.main(["train", "--drawings", str(tmp_path / "drawings"), "--base", str(default_model_path()),
+                   "--output", str(tmp_path / "o.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "o.json is a directory" in err and "(its card)" in err
+    assert not (tmp_path / "o.npz").exists()
+
+
+# ---------------------------------------------------------------- a full disk is one line (item 8)
+
+
+def test_a_full_disk_is_one_line_not_an_internal_error(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    def full(args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", "out/m.npz")
+
+    monkeypatch.setattr(predict, "run", full)
+    rc = cli.main(["predict", "x.png"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == "gemmpad: error: disk full (no space left on the device): out/m.npz\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_predict_into_a_full_stdout_is_one_line(tmp_path: Path) -> None:
+    img = np.zeros((28, 28), np.uint8)
+    img[6:22, 12:16] = 255
+    Image.fromarray(img).save(tmp_path / "one.png")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "gemmpad", "predict", str(tmp_path / "one.png")],
+                              stdout=full, stderr=subprocess.PIPE, text=True, env=_env(), timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "gemmpad: error: disk full (no space left on the device)\n"
+
+
+# ---------------------------------------------------------------- what a card may show (item 19)
+
+
+@pytest.mark.parametrize("value", [float("nan"), 1e308, True, -0.5, "0.9"])
+def test_card_values_that_are_no_accuracy_are_not_shown(value: object) -> None:
+    model = Model(load_model().weights, card={"results": {"mnist_test_accuracy": value,
+                                                          "real_writers": {"mean": value},
+                                                          "drawn_accuracy": {"all": value}}})
+    assert model.scores() == []
+
+
+# ---------------------------------------------------------------- Ctrl-C (item 7)
+
+# A CLI command (eval's run swapped for a pool of two sleeping workers) that says when its
+# workers are running: the test interrupts then, as a person pressing Ctrl-C would, whose
+# terminal sends SIGINT to the whole process group, workers included.
+_POOL_COMMAND = textwrap.dedent("""
+    import sys, time
+    from gemmpad import cli, evaluate, pool
+
+    def work(i):
+        print("working", flush=True)
+        time.sleep(600)
+        return i
+
+    evaluate.run = lambda args: sum(pool.ordered_map(work, list(range(8)), 2))
+    sys.exit(cli.main(["eval", "x"]))
+""")
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_during_a_pool_is_one_line_and_exit_130(presses: int) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _POOL_COMMAND], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("working")  # a worker is running
+        for _ in range(presses):
+            os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, err) == (130, "gemmpad: interrupted\n")
