@@ -170,3 +170,47 @@ def test_ctrl_c_during_a_pool_is_one_line_and_exit_130(presses: int) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert (proc.returncode, err) == (130, "gemmpad: interrupted\n")
+
+
+# ---------------------------------------------------------------- unsure --fit writes where it is told (item 10)
+
+
+@pytest.fixture
+def quick_fit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """`gemmpad unsure --fit` on tiny sets (what is tested is where it writes), the user data
+    folder in tmp_path; returns a copy of the shipped model to fit for."""
+    from gemmpad import unsure, unsure_fit
+
+    monkeypatch.setenv("GEMMPAD_HOME", str(tmp_path / "home"))
+    rows = np.random.default_rng(0).random((60, 784), dtype=np.float32)
+    monkeypatch.setattr(unsure_fit, "fit_sets", lambda *a: (rows[:40], rows[40:] * 0.1, {}))
+    det = unsure.fit(load_model(), rows[:40], rows[40:] * 0.1)
+    monkeypatch.setattr(unsure, "fit", lambda *a, **k: det)  # one fit for the test's three runs
+    monkeypatch.setattr(unsure_fit, "measure", lambda *a: {"quick": True})
+    monkeypatch.setattr(unsure_fit, "_lines", lambda m: [])
+    model = tmp_path / "models" / "m.npz"
+    model.parent.mkdir()
+    model.write_bytes(default_model_path().read_bytes())
+    return model
+
+
+def test_unsure_fit_writes_to_the_user_folder_and_replaces_only_with_force(quick_fit: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from gemmpad import unsure
+
+    home = quick_fit.parents[1] / "home"
+    assert cli.main(["unsure", "--fit", "--model", str(quick_fit)]) == 0
+    written = unsure.user_path_for(load_model(quick_fit))
+    assert written.parent == home / "unsure" and written.exists()
+    assert not unsure.path_for(quick_fit).exists()  # nothing beside the model (the package, for the shipped one)
+    assert unsure.find(load_model(quick_fit))[1] == written  # and the window finds it there
+
+    capsys.readouterr()
+    assert cli.main(["unsure", "--fit", "--model", str(quick_fit)]) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--force" in err
+    assert cli.main(["unsure", "--fit", "--model", str(quick_fit), "--force"]) == 0
+
+    named = quick_fit.parents[1] / "mine.unsure.json"
+    assert cli.main(["unsure", "--fit", "--model", str(quick_fit), "--output", str(named)]) == 0
+    assert named.exists()
