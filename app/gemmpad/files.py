@@ -42,20 +42,22 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = write_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
-    os.close(fd)
-    try:  # mkstemp makes 0600: keep a replaced file's permissions, else those a plain open() would give
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except OSError:
-        mode = 0o666 & ~_umask()
-    os.chmod(tmp, mode)
-    tmp_path = Path(tmp)
-    try:
+    tmp_path: Path | None = None
+    try:  # from the temporary's creation on: a Ctrl-C at any point below leaves no hidden file behind
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+        tmp_path = Path(tmp)
+        os.close(fd)
+        try:  # mkstemp makes 0600: keep a replaced file's permissions, else those a plain open() would give
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp_path, mode)
         yield tmp_path
         os.replace(tmp_path, target)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
+        if tmp_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_path.unlink()
 
 
 @contextlib.contextmanager
