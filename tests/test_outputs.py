@@ -162,7 +162,11 @@ def test_ctrl_c_during_a_pool_is_one_line_and_exit_130(presses: int) -> None:
                             text=True, env=_env(), start_new_session=True)
     try:
         assert proc.stdout is not None
-        assert proc.stdout.readline().startswith("working")  # a worker is running
+        seen = ""
+        while seen.count("working") < 2:  # both workers are running (their lines may interleave)
+            line = proc.stdout.readline()
+            assert line, proc.communicate()[1]
+            seen += line
         for _ in range(presses):
             os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=120)
@@ -214,3 +218,109 @@ def test_unsure_fit_writes_to_the_user_folder_and_replaces_only_with_force(quick
     named = quick_fit.parents[1] / "mine.unsure.json"
     assert cli.main(["unsure", "--fit", "--model", str(quick_fit), "--output", str(named)]) == 0
     assert named.exists()
+
+
+# ---------------------------------------------------------------- one unit, no leftovers (items 8, 19)
+
+
+def test_files_written_as_one_unit_are_all_kept_or_none(tmp_path: Path) -> None:
+    """The window's drawing (strokes + PNG) and a model (card + weights): a full disk at the
+    second file leaves neither, so no PNG stands without its strokes for Learn to take."""
+    from gemmpad.files import atomic_paths
+
+    strokes, png = tmp_path / "d.json", tmp_path / "d.png"
+    with pytest.raises(OSError):
+        with atomic_paths(strokes, png) as (strokes_tmp, png_tmp):
+            strokes_tmp.write_text("{}")
+            raise OSError(errno.ENOSPC, "No space left on device", str(png_tmp))
+    assert list(tmp_path.iterdir()) == []
+    with atomic_paths(strokes, png) as (strokes_tmp, png_tmp):
+        strokes_tmp.write_text("{}")
+        png_tmp.write_bytes(b"png")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json", "d.png"]
+
+
+def test_ctrl_c_while_the_temporary_is_set_up_leaves_no_hidden_file(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from gemmpad.files import write_bytes
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "chmod", interrupted)  # between making the temporary and writing it
+    with pytest.raises(KeyboardInterrupt):
+        write_bytes(tmp_path / "x.seen.png", b"png")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- one line, not an internal error (items 13, 19)
+
+
+def test_eval_json_over_no_readable_image_is_valid_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    (tmp_path / "set" / "3").mkdir(parents=True)
+    (tmp_path / "set" / "3" / "bad.png").write_bytes(b"not a png")
+    assert cli.main(["eval", "--json", str(tmp_path / "set")]) == 0
+
+    def no_constants(name: str) -> None:
+        raise AssertionError(f"{name} is not JSON")
+
+    out = json.loads(capsys.readouterr().out, parse_constant=no_constants)
+    assert out["results"][str(tmp_path / "set")]["accuracy"] is None
+
+
+@pytest.mark.parametrize("training", ["oops", {"pendigits_writers": 5}, {"pendigits_writers": ["1", None]}])
+def test_eval_pendigits_with_a_card_of_any_shape(training: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from gemmpad import evaluate
+    from tests.pendigits_data import pendigits_file
+
+    monkeypatch.setattr(evaluate, "writer_sets", lambda *a: {})  # the card is read before; the reading is not tested
+    model = tmp_path / "m.npz"
+    Model(load_model().weights).save(model, {"training": training})
+    rc = cli.main(["eval", "--model", str(model), "--pendigits", str(pendigits_file()), "--writers", "1",
+                   "--styles", "brush-18px-280", "--jobs", "1"])
+    assert rc == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["a file", "/dev/null"])
+def test_eval_save_paper_into_a_file_fails_first(where: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "paper.txt" if where == "a file" else Path(where)
+    if where == "a file":
+        target.write_text("")
+    rc = cli.main(["eval", "--pendigits", "/nonexistent/pendigits.tra", "--save-paper", str(target)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err == f"gemmpad: error: --save-paper {target}: {target} is a file, not a directory\n"
+
+
+@pytest.mark.parametrize("batch", [1, 2, 4])
+def test_a_batch_too_small_for_the_corrected_digits_is_one_line(batch: int) -> None:
+    from gemmpad import finetune
+    from gemmpad.errors import GemmpadError
+
+    with pytest.raises(GemmpadError, match="batch size must be at least 5"):
+        finetune.batch_plan(np.arange(5).repeat(2), np.arange(10).repeat(20), finetune.Settings(batch=batch),
+                            np.random.default_rng(0))
+
+
+def test_a_diverging_numpy_fit_is_one_error_without_warnings(recwarn: pytest.WarningsRecorder) -> None:
+    from gemmpad import train_numpy
+    from gemmpad.errors import GemmpadError
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random((256, 784), dtype=np.float32), rng.integers(0, 10, 256)
+    with pytest.raises(GemmpadError, match="diverged"):
+        train_numpy.fit(x, y, load_model().weights, epochs=3, batch_size=32, lr_schedule=1e6)
+    assert [str(w.message) for w in recwarn] == []
+
+
+def test_the_window_size_is_capped_at_an_8k_screen() -> None:
+    import argparse
+
+    from gemmpad.ui.app import window_size
+
+    assert window_size("7680x4320") == (7680, 4320) and window_size("4320x7680") == (4320, 7680)
+    with pytest.raises(argparse.ArgumentTypeError, match="8K"):
+        window_size("16384x16384")
