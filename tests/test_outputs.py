@@ -324,3 +324,17 @@ def test_the_window_size_is_capped_at_an_8k_screen() -> None:
     assert window_size("7680x4320") == (7680, 4320) and window_size("4320x7680") == (4320, 7680)
     with pytest.raises(argparse.ArgumentTypeError, match="8K"):
         window_size("16384x16384")
+
+
+def test_train_on_data_whose_every_image_is_rejected_is_one_line(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import struct
+
+    pytest.importorskip("torch")
+    for stem, n in (("train", 40), ("t10k", 20)):  # MNIST's files, every image blank (no ink)
+        (tmp_path / f"{stem}-images-idx3-ubyte").write_bytes(struct.pack(">IIII", 2051, n, 28, 28) + bytes(n * 784))
+        (tmp_path / f"{stem}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 2049, n) + bytes(range(10)) * (n // 10))
+    rc = cli.main(["train", "--data", str(tmp_path), "--epochs", "1", "--val", "0", "--augment", "original",
+                   "--cache", "", "--jobs", "1", "--quiet", "--output", str(tmp_path / "out" / "m.npz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no training image is left" in err, err

@@ -389,6 +389,9 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     rows = np.flatnonzero(keep)
     rows = np.concatenate([rows, *[rows[writer[rows] > 0]] * (args.real_weight - 1)])
     x, y = x[rows], y[rows]
+    if not len(x):  # every image rejected (no ink), or held out: nothing to train on, and no mean to take
+        raise GemmpadError(f"{f'--data {args.data}' if args.data else 'MNIST'}: no training image is left (preprocessing "
+                           "rejected every one, e.g. images without ink, or --val-writers holds them all out)")
     if args.drawings:
         from gemmpad import personal
 
