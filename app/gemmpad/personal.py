@@ -54,7 +54,9 @@ def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None,
         kept.save(cache, examples)
     for name in outcome.before:
         log(f"  {name:15s} {100 * outcome.before[name]:6.2f} % -> {100 * outcome.after[name]:6.2f} %")
-    log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}, "
+    rounded = (f" ({settings.steps} asked for, rounded up to whole passes over these rows and the replay)"
+               if outcome.steps != settings.steps else "")  # --steps 1 ran 67 steps without a word
+    log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}{rounded}, "
         f"{outcome.seconds['total']:.2f} s")
     if outcome.reason:
         log(("kept anyway (insisted): " if outcome.accepted else "not saved: ") + outcome.reason)

@@ -103,7 +103,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a person's drawings, DIR/<digit>/*.json (strokes) or *.png: with --base, fine-tune that "
                         "model on them (gemmpad.personal); without, add them to this training run")
     p.add_argument("--base", metavar="MODEL", help="fine-tune this model on --drawings (a few seconds, no torch)")
-    p.add_argument("--steps", type=integer(1, 100_000), metavar="N", help="fine-tuning steps (default 300)")
+    p.add_argument("--steps", type=integer(1, 100_000), metavar="N", help="fine-tuning steps (default 300), rounded up to whole passes over the "
+                        "person's rows and the replay (one pass is about 70 steps)")
     p.add_argument("--insist", action="store_true",
                    help="keep a fine-tuned model even when it reads MNIST test or unseen writers >0.3 points worse")
 
