@@ -173,7 +173,10 @@ def test_ctrl_c_during_a_pool_is_one_line_and_exit_130(presses: int) -> None:
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert (proc.returncode, err) == (130, "gemmpad: interrupted\n")
+    assert err == "gemmpad: interrupted\n"
+    # 130, or killed by SIGINT (what a shell also shows as 130): a second press that lands after the
+    # interpreter has put back the default handler at its very end
+    assert proc.returncode in ((130, -signal.SIGINT) if presses > 1 else (130,))
 
 
 # ---------------------------------------------------------------- unsure --fit writes where it is told (item 10)

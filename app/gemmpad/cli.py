@@ -8,16 +8,63 @@ Modules are imported lazily so `gemmpad info` never pays for torch.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import errno
-import importlib
 import os
 import signal
 import sys
 import types
-from collections.abc import Sequence
-from typing import NoReturn
+from pathlib import PurePath
+
+
+class _Interrupt:
+    """Ctrl-C for the `gemmpad` process: one line and exit 130, however often it is pressed.
+
+    The first press unwinds as KeyboardInterrupt (main says "interrupted"; `finally` blocks and
+    pool terminations run). A second press while that unwinds (a pool joining its workers) or
+    while the interpreter shuts down ends the process at once, with the line said once, where
+    Python would print "During handling of the above exception" or a traceback from an exit hook.
+    """
+
+    said = False
+
+    @classmethod
+    def say(cls, in_handler: bool = False) -> None:
+        """The line, once. From a signal handler straight to the descriptor: sys.stderr may be
+        in the middle of a write that the handler interrupted (a reentrant call would raise)."""
+        if not cls.said:
+            cls.said = True
+            if in_handler:
+                os.write(2, b"gemmpad: interrupted\n")
+            else:
+                print("gemmpad: interrupted", file=sys.stderr, flush=True)
+
+    @classmethod
+    def first(cls, signum: int, frame: types.FrameType | None) -> None:
+        signal.signal(signal.SIGINT, cls.again)
+        raise KeyboardInterrupt
+
+    @classmethod
+    def again(cls, signum: int, frame: types.FrameType | None) -> None:
+        cls.say(in_handler=True)
+        os._exit(130)
+
+
+def _is_the_program() -> bool:
+    """Whether this process is the `gemmpad` command (the installed script or `python -m gemmpad`),
+    not a program or test that imports this module and keeps its own Ctrl-C."""
+    argv0 = PurePath(sys.argv[0]) if sys.argv and sys.argv[0] else PurePath()
+    return argv0.name == "gemmpad" or (argv0.name == "__main__.py" and argv0.parent.name == "gemmpad")
+
+
+if _is_the_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    # as early as this module can: a Ctrl-C while the rest is imported is one line too
+    signal.signal(signal.SIGINT, _Interrupt.first)
+
+import argparse  # noqa: E402  (after the handler, on purpose)
+import contextlib  # noqa: E402
+import errno  # noqa: E402
+import importlib  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import NoReturn  # noqa: E402
 
 from gemmpad.errors import GemmpadError
 from gemmpad.terminal import printable
@@ -60,14 +107,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _interrupted(signum: int, frame: types.FrameType | None) -> None:
-    """SIGINT: ignore any further one, then unwind as KeyboardInterrupt to main's one line.
-    A second Ctrl-C while the first unwinds (a pool terminating its workers) would otherwise
-    raise inside that cleanup and print "During handling of the above exception"."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
-
-
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
@@ -75,14 +114,16 @@ CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gemmpad` script; returns the exit status."""
     previous = signal.getsignal(signal.SIGINT)
-    ours = previous is signal.default_int_handler  # not when embedded with a handler of its own, nor off the main thread
+    # ours unless embedded with a handler of its own (or off the main thread: getsignal is then no help)
+    ours = previous in (signal.default_int_handler, _Interrupt.first)
     if ours:
-        signal.signal(signal.SIGINT, _interrupted)
+        _Interrupt.said = False
+        signal.signal(signal.SIGINT, _Interrupt.first)
     try:
         return _main(argv)
     finally:
-        if ours:
-            signal.signal(signal.SIGINT, previous)
+        if ours:  # the process's command is done: a late Ctrl-C is the same one line, not a traceback at exit
+            signal.signal(signal.SIGINT, _Interrupt.again if _is_the_program() else previous)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -102,7 +143,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"gemmpad: error: {printable(str(exc))}", file=sys.stderr)  # messages quote what the user named
         return 2
     except KeyboardInterrupt:
-        print("gemmpad: interrupted", file=sys.stderr)
+        _Interrupt.say()
         return 130
     except BrokenPipeError:  # `gemmpad predict DIR | head`: the reader has gone, nothing to say
         _quiet_stdout()
