@@ -47,11 +47,14 @@ def _ignore_sigint() -> None:
 @contextlib.contextmanager
 def _workers_ignore_sigint() -> Iterator[None]:
     """SIGINT ignored while the pool forks its workers, so none is born with the parent's
-    handler (a Ctrl-C before its initializer ran would be a traceback); restored after."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+    handler (a Ctrl-C before its initializer ran would be a traceback); restored after. A press
+    in those few milliseconds is lost, which is the lesser harm."""
+    previous = signal.getsignal(signal.SIGINT)
+    # only the main thread may set handlers; None: a handler not set from Python, which cannot be put back
+    if threading.current_thread() is not threading.main_thread() or previous is None:
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
