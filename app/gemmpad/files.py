@@ -22,6 +22,7 @@ Outputs are claimed and written in one policy:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import tempfile
@@ -76,14 +77,15 @@ def claim(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
     GemmpadError naming `what` when another process holds it now: a second writer is
     refused before its work, not silently overwritten by (or overwriting) the first.
 
-    The lock is a hidden `.NAME.lock` beside the file (filelock: released by the OS if the
-    process dies). It stays after release, empty: removing it could let two processes lock
-    two different files of the same name.
+    The lock (filelock: released by the OS if the process dies) is an empty file named by the
+    output's absolute path in the user data folder's locks/ (the temp folder where that cannot be
+    written): nothing appears beside the output, and it stays after release, since removing it
+    could let two processes lock two different files of one name.
     """
     try:
         target = write_target(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(target.with_name(f".{target.name}.lock"))
+        lock = filelock.FileLock(_lock_dir() / f"{hashlib.sha256(bytes(target.resolve())).hexdigest()[:32]}.lock")
         lock.acquire(timeout=0)
     except filelock.Timeout:
         raise GemmpadError(f"{what}: another gemmpad is writing {path} now; wait for it, "
@@ -96,6 +98,18 @@ def claim(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
         yield target
     finally:
         lock.release()
+
+
+def _lock_dir() -> Path:
+    """Where claim keeps its lock files: locks/ in the user data folder, else in the temp folder."""
+    from gemmpad import userdata
+
+    for d in (userdata.data_dir() / "locks", Path(tempfile.gettempdir()) / f"gemmpad-locks-{getattr(os, 'getuid', lambda: 0)()}"):
+        with contextlib.suppress(OSError):
+            d.mkdir(parents=True, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+    raise OSError(f"no folder for a lock file ({userdata.data_dir() / 'locks'} cannot be written)")
 
 
 def write_target(path: str | os.PathLike[str]) -> Path:
