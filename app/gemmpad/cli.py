@@ -45,6 +45,11 @@ class _Interrupt:
     @classmethod
     def again(cls, signum: int, frame: types.FrameType | None) -> None:
         cls.say(in_handler=True)
+        pools = sys.modules.get("multiprocessing")
+        if pools is not None:  # workers left running would print tracebacks on the parent's closed pipes
+            for child in pools.active_children():
+                with contextlib.suppress(Exception):
+                    child.terminate()
         os._exit(130)
 
 
@@ -52,7 +57,7 @@ def _is_the_program() -> bool:
     """Whether this process is the `gemmpad` command (the installed script or `python -m gemmpad`),
     not a program or test that imports this module and keeps its own Ctrl-C."""
     argv0 = PurePath(sys.argv[0]) if sys.argv and sys.argv[0] else PurePath()
-    return argv0.name == "gemmpad" or (argv0.name == "__main__.py" and argv0.parent.name == "gemmpad")
+    return argv0.stem == "gemmpad" or (argv0.name == "__main__.py" and argv0.parent.name == "gemmpad")  # (gemmpad.exe)
 
 
 if _is_the_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
