@@ -128,3 +128,12 @@ def test_drawings_without_base_join_a_full_training_run(folder: Path, tmp_path: 
     sources = load_model(tmp_path / "m.npz").card["training"]["sources"]
     assert sources["original"] == 500 and sources["drawings"] > 6  # the six drawings and their copies
 
+
+
+def test_steps_rounded_up_to_whole_passes_are_said(folder: Path, tmp_path: Path, fast: None,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--steps 1 runs one pass over the rows (issue 40: 67 steps, without a word); the line says so."""
+    rc, text, err = _train(capsys, "--drawings", str(folder), "--base", str(default_model_path()), "--output",
+                           str(tmp_path / "me.npz"), "--insist", "--steps", "1")
+    assert rc == 0, err
+    assert "(1 asked for, rounded up to whole passes over these rows and the replay)" in text

@@ -157,7 +157,7 @@ def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pyt
     output = Path(checked[0].split(" ", 1)[1])
     assert checked[0].startswith("--output ") and output.parent == Path("runs") and output.suffix == ".npz"
     assert (tmp_path / output).resolve() != default_model_path().resolve()
-    assert checked[1] == f"--curve {output.with_suffix('.png')}"
+    assert checked[1:] == [f"--output {output} (its card)", f"--curve {output.with_suffix('.png')}"]
     assert dirs == [f"--cache {userdata.cache_dir()}"]  # the user's cache folder, never ./runs/cache (issue 40 #9)
 
 

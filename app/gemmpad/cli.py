@@ -8,13 +8,68 @@ Modules are imported lazily so `gemmpad info` never pays for torch.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+import types
+from pathlib import PurePath
+
+
+class _Interrupt:
+    """Ctrl-C for the `gemmpad` process: one line and exit 130, however often it is pressed.
+
+    The first press unwinds as KeyboardInterrupt (main says "interrupted"; `finally` blocks and
+    pool terminations run). A second press while that unwinds (a pool joining its workers) or
+    while the interpreter shuts down ends the process at once, with the line said once, where
+    Python would print "During handling of the above exception" or a traceback from an exit hook.
+    """
+
+    said = False
+
+    @classmethod
+    def say(cls, in_handler: bool = False) -> None:
+        """The line, once. From a signal handler straight to the descriptor: sys.stderr may be
+        in the middle of a write that the handler interrupted (a reentrant call would raise)."""
+        if not cls.said:
+            cls.said = True
+            if in_handler:
+                os.write(2, b"gemmpad: interrupted\n")
+            else:
+                print("gemmpad: interrupted", file=sys.stderr, flush=True)
+
+    @classmethod
+    def first(cls, signum: int, frame: types.FrameType | None) -> None:
+        signal.signal(signal.SIGINT, cls.again)
+        raise KeyboardInterrupt
+
+    @classmethod
+    def again(cls, signum: int, frame: types.FrameType | None) -> None:
+        cls.say(in_handler=True)
+        pools = sys.modules.get("multiprocessing")
+        if pools is not None:  # workers left running would print tracebacks on the parent's closed pipes
+            for child in pools.active_children():
+                with contextlib.suppress(Exception):
+                    child.terminate()
+        os._exit(130)
+
+
+def _is_the_program() -> bool:
+    """Whether this process is the `gemmpad` command (the installed script or `python -m gemmpad`),
+    not a program or test that imports this module and keeps its own Ctrl-C."""
+    argv0 = PurePath(sys.argv[0]) if sys.argv and sys.argv[0] else PurePath()
+    return argv0.stem == "gemmpad" or (argv0.name == "__main__.py" and argv0.parent.name == "gemmpad")  # (gemmpad.exe)
+
+
+if _is_the_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    # as early as this module can: a Ctrl-C while the rest is imported is one line too
+    signal.signal(signal.SIGINT, _Interrupt.first)
+
+import argparse  # noqa: E402  (after the handler, on purpose)
+import contextlib  # noqa: E402
+import errno  # noqa: E402
+import importlib  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from typing import NoReturn  # noqa: E402
 
 from gemmpad.errors import GemmpadError
 from gemmpad.terminal import printable
@@ -60,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
 def _tolerant_streams() -> None:
     """Make stdout and stderr escape what their encoding cannot hold (a file name in
     Greek under LC_ALL=C or PYTHONIOENCODING=ascii) instead of raising
@@ -74,6 +133,20 @@ def _tolerant_streams() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `gemmpad` script; returns the exit status."""
+    previous = signal.getsignal(signal.SIGINT)
+    # ours unless embedded with a handler of its own (or off the main thread: getsignal is then no help)
+    ours = previous in (signal.default_int_handler, _Interrupt.first)
+    if ours:
+        _Interrupt.said = False
+        signal.signal(signal.SIGINT, _Interrupt.first)
+    try:
+        return _main(argv)
+    finally:
+        if ours:  # the process's command is done: a late Ctrl-C is the same one line, not a traceback at exit
+            signal.signal(signal.SIGINT, _Interrupt.again if _is_the_program() else previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     _tolerant_streams()
     if not args_list or args_list[0].startswith("--") and args_list[0] not in ("--help", "--version"):
@@ -84,28 +157,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 2
-        return int(importlib.import_module(args._module).run(args) or 0)
+        status = int(importlib.import_module(args._module).run(args) or 0)
+        sys.stdout.flush()  # here, where a full stdout (`> /dev/full`) is one line, not an error at exit
+        return status
     except GemmpadError as exc:
         print(f"gemmpad: error: {printable(str(exc))}", file=sys.stderr)  # messages quote what the user named
         return 2
     except KeyboardInterrupt:
-        print("gemmpad: interrupted", file=sys.stderr)
+        _Interrupt.say()
         return 130
     except BrokenPipeError:  # `gemmpad predict DIR | head`: the reader has gone, nothing to say
-        with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor: nothing to redirect)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush cannot fail again
+        _quiet_stdout()
         return 141
+    except OSError as exc:
+        if exc.errno not in DISK_FULL + CANNOT_WRITE:
+            return _internal_error(exc)
+        try:  # stdout may be what is full: the exit's flush must not fail again
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            _quiet_stdout()
+        why = "disk full (no space left on the device)" if exc.errno in DISK_FULL else exc.strerror
+        print(f"gemmpad: error: {printable(why + (f': {exc.filename}' if exc.filename else ''))}", file=sys.stderr)
+        return 2
     except MemoryError as exc:  # a size the machine cannot hold (--sizes, --batches): a limit, not a bug
         print(f"gemmpad: error: out of memory{f': {printable(str(exc))}' if str(exc) else ''}", file=sys.stderr)
         return 2
-    except Exception as exc:  # a bug: say so in one line unless asked for the traceback
-        if os.environ.get("GEMMPAD_DEBUG"):
-            raise
-        print(
-            f"gemmpad: internal error: {type(exc).__name__}: {printable(str(exc))} (set GEMMPAD_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 3
+    except Exception as exc:
+        return _internal_error(exc)
+
+
+def _internal_error(exc: Exception) -> int:
+    """A bug: say so in one line unless asked for the traceback."""
+    if os.environ.get("GEMMPAD_DEBUG"):
+        raise exc
+    print(
+        f"gemmpad: internal error: {type(exc).__name__}: {printable(str(exc))} (set GEMMPAD_DEBUG=1 for the traceback)",
+        file=sys.stderr,
+    )
+    return 3
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null and drop what is buffered: its reader has gone or its disk is
+    full, and the interpreter's flush at exit must not fail a second time."""
+    with contextlib.suppress(OSError, ValueError):  # (a stdout without a file descriptor: nothing to redirect)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

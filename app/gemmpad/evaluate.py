@@ -33,6 +33,7 @@ from gemmpad import pendigits
 from gemmpad.args import MAX_BATCH, integer
 from gemmpad.engine import jitter
 from gemmpad.errors import GemmpadError
+from gemmpad.files import check_writable_dir
 from gemmpad.model import Model, load_model
 from gemmpad.pool import default_jobs, ordered_map
 from gemmpad.preprocess import preprocess
@@ -290,14 +291,15 @@ def run(args: argparse.Namespace) -> int:
     wanted = args.pendigits is not None or args.paper or args.save_paper
     if not wanted and not args.dirs:
         raise GemmpadError("nothing to evaluate: name image folders, --pendigits, --paper or --save-paper")
+    if args.save_paper:  # before the minutes of reading, not after
+        check_writable_dir(args.save_paper, f"--save-paper {args.save_paper}")
     results: dict[str, Scores] = {}
     if wanted:
         ids = writer_range(args.writers)
         samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
         if not samples:
             raise GemmpadError(f"--writers {args.writers}: no such writers in the pendigits file")
-        trained = model.card.get("training", {}).get("pendigits_writers", []) if isinstance(model.card, dict) else []
-        seen = sorted(set(ids) & set(trained))
+        seen = sorted(set(ids) & _trained_writers(model))
         if seen:
             print(f"gemmpad eval: note: the model trained on writers {seen}: not a test on new people",
                   file=sys.stderr)
@@ -313,8 +315,8 @@ def run(args: argparse.Namespace) -> int:
     for d in args.dirs:
         results[str(d)] = directory_scores(model, d, args.tta)
     if args.json:
-        print(json.dumps({"model": str(model.path), "tta": args.tta,
-                          "results": {k: v.summary() for k, v in results.items()}}))
+        print(json.dumps(_no_nan({"model": str(model.path), "tta": args.tta,
+                                  "results": {k: v.summary() for k, v in results.items()}}), allow_nan=False))
         return 0
     # The answer first: a long run's result should not scroll away under ten tables.
     print(f"model {printable(str(model.path))}, tta {args.tta}")
@@ -329,3 +331,25 @@ def run(args: argparse.Namespace) -> int:
     if not args.verbose:
         print("\n(confusion matrices: --verbose or --json)")
     return 0
+
+
+def _trained_writers(model: Model) -> set[int]:
+    """The pendigits writers the model's card says it trained on; none when the card does not
+    say so in the form `gemmpad train` writes (a list of writer numbers)."""
+    training = model.card.get("training") if isinstance(model.card, dict) else None
+    writers = training.get("pendigits_writers") if isinstance(training, dict) else None
+    if not isinstance(writers, list):
+        return set()
+    return {w for w in writers if isinstance(w, int) and not isinstance(w, bool)}
+
+
+def _no_nan(value: Any) -> Any:
+    """`value` with every NaN float as None: an accuracy over no readable image is unknown, and
+    JSON has null for that, where json.dumps would write NaN, which no JSON parser accepts."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_no_nan(v) for v in value]
+    return value

@@ -4,16 +4,32 @@ where a good one was (the shipped model, a benchmark result, a saved drawing).
 Every writer goes through atomic_path, which also decides *what* may be replaced:
 a symlink is written through to its target (the link stays a link), and a device,
 FIFO or socket is refused rather than swapped for a regular file.
+
+Outputs are claimed and written in one policy:
+- before the work, check_output_file / check_writable_dir prove every output can be
+  written (a card path that is a directory fails in the first second, not after training);
+- where two writers can meet (two fine-tunes to one --output; the window's Learn and
+  `gemmpad train` on the personal model), `claim` holds a filelock on the name for the
+  whole run, so the second is refused at once instead of both saying "wrote" and one
+  silently replacing the other;
+- files that belong together (a model's weights and its card, a drawing's PNG and its
+  strokes) are written by atomic_paths as one unit: every temporary is written before
+  any rename, so a full disk leaves all the old files and no half pair. The renames are
+  still one per file; a kill between them is caught where it matters by the model card's
+  weights_sha256 (gemmpad.model): a card naming other weights is refused on load.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import tempfile
 from collections.abc import Collection, Iterator
 from pathlib import Path
+
+import filelock
 
 from gemmpad.errors import GemmpadError, OutputFileError
 
@@ -27,20 +43,73 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = write_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
-    os.close(fd)
-    try:  # mkstemp makes 0600: keep a replaced file's permissions, else those a plain open() would give
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except OSError:
-        mode = 0o666 & ~_umask()
-    os.chmod(tmp, mode)
-    tmp_path = Path(tmp)
-    try:
+    tmp_path: Path | None = None
+    try:  # from the temporary's creation on: a Ctrl-C at any point below leaves no hidden file behind
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+        tmp_path = Path(tmp)
+        os.close(fd)
+        try:  # mkstemp makes 0600: keep a replaced file's permissions, else those a plain open() would give
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp_path, mode)
         yield tmp_path
         os.replace(tmp_path, target)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
+        if tmp_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_paths(*paths: str | os.PathLike[str]) -> Iterator[list[Path]]:
+    """Temporaries for several files written as one unit: nothing is renamed until the block
+    has written them all, then they are renamed in the order given (name last the file whose
+    arrival means "done"); an exception anywhere leaves every old file as it was."""
+    with contextlib.ExitStack() as stack:  # exits run last-entered first: enter in reverse to rename in order
+        temps = [stack.enter_context(atomic_path(p)) for p in reversed(paths)]
+        yield temps[::-1]
+
+
+@contextlib.contextmanager
+def claim(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
+    """Hold the output name `path` for this process until the block ends, or raise
+    GemmpadError naming `what` when another process holds it now: a second writer is
+    refused before its work, not silently overwritten by (or overwriting) the first.
+
+    The lock (filelock: released by the OS if the process dies) is an empty file named by the
+    output's absolute path in the user data folder's locks/ (the temp folder where that cannot be
+    written): nothing appears beside the output, and it stays after release, since removing it
+    could let two processes lock two different files of one name.
+    """
+    try:
+        target = write_target(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(_lock_dir() / f"{hashlib.sha256(bytes(target.resolve())).hexdigest()[:32]}.lock")
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        raise GemmpadError(f"{what}: another gemmpad is writing {path} now; wait for it, "
+                           "or name another file") from None
+    except GemmpadError as exc:  # a directory, device or loop where the file should be
+        raise GemmpadError(f"{what}: {exc}") from None
+    except OSError as exc:
+        raise GemmpadError(f"{what}: cannot write here ({exc.strerror or exc})") from None
+    try:
+        yield target
+    finally:
+        lock.release()
+
+
+def _lock_dir() -> Path:
+    """Where claim keeps its lock files: locks/ in the user data folder, else in the temp folder."""
+    from gemmpad import userdata
+
+    for d in (userdata.data_dir() / "locks", Path(tempfile.gettempdir()) / f"gemmpad-locks-{getattr(os, 'getuid', lambda: 0)()}"):
+        with contextlib.suppress(OSError):
+            d.mkdir(parents=True, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+    raise OSError(f"no folder for a lock file ({userdata.data_dir() / 'locks'} cannot be written)")
 
 
 def write_target(path: str | os.PathLike[str]) -> Path:

@@ -297,6 +297,9 @@ def batch_plan(user_y: np.ndarray, replay_y: np.ndarray, settings: Settings,
     epochs = max(1, -(-settings.steps // per_epoch))
     digits = np.unique(user_y)
     k = max(1, round(settings.batch / 10 * settings.user_share))  # slots per corrected digit in a batch
+    if len(digits) * k > settings.batch:  # a digit without a slot would never be learned
+        raise GemmpadError(f"a batch of {settings.batch} rows has no room for the {len(digits)} corrected digits: "
+                           f"the batch size must be at least {len(digits) * k}")
     slot = np.arange(n) % settings.batch
     weight = np.where(np.isin(replay_y, digits), 1.0 - settings.user_share, 1.0)
     weight /= weight.sum()

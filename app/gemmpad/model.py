@@ -6,6 +6,7 @@ loaded with allow_pickle=False so a model file can never run code.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -19,7 +20,7 @@ from typing import IO, Any
 import numpy as np
 
 from gemmpad.errors import ModelFileError
-from gemmpad.files import atomic_path, write_text
+from gemmpad.files import atomic_path, atomic_paths, write_text
 from gemmpad.inputs import load_json, read_input
 
 LAYERS = (784, 100, 100, 10)
@@ -105,17 +106,12 @@ class Model:
         and `gemmpad info`, real writers first ("unseen writers 98.9 %", "MNIST test
         98.74 %", "drawn digits 99.8 %"); [] without a card."""
         results = self.card.get("results", {}) if isinstance(self.card, dict) else {}
-        out = []
-        real = results.get("real_writers")
-        if isinstance(real, dict) and isinstance(real.get("mean"), (int, float)):
-            out.append(f"unseen writers {100 * real['mean']:.1f} %")
-        acc = results.get("mnist_test_accuracy")
-        if isinstance(acc, (int, float)):
-            out.append(f"MNIST test {100 * acc:.2f} %")
-        drawn = results.get("drawn_accuracy")
-        if isinstance(drawn, dict) and isinstance(drawn.get("all"), (int, float)):
-            out.append(f"drawn digits {100 * drawn['all']:.1f} %")
-        return out
+        results = results if isinstance(results, dict) else {}
+        real, drawn = results.get("real_writers"), results.get("drawn_accuracy")
+        found = [("unseen writers", real.get("mean") if isinstance(real, dict) else None, 1),
+                 ("MNIST test", results.get("mnist_test_accuracy"), 2),
+                 ("drawn digits", drawn.get("all") if isinstance(drawn, dict) else None, 1)]
+        return [f"{label} {100 * v:.{digits}f} %" for label, v, digits in found if _fraction(v)]
 
     def hidden(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The two hidden layers' activations [B, 100] (after ReLU) for inputs [B, 784].
@@ -133,17 +129,39 @@ class Model:
             return softmax(self.hidden(x)[1] @ w["W3"] + w["b3"])
 
     def save(self, path: str | os.PathLike[str], card: dict[str, Any] | None = None) -> None:
-        """Write the .npz (and the .json card beside it when given) atomically."""
+        """Write the .npz (and the .json card beside it when given) as one unit (files.atomic_paths):
+        both are written before either is renamed, so a full disk leaves the old pair; the card
+        goes in first and the weights last, and names the weights' hash, so a kill between the
+        two renames leaves a pair that load_model refuses rather than one that misdescribes."""
         target = Path(path)
-        with atomic_path(target) as tmp, open(tmp, "wb") as f:
-            np.savez(f, **{k: self.weights[k].astype(np.float32) for k in SHAPES})
-        if card is not None:
-            save_card(target, card)
+        buf = io.BytesIO()
+        np.savez(buf, **{k: self.weights[k].astype(np.float32) for k in SHAPES})
+        data = buf.getvalue()
+        if card is None:
+            with atomic_path(target) as tmp:
+                tmp.write_bytes(data)
+            return
+        with atomic_paths(target.with_suffix(".json"), target) as (card_tmp, weights_tmp):
+            card_tmp.write_bytes(_card_text(card, data).encode("utf-8"))
+            weights_tmp.write_bytes(data)
 
 
 def save_card(model_path: str | os.PathLike[str], card: dict[str, Any]) -> None:
-    """Write the model card beside `model_path` (same name, .json), atomically."""
-    write_text(Path(model_path).with_suffix(".json"), json.dumps(card, indent=2, sort_keys=False) + "\n")
+    """Write (or rewrite) the card of the weights already saved at `model_path` (same name,
+    .json), atomically, stamped with their hash (see Model.save)."""
+    p = Path(model_path)
+    write_text(p.with_suffix(".json"), _card_text(card, read_input(p, MAX_FILE_BYTES, ModelFileError, "model file")))
+
+
+def _card_text(card: dict[str, Any], weights_file: bytes) -> str:
+    """The card as written: `card` with CARD_HASH set to the SHA-256 of the weights file's bytes."""
+    return json.dumps({**card, CARD_HASH: hashlib.sha256(weights_file).hexdigest()}, indent=2) + "\n"
+
+
+def _fraction(value: Any) -> bool:
+    """Whether a card's value is an accuracy: a number in [0, 1]. A hand-edited or hostile card
+    holds anything (true, NaN, 1e308), which would otherwise show as "100.0 %", "nan %", "inf %"."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -174,6 +192,7 @@ def validate(weights: dict[str, np.ndarray], source: str = "weights") -> None:
 
 MAX_FILE_BYTES = 64 << 20  # the real file is ~360 KB; a cap keeps a hostile one from filling memory
 MAX_CARD_BYTES = 4 << 20
+CARD_HASH = "weights_sha256"  # the card's field naming the .npz it describes (cards written before it have none)
 
 
 def load_model(path: str | os.PathLike[str] | None = None) -> Model:
@@ -184,11 +203,16 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
     if path is None and not p.exists():
         raise ModelFileError(f"the bundled model is missing (looked for {MODELS_DIR / p.name} and {p}): "
                              "reinstall gemmpad, or name a model file")
-    weights = read_npz(read_input(p, MAX_FILE_BYTES, ModelFileError, "model file"), str(p))
+    data = read_input(p, MAX_FILE_BYTES, ModelFileError, "model file")
+    weights = read_npz(data, str(p))
     card: dict[str, Any] = {}
     card_path = p.with_suffix(".json")
     if card_path != p and card_path.exists():
         card = load_json(card_path, MAX_CARD_BYTES, ModelFileError, "model card (JSON)")
+        named = card.get(CARD_HASH) if isinstance(card, dict) else None
+        if named is not None and named != hashlib.sha256(data).hexdigest():
+            raise ModelFileError(f"{card_path} describes other weights than {p} (a save was cut off between "
+                                 "the two files?): save the model again, or remove the card")
     return Model(weights=weights, card=card, path=p)
 
 

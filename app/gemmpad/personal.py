@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
-from gemmpad.files import check_output_file
+from gemmpad.files import check_output_file, claim
 from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.terminal import printable
 
@@ -29,6 +29,7 @@ def check_target(output: Path, base: Model, replace: bool) -> None:
     """Refuse, before any work, an output that is the base model, the shipped model, an
     existing file not to be replaced, or a place that cannot be written."""
     check_output_file(output, f"--output {output}", {".npz"})
+    check_output_file(output.with_suffix(".json"), f"--output {output} (its card)")
     protected = {default_model_path().resolve()} | ({Path(base.path).resolve()} if base.path else set())
     if output.resolve() in protected:
         raise GemmpadError(f"--output {output}: that is the model being fine-tuned or the shipped model; "
@@ -64,7 +65,9 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
         kept.save(cache, examples)
     for name in outcome.before:
         log(f"  {name:15s} {100 * outcome.before[name]:6.2f} % -> {100 * outcome.after[name]:6.2f} %")
-    log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}, "
+    rounded = (f" ({settings.steps} asked for, rounded up to whole passes over these rows and the replay)"
+               if outcome.steps != settings.steps else "")  # --steps 1 ran 67 steps without a word
+    log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}{rounded}, "
         f"{outcome.seconds['total']:.2f} s")
     if outcome.reason:
         log(("kept anyway (insisted): " if outcome.accepted else "not saved: ") + outcome.reason)
@@ -83,8 +86,11 @@ def run(args: argparse.Namespace) -> int:
     given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
     settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
     log: Log = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))  # lines name paths
-    outcome = fine_tune_folder(base, args.drawings, output, settings, "native" if args.engine == "native" else "auto",
-                               args.insist, args.data, args.cache or None, log)
+    with claim(output, f"--output {output}"):  # the window's Learn and other runs write this name too
+        check_target(output, base, args.force)  # again, held: a run that just ended may have written it
+        outcome = fine_tune_folder(base, args.drawings, output, settings,
+                                   "native" if args.engine == "native" else "auto",
+                                   args.insist, args.data, args.cache or None, log)
     if not outcome.accepted:
         print(f"gemmpad train: {printable(outcome.reason)}; pass --insist to keep it anyway", file=sys.stderr)
         return 1

@@ -4,8 +4,11 @@ time in Python, so processes, not threads, are what uses more than one core."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -29,5 +32,39 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator
         return
     # fork where there is one: workers need no re-import and no picklable __main__
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with ctx.Pool(min(jobs, len(items))) as pool:
+    with contextlib.ExitStack() as stack:  # leaving it (Ctrl-C included, even one held back below) terminates the pool
+        with _workers_ignore_sigint():
+            pool = stack.enter_context(ctx.Pool(min(jobs, len(items)), initializer=_ignore_sigint))
         yield from pool.imap(fn, items, chunksize=1)
+
+
+def _ignore_sigint() -> None:
+    """In each worker: Ctrl-C reaches the whole process group, and the parent alone answers it
+    (one line, exit 130, the pool terminated) instead of every worker printing a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # born with SIGINT blocked (below): a press meanwhile is now dropped
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """SIGINT held back while the pool forks its workers, so none is interrupted before its
+    initializer ignores it (that was a traceback). Blocked, not ignored: a press in those
+    milliseconds reaches the parent when they are over instead of being lost."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    # only the main thread may set handlers; None: a handler not set from Python, which cannot be put back
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

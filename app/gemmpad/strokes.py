@@ -212,9 +212,14 @@ def save(path: str | os.PathLike[str], strokes: Sequence[Stroke], widths: Sequen
          canvas: tuple[int, int] = CANVAS) -> None:
     """Write strokes with their widths (DEFAULT_WIDTH when not given) and the canvas size as
     JSON (atomically), points rounded to 0.1 px."""
+    write_text(path, dumps(strokes, widths, canvas))
+
+
+def dumps(strokes: Sequence[Stroke], widths: Sequence[float] | None = None, canvas: tuple[int, int] = CANVAS) -> str:
+    """The text `save` writes: for a writer that puts it in one unit with other files (the window's PNG)."""
     ws = [DEFAULT_WIDTH] * len(strokes) if widths is None else list(widths)
     data = {"canvas": [int(canvas[0]), int(canvas[1])],
             "strokes": [{"width": round(float(w), 2),
                          "points": [[round(float(x), 1), round(float(y), 1)] for x, y in np.asarray(s).reshape(-1, 2)]}
                         for s, w in zip(strokes, ws)]}
-    write_text(path, json.dumps(data) + "\n")
+    return json.dumps(data) + "\n"

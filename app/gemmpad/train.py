@@ -39,7 +39,7 @@ import numpy as np
 from gemmpad import data, distill, drawn, evaluate, paper, pendigits, rehearsal, replay, trainset, userdata
 from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
-from gemmpad.files import atomic_path, check_output_file, check_writable_dir
+from gemmpad.files import atomic_path, check_output_file, check_writable_dir, claim
 from gemmpad.model import LAYERS, Model, save_card
 from gemmpad.pool import default_jobs
 from gemmpad.preprocess import preprocess_batch
@@ -114,7 +114,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a person's drawings, DIR/<digit>/*.json (strokes) or *.png: with --base, fine-tune that "
                         "model on them (gemmpad.personal); without, add them to this training run")
     p.add_argument("--base", metavar="MODEL", help="fine-tune this model on --drawings (a few seconds, no torch)")
-    p.add_argument("--steps", type=integer(1, 100_000), metavar="N", help="fine-tuning steps (default 300)")
+    p.add_argument("--steps", type=integer(1, 100_000), metavar="N", help="fine-tuning steps (default 300), rounded up to whole passes over the "
+                        "person's rows and the replay (one pass is about 70 steps)")
     p.add_argument("--insist", action="store_true",
                    help="keep a fine-tuned model even when it reads MNIST test or unseen writers >0.3 points worse")
 
@@ -349,11 +350,25 @@ def run(args: argparse.Namespace) -> int:
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
     # before training, not after it
     check_output_file(out_path, f"--output {out_path}", {".npz"})
+    check_output_file(out_path.with_suffix(".json"), f"--output {out_path} (its card)")
     check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
-    existing = [str(f) for f in dict.fromkeys((out_path, out_path.with_suffix(".json"), curve_path)) if f.exists()]
-    if existing and not args.force:  # the shipped model among them: one run must not silently replace it
+    with claim(out_path, f"--output {out_path}"):  # two runs to one --output: the second is refused now
+        _refuse_existing([out_path, out_path.with_suffix(".json"), curve_path], args.force)
+        return _train(args, out_path, curve_path, log, t_start)
+
+
+def _refuse_existing(paths: list[Path], force: bool) -> None:
+    """GemmpadError when any of `paths` exists and --force was not given: the shipped model may be
+    among them, and one run must not silently replace it."""
+    existing = [str(f) for f in dict.fromkeys(paths) if f.exists()]
+    if existing and not force:
         raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
                            "name another --output (and --curve), or pass --force to replace")
+
+
+def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Callable[[str], None],
+           t_start: float) -> int:
+    """The run itself, with the outputs checked and claimed."""
     if args.cache is None:
         args.cache = str(userdata.cache_dir())
     if args.cache:
@@ -390,6 +405,9 @@ def run(args: argparse.Namespace) -> int:
     rows = np.flatnonzero(keep)
     rows = np.concatenate([rows, *[rows[writer[rows] > 0]] * (args.real_weight - 1)])
     x, y = x[rows], y[rows]
+    if not len(x):  # every image rejected (no ink), or held out: nothing to train on, and no mean to take
+        raise GemmpadError(f"{f'--data {args.data}' if args.data else 'MNIST'}: no training image is left (preprocessing "
+                           "rejected every one, e.g. images without ink, or --val-writers holds them all out)")
     if args.drawings:
         from gemmpad import personal
 

@@ -108,15 +108,20 @@ def _fit(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], epochs: i
             if should_stop is not None and should_stop():
                 return w
             idx = order[start : start + batch_size]
-            loss, right, g = gradients(w, x[idx], y64[idx], None if soft is None else soft[idx])
-            loss_sum += loss
-            correct += right
-            for k in NAMES:
-                if decay[k]:
-                    g[k] += np.float32(decay[k]) * w[k]
-                v[k] *= np.float32(momentum)
-                v[k] += g[k]
-                w[k] -= lr * v[k]
+            # a diverging run overflows float32 here: the loss check below says so in one line, where
+            # NumPy's RuntimeWarnings would print lines of their own before it (--lr 10)
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                loss, right, g = gradients(w, x[idx], y64[idx], None if soft is None else soft[idx])
+                loss_sum += loss
+                correct += right
+                for k in NAMES:
+                    if decay[k]:
+                        g[k] += np.float32(decay[k]) * w[k]
+                    v[k] *= np.float32(momentum)
+                    v[k] += g[k]
+                    w[k] -= lr * v[k]
+            if not math.isfinite(loss_sum):  # no later step can recover: stop now, not at the epoch's end
+                break
         mean_loss = loss_sum / len(order)
         if not math.isfinite(mean_loss):
             raise GemmpadError(f"training diverged in epoch {epoch + 1} (loss {mean_loss}); lower the learning rate")

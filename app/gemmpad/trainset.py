@@ -119,7 +119,7 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
     ws: dict[str, list[np.ndarray]] = {s: [] for s in order}
     t0 = time.perf_counter()
     for task, part in zip(tasks, ordered_map(_build, tasks, jobs)):
-        xs[task.source].append(part.x.reshape(len(part.x), -1))
+        xs[task.source].append(part.x.reshape(len(part.x), 784))  # (784, not -1: a part may hold no image)
         ys[task.source].append(part.y)
         ws[task.source].append(part.writer)
         left[task.source] -= 1

@@ -14,7 +14,8 @@ and measured on digits it never saw (gemmpad.unsure_fit).
 
 The detector belongs to one set of weights (it reads their hidden layers): it is stored
 beside the model as <model>.unsure.json with the weights' fingerprint, and for_model()
-refuses a file fitted for other weights. `gemmpad unsure --fit` makes it for a new model.
+refuses a file fitted for other weights. `gemmpad unsure --fit` makes it for a new model,
+in the user's data folder unless told where (user_path_for), and for_model looks there too.
 """
 
 from __future__ import annotations
@@ -170,15 +171,33 @@ def load(path: str | os.PathLike[str]) -> Detector:
 def for_model(model: Model) -> tuple[Detector | None, str]:
     """The model's detector, or None and why not (no file beside the model; fitted for
     other weights; a broken file): the window then shows plain readings and says so."""
+    det, _, why = find(model)
+    return det, why
+
+
+def find(model: Model) -> tuple[Detector | None, Path | None, str]:
+    """for_model, with the file the detector came from."""
     if model.path is None:
-        return None, "weights given in memory have no unsure detector"
-    path = path_for(model.path)
-    if not path.exists():
-        return None, f"no unsure detector beside the model ({path.name}: make it with `gemmpad unsure --fit`)"
-    try:
-        det = load(path)
-    except ModelFileError as exc:
-        return None, str(exc)
-    if det.model_sha256 != fingerprint(model) or len(det.mean) != features(model, np.zeros(784)).shape[1]:
-        return None, f"{path.name} was fitted for other weights: run `gemmpad unsure --fit`"
-    return det, ""
+        return None, None, "weights given in memory have no unsure detector"
+    beside = path_for(model.path)
+    why = f"no unsure detector beside the model ({beside.name}: make it with `gemmpad unsure --fit`)"
+    for path in (user_path_for(model), beside):  # the user's own fit (gemmpad unsure --fit) first: they asked for it
+        if not path.exists():
+            continue
+        try:
+            det = load(path)
+        except ModelFileError as exc:
+            why = str(exc)
+            continue
+        if det.model_sha256 == fingerprint(model) and len(det.mean) == features(model, np.zeros(784)).shape[1]:
+            return det, path, ""
+        why = f"{path.name} was fitted for other weights: run `gemmpad unsure --fit`"
+    return None, None, why
+
+
+def user_path_for(model: Model) -> Path:
+    """Where `gemmpad unsure --fit` writes a detector by default: the user's data folder, under the
+    weights' fingerprint (never inside the installed package, whose shipped detector stays as shipped)."""
+    from gemmpad import userdata
+
+    return userdata.data_dir() / "unsure" / f"{fingerprint(model)[:16]}.unsure.json"

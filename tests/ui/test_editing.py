@@ -169,6 +169,33 @@ def test_save_png_with_and_without_label(app: object) -> None:
         app.drawings_dir = good_dir
 
 
+def test_a_full_disk_saves_neither_the_png_nor_its_strokes(app: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40: the window said "Not saved" but left the PNG without its strokes, which Learn
+    then took as a picture. The strokes fail here (no room), so nothing may be there after."""
+    import errno
+    from pathlib import Path
+
+    real_text, real_bytes = Path.write_text, Path.write_bytes
+
+    def full(real):  # type: ignore[no-untyped-def]
+        def write(self: Path, data, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if ".json" in self.name:
+                raise OSError(errno.ENOSPC, "No space left on device", str(self))
+            return real(self, data, *args, **kwargs)
+        return write
+
+    draw(app, one())
+    folder = app.drawings_dir / "3"
+    before = set(folder.glob("*")) if folder.exists() else set()
+    monkeypatch.setattr(Path, "write_text", full(real_text))
+    monkeypatch.setattr(Path, "write_bytes", full(real_bytes))
+    assert app.save(label=3) is None and app.error.startswith("Not saved:")
+    monkeypatch.undo()
+    assert (set(folder.glob("*")) if folder.exists() else set()) == before
+    app.clear()
+    harness.settle(app)
+
+
 def test_real_mouse_and_keys_reach_the_canvas(app: object) -> None:
     import dearpygui.dearpygui as dpg
 

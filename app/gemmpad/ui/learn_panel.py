@@ -33,6 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from gemmpad import drawings, finetune, rehearsal, replay, userdata
 from gemmpad.errors import GemmpadError
+from gemmpad.files import claim
 from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
@@ -296,7 +297,8 @@ class LearnPanel:
         base = self.base_model(app)
         model = Model(outcome.weights)
         try:
-            finetune.save_personal(outcome, base, self._examples, self.personal_path, SETTINGS)
+            with claim(self.personal_path, "the personal model"):  # `gemmpad train` may be writing it
+                finetune.save_personal(outcome, base, self._examples, self.personal_path, SETTINGS)
             model = load_model(self.personal_path)  # with its card: the engine panel shows what it scored
         except (GemmpadError, OSError) as exc:
             app.status.say(f"The new model reads now but was not saved: {exc}", error=True)

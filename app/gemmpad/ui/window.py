@@ -27,7 +27,7 @@ from PIL import Image
 
 from gemmpad import native, strokes, unsure, userdata
 from gemmpad.engine import Classifier, Prediction, Timing, available_backends, timing_stats
-from gemmpad.files import atomic_path
+from gemmpad.files import atomic_paths
 from gemmpad.model import Model
 from gemmpad.preprocess import preprocess
 from gemmpad.ui import keys, layout, style
@@ -443,9 +443,12 @@ class App:
         png = folder / f"{stamp}.png"
         pixels = np.round(np.clip(self.canvas.image, 0.0, 1.0) * 255.0).astype(np.uint8)
         try:
-            with atomic_path(png) as tmp:
-                Image.fromarray(pixels, mode="L").save(tmp)
-            strokes.save(png.with_suffix(".json"), self.canvas.strokes(), self.canvas.widths(), self.canvas.size)
+            # one unit (gemmpad.files): a full disk leaves neither, never a PNG without its strokes,
+            # which Learn would take as a picture; the PNG is named last, as the drawing's arrival
+            with atomic_paths(png.with_suffix(".json"), png) as (json_tmp, png_tmp):
+                json_tmp.write_text(strokes.dumps(self.canvas.strokes(), self.canvas.widths(), self.canvas.size),
+                                    encoding="utf-8")
+                Image.fromarray(pixels, mode="L").save(png_tmp)
         except OSError as exc:  # a full disk or a folder we may not write: say so, keep the drawing
             self.error = f"Not saved: {exc}"
             self.status.say(self.error, error=True)
