@@ -9,6 +9,8 @@ Three kinds of test, all fed through `preprocess` as the app feeds a drawing:
 - on paper (`--paper`): the same writers' digits as photos and scans (gemmpad.paper);
 - on forms (`--forms`): the same writers' digits as form readers output them: stretched
   into small boxes, blurred and binarised, per variant of gemmpad.forms.VARIANTS;
+- synthetic drawn digits per style (`--drawn-styles`): gemmpad.drawn's templates, by
+  default its European styles, DRAWN_PER_STYLE digits each;
 - a folder of labelled images (`DIR/<digit>/*.png`), the layout `gemmpad predict` and
   the app's saved drawings use: anyone's own test set.
 `--tta N` averages N jittered copies per digit (test-time augmentation; the app's batch only repeats the input).
@@ -123,6 +125,26 @@ def forms_scores(model: Model, samples: Sequence[pendigits.PenDigit], variant: s
 
     rng = np.random.default_rng(forms.FORMS_SEED + list(forms.VARIANTS).index(variant))
     return _drawn(samples, lambda s: forms.on_form(s, variant, rng), model, tta)
+
+
+DRAWN_PER_STYLE = 500  # drawn digits per style for --drawn-styles
+
+
+def drawn_style_scores(model: Model, names: Sequence[str], count: int = DRAWN_PER_STYLE,
+                       tta: int = 1) -> dict[str, Scores]:
+    """Scores per drawn style (gemmpad.drawn.ALL_NAMES): `count` digits each from a seed of
+    its own (EVAL_SEED + its index), so a style's figure does not depend on which others are asked."""
+    from gemmpad import drawn
+
+    rng = np.random.default_rng(TTA_SEED)
+    out = {}
+    for name in names:
+        ds = drawn.generate(count, drawn.EVAL_SEED + drawn.ALL_NAMES.index(name), [name])
+        x = ds.images.reshape(len(ds.images), 784)  # generate has preprocessed them already
+        pred = (model.check_output(model.forward(x)).argmax(axis=1) if tta == 1 else
+                np.array([model.check_output(model.forward(jitter(r, tta, rng))).mean(axis=0).argmax() for r in ds.images]))
+        out[name] = Scores(ds.labels, pred.astype(np.int64))
+    return out
 
 
 def labelled_files(root: str | Path, suffixes: Sequence[str]) -> list[tuple[int, Path]]:
@@ -276,6 +298,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--forms", action="store_true",
                    help="also the same writers' digits on scanned forms, each variant of gemmpad.forms")
+    p.add_argument("--drawn-styles", nargs="?", const="european", metavar="LIST",
+                   help="also synthetic drawn digits per style: a comma list of gemmpad.drawn style names, "
+                        "'european' (the default) or 'all'")
+    p.add_argument("--drawn-count", type=integer(1, 100_000), default=DRAWN_PER_STYLE, metavar="N",
+                   help="drawn digits per style for --drawn-styles")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
     p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="test-time augmentation: average N copies shifted by up to 2 pixels")
     p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
@@ -306,6 +333,20 @@ def _set_title(name: str, writers: str) -> str:
     return f"pendigits writers {writers}, {name}"
 
 
+def _drawn_names(spec: str) -> list[str]:
+    """--drawn-styles' list: 'european', 'all' or comma-separated names from gemmpad.drawn.ALL_NAMES."""
+    from gemmpad import drawn
+
+    if spec.strip().lower() in ("european", "all"):
+        return drawn.EUROPEAN_NAMES if spec.strip().lower() == "european" else drawn.ALL_NAMES
+    names = [s.strip() for s in spec.split(",")]
+    bad = [s for s in names if s not in drawn.ALL_NAMES]
+    if bad:
+        raise GemmpadError(f"--drawn-styles: unknown {bad}, expected 'european', 'all' or names such as "
+                           f"{', '.join(drawn.EUROPEAN_NAMES[:3])}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     styles = list(pendigits.STYLES) if args.styles == "all" else [s.strip() for s in args.styles.split(",")]
@@ -313,9 +354,13 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise GemmpadError(f"--styles: unknown {bad}, expected names from {list(pendigits.STYLES)}")
     wanted = args.pendigits is not None or args.paper or args.forms or args.save_paper
-    if not wanted and not args.dirs:
-        raise GemmpadError("nothing to evaluate: name image folders, --pendigits, --paper, --forms or --save-paper")
+    if not wanted and not args.dirs and args.drawn_styles is None:
+        raise GemmpadError("nothing to evaluate: name image folders, --pendigits, --paper, --forms, "
+                           "--drawn-styles or --save-paper")
     results: dict[str, Scores] = {}
+    if args.drawn_styles is not None:
+        results.update({f"drawn {k}": v for k, v in
+                        drawn_style_scores(model, _drawn_names(args.drawn_styles), args.drawn_count, args.tta).items()})
     if wanted:
         ids = writer_range(args.writers)
         samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
