@@ -1,6 +1,6 @@
 """`gemmpad eval`: how well a model file reads digits, per digit and with a confusion matrix.
 
-Three kinds of test, all fed through `preprocess` as the app feeds a drawing:
+The kinds of test, all fed through `preprocess` as the app feeds a drawing:
 - real writers (`--pendigits`): the pendigits trajectories of a writer range, drawn on
   a canvas at each named style of gemmpad.pendigits.STYLES (pen width, canvas, size,
   place, slant, polarity). Only writers a model did not train on say anything about
@@ -140,9 +140,11 @@ def drawn_style_scores(model: Model, names: Sequence[str], count: int = DRAWN_PE
     out = {}
     for name in names:
         ds = drawn.generate(count, drawn.EVAL_SEED + drawn.ALL_NAMES.index(name), [name])
-        x = ds.images.reshape(len(ds.images), 784)  # generate has preprocessed them already
-        pred = (model.check_output(model.forward(x)).argmax(axis=1) if tta == 1 else
-                np.array([model.check_output(model.forward(jitter(r, tta, rng))).mean(axis=0).argmax() for r in ds.images]))
+        if tta == 1:  # generate has preprocessed them already: one batch
+            pred = model.check_output(model.forward(ds.images.reshape(len(ds.images), 784))).argmax(axis=1)
+        else:
+            pred = np.array([model.check_output(model.forward(jitter(r, tta, rng))).mean(axis=0).argmax()
+                             for r in ds.images])
         out[name] = Scores(ds.labels, pred.astype(np.int64))
     return out
 
