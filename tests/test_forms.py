@@ -98,3 +98,28 @@ def test_forms_sets_read_the_same_in_any_number_of_processes() -> None:
     one, two = (evaluate.writer_sets(model, samples, names, jobs=j) for j in (1, 2))
     for name in names:
         np.testing.assert_array_equal(one[name].pred, two[name].pred)
+
+
+def test_drawn_styles_go_on_forms_repeatably() -> None:
+    a = forms.drawn_on_form("1-long-flag", "stretch-16", 3)
+    b = forms.drawn_on_form("1-long-flag", "stretch-16", 3)
+    assert len(a) == 3 and all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert all(set(np.unique(x)) == {0, 255} for x in a)
+    other = forms.drawn_on_form("1-long-flag", "stretch-32", 3)
+    assert other[0].shape != a[0].shape  # each variant its own box
+
+
+def test_eval_drawn_styles_on_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:2]
+    (tmp_path / pendigits.FILENAME).write_text(unipen(samples))
+    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(tmp_path))
+    model = tmp_path / "m.npz"
+    constant_model(9).save(model)
+    assert main(["eval", "--model", str(model), "--forms", "--writers", "1", "--jobs", "1",
+                 "--drawn-styles", "9-curled", "--drawn-count", "2", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert [k for k in results if k.startswith("drawn")] == [
+        "drawn 9-curled", *(f"drawn 9-curled on forms, {v}" for v in forms.VARIANTS)]
+    fit = results["drawn 9-curled on forms, fit-32"]
+    assert fit["n"] == 2 and fit["accuracy"] == 1.0  # a constant 9 reads every (inked) 9

@@ -299,7 +299,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--forms", action="store_true",
-                   help="also the same writers' digits on scanned forms, each variant of gemmpad.forms")
+                   help="also the same writers' digits on scanned forms, each variant of gemmpad.forms "
+                        "(with --drawn-styles: those styles on forms too)")
     p.add_argument("--drawn-styles", nargs="?", const="european", metavar="LIST",
                    help="also synthetic drawn digits per style: a comma list of gemmpad.drawn style names, "
                         "'european' (the default) or 'all'")
@@ -361,8 +362,16 @@ def run(args: argparse.Namespace) -> int:
                            "--drawn-styles or --save-paper")
     results: dict[str, Scores] = {}
     if args.drawn_styles is not None:
+        drawn_names = _drawn_names(args.drawn_styles)
         results.update({f"drawn {k}": v for k, v in
-                        drawn_style_scores(model, _drawn_names(args.drawn_styles), args.drawn_count, args.tta).items()})
+                        drawn_style_scores(model, drawn_names, args.drawn_count, args.tta).items()})
+        if args.forms:
+            from gemmpad import forms
+
+            for name in drawn_names:
+                for v in forms.VARIANTS:
+                    pred = classify(model, forms.drawn_on_form(name, v, args.drawn_count), args.tta)
+                    results[f"drawn {name} on forms, {v}"] = Scores(np.full(len(pred), int(name[0])), pred)
     if wanted:
         ids = writer_range(args.writers)
         samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]

@@ -9,7 +9,9 @@ they say nothing about these (issue 43: the shipped model read 90.6 % of such Eu
 forms while reading 95 % of paper photos).
 
 `on_form` puts a real writer's trajectory (gemmpad.pendigits) through that pipeline, one
-named VARIANT at a time, so `gemmpad eval --forms` can measure each kind of form by digit.
+named VARIANT at a time, so `gemmpad eval --forms` can measure each kind of form by digit;
+`drawn_on_form` does the same to gemmpad.drawn's styles (`--forms --drawn-styles`): a
+European 1's long flag is harmless on a canvas and what a stretched box turns into a Λ.
 The blur, the threshold and the resampling are gemmpad.paper's: one scanner model. It is
 a simulation: how far it stands in for real forms is stated, not assumed, in models/README.md.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from gemmpad import drawn
 from gemmpad.paper import binarise, resized, scanner_blur
 from gemmpad.pendigits import PenDigit, Style, render
 
@@ -126,3 +129,17 @@ def on_form(sample: PenDigit, variant: FormVariant | str, rng: np.random.Generat
     f = int(rng.choice(v.upsample))
     bitmap = np.repeat(np.repeat(bitmap, f, axis=0), f, axis=1)
     return 255 - bitmap if rng.random() < 0.5 else bitmap
+
+
+def drawn_on_form(name: str, variant: str, count: int) -> list[np.ndarray]:
+    """`count` digits of a gemmpad.drawn style (a name from drawn.ALL_NAMES), each a trajectory
+    put on a form of `variant` by `on_form`; a fixed seed per style and variant, so a figure
+    does not depend on which others are asked for."""
+    rng = np.random.default_rng([FORMS_SEED, drawn.ALL_NAMES.index(name), list(VARIANTS).index(variant)])
+    digit, style = int(name[0]), name[2:]
+    out = []
+    for _ in range(count):
+        strokes, _ = drawn.sample_strokes(digit, style, rng)  # canvas pixels, y down; the file's y is up
+        pen = PenDigit(digit=digit, writer=0, strokes=[np.column_stack([p[:, 0], -p[:, 1]]) for p in strokes])
+        out.append(on_form(pen, variant, rng))
+    return out
