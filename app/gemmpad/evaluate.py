@@ -337,12 +337,12 @@ def _set_title(name: str, writers: str) -> str:
 
 
 def _drawn_names(spec: str) -> list[str]:
-    """--drawn-styles' list: 'european', 'all' or comma-separated names from gemmpad.drawn.ALL_NAMES."""
+    """--drawn-styles' list: comma-separated names from gemmpad.drawn.ALL_NAMES and the groups
+    'european' and 'all', each style once, in the order given."""
     from gemmpad import drawn
 
-    if spec.strip().lower() in ("european", "all"):
-        return drawn.EUROPEAN_NAMES if spec.strip().lower() == "european" else drawn.ALL_NAMES
-    names = [s.strip() for s in spec.split(",")]
+    groups = {"european": drawn.EUROPEAN_NAMES, "all": drawn.ALL_NAMES}
+    names = list(dict.fromkeys(n for s in spec.split(",") for n in groups.get(s.strip().lower(), [s.strip()])))
     bad = [s for s in names if s not in drawn.ALL_NAMES]
     if bad:
         raise GemmpadError(f"--drawn-styles: unknown {bad}, expected 'european', 'all' or names such as "
