@@ -19,6 +19,10 @@ other seeds, so the test digits are never seen, though they come from the same
 style templates: an honest measure of robustness to size, position, thickness,
 slant and polarity, and an optimistic one of robustness to writing styles this
 module does not know.
+
+EUROPEAN_STYLES (long-flagged and slanted 1s, an open 4, a continental 7, a curled 9) are
+kept apart: `gemmpad eval --drawn-styles` measures them, `generate(styles=ALL_NAMES)` makes
+them, and neither the card's evaluation set nor the default training digits change.
 """
 
 from __future__ import annotations
