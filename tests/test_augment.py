@@ -84,3 +84,41 @@ def test_restroke_gives_uniform_strokes(rng: np.random.Generator) -> None:
     img = render([np.array([[6.0, 5.0], [21.0, 5.0], [11.0, 23.0]])], (28, 28), 3.5)[None].repeat(4, 0)
     out = augment.restroke(img, rng)
     assert out.shape == (4, 56, 56) and np.all(out.sum((1, 2)) > 40)
+
+
+def _stick(n: int) -> np.ndarray:
+    """n skeletons [n, 56, 56] of a vertical stroke: a plain 1's (or a 7's or 9's stem)."""
+    sk = np.zeros((n, 56, 56), bool)
+    sk[:, 8:48, 28] = True
+    return sk
+
+
+def test_european_strokes_go_on_ones_sevens_and_nines_only() -> None:
+    labels = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    out = augment.european(_stick(10), labels, np.random.default_rng(3), share=1.0)
+    added = (out & ~_stick(10)).sum(axis=(1, 2))
+    assert np.all(added[[1, 7, 9]] > 5) and np.all(added[[0, 2, 3, 4, 5, 6, 8]] == 0)
+    assert np.array_equal(out & _stick(10), _stick(10))  # nothing taken away
+    none = augment.european(_stick(10), labels, np.random.default_rng(3), share=0.0)
+    assert np.array_equal(none, _stick(10))
+
+
+def test_the_european_one_has_a_long_flag_and_the_seven_a_bar() -> None:
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        one, seven = augment.european(_stick(2), np.array([1, 7]), rng, share=1.0)
+        ys, xs = np.nonzero(one & ~_stick(1)[0])
+        flag_end = ys[xs.argmin()]
+        assert xs.min() < 28 - 0.25 * 40 and flag_end > 8 + 0.4 * 40  # far left, nearly half the height down
+        ys, xs = np.nonzero(seven & ~_stick(1)[0])
+        assert np.ptp(ys) == 0 and xs.min() < 28 < xs.max()  # one row, across the stem
+
+
+def test_restroke_without_european_share_is_what_it_was() -> None:
+    """The shipped model's training copies must not change when the option is off."""
+    img = render([np.array([[6.0, 5.0], [21.0, 5.0], [11.0, 23.0]])], (28, 28), 3.5)[None].repeat(3, 0)
+    plain = augment.restroke(img, np.random.default_rng(8))
+    off = augment.restroke(img, np.random.default_rng(8), labels=np.array([7, 7, 7]), european_share=0.0)
+    on = augment.restroke(img, np.random.default_rng(8), labels=np.array([7, 7, 7]), european_share=1.0)
+    np.testing.assert_array_equal(plain, off)
+    assert on.sum() > plain.sum()

@@ -304,3 +304,9 @@ def test_the_held_out_share_follows_limit(tmp_path: Path, monkeypatch: pytest.Mo
     assert seen == {"val": 0, "train": 3000}
     with pytest.raises(GemmpadError, match="--val 3000: must be between 0 and the number of training images"):
         train.run(parse(*base, "--limit", "3000", "--val", "3000"))
+
+
+def test_european_strokes_are_an_option_not_the_default() -> None:
+    """Issue 43: the shipped model's recipe (the default) stays what it was until a round trains on them."""
+    assert "european" not in train._sources(parse().augment)
+    assert train._sources("warp,european") == ["original", "warp", "european"]

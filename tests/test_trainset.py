@@ -67,3 +67,11 @@ def test_the_cache_is_reused_for_the_same_key(tmp_path: Path) -> None:
     for a, b in zip(first[:3], again[:3]):
         np.testing.assert_array_equal(a, b)
     assert first[3] == again[3] == {"original": 3}
+
+
+def test_the_european_source_restrokes_ones_sevens_and_nines_only() -> None:
+    images, labels = one_images(9)
+    labels = np.array([1, 7, 9, 0, 2, 4, 1, 8, 9])
+    x, y, _, counts = trainset.training_set(images, labels, ["european"], 0, 0, lambda s: None)
+    assert counts == {"european": 5} and sorted(y.tolist()) == [1, 1, 7, 9, 9]
+    assert np.all(x.reshape(-1, 28, 28).max(axis=(1, 2)) > 0.5)

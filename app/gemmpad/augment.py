@@ -6,8 +6,12 @@ Three transformations, each aimed at one difference between MNIST and the app:
 - `thin`: Zhang-Suen skeletonisation, which recovers the pen's path from a pen-on-
   paper digit, and `paint_skeleton`: repaint that path with a round brush of uniform
   random width (the app's brush profile), which turns a pen digit into a mouse digit.
+- `european`: the strokes of European handwriting MNIST's American writers lack, added to
+  those skeletons before repainting: a long flag (and a base) on 1s, a bar across 7s, a
+  long curled tail on 9s (`restroke(..., labels, european=share)`).
 Everything runs on a whole batch at once (tens of thousands of images in seconds
-per step); no per-image Python loop except the final preprocess().
+per step); no per-image Python loop except the final preprocess() and the few pixels
+of `european`'s added strokes.
 """
 
 from __future__ import annotations
@@ -138,15 +142,73 @@ def paint_skeleton(skeleton: np.ndarray, radius: np.ndarray) -> np.ndarray:
     return out
 
 
+def _draw_path(mask: np.ndarray, pts: list[tuple[float, float]]) -> None:
+    """Set the pixels of mask [H, W] along straight pieces through (y, x) points, in place
+    (half-pixel steps: a 1-pixel skeleton line, clipped at the edges)."""
+    h, w = mask.shape
+    for (y0, x0), (y1, x1) in zip(pts, pts[1:]):
+        n = int(np.ceil(2 * max(abs(y1 - y0), abs(x1 - x0)))) + 1
+        ys = np.clip(np.round(np.linspace(y0, y1, n)), 0, h - 1).astype(np.int64)
+        xs = np.clip(np.round(np.linspace(x0, x1, n)), 0, w - 1).astype(np.int64)
+        mask[ys, xs] = True
+
+
+EUROPEAN_DIGITS = (1, 7, 9)  # the digits `european` changes; 4s are open in MNIST already
+
+
+def european(skeleton: np.ndarray, labels: np.ndarray, rng: np.random.Generator, share: float = 0.5) -> np.ndarray:
+    """Skeletons [N, H, W] (bool) with European strokes added to `share` of the 1s, 7s and 9s:
+
+    1: a flag from the top down to the left of the stem, ending 45-80 % of the way down
+    (nearly the full height), and half of those a base; 7: a bar across the stem at mid-height;
+    9: the tail's end carried a little lower and curled back to the left. All sizes are
+    relative to the digit's height, so they suit any warp.
+    """
+    out = skeleton.copy()
+    chosen = np.isin(labels, EUROPEAN_DIGITS) & (rng.random(len(labels)) < share)
+    for i in np.flatnonzero(chosen):
+        ys, xs = np.nonzero(out[i])
+        if len(ys) < 2:
+            continue
+        top, bottom = int(ys.min()), int(ys.max())
+        height = max(bottom - top, 1)
+        tx, bx = float(xs[ys == top].mean()), float(xs[ys == bottom].mean())
+        if labels[i] == 1:
+            u, v = rng.uniform(0.45, 0.8), rng.uniform(0.3, 0.5)
+            stem_x = tx + u * (bx - tx)  # the stem's x at the flag's end: a slanted 1's flag still stands out
+            _draw_path(out[i], [(top, tx), (top + u * height, stem_x - v * height)])
+            if rng.random() < 0.5:
+                b = rng.uniform(0.2, 0.35) * height
+                _draw_path(out[i], [(bottom, bx - b), (bottom, bx + b)])
+        elif labels[i] == 7:
+            y = int(round(top + rng.uniform(0.45, 0.6) * height))
+            row = np.flatnonzero(out[i][y])
+            cx = float(row.mean()) if len(row) else tx
+            c = rng.uniform(0.15, 0.25) * height
+            _draw_path(out[i], [(y, cx - c), (y, cx + c)])
+        else:
+            drop, r = rng.uniform(0.05, 0.15) * height, rng.uniform(0.15, 0.25) * height
+            end = rng.uniform(0.6, 0.9) * np.pi  # how far the curl turns: up to the left and back up
+            phi = np.linspace(0.0, end, 8)
+            curl = [(bottom + drop - r + r * np.cos(a), bx - r * np.sin(a)) for a in phi]
+            _draw_path(out[i], [(bottom, bx), *curl])
+    return out
+
+
 def restroke(images: np.ndarray, rng: np.random.Generator, size: int = 56,
-             radius: tuple[float, float] = (0.9, 3.3)) -> np.ndarray:
+             radius: tuple[float, float] = (0.9, 3.3), labels: np.ndarray | None = None,
+             european_share: float = 0.0) -> np.ndarray:
     """MNIST digits [N, 28, 28] (ink bright, [0,1]) -> warped, skeletonised, repainted [N, size, size].
 
     The warp happens on the grey image before thresholding, so the repainted
     strokes keep a uniform width (a warped stroke image would not). Radius is in
-    output pixels; at size 56 a digit is ~40 px tall and preprocess halves it.
+    output pixels; at size 56 a digit is ~40 px tall and preprocess halves it. With labels
+    and european_share > 0, that share of the 1s, 7s and 9s gets European strokes (`european`);
+    without, the random stream and the output are what they always were.
     """
     warped = warp(images, size, rng)
     skel = thin(warped > 0.5)
+    if labels is not None and european_share > 0:
+        skel = european(skel, labels, rng, european_share)
     r = rng.uniform(radius[0], radius[1], len(images))
     return paint_skeleton(skel, r)

@@ -1,12 +1,16 @@
 """`gemmpad eval`: how well a model file reads digits, per digit and with a confusion matrix.
 
-Three kinds of test, all fed through `preprocess` as the app feeds a drawing:
+The kinds of test, all fed through `preprocess` as the app feeds a drawing:
 - real writers (`--pendigits`): the pendigits trajectories of a writer range, drawn on
   a canvas at each named style of gemmpad.pendigits.STYLES (pen width, canvas, size,
   place, slant, polarity). Only writers a model did not train on say anything about
   new people: `gemmpad train` leaves --val-writers out and writes these numbers for them
   into the model card;
 - on paper (`--paper`): the same writers' digits as photos and scans (gemmpad.paper);
+- on forms (`--forms`): the same writers' digits as form readers output them: stretched
+  into small boxes, blurred and binarised, per variant of gemmpad.forms.VARIANTS;
+- synthetic drawn digits per style (`--drawn-styles`): gemmpad.drawn's templates, by
+  default its European styles, DRAWN_PER_STYLE digits each;
 - a folder of labelled images (`DIR/<digit>/*.png`), the layout `gemmpad predict` and
   the app's saved drawings use: anyone's own test set.
 `--tta N` averages N jittered copies per digit (test-time augmentation; the app's batch only repeats the input).
@@ -117,6 +121,36 @@ def paper_scores(model: Model, samples: Sequence[pendigits.PenDigit], tta: int =
     return _drawn(samples, lambda s: paper.on_paper(s, rng), model, tta)
 
 
+def forms_scores(model: Model, samples: Sequence[pendigits.PenDigit], variant: str, tta: int = 1) -> Scores:
+    """Scores on the samples as one variant of scanned form (gemmpad.forms; each variant its own fixed seed)."""
+    from gemmpad import forms
+
+    rng = np.random.default_rng(forms.FORMS_SEED + list(forms.VARIANTS).index(variant))
+    return _drawn(samples, lambda s: forms.on_form(s, variant, rng), model, tta)
+
+
+DRAWN_PER_STYLE = 500  # drawn digits per style for --drawn-styles
+
+
+def drawn_style_scores(model: Model, names: Sequence[str], count: int = DRAWN_PER_STYLE,
+                       tta: int = 1) -> dict[str, Scores]:
+    """Scores per drawn style (gemmpad.drawn.ALL_NAMES): `count` digits each from a seed of
+    its own (EVAL_SEED + its index), so a style's figure does not depend on which others are asked."""
+    from gemmpad import drawn
+
+    rng = np.random.default_rng(TTA_SEED)
+    out = {}
+    for name in names:
+        ds = drawn.generate(count, drawn.EVAL_SEED + drawn.ALL_NAMES.index(name), [name])
+        if tta == 1:  # generate has preprocessed them already: one batch
+            pred = model.check_output(model.forward(ds.images.reshape(len(ds.images), 784))).argmax(axis=1)
+        else:
+            pred = np.array([model.check_output(model.forward(jitter(r, tta, rng))).mean(axis=0).argmax()
+                             for r in ds.images])
+        out[name] = Scores(ds.labels, pred.astype(np.int64))
+    return out
+
+
 def labelled_files(root: str | Path, suffixes: Sequence[str]) -> list[tuple[int, Path]]:
     """(digit, file) for each ROOT/<digit>/<file> with one of `suffixes` (hidden files
     and other folders passed over), sorted; raises GemmpadError when there are none."""
@@ -174,16 +208,21 @@ def writer_range(spec: str) -> list[int]:
 
 
 PAPER = "paper"  # the name of the paper set beside the styles in writer_sets
+FORMS = "forms:"  # the prefix of a forms variant's name (forms:stretch-16) beside them
 
 
 def _one_set(task: tuple[Model, Sequence[pendigits.PenDigit], str, int]) -> Scores:
     model, samples, name, tta = task
-    return paper_scores(model, samples, tta) if name == PAPER else pendigits_scores(model, samples, [name], tta)[name]
+    if name == PAPER:
+        return paper_scores(model, samples, tta)
+    if name.startswith(FORMS):
+        return forms_scores(model, samples, name.removeprefix(FORMS), tta)
+    return pendigits_scores(model, samples, [name], tta)[name]
 
 
 def writer_sets(model: Model, samples: Sequence[pendigits.PenDigit], names: Sequence[str], tta: int = 1,
                 jobs: int = 1) -> dict[str, Scores]:
-    """Scores per named style (pendigits.STYLES) or PAPER, one set per process of `jobs`
+    """Scores per named style (pendigits.STYLES), PAPER or FORMS variant, one set per process of `jobs`
     (the same numbers for any jobs: every set has its own fixed random streams). The bar
     counts sets: a set's digits are drawn in another process."""
     out: dict[str, Scores] = {}
@@ -261,6 +300,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="pendigits writers to test, e.g. 1-6 (the shipped model's held-out writers) or 1-3,8")
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
+    p.add_argument("--forms", action="store_true",
+                   help="also the same writers' digits on scanned forms, each variant of gemmpad.forms "
+                        "(with --drawn-styles: those styles on forms too)")
+    p.add_argument("--drawn-styles", nargs="?", const="european", metavar="LIST",
+                   help="also synthetic drawn digits per style: a comma list of gemmpad.drawn style names, "
+                        "'european' (the default) or 'all'")
+    p.add_argument("--drawn-count", type=integer(1, 100_000), default=DRAWN_PER_STYLE, metavar="N",
+                   help="drawn digits per style for --drawn-styles")
     p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
     p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="test-time augmentation: average N copies shifted by up to 2 pixels")
     p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
@@ -282,18 +329,53 @@ def _table(name: str, s: Scores, verbose: bool) -> str:
     return "\n".join(lines)
 
 
+def _set_title(name: str, writers: str) -> str:
+    """How a writer set (a style, PAPER or a FORMS variant) is headed in the output."""
+    if name == PAPER:
+        return f"pendigits writers {writers} on paper"
+    if name.startswith(FORMS):
+        return f"pendigits writers {writers} on forms, {name.removeprefix(FORMS)}"
+    return f"pendigits writers {writers}, {name}"
+
+
+def _drawn_names(spec: str) -> list[str]:
+    """--drawn-styles' list: comma-separated names from gemmpad.drawn.ALL_NAMES and the groups
+    'european' and 'all', each style once, in the order given."""
+    from gemmpad import drawn
+
+    groups = {"european": drawn.EUROPEAN_NAMES, "all": drawn.ALL_NAMES}
+    names = list(dict.fromkeys(n for s in spec.split(",") for n in groups.get(s.strip().lower(), [s.strip()])))
+    bad = [s for s in names if s not in drawn.ALL_NAMES]
+    if bad:
+        raise GemmpadError(f"--drawn-styles: unknown {bad}, expected 'european', 'all' or names such as "
+                           f"{', '.join(drawn.EUROPEAN_NAMES[:3])}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     styles = list(pendigits.STYLES) if args.styles == "all" else [s.strip() for s in args.styles.split(",")]
     bad = [s for s in styles if s not in pendigits.STYLES]
     if bad:
         raise GemmpadError(f"--styles: unknown {bad}, expected names from {list(pendigits.STYLES)}")
-    wanted = args.pendigits is not None or args.paper or args.save_paper
-    if not wanted and not args.dirs:
-        raise GemmpadError("nothing to evaluate: name image folders, --pendigits, --paper or --save-paper")
+    wanted = args.pendigits is not None or args.paper or args.forms or args.save_paper
+    if not wanted and not args.dirs and args.drawn_styles is None:
+        raise GemmpadError("nothing to evaluate: name image folders, --pendigits, --paper, --forms, "
+                           "--drawn-styles or --save-paper")
     if args.save_paper:  # before the minutes of reading, not after
         check_writable_dir(args.save_paper, f"--save-paper {args.save_paper}")
     results: dict[str, Scores] = {}
+    if args.drawn_styles is not None:
+        drawn_names = _drawn_names(args.drawn_styles)
+        results.update({f"drawn {k}": v for k, v in
+                        drawn_style_scores(model, drawn_names, args.drawn_count, args.tta).items()})
+        if args.forms:
+            from gemmpad import forms
+
+            for name in drawn_names:
+                for v in forms.VARIANTS:
+                    pred = classify(model, forms.drawn_on_form(name, v, args.drawn_count), args.tta)
+                    results[f"drawn {name} on forms, {v}"] = Scores(np.full(len(pred), int(name[0])), pred)
     if wanted:
         ids = writer_range(args.writers)
         samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
@@ -303,10 +385,12 @@ def run(args: argparse.Namespace) -> int:
         if seen:
             print(f"gemmpad eval: note: the model trained on writers {seen}: not a test on new people",
                   file=sys.stderr)
-        names = [*styles * (args.pendigits is not None), *[PAPER] * args.paper]
+        from gemmpad.forms import VARIANTS
+
+        names = [*styles * (args.pendigits is not None), *[PAPER] * args.paper,
+                 *[FORMS + v for v in VARIANTS] * args.forms]
         for name, sc in writer_sets(model, samples, names, args.tta, args.jobs).items():
-            results[f"pendigits writers {args.writers}, {name}" if name != PAPER
-                    else f"pendigits writers {args.writers} on paper"] = sc
+            results[_set_title(name, args.writers)] = sc
         if args.save_paper:
             from gemmpad import paper
 

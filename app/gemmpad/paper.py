@@ -46,7 +46,7 @@ def photograph(ink: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     h, w = ink.shape
     paper = np.full((h, w), rng.uniform(0.62, 0.95), dtype=np.float32)
     grain = smooth_noise(rng, (1, h // 2, w // 2), rng.uniform(0.75, 3.0))[0]  # fibres: made at half size
-    paper += rng.uniform(0.0, 0.05) * _resized(grain, h, w, Image.BILINEAR)
+    paper += rng.uniform(0.0, 0.05) * resized(grain, h, w, Image.BILINEAR)
     paper += rng.normal(0.0, rng.uniform(0.0, 0.025), (h, w)).astype(np.float32)
     ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
     a = rng.uniform(0.0, 2 * np.pi)
@@ -60,14 +60,14 @@ def photograph(ink: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     tone = rng.uniform(0.05, 0.4)  # ink: black to grey-blue ballpoint
     img = paper * (1.0 - ink) + tone * ink
     if rng.random() < 0.5:  # focus / scanner optics
-        img = (img + np.roll(img, 1, 0) + np.roll(img, 1, 1) + np.roll(img, (1, 1), (0, 1))) / 4.0
+        img = scanner_blur(img)
     if rng.random() < 0.5:  # a low-resolution scan or a distant camera
         f = rng.uniform(1.5, 3.5)
-        img = _resized(img.astype(np.float32), max(8, round(h / f)), max(8, round(w / f)), Image.BOX)
+        img = resized(img.astype(np.float32), max(8, round(h / f)), max(8, round(w / f)), Image.BOX)
     img = np.clip(img, 0.0, 1.0)
     kind = rng.random()
     if kind < 0.25:  # a scanner's black-and-white mode: a global threshold between paper and ink
-        return np.where(img < 0.5 * (float(np.median(img)) + tone), 0, 255).astype(np.uint8)
+        return binarise(img, 0.5 * (float(np.median(img)) + tone))
     u8 = np.round(img * 255.0).astype(np.uint8)
     if kind < 0.8:
         buf = io.BytesIO()
@@ -77,7 +77,19 @@ def photograph(ink: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return u8
 
 
-def _resized(img: np.ndarray, h: int, w: int, method: Image.Resampling) -> np.ndarray:
+def scanner_blur(img: np.ndarray) -> np.ndarray:
+    """The slight blur of a scanner's optics or a phone's focus: each pixel the mean of a 2x2
+    block (wrapping at the edges, so callers leave a margin of paper round the ink)."""
+    return (img + np.roll(img, 1, 0) + np.roll(img, 1, 1) + np.roll(img, (1, 1), (0, 1))) / 4.0
+
+
+def binarise(img: np.ndarray, level: float) -> np.ndarray:
+    """A scanner's black-and-white mode: grey [0, 1] (0 = black) below `level` -> 0, the rest
+    -> 255 (uint8). One global threshold, as office scanners and fax modes apply it."""
+    return np.where(img < level, 0, 255).astype(np.uint8)
+
+
+def resized(img: np.ndarray, h: int, w: int, method: Image.Resampling) -> np.ndarray:
     """A float image resampled by Pillow (box: area averaging; bilinear: smooth enlarging)."""
     return np.asarray(Image.fromarray(img.astype(np.float32), mode="F").resize((w, h), method), dtype=np.float32)
 

@@ -28,7 +28,7 @@ PEN_COPIES = 8  # default random-style renderings of each pendigits training sam
 PAPER_COPIES = 2  # default photos of each on paper ("paper": gemmpad.paper, never the test set's seed)
 CHUNK = 2500  # MNIST images per task: bounds memory (~30 MB per 56x56 chunk) and balances the pool
 PEN_CHUNK = 500  # pendigits samples per task (one copy each)
-_STREAM = {"warp": 1, "restroke": 2, "drawn": 6, "pendigits": 4, "paper": 5}  # per-source seed component
+_STREAM = {"warp": 1, "restroke": 2, "drawn": 6, "pendigits": 4, "paper": 5, "european": 7}  # per-source seed component
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class _Task:
 
     source: str
     seed: tuple[int, ...]  # its own random stream
-    images: np.ndarray | None = None  # MNIST uint8 [n, 28, 28] ("original", "warp", "restroke")
+    images: np.ndarray | None = None  # MNIST uint8 [n, 28, 28] ("original", "warp", "restroke", "european")
     labels: np.ndarray | None = None  # and their digits
     count: int = 0  # drawn digits to make ("drawn")
     pen: tuple[pendigits.PenDigit, ...] = ()  # samples to render once each ("pendigits", "paper")
@@ -76,6 +76,8 @@ def _build(task: _Task) -> _Part:
         unit = augment.warp(unit, 28, rng)
     elif task.source == "restroke":
         unit = augment.restroke(unit, rng)
+    elif task.source == "european":  # MNIST's 1s, 7s and 9s re-stroked with European strokes added
+        unit = augment.restroke(unit, rng, labels=task.labels, european_share=1.0)
     x, ok = preprocess_batch(unit)
     return _Part(x[ok], task.labels[ok].astype(np.int64), np.zeros(int(ok.sum()), np.int64))
 
@@ -84,10 +86,11 @@ def _tasks(images: np.ndarray, labels: np.ndarray, sources: Sequence[str], seed:
            pen: Sequence[pendigits.PenDigit], pen_copies: int, paper_copies: int) -> Iterator[_Task]:
     """The chunks of every source, in output order; chunk boundaries depend on the data only."""
     for src in sources:
-        if src in ("original", "warp", "restroke"):
-            for k, i in enumerate(range(0, len(images), CHUNK)):
-                yield _Task(src, (seed, _STREAM.get(src, 0), k), images=images[i : i + CHUNK],
-                            labels=labels[i : i + CHUNK])
+        if src in ("original", "warp", "restroke", "european"):
+            own = np.isin(labels, augment.EUROPEAN_DIGITS)
+            imgs, labs = (images[own], labels[own]) if src == "european" else (images, labels)
+            for k, i in enumerate(range(0, len(imgs), CHUNK)):
+                yield _Task(src, (seed, _STREAM.get(src, 0), k), images=imgs[i : i + CHUNK], labels=labs[i : i + CHUNK])
         elif src == "drawn":
             for k, i in enumerate(range(0, n_drawn, CHUNK)):
                 yield _Task(src, (seed, _STREAM[src], k), count=min(CHUNK, n_drawn - i))
