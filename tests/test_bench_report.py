@@ -276,3 +276,15 @@ def test_hostile_text_in_result_files_cannot_break_the_readme(monkeypatch, capsy
         rows = [line for line in block.splitlines() if line.startswith("|")]
         assert len({len(re.findall(r"(?<!\\)\|", line)) for line in rows}) == 1, rows  # every row: same columns
         assert text.startswith("top\n") and text.endswith("bottom\n")
+
+
+def test_every_kernels_agreement_is_named_under_the_mlp_table():
+    """Issue 40: the share of MNIST test digits each rung reads as fp32 does, per rung, in the README:
+    the summary table holds a few rows, the sentence under it every kernel."""
+    rows = [{"backend": "cuda", "kernel": k, "precision": "x", "batch": b, "kernel_us": 1.0, "e2e_us": 2.0,
+             "agrees_with_fp32": a} for k, a in (("cuda.18_wgmma_fp8", 0.9985), ("cuda.11_wgmma_bf16", 0.9999),
+                                                 ("cuda.07_warptile", 1.0), ("cuda.mlp_fused", 1.0)) for b in (1, 16)]
+    rows.append({"backend": "torch", "kernel": "torch eager", "batch": 1, "kernel_us": 1.0, "e2e_us": 2.0})
+    line = report.agreement_line(rows)
+    assert "99.85 % `cuda.18_wgmma_fp8`; 99.99 % `cuda.11_wgmma_bf16`; 100.00 % the other 2." in line
+    assert report.agreement_line([{"backend": "numpy", "kernel": "numpy", "batch": 1}]) == ""

@@ -341,7 +341,27 @@ def mlp_summary(results: list[dict[str, Any]]) -> str:
         if _agreement(r):
             row[AGREES] = _agreement(r)
     agrees = [AGREES] if any(AGREES in row for row in cells.values()) else []
-    return _table(["kernel", "backend"], batches + agrees, cells, {})
+    return _table(["kernel", "backend"], batches + agrees, cells, {}) + agreement_line(results)
+
+
+def agreement_line(results: list[dict[str, Any]]) -> str:
+    """Every rung's agreement with fp32, the table's rows or not, as one sentence under it: the
+    rungs that read some digit otherwise by name, the rest counted ("" when none was measured)."""
+    share: dict[str, float] = {}
+    for r in results:
+        a = r.get("agrees_with_fp32")
+        if _agreement(r) and r.get("backend") != "torch":
+            share[r["kernel"]] = min(share.get(r["kernel"], 1.0), float(a))
+    if not share:
+        return ""
+    by_value: dict[float, list[str]] = {}
+    for kernel, a in share.items():
+        by_value.setdefault(round(a, 4), []).append(kernel)
+    parts = [f"{100 * a:.2f} % {', '.join(f'`{md(k)}`' for k in sorted(ks))}" for a, ks in sorted(by_value.items()) if a < 1]
+    rest = len(by_value.get(1.0, []))
+    parts += [f"100.00 % the other {rest}" if parts else f"100.00 % all {rest}"] if rest else []
+    return (f"\n\nEvery kernel's agreement with fp32 (the share of the 10,000 MNIST test digits it reads as the fp32 "
+            f"network does): {'; '.join(parts)}.")
 
 
 def _agreement(r: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@
 // 100 of 128 columns (19 takes those). Variants tried: NOTES.md.
 // Run: gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
 // Profile: ncu -k regex:warptile_kernel -c 1 gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
-// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096^3 46,681 GFLOP/s = 89.7 % of cuBLAS fp32
+// Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 46,364 GFLOP/s = 90.5 % of cuBLAS fp32
 #include "../common.cuh"
 
 namespace gemmpad::cuda {

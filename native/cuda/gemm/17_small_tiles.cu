@@ -6,7 +6,7 @@
 // and 2-byte-aligned rows go to 16 (13 for tf32). Variants tried: NOTES.md.
 // Run: gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
 // Profile: ncu -k regex:small_kernel -c 1 gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
-// Figure (H100 2026-11-27, assets/benchmarks/h100/bench-gemm.json): 4096x100x784 GFLOP/s (% of cuBLAS at each precision): bf16 49,313 (143.0 %), fp16 48,246 (111.9 %), tf32 42,387 (103.2 %)
+// Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 GFLOP/s (% of cuBLAS at each precision): bf16 50,302 (141.9 %), fp16 49,253 (111.8 %), tf32 43,679 (100.0 %)
 #include <algorithm>
 #include <type_traits>
 
