@@ -5,8 +5,10 @@ the mouse and keyboard, runs the queued widget callbacks, paints new stroke segm
 into the canvas array, uploads it as a texture when it changed, hands the drawing to the
 inference worker and shows the newest result. Nothing in a frame waits for the network,
 so drawing stays smooth on the slowest kernel. When nothing moves, the window stops
-drawing until input arrives (input_watch asks the X server), with a slow heartbeat, so
-an idle window costs next to nothing.
+drawing until input arrives (it waits on the window's X connection, or input_watch asks
+the X server), with a slow heartbeat, so an idle window costs next to nothing; a click
+however short wakes it at once, and the frame reads the press from Dear PyGui's queued
+events even when the button is already up again.
 
 Panels: draw_panel, prediction_panel, engine_panel, status_bar, help_overlay; where they
 go: layout; scripted runs (replay, screenshots, the JSON summary): harness.
@@ -37,7 +39,7 @@ from gemmpad.ui.draw_panel import DrawPanel
 from gemmpad.ui.engine_panel import BACKEND_LABELS, BATCHES, EnginePanel
 from gemmpad.ui.help_overlay import HelpOverlay
 from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
-from gemmpad.ui.input_watch import InputWatch
+from gemmpad.ui.input_watch import InputWatch, WindowEvents
 from gemmpad.ui.learn_panel import Learner, LearnPanel
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.race import Race
@@ -245,20 +247,29 @@ class App:
 
     def run(self) -> None:
         """The interactive loop, until the window is closed or Ctrl+Q."""
-        watch = InputWatch(rect=_viewport_rect)
-        fps = IDLE_FPS_WATCHED if watch.available else IDLE_FPS_BLIND
+        events = WindowEvents()
+        watch = InputWatch(rect=_viewport_rect) if not events.available else None
+        fps = IDLE_FPS_WATCHED if events.available or (watch is not None and watch.available) else IDLE_FPS_BLIND
         try:
             while dpg.is_dearpygui_running() and not self._quit:
                 t0 = time.perf_counter()
                 self.step()
                 if self.idle:
-                    self._wait_for_input(watch, t0 + 1.0 / fps)
+                    self._wait_for_input(events, watch, t0 + 1.0 / fps)
         finally:
-            watch.close()
+            if watch is not None:
+                watch.close()
 
-    def _wait_for_input(self, watch: InputWatch, deadline: float) -> None:
-        """Sleep until `deadline`, or until the X server reports input (then go active)."""
+    def _wait_for_input(self, events: WindowEvents, watch: InputWatch | None, deadline: float) -> None:
+        """Sleep until `deadline`, or until input arrives (then go active): an event queued for
+        the window, or (where that cannot be waited on) a change the X server reports."""
         self._last_frame_start = None  # a wait is no frame time: "frame 377 ms · 3 fps" after waking
+        if watch is None:
+            while (left := deadline - time.perf_counter()) > 0:
+                if events.wait(left):
+                    self._touch()
+                    return
+            return
         watch.changed()  # the state after the frame is the reference
         while (left := deadline - time.perf_counter()) > 0:
             time.sleep(min(WATCH_S, left))
@@ -285,7 +296,9 @@ class App:
         self._pointer.append((kind, float(x), float(y)))
 
     def _poll_mouse(self) -> None:
-        down = dpg.is_mouse_button_down(dpg.mvMouseButton_Left)
+        # A click both pressed and released since the last frame reads as "clicked", not "down":
+        # it still starts (and the next frame ends) a stroke, so a 5 ms tap leaves a dot.
+        down = dpg.is_mouse_button_down(dpg.mvMouseButton_Left) or dpg.is_mouse_button_clicked(dpg.mvMouseButton_Left)
         mx, my = dpg.get_mouse_pos(local=False)
         if (mx, my) != self._last_mouse or down:
             self._touch()
