@@ -8,6 +8,7 @@ from collections.abc import Callable
 import dearpygui.dearpygui as dpg
 import numpy as np
 
+from gemmpad.engine import Prediction
 from gemmpad.ui import style
 from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
 from gemmpad.ui.layout import Layout
@@ -41,7 +42,10 @@ class DrawPanel:
         s = scale
         with dpg.child_window(no_scrollbar=True) as self.root:
             dpg.bind_item_theme(self.root, style.padded_theme(scale))
-            heading("Draw a digit", fonts)
+            with dpg.group(horizontal=True, horizontal_spacing=round(12 * s)):
+                heading("Draw a digit", fonts)
+                # In one column the prediction panel is below the fold: the reading shows here too.
+                self.reading = dpg.add_text("", color=style.TEXT, show=False)
             self.image = dpg.add_image(self.texture, width=w, height=h)
             # Shown over the empty canvas; placed once the layout is known (place_hint).
             self.hint = dpg.add_text(HINT, color=style.MUTED, show=False)
@@ -76,6 +80,7 @@ class DrawPanel:
 
     def layout(self, L: Layout) -> None:
         s = self.scale
+        dpg.configure_item(self.reading, show=L.mode == "one")
         dpg.configure_item(self.root, width=L.draw_w, height=L.draw_h)
         dpg.configure_item(self.image, width=L.canvas, height=L.canvas)
         content = L.draw_w - 2 * round(12 * s)  # the panel's padding (style.padded_theme)
@@ -84,6 +89,12 @@ class DrawPanel:
             dpg.configure_item(b, width=bw)
         label_w = (dpg.get_text_size("brush") or (40, 0))[0] + round(8 * s)
         dpg.configure_item(self.brush, width=content - label_w)
+
+    def show_reading(self, p: Prediction | None, unsure: bool | None = None) -> None:
+        """The reading in the heading ("reads 3 · 99.2 %"), for the one-column layout."""
+        text = "" if p is None else (f"reads ? (best guess {p.digit})" if unsure
+                                     else f"reads {p.digit}  ·  {100 * p.confidence:.1f} %")
+        dpg.set_value(self.reading, text)
 
     def upload(self) -> None:
         """Recolour what changed on the canvas and send it to the GPU texture."""

@@ -92,8 +92,11 @@ class EnginePanel:
             with dpg.group(horizontal=True):
                 dpg.add_text("Model", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Model") or (40, 0))[0])
-                self.model_text = dpg.add_text(model_line, wrap=0)
-                tip(self.model_text, "The weights in use and their accuracy (from the model card).")
+                # one line, cut with "…" to fit (show_model): wrapped, a longer line pushed every row below down
+                self.model_text = dpg.add_text(model_line, wrap=-1)
+                with dpg.tooltip(self.model_text):
+                    self.model_tip = dpg.add_text(model_line, wrap=round(420 * s))
+                self._model_w = round(300 * s)
             with dpg.group(horizontal=True):
                 dpg.add_text("Backend", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Backend") or (40, 0))[0])
@@ -232,8 +235,19 @@ class EnginePanel:
         content = L.engine_w - 2 * round(12 * self.scale)  # the panel's padding (style.padded_theme)
         dpg.configure_item(self.summary, wrap=content)
         dpg.configure_item(self.caption, wrap=content)
-        dpg.configure_item(self.model_text, wrap=content - round(64 * self.scale) - round(8 * self.scale))
+        self._model_w = content - round(64 * self.scale) - round(8 * self.scale)
         self.race.layout(content)
+
+    def show_model(self, line: str) -> None:
+        """The model line, ellipsised to one line of the panel; the whole of it in the tooltip."""
+        dpg.set_value(self.model_tip, f"The weights in use and their accuracy (from the model card): {line}")
+        def width(text: str) -> float:
+            return (dpg.get_text_size(text) or (0, 0))[0]
+
+        body = line
+        while body and width(body + "…") > self._model_w:
+            body = body[:-1]
+        dpg.set_value(self.model_text, line if width(line) <= self._model_w else body.rstrip() + "…")
 
     def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():

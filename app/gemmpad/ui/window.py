@@ -160,7 +160,8 @@ class App:
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
         dpg.bind_item_theme(self._right, style.flush_theme())
         self.help = HelpOverlay(self.fonts, self.scale, self.shortcuts)
-        self.learn = LearnPanel(self.fonts, self.scale, Learner(self.drawings_dir), userdata.personal_model_path())
+        self.learn = LearnPanel(self.fonts, self.scale, Learner(self.drawings_dir), userdata.personal_model_path(),
+                                parent=self.draw.root)
         self.learn.bind(self)
         self.pred.on_bar_click = lambda digit: self.learn.correct(self, digit)
         with dpg.handler_registry():
@@ -185,11 +186,18 @@ class App:
         self.draw.layout(L)
         self.pred.layout(L)
         self.engine.layout(L)
+        self.engine.show_model(self._model_line())
+        self.learn.layout(L)
         self.help.layout(w, h)
 
     @property
     def layout(self) -> layout.Layout | None:
         return self._layout
+
+    @property
+    def model(self) -> Model:
+        """The weights reading now."""
+        return self._model
 
     def _model_line(self) -> str:
         """The weights in use and what they scored (from the model card, when there is one)."""
@@ -206,7 +214,9 @@ class App:
             del self.frame_times[:-HISTORY]
         self._last_frame_start = now
 
-        if (dpg.get_viewport_client_width(), dpg.get_viewport_client_height()) != self._viewport_size:
+        # (and at the second frame: text sizes, which fit the model line, are known from the first on)
+        if (dpg.get_viewport_client_width(), dpg.get_viewport_client_height()) != self._viewport_size \
+                or self.frames == 1:
             self.relayout()
             self._touch()
         self._poll_mouse()
@@ -475,7 +485,8 @@ class App:
         self._model = model
         if base is not None:
             self.base_model = base
-        dpg.set_value(self.engine.model_text, self._model_line())
+        self.engine.show_model(self._model_line())
+        self.learn.show_model(model)
         self._submitted_version = -1  # the drawing on the canvas is read again by the new weights
 
     # ---------------------------------------------------- inference hand-off
@@ -490,6 +501,7 @@ class App:
             # Just cleared: blank the reading now rather than after the worker's current job.
             self.prediction, self.unsure = None, None
             self.pred.show(None)
+            self.draw.show_reading(None)
             self.pred.show_hidden(None, ())
         # An empty canvas is still sent on a change: the worker switches backend or
         # kernel and reports what it resolved, and classify() returns None cheaply.
@@ -510,6 +522,7 @@ class App:
         self.prediction = None if self.canvas.empty else r.prediction
         self.unsure = r.unsure if self.prediction is not None else None
         self.pred.show(self.prediction, self.unsure)
+        self.draw.show_reading(self.prediction, self.unsure)
         self.pred.show_hidden(r.hidden if self.prediction is not None else None, r.layer_us)
         self.engine.show_latency(self.history, self.clf_kernel, self.batch, self.warm)
         if self.error:
