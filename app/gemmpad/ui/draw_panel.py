@@ -124,7 +124,10 @@ class DrawPanel:
         if show:
             x, y = dpg.get_item_pos(self.image)
             w, h = dpg.get_item_rect_size(self.image)
-            tw, th = dpg.get_text_size(HINT, font=self.fonts.small) or (0, 0)
+            # wrapped to the canvas: one line was wider than a 178 px canvas
+            wrap = max(w - round(16 * self.scale), 1)
+            dpg.configure_item(self.hint, wrap=wrap)
+            tw, th = dpg.get_text_size(HINT, wrap_width=wrap, font=self.fonts.small) or (0, 0)
             dpg.set_item_pos(self.hint, [int(x + (w - tw) / 2), int(y + (h - th) / 2)])
         dpg.configure_item(self.hint, show=show)
 
