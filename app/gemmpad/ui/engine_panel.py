@@ -27,6 +27,7 @@ from gemmpad.ui.text import fmt_us, frames_caption, kernel_summary, log_ticks
 BACKEND_LABELS = {b.name: b.label for b in backends.BACKENDS}
 BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 copies of the drawing
 SUMMARY_LINES = 2  # the kernel's description always takes this many lines (the rows below stay put)
+FEW_FRAMES = 20  # up to this many frames on the latency plot, each point is drawn as a dot
 LATENCY_PLOT_H = 220  # when the column is not as tall as the window
 
 
@@ -186,8 +187,13 @@ class EnginePanel:
                         self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="time (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
                         self.line_kernel = dpg.add_line_series([], [], label="kernel", parent=self.y_axis)
                         self.line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self.y_axis)
-                        dpg.bind_item_theme(self.line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
-                        dpg.bind_item_theme(self.line_e2e, style.series_theme(dpg.mvLineSeries, style.WARM))
+                        # (plain lines, and with dots while there are few frames: show_latency)
+                        self._line_themes = {few: (style.series_theme(dpg.mvLineSeries, style.ACCENT, markers=few),
+                                                   style.series_theme(dpg.mvLineSeries, style.WARM, markers=few))
+                                             for few in (False, True)}
+                        self._few = False
+                        for line, theme in zip((self.line_kernel, self.line_e2e), self._line_themes[False]):
+                            dpg.bind_item_theme(line, theme)
                     self.caption = dpg.add_text("", color=style.MUTED, wrap=0)
                     tip(self.caption, f"The plot: kernel and end-to-end time of the last {HISTORY} frames, log scale.")
                     dpg.bind_item_font(self.caption, fonts.small)
@@ -273,7 +279,12 @@ class EnginePanel:
         xs = [float(i) for i in range(len(history))]
         dpg.set_value(self.line_kernel, [xs, [t.kernel_us for t in history]])
         dpg.set_value(self.line_e2e, [xs, [t.end_to_end_us for t in history]])
-        dpg.set_axis_limits(self.x_axis, 0, max(HISTORY, len(xs)))
+        dpg.set_axis_limits(self.x_axis, -HISTORY // 100, max(HISTORY, len(xs)))  # a dot at frame 0 whole
+        few = len(history) <= FEW_FRAMES  # a one-frame line is a point: invisible without a dot
+        if few != self._few:
+            self._few = few
+            for line, theme in zip((self.line_kernel, self.line_e2e), self._line_themes[few]):
+                dpg.bind_item_theme(line, theme)
         if history:
             lo = min(min(t.kernel_us for t in history), min(t.end_to_end_us for t in history))
             hi = max(t.end_to_end_us for t in history)
