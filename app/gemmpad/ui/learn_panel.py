@@ -29,10 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dearpygui.dearpygui as dpg
+import numpy as np
+from PIL import Image
 from threadpoolctl import threadpool_limits
 
-from gemmpad import drawings, finetune, rehearsal, replay, userdata
+from gemmpad import drawings, finetune, rehearsal, replay, strokes, userdata
 from gemmpad.errors import GemmpadError
+from gemmpad.images import SUFFIXES, load_image
 from gemmpad.model import Model, default_model_path, load_model
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
@@ -176,6 +179,48 @@ class Learner:
         return not self.running
 
 
+THUMB = 36  # a correction's thumbnail on screen, at scale 1
+THUMB_PX = 28  # its texture: the drawing as small as MNIST's
+
+
+def corrections(folder: Path) -> list[tuple[int, Path]]:
+    """The labelled drawings Learn reads (gemmpad.drawings.read_folder): per digit folder, one
+    file a name, the strokes file where there is one, else the picture; in Learn's order."""
+    out: list[tuple[int, Path]] = []
+    for digit in range(10):
+        sub = folder / str(digit)
+        try:
+            files = sorted(f for f in sub.iterdir() if not f.name.startswith(".")) if sub.is_dir() else []
+        except OSError:
+            continue
+        by_stem: dict[str, list[Path]] = {}
+        for f in files:
+            if f.suffix.lower() == ".json" or f.suffix.lower() in SUFFIXES:
+                by_stem.setdefault(f.stem, []).append(f)
+        out += [(digit, sorted(by_stem[stem], key=lambda p: p.suffix.lower() != ".json")[0])
+                for stem in sorted(by_stem)]
+    return out
+
+
+def _siblings(path: Path) -> list[Path]:
+    """A correction's files: its strokes and its picture (the same name, another suffix)."""
+    return [f for f in path.parent.glob(f"{path.stem}.*") if f.stem == path.stem]
+
+
+def thumbnail(path: Path) -> list[float]:
+    """A drawing as THUMB_PX x THUMB_PX RGBA floats, coloured as the canvas is."""
+    if path.suffix.lower() == ".json":
+        image = strokes.load_drawing(path).render()
+    else:
+        pixels, _ = load_image(path)
+        image = pixels / 255.0 if pixels.dtype == np.uint8 else pixels
+    ink = Image.fromarray(np.uint8(np.round(np.clip(image, 0.0, 1.0) * 255)))
+    small = np.asarray(ink.resize((THUMB_PX, THUMB_PX), Image.BILINEAR), np.float32)
+    rgba = np.empty((THUMB_PX, THUMB_PX, 4), np.float32)
+    style.colourise(small / 255.0, rgba)
+    return rgba.ravel().tolist()
+
+
 def _key(base: Model) -> tuple[str, bytes]:
     """A base model as the sets kept in memory belong to it: its file and its weights (the
     window may load the same model twice)."""
@@ -202,8 +247,6 @@ class LearnPanel:
             tip(heading("Teach it your handwriting", fonts),
                 "When a reading is wrong, click the right digit's bar or press its key: the drawing is kept as a "
                 "correction, listed here. Learn fine-tunes the model on exactly these.")
-            self.count_text = dpg.add_text("", wrap=round(380 * s))
-            dpg.bind_item_font(self.count_text, fonts.small)
             with dpg.group(horizontal=True):
                 self.learn_btn = dpg.add_button(label="Learn (L)")
                 tip(self.learn_btn, "Fine-tune the model on your corrections, mixed with a replay of its training "
@@ -211,13 +254,13 @@ class LearnPanel:
                 self.reset_btn = dpg.add_button(label="Reset")
                 tip(self.reset_btn, "Read with the model you started from (the shipped one) again; your personal "
                                     "model is moved aside (personal-model.previous.npz), your drawings stay.")
+                self.count_text = dpg.add_text("", color=style.MUTED)
+            self.hint_text = dpg.add_text("Wrong answer? Click the right digit's bar or press its key: the drawing "
+                                          "is kept as a correction, listed here.", wrap=round(380 * s))
+            dpg.bind_item_font(self.hint_text, fonts.small)
             # shown only while a Learn runs: idle and empty it looked like a text field
             self.progress = dpg.add_progress_bar(default_value=0.0, width=-1, overlay="", show=False)
-            # the model reading now and what its card says it scored: the same figures as the engine's
-            # model line (Model.scores()), refreshed whenever the model changes (show_model)
-            self.model_text = dpg.add_text("", wrap=round(380 * s), color=style.MUTED)
-            dpg.bind_item_font(self.model_text, fonts.small)
-            self.figures_text = dpg.add_text("", wrap=round(380 * s))
+            self.figures_text = dpg.add_text("", wrap=round(380 * s), show=False)
             dpg.bind_item_font(self.figures_text, fonts.small)
             self.insist_btn = dpg.add_button(label="Use it anyway", show=False)
             tip(self.insist_btn, "Use and keep the model this Learn made, although it reads MNIST test worse.")
@@ -225,12 +268,32 @@ class LearnPanel:
             self.error_text = dpg.add_text("", wrap=round(380 * s), color=style.BAD, show=False)
             self.dismiss_btn = dpg.add_button(label="Dismiss", show=False)
             tip(self.dismiss_btn, "Take this message down (a new Learn does too).")
+            # the corrections, as Learn will read them: a thumbnail each; a click relabels or deletes
+            self.list_group = dpg.add_group()
+            with dpg.theme() as tight, dpg.theme_component(dpg.mvAll):
+                dpg.add_theme_style(dpg.mvStyleVar_FramePadding, 2 * s, 2 * s, category=dpg.mvThemeCat_Core)
+                dpg.add_theme_style(dpg.mvStyleVar_ItemSpacing, 6 * s, 2 * s, category=dpg.mvThemeCat_Core)
+            dpg.bind_item_theme(self.list_group, tight)
+            # the model reading now and what its card says it scored: the same figures as the engine's
+            # model line (Model.scores()), refreshed whenever the model changes (show_model)
+            self.model_text = dpg.add_text("", wrap=round(380 * s), color=style.MUTED)
+            dpg.bind_item_font(self.model_text, fonts.small)
+        with dpg.texture_registry() as self._textures:
+            pass
+        self._thumbs: dict[tuple[Path, float], int | str] = {}  # (file, mtime) -> its texture
+        self.listed: list[tuple[int, Path]] = []  # what the list shows: (digit, file), in Learn's order
+        self._per_row = 8
+        self._last: tuple[Path, int] | None = None  # the newest correction and the canvas version it saved
 
     def layout(self, L: Layout) -> None:
-        """Wrap the texts to the drawing column's width."""
+        """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
         content = L.draw_w - 2 * round(INNER * self.scale) - round(SCROLLBAR * self.scale)
-        for t in (self.count_text, self.model_text, self.figures_text, self.error_text):
+        for t in (self.hint_text, self.model_text, self.figures_text, self.error_text):
             dpg.configure_item(t, wrap=content)
+        per_row = max(1, content // round((THUMB + 2 * 2 + 6) * self.scale))  # the list's padding and spacing
+        if per_row != self._per_row:
+            self._per_row = per_row
+            self._show_list()
 
     def bind(self, app: App) -> None:
         """Connect the buttons (the App exists once the panels are built)."""
@@ -238,9 +301,80 @@ class LearnPanel:
         dpg.configure_item(self.reset_btn, callback=lambda: self.reset(app))
         dpg.configure_item(self.insist_btn, callback=lambda: self.insist(app))
         dpg.configure_item(self.dismiss_btn, callback=lambda: self.dismiss(app))
-        self._show_count(app)
+        self._app = app
+        self.refresh()
         self.show_model(app.model)
         self.learner.prefetch(self.base_model(app))
+
+    # ------------------------------------------------------------ the corrections
+    def refresh(self) -> None:
+        """Read the drawings folder again: the count and the list (after a save, delete, relabel)."""
+        self.listed = corrections(self._app.drawings_dir)
+        self._show_count()
+        self._show_list()
+
+    def _show_list(self) -> None:
+        if not hasattr(self, "_app"):
+            return
+        dpg.delete_item(self.list_group, children_only=True)
+        side = round(THUMB * self.scale)
+        keep: set[tuple[Path, float]] = set()
+        row: int | str | None = None
+        for i, (digit, path) in enumerate(self.listed):
+            if i % self._per_row == 0:
+                row = dpg.add_group(horizontal=True, parent=self.list_group)
+            try:
+                key = (path, path.stat().st_mtime)
+                if key not in self._thumbs:
+                    self._thumbs[key] = dpg.add_static_texture(THUMB_PX, THUMB_PX, thumbnail(path),
+                                                               parent=self._textures)
+            except (OSError, GemmpadError):  # unreadable: Learn skips it too, and says so
+                continue
+            keep.add(key)
+            with dpg.group(parent=row):
+                btn = dpg.add_image_button(self._thumbs[key], width=side, height=side)
+                tip(btn, f"Filed as a {digit} ({path.name}): click to relabel or delete it.")
+                dpg.bind_item_font(dpg.add_text(f" {digit}", color=style.MUTED), self.fonts.small)
+            with dpg.popup(btn, mousebutton=dpg.mvMouseButton_Left):
+                dpg.add_text(f"{path.name}, filed as a {digit}", color=style.MUTED)
+                relabel = dpg.add_combo([str(d) for d in range(10)], default_value=str(digit), label="relabel as",
+                                        width=round(60 * self.scale),
+                                        callback=lambda _s, v, p=path: self.relabel(p, int(v)))
+                tip(relabel, "File this drawing under another digit (Learn then trains on it as that digit).")
+                delete = dpg.add_button(label="Delete", callback=lambda _s, _v, p=path: self.delete(p))
+                tip(delete, "Delete this correction (its strokes and its picture): Learn no longer trains on it.")
+        for key in [k for k in self._thumbs if k not in keep]:
+            dpg.delete_item(self._thumbs.pop(key))
+
+    def delete(self, path: Path) -> None:
+        """Delete a correction: every file of its name in its digit's folder (strokes and PNG)."""
+        for f in _siblings(path):
+            f.unlink(missing_ok=True)
+        self._app.say(f"Deleted the correction {path.stem}")
+        self.refresh()
+
+    def relabel(self, path: Path, digit: int) -> None:
+        """File a correction under another digit."""
+        dest = path.parent.parent / str(digit)
+        if dest == path.parent:
+            return
+        dest.mkdir(parents=True, exist_ok=True)
+        for f in _siblings(path):
+            os.replace(f, dest / f.name)
+        self._app.say(f"Filed {path.stem} as a {digit}")
+        self.refresh()
+
+    def undo_correction(self, app: App) -> bool:
+        """Ctrl+Z right after a correction (nothing drawn since) takes the correction back: its
+        files are deleted and the drawing stays on the canvas. False when there is none to take."""
+        if self._last is None or self._last[1] != app.canvas.version:
+            return False
+        path, self._last = self._last[0], None
+        for f in _siblings(path):
+            f.unlink(missing_ok=True)
+        app.say(f"Took back the correction {path.stem}: the drawing is no longer kept")
+        self.refresh()
+        return True
 
     def show_model(self, model: Model) -> None:
         """Which weights read now and their card's figures (the one source of model figures)."""
@@ -264,18 +398,18 @@ class LearnPanel:
             app.say("Draw a digit first, then click the right digit's bar (or press its key)")
             return
         read = app.prediction.digit if app.prediction is not None else None
-        if app.save(label=digit) is not None:
+        saved = app.save(label=digit)
+        if saved is not None:
+            self._last = (saved, app.canvas.version)
             n = sum(1 for _ in (app.drawings_dir / str(digit)).glob("*.json"))
             app.say(f"Saved as a {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
-                    + f": {n} drawing{'s' if n != 1 else ''} of {digit}. Press L to learn.")
-            self._show_count(app)
+                    + f": {n} drawing{'s' if n != 1 else ''} of {digit}. L learns; Ctrl+Z takes it back.")
 
     def learn(self, app: App) -> None:
         if self.learner.start(self.base_model(app)):
             self.dismiss(app)
             dpg.configure_item(self.insist_btn, show=False)
-            self.figures = ""
-            dpg.set_value(self.figures_text, "")
+            self._show_figures("")
         else:
             app.say("Learning already")
 
@@ -291,8 +425,7 @@ class LearnPanel:
         base = self.base_model(app)
         app.use_model(base)
         self.outcome = None
-        self.figures = ""
-        dpg.set_value(self.figures_text, "")
+        self._show_figures("")
         dpg.configure_item(self.insist_btn, show=False)
         # "learned in 2.3 s" described the model just put aside
         dpg.configure_item(self.progress, overlay="", show=False)
@@ -332,8 +465,7 @@ class LearnPanel:
             return False
         outcome, self._examples, skipped = result
         self.outcome = outcome
-        self.figures = self._figures_text(outcome, skipped)
-        dpg.set_value(self.figures_text, self.figures)
+        self._show_figures(self._figures_text(outcome, skipped))
         if outcome.accepted:
             self._use(app, outcome)
             took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
@@ -365,6 +497,12 @@ class LearnPanel:
         dpg.configure_item(self.error_text, show=False)
         dpg.configure_item(self.dismiss_btn, show=False)
 
+    def _show_figures(self, text: str) -> None:
+        """Learn's before -> after figures; no line at all when there are none."""
+        self.figures = text
+        dpg.set_value(self.figures_text, text)
+        dpg.configure_item(self.figures_text, show=bool(text))
+
     @staticmethod
     def _figures_text(o: finetune.Outcome, skipped: list[str]) -> str:
         """Before -> after on your held-out drawings and on MNIST test (the figure the new model's
@@ -381,10 +519,7 @@ class LearnPanel:
             lines.append(f"{len(skipped)} files skipped: {skipped[0]}" + (" ..." if len(skipped) > 1 else ""))
         return "\n".join(lines)
 
-    def _show_count(self, app: App) -> None:
-        folder = app.drawings_dir
-        per = {d: sum(1 for _ in (folder / str(d)).glob("*.json")) for d in range(10)} if folder.is_dir() else {}
-        n = sum(per.values())
-        listed = ", ".join(f"{d}: {k}" for d, k in per.items() if k)
-        dpg.set_value(self.count_text, f"{n} correction{'s' if n != 1 else ''} ({listed})" if n else
-                      "No corrections yet. Wrong answer? Click the right digit's bar or press its key.")
+    def _show_count(self) -> None:
+        n = len(self.listed)
+        dpg.set_value(self.count_text, f"{n} correction{'s' if n != 1 else ''}" if n else "no corrections yet")
+        dpg.configure_item(self.hint_text, show=not n)

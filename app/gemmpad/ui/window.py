@@ -372,6 +372,9 @@ class App:
         self.draw.upload()
 
     def undo(self) -> None:
+        """Take back the last correction (when nothing was drawn since), else the last stroke or clear."""
+        if self.learn.undo_correction(self):
+            return
         if self.canvas.undo():
             self.draw.upload()
 
@@ -475,6 +478,7 @@ class App:
             return None
         self.draw.reset_label()
         self.say(f"Saved {png.relative_to(self.drawings_dir)} in {self.drawings_dir}")
+        self.learn.refresh()  # a labelled drawing is one Learn trains on: the list shows it
         self.learn.learner.prefetch()  # painted now, in the background, not when L is pressed
         return png
 
