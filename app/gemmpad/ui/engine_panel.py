@@ -93,7 +93,7 @@ class EnginePanel:
             with dpg.group(horizontal=True):
                 dpg.add_text("Model", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Model") or (40, 0))[0])
-                # one line, cut with "…" to fit (show_model): wrapped, a longer line pushed every row below down
+                # two lines always (show_model): a line that wrapped to two pushed every row below down
                 self.model_text = dpg.add_text(model_line, wrap=-1)
                 with dpg.tooltip(self.model_text):
                     self.model_tip = dpg.add_text(model_line, wrap=round(420 * s))
@@ -245,15 +245,28 @@ class EnginePanel:
         self.race.layout(content)
 
     def show_model(self, line: str) -> None:
-        """The model line, ellipsised to one line of the panel; the whole of it in the tooltip."""
+        """The model line in exactly two lines of the panel, broken between its "  ·  " parts
+        (ImGui's wrap broke "99.07" after the dot), the second cut with "…" when too long and
+        empty when not needed, so the rows below never move; the whole of it in the tooltip."""
         dpg.set_value(self.model_tip, f"The weights in use and their accuracy (from the model card): {line}")
+
         def width(text: str) -> float:
             return (dpg.get_text_size(text) or (0, 0))[0]
 
-        body = line
-        while body and width(body + "…") > self._model_w:
-            body = body[:-1]
-        dpg.set_value(self.model_text, line if width(line) <= self._model_w else body.rstrip() + "…")
+        sep = "  ·  "
+        lines = [""]
+        for part in line.split(sep):
+            joined = f"{lines[-1]}{sep}{part}" if lines[-1] else part
+            if width(joined) <= self._model_w or not lines[-1] or len(lines) == 2:
+                lines[-1] = joined
+            else:
+                lines.append(part)
+        for i, text in enumerate(lines):
+            if width(text) > self._model_w:
+                while text and width(text + "…") > self._model_w:
+                    text = text[:-1]
+                lines[i] = text.rstrip() + "…"
+        dpg.set_value(self.model_text, "\n".join(lines) if len(lines) == 2 else f"{lines[0]}\n ")
 
     def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():
