@@ -16,7 +16,7 @@ from tests.ui.support import NEEDS_MODEL, one
 
 
 @NEEDS_MODEL
-def test_the_model_line_keeps_one_height_and_learn_shows_the_cards_figures(app: object) -> None:
+def test_the_model_line_keeps_its_height_and_shows_the_cards_figures(app: object) -> None:
     """The shipped model's line (four figures) wrapped to two lines and pushed the Backend,
     Kernel and Batch rows down from where a card-less model's one line left them."""
     before = app.model
@@ -28,8 +28,8 @@ def test_the_model_line_keeps_one_height_and_learn_shows_the_cards_figures(app: 
             harness.settle(app)
             ys.append(harness.rect(next(iter(app.engine.backend_buttons.values())))[1])
             heights.append(harness.rect(app.engine.model_text)[3])
-            learn_line = dpg.get_value(app.learn.model_text)
-            assert all(score in learn_line for score in model.scores()), (learn_line, model.scores())
+            line = dpg.get_value(app.engine.model_text)
+            assert all(score in line for score in model.scores()), (line, model.scores())  # refreshed
         assert ys[0] == ys[1] and heights[0] == heights[1], (ys, heights)
         assert all(score in dpg.get_value(app.engine.model_text) for score in shipped.scores())  # all shown
     finally:

@@ -2,12 +2,15 @@
 
 - A correction: the person says the right digit (a click on its bar in the probability
   chart, or its key); the drawing is saved under that digit in the drawings folder
-  (strokes with brush widths and canvas size, and a PNG: App.save).
+  (strokes with brush widths and canvas size, and a PNG: App.save). The section, under the
+  canvas, lists the corrections as Learn reads them (`corrections`), each relabelled or
+  deleted with a click; Ctrl+Z right after a correction takes it back.
 - Learn (button or L): `Learner` fine-tunes in a background thread, always from the
   base model (the shipped one, or --model) on every correction so far, so Learns do not
   compound each other's drift; the window keeps drawing and reading meanwhile and shows
   the progress. A fifth of each digit's drawings (where it has five or more) are held
-  out, and the panel shows before/after on them, on MNIST test and on unseen writers.
+  out, and the panel shows before/after on them and on MNIST test (the figure the new
+  model's card records; the model line shows the card's figures, the one source of them).
   An accepted model is saved atomically as the personal model (gemmpad.userdata) and
   reads the next frame; one the 0.3-point MNIST rule refuses is shown with the reason and
   a "Use it anyway" button.
@@ -16,7 +19,7 @@
   sets it compares with (gemmpad.rehearsal) included, unless the window loaded them at start.
 - Reset: the base model reads again, and the personal model file is moved aside
   (personal-model.previous.npz), so the next start uses the base model too; nothing is
-  deleted.
+  deleted, and the last Learn's figures and time are taken down.
 """
 
 from __future__ import annotations
@@ -256,7 +259,8 @@ class LearnPanel:
                                     "model is moved aside (personal-model.previous.npz), your drawings stay.")
                 self.count_text = dpg.add_text("", color=style.MUTED)
             self.hint_text = dpg.add_text("Wrong answer? Click the right digit's bar or press its key: the drawing "
-                                          "is kept as a correction, listed here.", wrap=round(380 * s))
+                                          "is kept as a correction, listed here.", wrap=round(380 * s),
+                                          color=style.MUTED)
             dpg.bind_item_font(self.hint_text, fonts.small)
             # shown only while a Learn runs: idle and empty it looked like a text field
             self.progress = dpg.add_progress_bar(default_value=0.0, width=-1, overlay="", show=False)
@@ -274,10 +278,6 @@ class LearnPanel:
                 dpg.add_theme_style(dpg.mvStyleVar_FramePadding, 2 * s, 2 * s, category=dpg.mvThemeCat_Core)
                 dpg.add_theme_style(dpg.mvStyleVar_ItemSpacing, 6 * s, 2 * s, category=dpg.mvThemeCat_Core)
             dpg.bind_item_theme(self.list_group, tight)
-            # the model reading now and what its card says it scored: the same figures as the engine's
-            # model line (Model.scores()), refreshed whenever the model changes (show_model)
-            self.model_text = dpg.add_text("", wrap=round(380 * s), color=style.MUTED)
-            dpg.bind_item_font(self.model_text, fonts.small)
         with dpg.texture_registry() as self._textures:
             pass
         self._thumbs: dict[tuple[Path, float], int | str] = {}  # (file, mtime) -> its texture
@@ -288,7 +288,7 @@ class LearnPanel:
     def layout(self, L: Layout) -> None:
         """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
         content = L.draw_w - 2 * round(INNER * self.scale) - round(SCROLLBAR * self.scale)
-        for t in (self.hint_text, self.model_text, self.figures_text, self.error_text):
+        for t in (self.hint_text, self.figures_text, self.error_text):
             dpg.configure_item(t, wrap=content)
         per_row = max(1, content // round((THUMB + 2 * 2 + 6) * self.scale))  # the list's padding and spacing
         if per_row != self._per_row:
@@ -303,7 +303,6 @@ class LearnPanel:
         dpg.configure_item(self.dismiss_btn, callback=lambda: self.dismiss(app))
         self._app = app
         self.refresh()
-        self.show_model(app.model)
         self.learner.prefetch(self.base_model(app))
 
     # ------------------------------------------------------------ the corrections
@@ -375,13 +374,6 @@ class LearnPanel:
         app.say(f"Took back the correction {path.stem}: the drawing is no longer kept")
         self.refresh()
         return True
-
-    def show_model(self, model: Model) -> None:
-        """Which weights read now and their card's figures (the one source of model figures)."""
-        name = "your personal model" if model.path is not None and Path(model.path).resolve() == \
-            self.personal_path.resolve() else (Path(model.path).name if model.path is not None else "weights in memory")
-        scores = model.scores()
-        dpg.set_value(self.model_text, f"Reading with {name}" + (f": {', '.join(scores)}" if scores else ""))
 
     # ------------------------------------------------------------ actions
     def base_model(self, app: App) -> Model:

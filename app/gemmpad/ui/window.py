@@ -490,7 +490,6 @@ class App:
         if base is not None:
             self.base_model = base
         self.engine.show_model(self._model_line())
-        self.learn.show_model(model)
         self._submitted_version = -1  # the drawing on the canvas is read again by the new weights
 
     # ---------------------------------------------------- inference hand-off
