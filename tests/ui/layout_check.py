@@ -86,6 +86,8 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
     regions = {"learn": region_rect(app.learn.root), "right": region_rect(app._right)}
     rects: dict[str, list[tuple[str, tuple[int, int, int, int]]]] = {}
     for panel, root in panels.items():
+        edge = region_rect(root)
+        edge_right = edge[0] + edge[2]  # a panel clips what reaches past its side
         for item in leaves(root):
             if not dpg.is_item_visible(item):
                 continue
@@ -96,11 +98,12 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
                 shown = _clip(r, regions[region])
                 if shown is None:
                     continue
-                if region == "learn" or shown[2] == r[2]:
+                if shown[2] == r[2]:
                     r = shown  # scrolled vertically; a cut by the side is still a cut
             words = dpg.get_value(item) if _kind(item) == "mvText" else dpg.get_item_label(item)
             name = f"{panel}:{_kind(item)}:{str(words)[:30]!r}"
-            if r[0] < 0 or r[0] + r[2] > vw:
+            right = min(vw, edge_right, regions[region][0] + regions[region][2] if region is not None else vw)
+            if r[0] < 0 or r[0] + r[2] > right:
                 out.append(f"{name} {r} is cut by the window's side {at}")
             if L.mode == "wide" and item not in learn and (r[1] < 0 or r[1] + r[3] > vh):
                 out.append(f"{name} {r} is cut by the window's bottom {at}")
@@ -114,7 +117,8 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
                         out.append(f"{na} {ra} overlaps {nb} {rb} {at}")
     reading = app.draw.reading if L.mode == "one" else app.pred.digit
     r = harness.rect(reading)
-    if not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh and r[0] + r[2] <= vw):
+    if app.prediction is not None and not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh
+                                           and r[0] + r[2] <= vw):
         out.append(f"the reading is out of sight {r} {at}")
     if app.canvas.empty:
         hint, canvas = harness.rect(app.draw.hint), harness.rect(app.draw.image)
@@ -131,12 +135,20 @@ def main(argv: list[str]) -> int:
     from gemmpad.ui.window import App
     from tests.ui.support import BASE, window_model
 
+    from gemmpad import strokes
+    from tests.ui.support import seven
+
     scale = float(argv[0])
     with TemporaryDirectory() as tmp:
+        for i, digit in enumerate([1, 3, 3, 5, 7, 8, 9, 9, 2, 4, 0, 6]):  # a dozen corrections to list
+            strokes.save(Path(tmp) / str(digit) / f"{i}.json", seven(), [18.0, 18.0], strokes.CANVAS)
         app = App(Classifier(window_model(), backend=BASE), drawings_dir=Path(tmp), vsync=False, scale=scale)
         try:
             app.step()
-            for spec in argv[1:]:
+            for i, spec in enumerate(argv[1:]):
+                if i == 2:  # the first two sizes with the canvas empty (its hint), the rest with a drawing
+                    harness.replay(app, seven())
+                    harness.settle(app)
                 w, h = (int(v) for v in spec.split("x"))
                 print(json.dumps(problems(app, (w, h))), flush=True)
         finally:

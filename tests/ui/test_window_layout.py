@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gemmpad.ui import layout
+from gemmpad import strokes
+from gemmpad.strokes import CANVAS
+from gemmpad.ui import harness, layout
 from tests.ui import layout_check
 from tests.ui.support import draw, env, seven, shot
 
@@ -25,6 +27,9 @@ def test_nothing_overlaps_or_is_cut_at_any_size(app: object, tmp_path_factory: p
     import dearpygui.dearpygui as dpg
 
     found = []
+    for i, digit in enumerate([1, 3, 3, 5, 7, 8, 9, 9, 2, 4, 0, 6]):  # a dozen corrections to list
+        strokes.save(app.drawings_dir / str(digit) / f"layout-{i}.json", seven(), [18.0, 18.0], CANVAS)
+    app.learn.refresh()
     try:
         for size in SIZES[:2]:  # the hint, over the empty canvas, at the smallest sizes
             found += layout_check.problems(app, size)
@@ -33,6 +38,9 @@ def test_nothing_overlaps_or_is_cut_at_any_size(app: object, tmp_path_factory: p
             found += layout_check.problems(app, size)
             shot(app, tmp_path_factory, f"window-{size[0]}x{size[1]}")
     finally:
+        for f in app.drawings_dir.glob("*/layout-*.json"):
+            f.unlink()
+        app.learn.refresh()
         dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
         dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
         for _ in range(4):
@@ -42,7 +50,8 @@ def test_nothing_overlaps_or_is_cut_at_any_size(app: object, tmp_path_factory: p
 
 @pytest.mark.parametrize("scale", [1.5, 2.0])
 def test_nothing_overlaps_or_is_cut_at_larger_scales(display: str, scale: float) -> None:
-    """Another process: fonts are built for one scale, and Dear PyGui has one context a process."""
+    """Another process: fonts are built for one scale, and Dear PyGui has one context a process.
+    The first two sizes with the canvas empty, the rest with a drawing (layout_check.main)."""
     root = Path(__file__).resolve().parents[2]
     e = env(display)
     e["PYTHONPATH"] = f"{e['PYTHONPATH']}{':' if e['PYTHONPATH'] else ''}{root}"
@@ -69,3 +78,33 @@ def test_the_pictures_grow_with_the_window() -> None:
     assert small.preview < 224 and scaled.preview > 224 and default.preview <= scaled.preview
     for L in (small, default, scaled):
         assert L.hidden > 0 and L.learn_h >= layout.LEARN_MIN
+
+
+def test_in_two_columns_the_engine_below_is_announced_and_one_click_away(app: object) -> None:
+    """At 900x600 the engine panel sat below the prediction, out of sight, with nothing saying so."""
+    import dearpygui.dearpygui as dpg
+
+    from tests.ui.layout_check import region_rect
+
+    try:
+        dpg.set_viewport_width(900)
+        dpg.set_viewport_height(600)
+        for _ in range(6):
+            app.step()
+        assert app.layout.mode == "two"
+        region = region_rect(app._right)
+        kernel = harness.rect(app.engine.kernel_button)
+        assert kernel[1] > region[1] + region[3]  # below the fold
+        assert dpg.is_item_shown(app.pred.to_engine) and dpg.is_item_visible(app.pred.to_engine)
+        app.show_engine()
+        for _ in range(3):
+            app.step()
+        kernel = harness.rect(app.engine.kernel_button)
+        assert region[1] <= kernel[1] and kernel[1] + kernel[3] <= region[1] + region[3]
+    finally:
+        dpg.set_y_scroll(app._right, 0.0)
+        dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
+        dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
+        for _ in range(4):
+            app.step()
+    assert not dpg.is_item_shown(app.pred.to_engine)  # side by side, nothing to announce

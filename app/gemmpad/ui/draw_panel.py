@@ -40,11 +40,13 @@ class DrawPanel:
         with dpg.texture_registry():
             self.texture = dpg.add_raw_texture(w, h, self._rgba, format=dpg.mvFormat_Float_rgba)
         s = scale
+        self._one = False  # the one-column layout: the reading replaces the heading
         with dpg.child_window(no_scrollbar=True) as self.root:
             dpg.bind_item_theme(self.root, style.padded_theme(scale))
-            with dpg.group(horizontal=True, horizontal_spacing=round(12 * s)):
-                heading("Draw a digit", fonts)
-                # In one column the prediction panel is below the fold: the reading shows here too.
+            with dpg.group(horizontal=True):
+                self.heading = heading("Draw a digit", fonts)
+                # In one column the prediction panel is below the fold: the reading shows here instead
+                # of the heading (beside it, it did not fit at scale 2).
                 self.reading = dpg.add_text("", color=style.TEXT, show=False)
             self.image = dpg.add_image(self.texture, width=w, height=h)
             # Shown over the empty canvas; placed once the layout is known (place_hint).
@@ -80,7 +82,8 @@ class DrawPanel:
 
     def layout(self, L: Layout) -> None:
         s = self.scale
-        dpg.configure_item(self.reading, show=L.mode == "one")
+        self._one = L.mode == "one"
+        self._show_heading()
         dpg.configure_item(self.root, width=L.draw_w, height=L.draw_h)
         dpg.configure_item(self.image, width=L.canvas, height=L.canvas)
         content = L.draw_w - 2 * round(12 * s)  # the panel's padding (style.padded_theme)
@@ -95,6 +98,12 @@ class DrawPanel:
         text = "" if p is None else (f"reads ? (best guess {p.digit})" if unsure
                                      else f"reads {p.digit}  ·  {100 * p.confidence:.1f} %")
         dpg.set_value(self.reading, text)
+        self._show_heading()
+
+    def _show_heading(self) -> None:
+        reading = self._one and bool(dpg.get_value(self.reading))
+        dpg.configure_item(self.reading, show=reading)
+        dpg.configure_item(self.heading, show=not reading)
 
     def upload(self) -> None:
         """Recolour what changed on the canvas and send it to the GPU texture."""

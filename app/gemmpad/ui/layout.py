@@ -33,7 +33,7 @@ CANVAS_MIN, CANVAS_MAX = 200, 720
 SCROLLBAR = 14
 HEADING = 26  # a panel heading's line
 CANVAS_TINY = 120  # the canvas in one column never gets smaller than this
-LEARN_MIN = 112  # Learn's section under the canvas: heading, count, buttons, a row of thumbnails
+LEARN_MIN = 124  # Learn's section under the canvas: heading, count, buttons, a row of thumbnails
 # The prediction panel above and below its picture block: heading, digit, bars, the block's
 # heading (above); the per-layer times (below). Measured from the panel at scale 1.
 PRED_ABOVE, PRED_BELOW = 330, 40

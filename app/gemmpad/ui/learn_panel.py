@@ -257,11 +257,9 @@ class LearnPanel:
                 self.reset_btn = dpg.add_button(label="Reset")
                 tip(self.reset_btn, "Read with the model you started from (the shipped one) again; your personal "
                                     "model is moved aside (personal-model.previous.npz), your drawings stay.")
-                self.count_text = dpg.add_text("", color=style.MUTED)
-            self.hint_text = dpg.add_text("Wrong answer? Click the right digit's bar or press its key: the drawing "
-                                          "is kept as a correction, listed here.", wrap=round(380 * s),
-                                          color=style.MUTED)
-            dpg.bind_item_font(self.hint_text, fonts.small)
+            # how many, and what to do: on a line of its own (beside the buttons it was cut at scale 2)
+            self.count_text = dpg.add_text("", wrap=round(380 * s), color=style.MUTED)
+            dpg.bind_item_font(self.count_text, fonts.small)
             # shown only while a Learn runs: idle and empty it looked like a text field
             self.progress = dpg.add_progress_bar(default_value=0.0, width=-1, overlay="", show=False)
             self.figures_text = dpg.add_text("", wrap=round(380 * s), show=False)
@@ -288,7 +286,7 @@ class LearnPanel:
     def layout(self, L: Layout) -> None:
         """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
         content = L.draw_w - 2 * round(INNER * self.scale) - round(SCROLLBAR * self.scale)
-        for t in (self.hint_text, self.figures_text, self.error_text):
+        for t in (self.count_text, self.figures_text, self.error_text):
             dpg.configure_item(t, wrap=content)
         per_row = max(1, content // round((THUMB + 2 * 2 + 6) * self.scale))  # the list's padding and spacing
         if per_row != self._per_row:
@@ -513,5 +511,6 @@ class LearnPanel:
 
     def _show_count(self) -> None:
         n = len(self.listed)
-        dpg.set_value(self.count_text, f"{n} correction{'s' if n != 1 else ''}" if n else "no corrections yet")
-        dpg.configure_item(self.hint_text, show=not n)
+        dpg.set_value(self.count_text, f"{n} correction{'s' if n != 1 else ''}: click one to relabel or delete it" if n
+                      else "No corrections yet. Wrong answer? Click the right digit's bar or press its key: the "
+                           "drawing is kept as a correction, listed here.")

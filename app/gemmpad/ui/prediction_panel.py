@@ -40,8 +40,13 @@ class PredictionPanel:
         with dpg.child_window() as self.root:
             dpg.bind_item_theme(self.root, style.padded_theme(scale))
             # (a plot cannot hold a tooltip: the heading explains the bars)
-            tip(heading("Prediction", fonts), "The digit read, how sure, and the network's probability for "
-                                              "each digit (the highest in blue).")
+            with dpg.group(horizontal=True, horizontal_spacing=round(12 * s)):
+                tip(heading("Prediction", fonts), "The digit read, how sure, and the network's probability for "
+                                                  "each digit (the highest in blue).")
+                # In two columns the engine panel is below this one, out of sight: say so, and go there
+                self.to_engine = dpg.add_button(label="Engine below ↓", small=True, show=False)
+                tip(self.to_engine, "The engine panel (backend, kernel, latency, race) is below the prediction in "
+                                    "this window size: scroll down, or click here.")
             with dpg.group(horizontal=True, horizontal_spacing=round(18 * s)):
                 with dpg.group():
                     self.digit = dpg.add_text("?", color=style.FRAME_ACTIVE)
@@ -96,6 +101,7 @@ class PredictionPanel:
             self.show_hidden(None, ())
 
     def layout(self, L: Layout) -> None:
+        dpg.configure_item(self.to_engine, show=L.mode == "two")
         # never a scrollbar: the picture block is sized to fit (layout.pictures)
         dpg.configure_item(self.root, width=L.prediction_w, height=L.right_h if L.mode == "wide" else 0,
                            auto_resize_y=L.mode != "wide", no_scrollbar=True)

@@ -164,6 +164,7 @@ class App:
                                 parent=self.draw.root)
         self.learn.bind(self)
         self.pred.on_bar_click = lambda digit: self.learn.correct(self, digit)
+        dpg.configure_item(self.pred.to_engine, callback=self.show_engine)
         with dpg.handler_registry():
             # Input marks the window active (full frame rate); see step().
             for add in (dpg.add_key_press_handler, dpg.add_mouse_click_handler, dpg.add_mouse_wheel_handler):
@@ -189,6 +190,10 @@ class App:
         self.engine.show_model(self._model_line())
         self.learn.layout(L)
         self.help.layout(w, h)
+
+    def show_engine(self) -> None:
+        """Scroll the right column to the engine panel (two columns: it is below the prediction)."""
+        dpg.set_y_scroll(self._right, float(dpg.get_item_pos(self.engine.root)[1]))
 
     @property
     def layout(self) -> layout.Layout | None:
