@@ -13,7 +13,7 @@ import pytest
 from gemmpad import drawings
 from gemmpad.ui import harness
 from gemmpad.ui.learn_panel import corrections
-from tests.ui.support import draw, one, seven
+from tests.ui.support import draw, one, real_input, seven
 
 
 @pytest.fixture
@@ -68,3 +68,49 @@ def test_the_list_shows_what_learn_reads_and_relabels_and_deletes(empty_folder: 
     learned = drawings.read_folder(app.drawings_dir, say=lambda _line: None)
     assert [(e.label, e.path) for e in learned] == app.learn.listed == corrections(app.drawings_dir)
     assert len(learned) == 2 and len(_files(app)) == 4  # each a strokes file and its PNG
+
+
+def test_a_thumbnails_menu_deletes_and_relabels_through_its_widgets(empty_folder: object) -> None:
+    """Real clicks: the thumbnail opens its menu, Delete deletes; the relabel list's callback as
+    Dear PyGui calls it (sender, value, user data) moves the files."""
+    app = empty_folder
+    for digit in (3, 5):
+        draw(app, seven())
+        app.learn.correct(app, digit)
+        app.clear()
+    harness.settle(app)
+    xt = real_input()
+    vx, vy = dpg.get_viewport_pos()
+
+    def click(item: int | str) -> None:
+        x, y, w, h = harness.rect(item)
+        xt.move(int(vx + x + w // 2), int(vy + y + h // 2))
+        for _ in range(3):
+            app.step()
+        xt.button(True)
+        app.step()
+        app.step()
+        xt.button(False)
+        for _ in range(4):
+            app.step()
+
+    def shown(kind: str, label: str | None = None) -> list[int | str]:
+        return [c for c in dpg.get_all_items() if dpg.get_item_type(c).endswith(kind) and dpg.is_item_visible(c)
+                and (label is None or dpg.get_item_label(c) == label)]
+
+    try:
+        click(shown("mvImageButton")[0])
+        (delete,) = shown("mvButton", "Delete")
+        (relabel,) = shown("mvCombo", "relabel as")
+        dpg.get_item_callback(relabel)(relabel, "8", dpg.get_item_user_data(relabel))
+        assert [d for d, _ in app.learn.listed] == [5, 8]
+        for _ in range(3):
+            app.step()
+        click(shown("mvImageButton")[0])
+        click(shown("mvButton", "Delete")[0])
+        assert [d for d, _ in app.learn.listed] == [8]
+    finally:
+        xt.move(0, 0)
+        xt.close()
+        for _ in range(3):
+            app.step()

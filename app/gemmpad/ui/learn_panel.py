@@ -281,6 +281,8 @@ class LearnPanel:
         self._thumbs: dict[tuple[Path, float], int | str] = {}  # (file, mtime) -> its texture
         self.listed: list[tuple[int, Path]] = []  # what the list shows: (digit, file), in Learn's order
         self._per_row = 8
+        self._menus: list[int | str] = []  # each thumbnail's menu
+        self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
         self._last: tuple[Path, int] | None = None  # the newest correction and the canvas version it saved
 
     def layout(self, L: Layout) -> None:
@@ -314,6 +316,7 @@ class LearnPanel:
         if not hasattr(self, "_app"):
             return
         dpg.delete_item(self.list_group, children_only=True)
+        self._menus = []
         side = round(THUMB * self.scale)
         keep: set[tuple[Path, float]] = set()
         row: int | str | None = None
@@ -332,23 +335,33 @@ class LearnPanel:
                 btn = dpg.add_image_button(self._thumbs[key], width=side, height=side)
                 tip(btn, f"Filed as a {digit} ({path.name}): click to relabel or delete it.")
                 dpg.bind_item_font(dpg.add_text(f" {digit}", color=style.MUTED), self.fonts.small)
-            with dpg.popup(btn, mousebutton=dpg.mvMouseButton_Left):
+            with dpg.popup(btn, mousebutton=dpg.mvMouseButton_Left) as menu:
+                self._menus.append(menu)
                 dpg.add_text(f"{path.name}, filed as a {digit}", color=style.MUTED)
                 relabel = dpg.add_combo([str(d) for d in range(10)], default_value=str(digit), label="relabel as",
                                         width=round(60 * self.scale),
-                                        callback=lambda _s, v, p=path: self.relabel(p, int(v)))
+                                        callback=lambda _s, v, p: self.relabel(p, int(v)), user_data=path)
                 tip(relabel, "File this drawing under another digit (Learn then trains on it as that digit).")
-                delete = dpg.add_button(label="Delete", callback=lambda _s, _v, p=path: self.delete(p))
+                delete = dpg.add_button(label="Delete", callback=lambda _s, _v, p: self.delete(p), user_data=path)
                 tip(delete, "Delete this correction (its strokes and its picture): Learn no longer trains on it.")
         for key in [k for k in self._thumbs if k not in keep]:
             dpg.delete_item(self._thumbs.pop(key))
+
+    def _changed(self) -> None:
+        """After a menu's Delete or relabel: the list and count now, the widgets next frame. Deleted
+        in this frame, the open menu stayed open in ImGui's popup stack and swallowed the next click."""
+        for menu in self._menus:
+            dpg.configure_item(menu, show=False)
+        self.listed = corrections(self._app.drawings_dir)
+        self._show_count()
+        self._rebuild = True
 
     def delete(self, path: Path) -> None:
         """Delete a correction: every file of its name in its digit's folder (strokes and PNG)."""
         for f in _siblings(path):
             f.unlink(missing_ok=True)
         self._app.say(f"Deleted the correction {path.stem}")
-        self.refresh()
+        self._changed()
 
     def relabel(self, path: Path, digit: int) -> None:
         """File a correction under another digit."""
@@ -359,7 +372,7 @@ class LearnPanel:
         for f in _siblings(path):
             os.replace(f, dest / f.name)
         self._app.say(f"Filed {path.stem} as a {digit}")
-        self.refresh()
+        self._changed()
 
     def undo_correction(self, app: App) -> bool:
         """Ctrl+Z right after a correction (nothing drawn since) takes the correction back: its
@@ -440,6 +453,9 @@ class LearnPanel:
     # ------------------------------------------------------------ every frame
     def poll(self, app: App) -> bool:
         """Show progress and take a finished Learn; True while one runs (frames keep coming)."""
+        if self._rebuild:
+            self._rebuild = False
+            self._show_list()
         if self.learner.running:
             text, fraction = self.learner.status
             dpg.set_value(self.progress, fraction)
