@@ -59,7 +59,9 @@ def test_nothing_overlaps_or_is_cut_at_larger_scales(display: str, scale: float)
                            *(f"{w}x{h}" for w, h in SIZES)], env=e, cwd=root, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    found = [p for line in proc.stdout.splitlines() for p in json.loads(line)]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(SIZES), proc.stdout[-2000:]  # one report a size
+    found = [p for line in lines for p in json.loads(line)]
     assert not found, "\n".join(found)
 
 
