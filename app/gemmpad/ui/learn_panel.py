@@ -284,6 +284,7 @@ class LearnPanel:
         self._menus: list[int | str] = []  # each thumbnail's menu
         self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
         self._last: tuple[Path, int] | None = None  # the newest correction and the canvas version it saved
+        self._app: App | None = None  # set by bind()
 
     def layout(self, L: Layout) -> None:
         """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
@@ -313,7 +314,7 @@ class LearnPanel:
         self._show_list()
 
     def _show_list(self) -> None:
-        if not hasattr(self, "_app"):
+        if self._app is None:
             return
         dpg.delete_item(self.list_group, children_only=True)
         self._menus = []

@@ -10,8 +10,9 @@ the X server), with a slow heartbeat, so an idle window costs next to nothing; a
 however short wakes it at once, and the frame reads the press from Dear PyGui's queued
 events even when the button is already up again.
 
-Panels: draw_panel, prediction_panel, engine_panel, status_bar, help_overlay; where they
-go: layout; scripted runs (replay, screenshots, the JSON summary): harness.
+Panels: draw_panel (with learn_panel, its last section), prediction_panel, engine_panel,
+status_bar, help_overlay; where they go: layout; scripted runs (replay, screenshots, the
+JSON summary): harness.
 
 Dear PyGui has one context per process: an App owns it from __init__ to close(), and
 only one App may exist at a time.
