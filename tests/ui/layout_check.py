@@ -115,6 +115,11 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
                 for nb, rb in rects[b]:
                     if _overlap(ra, rb):
                         out.append(f"{na} {ra} overlaps {nb} {rb} {at}")
+    if L.mode == "wide":  # side by side, the prediction panel shows whole: the hidden layers too
+        hidden = [(dpg.get_value(i) if _kind(i) == "mvText" else _kind(i), harness.rect(i)) for i in leaves(app.pred.root)
+                  if not dpg.is_item_visible(i)]
+        if hidden:
+            out.append(f"prediction widgets out of sight (scrolled away) {hidden} {at}")
     reading = app.draw.reading if L.mode == "one" else app.pred.digit
     r = harness.rect(reading)
     if app.prediction is not None and not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh

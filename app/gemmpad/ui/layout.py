@@ -35,10 +35,12 @@ HEADING = 26  # a panel heading's line
 CANVAS_TINY = 120  # the canvas in one column never gets smaller than this
 LEARN_MIN = 124  # Learn's section under the canvas: heading, count, buttons, a row of thumbnails
 # The prediction panel above and below its picture block: heading, digit, bars, the block's
-# heading (above); the per-layer times (below). Measured from the panel at scale 1.
-PRED_ABOVE, PRED_BELOW = 330, 40
+# heading (above); the per-layer times, up to two lines (below). Measured from the panel (the
+# same, in scale units, at scales 1, 1.5 and 2).
+PRED_ABOVE, PRED_BELOW = 366, 56
 PREVIEW_MIN, PREVIEW_MAX = 84, 224  # the 28x28 input's side on screen
 HIDDEN_LABEL = 16  # "hidden 1" over each map
+SPACING = 8  # between stacked widgets (style's ItemSpacing)
 HIDDEN_GAP = 12  # between the input and the hidden maps beside it
 
 
@@ -61,16 +63,16 @@ class Layout:
 def pictures(panel_w: int, panel_h: int, scale: float) -> tuple[int, int]:
     """The 28x28 input's side and each hidden map's side in a prediction panel panel_w wide
     and (0: as tall as its content) panel_h high. The two hidden maps stand stacked beside
-    the input, as tall as it together: side = (preview - 2 labels - spacing) / 2."""
+    the input, each under its label, as tall as it together:
+    hidden = (preview - 2 labels - 3 spacings) / 2, and preview + gap + hidden = the width."""
     s = scale
-    label, gap, inner = round(HIDDEN_LABEL * s), round(HIDDEN_GAP * s), round(INNER * s)
+    label, gap, inner, sp = round(HIDDEN_LABEL * s), round(HIDDEN_GAP * s), round(INNER * s), round(SPACING * s)
     content = panel_w - 2 * inner
-    by_width = (2 * (content - gap) + 2 * label + round(12 * s)) // 3  # preview + gap + hidden == content
-    side = min(by_width, round(PREVIEW_MAX * s))
+    side = min((2 * (content - gap) + 2 * label + 3 * sp) // 3, round(PREVIEW_MAX * s))
     if panel_h > 0:
         side = min(side, panel_h - round((PRED_ABOVE + PRED_BELOW) * s))
     side = max(side, round(PREVIEW_MIN * s))
-    return side, max((side - 2 * label - round(12 * s)) // 2, round(20 * s))
+    return side, max((side - 2 * label - 3 * sp) // 2, round(20 * s))
 
 
 def plan(width: int, height: int, scale: float = 1.0) -> Layout:
