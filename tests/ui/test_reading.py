@@ -22,9 +22,10 @@ def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_f
     # The window shows those pixels: read them back from the frame buffer.
     frame = harness.grab(app)
     x, y, w, h = harness.rect(app.pred.preview)
-    assert (w, h) == (28 * PREVIEW_SCALE, 28 * PREVIEW_SCALE)
-    c = PREVIEW_SCALE // 2
-    shown = style.coverage_from_rgba(frame[y + c : y + h : PREVIEW_SCALE, x + c : x + w : PREVIEW_SCALE])
+    assert w == h == app.layout.preview  # the size the layout gives it (it follows the window)
+    # each input's block centre (away from the faint grid on a block's last texel), on screen
+    at = ((np.arange(28) * PREVIEW_SCALE + PREVIEW_SCALE // 2) * w / (28 * PREVIEW_SCALE)).astype(int)
+    shown = style.coverage_from_rgba(frame[y + at][:, x + at])
     np.testing.assert_allclose(shown, expected, atol=3 / 255)
     x, y, w, h = harness.rect(app.draw.image)
     shown = at_canvas_size(style.coverage_from_rgba(frame[y : y + h, x : x + w]))

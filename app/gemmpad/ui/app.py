@@ -150,6 +150,33 @@ def default_scale() -> float:
     return 1.0
 
 
+def screen_size() -> tuple[int, int] | None:
+    """The default screen's size in pixels (X11), or None where it cannot be asked."""
+    if sys.platform in ("win32", "darwin"):
+        return None
+    x11 = _x11()
+    handle = x11.XOpenDisplay(None) if x11 is not None else None
+    if not handle:
+        return None
+    try:
+        x11.XDefaultScreen.argtypes = [ctypes.c_void_p]
+        x11.XDisplayWidth.argtypes = x11.XDisplayHeight.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        screen = x11.XDefaultScreen(handle)
+        return int(x11.XDisplayWidth(handle, screen)), int(x11.XDisplayHeight(handle, screen))
+    finally:
+        x11.XCloseDisplay(handle)
+
+
+def fit_screen(size: tuple[int, int], screen: tuple[int, int] | None) -> tuple[int, int]:
+    """`size`, no larger than the screen (`--scale 2` asked for 2400x1432 on a 1600x1000 one,
+    and the window opened with its right and bottom off-screen), nor smaller than the minimum."""
+    from gemmpad.ui.layout import MIN_WINDOW
+
+    if screen is None:
+        return size
+    return max(min(size[0], screen[0]), MIN_WINDOW[0]), max(min(size[1], screen[1]), MIN_WINDOW[1])
+
+
 def display_problem() -> str:
     """Why no window can open here, or "" if one can.
 
@@ -245,7 +272,8 @@ def run(args: argparse.Namespace) -> int:
         vsync=not args.no_vsync,
         scale=scale,
         cpu_threads=args.threads,
-        size=args.size or (round(DEFAULT_WINDOW[0] * scale), round(DEFAULT_WINDOW[1] * scale)),
+        size=args.size or fit_screen((round(DEFAULT_WINDOW[0] * scale), round(DEFAULT_WINDOW[1] * scale)),
+                                     screen_size()),
         started_at=started_at,
     )
     try:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import dearpygui.dearpygui as dpg
 import numpy as np
 
+from gemmpad.engine import Prediction
 from gemmpad.ui import style
 from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
 from gemmpad.ui.layout import Layout
@@ -39,9 +40,14 @@ class DrawPanel:
         with dpg.texture_registry():
             self.texture = dpg.add_raw_texture(w, h, self._rgba, format=dpg.mvFormat_Float_rgba)
         s = scale
+        self._one = False  # the one-column layout: the reading replaces the heading
         with dpg.child_window(no_scrollbar=True) as self.root:
             dpg.bind_item_theme(self.root, style.padded_theme(scale))
-            heading("Draw a digit", fonts)
+            with dpg.group(horizontal=True):
+                self.heading = heading("Draw a digit", fonts)
+                # In one column the prediction panel is below the fold: the reading shows here instead
+                # of the heading (beside it, it did not fit at scale 2).
+                self.reading = dpg.add_text("", color=style.TEXT, show=False)
             self.image = dpg.add_image(self.texture, width=w, height=h)
             # Shown over the empty canvas; placed once the layout is known (place_hint).
             self.hint = dpg.add_text(HINT, color=style.MUTED, show=False)
@@ -76,6 +82,8 @@ class DrawPanel:
 
     def layout(self, L: Layout) -> None:
         s = self.scale
+        self._one = L.mode == "one"
+        self._show_heading()
         dpg.configure_item(self.root, width=L.draw_w, height=L.draw_h)
         dpg.configure_item(self.image, width=L.canvas, height=L.canvas)
         content = L.draw_w - 2 * round(12 * s)  # the panel's padding (style.padded_theme)
@@ -84,6 +92,18 @@ class DrawPanel:
             dpg.configure_item(b, width=bw)
         label_w = (dpg.get_text_size("brush") or (40, 0))[0] + round(8 * s)
         dpg.configure_item(self.brush, width=content - label_w)
+
+    def show_reading(self, p: Prediction | None, unsure: bool | None = None) -> None:
+        """The reading in the heading ("reads 3 · 99.2 %"), for the one-column layout."""
+        text = "" if p is None else (f"reads ? (best guess {p.digit})" if unsure
+                                     else f"reads {p.digit}  ·  {100 * p.confidence:.1f} %")
+        dpg.set_value(self.reading, text)
+        self._show_heading()
+
+    def _show_heading(self) -> None:
+        reading = self._one and bool(dpg.get_value(self.reading))
+        dpg.configure_item(self.reading, show=reading)
+        dpg.configure_item(self.heading, show=not reading)
 
     def upload(self) -> None:
         """Recolour what changed on the canvas and send it to the GPU texture."""
@@ -113,7 +133,10 @@ class DrawPanel:
         if show:
             x, y = dpg.get_item_pos(self.image)
             w, h = dpg.get_item_rect_size(self.image)
-            tw, th = dpg.get_text_size(HINT, font=self.fonts.small) or (0, 0)
+            # wrapped to the canvas: one line was wider than a 178 px canvas
+            wrap = max(w - round(16 * self.scale), 1)
+            dpg.configure_item(self.hint, wrap=wrap)
+            tw, th = dpg.get_text_size(HINT, wrap_width=wrap, font=self.fonts.small) or (0, 0)
             dpg.set_item_pos(self.hint, [int(x + (w - tw) / 2), int(y + (h - th) / 2)])
         dpg.configure_item(self.hint, show=show)
 

@@ -27,6 +27,7 @@ from gemmpad.ui.text import fmt_us, frames_caption, kernel_summary, log_ticks
 BACKEND_LABELS = {b.name: b.label for b in backends.BACKENDS}
 BATCHES = tuple(2**i for i in range(13))  # 1 ... 4096 copies of the drawing
 SUMMARY_LINES = 2  # the kernel's description always takes this many lines (the rows below stay put)
+FEW_FRAMES = 20  # up to this many frames on the latency plot, each point is drawn as a dot
 LATENCY_PLOT_H = 220  # when the column is not as tall as the window
 
 
@@ -92,8 +93,11 @@ class EnginePanel:
             with dpg.group(horizontal=True):
                 dpg.add_text("Model", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Model") or (40, 0))[0])
-                self.model_text = dpg.add_text(model_line, wrap=0)
-                tip(self.model_text, "The weights in use and their accuracy (from the model card).")
+                # two lines always (show_model): a line that wrapped to two pushed every row below down
+                self.model_text = dpg.add_text(model_line, wrap=-1)
+                with dpg.tooltip(self.model_text):
+                    self.model_tip = dpg.add_text(model_line, wrap=round(420 * s))
+                self._model_w = round(300 * s)
             with dpg.group(horizontal=True):
                 dpg.add_text("Backend", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Backend") or (40, 0))[0])
@@ -183,8 +187,13 @@ class EnginePanel:
                         self.y_axis = dpg.add_plot_axis(dpg.mvYAxis, label="time (log)", no_menus=True, scale=dpg.mvPlotScale_Log10)
                         self.line_kernel = dpg.add_line_series([], [], label="kernel", parent=self.y_axis)
                         self.line_e2e = dpg.add_line_series([], [], label="end-to-end", parent=self.y_axis)
-                        dpg.bind_item_theme(self.line_kernel, style.series_theme(dpg.mvLineSeries, style.ACCENT))
-                        dpg.bind_item_theme(self.line_e2e, style.series_theme(dpg.mvLineSeries, style.WARM))
+                        # (plain lines, and with dots while there are few frames: show_latency)
+                        self._line_themes = {few: (style.series_theme(dpg.mvLineSeries, style.ACCENT, markers=few),
+                                                   style.series_theme(dpg.mvLineSeries, style.WARM, markers=few))
+                                             for few in (False, True)}
+                        self._few = False
+                        for line, theme in zip((self.line_kernel, self.line_e2e), self._line_themes[False]):
+                            dpg.bind_item_theme(line, theme)
                     self.caption = dpg.add_text("", color=style.MUTED, wrap=0)
                     tip(self.caption, f"The plot: kernel and end-to-end time of the last {HISTORY} frames, log scale.")
                     dpg.bind_item_font(self.caption, fonts.small)
@@ -232,8 +241,32 @@ class EnginePanel:
         content = L.engine_w - 2 * round(12 * self.scale)  # the panel's padding (style.padded_theme)
         dpg.configure_item(self.summary, wrap=content)
         dpg.configure_item(self.caption, wrap=content)
-        dpg.configure_item(self.model_text, wrap=content - round(64 * self.scale) - round(8 * self.scale))
+        self._model_w = content - round(64 * self.scale) - round(8 * self.scale)
         self.race.layout(content)
+
+    def show_model(self, line: str) -> None:
+        """The model line in exactly two lines of the panel, broken between its "  ·  " parts
+        (ImGui's wrap broke "99.07" after the dot), the second cut with "…" when too long and
+        empty when not needed, so the rows below never move; the whole of it in the tooltip."""
+        dpg.set_value(self.model_tip, f"The weights in use and their accuracy (from the model card): {line}")
+
+        def width(text: str) -> float:
+            return (dpg.get_text_size(text) or (0, 0))[0]
+
+        sep = "  ·  "
+        lines = [""]
+        for part in line.split(sep):
+            joined = f"{lines[-1]}{sep}{part}" if lines[-1] else part
+            if width(joined) <= self._model_w or not lines[-1] or len(lines) == 2:
+                lines[-1] = joined
+            else:
+                lines.append(part)
+        for i, text in enumerate(lines):
+            if width(text) > self._model_w:
+                while text and width(text + "…") > self._model_w:
+                    text = text[:-1]
+                lines[i] = text.rstrip() + "…"
+        dpg.set_value(self.model_text, "\n".join(lines) if len(lines) == 2 else f"{lines[0]}\n ")
 
     def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():
@@ -259,7 +292,12 @@ class EnginePanel:
         xs = [float(i) for i in range(len(history))]
         dpg.set_value(self.line_kernel, [xs, [t.kernel_us for t in history]])
         dpg.set_value(self.line_e2e, [xs, [t.end_to_end_us for t in history]])
-        dpg.set_axis_limits(self.x_axis, 0, max(HISTORY, len(xs)))
+        dpg.set_axis_limits(self.x_axis, -HISTORY // 100, max(HISTORY, len(xs)))  # a dot at frame 0 whole
+        few = len(history) <= FEW_FRAMES  # a one-frame line is a point: invisible without a dot
+        if few != self._few:
+            self._few = few
+            for line, theme in zip((self.line_kernel, self.line_e2e), self._line_themes[few]):
+                dpg.bind_item_theme(line, theme)
         if history:
             lo = min(min(t.kernel_us for t in history), min(t.end_to_end_us for t in history))
             hi = max(t.end_to_end_us for t in history)

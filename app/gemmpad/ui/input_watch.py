@@ -13,6 +13,13 @@ go to the window under the pointer). Watching the whole screen woke the window f
 every pointer move and key press in other programs (~80 % of a core while someone
 typed elsewhere). Elsewhere (no X11 library, Wayland without XWayland, Windows, macOS)
 `changed()` is None and the window falls back to a low idle frame rate.
+
+Polling misses what happens between two looks: a 3-5 ms click falls between two
+XQueryPointer calls 8 ms apart, and the window slept on to its next heartbeat (~1 s).
+`WindowEvents` waits on the window's own X connection instead (GLFW's, inside Dear
+PyGui): the server queues every press, release and key for our window there, so the
+wait ends when the first one arrives, however short, and costs nothing meanwhile.
+InputWatch remains for where that connection cannot be reached.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import select
 import sys
 from collections.abc import Callable
 
@@ -169,3 +177,45 @@ class InputWatch:
         if self._x11 is not None and self._dpy is not None:
             self._x11.XCloseDisplay(self._dpy)
         self._dpy = None
+
+
+class WindowEvents:
+    """Sleep until the X server has queued an event for this window (GLFW's connection)."""
+
+    def __init__(self) -> None:
+        self._x11: ctypes.CDLL | None = None
+        self._dpy: int | None = None
+        self._fd = -1
+        if sys.platform in ("win32", "darwin"):
+            return
+        try:
+            import dearpygui._dearpygui as core  # GLFW is linked into it and exports its X11 handle
+
+            glfw = ctypes.CDLL(core.__file__)
+            x11 = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+        except (ImportError, OSError):
+            return
+        glfw.glfwGetX11Display.restype = ctypes.c_void_p
+        x11.XConnectionNumber.argtypes = [ctypes.c_void_p]
+        x11.XEventsQueued.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        dpy = glfw.glfwGetX11Display() if hasattr(glfw, "glfwGetX11Display") else None
+        if not dpy:  # not on X11 (Wayland), or no window yet
+            return
+        self._x11, self._dpy, self._fd = x11, dpy, x11.XConnectionNumber(dpy)
+
+    @property
+    def available(self) -> bool:
+        return self._dpy is not None
+
+    def wait(self, timeout: float) -> bool:
+        """True as soon as an event for the window is queued (it stays queued: the next frame
+        reads it), False after `timeout` seconds without one."""
+        assert self._x11 is not None
+        queued_after_reading = 1  # reads what the socket holds into Xlib's queue, never blocks
+        if self._x11.XEventsQueued(self._dpy, queued_after_reading):
+            return True
+        try:
+            ready, _, _ = select.select([self._fd], [], [], max(timeout, 0.0))
+        except (OSError, ValueError):
+            return False
+        return bool(ready) and self._x11.XEventsQueued(self._dpy, queued_after_reading) > 0

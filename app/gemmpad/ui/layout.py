@@ -7,6 +7,13 @@ Three arrangements, chosen by width:
   scrolling;
 - one column: everything stacked, the whole window scrolling.
 Sizes are in screen pixels at UI scale `scale` (fonts and spacing grow with it).
+
+Nothing floats over the panels: Learn ("Teach it your handwriting") is a section of the
+drawing column, under the canvas's controls, and keeps at least LEARN_MIN of its height.
+The prediction column's "what the network sees" block (the 28x28 input, the hidden
+layers beside it) takes what the height leaves, so the hidden layers show without
+scrolling at the default size. In one column, where the prediction panel is below the
+fold, the drawing column's heading says what it reads.
 """
 
 from __future__ import annotations
@@ -26,6 +33,15 @@ CANVAS_MIN, CANVAS_MAX = 200, 720
 SCROLLBAR = 14
 HEADING = 26  # a panel heading's line
 CANVAS_TINY = 120  # the canvas in one column never gets smaller than this
+LEARN_MIN = 124  # Learn's section under the canvas: heading, count, buttons, a row of thumbnails
+# The prediction panel above and below its picture block: heading, digit, bars, the block's
+# heading (above); the per-layer times, up to two lines (below). Measured from the panel (the
+# same, in scale units, at scales 1, 1.5 and 2).
+PRED_ABOVE, PRED_BELOW = 366, 56
+PREVIEW_MIN, PREVIEW_MAX = 84, 224  # the 28x28 input's side on screen
+HIDDEN_LABEL = 16  # "hidden 1" over each map
+SPACING = 8  # between stacked widgets (style's ItemSpacing)
+HIDDEN_GAP = 12  # between the input and the hidden maps beside it
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,24 @@ class Layout:
     prediction_w: int
     engine_w: int
     status_h: int
+    learn_h: int = 0  # Learn's section at the bottom of the drawing column
+    preview: int = PREVIEW_MAX  # the 28x28 input's side
+    hidden: int = 90  # each hidden layer's 10x10 map's side (two, stacked beside the input)
+
+
+def pictures(panel_w: int, panel_h: int, scale: float) -> tuple[int, int]:
+    """The 28x28 input's side and each hidden map's side in a prediction panel panel_w wide
+    and (0: as tall as its content) panel_h high. The two hidden maps stand stacked beside
+    the input, each under its label, as tall as it together:
+    hidden = (preview - 2 labels - 3 spacings) / 2, and preview + gap + hidden = the width."""
+    s = scale
+    label, gap, inner, sp = round(HIDDEN_LABEL * s), round(HIDDEN_GAP * s), round(INNER * s), round(SPACING * s)
+    content = panel_w - 2 * inner
+    side = min((2 * (content - gap) + 2 * label + 3 * sp) // 3, round(PREVIEW_MAX * s))
+    if panel_h > 0:
+        side = min(side, panel_h - round((PRED_ABOVE + PRED_BELOW) * s))
+    side = max(side, round(PREVIEW_MIN * s))
+    return side, max((side - 2 * label - 3 * sp) // 2, round(20 * s))
 
 
 def plan(width: int, height: int, scale: float = 1.0) -> Layout:
@@ -49,7 +83,8 @@ def plan(width: int, height: int, scale: float = 1.0) -> Layout:
     below = round(BELOW_CANVAS * s)
     cmin, cmax = round(CANVAS_MIN * s), round(CANVAS_MAX * s)
     body_h = height - 2 * pad - status - gap  # the columns' height above the status bar
-    by_height = body_h - below - 2 * inner
+    learn = round(LEARN_MIN * s)
+    by_height = body_h - below - 2 * inner - learn
 
     # wide: the canvas takes what the engine's minimum leaves, up to what the height allows
     # (and no more than half of what the prediction column leaves: the plots want width too)
@@ -59,7 +94,8 @@ def plan(width: int, height: int, scale: float = 1.0) -> Layout:
     if canvas >= cmin:
         draw_w = canvas + 2 * inner
         right_w = width - 2 * pad - gap - draw_w
-        return Layout("wide", canvas, draw_w, body_h, right_w, body_h, pred_w, right_w - gap - pred_w, status)
+        return Layout("wide", canvas, draw_w, body_h, right_w, body_h, pred_w, right_w - gap - pred_w, status,
+                      body_h - canvas - below - 2 * inner, *pictures(pred_w, body_h, s))
 
     # two columns: the right one needs the prediction column's width at least
     by_width = width - 2 * pad - gap - pred_w - SCROLLBAR - 2 * inner
@@ -68,10 +104,11 @@ def plan(width: int, height: int, scale: float = 1.0) -> Layout:
         draw_w = canvas + 2 * inner
         right_w = width - 2 * pad - gap - draw_w
         panel_w = right_w - SCROLLBAR - inner
-        return Layout("two", canvas, draw_w, body_h, right_w, body_h, panel_w, panel_w, status)
+        return Layout("two", canvas, draw_w, body_h, right_w, body_h, panel_w, panel_w, status,
+                      body_h - canvas - below - 2 * inner, *pictures(panel_w, 0, s))
 
     # one column: the canvas as large as the window shows whole (the window scrolls to the rest)
     col_w = width - 2 * pad - SCROLLBAR
     canvas = max(min(col_w - 2 * inner, body_h - 2 * inner - round(HEADING * s), cmax), round(CANVAS_TINY * s))
-    draw_h = canvas + below + 2 * inner
-    return Layout("one", canvas, col_w, draw_h, col_w, 0, col_w, col_w, status)
+    draw_h = canvas + below + 2 * inner + learn
+    return Layout("one", canvas, col_w, draw_h, col_w, 0, col_w, col_w, status, learn, *pictures(col_w, 0, s))

@@ -10,7 +10,7 @@ import dearpygui.dearpygui as dpg
 import numpy as np
 
 from gemmpad.engine import Prediction
-from gemmpad.ui import style
+from gemmpad.ui import layout, style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.style import Fonts
@@ -40,8 +40,13 @@ class PredictionPanel:
         with dpg.child_window() as self.root:
             dpg.bind_item_theme(self.root, style.padded_theme(scale))
             # (a plot cannot hold a tooltip: the heading explains the bars)
-            tip(heading("Prediction", fonts), "The digit read, how sure, and the network's probability for "
-                                              "each digit (the highest in blue).")
+            with dpg.group(horizontal=True, horizontal_spacing=round(12 * s)):
+                tip(heading("Prediction", fonts), "The digit read, how sure, and the network's probability for "
+                                                  "each digit (the highest in blue).")
+                # In two columns the engine panel is below this one, out of sight: say so, and go there
+                self.to_engine = dpg.add_button(label="Engine below ↓", small=True, show=False)
+                tip(self.to_engine, "The engine panel (backend, kernel, latency, race) is below the prediction in "
+                                    "this window size: scroll down, or click here.")
             with dpg.group(horizontal=True, horizontal_spacing=round(18 * s)):
                 with dpg.group():
                     self.digit = dpg.add_text("?", color=style.FRAME_ACTIVE)
@@ -69,17 +74,11 @@ class PredictionPanel:
             with dpg.item_handler_registry() as handlers:
                 dpg.add_item_clicked_handler(dpg.mvMouseButton_Left, callback=lambda: self._clicked())
             dpg.bind_item_handler_registry(self.bars_plot, handlers)
-            heading("What the network sees", fonts)
-            with dpg.group(horizontal=True):
-                self._preview_pad = dpg.add_spacer(width=0)
-                self.preview = dpg.add_image(self.preview_tex, width=p, height=p)
-            tip(self.preview, "The 784 inputs: the drawing cropped, scaled into a 20 px box and centred by "
-                              "mass, as MNIST digits are.")
-            t = dpg.add_text("28 × 28 input: cropped, scaled into a 20 px box, centred by mass (MNIST style)",
-                             color=style.MUTED, wrap=0)
-            dpg.bind_item_font(t, fonts.small)
-            tip(heading("Inside the network", fonts),
-                "The 100 + 100 hidden units after ReLU for the drawing itself, 10 x 10 each, bright = strongly "
+            # The input and, beside it, the two hidden layers stacked: one block whose size the
+            # layout sets from the height left (layout.pictures), so all of it shows at once.
+            tip(heading("What the network sees", fonts),
+                "Left: the 784 inputs, the drawing cropped, scaled into a 20 px box and centred by mass, as "
+                "MNIST digits are. Right: the 100 + 100 hidden units after ReLU, 10 x 10 each, bright = strongly "
                 "active (each map scaled to its own maximum). Per-layer times show where the kernel runs the "
                 "network layer by layer and reports them (the CPU's GEMM kernels).")
             hp = HIDDEN_SIDE * HIDDEN_SCALE
@@ -87,10 +86,13 @@ class PredictionPanel:
             with dpg.texture_registry():
                 self.hidden_tex = [dpg.add_raw_texture(hp, hp, rgba, format=dpg.mvFormat_Float_rgba)
                                    for rgba in self._hidden_rgba]
-            with dpg.group(horizontal=True, horizontal_spacing=round(16 * s)):
-                self.hidden_img = []
-                for i, tex in enumerate(self.hidden_tex):
-                    with dpg.group():
+            with dpg.group(horizontal=True, horizontal_spacing=round(layout.HIDDEN_GAP * s)):
+                self.preview = dpg.add_image(self.preview_tex, width=p, height=p)
+                tip(self.preview, "The 784 inputs: the drawing cropped, scaled into a 20 px box and centred by "
+                                  "mass, as MNIST digits are (28 x 28).")
+                with dpg.group():
+                    self.hidden_img = []
+                    for i, tex in enumerate(self.hidden_tex):
                         label = dpg.add_text(f"hidden {i + 1}", color=style.MUTED)
                         dpg.bind_item_font(label, fonts.small)
                         self.hidden_img.append(dpg.add_image(tex, width=hp, height=hp))
@@ -99,10 +101,14 @@ class PredictionPanel:
             self.show_hidden(None, ())
 
     def layout(self, L: Layout) -> None:
+        dpg.configure_item(self.to_engine, show=L.mode == "two")
+        # never a scrollbar: the picture block is sized to fit (layout.pictures)
         dpg.configure_item(self.root, width=L.prediction_w, height=L.right_h if L.mode == "wide" else 0,
-                           auto_resize_y=L.mode != "wide", no_scrollbar=L.mode != "wide")
-        inner = L.prediction_w - round(2 * 12 * self.scale)
-        dpg.configure_item(self._preview_pad, width=max((inner - 28 * PREVIEW_SCALE) // 2 - 8, 0))
+                           auto_resize_y=L.mode != "wide", no_scrollbar=True)
+        dpg.configure_item(self.preview, width=L.preview, height=L.preview)
+        for img in self.hidden_img:
+            dpg.configure_item(img, width=L.hidden, height=L.hidden)
+        dpg.configure_item(self.layer_text, wrap=L.prediction_w - 2 * round(layout.INNER * self.scale))
 
     def show_hidden(self, hidden: tuple[np.ndarray, np.ndarray] | None, layer_us: tuple[float, ...]) -> None:
         """The hidden activations as heat maps, and the per-layer times when there are some."""

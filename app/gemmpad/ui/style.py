@@ -140,13 +140,19 @@ def global_theme(scale: float = 1.0) -> int | str:
     return theme
 
 
-def series_theme(series_type: int, colour: RGB, fill_alpha: int = 255) -> int | str:
-    """Colour one plot series (a line's stroke, a bar's fill)."""
+def series_theme(series_type: int, colour: RGB, fill_alpha: int = 255, markers: bool = False) -> int | str:
+    """Colour one plot series (a line's stroke, a bar's fill); `markers`: a dot on each point
+    (a line through one or two points draws nothing visible)."""
     plots = dpg.mvThemeCat_Plots
     with dpg.theme() as theme:
         with dpg.theme_component(series_type):
             dpg.add_theme_color(dpg.mvPlotCol_Line, rgba(colour), category=plots)
             dpg.add_theme_color(dpg.mvPlotCol_Fill, rgba(colour, fill_alpha), category=plots)
+            if markers:
+                dpg.add_theme_color(dpg.mvPlotCol_MarkerFill, rgba(colour), category=plots)
+                dpg.add_theme_color(dpg.mvPlotCol_MarkerOutline, rgba(colour), category=plots)
+                dpg.add_theme_style(dpg.mvPlotStyleVar_Marker, dpg.mvPlotMarker_Circle, category=plots)
+                dpg.add_theme_style(dpg.mvPlotStyleVar_MarkerSize, 3.5, category=plots)
     return theme
 
 

@@ -5,11 +5,14 @@ the mouse and keyboard, runs the queued widget callbacks, paints new stroke segm
 into the canvas array, uploads it as a texture when it changed, hands the drawing to the
 inference worker and shows the newest result. Nothing in a frame waits for the network,
 so drawing stays smooth on the slowest kernel. When nothing moves, the window stops
-drawing until input arrives (input_watch asks the X server), with a slow heartbeat, so
-an idle window costs next to nothing.
+drawing until input arrives (it waits on the window's X connection, or input_watch asks
+the X server), with a slow heartbeat, so an idle window costs next to nothing; a click
+however short wakes it at once, and the frame reads the press from Dear PyGui's queued
+events even when the button is already up again.
 
-Panels: draw_panel, prediction_panel, engine_panel, status_bar, help_overlay; where they
-go: layout; scripted runs (replay, screenshots, the JSON summary): harness.
+Panels: draw_panel (with learn_panel, its last section), prediction_panel, engine_panel,
+status_bar, help_overlay; where they go: layout; scripted runs (replay, screenshots, the
+JSON summary): harness.
 
 Dear PyGui has one context per process: an App owns it from __init__ to close(), and
 only one App may exist at a time.
@@ -37,7 +40,7 @@ from gemmpad.ui.draw_panel import DrawPanel
 from gemmpad.ui.engine_panel import BACKEND_LABELS, BATCHES, EnginePanel
 from gemmpad.ui.help_overlay import HelpOverlay
 from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
-from gemmpad.ui.input_watch import InputWatch
+from gemmpad.ui.input_watch import InputWatch, WindowEvents
 from gemmpad.ui.learn_panel import Learner, LearnPanel
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.race import Race
@@ -158,9 +161,11 @@ class App:
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
         dpg.bind_item_theme(self._right, style.flush_theme())
         self.help = HelpOverlay(self.fonts, self.scale, self.shortcuts)
-        self.learn = LearnPanel(self.fonts, self.scale, Learner(self.drawings_dir), userdata.personal_model_path())
+        self.learn = LearnPanel(self.fonts, self.scale, Learner(self.drawings_dir), userdata.personal_model_path(),
+                                parent=self.draw.root)
         self.learn.bind(self)
         self.pred.on_bar_click = lambda digit: self.learn.correct(self, digit)
+        dpg.configure_item(self.pred.to_engine, callback=self.show_engine)
         with dpg.handler_registry():
             # Input marks the window active (full frame rate); see step().
             for add in (dpg.add_key_press_handler, dpg.add_mouse_click_handler, dpg.add_mouse_wheel_handler):
@@ -183,11 +188,22 @@ class App:
         self.draw.layout(L)
         self.pred.layout(L)
         self.engine.layout(L)
+        self.engine.show_model(self._model_line())
+        self.learn.layout(L)
         self.help.layout(w, h)
+
+    def show_engine(self) -> None:
+        """Scroll the right column to the engine panel (two columns: it is below the prediction)."""
+        dpg.set_y_scroll(self._right, float(dpg.get_item_pos(self.engine.root)[1]))
 
     @property
     def layout(self) -> layout.Layout | None:
         return self._layout
+
+    @property
+    def model(self) -> Model:
+        """The weights reading now."""
+        return self._model
 
     def _model_line(self) -> str:
         """The weights in use and what they scored (from the model card, when there is one)."""
@@ -204,7 +220,9 @@ class App:
             del self.frame_times[:-HISTORY]
         self._last_frame_start = now
 
-        if (dpg.get_viewport_client_width(), dpg.get_viewport_client_height()) != self._viewport_size:
+        # (and at the second frame: text sizes, which fit the model line, are known from the first on)
+        if (dpg.get_viewport_client_width(), dpg.get_viewport_client_height()) != self._viewport_size \
+                or self.frames == 1:
             self.relayout()
             self._touch()
         self._poll_mouse()
@@ -245,20 +263,29 @@ class App:
 
     def run(self) -> None:
         """The interactive loop, until the window is closed or Ctrl+Q."""
-        watch = InputWatch(rect=_viewport_rect)
-        fps = IDLE_FPS_WATCHED if watch.available else IDLE_FPS_BLIND
+        events = WindowEvents()
+        watch = InputWatch(rect=_viewport_rect) if not events.available else None
+        fps = IDLE_FPS_WATCHED if events.available or (watch is not None and watch.available) else IDLE_FPS_BLIND
         try:
             while dpg.is_dearpygui_running() and not self._quit:
                 t0 = time.perf_counter()
                 self.step()
                 if self.idle:
-                    self._wait_for_input(watch, t0 + 1.0 / fps)
+                    self._wait_for_input(events, watch, t0 + 1.0 / fps)
         finally:
-            watch.close()
+            if watch is not None:
+                watch.close()
 
-    def _wait_for_input(self, watch: InputWatch, deadline: float) -> None:
-        """Sleep until `deadline`, or until the X server reports input (then go active)."""
+    def _wait_for_input(self, events: WindowEvents, watch: InputWatch | None, deadline: float) -> None:
+        """Sleep until `deadline`, or until input arrives (then go active): an event queued for
+        the window, or (where that cannot be waited on) a change the X server reports."""
         self._last_frame_start = None  # a wait is no frame time: "frame 377 ms · 3 fps" after waking
+        if watch is None:
+            while (left := deadline - time.perf_counter()) > 0:
+                if events.wait(left):
+                    self._touch()
+                    return
+            return
         watch.changed()  # the state after the frame is the reference
         while (left := deadline - time.perf_counter()) > 0:
             time.sleep(min(WATCH_S, left))
@@ -285,7 +312,9 @@ class App:
         self._pointer.append((kind, float(x), float(y)))
 
     def _poll_mouse(self) -> None:
-        down = dpg.is_mouse_button_down(dpg.mvMouseButton_Left)
+        # A click both pressed and released since the last frame reads as "clicked", not "down":
+        # it still starts (and the next frame ends) a stroke, so a 5 ms tap leaves a dot.
+        down = dpg.is_mouse_button_down(dpg.mvMouseButton_Left) or dpg.is_mouse_button_clicked(dpg.mvMouseButton_Left)
         mx, my = dpg.get_mouse_pos(local=False)
         if (mx, my) != self._last_mouse or down:
             self._touch()
@@ -349,6 +378,9 @@ class App:
         self.draw.upload()
 
     def undo(self) -> None:
+        """Take back the last correction (when nothing was drawn since), else the last stroke or clear."""
+        if self.learn.undo_correction(self):
+            return
         if self.canvas.undo():
             self.draw.upload()
 
@@ -455,6 +487,7 @@ class App:
             return None
         self.draw.reset_label()
         self.say(f"Saved {png.relative_to(self.drawings_dir)} in {self.drawings_dir}")
+        self.learn.refresh()  # a labelled drawing is one Learn trains on: the list shows it
         self.learn.learner.prefetch()  # painted now, in the background, not when L is pressed
         return png
 
@@ -465,7 +498,7 @@ class App:
         self._model = model
         if base is not None:
             self.base_model = base
-        dpg.set_value(self.engine.model_text, self._model_line())
+        self.engine.show_model(self._model_line())
         self._submitted_version = -1  # the drawing on the canvas is read again by the new weights
 
     # ---------------------------------------------------- inference hand-off
@@ -480,6 +513,7 @@ class App:
             # Just cleared: blank the reading now rather than after the worker's current job.
             self.prediction, self.unsure = None, None
             self.pred.show(None)
+            self.draw.show_reading(None)
             self.pred.show_hidden(None, ())
         # An empty canvas is still sent on a change: the worker switches backend or
         # kernel and reports what it resolved, and classify() returns None cheaply.
@@ -500,6 +534,7 @@ class App:
         self.prediction = None if self.canvas.empty else r.prediction
         self.unsure = r.unsure if self.prediction is not None else None
         self.pred.show(self.prediction, self.unsure)
+        self.draw.show_reading(self.prediction, self.unsure)
         self.pred.show_hidden(r.hidden if self.prediction is not None else None, r.layer_us)
         self.engine.show_latency(self.history, self.clf_kernel, self.batch, self.warm)
         if self.error:

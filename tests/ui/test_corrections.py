@@ -1,0 +1,116 @@
+"""Issue 42: a wrong correction could not be undone (Ctrl+Z took back the stroke, not the
+saved file) and there was no list to review corrections before Learn. Now the Learn section
+lists them (a thumbnail and the digit each; a click relabels or deletes), Ctrl+Z right after
+a correction deletes it, and the list is exactly what Learn reads."""
+
+from __future__ import annotations
+
+import shutil
+
+import dearpygui.dearpygui as dpg
+import pytest
+
+from gemmpad import drawings
+from gemmpad.ui import harness
+from gemmpad.ui.learn_panel import corrections
+from tests.ui.support import draw, one, real_input, seven
+
+
+@pytest.fixture
+def empty_folder(app: object) -> object:
+    """The window's drawings folder, emptied before and after."""
+    def wipe() -> None:
+        for sub in app.drawings_dir.iterdir():
+            shutil.rmtree(sub) if sub.is_dir() else sub.unlink()
+        app.learn.refresh()
+
+    wipe()
+    yield app
+    wipe()
+
+
+def _files(app: object) -> list[str]:
+    return sorted(str(p.relative_to(app.drawings_dir)) for p in app.drawings_dir.rglob("*") if p.is_file())
+
+
+def test_ctrl_z_right_after_a_correction_takes_it_back(empty_folder: object) -> None:
+    app = empty_folder
+    draw(app, one())
+    app.shortcut(dpg.mvKey_3)  # the wrong key: a 1 filed as a 3
+    assert [d for d, _ in app.learn.listed] == [3] and len(_files(app)) == 2  # strokes and PNG
+    app.shortcut(dpg.mvKey_Z, ctrl=True)
+    harness.settle(app)
+    assert _files(app) == [] and app.learn.listed == []
+    assert not app.canvas.empty  # the drawing stays: press the right digit now
+    app.shortcut(dpg.mvKey_1)
+    assert [d for d, _ in app.learn.listed] == [1]
+    draw(app, seven())  # something drawn since: Ctrl+Z is the stroke's again
+    app.shortcut(dpg.mvKey_Z, ctrl=True)
+    assert [d for d, _ in app.learn.listed] == [1]
+
+
+def test_the_list_shows_what_learn_reads_and_relabels_and_deletes(empty_folder: object) -> None:
+    app = empty_folder
+    for digit, drawing in ((7, seven), (1, one), (3, one)):
+        draw(app, drawing())
+        app.learn.correct(app, digit)
+        app.clear()
+    harness.settle(app)
+    assert [d for d, _ in app.learn.listed] == [1, 3, 7]
+    thumbs = [c for c in dpg.get_all_items() if dpg.get_item_type(c).endswith("mvImageButton")
+              and dpg.is_item_shown(c)]
+    assert len(thumbs) == 3
+    wrong = app.learn.listed[1][1]  # the 1 filed as a 3
+    app.learn.relabel(wrong, 1)
+    assert [d for d, _ in app.learn.listed] == [1, 1, 7]
+    app.learn.delete(app.learn.listed[2][1])
+    harness.settle(app)
+    learned = drawings.read_folder(app.drawings_dir, say=lambda _line: None)
+    assert [(e.label, e.path) for e in learned] == app.learn.listed == corrections(app.drawings_dir)
+    assert len(learned) == 2 and len(_files(app)) == 4  # each a strokes file and its PNG
+
+
+def test_a_thumbnails_menu_deletes_and_relabels_through_its_widgets(empty_folder: object) -> None:
+    """Real clicks: the thumbnail opens its menu, Delete deletes; the relabel list's callback as
+    Dear PyGui calls it (sender, value, user data) moves the files."""
+    app = empty_folder
+    for digit in (3, 5):
+        draw(app, seven())
+        app.learn.correct(app, digit)
+        app.clear()
+    harness.settle(app)
+    xt = real_input()
+    vx, vy = dpg.get_viewport_pos()
+
+    def click(item: int | str) -> None:
+        x, y, w, h = harness.rect(item)
+        xt.move(int(vx + x + w // 2), int(vy + y + h // 2))
+        for _ in range(3):
+            app.step()
+        xt.button(True)
+        app.step()
+        app.step()
+        xt.button(False)
+        for _ in range(4):
+            app.step()
+
+    def shown(kind: str, label: str | None = None) -> list[int | str]:
+        return [c for c in dpg.get_all_items() if dpg.get_item_type(c).endswith(kind) and dpg.is_item_visible(c)
+                and (label is None or dpg.get_item_label(c) == label)]
+
+    try:
+        click(shown("mvImageButton")[0])
+        (delete,) = shown("mvButton", "Delete")
+        (relabel,) = shown("mvCombo", "relabel as")
+        dpg.get_item_callback(relabel)(relabel, "8", dpg.get_item_user_data(relabel))
+        assert [d for d, _ in app.learn.listed] == [5, 8]
+        for _ in range(3):
+            app.step()
+        click(shown("mvImageButton")[0])
+        click(shown("mvButton", "Delete")[0])
+        assert [d for d, _ in app.learn.listed] == [8]
+    finally:
+        xt.move(0, 0)
+        xt.close()
+        for _ in range(3):
+            app.step()

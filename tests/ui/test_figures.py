@@ -1,0 +1,66 @@
+"""Issue 42's stale and inconsistent figures: one source for the model's figures (its card),
+refreshed when the model changes; nothing left over after Reset; no row jumping when the
+model line changes length; an idle Learn with no bar that looks like a text field; a
+one-frame latency plot that shows its frame."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dearpygui.dearpygui as dpg
+import pytest
+
+from gemmpad.model import Model, load_model
+from gemmpad.ui import harness, style
+from tests.ui.support import NEEDS_MODEL, one
+
+
+@NEEDS_MODEL
+def test_the_model_line_keeps_its_height_and_shows_the_cards_figures(app: object) -> None:
+    """The shipped model's line (four figures) wrapped to two lines and pushed the Backend,
+    Kernel and Batch rows down from where a card-less model's one line left them."""
+    before = app.model
+    shipped = load_model()
+    try:
+        ys, heights = [], []
+        for model in (Model(shipped.weights), shipped):
+            app.use_model(model)
+            harness.settle(app)
+            ys.append(harness.rect(next(iter(app.engine.backend_buttons.values())))[1])
+            heights.append(harness.rect(app.engine.model_text)[3])
+            line = dpg.get_value(app.engine.model_text)
+            assert all(score in line for score in model.scores()), (line, model.scores())  # refreshed
+        assert ys[0] == ys[1] and heights[0] == heights[1], (ys, heights)
+        assert all(score in dpg.get_value(app.engine.model_text) for score in shipped.scores())  # all shown
+    finally:
+        app.use_model(before)
+        harness.settle(app)
+
+
+def test_reset_takes_learned_in_down_and_the_idle_bar_is_hidden(app: object, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app.learn, "personal_path", tmp_path / "personal-model.npz")
+    assert not dpg.is_item_shown(app.learn.progress)  # idle and empty, it looked like a text field
+    # as a finished Learn leaves it
+    dpg.configure_item(app.learn.progress, overlay="learned in 2.3 s", show=True)
+    dpg.set_value(app.learn.figures_text, "MNIST test: 98.7 % -> 98.8 %")
+    app.learn.reset(app)
+    harness.settle(app)
+    assert not dpg.is_item_shown(app.learn.progress)
+    assert "learned in" not in dpg.get_item_configuration(app.learn.progress)["overlay"]
+    assert dpg.get_value(app.learn.figures_text) == ""
+
+
+def test_a_one_frame_latency_plot_draws_its_frame(app: object, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A line through one point draws nothing: the plot looked empty after the first reading."""
+    import numpy as np
+
+    harness.replay(app, one())  # one stroke in one frame: one reading
+    harness.settle(app)
+    assert len(app.history) == 1
+    pixels = harness.grab(app)
+    x, y, w, h = harness.rect(app.engine.plot)
+    legend = round(40 * app.scale)  # the legend's colour boxes stand above the plotting area
+    plot = pixels[y + legend:y + h, x:x + w]
+    near = np.abs(plot - np.array(style.WARM) / 255).max(axis=2) < 0.12  # the end-to-end colour
+    assert near.sum() >= 4, "no end-to-end dot on the plot"
