@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from gemmpad import evaluate, forms, paper, pendigits
 from gemmpad.cli import main
-from gemmpad.model import load_model
+from gemmpad.model import Model, load_model
 
 from tests.pendigits_data import pendigits_file, unipen
 from tests.test_eval import constant_model
@@ -76,13 +77,18 @@ def test_paper_and_forms_share_one_threshold_and_blur() -> None:
     assert blurred.min() == pytest.approx(0.75) and blurred.sum() == pytest.approx(15.0)  # ink spread, none lost
 
 
-def test_eval_forms_reads_every_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
-    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:10]
+def writer_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int, weights: Model) -> tuple[list, Path]:
+    """The first `n` samples of pendigits writer 1 as the only pendigits data, and `weights` saved as a model file."""
+    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:n]
     (tmp_path / pendigits.FILENAME).write_text(unipen(samples))
     monkeypatch.setenv("GEMMPAD_PENDIGITS", str(tmp_path))
-    model = tmp_path / "m.npz"
-    constant_model(1).save(model)
+    weights.save(tmp_path / "m.npz")
+    return samples, tmp_path / "m.npz"
+
+
+def test_eval_forms_reads_every_variant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    samples, model = writer_one(tmp_path, monkeypatch, 10, constant_model(1))
     assert main(["eval", "--model", str(model), "--forms", "--writers", "1", "--jobs", "1", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
     assert list(results) == [f"pendigits writers 1 on forms, {v}" for v in forms.VARIANTS]
@@ -111,11 +117,7 @@ def test_drawn_styles_go_on_forms_repeatably() -> None:
 
 def test_eval_drawn_styles_on_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:2]
-    (tmp_path / pendigits.FILENAME).write_text(unipen(samples))
-    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(tmp_path))
-    model = tmp_path / "m.npz"
-    constant_model(9).save(model)
+    _, model = writer_one(tmp_path, monkeypatch, 2, constant_model(9))
     assert main(["eval", "--model", str(model), "--forms", "--writers", "1", "--jobs", "1",
                  "--drawn-styles", "9-curled", "--drawn-count", "2", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
