@@ -1,4 +1,5 @@
-"""The Learn panel in a real window under Xvfb (tests/ui_learn_script.py, a process of its own):
+"""The Learn panel in a real window under Xvfb (tests/ui_learn_script.py, a process of its own), with
+no data folder anywhere (package data only):
 replay drawings of a real writer's digit the model misreads, correct them (a click on the digit's
 bar, its key), Learn, replay a second drawing of that style: read right; the shipped model file
 unchanged (checksum); Reset reads with the shipped model again."""
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.mnist_data import mnist_dir
 from tests.pendigits_data import pendigits_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,8 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_correct_learn_read_right_reset(tmp_path: Path) -> None:
     pytest.importorskip("dearpygui")
-    data = mnist_dir()
-    pendigits_file()
+    pen = pendigits_file()  # the writer's drawings, read by the script, never by the window
     prefix: list[str] = []
     if not os.environ.get("DISPLAY"):
         if shutil.which("xvfb-run") is None:
@@ -33,11 +32,16 @@ def test_correct_learn_read_right_reset(tmp_path: Path) -> None:
     import gemmpad
 
     package_root = str(Path(gemmpad.__file__).resolve().parents[1])  # the gemmpad under test: installed, or app/
-    env = {**os.environ, "GEMMPAD_HOME": str(tmp_path), "GEMMPAD_DATA": str(data),
+    # A fresh install, offline, no data folder (issue 39): every place data could come from is an empty
+    # folder, and a data variable that points at one is an error, never a fallback to another copy
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {**os.environ, "GEMMPAD_HOME": str(tmp_path), "GEMMPAD_DATA": str(empty), "GEMMPAD_PENDIGITS": str(empty),
+           "HOME": str(empty), "XDG_DATA_HOME": str(empty), "XDG_CACHE_HOME": str(empty),
            "PYTHONPATH": os.pathsep.join([package_root, str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("GEMMPAD_DRAWINGS", None)
-    proc = subprocess.run([*prefix, sys.executable, "-m", "tests.ui_learn_script", str(tmp_path)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([*prefix, sys.executable, "-m", "tests.ui_learn_script", str(tmp_path), str(pen)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     print(r)

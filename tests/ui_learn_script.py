@@ -2,7 +2,11 @@
 process, and test_ui.py's session keeps one open): a real window under Xvfb, corrected and
 taught, printing one JSON line of what it saw.
 
-    python -m tests.ui_learn_script HOME_DIR
+    python -m tests.ui_learn_script HOME_DIR PENDIGITS_FILE
+
+The writer's drawings come from PENDIGITS_FILE, read here by the script; the window itself is
+given no data folder at all (the test points every data variable at empty folders), so its
+Learn runs on what the package ships.
 """
 
 from __future__ import annotations
@@ -24,12 +28,12 @@ from gemmpad.ui.window import App
 from tests.finetune_data import SMALL_REPLAY
 
 
-def main(home: Path) -> dict:
+def main(home: Path, pendigits_path: Path) -> dict:
     shipped = default_model_path()
     md5 = hashlib.md5(shipped.read_bytes()).hexdigest()
     model = load_model()
     trained = set(replay.trained_writers(model))
-    unseen = [s for s in pendigits.read_pendigits() if s.writer not in trained and s.writer <= 6]
+    unseen = [s for s in pendigits.read_pendigits(pendigits_path) if s.writer not in trained and s.writer <= 6]
     cell = cells(model, unseen, ["brush-18px-280"], 0.9, 6)[0]  # the 6th misread sample is the second drawing
     fixes, second = cell.corrections[:5], cell.corrections[5]
     app = App(Classifier(None, backend="numpy"), drawings_dir=home / "drawings", vsync=False)
@@ -82,4 +86,4 @@ def main(home: Path) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]))), flush=True)
+    print(json.dumps(main(Path(sys.argv[1]), Path(sys.argv[2]))), flush=True)
