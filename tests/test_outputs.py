@@ -182,6 +182,23 @@ def test_ctrl_c_during_a_pool_is_one_line_and_exit_130(presses: int) -> None:
     assert proc.returncode in ((130, -signal.SIGINT) if presses > 1 else (130,))
 
 
+def test_ctrl_c_while_the_command_is_still_loading_is_one_line(tmp_path: Path) -> None:
+    """Item 7: a Ctrl-C in the first ~0.1 s, while `gemmpad` was still importing NumPy and the native
+    modules, printed a traceback. The command's script (here a file named gemmpad, as pip writes it)
+    is interrupted right after `import gemmpad` starts its work, before gemmpad.cli is loaded."""
+    script = tmp_path / "gemmpad"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, time
+        import gemmpad
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+        from gemmpad.cli import main
+        sys.exit(main(["info"]))
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_env(), timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "gemmpad: interrupted\n")
+
+
 # ---------------------------------------------------------------- unsure --fit writes where it is told (item 10)
 
 

@@ -12,7 +12,8 @@ import os
 import signal
 import sys
 import types
-from pathlib import PurePath
+
+from gemmpad import interrupted_while_loading, launched_as_command
 
 
 class _Interrupt:
@@ -53,14 +54,7 @@ class _Interrupt:
         os._exit(130)
 
 
-def _is_the_program() -> bool:
-    """Whether this process is the `gemmpad` command (the installed script or `python -m gemmpad`),
-    not a program or test that imports this module and keeps its own Ctrl-C."""
-    argv0 = PurePath(sys.argv[0]) if sys.argv and sys.argv[0] else PurePath()
-    return argv0.stem == "gemmpad" or (argv0.name == "__main__.py" and argv0.parent.name == "gemmpad")  # (gemmpad.exe)
-
-
-if _is_the_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+if launched_as_command() and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, interrupted_while_loading):
     # as early as this module can: a Ctrl-C while the rest is imported is one line too
     signal.signal(signal.SIGINT, _Interrupt.first)
 
@@ -143,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     finally:
         if ours:  # the process's command is done: a late Ctrl-C is the same one line, not a traceback at exit
-            signal.signal(signal.SIGINT, _Interrupt.again if _is_the_program() else previous)
+            signal.signal(signal.SIGINT, _Interrupt.again if launched_as_command() else previous)
 
 
 def _main(argv: Sequence[str] | None) -> int:
