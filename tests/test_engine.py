@@ -226,7 +226,9 @@ def test_too_many_rows_refused_before_any_copy():
                 raise AssertionError(f"{rows} rows accepted")
         print("ok")
     """)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "app")}
+    import gemmpad
+
+    env = {**os.environ, "PYTHONPATH": str(Path(gemmpad.__file__).resolve().parents[1])}  # the gemmpad under test
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["ok"]

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+import gemmpad
 from gemmpad import _cpu
 
-APP = str(Path(__file__).resolve().parents[1] / "app")
+APP = str(Path(gemmpad.__file__).resolve().parents[1])  # the gemmpad under test: installed, or app/
 CORES = len(os.sched_getaffinity(0))
 # Generous: a hang (the failure) never ends; a passing run takes a few seconds.
 HANG_S = 180
