@@ -49,11 +49,11 @@ def rel(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def generated() -> dict[str, str]:
-    return headers.figure_lines(report.DEFAULT_DIRS, report._load, report._run_date)
+    return headers.figure_lines(report.DEFAULT_DIRS, report._load, report._run_date, root=ROOT)
 
 
 def test_the_generator_covers_every_kernel_file():
-    covered = set(headers.figure_files())
+    covered = set(headers.figure_files(root=ROOT))
     assert {rel(p) for p in KERNELS} <= covered
     assert all((ROOT / f).is_file() for f in covered), sorted(f for f in covered if not (ROOT / f).is_file())
 
@@ -69,7 +69,7 @@ def test_kernel_header_is_short_and_follows_the_template(path):
     assert not any("Measured" in line for line in lines), f"{path.name}: a hand-typed figure; the Figure line is generated"
 
 
-@pytest.mark.parametrize("file", headers.figure_files(), ids=lambda f: f.removeprefix("native/"))
+@pytest.mark.parametrize("file", headers.figure_files(root=ROOT), ids=lambda f: f.removeprefix("native/"))
 def test_the_figure_line_is_what_the_committed_json_generates(file, generated):
     """A stale figure (a new bench JSON committed, `gemmpad bench report` not run) fails here."""
     line = headers.figure_line((ROOT / file).read_text(encoding="utf-8"), file)
