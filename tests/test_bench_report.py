@@ -170,27 +170,6 @@ def test_the_newest_run_wins_whatever_the_folder_order(monkeypatch, capsys, tmp_
     assert "2026-12-01" in out and "2026-01-01" not in out
 
 
-def test_committed_agreement_reads_the_newest_mlp_run(monkeypatch, tmp_path):
-    """The window's figure: kernel -> (agreement, date) from the committed bench-mlp.json; {} without
-    one or with a file that cannot be read (the window never fails for it)."""
-    pkg = tmp_path / "app" / "gemmpad" / "bench"
-    pkg.mkdir(parents=True)
-    monkeypatch.setattr(report, "__file__", str(pkg / "report.py"))
-    report.committed_agreement.cache_clear()
-    assert report.committed_agreement() == {}
-    d = tmp_path / report.DEFAULT_DIRS[0]
-    d.mkdir(parents=True)
-    rows = [{"backend": "cuda", "kernel": "cuda.18_wgmma_fp8", "batch": 1, "agrees_with_fp32": 0.97},
-            {"backend": "cuda", "kernel": "cuda.07_warptile", "batch": 1, "agrees_with_fp32": "x"}]
-    (d / "bench-mlp.json").write_text(json.dumps({"machine": {"date_utc": "2026-11-29T01:02:03+00:00"}, "results": rows}))
-    report.committed_agreement.cache_clear()
-    assert report.committed_agreement() == {"cuda.18_wgmma_fp8": (0.97, "2026-11-29")}
-    (d / "bench-mlp.json").write_text("{")
-    report.committed_agreement.cache_clear()
-    assert report.committed_agreement() == {}
-    report.committed_agreement.cache_clear()
-
-
 def test_readme_that_is_a_fifo_or_a_device_is_refused_not_read(monkeypatch, capsys, tmp_path):
     """Issue 40 #4: `--readme FIFO` hung, `--readme /dev/zero` read until memory ran out."""
     from tests.hostile_files import fifo

@@ -128,6 +128,13 @@ def figures(name: str) -> list[Figure]:
     ]
 
 
+def agreement(name: str) -> tuple[float, str] | None:
+    """(share of the 10,000 MNIST test digits kernel `name` reads as the fp32 network does, date of
+    that run) from the committed MLP benchmark, or None where it was not measured."""
+    a = _manifest().get("agreement", {}).get(name)
+    return (float(a["share"]), str(a["date"])) if isinstance(a, dict) else None
+
+
 def kernels(device: str | None = None, kind: str | None = None) -> list[KernelSpec]:
     """All kernels in ladder order (CPU first), optionally filtered."""
     specs = _specs(native.cpu, "cpu", True, "")

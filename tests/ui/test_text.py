@@ -41,8 +41,10 @@ def test_kernel_line_shows_the_committed_agreement_with_fp32(monkeypatch) -> Non
     bench-mlp.json (what a reduced precision costs a user), and nothing where no bench measured it."""
     from gemmpad.ui import text
 
-    monkeypatch.setattr(text, "committed_agreement", lambda: {"cpu.01_naive": (0.99871, "2026-11-29")})
+    monkeypatch.setattr(text.registry, "agreement", {"cpu.01_naive": (0.99871, "2026-11-29")}.get)
     assert text.kernel_summary("cpu.01_naive").endswith(
         "  agrees with fp32 on 99.87 % of MNIST test digits (bench of 2026-11-29)")
     assert "agrees" not in text.kernel_summary("cpu.02_blocked_simd")
     assert text.agreement_note((1.0, "")) == "  agrees with fp32 on 100.00 % of MNIST test digits"
+    monkeypatch.undo()  # the shipped manifest itself: installed or not, the fp8 rung has its figure
+    assert "agrees with fp32 on " in text.kernel_summary("cuda.18_wgmma_fp8")

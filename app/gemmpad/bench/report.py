@@ -12,7 +12,6 @@ report` does the same from committed JSON, without a GPU.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import re
@@ -76,25 +75,6 @@ def run(args: argparse.Namespace) -> int:
                 rewrite_block(r, name, summary_block(name, data, path, r))
     rewrite_headers(DEFAULT_DIRS, _load, _run_date)  # each kernel file's `// Figure (` line, from the committed JSON
     return 0
-
-
-@functools.cache
-def committed_agreement() -> dict[str, tuple[float, str]]:
-    """kernel -> (share of MNIST test digits it reads as fp32 does, date of the run) from the newest
-    committed bench-mlp.json beside the package (a source checkout, as the shipped model is found);
-    {} where there is none or it cannot be read: the window then shows no figure rather than failing."""
-    root = Path(__file__).resolve().parents[3]
-    held = [root / d / RESULTS["mlp"] for d in DEFAULT_DIRS if (root / d / RESULTS["mlp"]).is_file()]
-    try:
-        data = _load(max(held, key=_run_date)) if held else {}
-    except GemmpadError:
-        return {}
-    date = _run_date_of(data)[:10]
-    out: dict[str, tuple[float, str]] = {}
-    for r in data.get("results", []):
-        if isinstance(r, dict) and _agreement(r) and isinstance(r.get("kernel"), str):
-            out.setdefault(r["kernel"], (float(r["agrees_with_fp32"]), date))
-    return out
 
 
 def _run_date_of(data: dict[str, Any]) -> str:

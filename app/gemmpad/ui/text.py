@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from gemmpad import registry
-from gemmpad.bench.report import committed_agreement
 from gemmpad.errors import GemmpadError
 from gemmpad.native import CudaStatus
 from gemmpad.unsure import Detector
@@ -62,7 +61,7 @@ def kernel_summary(name: str) -> str:
     except GemmpadError:  # a kernel the registry does not describe: no summary rather than a failure
         return ""
     line = f"{spec.summary}  [{spec.precision}, {spec.kind}]  {spec.source}"
-    return line + agreement_note(committed_agreement().get(name))
+    return line + agreement_note(registry.agreement(name))
 
 
 def agreement_note(figure: tuple[float, str] | None) -> str:
