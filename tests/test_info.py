@@ -16,7 +16,10 @@ def test_info_text(monkeypatch, capsys):
     assert rc == 0
     assert "versions: gemmpad" in out and "numpy" in out
     assert "CPU SIMD features used" in out
-    assert "CUDA" in out and "model:" in out
+    assert "CUDA" in out and "model: the shipped model: name=mnist-mlp" in out
+    from gemmpad.model import default_model_path
+
+    assert str(default_model_path()) not in out  # a path inside the installed package means nothing to a user
     for spec in registry.kernels():
         assert spec.name in out
     status = native.cuda_status()

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         out(f"model: {m['error']}\n")
     else:
         card = ", ".join(f"{k}={v}" for k, v in m["card"].items()) or "no model card"
-        out(f"model: {m['path']}: {card}\n")
+        out(f"model: the shipped model: {card}\n")  # its path, inside the installed package, is in --json
         if m["scores"]:
             out(f"model scores: {', '.join(m['scores'])}\n")
     u = info["user_data"]
