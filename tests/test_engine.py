@@ -16,7 +16,7 @@ from gemmpad import native, registry
 from gemmpad.engine import BACKENDS, MAX_ROWS, Classifier, Prediction, Timing, available_backends, jitter
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.model import SHAPES, Model, default_model_path, load_model
-from gemmpad.precision import mlp_bound
+from gemmpad.precision import gemm_bound, mlp_bound
 from tests.conftest import kernel_marks, rel_error
 from tests.mnist_data import mnist_dir
 
@@ -72,6 +72,26 @@ def assert_agrees(probs: np.ndarray, model: Model, x: np.ndarray, precision: str
     assert ratio <= 1.0, f"{what}: error {ratio:.3g}x the {precision} bound"
     flipped = bound.argmax_broken(probs)
     assert flipped == 0, f"{what}: {flipped} digits read otherwise although the {precision} bound decides them"
+
+
+def assert_hidden_agrees(h1: np.ndarray, h2: np.ndarray, weights: dict[str, np.ndarray], x: np.ndarray,
+                         precision: str, what: str) -> None:
+    """A kernel's own hidden activations (written by it, not recomputed) against float64: each
+    within its layer's product bound for `precision`, layer 1's error carried into layer 2 as
+    gemmpad.precision.mlp_bound carries it. Every value must have been written (callers poison
+    the arrays with NaN first) and be >= 0 (post-ReLU)."""
+    w = {k: np.asarray(v, dtype=np.float64) for k, v in weights.items()}
+    x64 = np.asarray(x, dtype=np.float64)
+    r1 = np.maximum(x64 @ w["W1"] + w["b1"], 0.0)
+    e1 = gemm_bound(np.abs(x64), w["W1"], precision, w["b1"])
+    r2 = np.maximum(r1 @ w["W2"] + w["b2"], 0.0)
+    e2 = gemm_bound(r1 + e1, w["W2"], precision, w["b2"]) + e1 @ np.abs(w["W2"])
+    for name, h, ref, bound in (("h1", h1, r1, e1), ("h2", h2, r2, e2)):
+        assert h.shape == ref.shape and h.dtype == np.float32, f"{what}: {name} {h.shape} {h.dtype}"
+        assert not np.isnan(h).any(), f"{what}: {name} has values the kernel did not write"
+        assert (h >= 0).all(), f"{what}: {name} is not post-ReLU"
+        excess = np.abs(h - ref) / np.maximum(bound, 1e-300)
+        assert excess.max() <= 1.0, f"{what}: {name} error {excess.max():.3g}x the {precision} bound"
 
 
 @pytest.mark.parametrize("seed", FIXED_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")

@@ -23,6 +23,7 @@ import gemmpad
 from gemmpad import _cpu, registry
 from gemmpad.model import SHAPES, Model
 from tests.conftest import forward_releases_gil, rel_error
+from tests.test_engine import assert_hidden_agrees
 
 ORDER = ("W1", "b1", "W2", "b2", "W3", "b3")
 CPU_KERNELS = [s.name for s in registry.kernels(device="cpu")]  # GEMM ladder, then cpu.mlp_sparse
@@ -76,6 +77,80 @@ def test_forward_matches_reference(kernel, batch, zero_fraction, weights, rng):
     assert clear.mean() > 0.99
     assert np.array_equal(out.argmax(axis=1)[clear], ref.argmax(axis=1)[clear])
     assert isinstance(us, float) and us > 0.0
+
+
+@pytest.mark.parametrize("batch", [1, 7, 257])
+@pytest.mark.parametrize("kernel", CPU_KERNELS)
+def test_hidden_layers_are_the_kernels_own(kernel, batch, weights, rng):
+    """h1/h2 asked of forward(): poisoned with NaN, every value overwritten with what this pass
+    computed (within fp32's bound of float64), and the probabilities unchanged by asking."""
+    mlp = make_mlp(weights)
+    x = digit_like(rng, batch)
+    x[0] = rng.uniform(0.0, 1.0, 784)  # one dense row
+    plain = np.full((batch, 10), np.nan, np.float32)
+    mlp.forward(x, plain, kernel)
+    out = np.full((batch, 10), np.nan, np.float32)
+    h1, h2 = np.full((batch, 100), np.nan, np.float32), np.full((batch, 100), np.nan, np.float32)
+    mlp.forward(x, out, kernel, h1=h1, h2=h2)
+    assert np.array_equal(out, plain)
+    assert_hidden_agrees(h1, h2, weights, x, "fp32", f"{kernel} batch {batch}")
+    only = np.full((batch, 100), np.nan, np.float32)
+    mlp.forward(x, out, kernel, h2=only)  # one layer alone
+    assert np.array_equal(only, h2)
+
+
+@pytest.mark.parametrize(
+    "h1,match",
+    [
+        (np.zeros((2, 99), np.float32), r"h1 must have shape \(B, 100\)"),
+        (np.zeros((3, 100), np.float32), r"h1 must have shape \(2, 100\)"),
+        (np.zeros((2, 100), np.float64), "h1 must be float32"),
+        (np.zeros((2, 100), np.float32)[:, ::-1], "h1 must be C-contiguous"),
+        ("out", "h2 must not overlap another output"),
+    ],
+)
+def test_bad_hidden_arrays_raise_value_error(weights, h1, match):
+    mlp = make_mlp(weights)
+    out = np.zeros((2, 10), np.float32)
+    big = np.zeros((2, 100), np.float32)
+    with pytest.raises(ValueError, match=match):
+        if isinstance(h1, str):  # both hidden layers into one array
+            mlp.forward(GOOD_X, big[:, :10].copy(), h1=big, h2=big)
+        else:
+            mlp.forward(GOOD_X, out, h1=h1)
+
+
+U8_BATCHES = [1, 3, 257, 4097]
+
+
+@pytest.mark.parametrize("batch", U8_BATCHES)
+@pytest.mark.parametrize("kernel", CPU_KERNELS)
+def test_u8_input_is_the_float_path_on_x_over_255(kernel, batch, weights, rng):
+    """forward_u8 reads pixels as gemmpad.preprocess scales uint8 images (x * float32(1/255)):
+    the same floats as forward() on that array, so the same probabilities and hidden layers."""
+    if kernel == "cpu.01_naive" and batch > 257:
+        batch = 300  # the naive rung at 4097 rows takes seconds; its row handling is the same
+    mlp = make_mlp(weights)
+    x8 = rng.integers(0, 256, (batch, 784), dtype=np.uint8)
+    x8[rng.random(x8.shape) < 0.8] = 0
+    xf = x8.astype(np.float32) * np.float32(1.0 / 255.0)
+    want, got = np.full((batch, 10), np.nan, np.float32), np.full((batch, 10), np.nan, np.float32)
+    h1 = np.full((batch, 100), np.nan, np.float32)
+    mlp.forward(xf, want, kernel)
+    mlp.forward_u8(x8, got, kernel, h1=h1)
+    assert np.array_equal(got, want)
+    err = rel_error(got, reference(weights, xf))
+    assert err <= 1e-5, f"{kernel} batch {batch}: relative error {err:.3g}"
+    assert not np.isnan(h1).any()
+
+
+def test_u8_input_validated(weights):
+    mlp = make_mlp(weights)
+    out = np.zeros((2, 10), np.float32)
+    with pytest.raises(ValueError, match="x must be uint8, got float32"):
+        mlp.forward_u8(GOOD_X, out)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, 784\)"):
+        mlp.forward_u8(np.zeros((2, 783), np.uint8), out)
 
 
 def test_default_kernel_is_sparse_and_listed(weights, rng):

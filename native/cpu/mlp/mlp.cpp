@@ -13,6 +13,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -66,15 +67,24 @@ class Mlp {
 
     // probs [batch, 10] from x [batch, 784]; returns the compute time in microseconds.
     // `gemm` is nullptr for cpu.mlp_sparse, else the registry kernel used for each layer.
-    double forward(const float* x, float* probs, int batch, const CpuRegistry::Entry* gemm) {
+    // hidden.h1 / h2, where given, receive the activations this very pass computed: the GEMM
+    // path writes its layer outputs straight into them, the sparse path copies each row's.
+    double forward(Input x, float* probs, int batch, const CpuRegistry::Entry* gemm, Hidden hidden) {
         std::lock_guard<std::mutex> lock(mu_);
         const auto t0 = std::chrono::steady_clock::now();
         if (gemm == nullptr) {
-            sparse_forward(sparse_, x, probs, batch);
+            sparse_forward(sparse_, x, probs, batch, hidden);
         } else {
-            float* h1 = h1_.get((size_t)batch * kH1);
-            float* h2 = h2_.get((size_t)batch * kH2);
-            layer(*gemm, batch, kH1, kIn, x, W1_.data(), b1_.data(), h1, Act::Relu);
+            const float* xf = x.f32;
+            if (x.u8) {  // the GEMM kernels take float rows: scale the pixels into scratch first
+                float* dst = x32_.get((size_t)batch * kIn);
+                const size_t n = (size_t)batch * kIn;
+                for (size_t i = 0; i < n; ++i) dst[i] = (float)x.u8[i] * kPixelScale;
+                xf = dst;
+            }
+            float* h1 = hidden.h1 ? hidden.h1 : h1_.get((size_t)batch * kH1);
+            float* h2 = hidden.h2 ? hidden.h2 : h2_.get((size_t)batch * kH2);
+            layer(*gemm, batch, kH1, kIn, xf, W1_.data(), b1_.data(), h1, Act::Relu);
             const auto l1 = std::chrono::steady_clock::now();
             layer(*gemm, batch, kH2, kH1, h1, W2_.data(), b2_.data(), h2, Act::Relu);
             const auto l2 = std::chrono::steady_clock::now();
@@ -117,7 +127,8 @@ class Mlp {
     std::vector<float> W1_, b1_, W2_, b2_, W3_, b3_;  // row-major, for the GEMM ladder
     GrowBuffer padded_;                                // padded copies, for cpu.mlp_sparse
     SparseWeights sparse_{};
-    GrowBuffer h1_, h2_;                               // hidden activations of the GEMM path
+    GrowBuffer h1_, h2_;                               // hidden activations of the GEMM path (when not asked for)
+    GrowBuffer x32_;                                   // 8-bit input as floats, for the GEMM path
     std::vector<double> layer_us_;                     // see layer_us()
     std::mutex mu_;
 };
@@ -130,16 +141,17 @@ std::string shape_str(const py::array& a) {
     return s + (a.ndim() == 1 ? ",)" : ")");
 }
 
-// `what` must be a C-contiguous float32 array of exactly `shape` (-1: any size >= 1).
+// `what` must be a C-contiguous float32 (u8: uint8) array of exactly `shape` (-1: any size >= 1).
 py::array check_array(const py::object& obj, const char* what, std::initializer_list<py::ssize_t> shape,
-                      bool writeable = false) {
+                      bool writeable = false, bool u8 = false) {
     if (!py::isinstance<py::array>(obj))
         throw py::value_error(std::string(what) + " must be a NumPy array, got " +
                               std::string(py::str(py::type::of(obj).attr("__name__"))));
     auto a = py::reinterpret_borrow<py::array>(obj);
-    static const int f32 = py::dtype::of<float>().num();
-    if (a.dtype().num() != f32)
-        throw py::value_error(std::string(what) + " must be float32, got " + std::string(py::str(a.dtype())));
+    static const int f32 = py::dtype::of<float>().num(), u8num = py::dtype::of<uint8_t>().num();
+    if (a.dtype().num() != (u8 ? u8num : f32))
+        throw py::value_error(std::string(what) + " must be " + (u8 ? "uint8" : "float32") + ", got " +
+                              std::string(py::str(a.dtype())));
     bool ok = a.ndim() == (py::ssize_t)shape.size();
     size_t i = 0;
     for (auto d : shape) {
@@ -162,6 +174,55 @@ py::array check_array(const py::object& obj, const char* what, std::initializer_
 
 const float* fdata(const py::array& a) { return static_cast<const float*>(a.data()); }
 
+bool overlap(const py::array& a, const py::array& b) {
+    const char* pa = static_cast<const char*>(a.data());
+    const char* pb = static_cast<const char*>(b.data());
+    return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+// forward / forward_u8: every array checked (shapes, dtypes, no output overlapping another array),
+// then the pass without the GIL.
+double run_forward(Mlp& self, const py::object& x_obj, bool u8, const py::object& out_obj, const std::string& kernel,
+                   const py::object& h1_obj, const py::object& h2_obj) {
+    const py::array x = check_array(x_obj, "x", {-1, kIn}, false, u8);
+    py::array out = check_array(out_obj, "out", {-1, kOut}, true);
+    const py::ssize_t batch = x.shape(0);
+    if (out.shape(0) != batch)
+        throw py::value_error("out must have shape (" + std::to_string(batch) + ", 10) for x of shape " +
+                              shape_str(x) + ", got " + shape_str(out));
+    if (batch > 0x7fffffff / kIn) throw py::value_error("x has too many rows: " + shape_str(x));
+    if (overlap(out, x)) throw py::value_error("out must not overlap x");
+    std::vector<py::array> written{out};
+    Hidden hidden;
+    const std::pair<const py::object*, const char*> wanted[2] = {{&h1_obj, "h1"}, {&h2_obj, "h2"}};
+    for (const auto& [obj, name] : wanted) {
+        if (obj->is_none()) continue;
+        py::array h = check_array(*obj, name, {-1, kH1}, true);
+        if (h.shape(0) != batch)
+            throw py::value_error(std::string(name) + " must have shape (" + std::to_string(batch) +
+                                  ", 100) for x of shape " + shape_str(x) + ", got " + shape_str(h));
+        if (overlap(h, x)) throw py::value_error(std::string(name) + " must not overlap x");
+        for (const auto& w : written)
+            if (overlap(h, w)) throw py::value_error(std::string(name) + " must not overlap another output array");
+        written.push_back(h);
+        (name[1] == '1' ? hidden.h1 : hidden.h2) = static_cast<float*>(h.mutable_data());
+    }
+    const CpuRegistry::Entry* gemm = nullptr;
+    if (kernel != kSparseName) {
+        try {
+            gemm = &CpuRegistry::instance().get(kernel);
+        } catch (const std::invalid_argument& e) {
+            throw py::value_error(std::string(e.what()) + ", " + kSparseName);
+        }
+    }
+    Input in;
+    if (u8) in.u8 = static_cast<const uint8_t*>(x.data());
+    else in.f32 = fdata(x);
+    float* probs = static_cast<float*>(out.mutable_data());
+    const ReleaseGilFor nogil(batch);
+    return self.forward(in, probs, (int)batch, gemm, hidden);
+}
+
 }  // namespace
 
 void bind_mlp(py::module_& m) {
@@ -177,34 +238,27 @@ void bind_mlp(py::module_& m) {
              py::arg("W1"), py::arg("b1"), py::arg("W2"), py::arg("b2"), py::arg("W3"), py::arg("b3"))
         .def(
             "forward",
-            [](Mlp& self, const py::object& x_obj, const py::object& out_obj, const std::string& kernel) {
-                const py::array x = check_array(x_obj, "x", {-1, kIn});
-                py::array out = check_array(out_obj, "out", {-1, kOut}, true);
-                const py::ssize_t batch = x.shape(0);
-                if (out.shape(0) != batch)
-                    throw py::value_error("out must have shape (" + std::to_string(batch) + ", 10) for x of shape " +
-                                          shape_str(x) + ", got " + shape_str(out));
-                if (batch > 0x7fffffff / kIn) throw py::value_error("x has too many rows: " + shape_str(x));
-                const char* xb = static_cast<const char*>(x.data());
-                const char* ob = static_cast<const char*>(out.data());
-                if (ob < xb + x.nbytes() && xb < ob + out.nbytes())
-                    throw py::value_error("out must not overlap x");
-                const CpuRegistry::Entry* gemm = nullptr;
-                if (kernel != kSparseName) {
-                    try {
-                        gemm = &CpuRegistry::instance().get(kernel);
-                    } catch (const std::invalid_argument& e) {
-                        throw py::value_error(std::string(e.what()) + ", " + kSparseName);
-                    }
-                }
-                float* probs = static_cast<float*>(out.mutable_data());
-                const ReleaseGilFor nogil(batch);
-                return self.forward(fdata(x), probs, (int)batch, gemm);
+            [](Mlp& self, const py::object& x, const py::object& out, const std::string& kernel,
+               const py::object& h1, const py::object& h2) {
+                return run_forward(self, x, false, out, kernel, h1, h2);
             },
-            py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName,
+            py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName, py::arg("h1") = py::none(),
+            py::arg("h2") = py::none(),
             "out = softmax(MLP(x)) for x float32 [B, 784]; out float32 [B, 10] is overwritten. kernel: "
-            "'cpu.mlp_sparse' or a CPU GEMM kernel of the registry (used for each layer). Returns the "
-            "compute time in microseconds (steady clock, excluding the Python call).")
+            "'cpu.mlp_sparse' or a CPU GEMM kernel of the registry (used for each layer). h1, h2: optional "
+            "float32 [B, 100] arrays that receive the post-ReLU hidden activations this pass computed. Returns "
+            "the compute time in microseconds (steady clock, excluding the Python call).")
+        .def(
+            "forward_u8",
+            [](Mlp& self, const py::object& x, const py::object& out, const std::string& kernel,
+               const py::object& h1, const py::object& h2) {
+                return run_forward(self, x, true, out, kernel, h1, h2);
+            },
+            py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName, py::arg("h1") = py::none(),
+            py::arg("h2") = py::none(),
+            "forward() for 8-bit pixels: x uint8 [B, 784], read as x * float32(1/255) (what gemmpad.preprocess "
+            "makes of uint8 images); cpu.mlp_sparse scales each row as it starts it, the GEMM kernels from a "
+            "scaled copy.")
         .def("layer_us", &Mlp::layer_us,
              "Each layer's compute time (microseconds) in the last forward() with a GEMM kernel; [] after "
              "cpu.mlp_sparse (it runs the layers interleaved, row by row).");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "../simd.h"
 
@@ -25,9 +26,28 @@ struct SparseWeights {
     bool finite1, finite2, finite3;
 };
 
+// What an 8-bit pixel becomes: x * (1/255) in float32, the very operation gemmpad.preprocess
+// applies to uint8 images (np.float32(1.0 / 255.0)), so the 8-bit path sees the same floats.
+inline constexpr float kPixelScale = (float)(1.0 / 255.0);
+
+// The input of one forward pass: float32 rows, or uint8 pixels scaled by kPixelScale
+// (exactly one of the two is non-null), [batch, kIn] either way.
+struct Input {
+    const float* f32 = nullptr;
+    const uint8_t* u8 = nullptr;
+};
+
+// Where a forward pass also leaves the post-ReLU hidden activations it computed, [batch, kH1]
+// and [batch, kH2] (nullptr: not asked; then nothing is written and nothing is spent).
+struct Hidden {
+    float* h1 = nullptr;
+    float* h2 = nullptr;
+};
+
 // probs[b, :] = softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3) for b < batch,
 // with the zero entries of every layer's input skipped. Threads when batch is large.
-void sparse_forward(const SparseWeights& w, const float* x, float* probs, int batch);
+// 8-bit rows are scaled into a row buffer as each row starts (no whole-batch float copy).
+void sparse_forward(const SparseWeights& w, Input x, float* probs, int batch, Hidden hidden = {});
 
 // Row-wise softmax in place on [rows, kOut], NumPy's NaN/Inf semantics.
 void softmax_rows(float* z, int rows);

@@ -102,12 +102,17 @@ GEMMPAD_INLINE void softmax_row(const float* z, float* p) {
 }
 
 template <int W>
-GEMMPAD_INLINE void forward_rows(const SparseWeights& w, const float* x, float* probs, int lo, int hi,
+GEMMPAD_INLINE void forward_rows(const SparseWeights& w, Input x, float* probs, Hidden hidden, int lo, int hi,
                                  GatherFn gather_nonzero) {
-    alignas(64) float h1[kH1P], h2[kH2P], z[kOutP];
+    alignas(64) float h1[kH1P], h2[kH2P], z[kOutP], row[kIn];
     int idx[kIn + 16];
     for (int b = lo; b < hi; ++b) {
-        const float* xb = x + (size_t)b * kIn;
+        const float* xb = x.f32 + (size_t)b * kIn;
+        if (x.u8) {  // this row's pixels as floats, while they are in the cache anyway
+            const uint8_t* p = x.u8 + (size_t)b * kIn;
+            for (int i = 0; i < kIn; ++i) row[i] = (float)p[i] * kPixelScale;
+            xb = row;
+        }
         int n = gather_nonzero(xb, kIn, w.finite1, idx);
         sparse_layer<W, kH1P / W>(xb, idx, n, w.W1, w.b1, h1, true);
         n = gather_nonzero(h1, kH1, w.finite2, idx);
@@ -115,21 +120,23 @@ GEMMPAD_INLINE void forward_rows(const SparseWeights& w, const float* x, float* 
         n = gather_nonzero(h2, kH2, w.finite3, idx);
         sparse_layer<W, kOutP / W>(h2, idx, n, w.W3, w.b3, z, false);
         softmax_row(z, probs + (size_t)b * kOut);
+        if (hidden.h1) std::copy(h1, h1 + kH1, hidden.h1 + (size_t)b * kH1);
+        if (hidden.h2) std::copy(h2, h2 + kH2, hidden.h2 + (size_t)b * kH2);
     }
 }
 
-using RowsFn = void (*)(const SparseWeights&, const float*, float*, int, int);
+using RowsFn = void (*)(const SparseWeights&, Input, float*, Hidden, int, int);
 
 #if defined(GEMMPAD_X86)
-GEMMPAD_TARGET_AVX512 void rows_avx512(const SparseWeights& w, const float* x, float* p, int lo, int hi) {
-    forward_rows<16>(w, x, p, lo, hi, gather_nonzero_avx512);
+GEMMPAD_TARGET_AVX512 void rows_avx512(const SparseWeights& w, Input x, float* p, Hidden h, int lo, int hi) {
+    forward_rows<16>(w, x, p, h, lo, hi, gather_nonzero_avx512);
 }
-GEMMPAD_TARGET_AVX2 void rows_avx2(const SparseWeights& w, const float* x, float* p, int lo, int hi) {
-    forward_rows<8>(w, x, p, lo, hi, gather_nonzero);
+GEMMPAD_TARGET_AVX2 void rows_avx2(const SparseWeights& w, Input x, float* p, Hidden h, int lo, int hi) {
+    forward_rows<8>(w, x, p, h, lo, hi, gather_nonzero);
 }
 #endif
-void rows_generic(const SparseWeights& w, const float* x, float* p, int lo, int hi) {
-    forward_rows<4>(w, x, p, lo, hi, gather_nonzero);
+void rows_generic(const SparseWeights& w, Input x, float* p, Hidden h, int lo, int hi) {
+    forward_rows<4>(w, x, p, h, lo, hi, gather_nonzero);
 }
 
 RowsFn pick() {
@@ -142,11 +149,11 @@ RowsFn pick() {
 
 }  // namespace
 
-void sparse_forward(const SparseWeights& w, const float* x, float* probs, int batch) {
+void sparse_forward(const SparseWeights& w, Input x, float* probs, int batch, Hidden hidden) {
     static const RowsFn rows = pick();
     const int nthreads = threads_for(batch / kRowsPerThread);  // the policy: ../threads.h
     if (nthreads <= 1) {
-        rows(w, x, probs, 0, batch);
+        rows(w, x, probs, hidden, 0, batch);
         return;
     }
 #if defined(GEMMPAD_HAVE_OPENMP)
@@ -154,7 +161,7 @@ void sparse_forward(const SparseWeights& w, const float* x, float* probs, int ba
 #pragma omp parallel for num_threads(nthreads) schedule(static, 1)
     for (int t = 0; t < nthreads; ++t) {
         const auto [lo, hi] = thread_range(t, batch, chunk);
-        if (lo < hi) rows(w, x, probs, (int)lo, (int)hi);
+        if (lo < hi) rows(w, x, probs, hidden, (int)lo, (int)hi);
     }
 #endif
 }
