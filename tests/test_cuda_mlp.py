@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from gemmpad import native, registry
+from gemmpad.precision import mlp_bound
 from tests.conftest import forward_releases_gil
-from tests.test_engine import assert_agrees, digit_like, random_model
+from tests.test_engine import assert_agrees, assert_hidden_agrees, digit_like, random_model
 
 pytestmark = pytest.mark.gpu
 
@@ -130,6 +131,104 @@ def test_fused_nan_input_row_gives_nan_row(cuda_mod, kernel, clusters, rng):
                               f"{kernel} batch {batch}")
     finally:
         cuda_mod.set_fused_clusters(before)
+
+
+FUSED = ("cuda.mlp_fused", "cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32")
+# Every design the plans reach with clusters (split 1/2/4/16-row tiles, k-split 16/32/64, row
+# blocks 16/32) and without (split FMA and tensor-core tiles, row blocks), partial tiles included.
+HIDDEN_BATCHES = (1, 3, 5, 9, 17, 64, 65, 129, 241, 300, 481, 961, 1025, 2000, 3073)
+
+
+def _rungs() -> list[str]:
+    return [s.name for s in registry.kernels(device="cuda", kind="gemm") if s.available]
+
+
+@pytest.mark.parametrize("clusters", [True, False])
+@pytest.mark.parametrize("kernel", FUSED)
+def test_fused_hidden_layers_are_the_kernels_own(cuda_mod, kernel, clusters, rng):
+    """h1/h2 asked of a fused kernel: poisoned with NaN, every value overwritten by what the kernel
+    computed (within its precision's bound of float64), probabilities as without asking; then a
+    plain call again (the graph without the hidden stores is recaptured)."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    precision = registry.get(kernel).precision
+    before = cuda_mod.set_fused_clusters(clusters)
+    try:
+        for batch in HIDDEN_BATCHES:
+            x = _inputs(rng, batch)
+            out = np.full((batch, 10), np.nan, dtype=np.float32)
+            h1, h2 = np.full((batch, 100), np.nan, np.float32), np.full((batch, 100), np.nan, np.float32)
+            mlp.forward(x, out, kernel, h1=h1, h2=h2)
+            assert mlp.kernel_us() > 0
+            assert_agrees(out, model, x, precision, f"{kernel} batch {batch} (hidden asked)")
+            assert_hidden_agrees(h1, h2, model.weights, x, precision, f"{kernel} batch {batch}")
+            only = np.full((batch, 100), np.nan, np.float32)
+            mlp.forward(x, out, kernel, h2=only)
+            assert np.array_equal(only, h2), f"{kernel} batch {batch}: h2 alone differs"
+            _check(mlp, model, kernel, precision, rng, batches=(batch,))
+    finally:
+        cuda_mod.set_fused_clusters(before)
+
+
+def test_layer_by_layer_hidden_layers_are_the_rungs_own(cuda_mod, rng):
+    """Every CUDA GEMM rung run layer by layer hands back the h1/h2 its own GEMMs wrote."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    for kernel in _rungs():
+        precision = registry.get(kernel).precision
+        for batch in (1, 7, 300):
+            x = _inputs(rng, batch)
+            out = np.full((batch, 10), np.nan, dtype=np.float32)
+            h1, h2 = np.full((batch, 100), np.nan, np.float32), np.full((batch, 100), np.nan, np.float32)
+            mlp.forward(x, out, kernel, h1=h1, h2=h2)
+            assert_agrees(out, model, x, precision, f"{kernel} batch {batch}")
+            assert_hidden_agrees(h1, h2, model.weights, x, precision, f"{kernel} batch {batch}")
+
+
+U8_BATCHES = (1, 3, 64, 65, 257, 4097)
+
+
+@pytest.mark.parametrize("kernel", FUSED + ("cuda.06_vectorized",))
+def test_u8_input_is_the_float_path_on_x_over_255(cuda_mod, kernel, rng):
+    """forward_u8: bytes over PCIe (read through the mapping up to 64 rows, copied beyond), made
+    into x * float32(1/255) on the GPU, as gemmpad.preprocess scales uint8 images. Its answer
+    must be the float path's on those floats (within the precision's bound of float64), hidden
+    layers included; float and 8-bit calls interleave on one object (separate graphs)."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    precision = registry.get(kernel).precision
+    for batch in U8_BATCHES:
+        x8 = rng.integers(0, 256, (batch, 784), dtype=np.uint8)
+        x8[rng.random(x8.shape) < 0.8] = 0
+        xf = x8.astype(np.float32) * np.float32(1.0 / 255.0)
+        want = np.full((batch, 10), np.nan, dtype=np.float32)
+        mlp.forward(xf, want, kernel)
+        got = np.full((batch, 10), np.nan, dtype=np.float32)
+        h1 = np.full((batch, 100), np.nan, np.float32)
+        mlp.forward_u8(x8, got, kernel, h1=h1)
+        assert_agrees(got, model, xf, precision, f"{kernel} batch {batch} (uint8)")
+        got2 = np.full((batch, 10), np.nan, dtype=np.float32)
+        mlp.forward_u8(x8, got2, kernel)
+        assert_agrees(got2, model, xf, precision, f"{kernel} batch {batch} (uint8, no hidden)")
+        # both within the bound of float64, so within twice it of each other, value by value
+        assert (np.abs(got2 - want) <= 2 * mlp_bound(model.weights, xf, precision).prob_bound).all()
+        assert not np.isnan(h1).any()
+
+
+def test_u8_and_hidden_arguments_checked(cuda_mod, rng):
+    mlp = _mlp(cuda_mod, random_model(rng))
+    out = np.zeros((2, 10), np.float32)
+    with pytest.raises(ValueError, match="uint8"):
+        mlp.forward_u8(np.zeros((2, 784), np.float32), out)
+    with pytest.raises(ValueError, match=r"\(B, 784\)"):
+        mlp.forward_u8(np.zeros((2, 783), np.uint8), out)
+    with pytest.raises(ValueError, match=r"h1 must have shape \(2, 100\)"):
+        mlp.forward(np.zeros((2, 784), np.float32), out, h1=np.zeros((2, 99), np.float32))
+    with pytest.raises(ValueError, match="h2 must be a C-contiguous float32"):
+        mlp.forward(np.zeros((2, 784), np.float32), out, h2=np.zeros((2, 100)))
+    both = np.zeros((2, 100), np.float32)
+    with pytest.raises(ValueError, match="must not overlap"):
+        mlp.forward(np.zeros((2, 784), np.float32), out, h1=both, h2=both)
 
 
 def test_kernel_list(cuda_mod):

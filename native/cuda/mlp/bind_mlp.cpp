@@ -36,6 +36,51 @@ F32Array strict(const py::array& a, const char* name) {
     return py::reinterpret_borrow<F32Array>(a);
 }
 
+// The optional hidden-layer outputs: float32 C-contiguous (batch, 100), writeable, apart from each
+// other and from x and out (the copies into them would otherwise race with their reads).
+Mlp::Hidden hidden_arrays(const py::object& h1, const py::object& h2, int batch, const py::array& x,
+                          const py::array& out) {
+    Mlp::Hidden h;
+    std::vector<py::array> seen{x, out};
+    const std::pair<const py::object*, const char*> wanted[2] = {{&h1, "h1"}, {&h2, "h2"}};
+    for (const auto& [obj, name] : wanted) {
+        if (obj->is_none()) continue;
+        if (!py::isinstance<py::array>(*obj)) throw std::invalid_argument(std::string(name) + " must be a NumPy array");
+        F32Array a = strict(py::reinterpret_borrow<py::array>(*obj), name);
+        checked(a, {batch, kHidden}, name);
+        if (!a.writeable()) throw std::invalid_argument(std::string(name) + " must be writeable");
+        for (const auto& other : seen) {
+            const char* p = reinterpret_cast<const char*>(a.data());
+            const char* q = static_cast<const char*>(other.data());
+            if (p < q + other.nbytes() && q < p + a.nbytes())
+                throw std::invalid_argument(std::string(name) + " must not overlap x, out or the other hidden array");
+        }
+        seen.push_back(a);
+        (name[1] == '1' ? h.h1 : h.h2) = a.mutable_data();
+    }
+    return h;
+}
+
+// x: float32 or (u8) uint8, C-contiguous (B, 784); out float32 (B, 10); then the pass without the GIL.
+double run_forward(Mlp& self, const py::array& x_in, bool u8, const py::array& out_in, const std::string& kernel,
+                   const py::object& h1, const py::object& h2) {
+    if (u8 && (!py::isinstance<py::array_t<uint8_t>>(x_in) || !(x_in.flags() & py::array::c_style)))
+        throw std::invalid_argument("x must be a C-contiguous uint8 array");
+    const py::array x = u8 ? x_in : py::array(strict(x_in, "x"));
+    F32Array out = strict(out_in, "out");
+    if (x.ndim() != 2 || x.shape(1) != kIn || x.shape(0) < 1)
+        throw std::invalid_argument("x must have shape (B, 784) with B >= 1");
+    if (x.shape(0) > 0x7fffffff / kIn)  // batch * 784 indexes x as an int (as on the CPU)
+        throw std::invalid_argument("x has too many rows: at most 2**31 - 1 values");
+    const int batch = (int)x.shape(0);
+    float* o = const_cast<float*>(checked(out, {batch, kOut}, "out"));
+    const Mlp::Hidden hidden = hidden_arrays(h1, h2, batch, x, out);
+    const void* xp = x.data();
+    const ReleaseGilFor nogil(batch);
+    return u8 ? self.forward_u8(static_cast<const uint8_t*>(xp), o, batch, kernel, hidden)
+              : self.forward(static_cast<const float*>(xp), o, batch, kernel, hidden);
+}
+
 }  // namespace
 
 void bind_mlp(py::module_& m) {
@@ -48,21 +93,21 @@ void bind_mlp(py::module_& m) {
              py::arg("W1"), py::arg("b1"), py::arg("W2"), py::arg("b2"), py::arg("W3"), py::arg("b3"))
         .def(
             "forward",
-            [](Mlp& self, const py::array& x_in, const py::array& out_in, const std::string& kernel) {
-                F32Array x = strict(x_in, "x"), out = strict(out_in, "out");
-                if (x.ndim() != 2 || x.shape(1) != kIn || x.shape(0) < 1)
-                    throw std::invalid_argument("x must have shape (B, 784) with B >= 1");
-                if (x.shape(0) > 0x7fffffff / kIn)  // batch * 784 indexes x as an int (as on the CPU)
-                    throw std::invalid_argument("x has too many rows: at most 2**31 - 1 values");
-                const int batch = (int)x.shape(0);
-                float* o = const_cast<float*>(checked(out, {batch, kOut}, "out"));
-                const float* xp = x.data();
-                const ReleaseGilFor nogil(batch);
-                return self.forward(xp, o, batch, kernel);
-            },
-            py::arg("x"), py::arg("out"), py::arg("kernel") = "cuda.mlp_fused",
+            [](Mlp& self, const py::array& x, const py::array& out, const std::string& kernel, const py::object& h1,
+               const py::object& h2) { return run_forward(self, x, false, out, kernel, h1, h2); },
+            py::arg("x"), py::arg("out"), py::arg("kernel") = "cuda.mlp_fused", py::arg("h1") = py::none(),
+            py::arg("h2") = py::none(),
             "out = probabilities for x. Returns once they are in `out`, with the microseconds from the call to "
-            "then (C++ clock); the kernel time comes from kernel_us().")
+            "then (C++ clock); the kernel time comes from kernel_us(). h1, h2: optional float32 (B, 100) arrays "
+            "that receive the post-ReLU hidden activations the kernel itself computed.")
+        .def(
+            "forward_u8",
+            [](Mlp& self, const py::array& x, const py::array& out, const std::string& kernel, const py::object& h1,
+               const py::object& h2) { return run_forward(self, x, true, out, kernel, h1, h2); },
+            py::arg("x"), py::arg("out"), py::arg("kernel") = "cuda.mlp_fused", py::arg("h1") = py::none(),
+            py::arg("h2") = py::none(),
+            "forward() for 8-bit pixels x uint8 (B, 784), read as x * float32(1/255) (gemmpad.preprocess's "
+            "scaling): the bytes cross PCIe into pinned staging and the floats are made on the GPU.")
         .def(
             "kernel_us",
             [](Mlp& self) {

@@ -104,10 +104,10 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
 }
 
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                  const FusedScratch& scratch, cudaStream_t stream) {
-    if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream);
-    else if (plan.design == FusedPlan::KSplit) launch_fused_ksplit(plan, w, x, out, batch, stream);
-    else launch_fused_split(plan, w, x, out, batch, scratch, stream);
+                  const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden) {
+    if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream, hidden);
+    else if (plan.design == FusedPlan::KSplit) launch_fused_ksplit(plan, w, x, out, batch, stream, hidden);
+    else launch_fused_split(plan, w, x, out, batch, scratch, stream, hidden);
 }
 
 }  // namespace gemmpad::cuda

@@ -44,7 +44,7 @@ struct SplitSmem {
 template <int BM, Engine E, bool kCluster, int kCols>
 __device__ __forceinline__ void split_body(const FusedWeights& w, const float* __restrict__ x, float* __restrict__ out,
                                            int batch, float* __restrict__ partials, unsigned* __restrict__ counters,
-                                           bool x_slices) {
+                                           bool x_slices, FusedHidden hid) {
     static_assert(E == Engine::Fma ? BM <= 4 : BM % 16 == 0, "FMA for up to 4 rows, tensor cores for 16k");
     static_assert(kCols == 16 || (kCols == 8 && E == Engine::Fma), "a column pair, or a single n-tile with FMAs");
     static_assert(BM * kCols <= kThreads, "one thread per h1 value");
@@ -214,6 +214,9 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
 #pragma unroll
         for (int wp = 0; wp < kWarps; ++wp) v += red[wp * BM * kCols + tid];
         h1s[tid] = relu(v);
+        // asked for: the same value into the caller's h1 (this block's kCols columns of its rows)
+        if (const int r = tid / kCols, c = kCols * s + tid % kCols; hid.h1 && r < rows && c < kHidden)
+            hid.h1[(size_t)(row0 + r) * kHidden + c] = h1s[tid];
     }
     __syncthreads();
     stamp(3);
@@ -264,6 +267,8 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
         for (int p = 0; p < kSlices; ++p)
             v += kCluster ? parts[p * BM * kHiddenPad + i] : __ldcg(parts + p * BM * kHiddenPad + i);
         h2s[i] = relu(v);
+        if (const int r = i / kHiddenPad, c = i % kHiddenPad; hid.h2 && r < rows && c < kHidden)
+            hid.h2[(size_t)(row0 + r) * kHidden + c] = h2s[i];
     }
     if (!kCluster && tid == 0) counters[tile] = 0;  // ready for the next launch on this stream
     __syncthreads();
@@ -307,8 +312,8 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
 template <int BM, Engine E, bool kCluster, int kCols>
 __global__ void __launch_bounds__(kThreads)
     split_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                 float* __restrict__ partials, unsigned* __restrict__ counters, bool x_slices) {
-    split_body<BM, E, kCluster, kCols>(w, x, out, batch, partials, counters, x_slices);
+                 float* __restrict__ partials, unsigned* __restrict__ counters, bool x_slices, FusedHidden hid) {
+    split_body<BM, E, kCluster, kCols>(w, x, out, batch, partials, counters, x_slices, hid);
 }
 
 template <int BM, Engine E, bool kCluster, int kCols>
@@ -331,11 +336,11 @@ struct Split {
                                   kCluster ? L::kSlices : 1, attr);
     }
     static void launch(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-                       cudaStream_t stream, bool x_slices) {
+                       cudaStream_t stream, bool x_slices, const FusedHidden& hid) {
         configure();
         cudaLaunchAttribute attr[1];
         const cudaLaunchConfig_t cfg = config(batch, stream, attr);
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters, x_slices));
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters, x_slices, hid));
         CUDA_CHECK_LAUNCH("cuda.mlp_fused (split)");
     }
     static int max_clusters() {
@@ -352,7 +357,7 @@ struct Split {
 // cols x clusters for one (BM, engine); `query`: report max active clusters instead of launching.
 template <int BM, Engine E>
 int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-             cudaStream_t stream, bool query) {
+             cudaStream_t stream, bool query, const FusedHidden& hid) {
     // Per instantiation: whether this binary can use clusters (sm_90).
     static const bool sm90 = cluster_binary(reinterpret_cast<const void*>(split_kernel<BM, E, true, 16>));
     // _cuda.set_fused_clusters(False) turns clusters off: the sm_80-89 path, testable on Hopper.
@@ -361,7 +366,7 @@ int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* o
     auto run = [&](auto split) {
         using S = decltype(split);
         if (query) return S::max_clusters();
-        S::launch(w, x, out, batch, s, stream, p.x_slices);
+        S::launch(w, x, out, batch, s, stream, p.x_slices, hid);
         return 0;
     };
     if constexpr (BM <= 2) {  // 8 hidden units per block (14 blocks) pay only for tiles of 1-2 rows
@@ -372,18 +377,18 @@ int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* o
 }
 
 int split_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-              cudaStream_t stream, bool query) {
+              cudaStream_t stream, bool query, const FusedHidden& hid = {}) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
     if (p.cols != 8 && p.cols != 16) throw std::invalid_argument("split kernel: 8 or 16 hidden units per block");
     if (p.engine == Engine::Fma) {
         switch (p.bm) {
-            case 1: return dispatch<1, Engine::Fma>(p, w, x, out, batch, s, stream, query);
-            case 2: return dispatch<2, Engine::Fma>(p, w, x, out, batch, s, stream, query);
-            case 4: return dispatch<4, Engine::Fma>(p, w, x, out, batch, s, stream, query);
+            case 1: return dispatch<1, Engine::Fma>(p, w, x, out, batch, s, stream, query, hid);
+            case 2: return dispatch<2, Engine::Fma>(p, w, x, out, batch, s, stream, query, hid);
+            case 4: return dispatch<4, Engine::Fma>(p, w, x, out, batch, s, stream, query, hid);
         }
     } else if (p.bm == 16) {
-        if (p.engine == Engine::Tf32x3) return dispatch<16, Engine::Tf32x3>(p, w, x, out, batch, s, stream, query);
-        return dispatch<16, Engine::Tf32>(p, w, x, out, batch, s, stream, query);
+        if (p.engine == Engine::Tf32x3) return dispatch<16, Engine::Tf32x3>(p, w, x, out, batch, s, stream, query, hid);
+        return dispatch<16, Engine::Tf32>(p, w, x, out, batch, s, stream, query, hid);
     }
     throw std::invalid_argument("split kernel: no " + std::to_string(p.bm) + "-row tile for this engine");
 }
@@ -419,8 +424,8 @@ std::pair<size_t, int> fused_scratch_size(int batch) {
 }
 
 void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                        const FusedScratch& s, cudaStream_t stream) {
-    split_any(plan, w, x, out, batch, s, stream, false);
+                        const FusedScratch& s, cudaStream_t stream, const FusedHidden& hidden) {
+    split_any(plan, w, x, out, batch, s, stream, false, hidden);
 }
 
 int fused_split_max_clusters(const FusedPlan& plan) {

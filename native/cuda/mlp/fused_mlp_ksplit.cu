@@ -72,6 +72,19 @@ __device__ __forceinline__ void sum_inbox(const float* inbox, const float* bias,
     }
 }
 
+// The caller's hidden layer (FusedHidden: [batch][100], or nullptr) gets this block's [rows,16]
+// slice `src` (a sum_inbox result, after the barrier behind it), hidden units col0.. below 100.
+// Read back from shared memory once layer 3 is out rather than stored inside sum_inbox or right
+// after it: there the extra addresses made the tf32 64-row tile spill 4 bytes (it holds W1's
+// fragments in registers across tiles).
+template <int BM>
+__device__ __forceinline__ void store_slice(const float* src, float* hout, int tile, int batch, int col0) {
+    if (!hout) return;
+    const int row0 = tile * BM, rows = min(BM, batch - row0);
+    for (int i = threadIdx.x; i < rows * 16; i += kThreads)
+        if (col0 + i % 16 < kHidden) hout[(size_t)(row0 + i / 16) * kHidden + col0 + i % 16] = src[(i / 16) * kPs + i % 16];
+}
+
 // A k-step of B fragments as fp32: as loaded (float4), or four fp16 values times `scale` (uint2).
 __device__ __forceinline__ float4 fragment(const float4 b, float) { return b; }
 __device__ __forceinline__ float4 fragment(const uint2 b, float scale) {
@@ -94,9 +107,11 @@ __device__ __forceinline__ void mma_step(float (&hi)[kMt][2][4], float (&lo)[kMt
 
 // tf32: two blocks per SM (ptxas keeps it to 128 registers without spilling; 134 before), so twice
 // the clusters fit in one wave. 3xTF32 needs ~240 registers: one block per SM.
-template <int BM, Engine E>
+// kHid: a build that also stores the hidden layers (FusedHidden) when asked; a separate
+// instantiation, because in the tf32 64-row tile the stores alone cost a 4-byte spill.
+template <int BM, Engine E, bool kHid>
 __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
-    ksplit_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch) {
+    ksplit_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch, FusedHidden hid) {
     constexpr int kMt = BM / 16;  // m-tiles
     using L = KSmem<BM>;
     extern __shared__ __align__(16) float smem[];
@@ -215,6 +230,12 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
             for (int j = 0; j < 2; ++j) mma_step<1, E>(h3, l3, h2s, kPs, warp, 8 * j, w3r[j], j);
             push(h3, l3, cluster_map_u32(in3 + s * BM * 16, tail), warp, cluster_map_u32(&bar[2], tail));
         }
+        // asked for: this block's slices of both hidden layers, read back from shared memory (the
+        // next writes to h1s / h2s come after the next tile's first barrier)
+        if constexpr (kHid) {
+            store_slice<BM>(h1s, hid.h1, tile, batch, 16 * s);
+            store_slice<BM>(h2s, hid.h2, tile, batch, 16 * s);
+        }
         if (s != tail) continue;
         // ---- tail: logits = b3 + the 7 partials; softmax, kLanes lanes per row (lane i: outputs i, i + kLanes, ..)
         mbar_wait<true>(&bar[2], (it / kC) & 1);
@@ -249,18 +270,20 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     stamp(7);
 }
 
-using KernelFn = void (*)(FusedWeights, const float*, float*, int);
+using KernelFn = void (*)(FusedWeights, const float*, float*, int, FusedHidden);
 
 template <int BM, Engine E>
 struct KSplit {
-    static constexpr KernelFn kernel = ksplit_kernel<BM, E>;
+    static constexpr KernelFn kernel = ksplit_kernel<BM, E, false>;
+    static constexpr KernelFn kernel_hidden = ksplit_kernel<BM, E, true>;
     static constexpr size_t smem = KSmem<BM>::floats * sizeof(float);
 
     static void configure() {
         static bool configured = false;  // one host thread drives the GPU (common.cuh)
         if (configured) return;
         require_smem(smem, "cuda.mlp_fused (k-split, " + std::to_string(BM) + "-row tiles)");
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        for (KernelFn k : {kernel, kernel_hidden})
+            CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;
     }
     static int max_clusters() {
@@ -273,14 +296,16 @@ struct KSplit {
         }
         return n;
     }
-    static int launch(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream, bool query) {
+    static int launch(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream, bool query,
+                      const FusedHidden& hid) {
         if (query) return max_clusters();
         const int fit = max_clusters();
         if (fit < 1) throw std::runtime_error("cuda.mlp_fused (k-split): no cluster of 7 blocks fits on this device");
         const int n = std::min((batch + BM - 1) / BM, fit);
         cudaLaunchAttribute attr[1];
         const cudaLaunchConfig_t cfg = make_launch_config(dim3(kC * n), dim3(kThreads), smem, stream, kC, attr);
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch));
+        // (the clusters loop over the tiles: any grid is correct, and the hidden build fits as many)
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, hid.h1 || hid.h2 ? kernel_hidden : kernel, w, x, out, batch, hid));
         CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (k-split)" : "cuda.mlp_fused (k-split, 3xTF32)");
         return 0;
     }
@@ -288,26 +313,26 @@ struct KSplit {
 
 template <Engine E>
 int ksplit_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
-                  cudaStream_t stream, bool query) {
-    if (p.bm == 16) return KSplit<16, E>::launch(w, x, out, batch, stream, query);
-    if (p.bm == 32) return KSplit<32, E>::launch(w, x, out, batch, stream, query);
-    if (p.bm == 64) return KSplit<64, E>::launch(w, x, out, batch, stream, query);
+                  cudaStream_t stream, bool query, const FusedHidden& hid) {
+    if (p.bm == 16) return KSplit<16, E>::launch(w, x, out, batch, stream, query, hid);
+    if (p.bm == 32) return KSplit<32, E>::launch(w, x, out, batch, stream, query, hid);
+    if (p.bm == 64) return KSplit<64, E>::launch(w, x, out, batch, stream, query, hid);
     throw std::invalid_argument("k-split kernel: tiles of 16, 32 or 64 rows");
 }
 
 int ksplit_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
-               bool query) {
+               bool query, const FusedHidden& hid = {}) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    if (p.engine == Engine::Tf32x3) return ksplit_engine<Engine::Tf32x3>(p, w, x, out, batch, stream, query);
-    if (p.engine == Engine::Tf32) return ksplit_engine<Engine::Tf32>(p, w, x, out, batch, stream, query);
+    if (p.engine == Engine::Tf32x3) return ksplit_engine<Engine::Tf32x3>(p, w, x, out, batch, stream, query, hid);
+    if (p.engine == Engine::Tf32) return ksplit_engine<Engine::Tf32>(p, w, x, out, batch, stream, query, hid);
     throw std::invalid_argument("the k-split kernel runs on tensor cores only");
 }
 
 }  // namespace
 
 void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                         cudaStream_t stream) {
-    ksplit_any(plan, w, x, out, batch, stream, false);
+                         cudaStream_t stream, const FusedHidden& hidden) {
+    ksplit_any(plan, w, x, out, batch, stream, false, hidden);
 }
 
 bool fused_ksplit_available() {

@@ -39,10 +39,13 @@ __device__ __forceinline__ void cp_async_wait_dyn(int pending) {
 }
 
 // dst[row][16p + col] = relu(hi + lo + bias) for this warp's accumulators (C fragment layout),
-// NaN as quiet_nan: the next layer's tf32_round must not turn it into -0.
+// NaN as quiet_nan: the next layer's tf32_round must not turn it into -0. `hout` (the caller's
+// [batch][100] array, or nullptr): the same values for rows < `rows` and columns < 100, at row
+// row0 + row (c is even and so is 100: c < 100 covers c + 1 too).
 template <int kMt>
 __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const float (&lo)[kMt][2][4],
-                                           const float* __restrict__ bias, float* dst, int ld, int pair, int m0) {
+                                           const float* __restrict__ bias, float* dst, int ld, int pair, int m0,
+                                           float* hout, int row0, int rows) {
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
@@ -50,11 +53,22 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
         const float b0 = __ldg(bias + c), b1 = __ldg(bias + c + 1);
 #pragma unroll
         for (int m = 0; m < kMt; ++m) {
-            float* d = dst + (16 * (m0 + m) + g) * ld + c;
+            const int r = 16 * (m0 + m) + g;
+            float* d = dst + r * ld + c;
             d[0] = quiet_nan(relu(hi[m][n][0] + lo[m][n][0] + b0));
             d[1] = quiet_nan(relu(hi[m][n][1] + lo[m][n][1] + b1));
             d[8 * ld] = quiet_nan(relu(hi[m][n][2] + lo[m][n][2] + b0));
             d[8 * ld + 1] = quiet_nan(relu(hi[m][n][3] + lo[m][n][3] + b1));
+            if (hout && c < kHidden) {
+                if (r < rows) {
+                    hout[(size_t)(row0 + r) * kHidden + c] = d[0];
+                    hout[(size_t)(row0 + r) * kHidden + c + 1] = d[1];
+                }
+                if (r + 8 < rows) {
+                    hout[(size_t)(row0 + r + 8) * kHidden + c] = d[8 * ld];
+                    hout[(size_t)(row0 + r + 8) * kHidden + c + 1] = d[8 * ld + 1];
+                }
+            }
         }
     }
 }
@@ -67,7 +81,7 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
 template <int BM, Engine E, bool kTma>
 __global__ void __launch_bounds__(kPairs * 32)
     rows_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                const __grid_constant__ CUtensorMap xmap) {
+                const __grid_constant__ CUtensorMap xmap, FusedHidden hid) {
     constexpr int kWarps = kPairs, kThreads = kWarps * 32;
     constexpr int kMt = BM / 16;  // m-tiles per warp
     static_assert(kMt >= 1 && kMt * 16 == BM, "whole m-tiles per warp");
@@ -147,7 +161,7 @@ __global__ void __launch_bounds__(kPairs * 32)
     }
     __syncthreads();  // every warp is done with the x tile
     zero(lo);
-    store_relu(tot, lo, w.b1, h1s, kHs, pair, m0);
+    store_relu(tot, lo, w.b1, h1s, kHs, pair, m0, hid.h1, row0, rows);
     __syncthreads();
 
     // ---- layer 2 (W2's fragments already in the ring); W3's k-steps for this warp requested first
@@ -159,7 +173,7 @@ __global__ void __launch_bounds__(kPairs * 32)
     zero(lo);
 #pragma unroll
     for (int i = 0; i < kRing; ++i) mma_rows<kMt, E>(hi, lo, h1s, kHs, m0, 8 * i, ring[i]);
-    store_relu(hi, lo, w.b2, h2s, kHs, pair, m0);
+    store_relu(hi, lo, w.b2, h2s, kHs, pair, m0, hid.h2, row0, rows);
     __syncthreads();
 
     // ---- layer 3: every warp takes its k-steps of all rows and all 16 (10 live) outputs; partials summed below
@@ -206,7 +220,8 @@ __global__ void __launch_bounds__(kPairs * 32)
 }
 
 template <int BM, Engine E, bool kTma>
-void launch_config(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
+void launch_config(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
+                   const FusedHidden& hid) {
     constexpr int kThreads = kPairs * 32;
     constexpr size_t smem = smem_floats<BM, kPairs, kTma>() * sizeof(float);
     constexpr auto kernel = rows_kernel<BM, E, kTma>;
@@ -220,40 +235,41 @@ void launch_config(const FusedWeights& w, const float* x, float* out, int batch,
     if constexpr (kTma)  // boxes of BM rows x 116 columns
         map = tensor_map_2d(x, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), batch, kIn, BM, kXt,
                             CU_TENSOR_MAP_SWIZZLE_NONE, "x (fp32)");
-    kernel<<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, x, out, batch, map);
+    kernel<<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, x, out, batch, map, hid);
     CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (rows)" : "cuda.mlp_fused (rows, 3xTF32)");
 }
 
 // The launch of one tile size: the x tile by TMA where the plan asks for it (sm_90), else by cp.async.
 template <Engine E, int BM>
-void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream) {
+void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
+                 const FusedHidden& hid) {
     if (p.tma_x) {
         static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, true>));
         if (!ok) throw std::invalid_argument("row-block kernel: the x tile by TMA needs sm_90");
-        return launch_config<BM, E, true>(w, x, out, batch, stream);
+        return launch_config<BM, E, true>(w, x, out, batch, stream, hid);
     }
-    launch_config<BM, E, false>(w, x, out, batch, stream);
+    launch_config<BM, E, false>(w, x, out, batch, stream, hid);
 }
 
 template <Engine E>
 void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
-                   cudaStream_t stream) {
+                   cudaStream_t stream, const FusedHidden& hid) {
     int bm = p.bm;
     // 32-row tiles need 115 KB of shared memory (118 KB with TMA): Hopper and A100, not the 99 KB of sm_86/89.
     const size_t smem32 = p.tma_x ? smem_floats<32, kPairs, true>() : smem_floats<32, kPairs>();
     if (bm == 32 && smem32 * sizeof(float) > max_smem_per_block_optin()) bm = 16;
-    if (bm == 32) return launch_tile<E, 32>(p, w, x, out, batch, stream);
-    if (bm == 16) return launch_tile<E, 16>(p, w, x, out, batch, stream);
+    if (bm == 32) return launch_tile<E, 32>(p, w, x, out, batch, stream, hid);
+    if (bm == 16) return launch_tile<E, 16>(p, w, x, out, batch, stream, hid);
     throw std::invalid_argument("row-block kernel: tiles of 16 or 32 rows");
 }
 
 }  // namespace
 
 void launch_fused_rows(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, const FusedHidden& hid) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
-    if (p.engine == Engine::Tf32x3) return launch_engine<Engine::Tf32x3>(p, w, x, out, batch, stream);
-    if (p.engine == Engine::Tf32) return launch_engine<Engine::Tf32>(p, w, x, out, batch, stream);
+    if (p.engine == Engine::Tf32x3) return launch_engine<Engine::Tf32x3>(p, w, x, out, batch, stream, hid);
+    if (p.engine == Engine::Tf32) return launch_engine<Engine::Tf32>(p, w, x, out, batch, stream, hid);
     throw std::invalid_argument("the row-block kernel runs on tensor cores only");
 }
 

@@ -63,6 +63,24 @@ __global__ void softmax_kernel(const float* __restrict__ logits, float* __restri
     for (int c = lane; c < n; c += 32) probs[(size_t)row * n + c] = expf(z[c] - m) / sum;
 }
 
+// 8-bit pixels to floats, x * float32(1/255) with a rounded multiply (never contracted), the
+// very float gemmpad.preprocess makes of a uint8 pixel. 16 pixels per thread: one 16-byte load
+// (a row of 784 is 49 of them; src is a cudaMalloc'd or cudaHostAlloc'd base), four float4 stores.
+constexpr float kPixelScale = (float)(1.0 / 255.0);
+
+__global__ void u8_to_f32_kernel(const uint4* __restrict__ src, float4* __restrict__ dst, size_t n16) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = src[i];
+        const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            dst[4 * i + j] = make_float4(__fmul_rn((float)(w[j] & 0xffu), kPixelScale),
+                                         __fmul_rn((float)((w[j] >> 8) & 0xffu), kPixelScale),
+                                         __fmul_rn((float)((w[j] >> 16) & 0xffu), kPixelScale),
+                                         __fmul_rn((float)(w[j] >> 24), kPixelScale));
+    }
+}
+
 // Runs between the input copy and the start event. Without it the start event follows the
 // copy engine's last write and the timed span opens with the copy engine handing over to the
 // compute queue: an empty kernel timed that way measured 4.2-8.9 us instead of 2.5 (H200,
@@ -129,6 +147,14 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
 
 Mlp::~Mlp() { release(); }
 
+double Mlp::forward(const float* x, float* out, int batch, const std::string& kernel, Hidden hidden) {
+    return run(x, out, batch, kernel, Request{false, (hidden.h1 ? 1 : 0) | (hidden.h2 ? 2 : 0)}, hidden);
+}
+
+double Mlp::forward_u8(const uint8_t* x, float* out, int batch, const std::string& kernel, Hidden hidden) {
+    return run(x, out, batch, kernel, Request{true, (hidden.h1 ? 1 : 0) | (hidden.h2 ? 2 : 0)}, hidden);
+}
+
 void Mlp::release() noexcept {
     if (stream_) cudaStreamSynchronize(stream_);
     for (auto& group : w_)
@@ -136,13 +162,12 @@ void Mlp::release() noexcept {
     for (auto* group : {bias_, fbias_})
         for (int l = 0; l < 3; ++l) group[l].release();
     for (auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
-                    &scratch_partials_, &scratch_counters_})
+                    &scratch_partials_, &scratch_counters_, &x8_})
         b->release();
     pool_.reset();  // (its helpers are idle: stage_chunked waits for them)
     if (graph_) cudaGraphExecDestroy(graph_);
     graph_ = nullptr;
-    in_.release();
-    out_.release();
+    for (auto* b : {&in_, &out_, &in8_, &hid_}) b->release();
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -157,12 +182,12 @@ size_t Mlp::device_bytes() const {
     for (const auto* group : {bias_, fbias_})
         for (int l = 0; l < 3; ++l) total += group[l].bytes;
     for (const auto* b : {&fw1f_, &fw1f8_, &fw1h_, &fw2f_, &fw2_, &fw3_, &fw3f_, &x_, &h1_, &h2_, &logits_, &probs_, &a16_,
-                          &scratch_partials_, &scratch_counters_})
+                          &scratch_partials_, &scratch_counters_, &x8_})
         total += b->bytes;
     return total;
 }
 
-void Mlp::ensure_capacity(int batch) {
+void Mlp::ensure_capacity(int batch, Request req) {
     // The fused kernel's scratch depends on its tile size, which changes with
     // the batch (a smaller batch can need more counters), so check it always.
     const auto [floats, counters] = fused_scratch_size(batch);
@@ -176,9 +201,21 @@ void Mlp::ensure_capacity(int batch) {
         CUDA_CHECK(cudaMemsetAsync(scratch_counters_.ptr, 0, counters * sizeof(unsigned), stream_));
         scratch_counters_n_ = counters;
     }
-    if (batch <= capacity_) return;
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // forward() may return before the GPU is done with the old buffers
     const size_t B = batch;
+    // forward() may return before the GPU is done with old buffers: wait before any is replaced
+    if (req.u8 && batch > u8_capacity_) {
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        x8_.reserve(B * kIn);
+        in8_.reserve(B * kIn);
+        u8_capacity_ = batch;
+    }
+    if (req.hidden && batch > hid_capacity_) {
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        hid_.reserve(2 * B * kHidden * sizeof(float));
+        hid_capacity_ = batch;
+    }
+    if (batch <= capacity_) return;
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
     x_.reserve(B * kIn * sizeof(float));
     h1_.reserve(B * kHidden * sizeof(float));
     h2_.reserve(B * kHidden * sizeof(float));
@@ -220,24 +257,44 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
 
 bool Mlp::GraphKey::operator==(const GraphKey& o) const {
     if (kind != o.kind || batch != o.batch || clusters != o.clusters || mapped_in_max != o.mapped_in_max ||
-        mapped_out_max != o.mapped_out_max || staged != o.staged)
+        mapped_out_max != o.mapped_out_max || staged != o.staged || req.u8 != o.req.u8 || req.hidden != o.req.hidden)
         return false;
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < kBuffers; ++i)
         if (buffers[i] != o.buffers[i]) return false;
     return true;
 }
 
-Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch) const {
+Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch, Request req) const {
     GraphKey k;
     k.kind = kind;
     k.batch = batch;
     k.clusters = fused_clusters_enabled();
     k.mapped_in_max = mapped_in_max_;
     k.mapped_out_max = mapped_out_max_;
-    k.staged = staged(batch);
-    const void* b[6] = {x_.ptr, probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr, scratch_counters_.ptr};
-    std::copy(b, b + 6, k.buffers);
+    k.staged = !req.u8 && staged(batch);
+    k.req = req;
+    const void* b[GraphKey::kBuffers] = {x_.ptr,  probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr,
+                                         scratch_counters_.ptr, x8_.ptr, in8_.ptr, h1_.ptr, h2_.ptr, hid_.ptr};
+    std::copy(b, b + GraphKey::kBuffers, k.buffers);
     return k;
+}
+
+void Mlp::enqueue_u8_in(int batch) {
+    const size_t n16 = (size_t)batch * kIn / 16;  // 784 = 49 x 16: whole loads per row
+    static_assert(kIn % 16 == 0, "a row of pixels is whole 16-byte loads");
+    const void* src = batch <= mapped_in_max_ ? in8_.device : x8_.ptr;
+    constexpr int kThreadsU8 = 256;
+    const size_t blocks = std::min<size_t>((n16 + kThreadsU8 - 1) / kThreadsU8, 65535);
+    u8_to_f32_kernel<<<(unsigned)blocks, kThreadsU8, 0, stream_>>>(static_cast<const uint4*>(src),
+                                                                  static_cast<float4*>(x_.ptr), n16);
+    CUDA_CHECK_LAUNCH("8-bit input to float");
+}
+
+void Mlp::enqueue_hidden_out(int batch, int hidden) {
+    const size_t n = (size_t)batch * kHidden;
+    float* dst = static_cast<float*>(hid_.ptr);
+    if (hidden & 1) CUDA_CHECK(cudaMemcpyAsync(dst, h1_.ptr, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    if (hidden & 2) CUDA_CHECK(cudaMemcpyAsync(dst + n, h2_.ptr, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
 }
 
 FusedWeights Mlp::fused_weights() const {
@@ -260,24 +317,34 @@ bool Mlp::staged(int batch) const {
     return batch > mapped_in_max_ && (size_t)batch * kIn * sizeof(float) >= staging_.min_bytes;
 }
 
-void Mlp::enqueue_fused(FusedKind kind, int batch) {
+void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     FusedPlan plan = fused_plan(kind, batch);
-    // x from host memory only where the kernel shares it over a cluster (read once, not once per block)
-    plan.x_slices = batch <= mapped_in_max_ && plan.design == FusedPlan::Split && plan.engine == Engine::Fma &&
-                    fused_split_max_clusters(plan) > 0;
+    // x from host memory only where the kernel shares it over a cluster (read once, not once per block);
+    // 8-bit input is made into floats in x_ first
+    plan.x_slices = !req.u8 && batch <= mapped_in_max_ && plan.design == FusedPlan::Split &&
+                    plan.engine == Engine::Fma && fused_split_max_clusters(plan) > 0;
     const bool mapped_in = plan.x_slices, out_mapped = mapped_out(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
     const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
-    if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, staged(batch), stream_);
-    CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
-    launch_fused(plan, fused_weights(), src, dst, batch, s, stream_);
+    if (req.u8) {  // bytes to the device (small batches: read through the mapping), floats made there
+        if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, false, stream_);
+        CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
+        enqueue_u8_in(batch);
+    } else {
+        if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, staged(batch), stream_);
+        CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
+    }
+    const FusedHidden hid{req.hidden & 1 ? static_cast<float*>(h1_.ptr) : nullptr,
+                          req.hidden & 2 ? static_cast<float*>(h2_.ptr) : nullptr};
+    launch_fused(plan, fused_weights(), src, dst, batch, s, stream_, hid);
     CUDA_CHECK(cudaEventRecordWithFlags(stop_, stream_, cudaEventRecordExternal));
     if (!out_mapped) CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+    if (req.hidden) enqueue_hidden_out(batch, req.hidden);
 }
 
-void Mlp::capture_fused(FusedKind kind, int batch) {
+void Mlp::capture_fused(FusedKind kind, int batch, Request req) {
     CUDA_CHECK(cudaStreamSynchronize(stream_));  // the old graph may still be finishing
     if (graph_) {
         CUDA_CHECK(cudaGraphExecDestroy(graph_));
@@ -287,7 +354,7 @@ void Mlp::capture_fused(FusedKind kind, int batch) {
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
     cudaGraph_t g = nullptr;
     try {
-        enqueue_fused(kind, batch);
+        enqueue_fused(kind, batch, req);
     } catch (...) {
         cudaStreamEndCapture(stream_, &g);  // leave the stream usable; the original error is the one to report
         if (g) cudaGraphDestroy(g);
@@ -299,7 +366,7 @@ void Mlp::capture_fused(FusedKind kind, int batch) {
     cudaGraphDestroy(g);
     if (err != cudaSuccess) graph_ = nullptr;
     CUDA_CHECK(err);
-    graph_key_ = fused_key(kind, batch);
+    graph_key_ = fused_key(kind, batch, req);
 }
 
 // What the host writes into the mapped output before a launch and spins on: a NaN with
@@ -327,37 +394,49 @@ void Mlp::wait_for_output(const float* out, size_t n) {
     }
 }
 
-double Mlp::forward(const float* x, float* out, int batch, const std::string& kernel) {
+double Mlp::run(const void* x, float* out, int batch, const std::string& kernel, Request req, Hidden hidden) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
     FusedKind kind{};
     const bool fused = fused_kind(kernel, kind);
     if (!fused) CudaRegistry::instance().get(kernel);  // unknown name -> clear error before any work
-    ensure_capacity(batch);
-    const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
+    ensure_capacity(batch, req);
+    const size_t in_bytes = (size_t)batch * kIn * (req.u8 ? 1 : sizeof(float));
+    const size_t out_bytes = (size_t)batch * kOut * sizeof(float);
     timed_ = false;
     kernel_us_ = -1.0;
     bool spin = false;
-    const bool chunked = staged(batch);
-    if (chunked) stage_chunked(x, in_bytes);  // queued on the stream ahead of the graph or the layers
-    else std::memcpy(in_.ptr, x, in_bytes);   // pinned staging: read by the kernel (mapped) or copied to the device
+    const bool chunked = !req.u8 && staged(batch);
+    if (chunked) stage_chunked(static_cast<const float*>(x), in_bytes);  // queued ahead of the graph or the layers
+    else std::memcpy(req.u8 ? in8_.ptr : in_.ptr, x, in_bytes);  // pinned staging: read mapped or copied to the device
     if (fused) {
-        if (!graph_ || !(fused_key(kind, batch) == graph_key_)) capture_fused(kind, batch);
-        spin = mapped_out(batch);  // the graph (its key holds this policy) writes `out` mapped
+        if (!graph_ || !(fused_key(kind, batch, req) == graph_key_)) capture_fused(kind, batch, req);
+        // the graph (its key holds this policy) writes `out` mapped; hidden layers come by copies: wait for the stream
+        spin = mapped_out(batch) && req.hidden == 0;
         if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
         CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
     } else {
-        copy_in(x_.ptr, in_.ptr, in_bytes, chunked, stream_);
-        CUDA_CHECK(cudaEventRecord(start_, stream_));
+        if (req.u8) {
+            if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, in_bytes, false, stream_);
+            CUDA_CHECK(cudaEventRecord(start_, stream_));
+            enqueue_u8_in(batch);
+        } else {
+            copy_in(x_.ptr, in_.ptr, in_bytes, chunked, stream_);
+            CUDA_CHECK(cudaEventRecord(start_, stream_));
+        }
         forward_layered(kernel, batch);
         CUDA_CHECK(cudaEventRecord(stop_, stream_));
         CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
+        if (req.hidden) enqueue_hidden_out(batch, req.hidden);  // the layers' own outputs
     }
     timed_ = true;
     if (spin) wait_for_output(static_cast<const float*>(out_.ptr), (size_t)batch * kOut);
     else CUDA_CHECK(cudaStreamSynchronize(stream_));
     std::memcpy(out, out_.ptr, out_bytes);
+    const size_t hn = (size_t)batch * kHidden;
+    if (hidden.h1) std::memcpy(hidden.h1, hid_.ptr, hn * sizeof(float));
+    if (hidden.h2) std::memcpy(hidden.h2, static_cast<const float*>(hid_.ptr) + hn, hn * sizeof(float));
     return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
 }
 

@@ -10,6 +10,7 @@
 // No pybind11 here (nvcc compiles it slowly); bind_mlp.cpp wraps this class.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -52,6 +53,15 @@ struct FusedWeights {
 struct FusedScratch {
     float* partials = nullptr;     // [tiles][slices][tile rows][kHiddenPad]
     unsigned* counters = nullptr;  // [tiles]
+};
+
+// Where a fused kernel also stores the post-ReLU hidden activations it computed: device
+// arrays [batch][kHidden] (row-major, unpadded), nullptr for a layer not asked for. Each value
+// is stored by the thread that computed it, from the registers or shared memory the next layer
+// reads anyway: a null pointer costs one predicated-off branch, no load or store.
+struct FusedHidden {
+    float* h1 = nullptr;
+    float* h2 = nullptr;
 };
 
 // Which arithmetic runs layer 1 (fused_common.cuh): fp32 FMAs, 3xTF32 or one tf32 pass on tensor cores.
@@ -102,11 +112,11 @@ FusedPlan fused_plan(FusedKind kind, int batch);
 void set_fused_plan_override(const FusedPlan* plan);
 #endif
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                  const FusedScratch& scratch, cudaStream_t stream);
+                  const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden = {});
 void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                        const FusedScratch& scratch, cudaStream_t stream);
+                        const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden = {});
 void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                         cudaStream_t stream);
+                         cudaStream_t stream, const FusedHidden& hidden = {});
 // Whether this device and build run the k-split kernel (sm_90 binary, clusters of 7 fit).
 bool fused_ksplit_available();
 // Clusters of this k-split plan that fit on the device at once (its tile size sets the shared memory).
@@ -116,7 +126,7 @@ int fused_ksplit_max_clusters(const FusedPlan& plan);
 // Hopper has no cluster barrier in it).
 bool cluster_binary(const void* kernel);
 void launch_fused_rows(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
-                       cudaStream_t stream);
+                       cudaStream_t stream, const FusedHidden& hidden = {});
 // Clusters of this plan that fit on the device at once (0: cannot launch; -1: no clusters here).
 int fused_split_max_clusters(const FusedPlan& plan);
 // Floats of partial sums and number of counters any split launch for `batch` needs.
@@ -154,6 +164,16 @@ struct PinnedBuffer {
 
 class StagingPool;  // staging.cuh
 
+// Host arrays [batch, 100] that receive the post-ReLU hidden activations the kernel itself
+// computed (nullptr: not asked). The fused kernels store them from the values they hold for
+// the next layer (FusedHidden), the layer-by-layer path has them in its buffers; either way
+// they come back through pinned staging after the stop event, and Mlp::forward() then waits
+// for the stream instead of spinning on the mapped output.
+struct MlpHidden {
+    float* h1 = nullptr;
+    float* h2 = nullptr;
+};
+
 class Mlp {
   public:
     // Host float32 arrays: W1 [784,100], b1 [100], W2 [100,100], b2 [100], W3 [100,10], b3 [10].
@@ -162,11 +182,17 @@ class Mlp {
     Mlp(const Mlp&) = delete;
     Mlp& operator=(const Mlp&) = delete;
 
+    using Hidden = MlpHidden;
     // x [batch, 784] -> out [batch, 10] (host memory). Returns once `out` holds
     // the probabilities, with the host's steady-clock microseconds from entry to
     // then. The GPU may still be finishing (the stop event, blocks that exit
     // after the last store): kernel_us() waits for that.
-    double forward(const float* x, float* out, int batch, const std::string& kernel);
+    double forward(const float* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
+    // The same from 8-bit pixels x [batch, 784], read as x * float32(1/255) (gemmpad.preprocess's
+    // scaling of uint8 images): a quarter of the bytes cross PCIe, into pinned staging (batches up
+    // to mapped_in_max: read in place through the mapping), and a kernel makes the floats on the
+    // GPU ahead of the forward pass (inside the timed span: kernel_us() includes it).
+    double forward_u8(const uint8_t* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
     // Kernel time of the last forward() in microseconds (CUDA events around the
     // forward pass), waiting for its stop event the first time it is asked.
     double kernel_us();
@@ -205,21 +231,31 @@ class Mlp {
 
   private:
     // What a captured fused-kernel graph bakes in; a change means a new capture.
+    // What one call asks beyond the probabilities: 8-bit input, which hidden layers (bit 0: h1, bit 1: h2).
+    struct Request {
+        bool u8 = false;
+        int hidden = 0;
+    };
     struct GraphKey {
         FusedKind kind = FusedKind::Fp32;
         int batch = 0;
         bool clusters = false;
         int mapped_in_max = 0, mapped_out_max = 0;
         bool staged = false;  // forward() moved x to the device (stage_chunked), the graph does not
-        const void* buffers[6] = {};
+        Request req;
+        static constexpr int kBuffers = 11;
+        const void* buffers[kBuffers] = {};
         bool operator==(const GraphKey& o) const;
     };
-    void ensure_capacity(int batch);
+    double run(const void* x, float* out, int batch, const std::string& kernel, Request req, Hidden hidden);
+    void ensure_capacity(int batch, Request req);
     void release() noexcept;
     void forward_layered(const std::string& kernel, int batch);
-    GraphKey fused_key(FusedKind kind, int batch) const;
-    void enqueue_fused(FusedKind kind, int batch);  // copy in (+ hand-off), start, kernel, stop, copy out
-    void capture_fused(FusedKind kind, int batch);
+    GraphKey fused_key(FusedKind kind, int batch, Request req) const;
+    void enqueue_fused(FusedKind kind, int batch, Request req);  // copy in (+ hand-off), start, kernel, stop, copy out
+    void capture_fused(FusedKind kind, int batch, Request req);
+    void enqueue_u8_in(int batch);                       // 8-bit x -> x_ as floats (after the start event)
+    void enqueue_hidden_out(int batch, int hidden);      // h1_ / h2_ -> hid_ (pinned)
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
     bool mapped_out(int batch) const;                   // whether the kernel writes the probabilities to mapped memory
     bool staged(int batch) const;                       // whether forward() stages this batch in chunks
@@ -235,9 +271,12 @@ class Mlp {
     // The fused kernels' weights (layouts: FusedWeights) and padded biases.
     DeviceBuffer fw1f_, fw1f8_, fw1h_, fw2f_, fw2_, fw3_, fw3f_, fbias_[3];
     float w1h_scale_ = 1.0f;  // FusedWeights::w1h_scale
-    // Activations (device) and staging (pinned, mapped).
-    DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_;
-    PinnedBuffer in_, out_;
+    // Activations (device) and staging (pinned, mapped). h1_ / h2_ hold the layer-by-layer path's
+    // hidden layers and, when asked, a fused kernel's. x8_ / in8_ (8-bit input) and hid_ (hidden
+    // layers on their way back: h1 then h2, [batch][100] each) grow only when a call needs them.
+    DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_, x8_;
+    PinnedBuffer in_, out_, in8_, hid_;
+    int u8_capacity_ = 0, hid_capacity_ = 0;
     int mapped_in_max_ = 64, mapped_out_max_ = 64;  // measured: README.md, NOTES.md
     Staging staging_ = default_staging();  // measured: see stage_chunked in staging.cu
     // The fused path runs as a CUDA graph: ONE submission for copy-in (where
