@@ -211,6 +211,42 @@ def test_live_switching_and_short_names(rng):
     assert_agrees(clf.predict(x), model, x, registry.kernels(device="cuda", kind="gemm")[0].precision, "gemm path")
 
 
+@pytest.mark.parametrize("backend,kernel,precision", backend_params())
+def test_hidden_layers_come_from_the_kernel(backend, kernel, precision, rng):
+    """predict_hidden and classify(hidden=True) hand back the hidden layers the selected kernel
+    computed in that pass (poison-free, within its precision's bound of float64), for the
+    whole batch and for the drawing; the recorded timing is the plain pass's."""
+    model = random_model(rng)
+    clf = Classifier(model, backend=backend, kernel=kernel)
+    x = digit_like(rng, 5)
+    probs, h1, h2 = clf.predict_hidden(x)
+    assert_agrees(probs, model, x, precision, kernel)
+    assert_hidden_agrees(h1, h2, model.weights, x, precision, kernel)
+    p = clf.classify(stroke_image((60, 60), dark_ink=True), batch=3, hidden=True)
+    assert p is not None and p.h1 is not None and p.h2 is not None and p.h1.shape == (100,)
+    assert_hidden_agrees(p.h1[None], p.h2[None], model.weights, p.image28.reshape(1, -1), precision, kernel)
+    assert p.hidden_us >= 0.0 and p.timing.batch == 3
+    plain = clf.classify(stroke_image((60, 60), dark_ink=True))
+    assert plain is not None and plain.h1 is None and np.isnan(plain.hidden_us)
+
+
+@pytest.mark.parametrize("backend,kernel,precision", backend_params())
+def test_uint8_input_reads_as_pixels_over_255(backend, kernel, precision, rng):
+    """predict(uint8) takes the 8-bit path (native: forward_u8) and reads x * float32(1/255), what
+    gemmpad.preprocess makes of uint8 images; awkward batch sizes."""
+    model = random_model(rng)
+    clf = Classifier(model, backend=backend, kernel=kernel)
+    for batch in (1, 3, 257):
+        x8 = rng.integers(0, 256, (batch, 784), dtype=np.uint8)
+        x8[rng.random(x8.shape) < 0.8] = 0
+        xf = x8.astype(np.float32) * np.float32(1.0 / 255.0)
+        assert_agrees(clf.predict(x8), model, xf, precision, f"{kernel} batch {batch} (uint8)")
+        assert clf.last_timing is not None and clf.last_timing.batch == batch
+    probs, h1, _ = clf.predict_hidden(x8[:2])
+    assert_agrees(probs, model, xf[:2], precision, f"{kernel} (uint8, hidden)")
+    assert not np.isnan(h1).any()
+
+
 def test_input_validation(rng):
     model = random_model(rng)
     clf = Classifier(model, backend="numpy")

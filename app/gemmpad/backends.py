@@ -4,7 +4,10 @@ the window all read it, so a new backend is one entry here.
 A backend says whether it can run on this machine (and if not, why: the line
 shown beside a greyed-out choice), which kernel it starts on, and how to build
 its runner: an object that keeps the weights where it computes and runs
-`forward(x [B,784] float32, out [B,10] float32, kernel) -> kernel_us`.
+`forward(x [B,784] float32, out [B,10] float32, kernel, h1=None, h2=None) -> kernel_us`
+and `forward_u8` (x uint8 pixels, read as x * float32(1/255), preprocess's scaling).
+h1/h2, where given ([B, width] float32), receive the hidden activations that very pass
+computed, so a caller shows what the selected kernel produced, not a recomputation.
 On the GPU the kernel time is read later from CUDA events (`deferred_timing`):
 `forward` returns once the probabilities are in host memory and
 `kernel_us()` waits for the stop event only when asked.
@@ -22,10 +25,17 @@ import numpy as np
 from gemmpad import native
 
 
+PIXEL_SCALE = np.float32(1.0 / 255.0)  # gemmpad.preprocess's scaling of uint8 pixels, and the native u8 paths'
+
+
 class Runner(Protocol):
     """One backend's MLP, weights resident: the object `Classifier` calls every frame."""
 
-    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str) -> float: ...
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float: ...
+
+    def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                   h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float: ...
 
 
 class DeferredRunner(Runner, Protocol):
@@ -51,10 +61,33 @@ class NumpyMlp:
     def __init__(self, model: Any) -> None:
         self.model = model
 
-    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str) -> float:
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        from gemmpad.model import softmax
+
         t0 = time.perf_counter()
-        out[...] = self.model.forward(x)
-        return (time.perf_counter() - t0) * 1e6
+        if h1 is None and h2 is None:
+            out[...] = self.model.forward(x)
+            return (time.perf_counter() - t0) * 1e6
+        w = self.model.weights
+        a1, a2 = self.model.hidden(x)  # Model.forward's steps, its hidden layers kept
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[...] = softmax(a2 @ w["W3"] + w["b3"])
+        us = (time.perf_counter() - t0) * 1e6
+        _fill(h1, a1)
+        _fill(h2, a2)
+        return us
+
+    def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                   h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        t0 = time.perf_counter()
+        xf = x.astype(np.float32) * PIXEL_SCALE
+        return (time.perf_counter() - t0) * 1e6 + self.forward(xf, out, kernel, h1, h2)
+
+
+def _fill(dst: np.ndarray | None, src: np.ndarray) -> None:
+    if dst is not None:
+        dst[...] = src
 
 
 class LayerByLayer:
@@ -68,19 +101,26 @@ class LayerByLayer:
         self.model = model
         self._kernel_us = 0.0
 
-    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str) -> float:
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
         from gemmpad.gemm import gemm
         from gemmpad.model import softmax
 
         w = self.model.weights
         t0 = time.perf_counter()
-        h1 = gemm(x, w["W1"], bias=w["b1"], activation="relu", kernel=kernel)
-        h2 = gemm(h1, w["W2"], bias=w["b2"], activation="relu", kernel=kernel)
-        logits = gemm(h2, w["W3"], bias=w["b3"], kernel=kernel)
+        a1 = gemm(x, w["W1"], bias=w["b1"], activation="relu", kernel=kernel)
+        a2 = gemm(a1, w["W2"], bias=w["b2"], activation="relu", kernel=kernel)
+        logits = gemm(a2, w["W3"], bias=w["b3"], kernel=kernel)
         self._kernel_us = (time.perf_counter() - t0) * 1e6
         with np.errstate(over="ignore", invalid="ignore"):
             out[...] = softmax(logits)
+        _fill(h1, a1)  # the rung's own products, already in host memory
+        _fill(h2, a2)
         return self._kernel_us
+
+    def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                   h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        return self.forward(x.astype(np.float32) * PIXEL_SCALE, out, kernel, h1, h2)
 
     def kernel_us(self) -> float:
         return self._kernel_us

@@ -28,6 +28,9 @@ from gemmpad.model import LAYERS, Model, load_model
 BACKENDS = backends.NAMES  # the one list of backends: gemmpad.backends
 DEFAULT_KERNELS = {b.name: b.default_kernel for b in backends.BACKENDS}
 HISTORY = 1000  # calls kept for stats() and history()
+# classify(hidden=True) measures the cost of the hidden layers with a second pass; for calls
+# slower than this the timed pass asks for them itself (their cost is lost in its noise).
+HIDDEN_SECOND_PASS_MAX_US = 10_000.0
 N_IN, N_OUT = LAYERS[0], LAYERS[-1]
 _F32 = np.dtype(np.float32)
 # Rows one predict() takes: the native kernels index an input with 32-bit ints (2**31 - 1
@@ -86,10 +89,17 @@ class Prediction:
     probs: np.ndarray  # (10,)
     image28: np.ndarray  # the preprocessed 28x28 the network saw
     timing: Timing
+    # classify(hidden=True): the hidden layers' activations (after ReLU) for the image, as the
+    # selected kernel itself computed them (its first row); None when not asked.
+    h1: np.ndarray | None = None
+    h2: np.ndarray | None = None
+    # What asking for them cost end to end (us) over the same call without: NaN when not measured.
+    hidden_us: float = math.nan
 
 
 def _as_batch(x: Any) -> np.ndarray:
-    """[B, 784] C-contiguous float32 (a single [784] vector becomes [1, 784])."""
+    """[B, 784] C-contiguous float32, or uint8 for 8-bit pixels (the backends' 8-bit path reads
+    them as x / 255); a single [784] vector becomes [1, 784]."""
     if type(x) is np.ndarray and x.dtype is _F32 and x.ndim == 2 and x.shape[1] == N_IN \
             and 0 < x.shape[0] <= MAX_ROWS and x.flags.c_contiguous:
         return x  # the per-call case (every frame of the app), checked in a fraction of the general path
@@ -104,7 +114,7 @@ def _as_batch(x: Any) -> np.ndarray:
     if arr.shape[0] > MAX_ROWS:
         raise InputShapeError(f"input has {arr.shape[0]:,} rows; one call takes at most {MAX_ROWS:,} "
                               f"(2**31 - 1 values): split it into batches")
-    return np.ascontiguousarray(arr, dtype=np.float32)
+    return np.ascontiguousarray(arr, dtype=np.uint8 if arr.dtype == np.uint8 else np.float32)
 
 
 def copies(image28: np.ndarray, n: int) -> np.ndarray:
@@ -199,7 +209,9 @@ class Classifier:
 
     # ---------------------------------------------------------------- inference
     def predict(self, x: np.ndarray, warmup: int = 0) -> np.ndarray:
-        """Probabilities [B, 10] for inputs [B, 784] (float32, ink bright, in [0, 1]).
+        """Probabilities [B, 10] for inputs [B, 784] (float32, ink bright, in [0, 1]; or uint8
+        pixels 0-255, read as x * float32(1/255) as gemmpad.preprocess scales them: a quarter
+        of the bytes to move, and on the GPU the floats are made there).
 
         warmup > 0 first runs the same pass that many times, untimed. A single call
         after idle time (the app's one call per frame) finds cold caches, a slow clock
@@ -207,6 +219,19 @@ class Classifier:
         call repeated; the timed call after a few warm-up passes measures what a
         benchmark's steady state does.
         """
+        return self._predict(x, warmup, False)[0]
+
+    def predict_hidden(self, x: np.ndarray, warmup: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """predict(), also returning the hidden layers' activations [B, width] (after ReLU) that
+        this very pass computed: the fused GPU kernels store them from their registers and shared
+        memory, the layer-by-layer rungs hand back their own products; NumPy's are its matmuls.
+        The timing recorded is this call's, their cost included."""
+        probs, h1, h2 = self._predict(x, warmup, True)
+        assert h1 is not None and h2 is not None
+        return probs, h1, h2
+
+    def _predict(self, x: np.ndarray, warmup: int, hidden: bool
+                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         self._settle()  # the previous GPU call's kernel time, before this call's clock starts
         if warmup > 0:
             self._untimed(_as_batch(x), warmup)
@@ -214,19 +239,39 @@ class Classifier:
         xb = _as_batch(x)
         batch = xb.shape[0]
         probs = np.empty((batch, N_OUT), dtype=_F32)
+        h1 = h2 = None
+        if hidden:
+            h1 = np.empty((batch, self.model.layers[1]), dtype=_F32)
+            h2 = np.empty((batch, self.model.layers[2]), dtype=_F32)
+        runner = self._native[self.backend]
+        forward = runner.forward_u8 if xb.dtype == np.uint8 else runner.forward
         # the kernel time; with deferred timing (the GPU) its own clock's end-to-end time, unused here
-        kernel_us = self._native[self.backend].forward(xb, probs, self.kernel)
+        kernel_us = forward(xb, probs, self.kernel, h1, h2) if hidden else forward(xb, probs, self.kernel)
         e2e_us = (time.perf_counter() - t0) * 1e6
         if backends.BY_NAME[self.backend].deferred_timing:
             self._pending = (e2e_us, batch)  # kernel time from the CUDA events, when asked (last_timing)
         else:
             self._record(Timing(kernel_us, e2e_us, batch))  # positional: the cheaper call
-        return probs
+        return probs, h1, h2
 
     def _untimed(self, xb: np.ndarray, passes: int) -> None:
         probs = np.empty((xb.shape[0], N_OUT), dtype=_F32)
+        runner = self._native[self.backend]
+        forward = runner.forward_u8 if xb.dtype == np.uint8 else runner.forward
         for _ in range(passes):
-            self._native[self.backend].forward(xb, probs, self.kernel)
+            forward(xb, probs, self.kernel)
+
+    def _hidden_pass(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """The hidden layers of x's first row from one more pass of the same kernel and batch, and
+        that pass's end-to-end time, measured as predict() measures (not recorded in stats)."""
+        t0 = time.perf_counter()
+        xb = _as_batch(x)
+        probs = np.empty((xb.shape[0], N_OUT), dtype=_F32)
+        h1 = np.empty((xb.shape[0], self.model.layers[1]), dtype=_F32)
+        h2 = np.empty((xb.shape[0], self.model.layers[2]), dtype=_F32)
+        runner = self._native[self.backend]
+        (runner.forward_u8 if xb.dtype == np.uint8 else runner.forward)(xb, probs, self.kernel, h1, h2)
+        return h1[0].copy(), h2[0].copy(), (time.perf_counter() - t0) * 1e6
 
     @property
     def last_timing(self) -> Timing | None:
@@ -249,13 +294,22 @@ class Classifier:
         self._last_timing = timing
         self._timings.append(timing)
 
-    def classify(self, image: np.ndarray, batch: int = 1, warmup: int = 0) -> Prediction | None:
+    def classify(self, image: np.ndarray, batch: int = 1, warmup: int = 0, hidden: bool = False
+                 ) -> Prediction | None:
         """Preprocess a drawing or photo of a digit and read it; None when there is no ink.
 
         batch > 1 runs that many copies of the same input in one call: a speed knob (how
         does the kernel scale with rows?) that never changes the answer, which is read from
         the copies' mean; the timing is that one call's, after `warmup` untimed passes (see
         predict). Test-time augmentation (shifted copies) is `gemmpad eval --tta`'s, not this.
+
+        hidden=True also returns the hidden layers as the selected kernel computed them
+        (Prediction.h1/h2) and what asking for them costs (Prediction.hidden_us): right after
+        the timed call, one more pass of the same kernel and batch writes them out, and its
+        end-to-end time minus the timed call's is the cost. So the timing shown stays the plain
+        forward pass's. Where the previous call took over HIDDEN_SECOND_PASS_MAX_US, the timed
+        pass asks for them itself instead (a second pass would double a slow frame) and the
+        cost is not measured (NaN).
         """
         from gemmpad.preprocess import preprocess
 
@@ -265,12 +319,23 @@ class Classifier:
         if image28 is None:
             return None
         x = copies(image28, batch)
-        probs = self.model.check_output(self.predict(x, warmup)).mean(axis=0, dtype=np.float64).astype(np.float32)
+        slow = self._last_timing is not None and self._last_timing.end_to_end_us > HIDDEN_SECOND_PASS_MAX_US
+        h1 = h2 = None
+        hidden_us = math.nan
+        if hidden and slow:
+            out, h1_all, h2_all = self.predict_hidden(x, warmup)
+            h1, h2 = h1_all[0].copy(), h2_all[0].copy()
+        else:
+            out = self.predict(x, warmup)
+        timing = self.last_timing  # settles the GPU's kernel time before any further pass
+        assert timing is not None
+        if hidden and not slow:
+            h1, h2, e2e_us = self._hidden_pass(x)
+            hidden_us = max(0.0, e2e_us - timing.end_to_end_us)
+        probs = self.model.check_output(out).mean(axis=0, dtype=np.float64).astype(np.float32)
         digit = int(np.argmax(probs))
-        assert self.last_timing is not None
-        return Prediction(
-            digit=digit, confidence=float(probs[digit]), probs=probs, image28=image28, timing=self.last_timing
-        )
+        return Prediction(digit=digit, confidence=float(probs[digit]), probs=probs, image28=image28, timing=timing,
+                          h1=h1, h2=h2, hidden_us=hidden_us)
 
     # ------------------------------------------------------------------ timing
     def layer_times(self) -> tuple[float, ...]:

@@ -44,10 +44,13 @@ FIT_STEPS, FIT_LR, FIT_L2, FIT_SEED = 1500, 0.01, 1e-3, 0
 MAX_FILE_BYTES = 4 << 20  # 232 x 32 weights as JSON: ~0.2 MB
 
 
-def features(model: Model, x: np.ndarray) -> np.ndarray:
-    """[B, F] float64: what the detector looks at for inputs [B, 784] (preprocess() output)."""
+def features(model: Model, x: np.ndarray, hidden: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """[B, F] float64: what the detector looks at for inputs [B, 784] (preprocess() output).
+    hidden: the hidden layers [B, 100] each as a kernel computed them (the window passes the
+    selected kernel's own); None: NumPy computes them here."""
     x = np.asarray(x, dtype=np.float32).reshape(-1, 784)
-    h1, h2 = model.hidden(x)
+    h1, h2 = model.hidden(x) if hidden is None else (np.asarray(hidden[0], np.float32).reshape(len(x), -1),
+                                                      np.asarray(hidden[1], np.float32).reshape(len(x), -1))
     z = h2 @ model["W3"] + model["b3"]
     p = np.exp(z - z.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
@@ -82,14 +85,14 @@ class Detector:
     fitted: dict[str, Any] = field(default_factory=dict)  # what it was fitted on, when
     measured: dict[str, Any] = field(default_factory=dict)  # rates on held-out sets (unsure_fit.measure)
 
-    def score(self, model: Model, x: np.ndarray) -> np.ndarray:
-        """[B] scores for inputs [B, 784]: above the threshold means "not one digit"."""
-        f = _standard(features(model, x), np.asarray(self.mean), np.asarray(self.scale))
+    def score(self, model: Model, x: np.ndarray, hidden: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """[B] scores for inputs [B, 784] (hidden: as in features()): above the threshold means "not one digit"."""
+        f = _standard(features(model, x, hidden), np.asarray(self.mean), np.asarray(self.scale))
         return _score(f, np.asarray(self.w1), np.asarray(self.b1), np.asarray(self.w2), self.b2)
 
-    def unsure(self, model: Model, x: np.ndarray) -> np.ndarray:
+    def unsure(self, model: Model, x: np.ndarray, hidden: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """[B] bool: True where the input does not look like one digit."""
-        return self.score(model, x) > self.threshold
+        return self.score(model, x, hidden) > self.threshold
 
 
 def _standard(f: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:

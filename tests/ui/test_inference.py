@@ -18,10 +18,10 @@ def test_worker_answers_the_newest_request_and_skips_stale_ones(monkeypatch: pyt
     clf = Classifier(window_model(), backend="numpy")
     real, seen = clf.classify, []
 
-    def slow(image: np.ndarray, batch: int = 1, warmup: int = 0) -> object:
+    def slow(image: np.ndarray, batch: int = 1, warmup: int = 0, hidden: bool = False) -> object:
         seen.append(float(image[0, 0]))
         time.sleep(0.05)
-        return real(image, batch, warmup)
+        return real(image, batch, warmup, hidden)
 
     monkeypatch.setattr(clf, "classify", slow)
     worker = InferenceWorker(clf)
@@ -53,9 +53,9 @@ def test_changes_and_warm_requests_run_untimed_passes_first(monkeypatch: pytest.
     clf = Classifier(window_model(), backend="numpy")
     real, warmups = clf.classify, []
 
-    def counted(image: np.ndarray, batch: int = 1, warmup: int = 0) -> object:
+    def counted(image: np.ndarray, batch: int = 1, warmup: int = 0, hidden: bool = False) -> object:
         warmups.append(warmup)
-        return real(image, batch, warmup)
+        return real(image, batch, warmup, hidden)
 
     monkeypatch.setattr(clf, "classify", counted)
     worker = InferenceWorker(clf)
@@ -84,9 +84,11 @@ def test_the_worker_reports_the_detectors_verdict_on_what_the_network_saw() -> N
     class Recorder:  # stands in for gemmpad.unsure.Detector: says unsure for inputs wider than tall
         def __init__(self) -> None:
             self.seen: list[np.ndarray] = []
+            self.hidden: list[tuple[np.ndarray, np.ndarray]] = []
 
-        def unsure(self, model: object, x: np.ndarray) -> np.ndarray:
+        def unsure(self, model: object, x: np.ndarray, hidden: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
             self.seen.append(x.copy())
+            self.hidden.append(hidden)
             rows, cols = np.nonzero(x.reshape(28, 28) > 0.1)
             return np.array([np.ptp(cols) > np.ptp(rows)])
 
@@ -104,5 +106,53 @@ def test_the_worker_reports_the_detectors_verdict_on_what_the_network_saw() -> N
             else:  # asked once, about the drawing itself (not its batch of jittered copies)
                 assert r.unsure is blob and len(detector.seen) == 1
                 np.testing.assert_array_equal(detector.seen[0], preprocess(drawing).reshape(1, -1))
+                assert r.hidden is not None  # the detector read the hidden layers the panel shows
+                for shown, given in zip(r.hidden, detector.hidden[0]):
+                    np.testing.assert_array_equal(given, shown[None])
         finally:
             worker.close()
+
+
+@pytest.mark.parametrize("kernel", ["cpu.mlp_sparse", "cpu.02_blocked_simd"])
+def test_the_hidden_layers_shown_are_the_kernels_own(kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 42: the panel showed NumPy's recomputation (model.hidden). Now the worker shows what
+    the selected kernel wrote, with its cost, and never asks NumPy for them."""
+    from gemmpad.engine import Classifier, available_backends
+    from gemmpad.preprocess import preprocess
+    from gemmpad.ui.inference import InferenceWorker
+    from tests.test_engine import assert_hidden_agrees
+
+    if available_backends()["cpu"]:
+        pytest.skip(available_backends()["cpu"])
+    clf = Classifier(window_model(), backend="cpu", kernel=kernel)
+
+    def no_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise AssertionError("the hidden layers were recomputed by NumPy")
+
+    monkeypatch.setattr(clf.model, "hidden", no_numpy)
+    worker = InferenceWorker(clf)
+    try:
+        image = strokes.render(seven())
+        worker.submit(image, "cpu", kernel, 3)
+        assert worker.wait_idle(10)
+        r = worker.take()
+        assert r is not None and r.error == "" and r.prediction is not None and r.hidden is not None
+        x = preprocess(image).reshape(1, -1)
+        assert_hidden_agrees(r.hidden[0][None], r.hidden[1][None], clf.model.weights, x, "fp32", kernel)
+        assert r.hidden_us >= 0.0  # measured (a fast call: the second pass ran)
+    finally:
+        worker.close()
+
+
+def test_detector_features_take_the_kernels_hidden_layers() -> None:
+    """gemmpad.unsure.features(hidden=...) uses the hidden layers given (the kernel's) in place of
+    NumPy's: the same features when they are NumPy's, other features when they differ."""
+    from gemmpad.preprocess import preprocess
+    from gemmpad.unsure import features
+
+    model = window_model()
+    x = preprocess(strokes.render(seven())).reshape(1, -1)
+    h1, h2 = model.hidden(x)
+    np.testing.assert_array_equal(features(model, x, (h1, h2)), features(model, x))
+    moved = features(model, x, (h1 + 1.0, h2))
+    assert not np.array_equal(moved[:, :100], features(model, x)[:, :100])

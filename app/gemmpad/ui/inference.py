@@ -52,9 +52,12 @@ class Result:
     history: list[Timing] = field(default_factory=list)  # this configuration's frames, oldest first
     error: str = ""
     # The hidden layers' activations [100] each for the drawing itself (one of the batch's
-    # identical copies), and each layer's time where the kernel runs layer by layer (else ()).
+    # identical copies) as the selected kernel computed them (Classifier.classify(hidden=True)),
+    # and each layer's time where the kernel runs layer by layer (else ()).
     hidden: tuple[np.ndarray, np.ndarray] | None = None
     layer_us: tuple[float, ...] = ()
+    # What handing the hidden layers back cost end to end (us; NaN: not measured).
+    hidden_us: float = float("nan")
     # Whether the drawing does not look like one digit (gemmpad.unsure); None: no detector.
     unsure: bool | None = None
 
@@ -148,9 +151,9 @@ class InferenceWorker:
                 # apart, then the timed pass after a frame's pause, so the first figure
                 # shown is a cold frame like the ones after it, not that set-up and not a
                 # warm pass right behind it. (Warm timing warms up anyway.)
-                clf.classify(req.image, batch=req.batch)
+                clf.classify(req.image, batch=req.batch, hidden=True)  # (also sets up the hidden pass)
                 time.sleep(COLD_PAUSE_S)
-            prediction = clf.classify(req.image, batch=req.batch, warmup=warmup)
+            prediction = clf.classify(req.image, batch=req.batch, warmup=warmup, hidden=True)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             prediction = None
@@ -160,15 +163,16 @@ class InferenceWorker:
             self._since_change += 1
         n = min(self._since_change, HISTORY)
         history = clf.history(n) if n else []
-        hidden, unsure = None, None
-        if prediction is not None:
-            x = prediction.image28.reshape(1, -1)
-            h1, h2 = clf.model.hidden(x)
-            hidden = (h1[0], h2[0])
+        hidden, unsure, hidden_us = None, None, float("nan")
+        if prediction is not None and prediction.h1 is not None and prediction.h2 is not None:
+            # the kernel's own activations, for the panel and for the detector alike
+            hidden, hidden_us = (prediction.h1, prediction.h2), prediction.hidden_us
             if self._detector is not None:  # after the timed pass: its cost is not in the figures
-                unsure = bool(self._detector.unsure(clf.model, x)[0])
+                x = prediction.image28.reshape(1, -1)
+                unsure = bool(self._detector.unsure(clf.model, x, (hidden[0][None], hidden[1][None]))[0])
         layer_us = clf.layer_times() if prediction is not None else ()
-        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden, layer_us, unsure)
+        return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden=hidden, layer_us=layer_us,
+                      hidden_us=hidden_us, unsure=unsure)
 
     def _warmup(self, req: Request, clf: Classifier) -> int:
         if not req.warm:

@@ -165,8 +165,8 @@ void Mlp::release() noexcept {
                     &scratch_partials_, &scratch_counters_, &x8_})
         b->release();
     pool_.reset();  // (its helpers are idle: stage_chunked waits for them)
-    if (graph_) cudaGraphExecDestroy(graph_);
-    graph_ = nullptr;
+    for (auto& g : graphs_) cudaGraphExecDestroy(g.exec);
+    graphs_.clear();
     for (auto* b : {&in_, &out_, &in8_, &hid_}) b->release();
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
@@ -344,12 +344,24 @@ void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     if (req.hidden) enqueue_hidden_out(batch, req.hidden);
 }
 
-void Mlp::capture_fused(FusedKind kind, int batch, Request req) {
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the old graph may still be finishing
-    if (graph_) {
-        CUDA_CHECK(cudaGraphExecDestroy(graph_));
-        graph_ = nullptr;
+cudaGraphExec_t Mlp::fused_graph(FusedKind kind, int batch, Request req) {
+    const GraphKey key = fused_key(kind, batch, req);
+    for (size_t i = 0; i < graphs_.size(); ++i)
+        if (graphs_[i].key == key) {
+            std::rotate(graphs_.begin(), graphs_.begin() + i, graphs_.begin() + i + 1);  // most recent first
+            return graphs_[0].exec;
+        }
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // a graph to be dropped may still be finishing
+    if (graphs_.size() == kGraphs) {
+        CUDA_CHECK(cudaGraphExecDestroy(graphs_.back().exec));
+        graphs_.pop_back();
     }
+    cudaGraphExec_t exec = capture_fused(kind, batch, req);
+    graphs_.insert(graphs_.begin(), CachedGraph{key, exec});
+    return exec;
+}
+
+cudaGraphExec_t Mlp::capture_fused(FusedKind kind, int batch, Request req) {
     // Relaxed: the first launch of a kernel configures it (cudaFuncSetAttribute) inside the capture.
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
     cudaGraph_t g = nullptr;
@@ -362,11 +374,11 @@ void Mlp::capture_fused(FusedKind kind, int batch, Request req) {
         throw;
     }
     CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
-    const cudaError_t err = cudaGraphInstantiate(&graph_, g, 0);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
     cudaGraphDestroy(g);
-    if (err != cudaSuccess) graph_ = nullptr;
     CUDA_CHECK(err);
-    graph_key_ = fused_key(kind, batch, req);
+    return exec;
 }
 
 // What the host writes into the mapped output before a launch and spins on: a NaN with
@@ -411,11 +423,11 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
     if (chunked) stage_chunked(static_cast<const float*>(x), in_bytes);  // queued ahead of the graph or the layers
     else std::memcpy(req.u8 ? in8_.ptr : in_.ptr, x, in_bytes);  // pinned staging: read mapped or copied to the device
     if (fused) {
-        if (!graph_ || !(fused_key(kind, batch, req) == graph_key_)) capture_fused(kind, batch, req);
+        cudaGraphExec_t graph = fused_graph(kind, batch, req);
         // the graph (its key holds this policy) writes `out` mapped; hidden layers come by copies: wait for the stream
         spin = mapped_out(batch) && req.hidden == 0;
         if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
-        CUDA_CHECK(cudaGraphLaunch(graph_, stream_));
+        CUDA_CHECK(cudaGraphLaunch(graph, stream_));
     } else {
         if (req.u8) {
             if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, in_bytes, false, stream_);

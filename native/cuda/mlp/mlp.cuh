@@ -253,7 +253,7 @@ class Mlp {
     void forward_layered(const std::string& kernel, int batch);
     GraphKey fused_key(FusedKind kind, int batch, Request req) const;
     void enqueue_fused(FusedKind kind, int batch, Request req);  // copy in (+ hand-off), start, kernel, stop, copy out
-    void capture_fused(FusedKind kind, int batch, Request req);
+    cudaGraphExec_t capture_fused(FusedKind kind, int batch, Request req);
     void enqueue_u8_in(int batch);                       // 8-bit x -> x_ as floats (after the start event)
     void enqueue_hidden_out(int batch, int hidden);      // h1_ / h2_ -> hid_ (pinned)
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
@@ -284,10 +284,18 @@ class Mlp {
     // stop event and copy-out. The events then bracket the
     // kernel on the GPU; launched one call at a time, the start event ran while
     // the host was still inside the launch call, so kernel_us also counted the
-    // host's launch overhead (~5 us). The last capture is kept and replayed
-    // while its key holds (the app's case: same kernel and batch every frame).
-    cudaGraphExec_t graph_ = nullptr;
-    GraphKey graph_key_;
+    // host's launch overhead (~5 us). The last kGraphs captures are kept, most
+    // recent first, and replayed while a key holds (the app's case: same kernel
+    // and batch every frame, a plain call and one asking for the hidden layers;
+    // with one graph kept, alternating the two recaptured each call, ~20 ms).
+    // A kept key's buffers are still its own: buffers only grow, and its batch is in it.
+    static constexpr size_t kGraphs = 4;
+    struct CachedGraph {
+        GraphKey key;
+        cudaGraphExec_t exec = nullptr;
+    };
+    std::vector<CachedGraph> graphs_;
+    cudaGraphExec_t fused_graph(FusedKind kind, int batch, Request req);  // kept, or captured now
     int capacity_ = 0;
     size_t scratch_floats_ = 0;
     int scratch_counters_n_ = 0;
