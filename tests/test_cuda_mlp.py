@@ -231,9 +231,154 @@ def test_u8_and_hidden_arguments_checked(cuda_mod, rng):
         mlp.forward(np.zeros((2, 784), np.float32), out, h1=both, h2=both)
 
 
+RESIDENT = "cuda.mlp_resident"
+
+
+def test_resident_matches_float64_and_fused(cuda_mod, rng):
+    """The persistent kernel (8 rows per request: larger batches go as several), against float64
+    and beside cuda.mlp_fused: probabilities, its own hidden layers, 8-bit input; NaN pixels."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    try:
+        for batch in (1, 2, 7, 8, 9, 17, 300):
+            x = _inputs(rng, batch)
+            fused = np.full((batch, 10), np.nan, dtype=np.float32)
+            mlp.forward(x, fused, "cuda.mlp_fused")
+            out = np.full((batch, 10), np.nan, dtype=np.float32)
+            e_us = mlp.forward(x, out, RESIDENT)
+            assert mlp.resident_running and e_us > 0 and mlp.kernel_us() > 0
+            assert_agrees(out, model, x, "fp32", f"resident batch {batch}")
+            assert (np.abs(out - fused) <= 2 * mlp_bound(model.weights, x, "fp32").prob_bound).all()
+            h1, h2 = np.full((batch, 100), np.nan, np.float32), np.full((batch, 100), np.nan, np.float32)
+            mlp.forward(x, out, RESIDENT, h1=h1, h2=h2)
+            assert_hidden_agrees(h1, h2, model.weights, x, "fp32", f"resident batch {batch}")
+            x8 = (x * 255).round().astype(np.uint8)
+            mlp.forward_u8(x8, out, RESIDENT)
+            assert_agrees(out, model, x8.astype(np.float32) * np.float32(1 / 255), "fp32", f"resident u8 {batch}")
+        x = _inputs(rng, 3)
+        x[1, 300] = np.nan
+        out = np.zeros((3, 10), np.float32)
+        mlp.forward(x, out, RESIDENT)
+        assert np.isnan(out[1]).all() and not np.isnan(out[[0, 2]]).any()
+    finally:
+        mlp.resident_stop()
+    assert not mlp.resident_running
+
+
+def test_resident_with_non_finite_weights_skips_no_rows(cuda_mod, rng):
+    """0 * Inf is NaN: with an Inf in W1 the kernel must not skip zero pixels (as cpu.mlp_sparse)."""
+    model = random_model(rng)
+    w1 = model.weights["W1"].copy()
+    w1[5, 3] = np.inf
+    model.weights["W1"] = w1
+    mlp = _mlp(cuda_mod, model)
+    try:
+        x = _inputs(rng, 2)
+        x[:, 5] = 0.0
+        out = np.zeros((2, 10), np.float32)
+        mlp.forward(x, out, RESIDENT)
+        ref = np.zeros_like(out)
+        mlp.forward(x, ref, "cuda.mlp_fused")
+        np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+        assert np.isnan(out).all()
+    finally:
+        mlp.resident_stop()
+
+
+def test_resident_start_stop_restart(cuda_mod, rng):
+    """Twenty start / answer / stop cycles on one object; stop is idempotent; the fused path and
+    buffer growth in between (the object stops its kernel before it frees anything)."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    x = _inputs(rng, 1)
+    for i in range(20):
+        mlp.resident_start()
+        mlp.resident_start()  # already running: nothing happens
+        assert mlp.resident_running
+        out = np.full((1, 10), np.nan, dtype=np.float32)
+        mlp.forward(x, out, RESIDENT)
+        assert_agrees(out, model, x, "fp32", f"cycle {i}")
+        if i % 5 == 4:  # another kernel at a new batch: buffers grow, which stops the resident kernel first
+            big = _inputs(rng, 64 * (i + 1))
+            mlp.forward(big, np.zeros((len(big), 10), np.float32), "cuda.mlp_fused")
+            assert not mlp.resident_running
+        mlp.resident_stop()
+        mlp.resident_stop()
+        assert not mlp.resident_running
+    with pytest.raises(ValueError, match="timeout_s"):
+        mlp.resident_stop(0.0)
+
+
+def test_resident_leaves_the_gpu_to_other_work(cuda_mod, rng):
+    """While one object's persistent kernel holds its SM, another object's fused kernels and the
+    GEMM rungs still run (their buffers set up before: see mlp.cuh on frees), and both answer right."""
+    from gemmpad.gemm import gemm
+
+    model = random_model(rng)
+    a, b = _mlp(cuda_mod, model), _mlp(cuda_mod, model)
+    xs = {n: _inputs(rng, n) for n in (1, 300)}
+    outs = {n: np.zeros((n, 10), np.float32) for n in xs}
+    for n, x in xs.items():  # set-up first
+        b.forward(x, outs[n], "cuda.mlp_fused")
+    rung = _rungs()[-1]
+    m1 = rng.standard_normal((64, 96)).astype(np.float32)
+    m2 = rng.standard_normal((96, 80)).astype(np.float32)
+    gemm(m1, m2, kernel=rung)
+    a.resident_start()
+    try:
+        for _ in range(5):
+            for n, x in xs.items():
+                b.forward(x, outs[n], "cuda.mlp_fused")
+                assert_agrees(outs[n], model, x, "fp32", f"fused batch {n} beside the resident kernel")
+                mine = np.zeros((1, 10), np.float32)
+                a.forward(x[:1], mine, RESIDENT)
+                assert_agrees(mine, model, x[:1], "fp32", "resident beside fused")
+            c = gemm(m1, m2, kernel=rung)
+            assert np.allclose(c, m1.astype(np.float64) @ m2, rtol=1e-2, atol=1e-2)
+        assert a.resident_running
+    finally:
+        a.resident_stop()
+
+
+def test_resident_stops_when_the_object_goes():
+    """Deleting an Mlp whose persistent kernel runs stops it: a device-wide synchronisation
+    afterwards returns (it would wait forever for a kernel left running). In a child with a
+    timeout, so that a regression fails instead of hanging the suite."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    import gemmpad
+
+    script = textwrap.dedent("""
+        import gc
+        import numpy as np
+        from gemmpad import native
+        cuda = native.cuda()
+        rng = np.random.default_rng(0)
+        w = [rng.standard_normal(s).astype(np.float32) * 0.1
+             for s in ((784, 100), (100,), (100, 100), (100,), (100, 10), (10,))]
+        mlp = cuda.Mlp(*w)
+        out = np.zeros((1, 10), np.float32)
+        mlp.forward(rng.random((1, 784), dtype=np.float32), out, "cuda.mlp_resident")
+        assert mlp.resident_running
+        del mlp
+        gc.collect()
+        name = cuda.kernels()[0]["name"]
+        cuda.bench_gemm(name, 64, 64, 64, reps=1, warmup=0, flush_l2=False)  # cudaDeviceSynchronize inside
+        print("ok")
+    """)
+    env = {**os.environ, "PYTHONPATH": str(Path(gemmpad.__file__).resolve().parents[1])}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["ok"]
+
+
 def test_kernel_list(cuda_mod):
     names = [k["name"] for k in cuda_mod.mlp_kernels()]
-    assert names == ["cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32", "cuda.mlp_fused"]
+    assert names == ["cuda.mlp_fused_3xtf32", "cuda.mlp_fused_tf32", "cuda.mlp_fused", RESIDENT]
     assert {k["name"]: k["precision"] for k in cuda_mod.mlp_kernels()}["cuda.mlp_fused"] == "fp32"
 
 

@@ -26,6 +26,9 @@ from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, Input
 from gemmpad.model import LAYERS, Model, load_model
 
 BACKENDS = backends.NAMES  # the one list of backends: gemmpad.backends
+# The GPU's persistent batch-1 kernel: started by configure() when chosen, stopped when left or
+# by close() (native/cuda/mlp/resident.cu).
+RESIDENT = "cuda.mlp_resident"
 DEFAULT_KERNELS = {b.name: b.default_kernel for b in backends.BACKENDS}
 HISTORY = 1000  # calls kept for stats() and history()
 # classify(hidden=True) measures the cost of the hidden layers with a second pass; for calls
@@ -185,6 +188,10 @@ class Classifier:
         name = self._resolve_kernel(new_backend, kernel)
         if new_backend not in self._native:
             self._native[new_backend] = backends.BY_NAME[new_backend].make(self.model, self._weights)
+        if name != RESIDENT:
+            self._stop_resident()  # leaving it (or never on it): its kernel must not hold an SM for nothing
+        else:  # started here, so that the first call is not the one that pays for the start
+            cast(Any, self._native[new_backend]).resident_start()
         self.backend, self.kernel = new_backend, name
         self._timings.clear()
         self._last_timing = None
@@ -206,6 +213,17 @@ class Classifier:
                                f"are sized for 100-unit layers); this model is {shape}: choose a layer-by-layer "
                                f"kernel ({', '.join(names[-2:])}, ...)")
         raise GemmpadError(f"kernel {kernel!r} is not available on backend {backend!r}; choose one of {', '.join(names)}")
+
+    def close(self) -> None:
+        """Stop what runs between calls: cuda.mlp_resident's persistent kernel (deleting the
+        Classifier stops it too, when its GPU runner goes). Safe to call more than once; the
+        Classifier stays usable (configure or the next resident call starts it again)."""
+        self._stop_resident()
+
+    def _stop_resident(self) -> None:
+        for runner in self._native.values():
+            if getattr(runner, "resident_running", False):
+                cast(Any, runner).resident_stop()  # CudaError (one line) if it does not stop in time
 
     # ---------------------------------------------------------------- inference
     def predict(self, x: np.ndarray, warmup: int = 0) -> np.ndarray:

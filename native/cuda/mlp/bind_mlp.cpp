@@ -118,6 +118,26 @@ void bind_mlp(py::module_& m) {
             "call after a forward() waits for its stop event.")
         .def_property_readonly("device_bytes", &Mlp::device_bytes, "Device memory this object holds.")
         .def(
+            "resident_start",
+            [](Mlp& self) {
+                py::gil_scoped_release nogil;
+                self.resident_start();
+            },
+            "Start cuda.mlp_resident's persistent kernel (one block on one SM, its own stream, polling mapped host "
+            "memory); forward() with that kernel starts it too. No host thread spins while it waits.")
+        .def(
+            "resident_stop",
+            [](Mlp& self, double timeout_s) {
+                if (!(timeout_s > 0.0)) throw std::invalid_argument("timeout_s must be > 0");
+                py::gil_scoped_release nogil;
+                self.resident_stop(timeout_s);
+            },
+            py::arg("timeout_s") = 2.0,
+            "Stop the persistent kernel: set its stop flag and wait for it up to timeout_s (gemmpad.errors.CudaError "
+            "on timeout, never a hang). Idempotent; deleting the Mlp stops it too.")
+        .def_property_readonly("resident_running", &Mlp::resident_running,
+                               "Whether cuda.mlp_resident's persistent kernel is running.")
+        .def(
             "set_staging",
             [](Mlp& self, size_t min_bytes, size_t chunk_bytes, int threads) {
                 self.set_staging({min_bytes, chunk_bytes, threads});

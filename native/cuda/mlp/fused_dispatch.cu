@@ -1,6 +1,7 @@
 // How a fused MLP call is run: the registry of whole-network kernels (each registers itself
 // with GEMMPAD_REGISTER_FUSED, as GEMM rungs do with GEMMPAD_REGISTER_CUDA), the plan each picks
 // per batch (design, tile rows, engine) and the launch of that plan.
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,7 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
 #ifdef GEMMPAD_MLP_PROBE
     if (g_plan_override_set) return g_plan_override;
 #endif
+    if (kind == FusedKind::Resident) throw std::logic_error("cuda.mlp_resident has no launch plan (resident.cu)");
     constexpr int kRowsFrom = 1024, kRowsFromTf32 = 384;  // batches from here run the row-block kernel
     const Engine tc = kind == FusedKind::Tf32 ? Engine::Tf32 : Engine::Tf32x3;
     FusedPlan p;

@@ -30,6 +30,9 @@ struct MlpKernelInfo {
     std::string name, precision, summary, source;
 };
 const std::vector<MlpKernelInfo>& mlp_kernel_list();
+// The persistent batch-1 kernel (resident.cu, registered as FusedKind::Resident, which has no
+// plan: Mlp::forward runs it by this name, starting it on first use).
+inline constexpr const char* kResidentName = "cuda.mlp_resident";
 
 // Weights as the fused kernels read them, uploaded once by Mlp: fp32, widths
 // zero-padded to 112 / 16, the matrices the tensor cores multiply by stored in
@@ -70,8 +73,9 @@ enum class Engine { Fma, Tf32x3, Tf32 };
 // What a whole-network kernel computes with, which fused_plan turns into a design per batch:
 //   Fp32    (cuda.mlp_fused):        CUDA-core FMAs for a few rows, 3xTF32 tensor cores beyond;
 //   Tf32    (cuda.mlp_fused_tf32):   one tf32 pass on tensor cores wherever they pay;
-//   Fp32Tc  (cuda.mlp_fused_3xtf32): 3xTF32 tensor cores at every batch (also batch 1).
-enum class FusedKind { Fp32, Tf32, Fp32Tc };
+//   Fp32Tc  (cuda.mlp_fused_3xtf32): 3xTF32 tensor cores at every batch (also batch 1);
+//   Resident (cuda.mlp_resident): not a launch at all, resident.cu's persistent kernel.
+enum class FusedKind { Fp32, Tf32, Fp32Tc, Resident };
 bool fused_kind(const std::string& name, FusedKind& kind);  // false for names no variant registered
 
 // A whole-network kernel registers itself (fused_dispatch.cu keeps the list), as GEMM rungs do:
@@ -163,6 +167,7 @@ struct PinnedBuffer {
 };
 
 class StagingPool;  // staging.cuh
+class Resident;     // resident.cuh
 
 // Host arrays [batch, 100] that receive the post-ReLU hidden activations the kernel itself
 // computed (nullptr: not asked). The fused kernels store them from the values they hold for
@@ -199,6 +204,15 @@ class Mlp {
 
     // Device bytes this object holds (for the soak test: must stop growing).
     size_t device_bytes() const;
+
+    // cuda.mlp_resident (resident.cuh): start its persistent kernel now (forward() with that
+    // name starts it too), stop it (waits up to timeout_s, else CudaError; idempotent), and
+    // whether it runs. While it runs, a device-wide synchronisation (cudaDeviceSynchronize, or
+    // a cudaFree the driver turns into one) would wait for it forever: this object stops it
+    // before it frees or grows any buffer, and the Classifier stops it when switching away.
+    void resident_start();
+    void resident_stop(double timeout_s);
+    bool resident_running() const;
 
     // How a fused call moves data (the defaults are the measured best; probe builds,
     // -DGEMMPAD_MLP_PROBE, can change them with set_io_policy to time the alternatives):
@@ -261,6 +275,10 @@ class Mlp {
     bool staged(int batch) const;                       // whether forward() stages this batch in chunks
     void stage_chunked(const float* x, size_t bytes);   // x -> pinned staging -> x_, chunk by chunk
     std::unique_ptr<StagingPool> pool_;                // stage_chunked's helper threads
+    double run_resident(const void* x, float* out, int batch, Request req, Hidden hidden);
+    std::unique_ptr<Resident> resident_;  // running while set
+    bool w1_finite_ = true;               // the resident kernel may skip zero pixels
+    std::vector<float> u8_rows_;          // 8-bit input as floats, for the resident kernel
 
     cudaStream_t stream_ = nullptr;
     cudaEvent_t start_ = nullptr, stop_ = nullptr;

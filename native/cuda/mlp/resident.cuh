@@ -1,0 +1,72 @@
+// cuda.mlp_resident: a persistent kernel that holds the network on one SM and waits for requests
+// in mapped pinned host memory, so that a batch-1 forward pass costs no launch: the host writes
+// the input and bumps a sequence number, the kernel (polling that word over PCIe) computes and
+// writes the probabilities back, then bumps its own counter, which the host spins on.
+// No pybind11 here: mlp.cu owns a Resident per Mlp and bind_mlp.cpp exposes it.
+#pragma once
+
+#include <cstdint>
+
+#include "mlp.cuh"
+
+namespace gemmpad::cuda {
+
+// Rows one request carries: Mlp::forward sends larger batches as several requests.
+inline constexpr int kResidentRows = 8;
+
+// Host <-> kernel mailbox, one mapped pinned allocation. The host writes `x`, `rows`, `hidden`,
+// then `request` (a release store: x86 keeps its stores in order); the kernel reads `request`
+// with ld.acquire.sys, everything else uncached (ld.cv: L1 does not see host writes), answers,
+// then stores `done` = request behind a system-scope fence. Control words sit on their own
+// 128-byte lines so the kernel's polling and the host's spinning touch one line each.
+struct ResidentMailbox {
+    // written by the host
+    alignas(128) uint32_t request;  // sequence number of the newest request (0: none yet)
+    uint32_t stop;                  // nonzero: the kernel returns
+    uint32_t rows;                  // rows in this request, 1..kResidentRows
+    uint32_t hidden;                // nonzero: also write h1 and h2
+    // written by the kernel
+    alignas(128) uint32_t done;     // sequence number of the newest request answered
+    uint32_t pad_;
+    uint64_t gpu_ns;                // globaltimer span of that request: request seen to answer written
+    alignas(128) float x[kResidentRows * kIn];
+    float probs[kResidentRows * kOut];
+    float h1[kResidentRows * kHidden];
+    float h2[kResidentRows * kHidden];
+};
+
+class Resident {
+  public:
+    // Device weights as the GPU Mlp holds them (they must outlive this object): W1 [784][100]
+    // row-major, W2 [112][112] and W3 [112][16] padded, biases padded to 112 / 112 / 16.
+    // skip_zeros: W1 is all finite, so zero pixels may be skipped. The kernel starts at once on
+    // its own non-blocking stream, so other work on the GPU is never queued behind it.
+    Resident(const float* w1, const float* w2, const float* w3, const float* b1, const float* b2, const float* b3,
+             bool skip_zeros);
+    // Stops the kernel (stop(), errors swallowed: a destructor must not throw).
+    ~Resident();
+    Resident(const Resident&) = delete;
+    Resident& operator=(const Resident&) = delete;
+
+    // out [batch, 10] (h1 / h2 [batch, 100] where not null) for host x [batch, 784], in requests
+    // of up to kResidentRows rows. Spins briefly, then yields, until each is answered; throws
+    // CudaError after `timeout_s` without an answer (or when the kernel has died). Returns the
+    // sum of the requests' GPU spans in microseconds.
+    double forward(const float* x, float* out, int batch, float* h1, float* h2, double timeout_s = 2.0);
+    // Sets the stop flag and waits (polling the stream) up to `timeout_s` for the kernel to
+    // return; CudaError on timeout, after which the mailbox is left allocated (the kernel may
+    // still read it). Idempotent.
+    void stop(double timeout_s = 2.0);
+    bool running() const { return running_; }
+
+  private:
+    void check_alive(const char* waiting_for);  // throws if the kernel has ended or failed
+    cudaStream_t stream_ = nullptr;
+    ResidentMailbox* box_ = nullptr;  // host address
+    ResidentMailbox* dbox_ = nullptr;  // the same, as the kernel sees it
+    uint32_t seq_ = 0;
+    bool running_ = false;
+    bool abandoned_ = false;  // stop() timed out: never free the mailbox
+};
+
+}  // namespace gemmpad::cuda
