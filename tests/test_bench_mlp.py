@@ -26,6 +26,22 @@ def test_bench_mlp_numpy(monkeypatch, capsys, tmp_path):
     assert (tmp_path / "bench-mlp.png").stat().st_size > 0
 
 
+def test_bench_mlp_times_the_8bit_path_of_the_native_backends(monkeypatch, capsys, tmp_path):
+    """The CPU's default kernel is also timed from uint8 pixels (row "<kernel> · uint8", sweep series
+    "cpu uint8"), checked first against float64 on the floats it reads (x / 255)."""
+    from gemmpad.engine import available_backends
+
+    if available_backends()["cpu"]:
+        pytest.skip(available_backends()["cpu"])
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "cpu.mlp_sparse", "--batches", "3",
+                           "--sweep", "1", "--budget-s", "0.01", "--out", str(tmp_path))
+    assert rc == 0, out
+    data = json.loads((tmp_path / "bench-mlp.json").read_text())
+    (row,) = [r for r in data["results"] if r["kernel"] == "cpu.mlp_sparse · uint8"]
+    assert row["correct"] and row["input"] == "uint8" and row["kernel_us"] > 0 and row["batch"] == 3
+    assert {r["backend"] for r in data["sweep"]} >= {"cpu", "cpu uint8"}
+
+
 def test_bench_mlp_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
     from gemmpad.engine import Classifier
 
@@ -39,12 +55,15 @@ def test_bench_mlp_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
 
 @pytest.mark.gpu
 def test_bench_mlp_gpu(monkeypatch, capsys, tmp_path):
-    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "cuda.mlp_fused", "cuda.01_naive", "--batches", "1", "300",
-                 "--sweep", "--budget-s", "0.02", "--out", str(tmp_path))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "cuda.mlp_fused", "cuda.01_naive",
+                           "cuda.mlp_resident", "--batches", "1", "300", "--sweep", "1", "64", "--budget-s", "0.02",
+                           "--out", str(tmp_path))
     assert rc == 0
     data = json.loads((tmp_path / "bench-mlp.json").read_text())
     kinds = {(r["kernel"], r["batch"]) for r in data["results"] if r.get("kernel_us", 0) > 0}
-    assert {("cuda.mlp_fused", 1), ("cuda.01_naive", 300)} <= kinds
+    assert {("cuda.mlp_fused", 1), ("cuda.01_naive", 300), ("cuda.mlp_fused · uint8", 300),
+            ("cuda.mlp_resident", 1), ("cuda.mlp_resident", 300)} <= kinds
+    assert {("cuda uint8", 64), ("cpu uint8", 64), ("cuda", 64)} <= {(r["backend"], r["batch"]) for r in data["sweep"]}
     assert data["machine"]["cuda"]["available"]
 
 

@@ -3,6 +3,10 @@ batch sizes, against torch eager, torch replayed from a CUDA graph and NumPy,
 each result checked against float64 before it is timed (within its precision's
 bound, gemmpad.precision), and each kernel's agreement with fp32 on the 10,000
 MNIST test digits; then a CPU-vs-GPU batch sweep and, with --soak, a memory soak.
+The native backends' default kernels are also timed on 8-bit input (uint8 pixels, what the
+canvas and MNIST are: a quarter of the bytes to move; on the GPU the floats are made there),
+as rows "<kernel> · uint8" and sweep series "<backend> uint8". cuda.mlp_resident (the
+persistent batch-1 kernel) is timed like any kernel: its kernel time is its own GPU span.
 
 Kernel time is what `Classifier.last_timing` reports (CUDA events around the
 forward pass on the GPU); end to end is the wall clock from the input array to
@@ -64,6 +68,14 @@ def _bench_model(path: str | None) -> tuple[Any, str]:
         scale = np.sqrt(2.0 / shape[0]) if len(shape) == 2 else 0.1
         w[name] = rng.normal(0.0, scale, shape).astype(np.float32)
     return Model(weights=w), "random weights (no model file found)"
+
+
+U8_BACKENDS = ("cpu", "cuda")  # backends with a native 8-bit input path (NumPy's would be a Python cast)
+
+
+def as_pixels(x: np.ndarray) -> np.ndarray:
+    """x in [0, 1] as uint8 pixels, and the floats the 8-bit path reads them as (x * float32(1/255))."""
+    return np.round(np.clip(x, 0.0, 1.0) * 255).astype(np.uint8)
 
 
 def digit_like(rng: np.random.Generator, batch: int) -> np.ndarray:
@@ -202,8 +214,42 @@ def soak(clf: Any, calls: int, rng: np.random.Generator) -> dict[str, Any]:
             "gpu_used_growth_kb": (gpu0 - gpu1) / 1024 if cuda_mod else None}
 
 
+def _measure(clf: Any, model: Any, backend: str, label: str, precision: str, x: np.ndarray, batch: int,
+             agrees: float | None, budget_s: float) -> tuple[dict[str, Any], bool]:
+    """One result row: x checked against float64 within the precision's bound (uint8 x: on the
+    floats the 8-bit path reads), then timed if right. Returns (row, right)."""
+    probs = clf.predict(x)
+    xf = x.astype(np.float32) * np.float32(1.0 / 255.0) if x.dtype == np.uint8 else x
+    bound = mlp_bound(model.weights, xf, precision)
+    ref = bound.probs
+    err = float(np.max(np.abs(probs - ref)) / np.max(np.abs(ref)))
+    ratio = bound.ratio(probs)
+    ok = ratio <= 1.0 and bound.argmax_broken(probs) == 0
+    row = {"backend": backend, "kernel": label, "precision": precision, "batch": batch,
+           "max_rel_error": err, "error_vs_bound": ratio,
+           "same_argmax": bool(np.all(np.argmax(probs, 1) == np.argmax(ref, 1))),
+           "agrees_with_fp32": agrees, "correct": ok}
+    if x.dtype == np.uint8:
+        row["input"] = "uint8"
+    if not ok:
+        print(f"  {label} batch {batch}: WRONG (error {ratio:.3g}x its {precision} bound, "
+              f"{bound.argmax_broken(probs)} digits the bound decides read otherwise)", flush=True)
+        return row, False
+
+    def call() -> tuple[float, float]:
+        clf.predict(x)
+        t = clf.last_timing
+        return t.kernel_us, t.end_to_end_us
+
+    k_us, e_us, reps = time_calls(call, budget_s)
+    row.update(kernel_us=k_us, e2e_us=e_us, reps=reps)
+    agree = f"  agrees with fp32 {100 * agrees:6.2f} %" if agrees is not None else ""
+    print(f"  {label:<28} batch {batch:>5}: kernel {k_us:10.2f} us  end-to-end {e_us:10.2f} us{agree}", flush=True)
+    return row, True
+
+
 def run(args: argparse.Namespace) -> int:
-    from gemmpad.engine import BACKENDS, Classifier, available_backends
+    from gemmpad.engine import BACKENDS, DEFAULT_KERNELS, Classifier, available_backends
 
     model, model_name = _bench_model(args.model)
     avail = available_backends()
@@ -211,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     failures = 0
     inputs = {b: digit_like(rng, b) for b in sorted(set(args.batches) | set(args.sweep or []))}
+    pixels = {b: as_pixels(x) for b, x in inputs.items()}
     digits, digits_note = mnist_digits(args.data)
     digits_ref = model.forward(digits.astype(np.float64)) if digits is not None else None
     print(f"MLP benchmark ({model_name}); backends: "
@@ -225,36 +272,14 @@ def run(args: argparse.Namespace) -> int:
             precision = "fp32" if backend == "numpy" else registry.get(kernel).precision
             agrees = (argmax_agreement(_predict_all(clf, digits), digits_ref)
                       if digits is not None and digits_ref is not None else None)
+            u8 = backend in U8_BACKENDS and kernel == DEFAULT_KERNELS[backend]
             for batch in args.batches:
-                x = inputs[batch]
-                probs = clf.predict(x)
-                bound = mlp_bound(model.weights, x, precision)
-                ref = bound.probs
-                err = float(np.max(np.abs(probs - ref)) / np.max(np.abs(ref)))
-                ratio = bound.ratio(probs)
-                ok = ratio <= 1.0 and bound.argmax_broken(probs) == 0
-                row = {"backend": backend, "kernel": kernel, "precision": precision, "batch": batch,
-                       "max_rel_error": err, "error_vs_bound": ratio,
-                       "same_argmax": bool(np.all(np.argmax(probs, 1) == np.argmax(ref, 1))),
-                       "agrees_with_fp32": agrees, "correct": ok}
-                if not ok:
-                    failures += 1
-                    print(f"  {kernel} batch {batch}: WRONG (error {ratio:.3g}x its {precision} bound, "
-                          f"{bound.argmax_broken(probs)} digits the bound decides read otherwise)", flush=True)
+                for label, x in ((kernel, inputs[batch]),) + (((f"{kernel} · uint8", pixels[batch]),) if u8 else ()):
+                    row, ok = _measure(clf, model, backend, label, precision, x, batch, agrees, args.budget_s)
                     rows.append(row)
-                    continue
-
-                def call(x: np.ndarray = x) -> tuple[float, float]:
-                    clf.predict(x)
-                    t = clf.last_timing
-                    return t.kernel_us, t.end_to_end_us
-
-                k_us, e_us, reps = time_calls(call, args.budget_s)
-                row.update(kernel_us=k_us, e2e_us=e_us, reps=reps)
-                rows.append(row)
-                agree = f"  agrees with fp32 {100 * agrees:6.2f} %" if agrees is not None else ""
-                print(f"  {kernel:<28} batch {batch:>5}: kernel {k_us:10.2f} us  end-to-end {e_us:10.2f} us{agree}",
-                      flush=True)
+                    failures += not ok
+    if clf is not None:
+        clf.close()  # cuda.mlp_resident's kernel must not hold its SM (nor block a sync) through what follows
     torch_version = ""
     if not avail["cuda"]:
         try:
@@ -270,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
                                  "kernel_us": k_us, "e2e_us": e_us, "reps": reps, "correct": True})
                     print(f"  {label:<28} batch {batch:>5}: kernel {k_us:10.2f} us  end-to-end {e_us:10.2f} us",
                           flush=True)
-    sweep = _sweep(model, usable, inputs, args) if args.sweep else []
+    sweep = _sweep(model, usable, inputs, pixels, args) if args.sweep else []
     soaks = []
     if args.soak > 0:
         for backend in usable:
@@ -297,22 +322,27 @@ def _predict_all(clf: Any, x: np.ndarray, chunk: int = 4096) -> np.ndarray:
     return np.concatenate([clf.predict(x[i:i + chunk]) for i in range(0, len(x), chunk)])
 
 
-def _sweep(model: Any, backends: list[str], inputs: dict[int, np.ndarray], args: argparse.Namespace) -> list[dict]:
-    """End-to-end time per call of each backend's default kernel across batch sizes."""
+def _sweep(model: Any, backends: list[str], inputs: dict[int, np.ndarray], pixels: dict[int, np.ndarray],
+           args: argparse.Namespace) -> list[dict]:
+    """End-to-end time per call of each backend's default kernel across batch sizes; for the
+    native backends also from 8-bit pixels (series "<backend> uint8")."""
     from gemmpad.engine import Classifier
 
     out = []
     for backend in backends:
         clf = Classifier(model, backend=backend)
-        for batch in args.sweep:
-            x = inputs[batch]
+        for series, xs in ((backend, inputs),) + (((f"{backend} uint8", pixels),) if backend in U8_BACKENDS else ()):
+            for batch in args.sweep:
+                x = xs[batch]
 
-            def call(x: np.ndarray = x) -> tuple[float, float]:
-                clf.predict(x)
-                return clf.last_timing.kernel_us, clf.last_timing.end_to_end_us
+                def call(x: np.ndarray = x) -> tuple[float, float]:
+                    clf.predict(x)
+                    return clf.last_timing.kernel_us, clf.last_timing.end_to_end_us
 
-            k_us, e_us, _ = time_calls(call, min(args.budget_s, 0.15))
-            out.append({"backend": backend, "kernel": clf.kernel, "batch": batch, "kernel_us": k_us, "e2e_us": e_us})
+                k_us, e_us, _ = time_calls(call, min(args.budget_s, 0.15))
+                out.append({"backend": series, "kernel": clf.kernel, "batch": batch, "kernel_us": k_us,
+                            "e2e_us": e_us})
+        clf.close()
     return out
 
 
