@@ -211,6 +211,36 @@ def test_live_switching_and_short_names(rng):
     assert_agrees(clf.predict(x), model, x, registry.kernels(device="cuda", kind="gemm")[0].precision, "gemm path")
 
 
+@pytest.mark.gpu
+def test_resident_kernel_follows_the_classifier(rng):
+    """cuda.mlp_resident: configure() starts its persistent kernel, switching away (to another GPU
+    kernel or another backend) stops it, coming back restarts it, close() stops it (twice is fine)."""
+    model = random_model(rng)
+    clf = Classifier(model, backend="cuda")
+    mlp = clf._native["cuda"]
+    x = digit_like(rng, 1)
+    for _ in range(3):
+        clf.configure(kernel="resident")
+        assert clf.kernel == "cuda.mlp_resident" and mlp.resident_running
+        assert_agrees(clf.predict(x), model, x, "fp32", "resident")
+        t = clf.last_timing
+        assert t is not None and 0 < t.kernel_us <= t.end_to_end_us
+        clf.configure(kernel="cuda.mlp_fused")
+        assert not mlp.resident_running
+        clf.configure(kernel="resident")
+        clf.configure("cpu")
+        assert not mlp.resident_running
+        clf.configure("cuda", "resident")
+        p = clf.classify(stroke_image((60, 60), dark_ink=True), hidden=True)
+        assert p is not None and p.h1 is not None and p.hidden_us >= 0
+        clf.close()
+        clf.close()
+        assert not mlp.resident_running
+        assert_agrees(clf.predict(x), model, x, "fp32", "resident after close (restarts)")
+        assert mlp.resident_running
+    clf.close()
+
+
 @pytest.mark.parametrize("backend,kernel,precision", backend_params())
 def test_hidden_layers_come_from_the_kernel(backend, kernel, precision, rng):
     """predict_hidden and classify(hidden=True) hand back the hidden layers the selected kernel

@@ -5,7 +5,10 @@ clusters reading x from mapped host memory by slices, without them from device
 memory; 16-row tensor-core tiles, each with and without clusters; the k-split
 kernel of fused_mlp_ksplit.cu, 16-, 32- and 64-row tiles; the row-block kernel
 of fused_mlp_tc.cu, 16- and 32-row tiles; mapped output up to 64). native/tools/mlp_probe/check.cu runs every variant,
-under compute-sanitizer too.
+under compute-sanitizer too. Each configuration also runs asking for the hidden layers (the
+kernels' own stores of h1/h2) and from uint8 pixels (forward_u8); cuda.mlp_resident's
+persistent kernel is stopped explicitly at the end (a kernel left running at exit would keep
+the sanitizer waiting).
 
     SANITIZE_EXTRA=native/tools/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
 
@@ -33,5 +36,11 @@ for _name in filter(_pattern.search, _names):
             _out = np.full((_batch, 10), np.nan, dtype=np.float32)
             _mlp.forward(_x, _out, _name)
             assert np.all(np.isfinite(_out)), (_name, _batch)
+            _h1, _h2 = np.full((_batch, 100), np.nan, np.float32), np.full((_batch, 100), np.nan, np.float32)
+            _mlp.forward(_x, _out, _name, h1=_h1, h2=_h2)
+            assert np.all(np.isfinite(_h1)) and np.all(np.isfinite(_h2)), (_name, _batch, "hidden")
+            _mlp.forward_u8((_x * 255).astype(np.uint8), _out, _name)
+            assert np.all(np.isfinite(_out)), (_name, _batch, "uint8")
         print("ran Mlp", _name, "clusters" if _cuda.fused_used_clusters() else "", flush=True)
     _cuda.set_fused_clusters(True)
+_mlp.resident_stop()
