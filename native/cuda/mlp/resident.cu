@@ -42,14 +42,9 @@ constexpr size_t kXs = (size_t)kR * kIn, kPart = (size_t)kWarps * kR * kHidden, 
 static_assert(kPart >= (size_t)kGroups * kR * (kHiddenPad + kOutPad), "layers 2-3 reuse layer 1's partials");
 constexpr size_t kSmemFloats = kW2 + kW3 + kB + kXs + kPart + 2 * kH;
 
-__device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
-    uint32_t v;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ uint32_t load_relaxed_sys(const uint32_t* p) {
-    uint32_t v;
-    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+__device__ __forceinline__ uint64_t load_acquire_sys(const uint64_t* p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 __device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
@@ -76,6 +71,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     float* h1s = part + kPart;
     float* h2s = h1s + kH;
     __shared__ uint32_t cmd[3];  // request (0: stop), rows, hidden
+    __shared__ unsigned nz_mask[kChunks];  // layer 1: which pixels of each 32-pixel chunk are visited
+    __shared__ int nz_off[kChunks], nz_total, nz_idx[kIn];
     __shared__ uint64_t t_start;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
@@ -91,20 +88,20 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (tid == 0) {
             unsigned sleep_ns = 0;
             for (;;) {
-                if (load_relaxed_sys(&box->stop)) {
+                const uint64_t v = load_acquire_sys(&box->control);  // one PCIe read per look
+                if (v & kResidentStop) {
                     cmd[0] = 0;
                     break;
                 }
-                const uint32_t r = load_acquire_sys(&box->request);
-                if (r != seen) {
+                if ((uint32_t)v != seen) {
                     t_start = globaltimer();
-                    cmd[0] = r;
-                    cmd[1] = min(max(__ldcv(reinterpret_cast<const int*>(&box->rows)), 1), kR);
-                    cmd[2] = __ldcv(reinterpret_cast<const int*>(&box->hidden));
+                    cmd[0] = (uint32_t)v;
+                    cmd[1] = min(max((int)((v >> 32) & 0xff), 1), kR);
+                    cmd[2] = (v & kResidentHidden) != 0;
                     break;
                 }
                 if (sleep_ns) __nanosleep(sleep_ns);
-                sleep_ns = min(max(2 * sleep_ns, 32u), 512u);  // at most ~0.5 us added to an answer
+                sleep_ns = min(max(2 * sleep_ns, 32u), 256u);  // at most ~0.25 us added to an answer
             }
         }
         __syncthreads();  // also: the previous request's reads of cmd are done (see the end of the loop)
@@ -124,39 +121,64 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncthreads();
 
-        // ---- layer 1: warp w takes 32-pixel chunks w, w + 16; lane l < 25 owns hidden units 4l..4l+3;
-        // only pixels nonzero in some row are visited (NaN counts as nonzero)
+        // ---- layer 1, step 1: the pixels nonzero in some row (NaN counts as nonzero; all of them when
+        // zeros may not be skipped), compacted into nz_idx in order, so that every warp gets an equal
+        // share of W1 rows to read (a digit's ink sits in the middle chunks)
+        for (int c = warp; c < kChunks; c += kWarps) {
+            const int i = 32 * c + lane;
+            bool nz = !skip_zeros && i < kIn;
+            for (int r = 0; r < rows; ++r) nz = nz || (i < kIn && xs[r * kIn + i] != 0.0f);
+            const unsigned mask = __ballot_sync(0xffffffffu, nz);
+            if (lane == 0) nz_mask[c] = mask;
+        }
+        __syncthreads();
+        if (warp == 0) {  // exclusive prefix sum of the chunks' counts
+            const int n = lane < kChunks ? __popc(nz_mask[lane]) : 0;
+            int incl = n;
+#pragma unroll
+            for (int off = 1; off < 32; off *= 2) {
+                const int v = __shfl_up_sync(0xffffffffu, incl, off);
+                if (lane >= off) incl += v;
+            }
+            if (lane < kChunks) nz_off[lane] = incl - n;
+            if (lane == 31) nz_total = incl;
+        }
+        __syncthreads();
+        for (int c = warp; c < kChunks; c += kWarps) {
+            const unsigned mask = nz_mask[c];
+            if (mask >> lane & 1u) nz_idx[nz_off[c] + __popc(mask & ((1u << lane) - 1u))] = 32 * c + lane;
+        }
+        __syncthreads();
+
+        // ---- layer 1, step 2: warp w takes entries w, w + 16, ... of nz_idx, 8 rows of W1 in flight
+        // per step (read-only path: the hot rows stay in L1); lane l < 25 owns hidden units 4l..4l+3
         float4 acc[kR];
 #pragma unroll
         for (int r = 0; r < kR; ++r) acc[r] = make_float4(0.f, 0.f, 0.f, 0.f);
         const bool col_lane = lane < kHidden / 4;
-        for (int c = warp; c < kChunks; c += kWarps) {
-            const int i = 32 * c + lane;
-            bool nz = !skip_zeros && i < kIn;
+        const int n_nz = nz_total;
+        for (int base = warp; base < n_nz; base += 8 * kWarps) {
+            constexpr int kInFlight = 8;
+            int k[kInFlight];
+            float4 wv[kInFlight];
 #pragma unroll
-            for (int r = 0; r < kR; ++r) nz = nz || (i < kIn && xs[r * kIn + i] != 0.0f);
-            unsigned mask = __ballot_sync(0xffffffffu, nz);
-            while (mask) {  // four rows of W1 in flight per step
-                int k[4];
-                float4 wv[4];
+            for (int j = 0; j < kInFlight; ++j) {
+                const int e = base + j * kWarps;
+                k[j] = e < n_nz ? nz_idx[e] : -1;
+                wv[j] = k[j] >= 0 && col_lane ? __ldg(reinterpret_cast<const float4*>(w1 + (size_t)k[j] * kHidden) + lane)
+                                              : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    k[j] = mask ? 32 * c + __ffs(mask) - 1 : -1;
-                    mask &= mask - 1;
-                    wv[j] = k[j] >= 0 && col_lane ? __ldg(reinterpret_cast<const float4*>(w1 + (size_t)k[j] * kHidden) + lane)
-                                                  : make_float4(0.f, 0.f, 0.f, 0.f);
-                }
+            for (int j = 0; j < kInFlight; ++j) {
+                if (k[j] < 0) break;  // warp-uniform
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    if (k[j] < 0) break;  // warp-uniform
-#pragma unroll
-                    for (int r = 0; r < kR; ++r) {
-                        const float xv = xs[r * kIn + k[j]];
-                        acc[r].x = fmaf(xv, wv[j].x, acc[r].x);
-                        acc[r].y = fmaf(xv, wv[j].y, acc[r].y);
-                        acc[r].z = fmaf(xv, wv[j].z, acc[r].z);
-                        acc[r].w = fmaf(xv, wv[j].w, acc[r].w);
-                    }
+                for (int r = 0; r < kR; ++r) {
+                    if (r >= rows) break;  // uniform
+                    const float xv = xs[r * kIn + k[j]];
+                    acc[r].x = fmaf(xv, wv[j].x, acc[r].x);
+                    acc[r].y = fmaf(xv, wv[j].y, acc[r].y);
+                    acc[r].z = fmaf(xv, wv[j].z, acc[r].z);
+                    acc[r].w = fmaf(xv, wv[j].w, acc[r].w);
                 }
             }
         }
@@ -296,7 +318,8 @@ void Resident::check_alive(const char* waiting_for) {
 
 void Resident::stop(double timeout_s) {
     if (!running_) return;
-    __atomic_store_n(&box_->stop, 1u, __ATOMIC_RELEASE);
+    control_ |= kResidentStop;
+    __atomic_store_n(&box_->control, control_, __ATOMIC_RELEASE);
     const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     for (;;) {
         const cudaError_t e = cudaStreamQuery(stream_);
@@ -321,10 +344,9 @@ double Resident::forward(const float* x, float* out, int batch, float* h1, float
     for (int row0 = 0; row0 < batch; row0 += kR) {
         const int rows = std::min(kR, batch - row0);
         std::memcpy(box_->x, x + (size_t)row0 * kIn, (size_t)rows * kIn * sizeof(float));
-        box_->rows = (uint32_t)rows;
-        box_->hidden = h1 || h2 ? 1u : 0u;
         const uint32_t seq = ++seq_ == 0 ? ++seq_ : seq_;  // 0 never names a request
-        __atomic_store_n(&box_->request, seq, __ATOMIC_RELEASE);  // after x, rows, hidden (x86: stores in order)
+        control_ = resident_control(seq, rows, h1 || h2);
+        __atomic_store_n(&box_->control, control_, __ATOMIC_RELEASE);  // after x (x86: stores in order)
         // spin ~20 us (an answer takes a few), then yield the core between looks
         const auto t0 = std::chrono::steady_clock::now();
         const auto spin_end = t0 + std::chrono::microseconds(20);

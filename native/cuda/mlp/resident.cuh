@@ -14,17 +14,16 @@ namespace gemmpad::cuda {
 // Rows one request carries: Mlp::forward sends larger batches as several requests.
 inline constexpr int kResidentRows = 8;
 
-// Host <-> kernel mailbox, one mapped pinned allocation. The host writes `x`, `rows`, `hidden`,
-// then `request` (a release store: x86 keeps its stores in order); the kernel reads `request`
-// with ld.acquire.sys, everything else uncached (ld.cv: L1 does not see host writes), answers,
-// then stores `done` = request behind a system-scope fence. Control words sit on their own
-// 128-byte lines so the kernel's polling and the host's spinning touch one line each.
+// Host <-> kernel mailbox, one mapped pinned allocation. The host writes `x`, then the control
+// word in one 8-byte release store (x86 keeps its stores in order): the request's sequence number
+// with its row count and whether to write the hidden layers, so that the kernel's one poll
+// (ld.acquire.sys of that word over PCIe) brings all it needs to start reading x (uncached, ld.cv:
+// L1 does not see host writes). The kernel answers, then stores `done` = the sequence number
+// behind a system-scope fence. The words sit on their own 128-byte lines so the kernel's polling
+// and the host's spinning touch one line each.
 struct ResidentMailbox {
-    // written by the host
-    alignas(128) uint32_t request;  // sequence number of the newest request (0: none yet)
-    uint32_t stop;                  // nonzero: the kernel returns
-    uint32_t rows;                  // rows in this request, 1..kResidentRows
-    uint32_t hidden;                // nonzero: also write h1 and h2
+    // written by the host: control() below
+    alignas(128) uint64_t control;
     // written by the kernel
     alignas(128) uint32_t done;     // sequence number of the newest request answered
     uint32_t pad_;
@@ -34,6 +33,13 @@ struct ResidentMailbox {
     float h1[kResidentRows * kHidden];
     float h2[kResidentRows * kHidden];
 };
+
+// The control word: bits 0-31 the request's sequence number (0: none yet), 32-39 its rows
+// (1..kResidentRows), bit 40 "also write h1 and h2", bit 63 "stop: return now".
+inline constexpr uint64_t kResidentStop = uint64_t{1} << 63, kResidentHidden = uint64_t{1} << 40;
+inline constexpr uint64_t resident_control(uint32_t seq, int rows, bool hidden) {
+    return seq | (uint64_t)(rows & 0xff) << 32 | (hidden ? kResidentHidden : 0);
+}
 
 class Resident {
   public:
@@ -65,6 +71,7 @@ class Resident {
     ResidentMailbox* box_ = nullptr;  // host address
     ResidentMailbox* dbox_ = nullptr;  // the same, as the kernel sees it
     uint32_t seq_ = 0;
+    uint64_t control_ = 0;  // the last control word written
     bool running_ = false;
     bool abandoned_ = false;  // stop() timed out: never free the mailbox
 };
