@@ -78,7 +78,9 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
 // (NOTES.md).
 // kTma (sm_90): the x tile comes by TMA, one box of BM rows x 116 columns per chunk (tensor map
 // `xmap` over x [batch, 784]; rows past the batch and columns past 784 arrive as zeros).
-template <int BM, Engine E, bool kTma>
+// kHid: a build that also stores the hidden layers (FusedHidden); separate because the stores
+// alone took the tf32 16-row cp.async tile from 92 to 98 registers, 3 blocks per SM to 2.
+template <int BM, Engine E, bool kTma, bool kHid>
 __global__ void __launch_bounds__(kPairs * 32)
     rows_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
                 const __grid_constant__ CUtensorMap xmap, FusedHidden hid) {
@@ -161,7 +163,7 @@ __global__ void __launch_bounds__(kPairs * 32)
     }
     __syncthreads();  // every warp is done with the x tile
     zero(lo);
-    store_relu(tot, lo, w.b1, h1s, kHs, pair, m0, hid.h1, row0, rows);
+    store_relu(tot, lo, w.b1, h1s, kHs, pair, m0, kHid ? hid.h1 : nullptr, row0, rows);
     __syncthreads();
 
     // ---- layer 2 (W2's fragments already in the ring); W3's k-steps for this warp requested first
@@ -173,7 +175,7 @@ __global__ void __launch_bounds__(kPairs * 32)
     zero(lo);
 #pragma unroll
     for (int i = 0; i < kRing; ++i) mma_rows<kMt, E>(hi, lo, h1s, kHs, m0, 8 * i, ring[i]);
-    store_relu(hi, lo, w.b2, h2s, kHs, pair, m0, hid.h2, row0, rows);
+    store_relu(hi, lo, w.b2, h2s, kHs, pair, m0, kHid ? hid.h2 : nullptr, row0, rows);
     __syncthreads();
 
     // ---- layer 3: every warp takes its k-steps of all rows and all 16 (10 live) outputs; partials summed below
@@ -224,13 +226,15 @@ void launch_config(const FusedWeights& w, const float* x, float* out, int batch,
                    const FusedHidden& hid) {
     constexpr int kThreads = kPairs * 32;
     constexpr size_t smem = smem_floats<BM, kPairs, kTma>() * sizeof(float);
-    constexpr auto kernel = rows_kernel<BM, E, kTma>;
+    constexpr auto plain = rows_kernel<BM, E, kTma, false>, hidden = rows_kernel<BM, E, kTma, true>;
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
     if (!configured) {
         require_smem(smem, "cuda.mlp_fused row-block kernel");
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        for (auto k : {plain, hidden})
+            CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;
     }
+    const auto kernel = hid.h1 || hid.h2 ? hidden : plain;
     CUtensorMap map{};
     if constexpr (kTma)  // boxes of BM rows x 116 columns
         map = tensor_map_2d(x, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), batch, kIn, BM, kXt,
@@ -244,7 +248,7 @@ template <Engine E, int BM>
 void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
                  const FusedHidden& hid) {
     if (p.tma_x) {
-        static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, true>));
+        static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, true, false>));
         if (!ok) throw std::invalid_argument("row-block kernel: the x tile by TMA needs sm_90");
         return launch_config<BM, E, true>(w, x, out, batch, stream, hid);
     }
