@@ -311,7 +311,8 @@ def test_resident_start_stop_restart(cuda_mod, rng):
 
 def test_resident_leaves_the_gpu_to_other_work(cuda_mod, rng):
     """While one object's persistent kernel holds its SM, another object's fused kernels and the
-    GEMM rungs still run (their buffers set up before: see mlp.cuh on frees), and both answer right."""
+    GEMM rungs still run (their buffers set up before: frees stop it, resident.cuh), and both
+    answer right."""
     from gemmpad.gemm import gemm
 
     model = random_model(rng)
@@ -320,7 +321,7 @@ def test_resident_leaves_the_gpu_to_other_work(cuda_mod, rng):
     outs = {n: np.zeros((n, 10), np.float32) for n in xs}
     for n, x in xs.items():  # set-up first
         b.forward(x, outs[n], "cuda.mlp_fused")
-    rung = _rungs()[-1]
+    rung = "cuda.06_vectorized"  # an fp32 rung that takes any shape
     m1 = rng.standard_normal((64, 96)).astype(np.float32)
     m2 = rng.standard_normal((96, 80)).astype(np.float32)
     gemm(m1, m2, kernel=rung)
@@ -338,6 +339,29 @@ def test_resident_leaves_the_gpu_to_other_work(cuda_mod, rng):
         assert a.resident_running
     finally:
         a.resident_stop()
+
+
+def test_another_objects_frees_stop_the_resident_kernel_first(cuda_mod, rng):
+    """A free (or pinned allocation) may wait for every kernel on the device, and a resident one
+    never ends: another object growing its buffers, or going, stops it first (no hang), and its
+    own object starts a new one on the next call."""
+    model = random_model(rng)
+    a = _mlp(cuda_mod, model)
+    x = _inputs(rng, 1)
+    out = np.zeros((1, 10), np.float32)
+    a.forward(x, out, RESIDENT)
+    b = _mlp(cuda_mod, model)
+    for batch in (1, 500, 2000):  # b's buffers grow: frees and pinned allocations
+        b.forward(_inputs(rng, batch), np.zeros((batch, 10), np.float32), "cuda.mlp_fused")
+    assert not a.resident_running
+    a.forward(x, out, RESIDENT)
+    assert a.resident_running
+    assert_agrees(out, model, x, "fp32", "resident restarted")
+    del b  # its frees stop a's kernel again
+    assert not a.resident_running
+    a.forward(x, out, RESIDENT)
+    assert_agrees(out, model, x, "fp32", "resident restarted again")
+    a.resident_stop()
 
 
 def test_resident_stops_when_the_object_goes():

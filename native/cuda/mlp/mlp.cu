@@ -27,6 +27,7 @@ void* DeviceBuffer::reserve(size_t want) {
 }
 
 void DeviceBuffer::release() noexcept {
+    if (ptr) stop_all_residents();  // the free may wait for every kernel (resident.cuh)
     if (ptr) cudaFree(ptr);  // best effort: may run while the driver shuts down
     ptr = nullptr;
     bytes = 0;
@@ -35,6 +36,7 @@ void DeviceBuffer::release() noexcept {
 void* PinnedBuffer::reserve(size_t want) {
     if (want > bytes) {
         release();
+        stop_all_residents();  // pinned allocations may wait for every kernel too
         CUDA_CHECK(cudaHostAlloc(&ptr, want, cudaHostAllocMapped));
         bytes = want;
         CUDA_CHECK(cudaHostGetDevicePointer(&device, ptr, 0));
@@ -43,6 +45,7 @@ void* PinnedBuffer::reserve(size_t want) {
 }
 
 void PinnedBuffer::release() noexcept {
+    if (ptr) stop_all_residents();
     if (ptr) cudaFreeHost(ptr);
     ptr = device = nullptr;
     bytes = 0;
@@ -150,7 +153,8 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
 Mlp::~Mlp() { release(); }
 
 void Mlp::resident_start() {
-    if (resident_) return;
+    if (resident_ && resident_->running()) return;
+    resident_.reset();  // stopped from elsewhere (stop_all_residents): a new one
     auto f = [](const DeviceBuffer& b) { return static_cast<const float*>(b.ptr); };
     resident_ = std::make_unique<Resident>(f(w_[0][0]), f(fw2_), f(fw3_), f(fbias_[0]), f(fbias_[1]), f(fbias_[2]),
                                            w1_finite_);

@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -265,7 +267,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 }
 
+// Every Resident whose kernel runs, process-wide (stop_all_residents). Lock order: g_mu, then a
+// Resident's own mutex; forward() takes only its own.
+std::mutex g_mu;
+std::vector<Resident*> g_running;
+
+void unregister(Resident* r) {
+    g_running.erase(std::remove(g_running.begin(), g_running.end(), r), g_running.end());
+}
+
 }  // namespace
+
+void stop_all_residents() noexcept {
+    std::lock_guard<std::mutex> lock(g_mu);
+    for (Resident* r : g_running) {
+        try {
+            r->halt(2.0);
+        } catch (...) {  // timed out: it is abandoned; what the caller frees next may then wait
+        }
+    }
+    g_running.clear();
+}
 
 // Listed after the fused kernels (source order); Mlp::forward routes the name here before any plan.
 GEMMPAD_REGISTER_FUSED("cuda.mlp_resident", "fp32", FusedKind::Resident,
@@ -282,6 +304,7 @@ Resident::Resident(const float* w1, const float* w2, const float* w3, const floa
             CUDA_CHECK(cudaFuncSetAttribute(resident_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             configured = true;
         }
+        stop_all_residents();  // allocating pinned memory may wait for every kernel, as a free may
         CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&box_), sizeof(ResidentMailbox), cudaHostAllocMapped));
         std::memset(box_, 0, sizeof(ResidentMailbox));
         CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox_), box_, 0));
@@ -289,6 +312,8 @@ Resident::Resident(const float* w1, const float* w2, const float* w3, const floa
         resident_kernel<<<1, kThreads, smem, stream_>>>(dbox_, w1, w2, w3, b1, b2, b3, skip_zeros);
         CUDA_CHECK_LAUNCH("cuda.mlp_resident");
         running_ = true;
+        std::lock_guard<std::mutex> lock(g_mu);
+        g_running.push_back(this);
     } catch (...) {
         if (stream_) cudaStreamDestroy(stream_);
         if (box_) cudaFreeHost(box_);
@@ -302,6 +327,7 @@ Resident::~Resident() {
     } catch (...) {  // reported by stop() to whoever called it; a destructor must not throw
     }
     if (!abandoned_) {
+        stop_all_residents();  // the free below may wait for every kernel, another object's resident one too
         if (stream_) cudaStreamDestroy(stream_);
         if (box_) cudaFreeHost(box_);
     }
@@ -317,6 +343,13 @@ void Resident::check_alive(const char* waiting_for) {
 }
 
 void Resident::stop(double timeout_s) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    unregister(this);
+    halt(timeout_s);
+}
+
+void Resident::halt(double timeout_s) {
+    std::lock_guard<std::mutex> lock(mu_);  // after a forward() in flight on another thread
     if (!running_) return;
     control_ |= kResidentStop;
     __atomic_store_n(&box_->control, control_, __ATOMIC_RELEASE);
@@ -339,7 +372,9 @@ void Resident::stop(double timeout_s) {
 }
 
 double Resident::forward(const float* x, float* out, int batch, float* h1, float* h2, double timeout_s) {
-    if (!running_) throw std::logic_error("cuda.mlp_resident: the resident kernel is not running");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_)  // stopped by stop_all_residents (another object freed memory): Mlp starts a new one
+        throw std::logic_error("cuda.mlp_resident: the resident kernel is not running");
     double gpu_us = 0.0;
     for (int row0 = 0; row0 < batch; row0 += kR) {
         const int rows = std::min(kR, batch - row0);

@@ -5,7 +5,9 @@
 // No pybind11 here: mlp.cu owns a Resident per Mlp and bind_mlp.cpp exposes it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 
 #include "mlp.cuh"
 
@@ -63,7 +65,9 @@ class Resident {
     // return; CudaError on timeout, after which the mailbox is left allocated (the kernel may
     // still read it). Idempotent.
     void stop(double timeout_s = 2.0);
-    bool running() const { return running_; }
+    bool running() const { return running_.load(std::memory_order_acquire); }
+    // stop() without leaving the process-wide list (stop_all_residents holds it).
+    void halt(double timeout_s);
 
   private:
     void check_alive(const char* waiting_for);  // throws if the kernel has ended or failed
@@ -72,8 +76,15 @@ class Resident {
     ResidentMailbox* dbox_ = nullptr;  // the same, as the kernel sees it
     uint32_t seq_ = 0;
     uint64_t control_ = 0;  // the last control word written
-    bool running_ = false;
+    std::atomic<bool> running_{false};  // read by other threads (running(), stop_all_residents)
     bool abandoned_ = false;  // stop() timed out: never free the mailbox
+    std::mutex mu_;           // one request or stop at a time
 };
+
+// Stop every running resident kernel in the process (errors swallowed). Called before any
+// cudaFree / cudaFreeHost / cudaHostAlloc in the MLP code: the driver may make those wait for all
+// work on the device, and a resident kernel never ends on its own. Its Mlp starts a new one on
+// its next call.
+void stop_all_residents() noexcept;
 
 }  // namespace gemmpad::cuda
