@@ -208,8 +208,9 @@ class Mlp {
     // cuda.mlp_resident (resident.cuh): start its persistent kernel now (forward() with that
     // name starts it too), stop it (waits up to timeout_s, else CudaError; idempotent), and
     // whether it runs. While it runs, a device-wide synchronisation (cudaDeviceSynchronize, or
-    // a cudaFree the driver turns into one) would wait for it forever: this object stops it
-    // before it frees or grows any buffer, and the Classifier stops it when switching away.
+    // a free the driver turns into one) would wait for it forever: every free and pinned
+    // allocation here stops all resident kernels first (stop_all_residents, resident.cuh), and
+    // the Classifier stops it when switching away.
     void resident_start();
     void resident_stop(double timeout_s);
     bool resident_running() const;
