@@ -171,7 +171,7 @@ bool Mlp::resident_running() const { return resident_ && resident_->running(); }
 double Mlp::run_resident(const void* x, float* out, int batch, Request req, Hidden hidden) {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
-    resident_start();
+    resident_start();  // (again if stop_all_residents stopped it)
     const float* xf = static_cast<const float*>(x);
     if (req.u8) {  // a few rows per request: scaled here, as gemmpad.preprocess scales them
         u8_rows_.resize((size_t)batch * kIn);
@@ -180,7 +180,15 @@ double Mlp::run_resident(const void* x, float* out, int batch, Request req, Hidd
         xf = u8_rows_.data();
     }
     timed_ = false;
-    kernel_us_ = resident_->forward(xf, out, batch, hidden.h1, hidden.h2);  // the kernel's own globaltimer spans
+    for (int attempt = 1;; ++attempt) {  // another thread's free may stop it between start and call
+        try {
+            kernel_us_ = resident_->forward(xf, out, batch, hidden.h1, hidden.h2);  // its own globaltimer spans
+            break;
+        } catch (const ResidentStopped&) {
+            if (attempt == 3) throw;
+            resident_start();
+        }
+    }
     timed_ = true;
     return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
 }

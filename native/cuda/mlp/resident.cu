@@ -374,7 +374,7 @@ void Resident::halt(double timeout_s) {
 double Resident::forward(const float* x, float* out, int batch, float* h1, float* h2, double timeout_s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!running_)  // stopped by stop_all_residents (another object freed memory): Mlp starts a new one
-        throw std::logic_error("cuda.mlp_resident: the resident kernel is not running");
+        throw ResidentStopped("cuda.mlp_resident: the resident kernel is not running");
     double gpu_us = 0.0;
     for (int row0 = 0; row0 < batch; row0 += kR) {
         const int rows = std::min(kR, batch - row0);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <stdexcept>
 
 #include "mlp.cuh"
 
@@ -42,6 +43,11 @@ inline constexpr uint64_t kResidentStop = uint64_t{1} << 63, kResidentHidden = u
 inline constexpr uint64_t resident_control(uint32_t seq, int rows, bool hidden) {
     return seq | (uint64_t)(rows & 0xff) << 32 | (hidden ? kResidentHidden : 0);
 }
+
+// Thrown by Resident::forward when its kernel was stopped from elsewhere (stop_all_residents).
+struct ResidentStopped : std::logic_error {
+    using std::logic_error::logic_error;
+};
 
 class Resident {
   public:
