@@ -7,6 +7,12 @@ to the GPU once) and its buffers between calls, and every call records how
 long the compute took (`kernel_us`) next to what the caller waited
 (`end_to_end_us`). The two differ by the transfers and launch overheads that
 make batch 1 on a GPU a latency problem rather than a FLOP problem.
+
+Beyond probabilities: `predict_hidden` and `classify(hidden=True)` return the hidden
+layers the selected kernel itself computed (not a NumPy recomputation), with what asking
+for them cost; `predict` takes uint8 pixels through the backends' 8-bit paths (x / 255,
+as gemmpad.preprocess scales them); and the GPU's `cuda.mlp_resident` is a persistent
+kernel that `configure` starts and switching away or `close()` stops.
 """
 
 from __future__ import annotations
