@@ -97,6 +97,9 @@ def test_hidden_layers_are_the_kernels_own(kernel, batch, weights, rng):
     only = np.full((batch, 100), np.nan, np.float32)
     mlp.forward(x, out, kernel, h2=only)  # one layer alone
     assert np.array_equal(only, h2)
+    odd = np.full(batch * 100 + 1, np.nan, np.float32)[1:].reshape(batch, 100)  # 4 bytes off any vector boundary
+    mlp.forward(x, out, kernel, h1=odd)
+    assert np.array_equal(odd, h1)
 
 
 @pytest.mark.parametrize(
