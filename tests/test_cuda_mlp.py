@@ -423,6 +423,10 @@ def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
             mlp.forward(x, out, kernel)
             assert_agrees(out, model, x, precision,
                           f"{kernel} batch {batch}, chunks of {chunk} bytes over {threads} threads")
+            x8 = (x * 255).round().astype(np.uint8)  # 8-bit input goes the same way, a quarter of the bytes
+            mlp.forward_u8(x8, out, kernel)
+            assert_agrees(out, model, x8.astype(np.float32) * np.float32(1 / 255), precision,
+                          f"{kernel} batch {batch} (uint8), chunks of {chunk} bytes over {threads} threads")
     with pytest.raises(ValueError, match="threads >= 1"):
         mlp.set_staging(0, 1 << 20, 0)
 

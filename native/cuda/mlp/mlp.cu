@@ -321,7 +321,7 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch, Request req) const {
     k.clusters = fused_clusters_enabled();
     k.mapped_in_max = mapped_in_max_;
     k.mapped_out_max = mapped_out_max_;
-    k.staged = !req.u8 && staged(batch);
+    k.staged = staged(batch);
     k.req = req;
     const void* b[GraphKey::kBuffers] = {x_.ptr,  probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr,
                                          scratch_counters_.ptr, x8_.ptr, in8_.ptr, h1_.ptr, h2_.ptr, hid_.ptr};
@@ -379,7 +379,7 @@ void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
     if (req.u8) {  // bytes to the device (small batches: read through the mapping), floats made there
-        if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, false, stream_);
+        if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, staged(batch), stream_);
         CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
         enqueue_u8_in(batch);
     } else {
@@ -470,9 +470,10 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
     timed_ = false;
     kernel_us_ = -1.0;
     bool spin = false;
-    const bool chunked = !req.u8 && staged(batch);
-    if (chunked) stage_chunked(static_cast<const float*>(x), in_bytes);  // queued ahead of the graph or the layers
-    else std::memcpy(req.u8 ? in8_.ptr : in_.ptr, x, in_bytes);  // pinned staging: read mapped or copied to the device
+    const bool chunked = staged(batch);
+    void* pinned = req.u8 ? in8_.ptr : in_.ptr;
+    if (chunked) stage_chunked(x, in_bytes, pinned, req.u8 ? x8_.ptr : x_.ptr);  // queued ahead of graph or layers
+    else std::memcpy(pinned, x, in_bytes);  // pinned staging: read mapped or copied to the device
     if (fused) {
         cudaGraphExec_t graph = fused_graph(kind, batch, req);
         // the graph (its key holds this policy) writes `out` mapped; hidden layers come by copies: wait for the stream
@@ -481,7 +482,7 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
         CUDA_CHECK(cudaGraphLaunch(graph, stream_));
     } else {
         if (req.u8) {
-            if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, in_bytes, false, stream_);
+            if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, in_bytes, chunked, stream_);
             CUDA_CHECK(cudaEventRecord(start_, stream_));
             enqueue_u8_in(batch);
         } else {

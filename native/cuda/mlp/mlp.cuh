@@ -274,7 +274,8 @@ class Mlp {
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
     bool mapped_out(int batch) const;                   // whether the kernel writes the probabilities to mapped memory
     bool staged(int batch) const;                       // whether forward() stages this batch in chunks
-    void stage_chunked(const float* x, size_t bytes);   // x -> pinned staging -> x_, chunk by chunk
+    // x -> pinned staging -> device (in_ -> x_ for floats, in8_ -> x8_ for pixels), chunk by chunk
+    void stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst);
     std::unique_ptr<StagingPool> pool_;                // stage_chunked's helper threads
     double run_resident(const void* x, float* out, int batch, Request req, Hidden hidden);
     std::unique_ptr<Resident> resident_;  // running while set

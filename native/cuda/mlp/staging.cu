@@ -62,14 +62,14 @@ Mlp::Staging Mlp::default_staging() {
 // keep host copy and DMA from fighting over memory (a plain copy reads every line first and
 // leaves it dirty in the cache). DMAs may be queued out of order; the graph behind them waits for
 // all. Measured: batch 4096 end to end ~3x faster than one copy + one DMA (NOTES.md).
-void Mlp::stage_chunked(const float* x, size_t bytes) {
+void Mlp::stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst) {
     const size_t chunk = staging_.chunk_bytes, chunks = (bytes + chunk - 1) / chunk;
     const int n = (int)std::min<size_t>((size_t)staging_.threads, chunks);
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     const char* src = reinterpret_cast<const char*>(x);
-    char* pinned = static_cast<char*>(in_.ptr);
-    char* dev = static_cast<char*>(x_.ptr);
+    char* pinned = static_cast<char*>(pinned_dst);
+    char* dev = static_cast<char*>(device_dst);
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
     std::vector<cudaError_t> errors(n, cudaSuccess);  // per thread: nothing in work() allocates or throws
