@@ -108,6 +108,7 @@ py::list list_kernels() {
         d["summary"] = k.summary;
         d["source"] = k.source;
         d["unavailable_reason"] = k.unavailable ? k.unavailable() : std::string();
+        d["routes"] = k.routes;
         out.append(d);
     }
     return out;
@@ -162,6 +163,32 @@ void run_gemm(const std::string& name, F32Array a, F32Array b, std::optional<F32
     p.in_type = entry.info.in_type;
     entry.launch(p, nullptr);
     CUDA_CHECK(cudaMemcpy(hc, dc, nc * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+// The anatomy of kernel `name` at an M x N x K problem (common.cuh, kernel_anatomy), its operands
+// laid out as a fresh allocation lays them out (256-byte aligned, rows of K and N elements): the
+// launch the rung would make, with the compiled kernel's registers, shared memory and occupancy.
+py::dict anatomy(const std::string& name, int M, int N, int K) {
+    if (M < 1 || N < 1 || K < 1) throw std::invalid_argument("M, N, K must be >= 1");
+    const auto& entry = CudaRegistry::instance().get(name);
+    GemmProblem p;
+    p.M = M; p.N = N; p.K = K;
+    p.A = p.B = p.C = reinterpret_cast<float*>(uintptr_t{256});  // only their alignment is read
+    p.in_type = entry.info.in_type;
+    const auto fields = kernel_anatomy(name, p);
+    static const std::vector<std::string> counts = {"threads_per_block", "registers_per_thread", "static_smem_bytes",
+                                                    "dynamic_smem_bytes", "smem_per_block_bytes",
+                                                    "max_active_blocks_per_sm", "active_warps_per_sm",
+                                                    "max_warps_per_sm", "blocks"};
+    py::dict d;
+    d["name"] = name;
+    d["shape"] = py::make_tuple(M, N, K);
+    for (const auto& [key, value] : fields) {
+        if (std::find(counts.begin(), counts.end(), key) != counts.end()) d[key.c_str()] = std::stoll(value);
+        else if (key == "occupancy") d[key.c_str()] = std::stod(value);
+        else d[key.c_str()] = value;
+    }
+    return d;
 }
 
 constexpr int kQueuedReps = 64;  // timed reps in flight before bench_gemm waits for them
@@ -246,6 +273,8 @@ PYBIND11_MODULE(_cuda, m) {
             py::module_ errors = py::module_::import("gemmpad.errors");
             py::object cls = errors.attr(e.out_of_memory() ? "CudaOutOfMemory" : "CudaError");
             PyErr_SetString(cls.ptr(), e.what());
+        } catch (const Unavailable& e) {
+            PyErr_SetString(py::module_::import("gemmpad.errors").attr("KernelUnavailable").ptr(), e.what());
         }
     });
     m.def("status", &status, "Whether CUDA is usable here, and if not, why.");
@@ -256,5 +285,10 @@ PYBIND11_MODULE(_cuda, m) {
     m.def("bench_gemm", &bench_gemm, py::arg("name"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("reps") = 50,
           py::arg("warmup") = 5, py::arg("flush_l2") = true, py::arg("with_bias") = false, py::arg("act") = 0,
           "Per-rep kernel times in ms (CUDA events), operands random and resident on the device.");
+    m.def("dispatched", [] { return last_dispatched(); },
+          "The rung the last dispatcher launch (cuda.auto_*) ran; \"\" before any.");
+    m.def("kernel_anatomy", &anatomy, py::arg("name"), py::arg("M"), py::arg("N"), py::arg("K"),
+          "Block/warp/thread tile, threads, registers, shared memory, occupancy and grid of the kernel the "
+          "rung launches at M x N x K, read from the compiled kernel (KernelUnavailable where it cannot say).");
     gemmpad::cuda::bind_extras(m);
 }

@@ -1,10 +1,12 @@
 // Implementation of the shared CUDA plumbing declared in common.cuh.
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+#include <cxxabi.h>        // __cxa_demangle: the kernel instance's readable name
 
 #include <algorithm>
 #include <array>
 #include <map>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 
 #include "common.cuh"
@@ -49,6 +51,84 @@ std::string build_arch_list() {
 #else
     return "";  // built without CMake (native/tools/mlp_probe)
 #endif
+}
+
+std::map<std::string, AnatomyFn>& anatomy_hooks() {
+    static std::map<std::string, AnatomyFn> hooks;
+    return hooks;
+}
+
+std::string& last_dispatched() {
+    static std::string name;
+    return name;
+}
+
+namespace {
+// "gemmpad::cuda::small::small_kernel<Tile<__half, 16, 16, false>>" from the instance's mangled
+// name: namespaces kept, "(anonymous namespace)::" and the parameter list dropped.
+std::string kernel_instance_name(const void* kernel) {
+    const char* mangled = nullptr;
+    if (cudaFuncGetName(&mangled, kernel) != cudaSuccess || mangled == nullptr) {
+        cudaGetLastError();
+        return "?";
+    }
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> plain(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+    std::string s = status == 0 && plain ? plain.get() : mangled;
+    for (const std::string anon = "(anonymous namespace)::"; s.find(anon) != std::string::npos;)
+        s.erase(s.find(anon), anon.size());
+    int depth = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '<') ++depth;
+        else if (s[i] == '>') --depth;
+        else if (s[i] == '(' && depth == 0) return s.substr(0, i);
+    }
+    return s;
+}
+std::string dims(dim3 d) {
+    return std::to_string(d.x) + "x" + std::to_string(d.y) + (d.z > 1 ? "x" + std::to_string(d.z) : "");
+}
+}  // namespace
+
+std::map<std::string, std::string> kernel_anatomy(const std::string& name, const GemmProblem& p) {
+    const auto& entry = CudaRegistry::instance().get(name);
+    std::string why = entry.info.unavailable ? entry.info.unavailable() : "";
+    if (why.empty() && entry.info.rejects) why = entry.info.rejects(p);
+    if (!why.empty()) throw Unavailable(name, why);
+    const auto hook = anatomy_hooks().find(name);
+    if (hook == anatomy_hooks().end())
+        throw Unavailable(name, entry.info.routes.empty() ? "its file has no anatomy hook"
+                                                          : "a dispatcher: ask for the anatomy of the rung it routes to");
+    const Anatomy a = hook->second(p);
+    cudaFuncAttributes attr{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, a.kernel));
+    if (a.dynamic_smem > 48 * 1024)  // as the launch opts in, so that the occupancy query sees the same limit
+        CUDA_CHECK(cudaFuncSetAttribute(a.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)a.dynamic_smem));
+    const int threads = (int)(a.block.x * a.block.y * a.block.z);
+    int blocks_per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, a.kernel, threads, a.dynamic_smem));
+    const cudaDeviceProp& d = device_props();
+    const int warps = blocks_per_sm * ceil_div(threads, 32), max_warps = d.maxThreadsPerMultiProcessor / 32;
+    std::map<std::string, std::string> out;
+    out["kernel"] = kernel_instance_name(a.kernel);
+    out["block_tile"] = std::to_string(a.bm) + "x" + std::to_string(a.bn) + "x" + std::to_string(a.bk);
+    out["warp_tile"] = a.wm ? std::to_string(a.wm) + "x" + std::to_string(a.wn) : "";
+    out["thread_tile"] = a.tm ? std::to_string(a.tm) + "x" + std::to_string(a.tn) : "";
+    out["threads_per_block"] = std::to_string(threads);
+    out["registers_per_thread"] = std::to_string(attr.numRegs);
+    out["static_smem_bytes"] = std::to_string(attr.sharedSizeBytes);
+    out["dynamic_smem_bytes"] = std::to_string(a.dynamic_smem);
+    out["smem_per_block_bytes"] = std::to_string(attr.sharedSizeBytes + a.dynamic_smem);
+    out["max_active_blocks_per_sm"] = std::to_string(blocks_per_sm);
+    out["active_warps_per_sm"] = std::to_string(warps);
+    out["max_warps_per_sm"] = std::to_string(max_warps);
+    out["occupancy"] = std::to_string(max_warps ? (double)warps / max_warps : 0.0);
+    out["grid"] = dims(a.grid);
+    out["blocks"] = std::to_string((size_t)a.grid.x * a.grid.y * a.grid.z);
+    out["cluster"] = dims(a.cluster);
+    out["note"] = a.note;
+    out["device"] = d.name;
+    return out;
 }
 
 size_t max_smem_per_block_optin() { return device_props().sharedMemPerBlockOptin; }
