@@ -14,7 +14,7 @@ import pytest
 from gemmpad import registry
 from gemmpad.errors import KernelUnavailable
 from tests.conftest import kernel_marks
-from tests.test_gemm import check
+from tests.test_gemm import SHAPE_LIMITED, check
 
 pytestmark = pytest.mark.gpu
 
@@ -112,6 +112,20 @@ def test_anatomy_reads_the_compiled_kernel(name: str, shape: tuple[int, int, int
     assert a["max_active_blocks_per_sm"] >= 1 and 0 < a["occupancy"] <= 1
     assert a["smem_per_block_bytes"] == a["static_smem_bytes"] + a["dynamic_smem_bytes"]
     assert a["blocks"] >= 1 and "(" not in a["kernel"] and a["kernel"] != "?"
+
+
+@pytest.mark.parametrize("shape", [(1, 100, 784), (4096, 100, 784), (4096, 4096, 4096)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=kernel_marks(s), id=n) for n, s in RUNGS.items()])
+def test_every_rung_has_an_anatomy(name: str, shape: tuple[int, int, int]) -> None:
+    """Every CUDA rung says what it launches at the shapes kernel_manifest.py --anatomy records, or
+    (14-19 only) that the shape is outside its step."""
+    try:
+        a = registry.anatomy(name, *shape)
+    except KernelUnavailable as exc:
+        assert name.startswith(SHAPE_LIMITED), str(exc)
+        return
+    assert ANATOMY_KEYS <= set(a) and a["registers_per_thread"] > 0 and 0 < a["occupancy"] <= 1
 
 
 @pytest.mark.parametrize("name,shape", [pytest.param(n, s, marks=kernel_marks(registry.get(n)),

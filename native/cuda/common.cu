@@ -111,7 +111,7 @@ std::map<std::string, std::string> kernel_anatomy(const std::string& name, const
     const int warps = blocks_per_sm * ceil_div(threads, 32), max_warps = d.maxThreadsPerMultiProcessor / 32;
     std::map<std::string, std::string> out;
     out["kernel"] = kernel_instance_name(a.kernel);
-    out["block_tile"] = std::to_string(a.bm) + "x" + std::to_string(a.bn) + "x" + std::to_string(a.bk);
+    out["block_tile"] = std::to_string(a.bm) + "x" + std::to_string(a.bn) + (a.bk ? "x" + std::to_string(a.bk) : "");
     out["warp_tile"] = a.wm ? std::to_string(a.wm) + "x" + std::to_string(a.wn) : "";
     out["thread_tile"] = a.tm ? std::to_string(a.tm) + "x" + std::to_string(a.tn) : "";
     out["threads_per_block"] = std::to_string(threads);

@@ -48,7 +48,7 @@ using CudaRegistry = Registry<Launch>;
 // rest (registers, static shared memory, occupancy) from the compiled kernel.
 struct Anatomy {
     const void* kernel = nullptr;     // the template instance the launch would use at this shape
-    int bm = 0, bn = 0, bk = 0;       // block tile: rows and columns of C, k per step
+    int bm = 0, bn = 0, bk = 0;       // block tile: rows and columns of C, k per step (0: no k tiles)
     int wm = 0, wn = 0;               // a warp's (warpgroup's, for wgmma) tile of C; 0: none
     int tm = 0, tn = 0;               // outputs a thread accumulates; 0: not meaningful (tensor cores)
     dim3 block, grid, cluster{1, 1, 1};
