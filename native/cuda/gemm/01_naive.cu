@@ -5,7 +5,8 @@
 // Run: gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
 // Profile: ncu -k regex:naive_kernel -c 1 gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 974 GFLOP/s = 1.9 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {

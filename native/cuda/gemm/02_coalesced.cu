@@ -6,7 +6,8 @@
 // Run: gemmpad bench gemm --kernels cuda.02_coalesced --sizes 4096x4096x4096
 // Profile: ncu -k regex:coalesced_kernel -c 1 gemmpad bench gemm --kernels cuda.02_coalesced --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 5,854 GFLOP/s = 11.4 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {

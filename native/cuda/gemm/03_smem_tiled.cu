@@ -6,7 +6,8 @@
 // Run: gemmpad bench gemm --kernels cuda.03_smem_tiled --sizes 4096x4096x4096
 // Profile: ncu -k regex:smem_tiled_kernel -c 1 gemmpad bench gemm --kernels cuda.03_smem_tiled --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 8,486 GFLOP/s = 16.6 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {

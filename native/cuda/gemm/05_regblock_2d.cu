@@ -6,7 +6,8 @@
 // Run: gemmpad bench gemm --kernels cuda.05_regblock_2d --sizes 4096x4096x4096
 // Profile: ncu -k regex:regblock_2d_kernel -c 1 gemmpad bench gemm --kernels cuda.05_regblock_2d --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 20,985 GFLOP/s = 41.0 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {

@@ -8,7 +8,9 @@
 // Run: gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
 // Profile: ncu -k regex:warptile_kernel -c 1 gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 46,364 GFLOP/s = 90.5 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 namespace gemmpad::cuda {
 namespace {

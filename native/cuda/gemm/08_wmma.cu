@@ -11,7 +11,8 @@
 
 #include <type_traits>
 
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {

@@ -7,7 +7,12 @@
 // Run: gemmpad bench gemm --kernels cuda.09_mma_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:mma_kernel -c 1 gemmpad bench gemm --kernels cuda.09_mma_fp16 --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): fp16 327,223 (43.7 %), tf32 156,774 (38.7 %)
-#include "../common.cuh"
+#include "../ptx/cp_async.cuh"
+#include "../ptx/mma.cuh"
+#include "../support/buffer.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 #include <algorithm>
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "../ptx/mma.cuh"
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda::small {

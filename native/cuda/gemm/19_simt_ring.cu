@@ -9,7 +9,10 @@
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 20,030 GFLOP/s = 101.4 % of cuBLAS fp32
 #include <algorithm>
 
-#include "../common.cuh"
+#include "../ptx/cp_async.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 namespace gemmpad::cuda::ring {
 namespace {

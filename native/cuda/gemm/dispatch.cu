@@ -15,7 +15,7 @@
 // need tiles that fill the SMs, aligned rows) and for GPUs without wgmma (09 on Ampere and Ada).
 #include <vector>
 
-#include "../common.cuh"
+#include "../support/registry.cuh"
 
 namespace gemmpad::cuda::dispatch {
 namespace {

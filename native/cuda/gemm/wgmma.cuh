@@ -9,7 +9,20 @@
 #include <cstdint>
 #include <string>
 
-#include "../common.cuh"
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include "../ptx/cluster.cuh"
+#include "../ptx/cp_async.cuh"
+#include "../ptx/mbarrier.cuh"
+#include "../ptx/smem.cuh"
+#include "../ptx/tma.cuh"
+#include "../ptx/wgmma.cuh"
+#include "../support/buffer.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 namespace gemmpad::cuda::hopper {
 namespace {  // each rung's file compiles its own copy
@@ -32,21 +45,6 @@ constexpr int smem_bytes() {  // stages (+ store boxes) + barriers + alignment s
 }
 constexpr int GROUP_M = 8;                                                // tile-rows per raster group
 static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
-
-// ---- wgmma (sm_90a). The device code exists only in the sm_90a pass of the compiler;
-// other passes compile empty kernels that the host never launches (see unavailable()).
-// Shared-memory matrix descriptor: start address, leading and stride byte offsets (in
-// 16-byte units), 128-byte swizzle (layout type 1, bits 62-63).
-__device__ __forceinline__ uint64_t smem_desc(unsigned addr, unsigned lbo_bytes, unsigned sbo_bytes) {
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo_bytes >> 4) << 16) |
-           ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
 
 // D[64x256] += A[64xk] * B[kx256], fp32 accumulators (128 per thread). INSTR names the shape
 // and types; SRC the A and B operands (descriptors, or A's registers and B's descriptor); TAIL

@@ -1,15 +1,24 @@
-// Implementation of the shared CUDA plumbing declared in common.cuh.
+// The support layer's implementation (support/*.cuh): errors, the device, the registry's
+// anatomy, the workspace, operand fills, and TMA tensor maps (ptx/tma.cuh's host side).
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
-#include <cxxabi.h>        // __cxa_demangle: the kernel instance's readable name
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cxxabi.h>  // __cxa_demangle: the kernel instance's readable name
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cstdlib>
+#include <map>
 #include <memory>
-#include <mutex>
+#include <type_traits>
 
-#include "common.cuh"
+#include "../ptx/tma.cuh"
+#include "buffer.cuh"
+#include "check.cuh"
+#include "device.cuh"
+#include "fill.cuh"
+#include "registry.cuh"
 
 namespace gemmpad::cuda {
 
@@ -171,16 +180,8 @@ CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t ele
 }
 
 void* workspace(size_t bytes) {
-    static void* ptr = nullptr;
-    static size_t capacity = 0;
-    if (bytes > capacity) {
-        if (ptr) CUDA_CHECK(cudaFree(ptr));
-        ptr = nullptr;
-        capacity = 0;
-        CUDA_CHECK(cudaMalloc(&ptr, bytes));
-        capacity = bytes;
-    }
-    return ptr;
+    static DeviceBuffer* buffer = new DeviceBuffer();  // never destroyed: the driver may be gone at exit
+    return buffer->reserve(bytes);
 }
 
 int resident_clusters(const void* kernel, int threads, size_t smem, int size) {
@@ -199,12 +200,6 @@ int resident_clusters(const void* kernel, int threads, size_t smem, int size) {
         it = resident.emplace(kernel, n).first;
     }
     return size >= 2 && size <= 8 ? it->second[size] : 0;
-}
-
-int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int k_tiles, int blocks_per_sm) {
-    int s = std::min({8, k_tiles, blocks_per_sm * device_props().multiProcessorCount / std::max(tiles, 1)});
-    while (s > 1 && resident_clusters(kernel, threads, smem, s) < tiles) --s;
-    return s > 1 ? ceil_div(k_tiles, ceil_div(k_tiles, s)) : 1;
 }
 
 namespace {
@@ -242,16 +237,6 @@ __global__ void fill_kernel(T* dst, size_t n, unsigned seed, float lo, float hi)
     }
 }
 
-__global__ void splitk_reduce_kernel(int M, int N, int S, const float* __restrict__ ws, const float* __restrict__ bias,
-                                     float* __restrict__ C, Act act) {
-    const size_t total = (size_t)M * N;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        float s = 0.0f;
-        for (int z = 0; z < S; ++z) s += ws[z * total + i];
-        C[i] = epilogue(s, bias, (int)(i % N), act);
-    }
-}
-
 int grid_for(size_t n) {
     size_t blocks = (n + 255) / 256;
     return (int)(blocks < 65535 ? (blocks == 0 ? 1 : blocks) : 65535);
@@ -271,13 +256,6 @@ void with_element_type(InType t, void* dst, F&& f) {
 void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t stream) {
     with_element_type(to, dst, [&](auto* out) { cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, out, n); });
     CUDA_CHECK_LAUNCH("cast_f32");
-}
-
-void splitk_reduce(int M, int N, int S, const float* ws, const float* bias, float* C, Act act, cudaStream_t stream) {
-    const size_t total = (size_t)M * N;
-    const int blocks = (int)std::min<size_t>((total + 255) / 256, 4 * (size_t)device_props().multiProcessorCount);
-    splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(M, N, S, ws, bias, C, act);
-    CUDA_CHECK_LAUNCH("split-K reduce");
 }
 
 void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
