@@ -637,9 +637,9 @@ Plan plan(const GemmProblem& p) {
     r.store_c = S::tma_store && r.rejected.empty();
     if (r.rejected.empty() && S::multicast) {
         const int pair_clusters = resident_clusters(kernel, THREADS, smem, 2);
-        if (r.align_a != 16 || r.align_b != 16)
-            r.rejected = "multicast needs both operands read by TMA in place (rows 16-byte aligned: K and N "
-                         "multiples of " + std::to_string(16 / sizeof(T)) + ")";
+        if ((!r.copy_a && r.align_a != 16) || (!r.copy_b && r.align_b != 16))
+            r.rejected = "multicast needs both operands read by TMA; rows 4- or 8-byte aligned are read by "
+                         "cp.async (K and N multiples of " + std::to_string(16 / sizeof(T)) + " are TMA's)";
         else if (pair_clusters == 0)
             r.rejected = "no cluster of two of its blocks fits on this GPU";
         else
