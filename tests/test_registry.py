@@ -178,3 +178,30 @@ def test_anatomy_without_a_gpu_is_a_clear_error_or_the_committed_record(monkeypa
         registry.anatomy("cuda.19_simt_ring", 1, 100, 784)
     with pytest.raises(GemmpadError, match="not a CUDA kernel"):
         registry.anatomy("cpu.01_naive", 1, 1, 1)
+
+
+def test_the_manifest_keeps_the_committed_anatomy_and_records_a_new_one(monkeypatch, tmp_path):
+    """--anatomy (on a GPU) writes each rung's records at ANATOMY_SHAPES, a refusal as its reason;
+    a plain rewrite carries the committed records over, since it cannot measure them."""
+    from gemmpad.errors import KernelUnavailable
+
+    specs = [registry.KernelSpec(name="cuda.19_simt_ring", device="cuda", precision="fp32", summary="", source=""),
+             registry.KernelSpec(name="cuda.auto_fp32", device="cuda", precision="fp32", summary="", source="",
+                                 routes=("cuda.19_simt_ring",))]
+
+    def fake_anatomy(name: str, m: int, n: int, k: int) -> dict:
+        if k == 784 and m == 1:
+            raise KernelUnavailable(f"{name} unavailable: not at batch 1")
+        return {"kernel": "ring_kernel<...>", "occupancy": 0.5, "source": "this GPU"}
+
+    monkeypatch.setattr(registry, "kernels", lambda device=None, kind=None: specs)
+    monkeypatch.setattr(registry, "anatomy", fake_anatomy)
+    measured = kernel_manifest.measure_anatomy()
+    assert list(measured) == ["cuda.19_simt_ring"]  # dispatchers have none of their own
+    rows = {tuple(r["shape"]): r for r in measured["cuda.19_simt_ring"]}
+    assert set(rows) == set(kernel_manifest.ANATOMY_SHAPES) and "source" not in rows[(4096, 4096, 4096)]
+    assert rows[(1, 100, 784)] == {"shape": [1, 100, 784], "unavailable": "cuda.19_simt_ring unavailable: not at batch 1"}
+    committed = tmp_path / "app" / "gemmpad" / "kernel_manifest.json"
+    committed.parent.mkdir(parents=True)
+    committed.write_text(kernel_manifest.render(ROOT, anatomy=measured), encoding="utf-8")
+    assert kernel_manifest.manifest(tmp_path)["anatomy"] == measured  # a rewrite without --anatomy keeps them

@@ -37,6 +37,10 @@ std::map<std::string, AnatomyFn>& anatomy_hooks();
 // maximum). Throws Unavailable where the kernel has no hook or cannot run.
 std::map<std::string, std::string> kernel_anatomy(const std::string& name, const GemmProblem& p);
 
+// KernelInfo::unavailable of dispatcher `name`: "" where one of its routes can run here, else
+// why none can (the first route's reason).
+std::string dispatcher_unavailable(const char* name);
+
 // The rung the last dispatcher launch ran (cuda.auto_*), "" before any. One host thread drives
 // the GPU in gemmpad (as workspace()).
 std::string& last_dispatched();
@@ -69,6 +73,7 @@ inline bool register_anatomy(const char* name, AnatomyFn fn) {
 #define GEMMPAD_REGISTER_CUDA_AUTO(NAME, PRECISION, IN_TYPE, SUMMARY, FN, ...)                                \
     static const bool GEMMPAD_CONCAT(gemmpad_registered_, __LINE__) =                                        \
         ::gemmpad::cuda::CudaRegistry::instance().add(                                                       \
-            ::gemmpad::KernelInfo{NAME, PRECISION, IN_TYPE, SUMMARY, ::gemmpad::repo_path(__FILE__), nullptr, \
+            ::gemmpad::KernelInfo{NAME, PRECISION, IN_TYPE, SUMMARY, ::gemmpad::repo_path(__FILE__),             \
+                                  []() -> std::string { return ::gemmpad::cuda::dispatcher_unavailable(NAME); },   \
                                   nullptr, {__VA_ARGS__}},                                                   \
             FN)

@@ -67,6 +67,18 @@ std::map<std::string, AnatomyFn>& anatomy_hooks() {
     return hooks;
 }
 
+std::string dispatcher_unavailable(const char* name) {
+    const auto& routes = CudaRegistry::instance().get(name).info.routes;
+    std::string first;
+    for (const auto& rung : routes) {
+        const auto& info = CudaRegistry::instance().get(rung).info;
+        const std::string why = info.unavailable ? info.unavailable() : "";
+        if (why.empty()) return "";
+        if (first.empty()) first = rung + ": " + why;
+    }
+    return "none of its rungs can run here (" + first + ")";
+}
+
 std::string& last_dispatched() {
     static std::string name;
     return name;
