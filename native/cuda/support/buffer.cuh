@@ -14,7 +14,9 @@ namespace gemmpad::cuda {
 // A device allocation that only grows: reserve() reallocates (contents lost) only past its size.
 // The same interface as the MLP's own DeviceBuffer (mlp/mlp.cuh), which this is meant to replace:
 // that is why the fields are public and there is no destructor (owners release, or never do for
-// buffers that live until exit, when the driver may already be gone).
+// buffers that live until exit, when the driver may already be gone). Until mlp/ switches, this
+// one lives in namespace `support` so that the two never meet under one mangled name.
+namespace support {
 struct DeviceBuffer {
     void* ptr = nullptr;
     size_t bytes = 0;
@@ -32,6 +34,8 @@ struct DeviceBuffer {
         bytes = 0;
     }
 };
+}  // namespace support
+using support::DeviceBuffer;
 
 // A device scratch buffer that only grows (split-K partial sums and the like).
 // Not thread-safe: one host thread drives the GPU in gemmpad.
