@@ -104,7 +104,8 @@ WGMMA_SHAPES = [
     (100, 1028, 1000),  # B's rows 8-byte (16-bit) / 16-byte (tf32) aligned, K past 8 stages, split-K
     (4100, 1100, 200),  # > 132 tiles: 14 walks 2 tiles per block; B by cp.async (16-bit), rows and columns past the tiles
     (2304, 2304, 72),  # 162 tiles read by TMA, one k-tile each: 14's stage ring runs on across tiles
-    (1100, 2100, 136),  # 9 x 9 tiles, no split-K: 16's pairs, the last row's second tile past M
+    (1100, 2100, 136),  # 9 x 9 tiles, no split-K (81 < 132 SMs: 14-16 refuse it)
+    (2200, 4200, 136),  # 18 x 17 tiles: 16's pairs, the last row's second tile past M
 ]
 
 

@@ -2,7 +2,7 @@
 // Change from 10/11: step Persistent (hopper::launch<Op, Persistent>): min(tiles, SMs) blocks walk the tiles;
 // stage counters and barrier phases run on, so the producer loads the next tile while this one is stored.
 // Limit: consumers still store from registers (8 rows per float2) while the tensor cores idle; 4096^3 is
-// 3.9 waves of tiles. Unavailable where the tiles cannot fill the SMs (10's split-K).
+// 3.9 waves of tiles. Unavailable where the tiles do not outnumber the SMs (that is 10's launch).
 // Run: gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 735,251 (96.0 %), fp16 717,023 (96.1 %)

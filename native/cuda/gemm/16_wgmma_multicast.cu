@@ -2,7 +2,7 @@
 // Change from 15: step Multicast (hopper::launch<Op, Multicast>): blocks 2q, 2q+1 take tiles one
 // above the other; each loads half of B's boxes into both; a stage is refilled when both are done with it.
 // Limit: buys nothing over 15 here: L2 was not the limit (NOTES.md); the pair runs at its slower block's
-// pace; only where TMA reads both operands (not cp.async) and the tiles fill the SMs, else unavailable.
+// pace; only where TMA reads both operands (not cp.async) and the tiles outnumber the SMs, else unavailable.
 // Run: gemmpad bench gemm --kernels cuda.16_multicast_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.16_multicast_fp16 --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 747,992 (97.3 %), fp16 728,022 (97.5 %)

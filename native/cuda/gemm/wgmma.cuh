@@ -628,9 +628,9 @@ Plan plan(const GemmProblem& p) {
     r.splits = cluster_splits(kernel, THREADS, smem, r.tiles, r.k_tiles, 1);
     r.blocks = r.tiles;
     const int sms = device_props().multiProcessorCount;
-    if (S::persistent && r.splits > 1)
-        r.rejected = "its " + std::to_string(r.tiles) + " tiles cannot fill the " + std::to_string(sms) +
-                     " SMs, so K is split over clusters, a block per tile: no persistent grid (that is 10's launch)";
+    if (S::persistent && (r.splits > 1 || r.tiles <= sms))  // a block per tile: 10's launch, split-K or not
+        r.rejected = "its " + std::to_string(r.tiles) + " tiles do not outnumber the " + std::to_string(sms) +
+                     " SMs: no tile for a persistent block to walk on to (10's launch, K split where it helps)";
     if (r.rejected.empty() && S::persistent) r.blocks = std::min(r.tiles, sms);
     if (r.rejected.empty() && S::tma_store && (p.N % 4 != 0 || reinterpret_cast<uintptr_t>(p.C) % 16 != 0))
         r.rejected = "the TMA store needs C's rows in 16-byte multiples, 16-byte aligned (N a multiple of 4)";
