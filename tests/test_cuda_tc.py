@@ -105,7 +105,7 @@ WGMMA_SHAPES = [
     (4100, 1100, 200),  # > 132 tiles: 14 walks 2 tiles per block; B by cp.async (16-bit), rows and columns past the tiles
     (2304, 2304, 72),  # 162 tiles read by TMA, one k-tile each: 14's stage ring runs on across tiles
     (1100, 2100, 136),  # 9 x 9 tiles, no split-K (81 < 132 SMs: 14-16 refuse it)
-    (2200, 4200, 136),  # 18 x 17 tiles: 16's pairs, the last row's second tile past M
+    (2100, 4200, 136),  # 17 x 17 tiles: 16's pairs, the last pair's second row of tiles past M
 ]
 
 
