@@ -91,13 +91,18 @@ def test_manifest_parser_reads_concatenated_summaries_and_skips_comments(tmp_pat
     src = tmp_path / "native" / "cuda" / "gemm"
     src.mkdir(parents=True)
     (src / "01_x.cu").write_text(
-        '// GEMMPAD_REGISTER_CUDA("cuda.00_commented", "fp32", gemmpad::InType::F32, "no", f);\n'
-        'GEMMPAD_REGISTER_CUDA_IF("cuda.01_x", "bf16", gemmpad::InType::BF16,\n'
-        '    "two " /* between */ "parts, a \\"quote\\" and a // slash", launch(1, 2), hopper_only);\n')
-    (tmp_path / "native" / "cuda" / "notes.txt").write_text('GEMMPAD_REGISTER_CUDA("cuda.02_no", ...)')
+        '// GEMMPAD_REGISTER_CUDA_RUNG("cuda.00_commented", "fp32", gemmpad::InType::F32, "no", f, 0, 0, 0);\n'
+        'GEMMPAD_REGISTER_CUDA_RUNG("cuda.01_x", "bf16", gemmpad::InType::BF16,\n'
+        '    "two " /* between */ "parts, a \\"quote\\" and a // slash", launch(1, 2), hopper_only, nullptr,\n'
+        '    anatomy);\n'
+        'GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_bf16", "bf16", gemmpad::InType::BF16, "routes", route,\n'
+        '    "cuda.01_x", "cuda.02_y");\n')
+    (tmp_path / "native" / "cuda" / "notes.txt").write_text('GEMMPAD_REGISTER_CUDA_RUNG("cuda.02_no", ...)')
     assert kernel_manifest.registrations(tmp_path) == [
         {"name": "cuda.01_x", "device": "cuda", "kind": "gemm", "precision": "bf16", "in_type": "bf16",
-         "summary": 'two parts, a "quote" and a // slash', "source": "native/cuda/gemm/01_x.cu"}]
+         "summary": 'two parts, a "quote" and a // slash', "source": "native/cuda/gemm/01_x.cu"},
+        {"name": "cuda.auto_bf16", "device": "cuda", "kind": "gemm", "precision": "bf16", "in_type": "bf16",
+         "summary": "routes", "source": "native/cuda/gemm/01_x.cu", "routes": ["cuda.01_x", "cuda.02_y"]}]
 
 
 def test_a_module_that_fails_to_load(monkeypatch, fresh_status):

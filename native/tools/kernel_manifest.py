@@ -4,7 +4,7 @@ register, and the committed benchmark figures of every kernel.
 Why a committed file: an install without the CUDA module (no nvcc, or a laptop) cannot ask
 `_cuda.kernels()`, yet the window and `gemmpad info` should still show the whole ladder,
 greyed, with each rung's summary, source file and measured speed. The manifest is read
-from the GEMMPAD_REGISTER_CUDA(_IF) / GEMMPAD_REGISTER_FUSED calls in native/cuda/** (the
+from the GEMMPAD_REGISTER_CUDA_RUNG / _AUTO / GEMMPAD_REGISTER_FUSED calls in native/cuda/** (the
 same arguments the C++ registry gets) and from assets/benchmarks/*/bench-gemm.json;
 tests/test_registry.py fails when it no longer matches them.
 
@@ -31,8 +31,7 @@ MANIFEST = ROOT / "app" / "gemmpad" / "kernel_manifest.json"
 # The file types CMake compiles into _cuda (native/CMakeLists.txt's GEMMPAD_CUDA_SOURCES).
 SUFFIXES = (".cu", ".cpp")
 IN_TYPES = {"F32": "f32", "F16": "f16", "BF16": "bf16", "F8E4M3": "f8e4m3"}
-MACROS = ("GEMMPAD_REGISTER_CUDA_RUNG", "GEMMPAD_REGISTER_CUDA_AUTO", "GEMMPAD_REGISTER_CUDA_IF",
-          "GEMMPAD_REGISTER_CUDA", "GEMMPAD_REGISTER_FUSED")
+MACROS = ("GEMMPAD_REGISTER_CUDA_RUNG", "GEMMPAD_REGISTER_CUDA_AUTO", "GEMMPAD_REGISTER_FUSED")
 # 4096^3 and the MLP's first layer at batch 1 and 4096 (M x N x K = batch x 100 x 784).
 ANATOMY_SHAPES = ((4096, 4096, 4096), (1, 100, 784), (4096, 100, 784))
 PREFERRED_SHAPE = (4096, 4096, 4096)  # the figure shown for each kernel: one shape, so rungs compare

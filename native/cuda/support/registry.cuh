@@ -53,14 +53,11 @@ inline bool register_anatomy(const char* name, AnatomyFn fn) {
 
 }  // namespace gemmpad::cuda
 
-// GEMMPAD_REGISTER_CUDA("cuda.01_naive", "fp32", gemmpad::InType::F32, "one line", fn)
-#define GEMMPAD_REGISTER_CUDA(NAME, PRECISION, IN_TYPE, SUMMARY, FN) \
-    GEMMPAD_REGISTER_CUDA_RUNG(NAME, PRECISION, IN_TYPE, SUMMARY, FN, nullptr, nullptr, nullptr)
-// The same for a kernel that runs only where UNAVAILABLE() returns "" (see KernelInfo::unavailable).
-#define GEMMPAD_REGISTER_CUDA_IF(NAME, PRECISION, IN_TYPE, SUMMARY, FN, UNAVAILABLE) \
-    GEMMPAD_REGISTER_CUDA_RUNG(NAME, PRECISION, IN_TYPE, SUMMARY, FN, UNAVAILABLE, nullptr, nullptr)
-// The same with the problems it rejects (KernelInfo::rejects; nullptr: none) and its anatomy hook
-// (Anatomy; nullptr: kernel_anatomy() says it has none).
+// GEMMPAD_REGISTER_CUDA_RUNG("cuda.01_naive", "fp32", gemmpad::InType::F32, "one line", launch, unavailable,
+// rejects, anatomy): a rung. UNAVAILABLE() says why this device cannot run it at all ("" where it
+// can; KernelInfo::unavailable), REJECTS(p) why it does not take problem p (KernelInfo::rejects),
+// ANATOMY(p) what it launches for p (Anatomy); each may be nullptr: runs everywhere, takes every
+// problem, has no anatomy (kernel_anatomy() says so).
 #define GEMMPAD_REGISTER_CUDA_RUNG(NAME, PRECISION, IN_TYPE, SUMMARY, FN, UNAVAILABLE, REJECTS, ANATOMY)        \
     static const bool GEMMPAD_CONCAT(gemmpad_registered_, __LINE__) =                                         \
         ::gemmpad::cuda::CudaRegistry::instance().add(                                                        \
