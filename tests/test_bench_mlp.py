@@ -94,3 +94,25 @@ def test_mnist_digits_never_downloads_and_says_why_when_missing(monkeypatch, tmp
     assert mlp.mnist_digits(None) == (None, "no MNIST data (--data DIR or $GEMMPAD_DATA)")
     digits, why = mlp.mnist_digits(str(tmp_path))
     assert digits is None and why
+
+
+def test_bench_mlp_skips_a_rung_outside_its_step(monkeypatch, capsys, tmp_path):
+    """A rung that refuses the layers' shapes (cuda.14-16: too few tiles) gets no row and a line saying
+    why, and the benchmark goes on, rather than stopping on the first such rung."""
+    from gemmpad.engine import Classifier
+    from gemmpad.errors import KernelUnavailable
+
+    exact = Classifier.predict
+
+    def refuse(self, x, warmup=0):  # the CPU's naive rung stands in for a GPU rung that refuses
+        if self.kernel == "cpu.01_naive":
+            raise KernelUnavailable("cpu.01_naive unavailable: its 1 tiles do not outnumber the 132 SMs")
+        return exact(self, x, warmup)
+
+    monkeypatch.setattr(Classifier, "predict", refuse)
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "cpu.01_naive", "numpy", "--batches", "3",
+                           "--budget-s", "0.01", "--soak", "0", "--out", str(tmp_path))
+    assert rc == 0, out + err
+    assert "cpu.01_naive batch 3: cpu.01_naive unavailable: its 1 tiles" in out
+    kernels = {r["kernel"] for r in json.loads((tmp_path / "bench-mlp.json").read_text())["results"]}
+    assert "numpy" in kernels and "cpu.01_naive" not in kernels

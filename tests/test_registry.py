@@ -72,7 +72,8 @@ def test_the_manifest_agrees_with_the_built_module():
     if cuda_mod is None:
         pytest.skip("this checkout has no CUDA module to compare with")
     built = [{"name": d["name"], "device": "cuda", "kind": kind, "precision": d["precision"],
-              "in_type": d.get("in_type", "f32"), "summary": d["summary"], "source": d["source"]}
+              "in_type": d.get("in_type", "f32"), "summary": d["summary"], "source": d["source"],
+              **({"routes": d["routes"]} if d.get("routes") else {})}
              for getter, kind in (("kernels", "gemm"), ("mlp_kernels", "mlp")) for d in getattr(cuda_mod, getter)()]
     assert built == kernel_manifest.registrations()
 
@@ -90,13 +91,18 @@ def test_manifest_parser_reads_concatenated_summaries_and_skips_comments(tmp_pat
     src = tmp_path / "native" / "cuda" / "gemm"
     src.mkdir(parents=True)
     (src / "01_x.cu").write_text(
-        '// GEMMPAD_REGISTER_CUDA("cuda.00_commented", "fp32", gemmpad::InType::F32, "no", f);\n'
-        'GEMMPAD_REGISTER_CUDA_IF("cuda.01_x", "bf16", gemmpad::InType::BF16,\n'
-        '    "two " /* between */ "parts, a \\"quote\\" and a // slash", launch(1, 2), hopper_only);\n')
-    (tmp_path / "native" / "cuda" / "notes.txt").write_text('GEMMPAD_REGISTER_CUDA("cuda.02_no", ...)')
+        '// GEMMPAD_REGISTER_CUDA_RUNG("cuda.00_commented", "fp32", gemmpad::InType::F32, "no", f, 0, 0, 0);\n'
+        'GEMMPAD_REGISTER_CUDA_RUNG("cuda.01_x", "bf16", gemmpad::InType::BF16,\n'
+        '    "two " /* between */ "parts, a \\"quote\\" and a // slash", launch(1, 2), hopper_only, nullptr,\n'
+        '    anatomy);\n'
+        'GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_bf16", "bf16", gemmpad::InType::BF16, "routes", route,\n'
+        '    "cuda.01_x", "cuda.02_y");\n')
+    (tmp_path / "native" / "cuda" / "notes.txt").write_text('GEMMPAD_REGISTER_CUDA_RUNG("cuda.02_no", ...)')
     assert kernel_manifest.registrations(tmp_path) == [
         {"name": "cuda.01_x", "device": "cuda", "kind": "gemm", "precision": "bf16", "in_type": "bf16",
-         "summary": 'two parts, a "quote" and a // slash', "source": "native/cuda/gemm/01_x.cu"}]
+         "summary": 'two parts, a "quote" and a // slash', "source": "native/cuda/gemm/01_x.cu"},
+        {"name": "cuda.auto_bf16", "device": "cuda", "kind": "gemm", "precision": "bf16", "in_type": "bf16",
+         "summary": "routes", "source": "native/cuda/gemm/01_x.cu", "routes": ["cuda.01_x", "cuda.02_y"]}]
 
 
 def test_a_module_that_fails_to_load(monkeypatch, fresh_status):
@@ -131,3 +137,76 @@ def test_a_kernel_this_gpu_cannot_run(monkeypatch, fresh_status):
     assert not wgmma.available and wgmma.unavailable_reason == "needs compute capability 9.0 (H100/H200)"
     assert registry.default_gemm("cuda").name == "cuda.07_warptile"  # the top fp32 kernel that runs
     assert wgmma.step == "10_wgmma_fp16"
+
+
+def test_the_manifest_lists_the_dispatchers_with_their_rungs(monkeypatch, fresh_status):
+    """Without a CUDA module the dispatchers are still listed (from the manifest), each with the rungs
+    it routes to, all of them registered rungs of its precision."""
+    monkeypatch.setattr(native, "_cuda_module", None)
+    monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "")
+    auto = {s.name: s for s in registry.kernels(device="cuda") if s.routes}
+    assert set(auto) == {"cuda.auto_fp32", "cuda.auto_tf32", "cuda.auto_fp16", "cuda.auto_bf16", "cuda.auto_fp8"}
+    for spec in auto.values():
+        for rung in spec.routes:
+            assert not registry.get(rung).routes and registry.get(rung).precision == spec.precision
+    assert registry.dispatched() == ""
+
+
+def test_the_default_gpu_kernel_is_the_fp32_dispatcher(monkeypatch):
+    """gemm() and the layer-by-layer Classifier take default_gemm: on the GPU the dispatcher, which
+    routes by shape, not the last fp32 rung (19, whose small tiles lose to 07 at 4096^3)."""
+    specs = [registry.KernelSpec(name=n, device="cuda", precision="fp32", summary="", source="", routes=r)
+             for n, r in (("cuda.auto_fp32", ("cuda.19_simt_ring", "cuda.07_warptile")),
+                          ("cuda.07_warptile", ()), ("cuda.19_simt_ring", ()))]
+    monkeypatch.setattr(registry, "kernels", lambda device=None, kind=None: specs)
+    monkeypatch.setattr(native, "cuda_module_if_built", lambda: object())
+    assert registry.default_gemm("cuda").name == "cuda.auto_fp32"
+
+
+def test_each_rung_says_what_changed_from_the_one_before():
+    """The lab view's one line per rung, from the header's "Change from" sentence."""
+    assert registry.change("cuda.15_tma_store_fp16").startswith("Change from 14: step TmaStore")
+    assert registry.change("cuda.19_simt_ring").startswith("Change from 07:")
+    for name in ("cuda.14_persistent_bf16", "cuda.17_small_tiles_tf32", "cpu.02_blocked_simd"):
+        assert registry.change(name).startswith("Change from ")
+
+
+def test_anatomy_without_a_gpu_is_a_clear_error_or_the_committed_record(monkeypatch, fresh_status):
+    monkeypatch.setattr(native, "_cuda_module", None)
+    monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "")
+    record = {"shape": [4096, 100, 784], "kernel": "ring_kernel<Config<64, 64, 16, 1, 2, 4, 2>>", "occupancy": 0.25}
+    monkeypatch.setattr(registry, "_manifest", lambda: {"kernels": kernel_manifest.registrations(),
+                                                        "anatomy": {"cuda.19_simt_ring": [record]}})
+    a = registry.anatomy("cuda.19_simt_ring", 4096, 100, 784)
+    assert a["source"] == "committed" and a["occupancy"] == 0.25
+    with pytest.raises(CudaUnavailable, match="no committed anatomy at 1x100x784"):
+        registry.anatomy("cuda.19_simt_ring", 1, 100, 784)
+    with pytest.raises(GemmpadError, match="not a CUDA kernel"):
+        registry.anatomy("cpu.01_naive", 1, 1, 1)
+
+
+def test_the_manifest_keeps_the_committed_anatomy_and_records_a_new_one(monkeypatch, tmp_path):
+    """--anatomy (on a GPU) writes each rung's records at ANATOMY_SHAPES, a refusal as its reason;
+    a plain rewrite carries the committed records over, since it cannot measure them."""
+    from gemmpad.errors import KernelUnavailable
+
+    specs = [registry.KernelSpec(name="cuda.19_simt_ring", device="cuda", precision="fp32", summary="", source=""),
+             registry.KernelSpec(name="cuda.auto_fp32", device="cuda", precision="fp32", summary="", source="",
+                                 routes=("cuda.19_simt_ring",))]
+
+    def fake_anatomy(name: str, m: int, n: int, k: int) -> dict:
+        if k == 784 and m == 1:
+            raise KernelUnavailable(f"{name} unavailable: not at batch 1")
+        return {"kernel": "ring_kernel<...>", "occupancy": 0.5, "source": "this GPU"}
+
+    monkeypatch.setattr(registry, "kernels", lambda device=None, kind=None: specs)
+    monkeypatch.setattr(registry, "anatomy", fake_anatomy)
+    measured = kernel_manifest.measure_anatomy()
+    assert list(measured) == ["cuda.19_simt_ring"]  # dispatchers have none of their own
+    rows = {tuple(r["shape"]): r for r in measured["cuda.19_simt_ring"]}
+    assert set(rows) == set(kernel_manifest.ANATOMY_SHAPES) and "source" not in rows[(4096, 4096, 4096)]
+    assert rows[(1, 100, 784)] == {"shape": [1, 100, 784], "unavailable": "cuda.19_simt_ring unavailable: not at batch 1"}
+    committed = tmp_path / "app" / "gemmpad" / "kernel_manifest.json"
+    committed.parent.mkdir(parents=True)
+    committed.write_text(kernel_manifest.render(ROOT, anatomy=measured), encoding="utf-8")
+    assert kernel_manifest.manifest(tmp_path)["anatomy"] == measured  # a rewrite without --anatomy keeps them

@@ -59,6 +59,12 @@ class CudaUnavailable(GemmpadError, RuntimeError):
     """CUDA was asked for but cannot be used here; the message says why."""
 
 
+class KernelUnavailable(GemmpadError, ValueError):
+    """A rung asked for a problem its step was not written for (a shape, an alignment); the message
+    says why. Rungs raise it rather than hand the problem to another rung, so that what runs under
+    a rung's name is its own kernel; the dispatchers (cuda.auto_*) pick a rung that takes it."""
+
+
 class CudaError(GemmpadError, RuntimeError):
     """A CUDA call failed; the message names the call and CUDA's error string."""
 

@@ -49,8 +49,11 @@ def gemm(
 
     Inputs of other real dtypes, or non-contiguous ones, are converted to
     contiguous float32 (as NumPy would promote them). NaN and Inf pass
-    through as they would in NumPy. `kernel` defaults to the top of the fp32
-    ladder on the GPU when one is usable, else on the CPU. `out`, if given,
+    through as they would in NumPy. `kernel` defaults, on a usable GPU, to the
+    dispatcher cuda.auto_fp32, which runs the fastest fp32 rung for the shape
+    (gemmpad.registry.dispatched() names it), else to the top of the CPU
+    ladder. A rung asked for a shape outside its step raises KernelUnavailable
+    rather than run another rung. `out`, if given,
     must be a C-contiguous float32 [M, N] array, apart from the inputs, and is
     overwritten.
     """

@@ -37,6 +37,8 @@ class KernelSpec:
     in_type: str = "f32"
     available: bool = True
     unavailable_reason: str = ""
+    # A dispatcher (cuda.auto_fp32, ...): every rung it may route a problem to; () for a rung.
+    routes: tuple[str, ...] = ()
 
     @property
     def step(self) -> str:
@@ -64,6 +66,7 @@ def _specs(module: object, device: str, available: bool, reason: str) -> list[Ke
                     in_type=d.get("in_type", "f32"),
                     available=available and not own_reason,
                     unavailable_reason=reason or own_reason,
+                    routes=tuple(d.get("routes", ())),
                 )
             )
     return out
@@ -114,7 +117,7 @@ def _manifest_specs(reason: str) -> list[KernelSpec]:
     return [
         KernelSpec(name=d["name"], device=d["device"], precision=d["precision"], summary=d["summary"],
                    source=d["source"], kind=d["kind"], in_type=d["in_type"], available=False,
-                   unavailable_reason=reason)
+                   unavailable_reason=reason, routes=tuple(d.get("routes", ())))
         for d in _manifest()["kernels"]
     ]
 
@@ -159,7 +162,9 @@ def get(name: str) -> KernelSpec:
 
 
 def default_gemm(device: str) -> KernelSpec:
-    """The top of the fp32 ladder on `device`: the fastest kernel that keeps fp32 accuracy."""
+    """The fastest fp32 kernel on `device` for any shape: on the GPU the dispatcher cuda.auto_fp32,
+    which picks the rung for each problem (dispatched() says which ran); on the CPU the top of
+    the fp32 ladder."""
     fp32 = [s for s in kernels(device=device, kind="gemm") if s.precision == "fp32"]
     if device == "cuda" and native.cuda_module_if_built() is None:
         fp32 = []  # the manifest's rungs are there to be read, not run
@@ -167,4 +172,41 @@ def default_gemm(device: str) -> KernelSpec:
         raise CudaUnavailable(native.cuda_status().reason) if device == "cuda" else GemmpadError(
             f"no kernels for device {device!r}"
         )
-    return fp32[-1]
+    dispatchers = [s for s in fp32 if s.routes]
+    return dispatchers[0] if dispatchers else fp32[-1]
+
+
+def dispatched() -> str:
+    """The rung the last dispatcher call (cuda.auto_*: gemm()'s default on the GPU, the layer-by-layer
+    MLP) ran, e.g. "cuda.19_simt_ring"; "" before any, or without a CUDA module."""
+    module = native.cuda_module_if_built()
+    return module.dispatched() if module is not None and hasattr(module, "dispatched") else ""
+
+
+def anatomy(name: str, m: int, n: int, k: int) -> dict[str, Any]:
+    """What CUDA rung `name` launches for an m x n x k problem (its operands freshly allocated), read
+    from the compiled kernel on this GPU: kernel (the template instance), block_tile "BMxBNxBK",
+    warp_tile, thread_tile ("" where not meaningful), threads_per_block, registers_per_thread,
+    static/dynamic/total shared memory per block, max_active_blocks_per_sm, occupancy (resident
+    warps over the SM's maximum), grid, blocks, cluster and a note on the launch. Why a function
+    and not a table: the instance, the grid and the split depend on the shape and the device.
+    Without a usable GPU: the committed H200 anatomy from kernel_manifest.json at the shapes it
+    has (marked "source": "committed"), else CudaUnavailable; KernelUnavailable where the rung
+    does not take the problem or cannot say."""
+    spec = get(name)
+    if spec.device != "cuda":
+        raise GemmpadError(f"kernel {name!r} is not a CUDA kernel: anatomy reads compiled CUDA kernels")
+    module = native.cuda_module_if_built()
+    if spec.available and module is not None and hasattr(module, "kernel_anatomy"):
+        return dict(module.kernel_anatomy(name, m, n, k), source="this GPU")
+    for entry in _manifest().get("anatomy", {}).get(name, []):
+        if tuple(entry.get("shape", ())) == (m, n, k):
+            return dict(entry, source="committed")
+    raise CudaUnavailable(f"kernel {name!r} cannot be read here ({spec.unavailable_reason or 'no CUDA module'}) "
+                          f"and kernel_manifest.json has no committed anatomy at {m}x{n}x{k}")
+
+
+def change(name: str) -> str:
+    """The one line saying what changed from the rung before (the "Change from N:" line of the
+    rung's source header; the summary where the header has none), for the lab view."""
+    return _manifest().get("changes", {}).get(name, "") or get(name).summary

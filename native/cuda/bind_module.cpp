@@ -14,7 +14,12 @@
 #include <vector>
 
 #include "bind.h"
-#include "common.cuh"
+#include "support/buffer.cuh"
+#include "support/check.cuh"
+#include "support/device.cuh"
+#include "support/events.cuh"
+#include "support/fill.cuh"
+#include "support/registry.cuh"
 
 namespace py = pybind11;
 using namespace gemmpad;
@@ -24,28 +29,9 @@ namespace {
 
 using F32Array = py::array_t<float, py::array::c_style>;
 
-// A device allocation that only grows; the numpy entry points reuse a few of
-// them so repeated calls do not pay cudaMalloc each time.
-struct GrowBuffer {
-    void* ptr = nullptr;
-    size_t bytes = 0;
-    void* get(size_t want) {
-        if (want > bytes) {
-            release();
-            CUDA_CHECK(cudaMalloc(&ptr, want));
-            bytes = want;
-        }
-        return ptr;
-    }
-    void release() {
-        if (ptr) cudaFree(ptr);  // best effort: runs at exit too
-        ptr = nullptr;
-        bytes = 0;
-    }
-};
-
+// The numpy entry points' device buffers, reused so that repeated calls do not pay cudaMalloc.
 struct Buffers {
-    GrowBuffer a32, b32, a16, b16, bias, c, flush;
+    DeviceBuffer a32, b32, a16, b16, bias, c, flush;
 };
 
 Buffers& buffers() {
@@ -108,6 +94,7 @@ py::list list_kernels() {
         d["summary"] = k.summary;
         d["source"] = k.source;
         d["unavailable_reason"] = k.unavailable ? k.unavailable() : std::string();
+        d["routes"] = k.routes;
         out.append(d);
     }
     return out;
@@ -117,13 +104,13 @@ py::list list_kernels() {
 std::pair<const void*, const void*> upload_operands(InType in_type, const float* a, size_t na, const float* b,
                                                     size_t nb) {
     Buffers& bf = buffers();
-    float* da = static_cast<float*>(bf.a32.get(na * sizeof(float)));
-    float* db = static_cast<float*>(bf.b32.get(nb * sizeof(float)));
+    float* da = static_cast<float*>(bf.a32.reserve(na * sizeof(float)));
+    float* db = static_cast<float*>(bf.b32.reserve(nb * sizeof(float)));
     CUDA_CHECK(cudaMemcpy(da, a, na * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(db, b, nb * sizeof(float), cudaMemcpyHostToDevice));
     if (in_type == InType::F32) return {da, db};
-    void* ha = bf.a16.get(na * in_bytes(in_type));
-    void* hb = bf.b16.get(nb * in_bytes(in_type));
+    void* ha = bf.a16.reserve(na * in_bytes(in_type));
+    void* hb = bf.b16.reserve(nb * in_bytes(in_type));
     cast_f32(da, ha, na, in_type, nullptr);
     cast_f32(db, hb, nb, in_type, nullptr);
     return {ha, hb};
@@ -150,10 +137,10 @@ void run_gemm(const std::string& name, F32Array a, F32Array b, std::optional<F32
     auto [da, db] = upload_operands(entry.info.in_type, ha, (size_t)M * K, hb, (size_t)K * N);
     float* dbias = nullptr;
     if (hbias) {
-        dbias = static_cast<float*>(bf.bias.get(N * sizeof(float)));
+        dbias = static_cast<float*>(bf.bias.reserve(N * sizeof(float)));
         CUDA_CHECK(cudaMemcpy(dbias, hbias, N * sizeof(float), cudaMemcpyHostToDevice));
     }
-    float* dc = static_cast<float*>(bf.c.get(nc * sizeof(float)));
+    float* dc = static_cast<float*>(bf.c.reserve(nc * sizeof(float)));
     CUDA_CHECK(cudaMemcpy(dc, hc, nc * sizeof(float), cudaMemcpyHostToDevice));
     GemmProblem p;
     p.M = M; p.N = N; p.K = K;
@@ -164,28 +151,33 @@ void run_gemm(const std::string& name, F32Array a, F32Array b, std::optional<F32
     CUDA_CHECK(cudaMemcpy(hc, dc, nc * sizeof(float), cudaMemcpyDeviceToHost));
 }
 
+// The anatomy of kernel `name` at an M x N x K problem (common.cuh, kernel_anatomy), its operands
+// laid out as a fresh allocation lays them out (256-byte aligned, rows of K and N elements): the
+// launch the rung would make, with the compiled kernel's registers, shared memory and occupancy.
+py::dict anatomy(const std::string& name, int M, int N, int K) {
+    if (M < 1 || N < 1 || K < 1) throw std::invalid_argument("M, N, K must be >= 1");
+    const auto& entry = CudaRegistry::instance().get(name);
+    GemmProblem p;
+    p.M = M; p.N = N; p.K = K;
+    p.A = p.B = p.C = reinterpret_cast<float*>(uintptr_t{256});  // only their alignment is read
+    p.in_type = entry.info.in_type;
+    const auto fields = kernel_anatomy(name, p);
+    static const std::vector<std::string> counts = {"threads_per_block", "registers_per_thread", "static_smem_bytes",
+                                                    "dynamic_smem_bytes", "smem_per_block_bytes",
+                                                    "max_active_blocks_per_sm", "active_warps_per_sm",
+                                                    "max_warps_per_sm", "blocks"};
+    py::dict d;
+    d["name"] = name;
+    d["shape"] = py::make_tuple(M, N, K);
+    for (const auto& [key, value] : fields) {
+        if (std::find(counts.begin(), counts.end(), key) != counts.end()) d[key.c_str()] = std::stoll(value);
+        else if (key == "occupancy") d[key.c_str()] = std::stod(value);
+        else d[key.c_str()] = value;
+    }
+    return d;
+}
+
 constexpr int kQueuedReps = 64;  // timed reps in flight before bench_gemm waits for them
-
-// `n` CUDA events, destroyed with this object (when an exception unwinds too).
-class Events {
-public:
-    explicit Events(int n) : ev_(n) {
-        for (auto& e : ev_) {
-            CUDA_CHECK(cudaEventCreate(&e));
-            ++made_;
-        }
-    }
-    ~Events() {
-        for (int i = 0; i < made_; ++i) cudaEventDestroy(ev_[i]);
-    }
-    Events(const Events&) = delete;
-    Events& operator=(const Events&) = delete;
-    cudaEvent_t operator[](int i) const { return ev_[i]; }
-
-private:
-    std::vector<cudaEvent_t> ev_;
-    int made_ = 0;
-};
 
 // Kernel time of the named kernel on an M x N x K problem with operands uniform in
 // [-1, 1) (as the bench's cuBLAS reference draws its own), resident on the device:
@@ -202,15 +194,15 @@ std::vector<float> bench_gemm(const std::string& name, int M, int N, int K, int 
     py::gil_scoped_release nogil;
     Buffers& bf = buffers();
     const InType t = entry.info.in_type;
-    void* da = bf.a16.get((size_t)M * K * in_bytes(t));
-    void* db = bf.b16.get((size_t)K * N * in_bytes(t));
+    void* da = bf.a16.reserve((size_t)M * K * in_bytes(t));
+    void* db = bf.b16.reserve((size_t)K * N * in_bytes(t));
     fill_uniform(da, t, (size_t)M * K, 1, -1.f, 1.f, nullptr);
     fill_uniform(db, t, (size_t)K * N, 2, -1.f, 1.f, nullptr);
-    float* dbias = static_cast<float*>(bf.bias.get((size_t)N * sizeof(float)));
+    float* dbias = static_cast<float*>(bf.bias.reserve((size_t)N * sizeof(float)));
     fill_uniform(dbias, InType::F32, N, 3, -1.f, 1.f, nullptr);
-    float* dc = static_cast<float*>(bf.c.get((size_t)M * N * sizeof(float)));
+    float* dc = static_cast<float*>(bf.c.reserve((size_t)M * N * sizeof(float)));
     const size_t flush_bytes = flush_l2 ? 2 * (size_t)device_props().l2CacheSize : 0;
-    void* dflush = flush_l2 ? bf.flush.get(flush_bytes) : nullptr;
+    void* dflush = flush_l2 ? bf.flush.reserve(flush_bytes) : nullptr;
     GemmProblem p;
     p.M = M; p.N = N; p.K = K;
     p.A = da; p.B = db; p.bias = with_bias ? dbias : nullptr; p.C = dc;
@@ -246,6 +238,8 @@ PYBIND11_MODULE(_cuda, m) {
             py::module_ errors = py::module_::import("gemmpad.errors");
             py::object cls = errors.attr(e.out_of_memory() ? "CudaOutOfMemory" : "CudaError");
             PyErr_SetString(cls.ptr(), e.what());
+        } catch (const Unavailable& e) {
+            PyErr_SetString(py::module_::import("gemmpad.errors").attr("KernelUnavailable").ptr(), e.what());
         }
     });
     m.def("status", &status, "Whether CUDA is usable here, and if not, why.");
@@ -256,5 +250,10 @@ PYBIND11_MODULE(_cuda, m) {
     m.def("bench_gemm", &bench_gemm, py::arg("name"), py::arg("M"), py::arg("N"), py::arg("K"), py::arg("reps") = 50,
           py::arg("warmup") = 5, py::arg("flush_l2") = true, py::arg("with_bias") = false, py::arg("act") = 0,
           "Per-rep kernel times in ms (CUDA events), operands random and resident on the device.");
+    m.def("dispatched", [] { return last_dispatched(); },
+          "The rung the last dispatcher launch (cuda.auto_*) ran; \"\" before any.");
+    m.def("kernel_anatomy", &anatomy, py::arg("name"), py::arg("M"), py::arg("N"), py::arg("K"),
+          "Block/warp/thread tile, threads, registers, shared memory, occupancy and grid of the kernel the "
+          "rung launches at M x N x K, read from the compiled kernel (KernelUnavailable where it cannot say).");
     gemmpad::cuda::bind_extras(m);
 }

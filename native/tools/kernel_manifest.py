@@ -4,12 +4,17 @@ register, and the committed benchmark figures of every kernel.
 Why a committed file: an install without the CUDA module (no nvcc, or a laptop) cannot ask
 `_cuda.kernels()`, yet the window and `gemmpad info` should still show the whole ladder,
 greyed, with each rung's summary, source file and measured speed. The manifest is read
-from the GEMMPAD_REGISTER_CUDA(_IF) / GEMMPAD_REGISTER_FUSED calls in native/cuda/** (the
+from the GEMMPAD_REGISTER_CUDA_RUNG / _AUTO / GEMMPAD_REGISTER_FUSED calls in native/cuda/** (the
 same arguments the C++ registry gets) and from assets/benchmarks/*/bench-gemm.json;
 tests/test_registry.py fails when it no longer matches them.
 
     python native/tools/kernel_manifest.py          # rewrite the manifest
     python native/tools/kernel_manifest.py --check  # exit 1 if it is out of date
+    python native/tools/kernel_manifest.py --anatomy  # on a GPU: record every CUDA rung's anatomy
+
+The anatomy (gemmpad.registry.anatomy: tiles, threads, registers, shared memory, occupancy, read
+from the compiled kernels) needs a GPU, so --anatomy records it at ANATOMY_SHAPES and the other
+modes carry the committed records over unchanged: the window shows them, labelled, without one.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ MANIFEST = ROOT / "app" / "gemmpad" / "kernel_manifest.json"
 # The file types CMake compiles into _cuda (native/CMakeLists.txt's GEMMPAD_CUDA_SOURCES).
 SUFFIXES = (".cu", ".cpp")
 IN_TYPES = {"F32": "f32", "F16": "f16", "BF16": "bf16", "F8E4M3": "f8e4m3"}
-MACROS = ("GEMMPAD_REGISTER_CUDA_IF", "GEMMPAD_REGISTER_CUDA", "GEMMPAD_REGISTER_FUSED")
+MACROS = ("GEMMPAD_REGISTER_CUDA_RUNG", "GEMMPAD_REGISTER_CUDA_AUTO", "GEMMPAD_REGISTER_FUSED")
+# 4096^3 and the MLP's first layer at batch 1 and 4096 (M x N x K = batch x 100 x 784).
+ANATOMY_SHAPES = ((4096, 4096, 4096), (1, 100, 784), (4096, 100, 784))
 PREFERRED_SHAPE = (4096, 4096, 4096)  # the figure shown for each kernel: one shape, so rungs compare
 
 
@@ -117,6 +124,8 @@ def registrations(root: Path = ROOT) -> list[dict[str, str]]:
                 entry = {"name": _string(name), "device": "cuda", "kind": "gemm", "precision": _string(precision),
                          "in_type": IN_TYPES[in_type.rsplit("::", 1)[-1]], "summary": _string(summary),
                          "source": source}
+                if m.group(1) == "GEMMPAD_REGISTER_CUDA_AUTO":
+                    entry["routes"] = [_string(a) for a in args[5:]]
                 gemm.append(entry)
     return sorted(gemm, key=lambda e: e["name"]) + mlp
 
@@ -166,26 +175,85 @@ def agreement(root: Path = ROOT) -> dict[str, dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
-def manifest(root: Path = ROOT) -> dict[str, Any]:
-    """The manifest's content, as written."""
+def changes(root: Path = ROOT) -> dict[str, str]:
+    """Per rung (CPU and CUDA), its header's "Change from N: ..." sentence(s), up to the "Limit:"
+    line: the one line the lab view shows beside the rung's anatomy."""
+    out: dict[str, str] = {}
+    pattern = re.compile(r'GEMMPAD_REGISTER_\w+\(\s*"((?:cpu|cuda)\.[^"]+)"')
+    for path in sorted([*(root / "native" / "cuda" / "gemm").glob("[0-9]*.cu"),
+                        *(root / "native" / "cpu" / "gemm").glob("[0-9]*.cpp")]):
+        text = path.read_text(encoding="utf-8")
+        header = [line[2:].strip() for line in text.splitlines() if line.startswith("//")][:12]
+        start = next((i for i, line in enumerate(header) if line.startswith("Change from")), None)
+        if start is None:
+            continue
+        lines = [header[start]]
+        for line in header[start + 1:]:
+            if re.match(r"(Limit|Run|Profile|Figure)\b", line):
+                break
+            lines.append(line)
+        for name in pattern.findall(_strip_comments(text)):
+            out[name] = " ".join(lines)
+    return dict(sorted(out.items()))
+
+
+def committed_anatomy(path: Path = MANIFEST) -> dict[str, list[dict[str, Any]]]:
+    """The anatomy records of the committed manifest (--anatomy wrote them on a GPU), carried over."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("anatomy", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def measure_anatomy() -> dict[str, list[dict[str, Any]]]:
+    """Every CUDA rung's anatomy at ANATOMY_SHAPES on this machine's GPU; a rung that does not take
+    a shape gets {"shape": ..., "unavailable": why}. Dispatchers have none of their own."""
+    from gemmpad import registry
+    from gemmpad.errors import GemmpadError
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for spec in registry.kernels(device="cuda", kind="gemm"):
+        if spec.routes:
+            continue
+        rows = []
+        for m, n, k in ANATOMY_SHAPES:
+            try:
+                row = dict(registry.anatomy(spec.name, m, n, k))
+                row.pop("source", None)
+                row["shape"] = [m, n, k]
+            except GemmpadError as exc:
+                row = {"shape": [m, n, k], "unavailable": str(exc)}
+            rows.append(row)
+        out[spec.name] = rows
+    return out
+
+
+def manifest(root: Path = ROOT, anatomy: dict[str, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """The manifest's content, as written; `anatomy` None: the committed records, unchanged."""
     return {
         "about": "Generated by native/tools/kernel_manifest.py from native/cuda/** and "
-                 "assets/benchmarks/*/bench-gemm.json and bench-mlp.json; tests/test_registry.py checks it.",
+                 "assets/benchmarks/*/bench-gemm.json and bench-mlp.json; tests/test_registry.py checks it. "
+                 "\"anatomy\": recorded on a GPU by --anatomy.",
         "kernels": registrations(root),
         "figures": figures(root),
         "agreement": agreement(root),
+        "changes": changes(root),
+        "anatomy": committed_anatomy(root / "app" / "gemmpad" / "kernel_manifest.json") if anatomy is None else anatomy,
     }
 
 
-def render(root: Path = ROOT) -> str:
-    return json.dumps(manifest(root), indent=1, ensure_ascii=False) + "\n"
+def render(root: Path = ROOT, anatomy: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    return json.dumps(manifest(root, anatomy), indent=1, ensure_ascii=False) + "\n"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the committed manifest is out of date")
+    parser.add_argument("--anatomy", action="store_true",
+                        help="on a CUDA GPU: record every rung's anatomy at " +
+                             ", ".join("x".join(map(str, s)) for s in ANATOMY_SHAPES))
     args = parser.parse_args()
-    text = render()
+    text = render(anatomy=measure_anatomy() if args.anatomy else None)
     if args.check:
         if MANIFEST.read_text(encoding="utf-8") != text:
             print(f"{MANIFEST.relative_to(ROOT)} is out of date: run python native/tools/kernel_manifest.py",

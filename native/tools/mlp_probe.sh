@@ -16,7 +16,7 @@ STEPS=${STEPS:-probe memcheck racecheck build test sanitize}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-MLP_SRC="native/cuda/mlp/fused_dispatch.cu native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/mlp/staging.cu native/cuda/mlp/weights.cu native/cuda/common.cu"
+MLP_SRC="native/cuda/mlp/fused_dispatch.cu native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/mlp/staging.cu native/cuda/mlp/weights.cu native/cuda/support/support.cu native/cuda/gemm/splitk.cu"
 # GEMMPAD_MLP_PROBE: the probe-only knobs (set_fused_plan_override, Mlp::set_io_policy) and variants
 NVCC="nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -Inative/include -DGEMMPAD_MLP_PROBE"
 

@@ -5,7 +5,8 @@
 // Run: gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
 // Profile: ncu -k regex:naive_kernel -c 1 gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 974 GFLOP/s = 1.9 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {
@@ -20,16 +21,31 @@ __global__ void naive_kernel(int M, int N, int K, const float* __restrict__ A, c
     C[(size_t)row * N + col] = epilogue(acc, bias, col, act);
 }
 
+// Its grid for problem p: a block per tile of C.
+dim3 grid_of(const GemmProblem& p) { return dim3(ceil_div(p.M, 16), ceil_div(p.N, 16)); }
+
 void launch(const GemmProblem& p, cudaStream_t stream) {
     dim3 block(16, 16);
-    dim3 grid(ceil_div(p.M, 16), ceil_div(p.N, 16));
+    const dim3 grid = grid_of(p);
     naive_kernel<<<grid, block, 0, stream>>>(p.M, p.N, p.K, static_cast<const float*>(p.A),
                                               static_cast<const float*>(p.B), p.bias, p.C, p.act);
     CUDA_CHECK_LAUNCH("cuda.01_naive");
 }
 
+// What launch() launches for p (kernel_anatomy).
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    a.kernel = reinterpret_cast<const void*>(naive_kernel);
+    a.bm = 16, a.bn = 16, a.tm = 1, a.tn = 1;
+    a.block = dim3(16, 16);
+    a.grid = grid_of(p);
+    a.note = "threadIdx.x walks rows: a warp reads 32 rows of A apart";
+    return a;
+}
+
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.01_naive", "fp32", gemmpad::InType::F32,
-                      "one thread per output, warps stride across rows (uncoalesced)", gemmpad::cuda::launch);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.01_naive", "fp32", gemmpad::InType::F32,
+                           "one thread per output, warps stride across rows (uncoalesced)",
+                           gemmpad::cuda::launch, nullptr, nullptr, gemmpad::cuda::anatomy);

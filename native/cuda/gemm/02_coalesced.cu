@@ -6,7 +6,8 @@
 // Run: gemmpad bench gemm --kernels cuda.02_coalesced --sizes 4096x4096x4096
 // Profile: ncu -k regex:coalesced_kernel -c 1 gemmpad bench gemm --kernels cuda.02_coalesced --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 5,854 GFLOP/s = 11.4 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {
@@ -26,16 +27,30 @@ __global__ void coalesced_kernel(int M, int N, int K, const float* __restrict__ 
     C[(size_t)row * N + col] = epilogue(acc, bias, col, act);
 }
 
+// Its grid for problem p: a block per tile of C.
+dim3 grid_of(const GemmProblem& p) { return dim3(ceil_div(p.N, kBlockX), ceil_div(p.M, kBlockY)); }
+
 void launch(const GemmProblem& p, cudaStream_t stream) {
     dim3 block(kBlockX, kBlockY);
-    dim3 grid(ceil_div(p.N, kBlockX), ceil_div(p.M, kBlockY));
+    const dim3 grid = grid_of(p);
     coalesced_kernel<<<grid, block, 0, stream>>>(p.M, p.N, p.K, static_cast<const float*>(p.A),
                                                   static_cast<const float*>(p.B), p.bias, p.C, p.act);
     CUDA_CHECK_LAUNCH("cuda.02_coalesced");
 }
 
+// What launch() launches for p (kernel_anatomy).
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    a.kernel = reinterpret_cast<const void*>(coalesced_kernel);
+    a.bm = kBlockY, a.bn = kBlockX, a.tm = 1, a.tn = 1;
+    a.block = dim3(kBlockX, kBlockY);
+    a.grid = grid_of(p);
+    return a;
+}
+
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.02_coalesced", "fp32", gemmpad::InType::F32,
-                      "one thread per output, warps along rows of C so loads coalesce", gemmpad::cuda::launch);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.02_coalesced", "fp32", gemmpad::InType::F32,
+                           "one thread per output, warps along rows of C so loads coalesce",
+                           gemmpad::cuda::launch, nullptr, nullptr, gemmpad::cuda::anatomy);

@@ -6,7 +6,8 @@
 // Run: gemmpad bench gemm --kernels cuda.03_smem_tiled --sizes 4096x4096x4096
 // Profile: ncu -k regex:smem_tiled_kernel -c 1 gemmpad bench gemm --kernels cuda.03_smem_tiled --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 8,486 GFLOP/s = 16.6 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {
@@ -34,16 +35,30 @@ __global__ void __launch_bounds__(kTile * kTile)
     if (row < M && col < N) C[(size_t)row * N + col] = epilogue(acc, bias, col, act);
 }
 
+// Its grid for problem p: a block per tile of C.
+dim3 grid_of(const GemmProblem& p) { return dim3(ceil_div(p.N, kTile), ceil_div(p.M, kTile)); }
+
 void launch(const GemmProblem& p, cudaStream_t stream) {
     dim3 block(kTile, kTile);
-    dim3 grid(ceil_div(p.N, kTile), ceil_div(p.M, kTile));
+    const dim3 grid = grid_of(p);
     smem_tiled_kernel<<<grid, block, 0, stream>>>(p.M, p.N, p.K, static_cast<const float*>(p.A),
                                                    static_cast<const float*>(p.B), p.bias, p.C, p.act);
     CUDA_CHECK_LAUNCH("cuda.03_smem_tiled");
 }
 
+// What launch() launches for p (kernel_anatomy).
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    a.kernel = reinterpret_cast<const void*>(smem_tiled_kernel);
+    a.bm = kTile, a.bn = kTile, a.bk = kTile, a.tm = 1, a.tn = 1;
+    a.block = dim3(kTile, kTile);
+    a.grid = grid_of(p);
+    return a;
+}
+
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.03_smem_tiled", "fp32", gemmpad::InType::F32,
-                      "32x32 tiles of A and B in shared memory, reused by the whole block", gemmpad::cuda::launch);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.03_smem_tiled", "fp32", gemmpad::InType::F32,
+                           "32x32 tiles of A and B in shared memory, reused by the whole block",
+                           gemmpad::cuda::launch, nullptr, nullptr, gemmpad::cuda::anatomy);

@@ -6,7 +6,8 @@
 // Run: gemmpad bench gemm --kernels cuda.05_regblock_2d --sizes 4096x4096x4096
 // Profile: ncu -k regex:regblock_2d_kernel -c 1 gemmpad bench gemm --kernels cuda.05_regblock_2d --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 20,985 GFLOP/s = 41.0 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {
@@ -68,16 +69,29 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// Its grid for problem p: a block per tile of C.
+dim3 grid_of(const GemmProblem& p) { return dim3(ceil_div(p.N, BN), ceil_div(p.M, BM)); }
+
 void launch(const GemmProblem& p, cudaStream_t stream) {
-    dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
+    const dim3 grid = grid_of(p);
     regblock_2d_kernel<<<grid, kThreads, 0, stream>>>(p.M, p.N, p.K, static_cast<const float*>(p.A),
                                                        static_cast<const float*>(p.B), p.bias, p.C, p.act);
     CUDA_CHECK_LAUNCH("cuda.05_regblock_2d");
 }
 
+// What launch() launches for p (kernel_anatomy).
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    a.kernel = reinterpret_cast<const void*>(regblock_2d_kernel);
+    a.bm = BM, a.bn = BN, a.bk = BK, a.tm = TM, a.tn = TN;
+    a.block = dim3(kThreads);
+    a.grid = grid_of(p);
+    return a;
+}
+
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.05_regblock_2d", "fp32", gemmpad::InType::F32,
-                      "128x128 tiles, 8x8 outputs per thread from registers (2-D register blocking)",
-                      gemmpad::cuda::launch);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.05_regblock_2d", "fp32", gemmpad::InType::F32,
+                           "128x128 tiles, 8x8 outputs per thread from registers (2-D register blocking)",
+                           gemmpad::cuda::launch, nullptr, nullptr, gemmpad::cuda::anatomy);

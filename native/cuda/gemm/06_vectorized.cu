@@ -7,7 +7,8 @@
 // Run: gemmpad bench gemm --kernels cuda.06_vectorized --sizes 4096x4096x4096
 // Profile: ncu -k regex:vectorized_kernel -c 1 gemmpad bench gemm --kernels cuda.06_vectorized --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 34,123 GFLOP/s = 66.6 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {
@@ -99,8 +100,11 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// Its grid for problem p: a block per tile of C.
+dim3 grid_of(const GemmProblem& p) { return dim3(ceil_div(p.N, BN), ceil_div(p.M, BM)); }
+
 void launch(const GemmProblem& p, cudaStream_t stream) {
-    dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
+    const dim3 grid = grid_of(p);
     const auto* A = static_cast<const float*>(p.A);
     const auto* B = static_cast<const float*>(p.B);
     if (float4_rows(p))
@@ -110,9 +114,21 @@ void launch(const GemmProblem& p, cudaStream_t stream) {
     CUDA_CHECK_LAUNCH("cuda.06_vectorized");
 }
 
+// What launch() launches for p (kernel_anatomy).
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    a.kernel = float4_rows(p) ? reinterpret_cast<const void*>(vectorized_kernel<true>)
+                             : reinterpret_cast<const void*>(vectorized_kernel<false>);
+    a.bm = BM, a.bn = BN, a.bk = BK, a.tm = TM, a.tn = TN;
+    a.block = dim3(kThreads);
+    a.grid = grid_of(p);
+    a.note = float4_rows(p) ? "float4 loads" : "scalar loads (K or N not a multiple of 4)";
+    return a;
+}
+
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.06_vectorized", "fp32", gemmpad::InType::F32,
-                      "05 with float4 global/shared loads and A's tile transposed in shared memory",
-                      gemmpad::cuda::launch);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.06_vectorized", "fp32", gemmpad::InType::F32,
+                           "05 with float4 global/shared loads and A's tile transposed in shared memory",
+                           gemmpad::cuda::launch, nullptr, nullptr, gemmpad::cuda::anatomy);

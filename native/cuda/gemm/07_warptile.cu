@@ -8,7 +8,9 @@
 // Run: gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
 // Profile: ncu -k regex:warptile_kernel -c 1 gemmpad bench gemm --kernels cuda.07_warptile --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 46,364 GFLOP/s = 90.5 % of cuBLAS fp32
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 namespace gemmpad::cuda {
 namespace {
@@ -186,22 +188,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     }
 }
 
-// One variant of the kernel; with kMaySplit, split over K when cluster_splits says so (one wave
-// of Cfg::kMinBlocks blocks per SM, the occupancy the config was built for).
+// How many slices of K the split variant runs for p (1: no split): cluster_splits for one wave of
+// Cfg::kMinBlocks blocks per SM, the occupancy the config was built for.
+template <class Cfg, bool kVec>
+int splits_of(const GemmProblem& p) {
+    const auto kernel = warptile_kernel<Cfg, kVec, true>;
+    static const bool opted_in = [&] {  // the partial tile is over the 48 KB granted without an opt-in
+        if (device_props().major >= 9)
+            CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, partial_bytes<Cfg>()));
+        return true;
+    }();
+    (void)opted_in;
+    return cluster_splits(reinterpret_cast<const void*>(kernel), Cfg::kThreads, partial_bytes<Cfg>(),
+                          ceil_div(p.N, Cfg::BN) * ceil_div(p.M, Cfg::BM), ceil_div(p.K, Cfg::BK), Cfg::kMinBlocks);
+}
+
+// One variant of the kernel; with kMaySplit, split over K when splits_of says so.
 template <class Cfg, bool kVec, bool kMaySplit>
 void launch_variant(const GemmProblem& p, const float* A, const float* B, cudaStream_t stream) {
     const dim3 grid(ceil_div(p.N, Cfg::BN), ceil_div(p.M, Cfg::BM));
     const int k_tiles = ceil_div(p.K, Cfg::BK);
     if constexpr (kMaySplit) {
-        const auto kernel = warptile_kernel<Cfg, kVec, true>;
-        static const bool opted_in = [&] {  // the partial tile is over the 48 KB granted without an opt-in
-            if (device_props().major >= 9)
-                CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, partial_bytes<Cfg>()));
-            return true;
-        }();
-        (void)opted_in;
-        const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), Cfg::kThreads, partial_bytes<Cfg>(),
-                                          grid.x * grid.y, k_tiles, Cfg::kMinBlocks);
+        const int splits = splits_of<Cfg, kVec>(p);
         if (splits > 1) {
             cudaLaunchAttribute attr[1];
             const cudaLaunchConfig_t cfg = make_launch_config(dim3(grid.x, grid.y, splits), dim3(Cfg::kThreads),
@@ -238,24 +246,57 @@ using Small = Config<128, 128, 8, 2, 2, 2>;
 // sharing banks).
 using Tiny = Config<64, 32, 16, 1, 2, 8>;
 
-void launch(const GemmProblem& p, cudaStream_t stream) {
+// Calls f(Cfg{}, std::bool_constant<may split>{}) with the configuration p gets.
+template <class F>
+void with_config(const GemmProblem& p, F&& f) {
     const int sms = device_props().multiProcessorCount;
     const long long large_tiles = (long long)ceil_div(p.M, Large::BM) * ceil_div(p.N, Large::BN);
     const long long small_tiles = (long long)ceil_div(p.M, Small::BM) * ceil_div(p.N, Small::BN);
     const long long tiny_tiles = (long long)ceil_div(p.M, Tiny::BM) * ceil_div(p.N, Tiny::BN);
     if (large_tiles >= sms)
-        launch_config<Large, false>(p, stream);
+        f(Large{}, std::false_type{});
     else if (tiny_tiles >= sms && ceil_div(p.K, Tiny::BK) <= 8)
-        launch_config<Tiny, false>(p, stream);
+        f(Tiny{}, std::false_type{});
     else if (8 * small_tiles >= sms)
-        launch_config<Small, true>(p, stream);
+        f(Small{}, std::true_type{});
     else
-        launch_config<Tiny, true>(p, stream);
+        f(Tiny{}, std::true_type{});
+}
+
+void launch(const GemmProblem& p, cudaStream_t stream) {
+    with_config(p, [&](auto cfg, auto may_split) { launch_config<decltype(cfg), decltype(may_split)::value>(p, stream); });
+}
+
+// What launch() launches for p (kernel_anatomy).
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    with_config(p, [&](auto cfg, auto may_split) {
+        using Cfg = decltype(cfg);
+        const bool vec = float4_rows(p);
+        int splits = 1;
+        a.kernel = vec ? reinterpret_cast<const void*>(warptile_kernel<Cfg, true, false>)
+                       : reinterpret_cast<const void*>(warptile_kernel<Cfg, false, false>);
+        if constexpr (decltype(may_split)::value) {
+            splits = vec ? splits_of<Cfg, true>(p) : splits_of<Cfg, false>(p);
+            if (splits > 1)
+                a.kernel = vec ? reinterpret_cast<const void*>(warptile_kernel<Cfg, true, true>)
+                               : reinterpret_cast<const void*>(warptile_kernel<Cfg, false, true>);
+        }
+        a.bm = Cfg::BM, a.bn = Cfg::BN, a.bk = Cfg::BK, a.wm = Cfg::WM, a.wn = Cfg::WN, a.tm = 4 * Cfg::kIterM,
+        a.tn = 4 * Cfg::kIterN;
+        a.block = dim3(Cfg::kThreads);
+        a.grid = dim3(ceil_div(p.N, Cfg::BN), ceil_div(p.M, Cfg::BM), splits);
+        a.cluster = dim3(1, 1, splits);
+        a.dynamic_smem = splits > 1 ? partial_bytes<Cfg>() : 0;
+        a.note = std::string(vec ? "float4 loads" : "scalar loads") +
+                 (splits > 1 ? "; split-K " + std::to_string(splits) + " ways over a cluster" : "");
+    });
+    return a;
 }
 
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.07_warptile", "fp32", gemmpad::InType::F32,
-                      "warp tiling, conflict-free float4 shared reads, double buffering, split-K in a cluster",
-                      gemmpad::cuda::launch);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.07_warptile", "fp32", gemmpad::InType::F32,
+                           "warp tiling, conflict-free float4 shared reads, double buffering, split-K in a cluster",
+                           gemmpad::cuda::launch, nullptr, nullptr, gemmpad::cuda::anatomy);

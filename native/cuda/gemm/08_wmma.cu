@@ -11,7 +11,8 @@
 
 #include <type_traits>
 
-#include "../common.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
 
 namespace gemmpad::cuda {
 namespace {
@@ -136,13 +137,29 @@ __global__ void __launch_bounds__(THREADS) wmma_kernel(int M, int N, int K, cons
         }
 }
 
+// Its grid for problem p: a block per 128 x 128 tile of C.
+dim3 grid_of(const GemmProblem& p) { return dim3(ceil_div(p.N, BN), ceil_div(p.M, BM)); }
+
 template <class T>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
-    dim3 grid(ceil_div(p.N, BN), ceil_div(p.M, BM));
+    const dim3 grid = grid_of(p);
     wmma_kernel<T><<<grid, THREADS, 0, stream>>>(p.M, p.N, p.K, static_cast<const T*>(p.A),
                                                   static_cast<const T*>(p.B), p.bias, p.C, p.act);
     CUDA_CHECK_LAUNCH(name);
 }
+
+// What launch() launches for p (kernel_anatomy).
+template <class T>
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    a.kernel = reinterpret_cast<const void*>(wmma_kernel<T>);
+    a.bm = BM, a.bn = BN, a.bk = BK, a.wm = WM, a.wn = WN;
+    a.block = dim3(THREADS);
+    a.grid = grid_of(p);
+    return a;
+}
+Anatomy anatomy_tf32(const GemmProblem& p) { return anatomy<float>(p); }
+Anatomy anatomy_fp16(const GemmProblem& p) { return anatomy<__half>(p); }
 
 void launch_tf32(const GemmProblem& p, cudaStream_t stream) {
     if (p.in_type != InType::F32) throw std::invalid_argument("cuda.08_wmma_tf32 expects float32 operands");
@@ -157,9 +174,9 @@ void launch_fp16(const GemmProblem& p, cudaStream_t stream) {
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.08_wmma_tf32", "tf32", gemmpad::InType::F32,
-                      "WMMA 16x16x8 tf32 fragments, fp32 accumulate, 128x128 block / 64x32 warp tiles",
-                      gemmpad::cuda::launch_tf32);
-GEMMPAD_REGISTER_CUDA("cuda.08_wmma_fp16", "fp16", gemmpad::InType::F16,
-                      "WMMA 16x16x16 fp16 fragments, fp32 accumulate, 128x128 block / 64x32 warp tiles",
-                      gemmpad::cuda::launch_fp16);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.08_wmma_tf32", "tf32", gemmpad::InType::F32,
+                           "WMMA 16x16x8 tf32 fragments, fp32 accumulate, 128x128 block / 64x32 warp tiles",
+                           gemmpad::cuda::launch_tf32, nullptr, nullptr, gemmpad::cuda::anatomy_tf32);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.08_wmma_fp16", "fp16", gemmpad::InType::F16,
+                           "WMMA 16x16x16 fp16 fragments, fp32 accumulate, 128x128 block / 64x32 warp tiles",
+                           gemmpad::cuda::launch_fp16, nullptr, nullptr, gemmpad::cuda::anatomy_fp16);

@@ -7,7 +7,12 @@
 // Run: gemmpad bench gemm --kernels cuda.09_mma_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:mma_kernel -c 1 gemmpad bench gemm --kernels cuda.09_mma_fp16 --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): fp16 327,223 (43.7 %), tf32 156,774 (38.7 %)
-#include "../common.cuh"
+#include "../ptx/cp_async.cuh"
+#include "../ptx/mma.cuh"
+#include "../support/buffer.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -240,6 +245,26 @@ void launch_kernel(const GemmProblem& p, float* out, int splits, int kt_per_spli
     CUDA_CHECK_LAUNCH(name);
 }
 
+// Split-K: aim for about two waves of blocks, but give each slice at least 4 k-tiles so the
+// pipeline has something to overlap; no empty slice.
+template <class C>
+int splits_of(const GemmProblem& p) {
+    const int tiles = ceil_div(p.M, C::BM) * ceil_div(p.N, C::BN);
+    const int k_tiles = ceil_div(p.K, C::BK);
+    const int sms = device_props().multiProcessorCount;
+    int splits = 1;
+    if (tiles < sms) splits = std::min({ceil_div(2 * sms, tiles), k_tiles / 4, 16});
+    splits = std::max(splits, 1);
+    return ceil_div(k_tiles, ceil_div(k_tiles, splits));
+}
+
+// cp.async moves 16-byte chunks: rows of A and B must start 16-byte aligned.
+template <class C>
+bool aligned(const GemmProblem& p) {
+    return p.K % C::EPC == 0 && p.N % C::EPC == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0 &&
+           reinterpret_cast<uintptr_t>(p.B) % 16 == 0;
+}
+
 template <class C>
 void launch_tile(const GemmProblem& p, cudaStream_t stream, const char* name) {
     using T = typename C::T;
@@ -251,24 +276,10 @@ void launch_tile(const GemmProblem& p, cudaStream_t stream, const char* name) {
                                     " bytes of shared memory per block; this device allows " +
                                     std::to_string(max_smem_per_block_optin()));
 
-    // Split-K: aim for about two waves of blocks, but give each slice at least
-    // 4 k-tiles so the pipeline has something to overlap.
-    const int tiles = ceil_div(p.M, C::BM) * ceil_div(p.N, C::BN);
-    const int k_tiles = ceil_div(p.K, C::BK);
-    const int sms = device_props().multiProcessorCount;
-    int splits = 1;
-    if (tiles < sms) splits = std::min({ceil_div(2 * sms, tiles), k_tiles / 4, 16});
-    splits = std::max(splits, 1);
-    const int kt_per_split = ceil_div(k_tiles, splits);
-    splits = ceil_div(k_tiles, kt_per_split);  // no empty slice
-
+    const int splits = splits_of<C>(p), kt_per_split = ceil_div(ceil_div(p.K, C::BK), splits);
     float* out = p.C;
     if (splits > 1) out = static_cast<float*>(workspace((size_t)splits * p.M * p.N * sizeof(float)));
-
-    // cp.async moves 16-byte chunks: rows of A and B must start 16-byte aligned.
-    const bool aligned = p.K % C::EPC == 0 && p.N % C::EPC == 0 && reinterpret_cast<uintptr_t>(p.A) % 16 == 0 &&
-                         reinterpret_cast<uintptr_t>(p.B) % 16 == 0;
-    if (aligned) launch_kernel<C, true>(p, out, splits, kt_per_split, stream, name);
+    if (aligned<C>(p)) launch_kernel<C, true>(p, out, splits, kt_per_split, stream, name);
     else launch_kernel<C, false>(p, out, splits, kt_per_split, stream, name);
 
     if (splits > 1) splitk_reduce(p.M, p.N, splits, out, p.bias, p.C, p.act, stream);
@@ -279,15 +290,34 @@ void launch_tile(const GemmProblem& p, cudaStream_t stream, const char* name) {
 using Fp16Base = Tile<__half, 2, 2, 64, 4>;
 using Tf32Base = Tile<float, 2, 2, 64, 4>;
 
+// What launch_tile() launches for p (kernel_anatomy); the split's reduction kernel follows it.
+template <class C>
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    a.kernel = aligned<C>(p) ? reinterpret_cast<const void*>(mma_kernel<C, true>)
+                             : reinterpret_cast<const void*>(mma_kernel<C, false>);
+    a.bm = C::BM, a.bn = C::BN, a.bk = C::BK, a.wm = C::BM / C::WARPS_M, a.wn = C::BN / C::WARPS_N;
+    a.block = dim3(C::THREADS);
+    const int splits = splits_of<C>(p);
+    a.grid = dim3(ceil_div(p.M, C::BM) * ceil_div(p.N, C::BN), 1, splits);
+    a.dynamic_smem = C::SMEM;
+    a.note = std::to_string(C::STAGES) + "-stage cp.async pipeline" +
+             (aligned<C>(p) ? "" : ", element-wise loads (rows not 16-byte aligned)") +
+             (splits > 1 ? "; split-K " + std::to_string(splits) + " ways, then a reduction kernel" : "");
+    return a;
+}
+Anatomy anatomy_fp16(const GemmProblem& p) { return anatomy<Fp16Base>(p); }
+Anatomy anatomy_tf32(const GemmProblem& p) { return anatomy<Tf32Base>(p); }
+
 void launch_fp16(const GemmProblem& p, cudaStream_t s) { launch_tile<Fp16Base>(p, s, "cuda.09_mma_fp16"); }
 void launch_tf32(const GemmProblem& p, cudaStream_t s) { launch_tile<Tf32Base>(p, s, "cuda.09_mma_tf32"); }
 
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA("cuda.09_mma_fp16", "fp16", gemmpad::InType::F16,
-                      "mma.sync m16n8k16 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
-                      gemmpad::cuda::launch_fp16);
-GEMMPAD_REGISTER_CUDA("cuda.09_mma_tf32", "tf32", gemmpad::InType::F32,
-                      "mma.sync m16n8k8 tf32 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
-                      gemmpad::cuda::launch_tf32);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.09_mma_fp16", "fp16", gemmpad::InType::F16,
+                           "mma.sync m16n8k16 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
+                           gemmpad::cuda::launch_fp16, nullptr, nullptr, gemmpad::cuda::anatomy_fp16);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.09_mma_tf32", "tf32", gemmpad::InType::F32,
+                           "mma.sync m16n8k8 tf32 + ldmatrix + 4-stage cp.async pipeline, split-K for small M*N",
+                           gemmpad::cuda::launch_tf32, nullptr, nullptr, gemmpad::cuda::anatomy_tf32);

@@ -11,11 +11,13 @@
 
 namespace gemmpad::cuda {
 namespace {
+using This = hopper::Rung<hopper::Fp16, hopper::Steps>;
 void launch(const GemmProblem& p, cudaStream_t s) { hopper::launch<hopper::Fp16>(p, s, "cuda.10_wgmma_fp16"); }
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.10_wgmma_fp16", "fp16", gemmpad::InType::F16,
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.10_wgmma_fp16", "fp16", gemmpad::InType::F16,
                          "Hopper wgmma 64x256x16 from shared memory, TMA loads, 4-stage mbarrier pipeline, "
                          "producer/consumer warpgroups",
-                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable);
+                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable, nullptr,
+                           gemmpad::cuda::This::anatomy);

@@ -9,10 +9,12 @@
 
 namespace gemmpad::cuda {
 namespace {
+using This = hopper::Rung<hopper::Bf16, hopper::Steps>;
 void launch(const GemmProblem& p, cudaStream_t s) { hopper::launch<hopper::Bf16>(p, s, "cuda.11_wgmma_bf16"); }
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.11_wgmma_bf16", "bf16", gemmpad::InType::BF16,
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.11_wgmma_bf16", "bf16", gemmpad::InType::BF16,
                          "Hopper wgmma 64x256x16 on bfloat16 operands (10's kernel), fp32 accumulate",
-                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable);
+                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable, nullptr,
+                           gemmpad::cuda::This::anatomy);

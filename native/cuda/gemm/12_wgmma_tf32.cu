@@ -10,10 +10,12 @@
 
 namespace gemmpad::cuda {
 namespace {
+using This = hopper::Rung<hopper::Tf32, hopper::Steps>;
 void launch(const GemmProblem& p, cudaStream_t s) { hopper::launch<hopper::Tf32>(p, s, "cuda.12_wgmma_tf32"); }
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.12_wgmma_tf32", "tf32", gemmpad::InType::F32,
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.12_wgmma_tf32", "tf32", gemmpad::InType::F32,
                          "Hopper wgmma 64x256x8 tf32 from shared memory (10's kernel), B transposed first",
-                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable);
+                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable, nullptr,
+                           gemmpad::cuda::This::anatomy);

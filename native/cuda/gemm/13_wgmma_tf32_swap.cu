@@ -10,12 +10,14 @@
 
 namespace gemmpad::cuda {
 namespace {
+using This = hopper::Rung<hopper::Tf32Swap, hopper::Steps>;
 void launch(const GemmProblem& p, cudaStream_t s) {
     hopper::launch<hopper::Tf32Swap>(p, s, "cuda.13_wgmma_tf32_swap");
 }
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.13_wgmma_tf32_swap", "tf32", gemmpad::InType::F32,
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.13_wgmma_tf32_swap", "tf32", gemmpad::InType::F32,
                          "Hopper wgmma tf32 on C^T = B^T A^T: B^T from registers, no transpose of B",
-                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable);
+                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable, nullptr,
+                           gemmpad::cuda::This::anatomy);

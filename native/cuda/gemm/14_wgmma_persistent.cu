@@ -1,8 +1,8 @@
 // cuda.14_persistent_fp16 / _bf16: 10's and 11's kernel on a persistent grid, one block per SM.
-// Change from 10/11: option PERSISTENT (hopper::launch<Op, true>): min(tiles, SMs) blocks walk the tiles;
+// Change from 10/11: step Persistent (hopper::launch<Op, Persistent>): min(tiles, SMs) blocks walk the tiles;
 // stage counters and barrier phases run on, so the producer loads the next tile while this one is stored.
 // Limit: consumers still store from registers (8 rows per float2) while the tensor cores idle; 4096^3 is
-// 3.9 waves of tiles. Small problems run as 10/11.
+// 3.9 waves of tiles. Unavailable where the tiles do not outnumber the SMs (that is 10's launch).
 // Run: gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 735,251 (96.0 %), fp16 717,023 (96.1 %)
@@ -10,18 +10,22 @@
 
 namespace gemmpad::cuda {
 namespace {
+using Fp16 = hopper::Rung<hopper::Fp16, hopper::Persistent>;
+using Bf16 = hopper::Rung<hopper::Bf16, hopper::Persistent>;
 void launch_fp16(const GemmProblem& p, cudaStream_t s) {
-    hopper::launch<hopper::Fp16, true>(p, s, "cuda.14_persistent_fp16");
+    hopper::launch<hopper::Fp16, hopper::Persistent>(p, s, "cuda.14_persistent_fp16");
 }
 void launch_bf16(const GemmProblem& p, cudaStream_t s) {
-    hopper::launch<hopper::Bf16, true>(p, s, "cuda.14_persistent_bf16");
+    hopper::launch<hopper::Bf16, hopper::Persistent>(p, s, "cuda.14_persistent_bf16");
 }
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.14_persistent_fp16", "fp16", gemmpad::InType::F16,
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.14_persistent_fp16", "fp16", gemmpad::InType::F16,
                          "10's wgmma kernel on a persistent grid (a block per SM walks the tiles)",
-                         gemmpad::cuda::launch_fp16, gemmpad::cuda::hopper::unavailable);
-GEMMPAD_REGISTER_CUDA_IF("cuda.14_persistent_bf16", "bf16", gemmpad::InType::BF16,
+                         gemmpad::cuda::launch_fp16, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::Fp16::rejects, gemmpad::cuda::Fp16::anatomy);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.14_persistent_bf16", "bf16", gemmpad::InType::BF16,
                          "11's wgmma kernel on a persistent grid (a block per SM walks the tiles)",
-                         gemmpad::cuda::launch_bf16, gemmpad::cuda::hopper::unavailable);
+                         gemmpad::cuda::launch_bf16, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::Bf16::rejects, gemmpad::cuda::Bf16::anatomy);

@@ -1,8 +1,8 @@
 // cuda.15_tma_store_fp16 / _bf16: 14 with C stored through shared memory by the copy engine.
-// Change from 14: option TMA_STORE (hopper::launch<Op, true, true>): each consumer writes its results 32
+// Change from 14: step TmaStore (hopper::launch<Op, TmaStore>): each consumer writes its results 32
 // columns at a time into one of two 8 KB swizzled boxes and one thread hands each box to TMA.
 // Limit: both consumers fill boxes while the producer waits (~6 % of 4096^3, NOTES.md); 4-way store
-// wavefronts into a box; C needs 16-byte rows, else 14's stores.
+// wavefronts into a box; unavailable unless C has 16-byte rows and 14 runs.
 // Run: gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 748,839 (97.4 %), fp16 727,714 (97.7 %)
@@ -10,18 +10,22 @@
 
 namespace gemmpad::cuda {
 namespace {
+using Fp16 = hopper::Rung<hopper::Fp16, hopper::TmaStore>;
+using Bf16 = hopper::Rung<hopper::Bf16, hopper::TmaStore>;
 void launch_fp16(const GemmProblem& p, cudaStream_t s) {
-    hopper::launch<hopper::Fp16, true, true>(p, s, "cuda.15_tma_store_fp16");
+    hopper::launch<hopper::Fp16, hopper::TmaStore>(p, s, "cuda.15_tma_store_fp16");
 }
 void launch_bf16(const GemmProblem& p, cudaStream_t s) {
-    hopper::launch<hopper::Bf16, true, true>(p, s, "cuda.15_tma_store_bf16");
+    hopper::launch<hopper::Bf16, hopper::TmaStore>(p, s, "cuda.15_tma_store_bf16");
 }
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.15_tma_store_fp16", "fp16", gemmpad::InType::F16,
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.15_tma_store_fp16", "fp16", gemmpad::InType::F16,
                          "14's persistent wgmma kernel storing C through shared memory with TMA",
-                         gemmpad::cuda::launch_fp16, gemmpad::cuda::hopper::unavailable);
-GEMMPAD_REGISTER_CUDA_IF("cuda.15_tma_store_bf16", "bf16", gemmpad::InType::BF16,
+                         gemmpad::cuda::launch_fp16, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::Fp16::rejects, gemmpad::cuda::Fp16::anatomy);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.15_tma_store_bf16", "bf16", gemmpad::InType::BF16,
                          "14's persistent wgmma kernel storing C through shared memory with TMA",
-                         gemmpad::cuda::launch_bf16, gemmpad::cuda::hopper::unavailable);
+                         gemmpad::cuda::launch_bf16, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::Bf16::rejects, gemmpad::cuda::Bf16::anatomy);

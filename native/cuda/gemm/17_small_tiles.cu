@@ -2,14 +2,15 @@
 // Change from 16: 64x64 block tiles of mma.sync fed by a cp.async ring every warp fills, in the widest
 // chunks the rows allow, each thread's copies worked out once per block; fragments loaded a k-step
 // ahead; tf32 computes the tile transposed so each fragment is one 8-byte load; split-K over a cluster.
-// Limit: tf32 only a few % past cuBLAS here; 16-bit B rows of 200 bytes in 8-byte chunks. Large problems
-// and 2-byte-aligned rows go to 16 (13 for tf32). Variants tried: NOTES.md.
+// Limit: tf32 only a few % past cuBLAS here; 16-bit B rows of 200 bytes in 8-byte chunks; small tiles at
+// large shapes (cuda.auto_* route those to 16/13); unavailable for 2-byte-aligned rows. Variants: NOTES.md.
 // Run: gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
 // Profile: ncu -k regex:small_kernel -c 1 gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 GFLOP/s (% of cuBLAS at each precision): bf16 50,302 (141.9 %), fp16 49,253 (111.8 %), tf32 43,679 (100.0 %)
 #include <algorithm>
 #include <type_traits>
 
+#include "../ptx/mma.cuh"
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda::small {
@@ -319,23 +320,34 @@ __global__ void __launch_bounds__(C::THREADS)
         }
 }
 
-template <class T, int WA, int WB, bool ALONE>
-void run(const GemmProblem& p, cudaStream_t stream, const char* name) {
-    using C = Tile<T, WA, WB, ALONE>;
+// small_kernel<C>, its shared-memory opt-in made (once per instance).
+template <class C>
+const void* ready_kernel() {
     constexpr auto kernel = small_kernel<C>;
-    static bool attribute_set = false;  // per instantiation; one host thread drives the GPU (common.cuh)
-    if (!attribute_set) {
+    static const bool set = [] {  // one host thread drives the GPU (common.cuh)
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-        attribute_set = true;
-    }
+        return true;
+    }();
+    (void)set;
+    return reinterpret_cast<const void*>(kernel);
+}
+
+// The grid for problem p: (tiles, split-K slices), the slices of a tile one cluster.
+template <class C>
+dim3 grid_of(const GemmProblem& p) {
     const int tiles = ceil_div(p.M, BM) * ceil_div(p.N, BN), k_tiles = ceil_div(p.K, C::BK);
-    const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), C::THREADS, C::SMEM, tiles, k_tiles, 1);
-    const int kt_per_split = ceil_div(k_tiles, splits);
+    return dim3(tiles, cluster_splits(ready_kernel<C>(), C::THREADS, C::SMEM, tiles, k_tiles, 1));
+}
+
+template <class C, class T = typename C::T>
+void run(const GemmProblem& p, cudaStream_t stream, const char* name) {
+    const dim3 grid = grid_of<C>(p);
+    const int kt_per_split = ceil_div(ceil_div(p.K, C::BK), grid.y);
     cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg = make_launch_config(dim3(tiles, splits), dim3(C::THREADS), C::SMEM, stream,
-                                                      dim3(1, splits), attr);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const T*>(p.A), static_cast<const T*>(p.B), p.bias, p.C,
-                                  p.M, p.N, p.K, p.act, kt_per_split));
+    const cudaLaunchConfig_t cfg =
+        make_launch_config(grid, dim3(C::THREADS), C::SMEM, stream, dim3(1, grid.y), attr);
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, small_kernel<C>, static_cast<const T*>(p.A), static_cast<const T*>(p.B),
+                                  p.bias, p.C, p.M, p.N, p.K, p.act, kt_per_split));
     CUDA_CHECK_LAUNCH(name);
 }
 
@@ -347,47 +359,79 @@ void with_width(int w, F&& f) {
     else f(std::integral_constant<int, 4>{});
 }
 
-// The rung: small tiles where 16's (13's) 128 x 256 tiles cannot fill the SMs and the operands'
-// rows allow 4-byte copies; else 16's (13's) path, which also says why a GPU cannot run it. Each
-// operand in the widest copies its rows allow.
-template <class Op, bool... STEPS>
-void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
+// "" where the operands' rows allow cp.async's 4-byte copies at least (KernelInfo::rejects).
+template <class Op>
+std::string rejects(const GemmProblem& p) {
     using T = typename Op::T;
-    const int big_tiles = ceil_div(p.M, hopper::tile_rows<Op>()) * ceil_div(p.N, hopper::tile_cols<Op>());
-    const int align_a = hopper::row_alignment(p.A, p.K, sizeof(T));
-    const int align_b = hopper::row_alignment(p.B, p.N, sizeof(T));
-    if (p.in_type != Op::in_type || !hopper::unavailable().empty() || std::min(align_a, align_b) < 4 ||
-        big_tiles >= device_props().multiProcessorCount)
-        return hopper::launch<Op, STEPS...>(p, stream, name);
+    if (std::min(hopper::row_alignment(p.A, p.K, sizeof(T)), hopper::row_alignment(p.B, p.N, sizeof(T))) < 4)
+        return "cp.async needs operand rows 4-byte aligned (K and N even for 16-bit operands)";
+    return "";
+}
+
+// Calls f(C{}) with the tile the rung runs for p: each operand in the widest copies its rows
+// allow; tf32 with 8 stages where the tiles fit on the SMs at one block each.
+template <class Op, class F>
+void with_tile(const GemmProblem& p, F&& f) {
+    using T = typename Op::T;
     const bool alone = ceil_div(p.M, BM) * ceil_div(p.N, BN) <= device_props().multiProcessorCount;
-    with_width(align_a, [&](auto a) {
-        with_width(align_b, [&](auto b) {
+    with_width(hopper::row_alignment(p.A, p.K, sizeof(T)), [&](auto a) {
+        with_width(hopper::row_alignment(p.B, p.N, sizeof(T)), [&](auto b) {
             constexpr int WA = decltype(a)::value, WB = decltype(b)::value;
             if constexpr (std::is_same_v<T, float>) {
-                if (alone) return run<T, WA, WB, true>(p, stream, name);
+                if (alone) return f(Tile<T, WA, WB, true>{});
             }
-            run<T, WA, WB, false>(p, stream, name);
+            f(Tile<T, WA, WB, false>{});
         });
     });
 }
 
-void launch_fp16(const GemmProblem& p, cudaStream_t s) {
-    launch<hopper::Fp16, true, true, true>(p, s, "cuda.17_small_tiles_fp16");
+// The rung at every shape: small tiles, split-K over a cluster where they cannot fill the SMs.
+template <class Op>
+void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
+    if (p.in_type != Op::in_type) throw std::invalid_argument(std::string(name) + " expects " + Op::type_name + " operands");
+    std::string why = hopper::unavailable();
+    if (why.empty()) why = rejects<Op>(p);
+    if (!why.empty()) throw Unavailable(name, why);
+    with_tile<Op>(p, [&](auto c) { run<decltype(c)>(p, stream, name); });
 }
-void launch_bf16(const GemmProblem& p, cudaStream_t s) {
-    launch<hopper::Bf16, true, true, true>(p, s, "cuda.17_small_tiles_bf16");
+
+template <class Op>
+Anatomy anatomy(const GemmProblem& p) {
+    Anatomy a;
+    with_tile<Op>(p, [&](auto c) {
+        using C = decltype(c);
+        a.kernel = ready_kernel<C>();
+        a.bm = BM, a.bn = BN, a.bk = C::BK, a.wm = C::WM, a.wn = WN;
+        a.block = dim3(C::THREADS);
+        a.grid = grid_of<C>(p);
+        a.cluster = dim3(1, a.grid.y);
+        a.dynamic_smem = C::SMEM;
+        a.note = std::to_string(C::STAGES) + " stages; A in " + std::to_string(C::WA) + "-byte, B in " +
+                 std::to_string(C::WB) + "-byte cp.async copies" +
+                 (a.grid.y > 1 ? "; split-K " + std::to_string(a.grid.y) + " ways over a cluster" : "");
+    });
+    return a;
 }
+
+void launch_fp16(const GemmProblem& p, cudaStream_t s) { launch<hopper::Fp16>(p, s, "cuda.17_small_tiles_fp16"); }
+void launch_bf16(const GemmProblem& p, cudaStream_t s) { launch<hopper::Bf16>(p, s, "cuda.17_small_tiles_bf16"); }
 void launch_tf32(const GemmProblem& p, cudaStream_t s) { launch<hopper::Tf32Swap>(p, s, "cuda.17_small_tiles_tf32"); }
 
 }  // namespace
 }  // namespace gemmpad::cuda::small
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.17_small_tiles_fp16", "fp16", gemmpad::InType::F16,
-                         "16 where its tiles fill the GPU; else 64 x 64 tiles, mma.sync, all warps load",
-                         gemmpad::cuda::small::launch_fp16, gemmpad::cuda::hopper::unavailable);
-GEMMPAD_REGISTER_CUDA_IF("cuda.17_small_tiles_bf16", "bf16", gemmpad::InType::BF16,
-                         "16 where its tiles fill the GPU; else 64 x 64 tiles, mma.sync, all warps load",
-                         gemmpad::cuda::small::launch_bf16, gemmpad::cuda::hopper::unavailable);
-GEMMPAD_REGISTER_CUDA_IF("cuda.17_small_tiles_tf32", "tf32", gemmpad::InType::F32,
-                         "13 where its tiles fill the GPU; else 64 x 64 tiles, mma.sync tf32, all warps load",
-                         gemmpad::cuda::small::launch_tf32, gemmpad::cuda::hopper::unavailable);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.17_small_tiles_fp16", "fp16", gemmpad::InType::F16,
+                           "64 x 64 tiles at every shape, mma.sync fed by a cp.async ring all warps fill",
+                           gemmpad::cuda::small::launch_fp16, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::small::rejects<gemmpad::cuda::hopper::Fp16>,
+                           gemmpad::cuda::small::anatomy<gemmpad::cuda::hopper::Fp16>);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.17_small_tiles_bf16", "bf16", gemmpad::InType::BF16,
+                           "64 x 64 tiles at every shape, mma.sync fed by a cp.async ring all warps fill",
+                           gemmpad::cuda::small::launch_bf16, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::small::rejects<gemmpad::cuda::hopper::Bf16>,
+                           gemmpad::cuda::small::anatomy<gemmpad::cuda::hopper::Bf16>);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.17_small_tiles_tf32", "tf32", gemmpad::InType::F32,
+                           "64 x 64 tiles at every shape, mma.sync tf32 fed by a cp.async ring all warps fill",
+                           gemmpad::cuda::small::launch_tf32, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::small::rejects<gemmpad::cuda::hopper::Tf32Swap>,
+                           gemmpad::cuda::small::anatomy<gemmpad::cuda::hopper::Tf32Swap>);

@@ -1,5 +1,5 @@
-// cuda.18_wgmma_fp8: 15's persistent kernel on e4m3 operands: half fp16's bytes, twice its k per wgmma.
-// Change from 15: the operand type, hopper::launch<Fp8, true, true>: m64n256k32.f32.e4m3.e4m3, float32
+// cuda.18_wgmma_fp8: 10's kernel on e4m3 operands: half fp16's bytes, twice its k per wgmma; every shape.
+// Change from 10: the operand type, hopper::launch<Fp8>: m64n256k32.f32.e4m3.e4m3, float32
 // inputs rounded once (saturating at 448); 8-bit operands are K-major only, so B is transposed first.
 // Limit: that transpose; 3 mantissa bits (a lab for speed, not for accuracy); cuBLAS fp8 takes only K, N
 // multiples of 16, so N = 100 has no reference.
@@ -10,12 +10,14 @@
 
 namespace gemmpad::cuda {
 namespace {
+using This = hopper::Rung<hopper::Fp8, hopper::Steps>;
 void launch(const GemmProblem& p, cudaStream_t s) {
-    hopper::launch<hopper::Fp8, true, true>(p, s, "cuda.18_wgmma_fp8");
+    hopper::launch<hopper::Fp8>(p, s, "cuda.18_wgmma_fp8");
 }
 }  // namespace
 }  // namespace gemmpad::cuda
 
-GEMMPAD_REGISTER_CUDA_IF("cuda.18_wgmma_fp8", "fp8", gemmpad::InType::F8E4M3,
-                         "15's persistent wgmma kernel on e4m3 operands (k = 32), B transposed first",
-                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.18_wgmma_fp8", "fp8", gemmpad::InType::F8E4M3,
+                         "10's wgmma kernel on e4m3 operands (k = 32), B transposed first",
+                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable, nullptr,
+                           gemmpad::cuda::This::anatomy);

@@ -1,7 +1,7 @@
 // cuda.19_simt_ring: fp32 on CUDA cores, 07's warp tiles fed by a cp.async ring, for the MLP's shapes.
 // Change from 07: A stays row-major in shared memory (read as float4 along k), so cp.async copies both
 // operands without registers and a ring of 4 k-tiles keeps 3 in flight; operands loaded four k-steps
-// ahead; 64x64 tiles of 4 warps. Where 07's tiles fill the GPU, 07 runs unchanged.
+// ahead; 64x64 tiles of 4 warps, at every shape (cuda.auto_fp32 sends large ones to 07).
 // Limit: one warp per scheduler waits on fixed latencies (~55 % of issue slots used, ncu); N = 100 fills
 // 100 of 128 columns. Variants tried: NOTES.md.
 // Run: gemmpad bench gemm --kernels cuda.19_simt_ring --sizes 4096x100x784
@@ -9,7 +9,10 @@
 // Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 20,030 GFLOP/s = 101.4 % of cuBLAS fp32
 #include <algorithm>
 
-#include "../common.cuh"
+#include "../ptx/cp_async.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 namespace gemmpad::cuda::ring {
 namespace {
@@ -216,26 +219,38 @@ __global__ void __launch_bounds__(Cfg::THREADS, Cfg::MIN_BLOCKS)
     }
 }
 
+// ring_kernel<Cfg>, its shared-memory opt-in made (once per instance).
 template <class Cfg>
-void run(const GemmProblem& p, cudaStream_t stream) {
+const void* ready_kernel() {
     constexpr auto kernel = ring_kernel<Cfg>;
-    static bool attribute_set = false;  // per instantiation; one host thread drives the GPU (common.cuh)
-    if (!attribute_set) {
+    static const bool set = [] {  // one host thread drives the GPU (common.cuh)
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::SMEM));
-        attribute_set = true;
-    }
+        return true;
+    }();
+    (void)set;
+    return reinterpret_cast<const void*>(kernel);
+}
+
+// The grid for problem p: (tiles, split-K slices), the slices of a tile one cluster.
+template <class Cfg>
+dim3 grid_of(const GemmProblem& p) {
     const int tiles = ceil_div(p.M, Cfg::BM) * ceil_div(p.N, Cfg::BN), k_tiles = ceil_div(p.K, Cfg::BK);
     // A short K whose tiles already give half the SMs a block is not split: the reduction costs more
     // than a second block an SM gains (4096 x 100 x 100: 9.1 us whole, 10.9 split in two; NOTES.md).
     const bool short_k = k_tiles <= 8 && 2 * tiles >= device_props().multiProcessorCount;
-    const int splits = short_k ? 1
-                               : cluster_splits(reinterpret_cast<const void*>(kernel), Cfg::THREADS, Cfg::SMEM, tiles,
-                                                k_tiles, Cfg::MIN_BLOCKS);
+    return dim3(tiles, short_k ? 1 : cluster_splits(ready_kernel<Cfg>(), Cfg::THREADS, Cfg::SMEM, tiles, k_tiles,
+                                                      Cfg::MIN_BLOCKS));
+}
+
+template <class Cfg>
+void run(const GemmProblem& p, cudaStream_t stream) {
+    const dim3 grid = grid_of<Cfg>(p);
     cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg = make_launch_config(dim3(tiles, splits), dim3(Cfg::THREADS), Cfg::SMEM, stream,
-                                                      dim3(1, splits), attr);
-    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const float*>(p.A), static_cast<const float*>(p.B), p.bias,
-                                  p.C, p.M, p.N, p.K, p.act, ceil_div(k_tiles, splits)));
+    const cudaLaunchConfig_t cfg =
+        make_launch_config(grid, dim3(Cfg::THREADS), Cfg::SMEM, stream, dim3(1, grid.y), attr);
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, ring_kernel<Cfg>, static_cast<const float*>(p.A),
+                                  static_cast<const float*>(p.B), p.bias, p.C, p.M, p.N, p.K, p.act,
+                                  ceil_div(ceil_div(p.K, Cfg::BK), grid.y)));
     CUDA_CHECK_LAUNCH("cuda.19_simt_ring");
 }
 
@@ -243,17 +258,38 @@ void run(const GemmProblem& p, cudaStream_t stream) {
 // two blocks an SM (so split-K halves 4096 x 100 x 784: 256 blocks).
 using Tile64 = Config<64, 64, 16, 1, 2, 4, 2>;
 
+// "" where the ring can copy both operands (KernelInfo::rejects).
+std::string rejects(const GemmProblem& p) {
+    if (device_props().major < 8) return "cp.async needs compute capability 8.0 or later";
+    if (!float4_rows(p)) return "its 16-byte copies need K and N multiples of 4 and 16-byte aligned operands";
+    return "";
+}
+
+// The rung at every shape: its small tiles (cuda.auto_fp32 sends problems whose 128 x 256 tiles
+// fill the GPU to 07).
 void launch(const GemmProblem& p, cudaStream_t stream) {
-    const int sms = device_props().multiProcessorCount;
-    const long long big_tiles = (long long)ceil_div(p.M, 128) * ceil_div(p.N, 256);  // 07's large tiles
-    static const Launch& warptile = CudaRegistry::instance().get("cuda.07_warptile").launch;
-    if (!float4_rows(p) || big_tiles >= sms || device_props().major < 8) return warptile(p, stream);
+    if (const std::string why = rejects(p); !why.empty()) throw Unavailable("cuda.19_simt_ring", why);
     run<Tile64>(p, stream);
+}
+
+Anatomy anatomy(const GemmProblem& p) {
+    using C = Tile64;
+    Anatomy a;
+    a.kernel = ready_kernel<C>();
+    a.bm = C::BM, a.bn = C::BN, a.bk = C::BK, a.wm = C::WM, a.wn = C::WN, a.tm = 4 * C::IM, a.tn = 4 * C::IN;
+    a.block = dim3(C::THREADS);
+    a.grid = grid_of<C>(p);
+    a.cluster = dim3(1, a.grid.y);
+    a.dynamic_smem = C::SMEM;
+    a.note = std::to_string(C::STAGES) + "-stage cp.async ring" +
+             (a.grid.y > 1 ? "; split-K " + std::to_string(a.grid.y) + " ways over a cluster" : "");
+    return a;
 }
 
 }  // namespace
 }  // namespace gemmpad::cuda::ring
 
-GEMMPAD_REGISTER_CUDA("cuda.19_simt_ring", "fp32", gemmpad::InType::F32,
-                      "07 where its tiles fill the GPU; else small tiles fed by a cp.async ring",
-                      gemmpad::cuda::ring::launch);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.19_simt_ring", "fp32", gemmpad::InType::F32,
+                           "07's warp tiles at 64 x 64, fed by a cp.async ring, at every shape",
+                           gemmpad::cuda::ring::launch, nullptr, gemmpad::cuda::ring::rejects,
+                           gemmpad::cuda::ring::anatomy);

@@ -1,7 +1,7 @@
 // The Hopper rungs' kernel (cuda.10-16 and 18): warpgroup MMA (wgmma) fed by the TMA copy engine
 // through an mbarrier pipeline, one warpgroup that loads and two that multiply. It is ONE kernel
-// with named options, launch<Op, PERSISTENT, TMA_STORE, MULTICAST>: each rung's file picks the
-// operand type (Fp16, Bf16, Tf32, Tf32Swap, Fp8) and the steps; README.md beside it describes the
+// with named steps, launch<Op, Steps>: each rung's file picks the operand type (Fp16, Bf16, Tf32,
+// Tf32Swap, Fp8) and its step (Steps, Persistent, TmaStore, Multicast); README.md beside it describes the
 // design, the options and what each step measured.
 #pragma once
 
@@ -9,7 +9,20 @@
 #include <cstdint>
 #include <string>
 
-#include "../common.cuh"
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include "../ptx/cluster.cuh"
+#include "../ptx/cp_async.cuh"
+#include "../ptx/mbarrier.cuh"
+#include "../ptx/smem.cuh"
+#include "../ptx/tma.cuh"
+#include "../ptx/wgmma.cuh"
+#include "../support/buffer.cuh"
+#include "../support/registry.cuh"
+#include "epilogue.cuh"
+#include "splitk.cuh"
 
 namespace gemmpad::cuda::hopper {
 namespace {  // each rung's file compiles its own copy
@@ -32,21 +45,6 @@ constexpr int smem_bytes() {  // stages (+ store boxes) + barriers + alignment s
 }
 constexpr int GROUP_M = 8;                                                // tile-rows per raster group
 static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
-
-// ---- wgmma (sm_90a). The device code exists only in the sm_90a pass of the compiler;
-// other passes compile empty kernels that the host never launches (see unavailable()).
-// Shared-memory matrix descriptor: start address, leading and stride byte offsets (in
-// 16-byte units), 128-byte swizzle (layout type 1, bits 62-63).
-__device__ __forceinline__ uint64_t smem_desc(unsigned addr, unsigned lbo_bytes, unsigned sbo_bytes) {
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo_bytes >> 4) << 16) |
-           ((uint64_t)(sbo_bytes >> 4) << 32) | (1ull << 62);
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
 
 // D[64x256] += A[64xk] * B[kx256], fp32 accumulators (128 per thread). INSTR names the shape
 // and types; SRC the A and B operands (descriptors, or A's registers and B's descriptor); TAIL
@@ -576,48 +574,147 @@ int row_alignment(const void* base, int row_elems, size_t elem_bytes) {
     return 2;
 }
 
-// Runs the kernel for operand type Op, in one launch where it can. TMA reads rows that start
-// 16-byte aligned; rows aligned to 8 or 4 bytes are read by the producer warpgroup with
-// cp.async instead; only 2-byte-aligned rows (an odd K or N in 16 bits) are first copied into
-// the workspace with padded rows (never read: the maps keep the true sizes and TMA fills zeros
-// past them). Tf32's B is always copied, transposed. Split-K when the tiles cannot fill the
-// SMs: up to one wave of blocks, each with at least one k-tile, a tile's blocks in one cluster.
-// The later rungs' steps, each on top of the one before: PERSISTENT (14) one block per SM walks
-// the tiles; TMA_STORE (15) C leaves through shared memory; MULTICAST (16) block pairs share B.
-template <class Op, bool PERSISTENT = false, bool TMA_STORE = false, bool MULTICAST = false>
+// The steps cuda.14-16 add to 10's kernel, each named, each on top of the one before (a rung's
+// file names its step: hopper::launch<Fp16, TmaStore>).
+struct Steps {  // 10-13, 18: a block per tile (split-K over a cluster where the tiles cannot fill the SMs)
+    static constexpr bool persistent = false, tma_store = false, multicast = false;
+};
+struct Persistent : Steps {  // 14: min(tiles, SMs) blocks walk the tiles
+    static constexpr bool persistent = true;
+};
+struct TmaStore : Persistent {  // 15: C leaves through shared memory by the copy engine
+    static constexpr bool tma_store = true;
+};
+struct Multicast : TmaStore {  // 16: block pairs in a cluster share each B tile (TMA multicast)
+    static constexpr bool multicast = true;
+};
+
+// The kernel instance of Op and S, its shared-memory opt-in made (once per instance).
+template <class Op, class S>
+const void* ready_kernel() {
+    static_assert(!(S::tma_store && Op::SWAP), "the staged store writes C's rows, not C^T's");
+    static_assert(!(S::multicast && (Op::SWAP || Op::B_K_MAJOR)), "multicast shares row-major B boxes");
+    constexpr auto kernel = wgmma_kernel<Op, S::tma_store, S::multicast>;
+    static const bool set = [] {  // one host thread drives the GPU (common.cuh)
+        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<S::tma_store>()));
+        return true;
+    }();
+    (void)set;
+    return reinterpret_cast<const void*>(kernel);
+}
+
+// How Op and S launch for problem p: where each operand is read from, the split and the grid,
+// and, where a step of S cannot apply at p, why (`rejected`; the rung then raises Unavailable
+// rather than run the rung before it).
+struct Plan {
+    int align_a = 0, align_b = 0;  // bytes per copy each operand's rows allow (row_alignment)
+    bool copy_a = false, copy_b = false;
+    int tiles = 0, k_tiles = 0, splits = 1, blocks = 0;
+    bool multicast = false, store_c = false;
+    std::string rejected;
+};
+template <class Op, class S>
+Plan plan(const GemmProblem& p) {
+    using T = typename Op::T;
+    const void* kernel = ready_kernel<Op, S>();
+    constexpr int smem = smem_bytes<S::tma_store>(), BK = ROW_BYTES / sizeof(T);
+    Plan r;
+    r.align_a = row_alignment(p.A, p.K, sizeof(T));
+    r.align_b = row_alignment(p.B, p.N, sizeof(T));
+    r.copy_a = r.align_a == 2;
+    r.copy_b = Op::B_K_MAJOR || r.align_b == 2;
+    r.tiles = ceil_div(p.M, tile_rows<Op>()) * ceil_div(p.N, tile_cols<Op>());
+    r.k_tiles = ceil_div(p.K, BK);
+    r.splits = cluster_splits(kernel, THREADS, smem, r.tiles, r.k_tiles, 1);
+    r.blocks = r.tiles;
+    const int sms = device_props().multiProcessorCount;
+    if (S::persistent && (r.splits > 1 || r.tiles <= sms))  // a block per tile: 10's launch, split-K or not
+        r.rejected = "its " + std::to_string(r.tiles) + " tiles do not outnumber the " + std::to_string(sms) +
+                     " SMs: no tile for a persistent block to walk on to (10's launch, K split where it helps)";
+    if (r.rejected.empty() && S::persistent) r.blocks = std::min(r.tiles, sms);
+    if (r.rejected.empty() && S::tma_store && (p.N % 4 != 0 || reinterpret_cast<uintptr_t>(p.C) % 16 != 0))
+        r.rejected = "the TMA store needs C's rows in 16-byte multiples, 16-byte aligned (N a multiple of 4)";
+    r.store_c = S::tma_store && r.rejected.empty();
+    if (r.rejected.empty() && S::multicast) {
+        const int pair_clusters = resident_clusters(kernel, THREADS, smem, 2);
+        if ((!r.copy_a && r.align_a != 16) || (!r.copy_b && r.align_b != 16))
+            r.rejected = "multicast needs both operands read by TMA; rows 4- or 8-byte aligned are read by "
+                         "cp.async (K and N multiples of " + std::to_string(16 / sizeof(T)) + " are TMA's)";
+        else if (pair_clusters == 0)
+            r.rejected = "no cluster of two of its blocks fits on this GPU";
+        else
+            r.blocks = 2 * std::min(ceil_div(ceil_div(p.M, tile_rows<Op>()), 2) * ceil_div(p.N, tile_cols<Op>()),
+                                    pair_clusters);
+    }
+    r.multicast = S::multicast && r.rejected.empty();
+    return r;
+}
+
+// "" where Op with steps S runs problem p as its rung says (KernelInfo::rejects), else why not.
+template <class Op, class S>
+std::string rejects(const GemmProblem& p) {
+    if (!unavailable().empty()) return "";  // KernelInfo::unavailable says it
+    return plan<Op, S>(p).rejected;
+}
+
+// The rung's anatomy at p (kernel_anatomy): two consumer warpgroups of 64 rows each.
+template <class Op, class S>
+Anatomy anatomy(const GemmProblem& p) {
+    const Plan r = plan<Op, S>(p);
+    Anatomy a;
+    a.kernel = ready_kernel<Op, S>();
+    a.bm = tile_rows<Op>(), a.bn = tile_cols<Op>(), a.bk = ROW_BYTES / (int)sizeof(typename Op::T);
+    a.wm = Op::SWAP ? tile_rows<Op>() : 64, a.wn = Op::SWAP ? 64 : tile_cols<Op>();  // a warpgroup's share
+    a.block = dim3(THREADS);
+    a.grid = dim3(r.blocks, r.splits);
+    a.cluster = dim3(r.multicast ? 2 : 1, r.splits);
+    a.dynamic_smem = smem_bytes<S::tma_store>();
+    a.note = r.splits > 1 ? "split-K " + std::to_string(r.splits) + " ways over a cluster"
+             : S::persistent ? "persistent: " + std::to_string(r.blocks) + " blocks walk " + std::to_string(r.tiles) + " tiles"
+                             : std::to_string(r.tiles) + " tiles, a block each";
+    return a;
+}
+
+// A rung's registry hooks (KernelInfo::rejects, its anatomy), one name for the macro's arguments.
+template <class Op, class S>
+struct Rung {
+    static std::string rejects(const GemmProblem& p) { return hopper::rejects<Op, S>(p); }
+    static Anatomy anatomy(const GemmProblem& p) { return hopper::anatomy<Op, S>(p); }
+};
+
+// Runs the kernel for operand type Op with steps S, in one launch where it can. TMA reads rows
+// that start 16-byte aligned; rows aligned to 8 or 4 bytes are read by the producer warpgroup
+// with cp.async instead; only 2-byte-aligned rows (an odd K or N in 16 bits) are first copied
+// into the workspace with padded rows (never read: the maps keep the true sizes and TMA fills
+// zeros past them). Tf32's B is always copied, transposed. Split-K when the tiles cannot fill
+// the SMs: up to one wave of blocks, each with at least one k-tile, a tile's blocks in one
+// cluster. Where a step of S cannot apply, Unavailable (plan()).
+template <class Op, class S = Steps>
 void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
-    static_assert(!(TMA_STORE && Op::SWAP), "the staged store writes C's rows, not C^T's");
-    static_assert(!(MULTICAST && (Op::SWAP || Op::B_K_MAJOR)), "multicast shares row-major B boxes");
-    constexpr auto kernel = wgmma_kernel<Op, TMA_STORE, MULTICAST>;
-    constexpr int smem = smem_bytes<TMA_STORE>();
+    constexpr auto kernel = wgmma_kernel<Op, S::tma_store, S::multicast>;
+    constexpr int smem = smem_bytes<S::tma_store>();
     using T = typename Op::T;
     if (p.in_type != Op::in_type) throw std::invalid_argument(std::string(name) + " expects " + Op::type_name + " operands");
     const std::string why = unavailable();
-    if (!why.empty()) throw std::invalid_argument(std::string(name) + " cannot run here: " + why);
+    if (!why.empty()) throw Unavailable(name, why);
+    const Plan r = plan<Op, S>(p);
+    if (!r.rejected.empty()) throw Unavailable(name, r.rejected);
     constexpr int per16 = 16 / sizeof(T), BK = ROW_BYTES / sizeof(T);
-    const int align_a = row_alignment(p.A, p.K, sizeof(T)), align_b = row_alignment(p.B, p.N, sizeof(T));
-    const bool copy_a = align_a == 2, copy_b = Op::B_K_MAJOR || align_b == 2;
-    const int lda = copy_a ? round_up(p.K, per16) : p.K;
-    const int ldb = Op::B_K_MAJOR ? round_up(p.K, per16) : copy_b ? round_up(p.N, per16) : p.N;
-    const size_t a_bytes = copy_a ? (size_t)p.M * lda * sizeof(T) : 0;
+    const int lda = r.copy_a ? round_up(p.K, per16) : p.K;
+    const int ldb = Op::B_K_MAJOR ? round_up(p.K, per16) : r.copy_b ? round_up(p.N, per16) : p.N;
+    const size_t a_bytes = r.copy_a ? (size_t)p.M * lda * sizeof(T) : 0;
     const size_t a_pad = (a_bytes + 255) / 256 * 256;
-    const size_t b_bytes = copy_b ? (size_t)(Op::B_K_MAJOR ? p.N : p.K) * ldb * sizeof(T) : 0;
+    const size_t b_bytes = r.copy_b ? (size_t)(Op::B_K_MAJOR ? p.N : p.K) * ldb * sizeof(T) : 0;
     unsigned char* ws = a_bytes + b_bytes ? static_cast<unsigned char*>(workspace(a_pad + b_bytes)) : nullptr;
-    Source a{p.A, lda, copy_a || align_a == 16 ? 0 : align_a};
-    Source b{p.B, ldb, copy_b || align_b == 16 ? 0 : align_b};
-    if (copy_a) {
+    Source a{p.A, lda, r.copy_a || r.align_a == 16 ? 0 : r.align_a};
+    Source b{p.B, ldb, r.copy_b || r.align_b == 16 ? 0 : r.align_b};
+    if (r.copy_a) {
         relayout<T, false>(p.A, p.M, p.K, ws, lda, stream);
         a.ptr = ws;
     }
-    if (copy_b) {
+    if (r.copy_b) {
         relayout<T, Op::B_K_MAJOR>(p.B, p.K, p.N, ws + a_pad, ldb, stream);
         b.ptr = ws + a_pad;
-    }
-
-    static bool attribute_set = false;  // per operand type; one host thread drives the GPU (common.cuh)
-    if (!attribute_set) {
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        attribute_set = true;
     }
     constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
     CUtensorMap map_a = {}, map_b = {};  // unused (never encoded) for an operand read by cp.async
@@ -630,30 +727,15 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
                                     std::string("B^T (") + Op::type_name + ")", ldb)
                     : tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
                                     CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
-
-    const int tiles = ceil_div(p.M, TM) * ceil_div(p.N, TN), k_tiles = ceil_div(p.K, BK);
-    const int splits = cluster_splits(reinterpret_cast<const void*>(kernel), THREADS, smem, tiles, k_tiles, 1);
-    const int kt_per_split = ceil_div(k_tiles, splits);
-    int blocks = PERSISTENT && splits == 1 ? std::min(tiles, device_props().multiProcessorCount) : tiles;
-    // MULTICAST: clusters of two blocks (tiles one above the other) share B, read by TMA on both sides.
-    const int pair_clusters = resident_clusters(reinterpret_cast<const void*>(kernel), THREADS, smem, 2);
-    const bool multicast = MULTICAST && splits == 1 && !a.chunk && !b.chunk && pair_clusters > 0;
-    if (multicast) {
-        const int pairs = ceil_div(ceil_div(p.M, TM), 2) * ceil_div(p.N, TN);
-        blocks = 2 * (PERSISTENT ? std::min(pairs, pair_clusters) : pairs);
-    }
-    // TMA_STORE: C's rows must be 16-byte multiples and aligned for the copy engine (else direct stores);
-    // split-K's reduction stores directly.
-    const bool store_c = TMA_STORE && splits == 1 && p.N % 4 == 0 && reinterpret_cast<uintptr_t>(p.C) % 16 == 0;
     CUtensorMap map_c = {};
-    if (store_c)
+    if (r.store_c)
         map_c = tensor_map_2d(p.C, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), p.M, p.N, 64, STORE_BOX_COLS,
                               CU_TENSOR_MAP_SWIZZLE_128B, "C (float32)", p.N);
     cudaLaunchAttribute attr[1];
-    const cudaLaunchConfig_t cfg =
-        make_launch_config(dim3(blocks, splits), dim3(THREADS), smem, stream, dim3(multicast ? 2 : 1, splits), attr);
+    const cudaLaunchConfig_t cfg = make_launch_config(dim3(r.blocks, r.splits), dim3(THREADS), smem, stream,
+                                                      dim3(r.multicast ? 2 : 1, r.splits), attr);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, map_a, map_b, map_c, a, b, p.M, p.N, p.K, p.bias, p.C, p.act,
-                                  kt_per_split, store_c, multicast));
+                                  ceil_div(r.k_tiles, r.splits), r.store_c, r.multicast));
     CUDA_CHECK_LAUNCH(name);
 }
 

@@ -40,6 +40,16 @@ struct GemmProblem {
 
 // What a user reads about a kernel. `precision` is the arithmetic:
 // "fp32" (SIMT float), "tf32", "fp16", "bf16" or "fp8" (tensor cores, fp32 accumulate).
+// A kernel asked for a problem its step was not written for (a shape, an alignment, a device):
+// "<kernel> unavailable: <why>". A rung raises it rather than hand the problem to another rung,
+// so that its bench row is always its own kernel; the dispatchers (cuda.auto_*) route around it.
+// An invalid_argument, so a binding without its own translation still raises ValueError.
+class Unavailable : public std::invalid_argument {
+  public:
+    Unavailable(const std::string& kernel, const std::string& why)
+        : std::invalid_argument(kernel + " unavailable: " + why) {}
+};
+
 struct KernelInfo {
     std::string name;       // e.g. "cuda.03_smem_tiled"
     std::string precision;  // "fp32" | "tf32" | "fp16" | "bf16" | "fp8"
@@ -50,6 +60,12 @@ struct KernelInfo {
     // and an sm_90a build): "" when the kernel can run here, else the reason.
     // nullptr: runs wherever the module runs.
     std::string (*unavailable)() = nullptr;
+    // Why this kernel does not take problem p ("" when it does): the shapes and alignments its
+    // step does not handle. Its launch throws Unavailable with this reason; a dispatcher asks
+    // first. nullptr: every problem.
+    std::string (*rejects)(const GemmProblem& p) = nullptr;
+    // A dispatcher's rungs, the order it prefers them in (cuda.auto_fp32: 19, 07); empty for a rung.
+    std::vector<std::string> routes;
 };
 
 // Repository-relative source path from __FILE__ (which may be absolute).

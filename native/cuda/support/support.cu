@@ -1,13 +1,24 @@
-// Implementation of the shared CUDA plumbing declared in common.cuh.
+// The support layer's implementation (support/*.cuh): errors, the device, the registry's
+// anatomy, the workspace, operand fills, and TMA tensor maps (ptx/tma.cuh's host side).
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cxxabi.h>  // __cxa_demangle: the kernel instance's readable name
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cstdlib>
-#include <mutex>
+#include <map>
+#include <memory>
+#include <type_traits>
 
-#include "common.cuh"
+#include "../ptx/tma.cuh"
+#include "buffer.cuh"
+#include "check.cuh"
+#include "device.cuh"
+#include "fill.cuh"
+#include "registry.cuh"
 
 namespace gemmpad::cuda {
 
@@ -51,6 +62,96 @@ std::string build_arch_list() {
 #endif
 }
 
+std::map<std::string, AnatomyFn>& anatomy_hooks() {
+    static std::map<std::string, AnatomyFn> hooks;
+    return hooks;
+}
+
+std::string dispatcher_unavailable(const char* name) {
+    const auto& routes = CudaRegistry::instance().get(name).info.routes;
+    std::string first;
+    for (const auto& rung : routes) {
+        const auto& info = CudaRegistry::instance().get(rung).info;
+        const std::string why = info.unavailable ? info.unavailable() : "";
+        if (why.empty()) return "";
+        if (first.empty()) first = rung + ": " + why;
+    }
+    return "none of its rungs can run here (" + first + ")";
+}
+
+std::string& last_dispatched() {
+    static std::string name;
+    return name;
+}
+
+namespace {
+// "gemmpad::cuda::small::small_kernel<Tile<__half, 16, 16, false>>" from the instance's mangled
+// name: namespaces kept, "(anonymous namespace)::" and the parameter list dropped.
+std::string kernel_instance_name(const void* kernel) {
+    const char* mangled = nullptr;
+    if (cudaFuncGetName(&mangled, kernel) != cudaSuccess || mangled == nullptr) {
+        cudaGetLastError();
+        return "?";
+    }
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> plain(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+    std::string s = status == 0 && plain ? plain.get() : mangled;
+    for (const std::string anon = "(anonymous namespace)::"; s.find(anon) != std::string::npos;)
+        s.erase(s.find(anon), anon.size());
+    int depth = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '<') ++depth;
+        else if (s[i] == '>') --depth;
+        else if (s[i] == '(' && depth == 0) return s.substr(0, i);
+    }
+    return s;
+}
+std::string dims(dim3 d) {
+    return std::to_string(d.x) + "x" + std::to_string(d.y) + (d.z > 1 ? "x" + std::to_string(d.z) : "");
+}
+}  // namespace
+
+std::map<std::string, std::string> kernel_anatomy(const std::string& name, const GemmProblem& p) {
+    const auto& entry = CudaRegistry::instance().get(name);
+    std::string why = entry.info.unavailable ? entry.info.unavailable() : "";
+    if (why.empty() && entry.info.rejects) why = entry.info.rejects(p);
+    if (!why.empty()) throw Unavailable(name, why);
+    const auto hook = anatomy_hooks().find(name);
+    if (hook == anatomy_hooks().end())
+        throw Unavailable(name, entry.info.routes.empty() ? "its file has no anatomy hook"
+                                                          : "a dispatcher: ask for the anatomy of the rung it routes to");
+    const Anatomy a = hook->second(p);
+    cudaFuncAttributes attr{};
+    CUDA_CHECK(cudaFuncGetAttributes(&attr, a.kernel));
+    if (a.dynamic_smem > 48 * 1024)  // as the launch opts in, so that the occupancy query sees the same limit
+        CUDA_CHECK(cudaFuncSetAttribute(a.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)a.dynamic_smem));
+    const int threads = (int)(a.block.x * a.block.y * a.block.z);
+    int blocks_per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, a.kernel, threads, a.dynamic_smem));
+    const cudaDeviceProp& d = device_props();
+    const int warps = blocks_per_sm * ceil_div(threads, 32), max_warps = d.maxThreadsPerMultiProcessor / 32;
+    std::map<std::string, std::string> out;
+    out["kernel"] = kernel_instance_name(a.kernel);
+    out["block_tile"] = std::to_string(a.bm) + "x" + std::to_string(a.bn) + (a.bk ? "x" + std::to_string(a.bk) : "");
+    out["warp_tile"] = a.wm ? std::to_string(a.wm) + "x" + std::to_string(a.wn) : "";
+    out["thread_tile"] = a.tm ? std::to_string(a.tm) + "x" + std::to_string(a.tn) : "";
+    out["threads_per_block"] = std::to_string(threads);
+    out["registers_per_thread"] = std::to_string(attr.numRegs);
+    out["static_smem_bytes"] = std::to_string(attr.sharedSizeBytes);
+    out["dynamic_smem_bytes"] = std::to_string(a.dynamic_smem);
+    out["smem_per_block_bytes"] = std::to_string(attr.sharedSizeBytes + a.dynamic_smem);
+    out["max_active_blocks_per_sm"] = std::to_string(blocks_per_sm);
+    out["active_warps_per_sm"] = std::to_string(warps);
+    out["max_warps_per_sm"] = std::to_string(max_warps);
+    out["occupancy"] = std::to_string(max_warps ? (double)warps / max_warps : 0.0);
+    out["grid"] = dims(a.grid);
+    out["blocks"] = std::to_string((size_t)a.grid.x * a.grid.y * a.grid.z);
+    out["cluster"] = dims(a.cluster);
+    out["note"] = a.note;
+    out["device"] = d.name;
+    return out;
+}
+
 size_t max_smem_per_block_optin() { return device_props().sharedMemPerBlockOptin; }
 
 void require_smem(size_t bytes, const std::string& what) {
@@ -91,16 +192,8 @@ CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t ele
 }
 
 void* workspace(size_t bytes) {
-    static void* ptr = nullptr;
-    static size_t capacity = 0;
-    if (bytes > capacity) {
-        if (ptr) CUDA_CHECK(cudaFree(ptr));
-        ptr = nullptr;
-        capacity = 0;
-        CUDA_CHECK(cudaMalloc(&ptr, bytes));
-        capacity = bytes;
-    }
-    return ptr;
+    static DeviceBuffer* buffer = new DeviceBuffer();  // never destroyed: the driver may be gone at exit
+    return buffer->reserve(bytes);
 }
 
 int resident_clusters(const void* kernel, int threads, size_t smem, int size) {
@@ -119,12 +212,6 @@ int resident_clusters(const void* kernel, int threads, size_t smem, int size) {
         it = resident.emplace(kernel, n).first;
     }
     return size >= 2 && size <= 8 ? it->second[size] : 0;
-}
-
-int cluster_splits(const void* kernel, int threads, size_t smem, int tiles, int k_tiles, int blocks_per_sm) {
-    int s = std::min({8, k_tiles, blocks_per_sm * device_props().multiProcessorCount / std::max(tiles, 1)});
-    while (s > 1 && resident_clusters(kernel, threads, smem, s) < tiles) --s;
-    return s > 1 ? ceil_div(k_tiles, ceil_div(k_tiles, s)) : 1;
 }
 
 namespace {
@@ -162,16 +249,6 @@ __global__ void fill_kernel(T* dst, size_t n, unsigned seed, float lo, float hi)
     }
 }
 
-__global__ void splitk_reduce_kernel(int M, int N, int S, const float* __restrict__ ws, const float* __restrict__ bias,
-                                     float* __restrict__ C, Act act) {
-    const size_t total = (size_t)M * N;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        float s = 0.0f;
-        for (int z = 0; z < S; ++z) s += ws[z * total + i];
-        C[i] = epilogue(s, bias, (int)(i % N), act);
-    }
-}
-
 int grid_for(size_t n) {
     size_t blocks = (n + 255) / 256;
     return (int)(blocks < 65535 ? (blocks == 0 ? 1 : blocks) : 65535);
@@ -191,13 +268,6 @@ void with_element_type(InType t, void* dst, F&& f) {
 void cast_f32(const float* src, void* dst, size_t n, InType to, cudaStream_t stream) {
     with_element_type(to, dst, [&](auto* out) { cast_kernel<<<grid_for(n), 256, 0, stream>>>(src, out, n); });
     CUDA_CHECK_LAUNCH("cast_f32");
-}
-
-void splitk_reduce(int M, int N, int S, const float* ws, const float* bias, float* C, Act act, cudaStream_t stream) {
-    const size_t total = (size_t)M * N;
-    const int blocks = (int)std::min<size_t>((total + 255) / 256, 4 * (size_t)device_props().multiProcessorCount);
-    splitk_reduce_kernel<<<blocks, 256, 0, stream>>>(M, N, S, ws, bias, C, act);
-    CUDA_CHECK_LAUNCH("split-K reduce");
 }
 
 void fill_uniform(void* dst, InType t, size_t n, unsigned seed, float lo, float hi, cudaStream_t stream) {
