@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gemmpad.bench.headers import rewrite_headers
+from gemmpad import roofline
+from gemmpad.bench.headers import ROOT, rewrite_headers
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
@@ -74,7 +75,22 @@ def run(args: argparse.Namespace) -> int:
             if name in plan[r]:
                 rewrite_block(r, name, summary_block(name, data, path, r))
     rewrite_headers(DEFAULT_DIRS, _load, _run_date)  # each kernel file's `// Figure (` line, from the committed JSON
+    rewrite_lab_figures(found)
     return 0
+
+
+def rewrite_lab_figures(found: dict[str, Path]) -> None:
+    """The figures the window's Lab tab plots without a GPU (gemmpad/lab_figures.json), from the
+    GEMM and MLP results of the newest run: the wheel ships the package, not assets/. Only in a
+    source checkout, as the kernel headers: an installed package is never written to."""
+    if not (ROOT / "native").is_dir() or "gemm" not in found:
+        return
+    gemm = _load(found["gemm"], "gemm")
+    mlp = _load(found["mlp"], "mlp") if "mlp" in found else None
+    text = json.dumps(roofline.figures_from(gemm, mlp), indent=1) + "\n"
+    if not roofline.FIGURES.is_file() or roofline.FIGURES.read_text(encoding="utf-8") != text:
+        write_text(roofline.FIGURES, text)
+        print(f"rewrote {roofline.FIGURES.name} (the Lab tab's committed figures)")
 
 
 def _run_date_of(data: dict[str, Any]) -> str:

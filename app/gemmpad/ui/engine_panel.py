@@ -1,5 +1,6 @@
 """The engine column: model, backend, kernel, batch, timing mode; below, in tabs, the
-latency of every frame (table and plot) and the race of every kernel.
+latency of every frame (table and plot), the race of every kernel and the lab (lab_panel:
+the selected kernel's roofline and anatomy).
 
 The kernel menu lists the whole ladder, whatever this machine runs: the kernels of every
 usable backend to pick, the rest greyed under the reason they cannot run here, each with
@@ -19,6 +20,7 @@ from gemmpad.native import CudaStatus
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.inference import HISTORY, WARMUP_PASSES
+from gemmpad.ui.lab_panel import LabPanel
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.race_panel import RacePanel
 from gemmpad.ui.style import Fonts
@@ -199,9 +201,18 @@ class EnginePanel:
                     dpg.bind_item_font(self.caption, fonts.small)
                 with dpg.tab(label="Race") as self.race_tab:
                     self.race = RacePanel(fonts, scale, actions)
+                with dpg.tab(label="Lab") as self.lab_tab:
+                    # its own scrolling region: the roofline and two tables are taller than the tab
+                    with dpg.child_window(border=False, height=-1) as self.lab_region:
+                        rungs = ["numpy"] + [k.name for k in registry.kernels()]
+                        self.lab = LabPanel(fonts, scale, rungs, actions["lab_rung"])
+                    dpg.bind_item_theme(self.lab_region, style.flush_theme())
                 tip(self.latency_tab, "Kernel and end-to-end time of each frame's forward pass on the setting above.")
                 tip(self.race_tab, "Every kernel this machine runs, timed on your drawing at the current batch, "
                                    "cold and warm, side by side (G starts and cancels).")
+                tip(self.lab_tab, "Why this kernel is as fast as it is: a roofline of its FLOP/s against the bytes it "
+                                  "must move, beside the device's ceilings and the other rungs, and its anatomy "
+                                  "(tiles, threads, registers, shared memory, occupancy).")
         self.show_latency([], "", 1, warm)
 
     def _build_menu(self, lists: dict[str, list[str]]) -> tuple[int | str, dict[str, int | str]]:
@@ -243,6 +254,9 @@ class EnginePanel:
         dpg.configure_item(self.caption, wrap=content)
         self._model_w = content - round(64 * self.scale) - round(8 * self.scale)
         self.race.layout(content)
+        # wide: the region fills the panel's height and scrolls; stacked, the window scrolls instead
+        dpg.configure_item(self.lab_region, height=-1 if wide else 0, auto_resize_y=not wide)
+        self.lab.layout(content - (round(16 * self.scale) if wide else 0))  # (its scrollbar)
 
     def show_model(self, line: str) -> None:
         """The model line in exactly two lines of the panel, broken between its "  ·  " parts

@@ -41,6 +41,7 @@ from gemmpad.ui.engine_panel import BACKEND_LABELS, BATCHES, EnginePanel
 from gemmpad.ui.help_overlay import HelpOverlay
 from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
 from gemmpad.ui.input_watch import InputWatch, WindowEvents
+from gemmpad.ui.lab_panel import lab_view
 from gemmpad.ui.learn_panel import Learner, LearnPanel
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.race import Race
@@ -99,6 +100,12 @@ class App:
         self.prediction: Prediction | None = None
         self.unsure: bool | None = None  # the detector's verdict on the reading shown (None: no detector)
         self.history: list[Timing] = []
+        self.layer_us: tuple[float, ...] = ()  # the newest pass's per-layer times (layer-by-layer kernels)
+        self.result_batch = batch  # the batch the figures shown were measured at (self.batch may be newer)
+        self._sent: dict[int, int] = {}  # request -> its batch, for the requests in flight
+        self._lab_key: tuple[object, ...] | None = None
+        self.lab_rung: str | None = None  # the rung the Lab tab shows when not the running kernel
+        self._want_tab: int | str | None = None  # a tab asked for and not yet seen open (show_tab)
         self.error = ""
         self.frames = 0
         self.frame_times: list[float] = []  # seconds between frame starts
@@ -147,7 +154,7 @@ class App:
             "clear": self.clear, "undo": self.undo, "redo": self.redo, "help": self.toggle_help,
             "brush": self.set_brush, "save": self.save, "backend": self.set_backend, "kernel": self.set_kernel,
             "batch": self.set_batch, "continuous": self.set_continuous, "warm": self.set_warm,
-            "race": self.race_toggle,
+            "race": self.race_toggle, "lab_rung": self.set_lab_rung,
         }
         with dpg.window(no_scrollbar=False) as self._root:
             # row: drawing | right; right: prediction and engine, side by side or stacked
@@ -179,6 +186,10 @@ class App:
         w, h = dpg.get_viewport_client_width(), dpg.get_viewport_client_height()
         self._viewport_size = (w, h)
         L = layout.plan(w, h, self.scale)
+        if self._layout is not None and L.mode != self._layout.mode:
+            # a new arrangement gives the tab bar a new identity in Dear PyGui, which opens its
+            # first tab: the one open stays open
+            self._want_tab = self._want_tab or dpg.get_value(self.engine.tabs)
         self._layout = L
         dpg.configure_item(self._row, horizontal=L.mode != "one")
         dpg.configure_item(self._pair, horizontal=L.mode == "wide")
@@ -238,6 +249,8 @@ class App:
             self._touch()
         if self.race is not None:
             self.engine.race.show(self.race)
+        self._keep_tab()
+        self._show_lab()
         if self.learn.poll(self) or self.continuous or self.worker.busy or (
                 self.race is not None and self.race.running):
             self._touch()
@@ -246,9 +259,48 @@ class App:
         self.work_times.append(time.perf_counter() - now)
         del self.work_times[:-HISTORY]
         dpg.render_dearpygui_frame()
+        self._keep_tab(rendered=True)
         self.frames += 1
         if self.startup_s is None:
             self.startup_s = time.perf_counter() - self._t_start
+
+    def _show_lab(self) -> None:
+        """Refresh the Lab tab while it is open, when the kernel, batch or figures changed."""
+        if (self._want_tab or dpg.get_value(self.engine.tabs)) != self.engine.lab_tab or not self.clf_kernel:
+            return
+        rung = self.lab_rung or self.clf_kernel
+        running = rung == self.clf_kernel  # live figures only for the kernel that produced them
+        layer_us, history = (self.layer_us, self.history) if running else ((), [])
+        key = (rung, self.result_batch, layer_us, len(history), history[-1] if history else None)
+        if key != self._lab_key:
+            self._lab_key = key
+            self.engine.lab.show(lab_view(rung, self.result_batch, self.gpu, layer_us, history), rung)
+
+    def show_tab(self, tab: int | str) -> None:
+        """Open one of the engine's tabs. Dear PyGui writes the tab bar's drawn choice back into
+        its value, so a tab set while the bar is scrolled out of sight was undone: asked for
+        again each frame (_keep_tab) until the bar shows it."""
+        self._want_tab = tab
+        dpg.set_value(self.engine.tabs, tab)
+
+    def _keep_tab(self, rendered: bool = False) -> None:
+        """Before a frame's render: ask for the wanted tab again. After it: done once the bar was
+        drawn with that tab open (the value read before a render is our own, not the bar's)."""
+        if self._want_tab is None:
+            return
+        if not rendered:
+            dpg.set_value(self.engine.tabs, self._want_tab)
+        elif dpg.get_value(self.engine.tabs) == self._want_tab and dpg.is_item_visible(self.engine.tabs):
+            self._want_tab = None
+
+    def show_lab(self) -> None:
+        """Open the Lab tab (tests; a click on the tab does the same)."""
+        self.show_tab(self.engine.lab_tab)
+        self._lab_key = None
+
+    def set_lab_rung(self, rung: str | None) -> None:
+        """Show `rung` in the Lab tab (any registered kernel, runnable here or not); None: the running one."""
+        self.lab_rung = None if rung == self.clf_kernel else rung
 
     def _frame_ms(self) -> float | None:
         """The median frame time of the last 60 frames while active (idle frames are slow on purpose)."""
@@ -405,13 +457,14 @@ class App:
 
     def set_kernel(self, kernel: str) -> None:
         """Run `kernel`; one of another usable backend (picked in the menu, which lists them all)
-        switches to that backend first."""
+        switches to that backend first. The Lab tab follows it again."""
         if kernel not in self.kernel_lists.get(self.backend, []):
             owner = next((b for b, ks in self.kernel_lists.items() if kernel in ks), None)
             if owner is None:
                 raise ValueError(f"kernel {kernel!r} is not offered on any usable backend")
             self.set_backend(owner)
         self.kernel = kernel
+        self.lab_rung = None
         self._refresh_controls()
 
     def set_batch(self, batch: int) -> None:
@@ -449,7 +502,7 @@ class App:
             return
         entrants = [(b, k) for b, reason in self.backend_reasons.items() if not reason for k in self.kernel_lists[b]]
         self.race = Race(self._model, entrants, image28, self.batch).start()
-        dpg.set_value(self.engine.tabs, self.engine.race_tab)
+        self.show_tab(self.engine.race_tab)
 
     def toggle_help(self, show: bool | None = None) -> None:
         self.help.toggle(show)
@@ -519,6 +572,8 @@ class App:
         # kernel and reports what it resolved, and classify() returns None cheaply.
         if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
             self._last_seq = self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch, self.warm)
+            self._sent = {seq: b for seq, b in self._sent.items() if seq > self._last_seq - 8}
+            self._sent[self._last_seq] = self.batch
             self._submitted_version, self._submitted_config = self.canvas.version, config
 
     def _apply(self, r: Result) -> None:
@@ -531,6 +586,8 @@ class App:
             self._submitted_config = self._config()
             self._refresh_controls()
         self.history = r.history
+        self.result_batch = self._sent.get(r.seq, self.batch)
+        self.layer_us = r.layer_us if r.prediction is not None else ()
         self.prediction = None if self.canvas.empty else r.prediction
         self.unsure = r.unsure if self.prediction is not None else None
         self.pred.show(self.prediction, self.unsure)

@@ -1,0 +1,145 @@
+"""The Lab tab (issue 42, item 7): the selected rung's roofline and anatomy, live where this
+machine runs it, from the committed H200 figures where it cannot, "not recorded" where the
+registry has no anatomy to give."""
+
+from __future__ import annotations
+
+import pytest
+
+from gemmpad import registry
+from gemmpad.errors import CudaUnavailable
+from gemmpad.ui import harness, layout
+from gemmpad.ui.lab_panel import ANATOMY, NOT_RECORDED
+from tests.ui import layout_check
+from tests.ui.support import BASE, draw, seven, shot
+
+
+def texts(app: object) -> dict[str, object]:
+    import dearpygui.dearpygui as dpg
+
+    lab = app.engine.lab
+    return {
+        "title": dpg.get_value(lab.title), "source": dpg.get_value(lab.source),
+        "ceilings": dpg.get_value(lab.ceilings), "changed": dpg.get_value(lab.changed),
+        "missing": dpg.get_value(lab.missing), "note": dpg.get_value(lab.anatomy_note),
+        "rows": [[dpg.get_value(c) for c in cells] for row, cells in lab.point_cells if dpg.is_item_shown(row)],
+        "anatomy": [[dpg.get_value(c) for c in cells] for cells in lab.anatomy_cells],
+        "anatomy_shown": dpg.is_item_shown(lab.anatomy_table),
+        "series": [dpg.get_item_label(i) for i in lab._series],
+        "rung": dpg.get_value(lab.rung),
+    }
+
+
+@pytest.fixture
+def lab(app: object) -> object:
+    app.show_lab()
+    yield app
+    import dearpygui.dearpygui as dpg
+
+    app.set_lab_rung(None)
+    dpg.set_value(app.engine.tabs, app.engine.latency_tab)
+
+
+@pytest.mark.skipif(BASE != "cpu", reason="needs the native CPU kernels (per-layer times)")
+def test_the_running_rung_is_plotted_live_at_the_batch(lab: object, tmp_path_factory: pytest.TempPathFactory) -> None:
+    app = lab
+    app.set_kernel("cpu.02_blocked_simd")
+    app.set_batch(32)
+    draw(app, seven())
+    for _ in range(3):
+        app.step()
+    t = texts(app)
+    assert t["title"] == "cpu.02_blocked_simd at batch 32" and t["rung"] == "cpu.02_blocked_simd"
+    assert t["source"].startswith("Live on this machine's CPU")
+    names = [r[0] for r in t["rows"]]
+    assert names == ["L1", "L2", "L3", "network"]
+    for row, shape in zip(t["rows"], ["32x100x784", "32x100x100", "32x10x100"]):
+        assert row[1] == f"{shape} (live)" and "FLOP/s" in row[3] and row[4].endswith("%"), row
+    assert "live" in t["series"] and "other rungs" in t["series"]
+    assert "After cpu.01_naive:" in t["changed"]
+    # a CPU rung has no CUDA anatomy: no table of "not recorded", one line saying why
+    assert not t["anatomy_shown"] and "a CPU rung" in t["note"]
+    assert "no datasheet" in t["ceilings"] and "best bandwidth" in t["ceilings"]
+    shot(app, tmp_path_factory, "lab-cpu")
+
+
+def test_a_rung_this_machine_cannot_run_shows_the_committed_h200_figures(lab: object, monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Without a GPU (or on any machine) a CUDA rung picked in the lab shows the committed run, labelled so,
+    under the H200's datasheet ceilings; its anatomy from registry.anatomy when it answers."""
+    app = lab
+    if app.gpu.available:
+        pytest.skip("a GPU is here: its rungs are live")
+    monkeypatch.delattr(registry, "anatomy", raising=False)
+    app.set_batch(4096)
+    harness.settle(app)
+    app.set_lab_rung("cuda.07_warptile")
+    app.step()
+    t = texts(app)
+    assert t["title"] == "cuda.07_warptile at batch 4096" and t["rung"] == "cuda.07_warptile"
+    assert t["source"] == "H200, measured 2026-11-29 (committed)"
+    assert "H200's datasheet" in t["ceilings"]
+    rows = {r[0]: r for r in t["rows"]}
+    assert rows["4096³"][3] == "46.4\u00a0TFLOP/s" and rows["4096³"][2] == "683"
+    assert rows["L1"][1] == "4096x100x784" and rows["L1"][3] == "18.9\u00a0TFLOP/s"  # the README's 18,934 GFLOP/s
+    assert rows["L3"][3] == "not measured" and "batch 1, 16, 256, 4096" in t["missing"]
+    assert "fp32 67 TFLOP/s" in t["series"] and "memory 4.8 TB/s" in t["series"]
+    assert t["changed"].startswith("After cuda.06_vectorized: warp tiling")
+    # no anatomy in this install: every cell says so, and the line under the table why
+    assert t["anatomy_shown"] and all(cells[1:] == [NOT_RECORDED] * 2 for cells in t["anatomy"])
+    assert t["note"].startswith(f"Anatomy {NOT_RECORDED}")
+    shot(app, tmp_path_factory, "lab-committed")
+
+    # registry.anatomy answering for one shape and refusing the other (a rung that cannot say)
+    def anatomy(name: str, m: int, n: int, k: int) -> dict[str, object]:
+        if (m, n, k) != (4096, 4096, 4096):
+            raise CudaUnavailable("needs the GPU")
+        return {"block_tile": [128, 128], "threads_per_block": 256, "shared_bytes_per_block": 33_792,
+                "occupancy": 0.5, "grid": [32, 32, 1]}
+
+    monkeypatch.setattr(registry, "anatomy", anatomy, raising=False)
+    app.set_batch(16)
+    harness.settle(app)
+    app.step()
+    t = texts(app)
+    cells = {row[0]: row[1:] for row in t["anatomy"]}
+    assert cells["block tile"] == [NOT_RECORDED, "128×128"] and cells["threads / block"] == [NOT_RECORDED, "256"]
+    assert cells["shared memory / block"][1] == "33.0\u00a0KiB" and cells["occupancy"][1] == "50\u00a0%"
+    assert cells["grid"][1] == "32×32×1" and cells["warp tile"] == [NOT_RECORDED] * 2
+    assert len(cells) == len(ANATOMY) and not t["note"]
+
+
+def test_picking_a_kernel_above_brings_the_lab_back_to_it(lab: object) -> None:
+    app = lab
+    app.set_lab_rung("cuda.10_wgmma_fp16")
+    app.step()
+    assert texts(app)["rung"] == "cuda.10_wgmma_fp16"
+    app.set_kernel(app.kernel_lists[BASE][0])
+    harness.settle(app)
+    app.step()
+    assert texts(app)["rung"] == app.kernel_lists[BASE][0]
+
+
+def test_the_lab_fits_every_size(lab: object) -> None:
+    """Nothing of the lab overlaps another panel or is cut; it stays open across arrangements
+    (a change of arrangement reopened the first tab)."""
+    import dearpygui.dearpygui as dpg
+
+    app = lab
+    draw(app, seven())
+    found = []
+    seen = 0
+    try:
+        for size in [(420, 300), (900, 600), (1200, 716), (1600, 1000)]:
+            found += layout_check.problems(app, size)
+            if app.layout.mode == "two":  # the engine is below the prediction: scroll to it
+                app.show_engine()  # (which scrolls the reading away, as asked)
+                found += [p for p in layout_check.problems(app, size) if not p.startswith("the reading is out")]
+            seen += sum(dpg.is_item_visible(i) for i in layout_check.leaves(app.engine.lab_region))
+    finally:
+        dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
+        dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
+        for _ in range(4):
+            app.step()
+    assert not found, "\n".join(found)
+    assert seen > 10  # the lab's widgets were on screen to be checked
