@@ -78,7 +78,7 @@ def test_a_rung_this_machine_cannot_run_shows_the_committed_h200_figures(lab: ob
     t = texts(app)
     assert t["title"] == "cuda.07_warptile at batch 4096" and t["rung"] == "cuda.07_warptile"
     assert t["source"] == "H200, measured 2026-11-29 (committed)"
-    assert "H200's datasheet" in t["ceilings"]
+    assert "H200's datasheet" in t["ceilings"] and "fp16/bf16 989.5 TFLOP/s" in t["ceilings"]
     rows = {r[0]: r for r in t["rows"]}
     assert rows["4096³"][3] == "46.4\u00a0TFLOP/s" and rows["4096³"][2] == "683"
     assert rows["L1"][1] == "4096x100x784" and rows["L1"][3] == "18.9\u00a0TFLOP/s"  # the README's 18,934 GFLOP/s

@@ -35,7 +35,7 @@ ANATOMY = (("block_tile", "block tile"), ("warp_tile", "warp tile"), ("thread_ti
            ("shared_bytes_per_block", "shared memory / block"), ("max_active_blocks_per_sm", "blocks / SM"),
            ("occupancy", "occupancy"), ("grid", "grid"), ("kernel", "kernel launched"))
 NOT_RECORDED = "not recorded"
-LAB_PLOT_H = 240
+LAB_PLOT_H = 280
 LAYERS = ("L1", "L2", "L3")
 
 
@@ -195,9 +195,14 @@ def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ..
                                                           if host and date else "")
     if card is not None:
         roofs = [Roof(f"memory {card.bandwidth_gbs / 1000:g} TB/s", card.bandwidth_gbs)]
-        roofs += [Roof(f"{p} {peak:g} TFLOP/s", card.bandwidth_gbs, peak, p == precision)
-                  for p, peak in card.peak_tflops.items()]
-        ceiling_note = f"Ceilings: the {card.name}'s datasheet ({card.source}), dense."
+        alike: dict[float, list[str]] = {}  # precisions of one peak share a line (fp16 and bf16)
+        for p, peak in card.peak_tflops.items():
+            alike.setdefault(peak, []).append(p)
+        roofs += [Roof(f"{'/'.join(ps)} {peak:g} TFLOP/s", card.bandwidth_gbs, peak, precision in ps)
+                  for peak, ps in alike.items()]
+        peaks = "; ".join(r.label for r in roofs[1:])
+        ceiling_note = (f"Ceilings from the {card.name}'s datasheet ({card.source}), dense: {roofs[0].label}; "
+                        f"{peaks} (this rung's {precision} in green).")
     else:
         measured = roofline.best_bandwidth_gbs(this + others + live)
         roofs = [Roof(f"best measured {measured:,.0f} GB/s", measured)] if measured else []
@@ -269,6 +274,14 @@ def decade_ticks(lo: float, hi: float, fmt: Any) -> tuple[tuple[str, float], ...
     return tuple((fmt(10.0**e), 10.0**e) for e in range(int(np.ceil(np.log10(lo))), int(np.floor(np.log10(hi))) + 1))
 
 
+def _text_theme(colour: style.RGB) -> int | str:
+    """Text in `colour` (a plot annotation's label)."""
+    with dpg.theme() as theme:
+        with dpg.theme_component(dpg.mvAll):
+            dpg.add_theme_color(dpg.mvThemeCol_Text, style.rgba(colour))
+    return theme
+
+
 class LabPanel:
     """The Lab tab's widgets; show() redraws them from a LabView when it changed."""
 
@@ -321,6 +334,7 @@ class LabPanel:
         self.anatomy_note = dpg.add_text("", color=style.MUTED, wrap=0)
         dpg.bind_item_font(self.anatomy_note, fonts.small)
         self._series: list[int | str] = []
+        self._annotation_themes = {own: _text_theme(style.GOOD if own else style.MUTED) for own in (False, True)}
         self._themes = {
             "other": style.series_theme(dpg.mvScatterSeries, style.BAR, markers=True),
             "this": style.series_theme(dpg.mvScatterSeries, style.ACCENT, markers=True),
@@ -364,9 +378,21 @@ class LabPanel:
         (x0, x1), (y0, y1) = view.x_range, view.y_range
 
         def line(xs: list[float], ys: list[float], label: str, theme: str) -> None:
-            item = dpg.add_line_series(xs, ys, label=label, parent=self.y_axis)
+            """A ceiling; the memory roof and this rung's precision labelled on the plot (a legend of eight
+            lines covered the points)."""
+            item = dpg.add_line_series(xs, ys, label=f"##{label}", parent=self.y_axis)
             dpg.bind_item_theme(item, self._themes[theme])
             self._series.append(item)
+            if theme == "roof" and ys[0] == ys[-1]:
+                return  # the other precisions' roofs, close together on a log scale: named in the note below
+            colour = style.GOOD if theme == "own" else style.MUTED
+            # a flat roof's label where it starts (the knees differ, so the labels do not pile up);
+            # the memory roof's half way up its slope
+            at = (xs[0], ys[0]) if ys[0] == ys[-1] else (float(np.sqrt(xs[0] * xs[-1])), float(np.sqrt(ys[0] * ys[-1])))
+            note = dpg.add_plot_annotation(label=label, default_value=at, offset=(4, -8) if ys[0] == ys[-1] else (-4, -8),
+                                           color=style.rgba(style.BG, 160), clamped=True, parent=self.plot)
+            dpg.bind_item_theme(note, self._annotation_themes[colour == style.GOOD])
+            self._series.append(note)
 
         def scatter(points: list[Point], label: str, theme: str) -> None:
             if points:
