@@ -496,12 +496,11 @@ class App:
         if self.race is not None and self.race.running:
             self.race.cancel()
             return
-        image28 = preprocess(self.canvas.image)
-        if image28 is None:
+        if preprocess(self.canvas.image) is None:
             self.say("Draw a digit first: the race runs the kernels on it")
             return
         entrants = [(b, k) for b, reason in self.backend_reasons.items() if not reason for k in self.kernel_lists[b]]
-        self.race = Race(self._model, entrants, image28, self.batch).start()
+        self.race = Race(self._model, entrants, self.canvas.image, self.batch).start()
         self.show_tab(self.engine.race_tab)
 
     def toggle_help(self, show: bool | None = None) -> None:
