@@ -48,6 +48,9 @@ from gemmpad.ui.race import Race
 from gemmpad.ui.status_bar import StatusBar
 from gemmpad.ui.text import gpu_line, unsure_note
 
+# A new drawing not read after this long: the reading shown is marked as the previous one's
+# (sooner, a fast rung's reading would flicker between marked and not every stroke)
+PENDING_AFTER_S = 0.15
 IDLE_AFTER_S = 0.5  # no input, no new result and nothing running for this long: idle
 # While idle: frames per second where the X server tells us about input between frames
 # (input_watch), and where it cannot (then input is read only in frames).
@@ -102,7 +105,10 @@ class App:
         self.history: list[Timing] = []
         self.layer_us: tuple[float, ...] = ()  # the newest pass's per-layer times (layer-by-layer kernels)
         self.result_batch = batch  # the batch the figures shown were measured at (self.batch may be newer)
-        self._sent: dict[int, int] = {}  # request -> its batch, for the requests in flight
+        # request -> (its batch, the canvas version, when it was sent), for the requests in flight
+        self._sent: dict[int, tuple[int, int, float]] = {}
+        self._shown_version = -1  # the canvas version the reading shown was made from
+        self._stale_since: float | None = None  # when the oldest drawing not yet read was sent
         self._lab_key: tuple[object, ...] | None = None
         self.lab_rung: str | None = None  # the rung the Lab tab shows when not the running kernel
         self._want_tab: int | str | None = None  # a tab asked for and not yet seen open (show_tab)
@@ -251,6 +257,9 @@ class App:
             self.engine.race.show(self.race)
         self._keep_tab()
         self._show_lab()
+        pending = self.pending
+        self.pred.show_pending(pending)
+        self.draw.show_pending(pending)
         if self.learn.poll(self) or self.continuous or self.worker.busy or (
                 self.race is not None and self.race.running):
             self._touch()
@@ -263,6 +272,13 @@ class App:
         self.frames += 1
         if self.startup_s is None:
             self.startup_s = time.perf_counter() - self._t_start
+
+    @property
+    def pending(self) -> bool:
+        """A reading is shown, but of an earlier drawing, and the new one has been on its way a while."""
+        return (self.prediction is not None and not self.canvas.empty and self._stale_since is not None
+                and self._shown_version != self.canvas.version
+                and time.perf_counter() - self._stale_since > PENDING_AFTER_S)
 
     def _show_lab(self) -> None:
         """Refresh the Lab tab while it is open, when the kernel, batch or figures changed."""
@@ -571,8 +587,10 @@ class App:
         # kernel and reports what it resolved, and classify() returns None cheaply.
         if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
             self._last_seq = self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch, self.warm)
-            self._sent = {seq: b for seq, b in self._sent.items() if seq > self._last_seq - 8}
-            self._sent[self._last_seq] = self.batch
+            self._sent = {seq: v for seq, v in self._sent.items() if seq > self._last_seq - 8}
+            self._sent[self._last_seq] = (self.batch, self.canvas.version, time.perf_counter())
+            if self.canvas.version != self._shown_version and self._stale_since is None:
+                self._stale_since = self._sent[self._last_seq][2]
             self._submitted_version, self._submitted_config = self.canvas.version, config
 
     def _apply(self, r: Result) -> None:
@@ -585,7 +603,10 @@ class App:
             self._submitted_config = self._config()
             self._refresh_controls()
         self.history = r.history
-        self.result_batch = self._sent.get(r.seq, self.batch)
+        self.result_batch, self._shown_version, _ = self._sent.get(r.seq, (self.batch, -1, 0.0))
+        # still behind the canvas: the drawing is late by as long as the oldest request after this one
+        later = [sent for seq, (_, _, sent) in self._sent.items() if seq > r.seq]
+        self._stale_since = None if self._shown_version == self.canvas.version else min(later, default=None)
         self.layer_us = r.layer_us if r.prediction is not None else ()
         self.prediction = None if self.canvas.empty else r.prediction
         self.unsure = r.unsure if self.prediction is not None else None
