@@ -185,6 +185,7 @@ class Learner:
 
 THUMB = 36  # a correction's thumbnail on screen, at scale 1
 THUMB_PX = 28  # its texture: the drawing as small as MNIST's
+LABEL_W = 10  # the digit it is filed as, beside it (small font), at scale 1
 
 
 def corrections(folder: Path) -> list[tuple[int, Path]]:
@@ -292,7 +293,8 @@ class LearnPanel:
         content = L.draw_w - 2 * round(INNER * self.scale) - round(SCROLLBAR * self.scale)
         for t in (self.count_text, self.figures_text, self.error_text):
             dpg.configure_item(t, wrap=content)
-        per_row = max(1, content // round((THUMB + 2 * 2 + 6) * self.scale))  # the list's padding and spacing
+        # a thumbnail, its padding and the digit beside it, and the spacing
+        per_row = max(1, content // round((THUMB + 2 * 2 + LABEL_W + 6) * self.scale))
         if per_row != self._per_row:
             self._per_row = per_row
             self._show_list()
@@ -333,10 +335,12 @@ class LearnPanel:
             except (OSError, GemmpadError):  # unreadable: Learn skips it too, and says so
                 continue
             keep.add(key)
-            with dpg.group(parent=row):
+            # the digit beside its thumbnail, not under it: under it, one correction at the default
+            # size made the section scroll, the digit it is filed as out of sight
+            with dpg.group(parent=row, horizontal=True, horizontal_spacing=round(2 * self.scale)):
                 btn = dpg.add_image_button(self._thumbs[key], width=side, height=side)
                 tip(btn, f"Filed as a {digit} ({path.name}): click to relabel or delete it.")
-                dpg.bind_item_font(dpg.add_text(f" {digit}", color=style.MUTED), self.fonts.small)
+                dpg.bind_item_font(dpg.add_text(str(digit), color=style.MUTED), self.fonts.small)
             with dpg.popup(btn, mousebutton=dpg.mvMouseButton_Left) as menu:
                 self._menus.append(menu)
                 dpg.add_text(f"{path.name}, filed as a {digit}", color=style.MUTED)
