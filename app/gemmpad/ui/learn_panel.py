@@ -186,6 +186,7 @@ class Learner:
 THUMB = 36  # a correction's thumbnail on screen, at scale 1
 THUMB_PX = 28  # its texture: the drawing as small as MNIST's
 LABEL_W = 10  # the digit it is filed as, beside it (small font), at scale 1
+REVEAL_FRAMES = 4  # frames to bring a Learn's outcome into view in (it is laid out within two)
 
 
 def corrections(folder: Path) -> list[tuple[int, Path]]:
@@ -287,6 +288,9 @@ class LearnPanel:
         self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
         self._last: tuple[Path, int] | None = None  # the newest correction and the canvas version it saved
         self._app: App | None = None  # set by bind()
+        # shown this frame, scrolled into view the next (when it has a place): a Learn's outcome
+        # and figures, or its error, appeared below the section's fold at the default size
+        self._reveal: tuple[int | str, int] | None = None  # (the item, frames left to try)
 
     def layout(self, L: Layout) -> None:
         """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
@@ -463,6 +467,17 @@ class LearnPanel:
         if self._rebuild:
             self._rebuild = False
             self._show_list()
+        if self._reveal is not None:
+            # once laid out (a frame or two after the frame that shows it), scrolled to its top when its
+            # bottom is below the section's (an item's position in a child window is within its content;
+            # the window's own padding below the item added)
+            item, frames = self._reveal
+            top, size = dpg.get_item_pos(item)[1], dpg.get_item_state(item).get("rect_size", (0, 0))[1]
+            height, most = dpg.get_item_state(self.root).get("rect_size", (0, 0))[1], dpg.get_y_scroll_max(self.root)
+            if dpg.is_item_shown(item) and size and most > 0 and \
+                    top + size + 8 * self.scale > dpg.get_y_scroll(self.root) + height:
+                dpg.set_y_scroll(self.root, max(0.0, min(top - 4 * self.scale, most)))
+            self._reveal = (item, frames - 1) if frames > 1 else None
         if self.learner.running:
             text, fraction = self.learner.status
             dpg.set_value(self.progress, fraction)
@@ -476,6 +491,7 @@ class LearnPanel:
             dpg.configure_item(self.progress, overlay="not learned")
             self.show_error(app, result)
             return False
+        self._reveal = (self.progress, REVEAL_FRAMES)
         outcome, self._examples, skipped = result
         self.outcome = outcome
         self._show_figures(self._figures_text(outcome, skipped))
@@ -500,6 +516,7 @@ class LearnPanel:
         dpg.set_value(self.error_text, text)
         dpg.configure_item(self.error_text, show=True)
         dpg.configure_item(self.dismiss_btn, show=True)
+        self._reveal = (self.error_text, REVEAL_FRAMES)
         app.status.say(text, error=True)
 
     def dismiss(self, app: App) -> None:
