@@ -113,7 +113,22 @@ def test_a_learns_outcome_is_brought_into_view(app: object) -> None:
             x, y, w, h = harness.rect(item)
             assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, (item, (y, h), (top, bottom))
         app.learn.dismiss(app)
+        # a Learn whose model is refused: its figures and "Use it anyway" in view
+        dpg.set_y_scroll(app.learn.root, 0.0)
+        refused = finetune.Outcome(weights={}, before={"MNIST test": 0.991}, after={"MNIST test": 0.985},
+                                   accepted=False, reason="it would read others worse", engine="numpy",
+                                   trained_on=5, held_out=0, rows=5, steps=10, seconds={"total": 1.0})
+        app.learn.learner._result = (refused, [], [])
+        for _ in range(6):
+            app.step()
+        assert app.learn.outcome is refused
+        for item in (app.learn.figures_text, app.learn.insist_btn):
+            x, y, w, h = harness.rect(item)
+            assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, (item, (y, h), (top, bottom))
     finally:
+        app.learn.outcome = None
+        for item in (app.learn.progress, app.learn.figures_text, app.learn.insist_btn):
+            dpg.configure_item(item, show=False)
         for path in made:
             path.unlink()
         app.learn.refresh()

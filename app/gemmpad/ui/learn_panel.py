@@ -290,7 +290,7 @@ class LearnPanel:
         self._app: App | None = None  # set by bind()
         # shown this frame, scrolled into view the next (when it has a place): a Learn's outcome
         # and figures, or its error, appeared below the section's fold at the default size
-        self._reveal: tuple[int | str, int] | None = None  # (the item, frames left to try)
+        self._reveal: tuple[int | str, int | str, int] | None = None  # (first item, last, frames left to try)
 
     def layout(self, L: Layout) -> None:
         """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
@@ -468,16 +468,7 @@ class LearnPanel:
             self._rebuild = False
             self._show_list()
         if self._reveal is not None:
-            # once laid out (a frame or two after the frame that shows it), scrolled to its top when its
-            # bottom is below the section's (an item's position in a child window is within its content;
-            # the window's own padding below the item added)
-            item, frames = self._reveal
-            top, size = dpg.get_item_pos(item)[1], dpg.get_item_state(item).get("rect_size", (0, 0))[1]
-            height, most = dpg.get_item_state(self.root).get("rect_size", (0, 0))[1], dpg.get_y_scroll_max(self.root)
-            if dpg.is_item_shown(item) and size and most > 0 and \
-                    top + size + 8 * self.scale > dpg.get_y_scroll(self.root) + height:
-                dpg.set_y_scroll(self.root, max(0.0, min(top - 4 * self.scale, most)))
-            self._reveal = (item, frames - 1) if frames > 1 else None
+            self._bring_into_view()
         if self.learner.running:
             text, fraction = self.learner.status
             dpg.set_value(self.progress, fraction)
@@ -491,10 +482,10 @@ class LearnPanel:
             dpg.configure_item(self.progress, overlay="not learned")
             self.show_error(app, result)
             return False
-        self._reveal = (self.progress, REVEAL_FRAMES)
         outcome, self._examples, skipped = result
         self.outcome = outcome
         self._show_figures(self._figures_text(outcome, skipped))
+        self._reveal = (self.progress, self.figures_text if outcome.accepted else self.insist_btn, REVEAL_FRAMES)
         if outcome.accepted:
             self._use(app, outcome)
             took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
@@ -507,6 +498,21 @@ class LearnPanel:
             app.say(f"Not used: {outcome.reason}")
         return False
 
+    def _bring_into_view(self) -> None:
+        """Scroll the section so the outcome's last item shows whole, its first too where they fit. Tried
+        for a few frames: an item's place, and how far the section scrolls, are known a frame or two after
+        the frame that shows it (a position in a child window is within its content; the window's own
+        padding below the last item added)."""
+        assert self._reveal is not None
+        first, last, frames = self._reveal
+        self._reveal = (first, last, frames - 1) if frames > 1 else None
+        size = dpg.get_item_state(last).get("rect_size", (0, 0))[1]
+        height, most = dpg.get_item_state(self.root).get("rect_size", (0, 0))[1], dpg.get_y_scroll_max(self.root)
+        bottom = dpg.get_item_pos(last)[1] + size + 8 * self.scale
+        if dpg.is_item_shown(last) and size and most > 0 and bottom > dpg.get_y_scroll(self.root) + height:
+            top = dpg.get_item_pos(first)[1] - 4 * self.scale
+            dpg.set_y_scroll(self.root, max(0.0, min(top, bottom - height, most)))
+
     def show_error(self, app: App, error: Exception) -> None:
         """Say in the panel, until dismissed, why the Learn failed and what to do (a GemmpadError's
         message says both); anything else is a fault of gemmpad's, said so."""
@@ -516,7 +522,7 @@ class LearnPanel:
         dpg.set_value(self.error_text, text)
         dpg.configure_item(self.error_text, show=True)
         dpg.configure_item(self.dismiss_btn, show=True)
-        self._reveal = (self.error_text, REVEAL_FRAMES)
+        self._reveal = (self.error_text, self.dismiss_btn, REVEAL_FRAMES)
         app.status.say(text, error=True)
 
     def dismiss(self, app: App) -> None:
