@@ -12,7 +12,7 @@ import pytest
 
 from gemmpad.model import Model, load_model
 from gemmpad.ui import harness, style
-from tests.ui.support import NEEDS_MODEL, one
+from tests.ui.support import BASE, NEEDS_MODEL, one
 
 
 @NEEDS_MODEL
@@ -64,3 +64,23 @@ def test_a_one_frame_latency_plot_draws_its_frame(app: object, tmp_path_factory:
     plot = pixels[y + legend:y + h, x:x + w]
     near = np.abs(plot - np.array(style.WARM) / 255).max(axis=2) < 0.12  # the end-to-end colour
     assert near.sum() >= 4, "no end-to-end dot on the plot"
+
+
+def test_every_kernels_description_fits_its_two_lines(app: object) -> None:
+    """cpu.01_naive's description wrapped to three lines in a box of two: "agrees with fp32 on" and then
+    nothing. Now it is cut at a word with "…", and the tooltip holds all of it."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui.engine_panel import SUMMARY_LINES
+    from gemmpad.ui.text import kernel_summary
+
+    engine = app.engine
+    two = (dpg.get_text_size("\n".join(["Ag"] * SUMMARY_LINES), font=app.fonts.small) or (0, 0))[1]
+    for kernel in app.kernel_lists[BASE]:
+        app.set_kernel(kernel)
+        for _ in range(2):
+            app.step()
+        shown, full = dpg.get_value(engine.summary), kernel_summary(kernel)
+        assert dpg.get_item_state(engine.summary)["rect_size"][1] <= two, (kernel, shown)
+        assert dpg.get_value(engine.summary_tip) == full
+        assert shown == full or (shown.endswith("…") and full.startswith(shown[:-1])), (kernel, shown)

@@ -132,7 +132,10 @@ class EnginePanel:
             with dpg.child_window(height=round(SUMMARY_LINES * line_h + 2), border=False, no_scrollbar=True) as box:
                 self.summary = dpg.add_text("", color=style.MUTED, wrap=0)
                 dpg.bind_item_font(self.summary, fonts.small)
+                with dpg.tooltip(self.summary):
+                    self.summary_tip = dpg.add_text("", wrap=round(420 * s))
             dpg.bind_item_theme(box, style.flush_theme())
+            self._summary_full, self._summary_w = "", round(300 * s)
             with dpg.group(horizontal=True):
                 dpg.add_text("Batch", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Batch") or (40, 0))[0])
@@ -251,6 +254,8 @@ class EnginePanel:
         dpg.configure_item(self.plot, height=round(-44 * self.scale) if wide else round(LATENCY_PLOT_H * self.scale))
         content = L.engine_w - 2 * round(12 * self.scale)  # the panel's padding (style.padded_theme)
         dpg.configure_item(self.summary, wrap=content)
+        self._summary_w = content
+        self._fit_summary()
         dpg.configure_item(self.caption, wrap=content)
         self._model_w = content - round(64 * self.scale) - round(8 * self.scale)
         self.race.layout(content)
@@ -282,14 +287,37 @@ class EnginePanel:
                 lines[i] = text.rstrip() + "…"
         dpg.set_value(self.model_text, "\n".join(lines) if len(lines) == 2 else f"{lines[0]}\n ")
 
+    def _fit_summary(self) -> None:
+        """The kernel's description in its SUMMARY_LINES lines, cut with "…" where longer (the third
+        line of cpu.01_naive's was clipped mid-sentence: "agrees with fp32 on"), whole in the tooltip."""
+        text, font = self._summary_full, self.fonts.small
+        dpg.set_value(self.summary_tip, text)
+
+        def height(t: str) -> float:
+            return (dpg.get_text_size(t, wrap_width=self._summary_w, font=font) or (0, 0))[1]
+
+        limit = height("\n".join(["Ag"] * SUMMARY_LINES))
+        if not text or not limit or height(text) <= limit:  # (sizes are known from the first frame on)
+            dpg.set_value(self.summary, text)
+            return
+        lo, hi = 0, len(text)  # the longest cut that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if height(text[:mid].rstrip() + "…") <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        cut = text[:lo]
+        dpg.set_value(self.summary, (cut[: cut.rfind(" ")] if " " in cut else cut).rstrip(" ,;") + "…")  # at a word
+
     def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():
             dpg.bind_item_theme(btn, self._accent if b == backend else self._plain)
         dpg.configure_item(self.kernel_button, label=kernel or "")
         for name, sel in self.menu_items.items():
             dpg.set_value(sel, name == kernel)
-        summary = kernel_summary(kernel) if kernel else ""
-        dpg.set_value(self.summary, summary)
+        self._summary_full = kernel_summary(kernel) if kernel else ""
+        self._fit_summary()
         dpg.set_value(self.batch_combo, str(batch))
         dpg.set_value(self.batch_caption, "copy" if batch == 1 else "copies: same answer, more work")
 
