@@ -307,8 +307,12 @@ class EnginePanel:
                 lo = mid
             else:
                 hi = mid - 1
+        # at the end of a part (parts are joined by two spaces: a figure is never cut from its unit,
+        # "100.00…" read as a number), else at a word
         cut = text[:lo]
-        dpg.set_value(self.summary, (cut[: cut.rfind(" ")] if " " in cut else cut).rstrip(" ,;") + "…")  # at a word
+        part, word = cut.rfind("  "), cut.rfind(" ")
+        cut = cut[:part] if part > len(cut) // 2 else cut[:word] if word > 0 else cut
+        dpg.set_value(self.summary, cut.rstrip(" ,;") + " …")
 
     def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():
