@@ -1,6 +1,6 @@
 """What is wrong with the window's layout at one size: the check the layout tests share, in
 this process (scale 1) and in a child process per UI scale (`python -m tests.ui.layout_check
-SCALE WxH ...` prints one JSON list of problems per size; Dear PyGui has one context per
+[--lab] SCALE WxH ...` prints one JSON list of problems per size, --lab with the Lab tab open; Dear PyGui has one context per
 process, and fonts are built for one scale)."""
 
 from __future__ import annotations
@@ -145,6 +145,8 @@ def main(argv: list[str]) -> int:
     from gemmpad import strokes
     from tests.ui.support import seven
 
+    lab = argv[0] == "--lab"  # the Lab tab open (its roofline and tables checked too)
+    argv = argv[1:] if lab else argv
     scale = float(argv[0])
     with TemporaryDirectory() as tmp:
         for i, digit in enumerate([1, 3, 3, 5, 7, 8, 9, 9, 2, 4, 0, 6]):  # a dozen corrections to list
@@ -152,6 +154,8 @@ def main(argv: list[str]) -> int:
         app = App(Classifier(window_model(), backend=BASE), drawings_dir=Path(tmp), vsync=False, scale=scale)
         try:
             app.step()
+            if lab:
+                app.show_lab()
             for i, spec in enumerate(argv[1:]):
                 if i == 2:  # the first two sizes with the canvas empty (its hint), the rest with a drawing
                     harness.replay(app, seven())

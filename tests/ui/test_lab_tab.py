@@ -143,3 +143,26 @@ def test_the_lab_fits_every_size(lab: object) -> None:
             app.step()
     assert not found, "\n".join(found)
     assert seen > 10  # the lab's widgets were on screen to be checked
+
+
+@pytest.mark.parametrize("scale", [2.0])
+def test_the_lab_fits_at_a_larger_scale(display: str, scale: float) -> None:
+    """The Lab tab open at UI scale 2 (another process: fonts are built for one scale)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.ui.support import env
+
+    root = Path(__file__).resolve().parents[2]
+    e = env(display)
+    e["PYTHONPATH"] = f"{e['PYTHONPATH']}{':' if e['PYTHONPATH'] else ''}{root}"
+    sizes = ["1200x716", "1600x1000", "2560x1440"]
+    proc = subprocess.run([sys.executable, "-m", "tests.ui.layout_check", "--lab", str(scale), *sizes], env=e, cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(sizes), proc.stdout[-2000:]
+    found = [p for line in lines for p in json.loads(line)]
+    assert not found, "\n".join(found)
