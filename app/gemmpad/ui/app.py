@@ -91,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="UI scale: text and spacing X times larger (0.5-4; default from the screen's "
                              "DPI where X11 reports it, else 1)")
     parser.add_argument("--size", type=window_size, metavar="WxH", default=None,
-                        help="window size in pixels (default 1200x716 times the scale)")
+                        help="window size in pixels, no larger than the screen (default 1200x716 times the scale)")
 
 
 def window_size(text: str) -> tuple[int, int]:
