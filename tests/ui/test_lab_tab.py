@@ -166,3 +166,27 @@ def test_the_lab_fits_at_a_larger_scale(display: str, scale: float) -> None:
     assert len(lines) == len(sizes), proc.stdout[-2000:]
     found = [p for line in lines for p in json.loads(line)]
     assert not found, "\n".join(found)
+
+
+def test_on_a_gpu_the_lab_is_live_under_its_cards_ceilings_or_its_measured_bandwidth() -> None:
+    """What the tab says on a GPU (lab_view is pure): a card in the table gets its datasheet ceilings,
+    one not in it the best bandwidth measured here, and says so."""
+    from gemmpad.native import CudaStatus
+    from gemmpad.ui.lab_panel import lab_view
+
+    layer_us = (10.0, 4.0, 2.0)
+    h100 = lab_view("cuda.07_warptile", 32, CudaStatus(True, "", True, "NVIDIA H100 80GB HBM3"), layer_us)
+    assert h100.source.startswith("Live on this H100 80GB HBM3 (orange); blue: H200, measured 2026-11-29")
+    assert "H100 SXM's datasheet" in h100.ceiling_note and h100.roofs[0].bandwidth_gbs == 3350.0
+    rows = {r[0]: r for r in h100.rows}
+    assert rows["L1"][1] == "32x100x784 (live)" and rows["L1"][3] == "502\u00a0GFLOP/s"  # 2*32*100*784 / 10 µs
+    assert rows["L1"][4] == f"{100 * 501.76e9 / (roofline_roof(32, 100, 784, 3350.0)):.0f}\u00a0%"
+    other = lab_view("cuda.07_warptile", 32, CudaStatus(True, "", True, "NVIDIA GeForce GTX 1080"), layer_us)
+    assert "not in the table of known cards" in other.ceiling_note and "measured here" in other.ceiling_note
+    assert len(other.roofs) == 1 and other.roofs[0].peak_tflops is None
+
+
+def roofline_roof(m: int, n: int, k: int, bandwidth_gbs: float) -> float:
+    from gemmpad import roofline
+
+    return roofline.roof(roofline.intensity(m, n, k, "fp32"), bandwidth_gbs, 67.0)

@@ -204,11 +204,13 @@ def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ..
         ceiling_note = (f"Ceilings from the {card.name}'s datasheet ({card.source}), dense: {roofs[0].label}; "
                         f"{peaks} (this rung's {precision} in green).")
     else:
-        measured = roofline.best_bandwidth_gbs(this + others + live)
+        # this machine's own points where there are some (the committed run was another machine's)
+        measured = roofline.best_bandwidth_gbs(live) or roofline.best_bandwidth_gbs(this + others)
+        where_measured = "here" if roofline.best_bandwidth_gbs(live) else "in the committed run"
         roofs = [Roof(f"best measured {measured:,.0f} GB/s", measured)] if measured else []
         what = "this GPU is not in the table of known cards" if device == "cuda" else "a CPU has no datasheet table here"
-        ceiling_note = (f"Ceilings: {what}; the line is the best bandwidth the rungs were measured to reach "
-                        "(their least bytes over their time), a floor under the real one." if measured else
+        ceiling_note = (f"Ceilings: {what}; the line is the best bandwidth measured {where_measured} (least bytes "
+                        "over time), a floor under the real one." if measured else
                         f"Ceilings: {what}, and nothing was measured yet.")
 
     def find(label: str) -> Point | None:
