@@ -51,6 +51,9 @@ from gemmpad.ui.text import gpu_line, unsure_note
 # A new drawing not read after this long: the reading shown is marked as the previous one's
 # (sooner, a fast rung's reading would flicker between marked and not every stroke)
 PENDING_AFTER_S = 0.15
+# New live figures refresh the Lab tab at most this often (a refresh takes ~4 ms: every frame of
+# "Run every frame" would cost a tenth of a core); a new rung or batch shows at once
+LAB_REFRESH_S = 0.25
 IDLE_AFTER_S = 0.5  # no input, no new result and nothing running for this long: idle
 # While idle: frames per second where the X server tells us about input between frames
 # (input_watch), and where it cannot (then input is read only in frames).
@@ -110,6 +113,7 @@ class App:
         self._shown_version = -1  # the canvas version the reading shown was made from
         self._stale_since: float | None = None  # when the oldest drawing not yet read was sent
         self._lab_key: tuple[object, ...] | None = None
+        self._lab_at = 0.0  # when the Lab tab was last refreshed
         self.lab_rung: str | None = None  # the rung the Lab tab shows when not the running kernel
         self._want_tab: int | str | None = None  # a tab asked for and not yet seen open (show_tab)
         self.error = ""
@@ -288,9 +292,12 @@ class App:
         running = rung == self.clf_kernel  # live figures only for the kernel that produced them
         layer_us, history = (self.layer_us, self.history) if running else ((), [])
         key = (rung, self.result_batch, layer_us, len(history), history[-1] if history else None)
-        if key != self._lab_key:
-            self._lab_key = key
-            self.engine.lab.show(lab_view(rung, self.result_batch, self.gpu, layer_us, history), rung)
+        now = time.perf_counter()
+        if key == self._lab_key or (self._lab_key is not None and key[:2] == self._lab_key[:2]
+                                    and now - self._lab_at < LAB_REFRESH_S):
+            return
+        self._lab_key, self._lab_at = key, now
+        self.engine.lab.show(lab_view(rung, self.result_batch, self.gpu, layer_us, history), rung)
 
     def show_tab(self, tab: int | str) -> None:
         """Open one of the engine's tabs. Dear PyGui writes the tab bar's drawn choice back into
