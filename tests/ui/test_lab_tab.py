@@ -190,3 +190,12 @@ def roofline_roof(m: int, n: int, k: int, bandwidth_gbs: float) -> float:
     from gemmpad import roofline
 
     return roofline.roof(roofline.intensity(m, n, k, "fp32"), bandwidth_gbs, 67.0)
+
+
+def test_anatomy_cells_read_whatever_form_the_registry_gives() -> None:
+    from gemmpad.ui.lab_panel import _cell
+
+    assert _cell("grid", {"x": 32, "y": 16, "z": 1}) == "32×16×1" and _cell("block_tile", (128, 256, 64)) == "128×256×64"
+    assert _cell("occupancy", 0.25) == "25\u00a0%" == _cell("occupancy", 25)
+    assert _cell("shared_bytes_per_block", 512) == "512\u00a0B" and _cell("shared_bytes_per_block", 49152) == "48.0\u00a0KiB"
+    assert _cell("kernel", "gemm_warptile<128, 128>") == "gemm_warptile<128, 128>" and _cell("warp_tile", None) == NOT_RECORDED

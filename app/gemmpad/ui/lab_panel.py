@@ -115,10 +115,12 @@ def _cell(key: str, value: object) -> str:
     """An anatomy value as the table shows it."""
     if value is None:
         return NOT_RECORDED
+    if isinstance(value, dict):  # a grid or tile given by axis ({"x": 32, "y": 32, "z": 1})
+        value = list(value.values())
     if isinstance(value, (list, tuple)):
         return "×".join(str(v) for v in value)
-    if key == "occupancy" and isinstance(value, (int, float)):
-        return f"{100 * float(value):.0f}{NBSP}%"
+    if key == "occupancy" and isinstance(value, (int, float)):  # a share of the SM's warps (or a percent)
+        return f"{float(value) if value > 1 else 100 * float(value):.0f}{NBSP}%"
     if key == "shared_bytes_per_block" and isinstance(value, (int, float)):
         return f"{value / 1024:.1f}{NBSP}KiB" if value >= 1024 else f"{int(value)}{NBSP}B"
     return str(value)
