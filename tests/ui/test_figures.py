@@ -85,3 +85,16 @@ def test_every_kernels_description_fits_its_two_lines(app: object) -> None:
         assert dpg.get_value(engine.summary_tip) == full
         assert shown == full or (shown.endswith(" …") and full.startswith(shown[:-2])
                                  and full[len(shown) - 2:].startswith("  ")), (kernel, shown)  # a part left out whole
+
+
+def test_no_text_still_calls_the_batch_test_time_augmentation(app: object) -> None:
+    """The batch became identical copies (a speed knob that never changes the answer), but the batch
+    box's tooltip and the help still said "B slightly shifted copies ... averaged"."""
+    import dearpygui.dearpygui as dpg
+
+    texts = [str(dpg.get_value(i)) for i in dpg.get_all_items() if dpg.get_item_type(i).endswith("mvText")]
+    stale = [t for t in texts if "shifted" in t or "augmentation" in t or "averag" in t]
+    assert not stale, stale
+    batch_tip = dpg.get_item_children(dpg.get_item_children(dpg.get_item_parent(app.engine.batch_combo), 1)[
+        dpg.get_item_children(dpg.get_item_parent(app.engine.batch_combo), 1).index(app.engine.batch_combo) + 1], 1)
+    assert "identical copies" in dpg.get_value(batch_tip[0])

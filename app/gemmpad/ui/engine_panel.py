@@ -141,8 +141,8 @@ class EnginePanel:
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Batch") or (40, 0))[0])
                 self.batch_combo = dpg.add_combo([str(b) for b in BATCHES], width=round(90 * s),
                                                  callback=lambda sender, v: actions["batch"](int(v)))
-                tip(self.batch_combo, "Test-time augmentation: the drawing runs as B slightly shifted copies in "
-                                      "one batch and their probabilities are averaged. Larger batches make the "
+                tip(self.batch_combo, "A speed knob: the drawing runs as B identical copies in one call, so the "
+                                      "answer never changes and the work grows B times. Larger batches make the "
                                       "kernels' differences visible in the latency plot (+ and − double and halve).")
                 self.batch_caption = dpg.add_text("", color=style.MUTED)
             self.continuous_box = dpg.add_checkbox(label="Run every frame  (R)",
