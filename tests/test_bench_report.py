@@ -267,3 +267,29 @@ def test_every_kernels_agreement_is_named_under_the_mlp_table():
     line = report.agreement_line(rows)
     assert "99.85 % `cuda.18_wgmma_fp8`; 99.99 % `cuda.11_wgmma_bf16`; 100.00 % the other 2." in line
     assert report.agreement_line([{"backend": "numpy", "kernel": "numpy", "batch": 1}]) == ""
+
+
+def test_the_readme_gets_a_roofline_drawn_from_the_gemm_results(monkeypatch, capsys, tmp_path):
+    """Under the GEMM table, a roofline PNG drawn (with Pillow: matplotlib is optional) beside the JSON
+    it comes from, and linked relative to the README; printed tables (no README) draw nothing."""
+    from PIL import Image
+
+    shutil.copy(COMMITTED / "bench-gemm.json", tmp_path / "bench-gemm.json")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path))
+    assert rc == 0, err
+    assert not (tmp_path / report.ROOFLINE).exists() and "roofline" not in out
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    readme = docs / "README.md"
+    readme.write_text("<!-- bench:gemm begin -->\n<!-- bench:gemm end -->\n")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "report", "--dir", str(tmp_path), "--readme", str(readme))
+    assert rc == 0, err
+    png = tmp_path / report.ROOFLINE
+    with Image.open(png) as img:
+        assert img.format == "PNG" and img.size == (1400, 860)
+        # the H200's ceilings in their precisions' colours, and the rungs' dots
+        colours = {c for _, c in img.convert("RGB").getcolors(1 << 20)}
+    assert set(report.PRECISION_COLOURS.values()) <= colours
+    block = readme.read_text().split("<!-- bench:gemm end -->")[0]
+    table_end = block.rindex("|")
+    assert block.index("![Roofline of every rung") > table_end and "](../roofline.png)" in block

@@ -25,6 +25,7 @@ def test_info_text(monkeypatch, capsys):
     status = native.cuda_status()
     if status.built and not status.available:
         assert status.reason in out  # the reason a GPU choice is greyed out
+        assert status.detail in out  # and CUDA's own words, for a bug report
 
 
 def test_info_json(monkeypatch, capsys):

@@ -29,7 +29,8 @@ def test_without_a_cuda_build(monkeypatch, fresh_status):
     monkeypatch.setattr(native, "_cuda_module", None)
     monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "")
     status = native.cuda_status()
-    assert not status.built and not status.available and "built without its CUDA module" in status.reason
+    assert not status.built and not status.available and "built without its CUDA module" in status.detail
+    assert status.reason == "gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1"
     spec = registry.get("cuda.07_warptile")  # listed to be read, not to be run
     assert not spec.available and spec.unavailable_reason.startswith("this install has no CUDA module: gemmpad was")
     with pytest.raises(CudaUnavailable, match="needs CUDA: gemmpad was built without"):
@@ -109,7 +110,8 @@ def test_a_module_that_fails_to_load(monkeypatch, fresh_status):
     monkeypatch.setattr(native, "_cuda_module", None)
     monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "libcudart.so.13: cannot open shared object file")
     status = native.cuda_status()
-    assert status.reason == "the CUDA module failed to load: libcudart.so.13: cannot open shared object file"
+    assert status.detail == "the CUDA module failed to load: libcudart.so.13: cannot open shared object file"
+    assert status.reason == "gemmpad's GPU module could not load (a CUDA library is missing)"
     assert str(status) == f"CUDA unavailable: {status.reason}"
 
 

@@ -45,6 +45,7 @@ def collect() -> dict[str, Any]:
         "built": status.built,
         "available": status.available,
         "reason": status.reason,
+        "reason_detail": status.detail,  # CUDA's own words, for a bug report
         "device": status.device,
         "archs": cuda_mod.build_archs() if cuda_mod is not None and hasattr(cuda_mod, "build_archs") else "",
     }
@@ -126,13 +127,14 @@ def run(args: argparse.Namespace) -> int:
     out(f"platform: {info['platform']}\n")
     out(f"CPU SIMD features used: {', '.join(info['cpu_features']) or 'none (scalar code)'}\n")
     c = info["cuda"]
+    detail = f" [{c['reason_detail']}]" if c.get("reason_detail") and c["reason_detail"] != c["reason"] else ""
     if not c["built"]:
-        out(f"CUDA: not built ({c['reason']})\n")
+        out(f"CUDA: not built: {c['reason']}{detail}\n")
     else:
         archs = ", ".join(arch_name(a) for a in c["archs"].split(",") if a) or "unknown"
         out(f"CUDA build: architectures {archs}\n")
         out(f"CUDA device: {c['device']} (compute {c.get('compute_capability', '?')})\n" if c["available"]
-            else f"CUDA device: none usable: {c['reason']}\n")
+            else f"CUDA device: none usable: {c['reason']}{detail}\n")
     out("backends: " + ", ".join(f"{b}: {r}" for b, r in info["backends"].items()) + "\n")
     _write_kernels(out, info["kernels"])
     m = info["model"]

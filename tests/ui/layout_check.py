@@ -1,6 +1,6 @@
 """What is wrong with the window's layout at one size: the check the layout tests share, in
 this process (scale 1) and in a child process per UI scale (`python -m tests.ui.layout_check
-SCALE WxH ...` prints one JSON list of problems per size; Dear PyGui has one context per
+[--lab] SCALE WxH ...` prints one JSON list of problems per size, --lab with the Lab tab open; Dear PyGui has one context per
 process, and fonts are built for one scale)."""
 
 from __future__ import annotations
@@ -82,8 +82,10 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
     panels = {"draw": app.draw.root, "prediction": app.pred.root, "engine": app.engine.root,
               "status": app.status.root}
     learn = set(leaves(app.learn.root))
+    lab = set(leaves(app.engine.lab_region))
     # widgets in a scrolling region show only inside it (scrolled away they are clipped, not cut)
-    regions = {"learn": region_rect(app.learn.root), "right": region_rect(app._right)}
+    regions = {"learn": region_rect(app.learn.root), "right": region_rect(app._right),
+               "lab": region_rect(app.engine.lab_region)}
     rects: dict[str, list[tuple[str, tuple[int, int, int, int]]]] = {}
     for panel, root in panels.items():
         edge = region_rect(root)
@@ -92,8 +94,8 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
             if not dpg.is_item_visible(item):
                 continue
             r = harness.rect(item)
-            region = "learn" if item in learn else "right" if panel in ("prediction", "engine") and L.mode == "two" \
-                else None
+            region = "learn" if item in learn else "lab" if item in lab and L.mode == "wide" \
+                else "right" if panel in ("prediction", "engine") and L.mode == "two" else None
             if region is not None:
                 shown = _clip(r, regions[region])
                 if shown is None:
@@ -105,7 +107,7 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
             right = min(vw, edge_right, regions[region][0] + regions[region][2] if region is not None else vw)
             if r[0] < 0 or r[0] + r[2] > right:
                 out.append(f"{name} {r} is cut by the window's side {at}")
-            if L.mode == "wide" and item not in learn and (r[1] < 0 or r[1] + r[3] > vh):
+            if L.mode == "wide" and item not in learn | lab and (r[1] < 0 or r[1] + r[3] > vh):
                 out.append(f"{name} {r} is cut by the window's bottom {at}")
             rects.setdefault(panel, []).append((name, r))
     names = list(rects)
@@ -143,6 +145,8 @@ def main(argv: list[str]) -> int:
     from gemmpad import strokes
     from tests.ui.support import seven
 
+    lab = argv[0] == "--lab"  # the Lab tab open (its roofline and tables checked too)
+    argv = argv[1:] if lab else argv
     scale = float(argv[0])
     with TemporaryDirectory() as tmp:
         for i, digit in enumerate([1, 3, 3, 5, 7, 8, 9, 9, 2, 4, 0, 6]):  # a dozen corrections to list
@@ -150,6 +154,8 @@ def main(argv: list[str]) -> int:
         app = App(Classifier(window_model(), backend=BASE), drawings_dir=Path(tmp), vsync=False, scale=scale)
         try:
             app.step()
+            if lab:
+                app.show_lab()
             for i, spec in enumerate(argv[1:]):
                 if i == 2:  # the first two sizes with the canvas empty (its hint), the rest with a drawing
                     harness.replay(app, seven())

@@ -81,6 +81,24 @@ def test_scale_and_size_make_a_larger_window(display: str, tmp_path: Path) -> No
     assert summary["canvas_rect"][2:] == [side, side]
 
 
+def test_a_size_larger_than_the_screen_is_honoured_as_far_as_the_screen_allows(display: str, tmp_path: Path) -> None:
+    """--size 3000x700 on the 1600x1000 test screen opened a window 3000 px wide, its right off-screen:
+    now as wide as the screen, the height as asked, and one line says so."""
+    from gemmpad.ui.app import screen_size
+
+    screen = screen_size()
+    assert screen is not None
+    proc = run_app(display, tmp_path, "--exit", "--size", f"{screen[0] + 1400}x700")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert summary["viewport"] == [screen[0], 700]
+    notice = [line for line in proc.stderr.splitlines() if "--size" in line]
+    assert notice == [f"gemmpad: --size {screen[0] + 1400}x700 is larger than the screen ({screen[0]}x{screen[1]}): "
+                      f"opening {screen[0]}x700"]
+    fits = run_app(display, tmp_path, "--exit", "--size", "900x600")  # a size that fits: as asked, nothing said
+    assert json.loads(fits.stdout.splitlines()[-1])["viewport"] == [900, 600] and "--size" not in fits.stderr
+
+
 def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", "--exit"], env=env(None),
                           capture_output=True, text=True, timeout=60)

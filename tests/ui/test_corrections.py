@@ -114,3 +114,34 @@ def test_a_thumbnails_menu_deletes_and_relabels_through_its_widgets(empty_folder
         xt.close()
         for _ in range(3):
             app.step()
+
+
+def test_one_correction_shows_whole_at_the_default_size(empty_folder: object) -> None:
+    """Issue 42's "a scrollbar always shows mid-dashboard": at the default size the first correction
+    made Learn's section scroll, the digit it was filed as 15 px below the fold. Now the digit is beside
+    its thumbnail and the section shows whole."""
+    from gemmpad.ui import layout
+    from tests.ui.layout_check import region_rect
+
+    app = empty_folder
+    dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
+    dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
+    draw(app, seven())
+    app.shortcut(dpg.mvKey_3)
+    for _ in range(3):
+        app.step()
+    assert dpg.get_y_scroll_max(app.learn.root) == 0
+    region = region_rect(app.learn.root)
+    row = dpg.get_item_children(app.learn.list_group, 1)[0]
+    texts = [t for t in _leaves(row) if dpg.get_item_type(t).endswith("mvText")
+             and not dpg.get_item_type(dpg.get_item_parent(t)).endswith("mvTooltip")]
+    assert [dpg.get_value(t).strip() for t in texts] == ["3"]
+    x, y, w, h = harness.rect(texts[0])
+    assert region[1] <= y and y + h <= region[1] + region[3] and dpg.is_item_visible(texts[0])
+
+
+def _leaves(item: int | str) -> list[int | str]:
+    out = []
+    for child in dpg.get_item_children(item, 1) or []:
+        out += [child] if not dpg.get_item_children(child, 1) else _leaves(child)
+    return out

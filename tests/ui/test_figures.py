@@ -12,7 +12,7 @@ import pytest
 
 from gemmpad.model import Model, load_model
 from gemmpad.ui import harness, style
-from tests.ui.support import NEEDS_MODEL, one
+from tests.ui.support import BASE, NEEDS_MODEL, one
 
 
 @NEEDS_MODEL
@@ -64,3 +64,37 @@ def test_a_one_frame_latency_plot_draws_its_frame(app: object, tmp_path_factory:
     plot = pixels[y + legend:y + h, x:x + w]
     near = np.abs(plot - np.array(style.WARM) / 255).max(axis=2) < 0.12  # the end-to-end colour
     assert near.sum() >= 4, "no end-to-end dot on the plot"
+
+
+def test_every_kernels_description_fits_its_two_lines(app: object) -> None:
+    """cpu.01_naive's description wrapped to three lines in a box of two: "agrees with fp32 on" and then
+    nothing. Now it is cut at a word with "…", and the tooltip holds all of it."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui.engine_panel import SUMMARY_LINES
+    from gemmpad.ui.text import kernel_summary
+
+    engine = app.engine
+    two = (dpg.get_text_size("\n".join(["Ag"] * SUMMARY_LINES), font=app.fonts.small) or (0, 0))[1]
+    for kernel in app.kernel_lists[BASE]:
+        app.set_kernel(kernel)
+        for _ in range(2):
+            app.step()
+        shown, full = dpg.get_value(engine.summary), kernel_summary(kernel)
+        assert dpg.get_item_state(engine.summary)["rect_size"][1] <= two, (kernel, shown)
+        assert dpg.get_value(engine.summary_tip) == full
+        assert shown == full or (shown.endswith(" …") and full.startswith(shown[:-2])
+                                 and full[len(shown) - 2:].startswith("  ")), (kernel, shown)  # a part left out whole
+
+
+def test_no_text_still_calls_the_batch_test_time_augmentation(app: object) -> None:
+    """The batch became identical copies (a speed knob that never changes the answer), but the batch
+    box's tooltip and the help still said "B slightly shifted copies ... averaged"."""
+    import dearpygui.dearpygui as dpg
+
+    texts = [str(dpg.get_value(i)) for i in dpg.get_all_items() if dpg.get_item_type(i).endswith("mvText")]
+    stale = [t for t in texts if "shifted" in t or "augmentation" in t or "averag" in t]
+    assert not stale, stale
+    batch_tip = dpg.get_item_children(dpg.get_item_children(dpg.get_item_parent(app.engine.batch_combo), 1)[
+        dpg.get_item_children(dpg.get_item_parent(app.engine.batch_combo), 1).index(app.engine.batch_combo) + 1], 1)
+    assert "identical copies" in dpg.get_value(batch_tip[0])

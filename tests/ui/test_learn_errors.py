@@ -86,3 +86,49 @@ def test_the_time_shown_runs_from_the_key_press(app: object, monkeypatch: pytest
     finally:
         (app.drawings_dir / "1" / "time-test.json").unlink()
         app.learn.reset(app)
+
+
+def test_a_learns_outcome_is_brought_into_view(app: object) -> None:
+    """At the default size the outcome of a Learn (its figures, "Use it anyway", or an error and Dismiss)
+    appeared below the fold of Learn's section: a new user saw nothing happen. Now the section scrolls
+    to it."""
+    from gemmpad.ui import harness, layout
+    from tests.ui.layout_check import region_rect
+    from tests.ui.support import seven
+
+    dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
+    dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
+    made = [app.drawings_dir / str(d) / f"outcome-{i}.json" for i, d in enumerate([3, 1, 4, 1, 5])]
+    for path in made:
+        strokes.save(path, seven(), [18.0, 18.0], strokes.CANVAS)
+    app.learn.refresh()
+    try:
+        for _ in range(3):
+            app.step()
+        app.learn.show_error(app, DataError(FIX))
+        for _ in range(6):
+            app.step()
+        top, bottom = region_rect(app.learn.root)[1], sum(region_rect(app.learn.root)[1::2])
+        for item in (app.learn.error_text, app.learn.dismiss_btn):
+            x, y, w, h = harness.rect(item)
+            assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, (item, (y, h), (top, bottom))
+        app.learn.dismiss(app)
+        # a Learn whose model is refused: its figures and "Use it anyway" in view
+        dpg.set_y_scroll(app.learn.root, 0.0)
+        refused = finetune.Outcome(weights={}, before={"MNIST test": 0.991}, after={"MNIST test": 0.985},
+                                   accepted=False, reason="it would read others worse", engine="numpy",
+                                   trained_on=5, held_out=0, rows=5, steps=10, seconds={"total": 1.0})
+        app.learn.learner._result = (refused, [], [])
+        for _ in range(6):
+            app.step()
+        assert app.learn.outcome is refused
+        for item in (app.learn.figures_text, app.learn.insist_btn):
+            x, y, w, h = harness.rect(item)
+            assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, (item, (y, h), (top, bottom))
+    finally:
+        app.learn.outcome = None
+        for item in (app.learn.progress, app.learn.figures_text, app.learn.insist_btn):
+            dpg.configure_item(item, show=False)
+        for path in made:
+            path.unlink()
+        app.learn.refresh()

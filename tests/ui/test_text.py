@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gemmpad.native import CudaStatus
 from gemmpad.ui.text import NBSP, fmt_us, frames_caption, gpu_line, log_ticks
 
@@ -24,10 +26,53 @@ def test_latency_axis_ticks_and_figures() -> None:
     assert all(len(fmt_us(10.0 ** e * m)) <= 7 for e in range(-3, 9) for m in (1.0, 2.5, 9.999))
 
 
+# What CUDA said (bind_module.cpp's status(), native.cuda_status()) -> what a user reads (issue 42:
+# "no NVIDIA driver found (CUDA driver version is insufficient for CUDA runtime version)")
+RAW_REASONS = [
+    ("no NVIDIA driver found (CUDA driver version is insufficient for CUDA runtime version)",
+     "no NVIDIA GPU driver on this machine"),
+    ("cudaGetDeviceCount failed: CUDA driver version is insufficient for CUDA runtime version "
+     "(cudaErrorInsufficientDriver)", "the NVIDIA driver is older than this gemmpad's CUDA needs: update the driver"),
+    ("cudaGetDeviceCount failed: no CUDA-capable device is detected (cudaErrorNoDevice)",
+     "no NVIDIA GPU on this machine"),
+    ("no CUDA device found", "no NVIDIA GPU on this machine"),
+    ("cudaGetDeviceCount failed: all CUDA-capable devices are busy or unavailable (cudaErrorDevicesUnavailable)",
+     "the GPU is reserved by another program (exclusive mode) or switched off"),
+    ("cudaGetDeviceCount failed: system has unsupported display driver / cuda driver combination "
+     "(cudaErrorSystemDriverMismatch)", "the NVIDIA driver is half updated (its kernel module and library differ): reboot"),
+    ("cudaGetDeviceCount failed: system not yet initialized (cudaErrorSystemNotReady)",
+     "the GPUs are not ready yet (on NVSwitch machines: start nvidia-fabricmanager)"),
+    ("cudaGetDeviceCount failed: forward compatibility was attempted on non supported HW "
+     "(cudaErrorCompatNotSupportedOnDevice)", "this GPU cannot use the CUDA compatibility package installed here"),
+    ("cudaGetDeviceCount failed: operation not permitted (cudaErrorNotPermitted)",
+     "this user may not use the GPU (see the permissions of /dev/nvidia*)"),
+    ("cudaGetDeviceCount failed: initialization error (cudaErrorInitializationError)",
+     "the NVIDIA driver could not start the GPU"),
+    ("cudaGetDeviceCount failed: unknown error (cudaErrorUnknown)",
+     "the NVIDIA driver failed (often after a suspend): reload it or reboot"),
+    ("cudaGetDeviceProperties failed: out of memory", "the GPU did not answer when asked what it is"),
+    ("gemmpad was built without its CUDA module (neither nvcc nor an NVIDIA driver at build time, or GEMMPAD_CUDA=0; "
+     "reinstall with GEMMPAD_CUDA=1)", "gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1"),
+    ("the CUDA module failed to load: libcudart.so.13: cannot open shared object file",
+     "gemmpad's GPU module could not load (a CUDA library is missing)"),
+    ("cudaGetDeviceCount failed: a new kind of trouble (cudaErrorSomethingNew)",
+     "cudaGetDeviceCount failed: a new kind of trouble (cudaErrorSomethingNew)"),  # unknown: as CUDA said it
+]
+
+
+@pytest.mark.parametrize("raw, plain", RAW_REASONS)
+def test_each_cuda_reason_reads_as_one_plain_line(raw: str, plain: str) -> None:
+    from gemmpad.native import plain_reason
+
+    assert plain_reason(raw) == plain
+    status = CudaStatus(available=False, reason=plain_reason(raw), built=True, detail=raw)
+    assert gpu_line(status) == f"No GPU: {plain}; the CPU runs the network"
+
+
 def test_gpu_line_says_one_thing_a_user_can_act_on() -> None:
-    driver = CudaStatus(available=False, reason="no NVIDIA driver found (CUDA driver version is insufficient for "
-                                                "CUDA runtime version)", built=True)
-    assert gpu_line(driver) == "No GPU: no NVIDIA driver found; the CPU runs the network"
+    driver = CudaStatus(available=False, reason="no NVIDIA GPU driver on this machine", built=True,
+                        detail="no NVIDIA driver found (CUDA driver version is insufficient for CUDA runtime version)")
+    assert gpu_line(driver) == "No GPU: no NVIDIA GPU driver on this machine; the CPU runs the network"
     assert gpu_line(CudaStatus(available=True, reason="", built=True, device="NVIDIA H200")) == "GPU: NVIDIA H200"
 
 

@@ -21,7 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gemmpad.bench.headers import rewrite_headers
+import numpy as np
+
+from gemmpad import roofline
+from gemmpad.bench.headers import ROOT, rewrite_headers
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.files import atomic_path, write_text
@@ -70,11 +73,34 @@ def run(args: argparse.Namespace) -> int:
     for name, path in found.items():
         data = _load(path, name)
         print(summary_block(name, data, path, None) + "\n")
+        if name == "gemm" and any(name in plan[r] for r in readmes):
+            render_roofline(data, path.with_name(ROOFLINE))
         for r in readmes:
             if name in plan[r]:
                 rewrite_block(r, name, summary_block(name, data, path, r))
     rewrite_headers(DEFAULT_DIRS, _load, _run_date)  # each kernel file's `// Figure (` line, from the committed JSON
+    rewrite_lab_figures()
     return 0
+
+
+def rewrite_lab_figures(root: Path = ROOT) -> None:
+    """The figures the window's Lab tab plots without a GPU (gemmpad/lab_figures.json), from the
+    newest committed GEMM and MLP results (DEFAULT_DIRS, whatever --dir says, as the kernel
+    headers): the wheel ships the package, not assets/. Only in a source checkout: an installed
+    package is never written to."""
+    newest = {}
+    for name in ("gemm", "mlp"):
+        held = [root / d / RESULTS[name] for d in DEFAULT_DIRS if (root / d / RESULTS[name]).is_file()]
+        if held:
+            newest[name] = max(held, key=_run_date)
+    if not (root / "native").is_dir() or "gemm" not in newest:
+        return
+    gemm = _load(newest["gemm"], "gemm")
+    mlp = _load(newest["mlp"], "mlp") if "mlp" in newest else None
+    text = json.dumps(roofline.figures_from(gemm, mlp), indent=1) + "\n"
+    if not roofline.FIGURES.is_file() or roofline.FIGURES.read_text(encoding="utf-8") != text:
+        write_text(roofline.FIGURES, text)
+        print(f"rewrote {roofline.FIGURES.name} (the Lab tab's committed figures)")
 
 
 def _run_date_of(data: dict[str, Any]) -> str:
@@ -249,18 +275,124 @@ def rewrite_block(readme: str, name: str, block: str) -> None:
 
 def rewrite_blocks(readmes: list[str], name: str, data: dict[str, Any], path: Path) -> None:
     """The block `name`, made from the result `data` saved at `path`, in each of `readmes` that holds it."""
-    for r in readmes:
-        if holds_block(r, name):
-            rewrite_block(r, name, summary_block(name, data, path, r))
+    holding = [r for r in readmes if holds_block(r, name)]
+    if name == "gemm" and holding:
+        render_roofline(data, path.with_name(ROOFLINE))
+    for r in holding:
+        rewrite_block(r, name, summary_block(name, data, path, r))
 
 
 def summary_block(name: str, data: dict[str, Any], path: Path, readme: str | None) -> str:
-    """Caption line (machine, date, link to the JSON) and the summary table. Text from the
-    file goes through `md` and the link is percent-encoded: a cell cannot break the table,
-    add HTML or a marker, or end the link early."""
-    link = os.path.relpath(path.resolve(), Path(readme).resolve().parent) if readme else str(path)
+    """Caption line (machine, date, link to the JSON) and the summary table; under the GEMM
+    table, the roofline drawn from the same file (when it was, ROOFLINE beside the JSON). Text
+    from the file goes through `md` and links are percent-encoded: a cell cannot break the
+    table, add HTML or a marker, or end the link early."""
+    def link(target: Path) -> str:
+        return urllib.parse.quote(os.path.relpath(target.resolve(), Path(readme).resolve().parent) if readme
+                                  else str(target))
+
     table = {"gemm": gemm_summary, "mlp": mlp_summary, "train": train_summary}[name](data["results"])
-    return f"{md(caption(data.get('machine', {})))}; [{md(path.name)}]({urllib.parse.quote(link)}).\n\n{table}"
+    block = f"{md(caption(data.get('machine', {})))}; [{md(path.name)}]({link(path)}).\n\n{table}"
+    png = path.with_name(ROOFLINE)
+    if name == "gemm" and readme and png.is_file():
+        block += (f"\n\n![Roofline of every rung: achieved FLOP/s against FLOPs per byte moved, under the "
+                  f"{md(_device(data))}'s ceilings]({link(png)})")
+    return block
+
+
+# ------------------------------------------------------------------ the roofline
+ROOFLINE = "roofline.png"  # beside the bench-gemm.json it is drawn from
+PRECISION_COLOURS = {"fp32": (31, 119, 180), "tf32": (44, 160, 44), "fp16": (214, 39, 40),
+                     "bf16": (148, 103, 189), "fp8": (255, 127, 14)}
+
+
+def _device(data: dict[str, Any]) -> str:
+    cuda = data.get("machine", {}).get("cuda")
+    return str(cuda.get("device", "")) if isinstance(cuda, dict) else ""
+
+
+def render_roofline(data: dict[str, Any], out: Path) -> None:
+    """The GPU rungs of a bench-gemm result on a log-log roofline under their card's datasheet
+    ceilings (gemmpad.roofline), drawn with Pillow (a dependency: matplotlib is optional, and a
+    README figure must not depend on what happens to be installed), written atomically."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    import gemmpad.ui
+
+    rows = [r for r in data["results"] if r.get("ms", 0) > 0 and r["kernel"].startswith("cuda.")
+            and r["precision"] in roofline.OPERAND_BYTES]  # (a time of 0 or an unknown precision: no point)
+    if not rows:
+        return
+    card = roofline.card_for(_device(data))
+    pts = [(roofline.intensity(r["M"], r["N"], r["K"], r["precision"]),
+            roofline.achieved(r["M"], r["N"], r["K"], r["ms"] / 1e3), r) for r in rows]
+    fonts = Path(gemmpad.ui.__file__).with_name("fonts")
+    font, small = (ImageFont.truetype(str(fonts / "DejaVuSans.ttf"), size) for size in (22, 18))
+    bold = ImageFont.truetype(str(fonts / "DejaVuSans-Bold.ttf"), 24)
+    w, h, left, right, top, bottom = 1400, 860, 150, 40, 70, 110
+    peak = max(card.peak_tflops.values()) * 1e12 if card else max(y for _, y, _ in pts)
+    x0, x1 = 10 ** np.floor(np.log10(min(x for x, _, _ in pts))), 10 ** np.ceil(np.log10(max(x for x, _, _ in pts)))
+    y0, y1 = 10 ** np.floor(np.log10(min(y for _, y, _ in pts))), 10 ** np.ceil(np.log10(peak * 1.5))
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        fx, fy = np.log10(x / x0) / np.log10(x1 / x0), np.log10(y / y0) / np.log10(y1 / y0)
+        return left + fx * (w - left - right), h - bottom - fy * (h - top - bottom)
+
+    img = Image.new("RGB", (w, h), "white")
+    d = ImageDraw.Draw(img)
+    for e in range(int(np.log10(x0)), int(np.log10(x1)) + 1):
+        x, _ = at(10.0**e, y0)
+        d.line([(x, top), (x, h - bottom)], fill=(225, 225, 225))
+        d.text((x, h - bottom + 8), f"{10.0**e:g}", font=small, fill="black", anchor="mt")
+    for e in range(int(np.log10(y0)), int(np.log10(y1)) + 1):
+        _, y = at(x0, 10.0**e)
+        d.line([(left, y), (w - right, y)], fill=(225, 225, 225))
+        d.text((left - 8, y), _flops(10.0**e), font=small, fill="black", anchor="rm")
+    d.rectangle([left, top, w - right, h - bottom], outline="black")
+    d.text((left + (w - left - right) / 2, h - 40), "arithmetic intensity: FLOPs per byte moved at least (A, B read "
+           "once, C written once)", font=font, fill="black", anchor="mm")
+    title = f"Roofline: every CUDA rung at every benched shape, {_device(data) or 'the GPU'}, " \
+            f"{_run_date_of(data)[:10]}"
+    d.text((left, 30), title, font=bold, fill="black", anchor="lm")
+    if card is not None:
+        bw = card.bandwidth_gbs
+        d.line([at(x0, x0 * bw * 1e9), at(peak / (bw * 1e9), peak)], fill=(90, 90, 90), width=3)
+        d.text(at(x0 * 1.3, x0 * 1.3 * bw * 1e9 * 1.6), f"memory {bw / 1000:g} TB/s", font=small,
+               fill=(90, 90, 90), anchor="ls")
+        alike: dict[float, list[str]] = {}
+        for p, tflops in card.peak_tflops.items():
+            alike.setdefault(tflops, []).append(p)
+        for tflops, ps in alike.items():
+            knee = roofline.ridge(bw, tflops)
+            colour = PRECISION_COLOURS[ps[0]]
+            d.line([at(knee, tflops * 1e12), at(x1, tflops * 1e12)], fill=colour, width=3)
+            d.text(at(x1, tflops * 1e12), f"{'/'.join(ps)} {tflops:g} TFLOP/s ", font=small, fill=colour,
+                   anchor="rd")
+        d.text((w - right - 8, h - bottom - 8), f"ceilings: {card.name} datasheet, dense", font=small,
+               fill=(90, 90, 90), anchor="rd")
+    for x, y, r in sorted(pts, key=lambda p: p[2]["M"] * p[2]["N"] * p[2]["K"]):
+        cx, cy = at(x, y)
+        big = r["M"] * r["N"] * r["K"] >= 4096**3
+        rad = 7 if big else 4
+        d.ellipse([cx - rad, cy - rad, cx + rad, cy + rad], fill=PRECISION_COLOURS.get(r["precision"], (0, 0, 0)),
+                  outline="black" if big else None)
+    ly = top + 14
+    for p, colour in PRECISION_COLOURS.items():
+        d.ellipse([left + 16, ly - 6, left + 28, ly + 6], fill=colour)
+        d.text((left + 36, ly), p, font=small, fill="black", anchor="lm")
+        ly += 26
+    d.text((left + 16, ly + 4), "large dots: 4096³, 8192³; small: the MLP's layers", font=small, fill="black",
+           anchor="lm")
+    with atomic_path(out) as tmp:
+        img.save(tmp, format="PNG", optimize=True)
+    print(f"wrote {printable(str(out))}")
+
+
+def _flops(v: float) -> str:
+    for scale, unit in ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s")):
+        if v >= scale:
+            return f"{v / scale:g} {unit}"
+    return f"{v:g} FLOP/s"
 
 
 _MD_ESCAPES = {"\\": "\\\\", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;", "&": "&amp;"}

@@ -2,7 +2,8 @@
 
 Modules: `canvas` (strokes into pixels, no GUI), `inference` (the worker thread),
 `window` (state, actions, the frame loop), its panels `draw_panel`, `prediction_panel`,
-`engine_panel`, `status_bar`, `help_overlay`, `layout` (where they go at a window size),
+`engine_panel` (with `race_panel` and `lab_panel`, the roofline and anatomy of a rung),
+`learn_panel`, `status_bar`, `help_overlay`, `layout` (where they go at a window size),
 `keys` (the keyboard map), `text` (what the window says), `style` (colours, fonts, theme),
 `cores` (threads for the CPU kernels beside the window), `harness` (scripted runs), `app`
 (the `gemmpad app` command).

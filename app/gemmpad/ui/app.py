@@ -91,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="UI scale: text and spacing X times larger (0.5-4; default from the screen's "
                              "DPI where X11 reports it, else 1)")
     parser.add_argument("--size", type=window_size, metavar="WxH", default=None,
-                        help="window size in pixels (default 1200x716 times the scale)")
+                        help="window size in pixels, no larger than the screen (default 1200x716 times the scale)")
 
 
 def window_size(text: str) -> tuple[int, int]:
@@ -263,6 +263,14 @@ def run(args: argparse.Namespace) -> int:
     from gemmpad.ui.window import App
 
     scale = args.scale or default_scale()
+    wanted = args.size or (round(DEFAULT_WINDOW[0] * scale), round(DEFAULT_WINDOW[1] * scale))
+    screen = screen_size()
+    size = fit_screen(wanted, screen)
+    if args.size and size != tuple(args.size) and screen is not None:
+        # honoured as far as the screen allows: a window larger than the screen opened with its
+        # right and bottom off-screen
+        print(f"gemmpad: --size {args.size[0]}x{args.size[1]} is larger than the screen "
+              f"({screen[0]}x{screen[1]}): opening {size[0]}x{size[1]}", file=sys.stderr)
     app = App(
         classifier,
         drawings_dir=args.drawings or default_drawings_dir(),
@@ -272,8 +280,7 @@ def run(args: argparse.Namespace) -> int:
         vsync=not args.no_vsync,
         scale=scale,
         cpu_threads=args.threads,
-        size=args.size or fit_screen((round(DEFAULT_WINDOW[0] * scale), round(DEFAULT_WINDOW[1] * scale)),
-                                     screen_size()),
+        size=size,
         started_at=started_at,
     )
     try:

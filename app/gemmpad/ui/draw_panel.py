@@ -48,6 +48,7 @@ class DrawPanel:
                 # In one column the prediction panel is below the fold: the reading shows here instead
                 # of the heading (beside it, it did not fit at scale 2).
                 self.reading = dpg.add_text("", color=style.TEXT, show=False)
+                self._reading_text = ""
             self.image = dpg.add_image(self.texture, width=w, height=h)
             # Shown over the empty canvas; placed once the layout is known (place_hint).
             self.hint = dpg.add_text(HINT, color=style.MUTED, show=False)
@@ -97,8 +98,17 @@ class DrawPanel:
         """The reading in the heading ("reads 3 · 99.2 %"), for the one-column layout."""
         text = "" if p is None else (f"reads ? (best guess {p.digit})" if unsure
                                      else f"reads {p.digit}  ·  {100 * p.confidence:.1f} %")
+        self._reading_text = text
         dpg.set_value(self.reading, text)
+        dpg.configure_item(self.reading, color=style.TEXT)
         self._show_heading()
+
+    def show_pending(self, pending: bool) -> None:
+        """The heading's reading marked as the previous drawing's while the new one is read."""
+        text = f"{self._reading_text}  ·  reading…" if pending and self._reading_text else self._reading_text
+        if text != dpg.get_value(self.reading):
+            dpg.set_value(self.reading, text)
+            dpg.configure_item(self.reading, color=style.MUTED if pending else style.TEXT)
 
     def _show_heading(self) -> None:
         reading = self._one and bool(dpg.get_value(self.reading))

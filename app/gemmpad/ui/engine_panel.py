@@ -1,5 +1,6 @@
 """The engine column: model, backend, kernel, batch, timing mode; below, in tabs, the
-latency of every frame (table and plot) and the race of every kernel.
+latency of every frame (table and plot), the race of every kernel and the lab (lab_panel:
+the selected kernel's roofline and anatomy).
 
 The kernel menu lists the whole ladder, whatever this machine runs: the kernels of every
 usable backend to pick, the rest greyed under the reason they cannot run here, each with
@@ -19,6 +20,7 @@ from gemmpad.native import CudaStatus
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.inference import HISTORY, WARMUP_PASSES
+from gemmpad.ui.lab_panel import LabPanel
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.race_panel import RacePanel
 from gemmpad.ui.style import Fonts
@@ -130,14 +132,17 @@ class EnginePanel:
             with dpg.child_window(height=round(SUMMARY_LINES * line_h + 2), border=False, no_scrollbar=True) as box:
                 self.summary = dpg.add_text("", color=style.MUTED, wrap=0)
                 dpg.bind_item_font(self.summary, fonts.small)
+                with dpg.tooltip(self.summary):
+                    self.summary_tip = dpg.add_text("", wrap=round(420 * s))
             dpg.bind_item_theme(box, style.flush_theme())
+            self._summary_full, self._summary_w = "", round(300 * s)
             with dpg.group(horizontal=True):
                 dpg.add_text("Batch", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Batch") or (40, 0))[0])
                 self.batch_combo = dpg.add_combo([str(b) for b in BATCHES], width=round(90 * s),
                                                  callback=lambda sender, v: actions["batch"](int(v)))
-                tip(self.batch_combo, "Test-time augmentation: the drawing runs as B slightly shifted copies in "
-                                      "one batch and their probabilities are averaged. Larger batches make the "
+                tip(self.batch_combo, "A speed knob: the drawing runs as B identical copies in one call, so the "
+                                      "answer never changes and the work grows B times. Larger batches make the "
                                       "kernels' differences visible in the latency plot (+ and − double and halve).")
                 self.batch_caption = dpg.add_text("", color=style.MUTED)
             self.continuous_box = dpg.add_checkbox(label="Run every frame  (R)",
@@ -199,9 +204,18 @@ class EnginePanel:
                     dpg.bind_item_font(self.caption, fonts.small)
                 with dpg.tab(label="Race") as self.race_tab:
                     self.race = RacePanel(fonts, scale, actions)
+                with dpg.tab(label="Lab") as self.lab_tab:
+                    # its own scrolling region: the roofline and two tables are taller than the tab
+                    with dpg.child_window(border=False, height=-1) as self.lab_region:
+                        rungs = ["numpy"] + [k.name for k in registry.kernels()]
+                        self.lab = LabPanel(fonts, scale, rungs, actions["lab_rung"])
+                    dpg.bind_item_theme(self.lab_region, style.flush_theme())
                 tip(self.latency_tab, "Kernel and end-to-end time of each frame's forward pass on the setting above.")
                 tip(self.race_tab, "Every kernel this machine runs, timed on your drawing at the current batch, "
                                    "cold and warm, side by side (G starts and cancels).")
+                tip(self.lab_tab, "Why this kernel is as fast as it is: a roofline of its FLOP/s against the bytes it "
+                                  "must move, beside the device's ceilings and the other rungs, and its anatomy "
+                                  "(tiles, threads, registers, shared memory, occupancy).")
         self.show_latency([], "", 1, warm)
 
     def _build_menu(self, lists: dict[str, list[str]]) -> tuple[int | str, dict[str, int | str]]:
@@ -240,9 +254,14 @@ class EnginePanel:
         dpg.configure_item(self.plot, height=round(-44 * self.scale) if wide else round(LATENCY_PLOT_H * self.scale))
         content = L.engine_w - 2 * round(12 * self.scale)  # the panel's padding (style.padded_theme)
         dpg.configure_item(self.summary, wrap=content)
+        self._summary_w = content
+        self._fit_summary()
         dpg.configure_item(self.caption, wrap=content)
         self._model_w = content - round(64 * self.scale) - round(8 * self.scale)
         self.race.layout(content)
+        # wide: the region fills the panel's height and scrolls; stacked, the window scrolls instead
+        dpg.configure_item(self.lab_region, height=-1 if wide else 0, auto_resize_y=not wide)
+        self.lab.layout(content - (round(16 * self.scale) if wide else 0))  # (its scrollbar)
 
     def show_model(self, line: str) -> None:
         """The model line in exactly two lines of the panel, broken between its "  ·  " parts
@@ -268,14 +287,41 @@ class EnginePanel:
                 lines[i] = text.rstrip() + "…"
         dpg.set_value(self.model_text, "\n".join(lines) if len(lines) == 2 else f"{lines[0]}\n ")
 
+    def _fit_summary(self) -> None:
+        """The kernel's description in its SUMMARY_LINES lines, cut with "…" where longer (the third
+        line of cpu.01_naive's was clipped mid-sentence: "agrees with fp32 on"), whole in the tooltip."""
+        text, font = self._summary_full, self.fonts.small
+        dpg.set_value(self.summary_tip, text)
+
+        def height(t: str) -> float:
+            return (dpg.get_text_size(t, wrap_width=self._summary_w, font=font) or (0, 0))[1]
+
+        limit = height("\n".join(["Ag"] * SUMMARY_LINES))
+        if not text or not limit or height(text) <= limit:  # (sizes are known from the first frame on)
+            dpg.set_value(self.summary, text)
+            return
+        lo, hi = 0, len(text)  # the longest cut that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if height(text[:mid].rstrip() + "…") <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        # at the end of a part (parts are joined by two spaces: a figure is never cut from its unit,
+        # "100.00…" read as a number), else at a word
+        cut = text[:lo]
+        part, word = cut.rfind("  "), cut.rfind(" ")
+        cut = cut[:part] if part > len(cut) // 2 else cut[:word] if word > 0 else cut
+        dpg.set_value(self.summary, cut.rstrip(" ,;") + " …")
+
     def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
         for b, btn in self.backend_buttons.items():
             dpg.bind_item_theme(btn, self._accent if b == backend else self._plain)
         dpg.configure_item(self.kernel_button, label=kernel or "")
         for name, sel in self.menu_items.items():
             dpg.set_value(sel, name == kernel)
-        summary = kernel_summary(kernel) if kernel else ""
-        dpg.set_value(self.summary, summary)
+        self._summary_full = kernel_summary(kernel) if kernel else ""
+        self._fit_summary()
         dpg.set_value(self.batch_combo, str(batch))
         dpg.set_value(self.batch_caption, "copy" if batch == 1 else "copies: same answer, more work")
 

@@ -22,7 +22,9 @@ SECTIONS = (
                    "hidden layers' 100 + 100 activations."),
     ("Engine", "Which backend (NumPy, the C++ CPU kernels, the CUDA GPU kernels) and which kernel runs the "
                "784-100-100-10 network. GEMM kernels run it layer by layer (three matrix products); mlp_ "
-               "kernels run all of it in one call. Batch B runs B shifted copies and averages them."),
+               "kernels run all of it in one call. Batch B runs B identical copies in one call: the same "
+               "answer, B times the work. The Lab tab shows why a kernel is as fast as it is: its FLOP/s "
+               "against the bytes it must move, under the device's ceilings, and its tiles and occupancy."),
     ("Kernel vs end-to-end", "Kernel time is the compute alone (CUDA events on the GPU, the C++ clock on "
                              "the CPU). End-to-end is what the app waits, from the input array to "
                              "probabilities in memory: it adds copies, launches, synchronisation and Python. "

@@ -185,6 +185,8 @@ class Learner:
 
 THUMB = 36  # a correction's thumbnail on screen, at scale 1
 THUMB_PX = 28  # its texture: the drawing as small as MNIST's
+LABEL_W = 10  # the digit it is filed as, beside it (small font), at scale 1
+REVEAL_FRAMES = 4  # frames to bring a Learn's outcome into view in (it is laid out within two)
 
 
 def corrections(folder: Path) -> list[tuple[int, Path]]:
@@ -286,13 +288,17 @@ class LearnPanel:
         self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
         self._last: tuple[Path, int] | None = None  # the newest correction and the canvas version it saved
         self._app: App | None = None  # set by bind()
+        # shown this frame, scrolled into view the next (when it has a place): a Learn's outcome
+        # and figures, or its error, appeared below the section's fold at the default size
+        self._reveal: tuple[int | str, int | str, int] | None = None  # (first item, last, frames left to try)
 
     def layout(self, L: Layout) -> None:
         """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
         content = L.draw_w - 2 * round(INNER * self.scale) - round(SCROLLBAR * self.scale)
         for t in (self.count_text, self.figures_text, self.error_text):
             dpg.configure_item(t, wrap=content)
-        per_row = max(1, content // round((THUMB + 2 * 2 + 6) * self.scale))  # the list's padding and spacing
+        # a thumbnail, its padding and the digit beside it, and the spacing
+        per_row = max(1, content // round((THUMB + 2 * 2 + LABEL_W + 6) * self.scale))
         if per_row != self._per_row:
             self._per_row = per_row
             self._show_list()
@@ -333,10 +339,12 @@ class LearnPanel:
             except (OSError, GemmpadError):  # unreadable: Learn skips it too, and says so
                 continue
             keep.add(key)
-            with dpg.group(parent=row):
+            # the digit beside its thumbnail, not under it: under it, one correction at the default
+            # size made the section scroll, the digit it is filed as out of sight
+            with dpg.group(parent=row, horizontal=True, horizontal_spacing=round(2 * self.scale)):
                 btn = dpg.add_image_button(self._thumbs[key], width=side, height=side)
                 tip(btn, f"Filed as a {digit} ({path.name}): click to relabel or delete it.")
-                dpg.bind_item_font(dpg.add_text(f" {digit}", color=style.MUTED), self.fonts.small)
+                dpg.bind_item_font(dpg.add_text(str(digit), color=style.MUTED), self.fonts.small)
             with dpg.popup(btn, mousebutton=dpg.mvMouseButton_Left) as menu:
                 self._menus.append(menu)
                 dpg.add_text(f"{path.name}, filed as a {digit}", color=style.MUTED)
@@ -459,6 +467,8 @@ class LearnPanel:
         if self._rebuild:
             self._rebuild = False
             self._show_list()
+        if self._reveal is not None:
+            self._bring_into_view()
         if self.learner.running:
             text, fraction = self.learner.status
             dpg.set_value(self.progress, fraction)
@@ -475,6 +485,7 @@ class LearnPanel:
         outcome, self._examples, skipped = result
         self.outcome = outcome
         self._show_figures(self._figures_text(outcome, skipped))
+        self._reveal = (self.progress, self.figures_text if outcome.accepted else self.insist_btn, REVEAL_FRAMES)
         if outcome.accepted:
             self._use(app, outcome)
             took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
@@ -487,6 +498,21 @@ class LearnPanel:
             app.say(f"Not used: {outcome.reason}")
         return False
 
+    def _bring_into_view(self) -> None:
+        """Scroll the section so the outcome's last item shows whole, its first too where they fit. Tried
+        for a few frames: an item's place, and how far the section scrolls, are known a frame or two after
+        the frame that shows it (a position in a child window is within its content; the window's own
+        padding below the last item added)."""
+        assert self._reveal is not None
+        first, last, frames = self._reveal
+        self._reveal = (first, last, frames - 1) if frames > 1 else None
+        size = dpg.get_item_state(last).get("rect_size", (0, 0))[1]
+        height, most = dpg.get_item_state(self.root).get("rect_size", (0, 0))[1], dpg.get_y_scroll_max(self.root)
+        bottom = dpg.get_item_pos(last)[1] + size + 8 * self.scale
+        if dpg.is_item_shown(last) and size and most > 0 and bottom > dpg.get_y_scroll(self.root) + height:
+            top = dpg.get_item_pos(first)[1] - 4 * self.scale
+            dpg.set_y_scroll(self.root, max(0.0, min(top, bottom - height, most)))
+
     def show_error(self, app: App, error: Exception) -> None:
         """Say in the panel, until dismissed, why the Learn failed and what to do (a GemmpadError's
         message says both); anything else is a fault of gemmpad's, said so."""
@@ -496,6 +522,7 @@ class LearnPanel:
         dpg.set_value(self.error_text, text)
         dpg.configure_item(self.error_text, show=True)
         dpg.configure_item(self.dismiss_btn, show=True)
+        self._reveal = (self.error_text, self.dismiss_btn, REVEAL_FRAMES)
         app.status.say(text, error=True)
 
     def dismiss(self, app: App) -> None:

@@ -36,6 +36,8 @@ class PredictionPanel:
         with dpg.texture_registry():
             self.preview_tex = dpg.add_raw_texture(p, p, self._preview_rgba, format=dpg.mvFormat_Float_rgba)
         self.image28 = np.zeros((28, 28), dtype=np.float32)
+        self.pending = False  # the reading shown is the previous drawing's (show_pending)
+        self._shown: tuple[Prediction | None, bool | None] = (None, None)
         s = scale
         with dpg.child_window() as self.root:
             dpg.bind_item_theme(self.root, style.padded_theme(scale))
@@ -144,8 +146,24 @@ class PredictionPanel:
         if d is not None:
             self.on_bar_click(d)
 
+    def show_pending(self, pending: bool) -> None:
+        """Mark the reading shown as the previous drawing's while the new one is read (a slow rung
+        at a large batch takes seconds: the canvas showed the new stroke, the bars the old reading,
+        unmarked); unmarked again by the next show()."""
+        if pending == self.pending:
+            return
+        self.pending = pending
+        if pending:
+            dpg.configure_item(self.digit, color=style.FRAME_ACTIVE)
+            dpg.set_value(self.caption, "reading your new strokes…")
+            dpg.configure_item(self.caption, color=style.WARM)
+        else:
+            self.show(*self._shown)
+
     def show(self, p: Prediction | None, unsure: bool | None = None) -> None:
         """A reading (None: nothing drawn); `unsure` True shows it as a guess, not an answer."""
+        self._shown, self.pending = (p, unsure), False
+        dpg.configure_item(self.caption, color=style.MUTED)
         if p is None:
             dpg.set_value(self.digit, "?")
             dpg.configure_item(self.digit, color=style.FRAME_ACTIVE)

@@ -3,9 +3,13 @@ current batch, timed cold and warm, on a thread of its own (no Dear PyGui here).
 
 It has its own Classifier, so it never waits for the window's inference worker nor
 disturbs its statistics, and it checks a cancel flag between calls. Cold calls are
-spaced a frame apart, as the window calls the network; warm ones run back to back after
-WARMUP_PASSES untimed ones, as a benchmark does. Each kernel gets at most BUDGET_S per
-phase (the naive GEMM at batch 4096 takes seconds a call), and at least one call.
+spaced a frame apart and made as a frame makes them (Classifier.classify: the drawing
+prepared, then the pass), so they compare with the Latency tab: a bare pass after the
+pause read 71 µs end to end where the window's frames read 30 (cpu.mlp_sparse, batch 1,
+2-core VM), the preparing warming the core the pass then runs on. Warm ones run back to
+back after WARMUP_PASSES untimed ones, as a benchmark does. Each kernel gets at most
+BUDGET_S per phase (the naive GEMM at batch 4096 takes seconds a call), and at least one
+call.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 
 from gemmpad.engine import Classifier, copies
 from gemmpad.model import Model
+from gemmpad.preprocess import preprocess
 from gemmpad.ui.inference import COLD_PAUSE_S, WARMUP_PASSES
 
 COLD_CALLS = 7
@@ -45,10 +50,15 @@ class Lap:
 class Race:
     """Started with start(); poll laps / running / current; cancel() stops it between calls."""
 
-    def __init__(self, model: Model, entrants: list[tuple[str, str]], image28: np.ndarray, batch: int) -> None:
+    def __init__(self, model: Model, entrants: list[tuple[str, str]], image: np.ndarray, batch: int) -> None:
+        """`image`: the canvas (a frame's input); a drawing without ink is refused (ValueError)."""
+        image28 = preprocess(image)
+        if image28 is None:
+            raise ValueError("the race needs a drawing with ink")
         self.entrants = list(entrants)  # (backend, kernel) in running order
         self.batch = batch
         self._model = model
+        self._image = np.array(image, dtype=np.float32)  # a private copy: drawing goes on
         self._x = copies(image28, batch)
         self._lock = threading.Lock()
         self._laps: list[Lap] = []
@@ -110,14 +120,16 @@ class Race:
 
     def _lap(self, clf: Classifier, backend: str, kernel: str) -> Lap | None:
         clf.predict(self._x)  # set-up (buffers, the GPU's graph), untimed
-        cold = self._phase(clf, COLD_CALLS, pause=COLD_PAUSE_S, warmup=0)
+        cold = self._phase(clf, COLD_CALLS, pause=COLD_PAUSE_S, warmup=0, as_a_frame=True)
         warm = self._phase(clf, WARM_CALLS, pause=0.0, warmup=WARMUP_PASSES)
         if cold is None or warm is None:
             return None
         return Lap(backend, kernel, *cold, *warm)
 
-    def _phase(self, clf: Classifier, calls: int, pause: float, warmup: int) -> tuple[float, float] | None:
-        """Medians of kernel and end-to-end time over up to `calls` calls; None if cancelled."""
+    def _phase(self, clf: Classifier, calls: int, pause: float, warmup: int,
+               as_a_frame: bool = False) -> tuple[float, float] | None:
+        """Medians of kernel and end-to-end time over up to `calls` calls (`as_a_frame`: each
+        from the canvas image, as the window reads a frame); None if cancelled."""
         k, e = [], []
         t0 = time.perf_counter()
         if warmup:
@@ -127,7 +139,10 @@ class Race:
                 return None
             if pause:
                 time.sleep(pause)
-            clf.predict(self._x)
+            if as_a_frame:
+                clf.classify(self._image, batch=self.batch)
+            else:
+                clf.predict(self._x)
             t = clf.last_timing
             assert t is not None
             k.append(t.kernel_us)

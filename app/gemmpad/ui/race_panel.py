@@ -14,6 +14,9 @@ from gemmpad.ui.race import Lap, Race, fastest
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us
 
+MEASURES = ("Cold: medians of a few calls a frame apart, each made as the window makes a frame's (the drawing "
+            "prepared, then one pass), so they compare with the Latency tab's median. Warm: back to back after "
+            "untimed passes, as gemmpad bench measures.")
 ROW_H = 34  # two bars and a gap, unscaled
 NAME_W = 150
 
@@ -36,6 +39,9 @@ class RacePanel:
         self.status = dpg.add_text("Draw a digit, then race the kernels on it.", color=style.MUTED, wrap=0)
         dpg.bind_item_font(self.status, fonts.small)
         self.chart = dpg.add_drawlist(width=self._width, height=round(40 * s))
+        # the race's figures beside the Latency tab's (they differed, 75-190 µs against 43, unexplained)
+        self.note = dpg.add_text(MEASURES, color=style.MUTED, wrap=0)
+        dpg.bind_item_font(self.note, fonts.small)
 
     @property
     def warm(self) -> bool:
@@ -47,6 +53,7 @@ class RacePanel:
     def layout(self, width: int) -> None:
         self._width = max(width, round(200 * self.scale))
         dpg.configure_item(self.status, wrap=self._width)
+        dpg.configure_item(self.note, wrap=self._width)
         self._drawn = None
 
     def show(self, race: Race | None) -> None:

@@ -73,15 +73,10 @@ def agreement_note(figure: tuple[float, str] | None) -> str:
 
 
 def gpu_line(status: CudaStatus) -> str:
-    """The status bar's GPU words: the device, or one reason a user can act on.
-
-    The driver's own message ("CUDA driver version is insufficient for CUDA runtime
-    version") names two versions nobody asked about when there is no driver at all;
-    the first clause ("no NVIDIA driver found") is the one that says what to do."""
+    """The status bar's GPU words: the device, or the plain reason (native.plain_reason) there is none."""
     if status.available:
         return f"GPU: {status.device}"
-    reason = status.reason.split(" (", 1)[0].rstrip(".")
-    return f"No GPU: {reason}; the CPU runs the network"
+    return f"No GPU: {status.reason.rstrip('.')}; the CPU runs the network"
 
 
 def frames_caption(n: int, kernel: str, batch: int, warm: bool) -> str:

@@ -41,12 +41,19 @@ from gemmpad.ui.engine_panel import BACKEND_LABELS, BATCHES, EnginePanel
 from gemmpad.ui.help_overlay import HelpOverlay
 from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
 from gemmpad.ui.input_watch import InputWatch, WindowEvents
+from gemmpad.ui.lab_panel import lab_view
 from gemmpad.ui.learn_panel import Learner, LearnPanel
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.race import Race
 from gemmpad.ui.status_bar import StatusBar
 from gemmpad.ui.text import gpu_line, unsure_note
 
+# A new drawing not read after this long: the reading shown is marked as the previous one's
+# (sooner, a fast rung's reading would flicker between marked and not every stroke)
+PENDING_AFTER_S = 0.15
+# New live figures refresh the Lab tab at most this often (a refresh takes ~4 ms: every frame of
+# "Run every frame" would cost a tenth of a core); a new rung or batch shows at once
+LAB_REFRESH_S = 0.25
 IDLE_AFTER_S = 0.5  # no input, no new result and nothing running for this long: idle
 # While idle: frames per second where the X server tells us about input between frames
 # (input_watch), and where it cannot (then input is read only in frames).
@@ -99,6 +106,16 @@ class App:
         self.prediction: Prediction | None = None
         self.unsure: bool | None = None  # the detector's verdict on the reading shown (None: no detector)
         self.history: list[Timing] = []
+        self.layer_us: tuple[float, ...] = ()  # the newest pass's per-layer times (layer-by-layer kernels)
+        self.result_batch = batch  # the batch the figures shown were measured at (self.batch may be newer)
+        # request -> (its batch, the canvas version, when it was sent), for the requests in flight
+        self._sent: dict[int, tuple[int, int, float]] = {}
+        self._shown_version = -1  # the canvas version the reading shown was made from
+        self._stale_since: float | None = None  # when the oldest drawing not yet read was sent
+        self._lab_key: tuple[object, ...] | None = None
+        self._lab_at = 0.0  # when the Lab tab was last refreshed
+        self.lab_rung: str | None = None  # the rung the Lab tab shows when not the running kernel
+        self._want_tab: int | str | None = None  # a tab asked for and not yet seen open (show_tab)
         self.error = ""
         self.frames = 0
         self.frame_times: list[float] = []  # seconds between frame starts
@@ -147,7 +164,7 @@ class App:
             "clear": self.clear, "undo": self.undo, "redo": self.redo, "help": self.toggle_help,
             "brush": self.set_brush, "save": self.save, "backend": self.set_backend, "kernel": self.set_kernel,
             "batch": self.set_batch, "continuous": self.set_continuous, "warm": self.set_warm,
-            "race": self.race_toggle,
+            "race": self.race_toggle, "lab_rung": self.set_lab_rung,
         }
         with dpg.window(no_scrollbar=False) as self._root:
             # row: drawing | right; right: prediction and engine, side by side or stacked
@@ -179,6 +196,10 @@ class App:
         w, h = dpg.get_viewport_client_width(), dpg.get_viewport_client_height()
         self._viewport_size = (w, h)
         L = layout.plan(w, h, self.scale)
+        if self._layout is not None and L.mode != self._layout.mode:
+            # a new arrangement gives the tab bar a new identity in Dear PyGui, which opens its
+            # first tab: the one open stays open
+            self._want_tab = self._want_tab or dpg.get_value(self.engine.tabs)
         self._layout = L
         dpg.configure_item(self._row, horizontal=L.mode != "one")
         dpg.configure_item(self._pair, horizontal=L.mode == "wide")
@@ -238,6 +259,11 @@ class App:
             self._touch()
         if self.race is not None:
             self.engine.race.show(self.race)
+        self._keep_tab()
+        self._show_lab()
+        pending = self.pending
+        self.pred.show_pending(pending)
+        self.draw.show_pending(pending)
         if self.learn.poll(self) or self.continuous or self.worker.busy or (
                 self.race is not None and self.race.running):
             self._touch()
@@ -246,9 +272,58 @@ class App:
         self.work_times.append(time.perf_counter() - now)
         del self.work_times[:-HISTORY]
         dpg.render_dearpygui_frame()
+        self._keep_tab(rendered=True)
         self.frames += 1
         if self.startup_s is None:
             self.startup_s = time.perf_counter() - self._t_start
+
+    @property
+    def pending(self) -> bool:
+        """A reading is shown, but of an earlier drawing, and the new one has been on its way a while."""
+        return (self.prediction is not None and not self.canvas.empty and self._stale_since is not None
+                and self._shown_version != self.canvas.version
+                and time.perf_counter() - self._stale_since > PENDING_AFTER_S)
+
+    def _show_lab(self) -> None:
+        """Refresh the Lab tab while it is open, when the kernel, batch or figures changed."""
+        if (self._want_tab or dpg.get_value(self.engine.tabs)) != self.engine.lab_tab or not self.clf_kernel:
+            return
+        rung = self.lab_rung or self.clf_kernel
+        running = rung == self.clf_kernel  # live figures only for the kernel that produced them
+        layer_us, history = (self.layer_us, self.history) if running else ((), [])
+        key = (rung, self.result_batch, layer_us, len(history), history[-1] if history else None)
+        now = time.perf_counter()
+        if key == self._lab_key or (self._lab_key is not None and key[:2] == self._lab_key[:2]
+                                    and now - self._lab_at < LAB_REFRESH_S):
+            return
+        self._lab_key, self._lab_at = key, now
+        self.engine.lab.show(lab_view(rung, self.result_batch, self.gpu, layer_us, history), rung)
+
+    def show_tab(self, tab: int | str) -> None:
+        """Open one of the engine's tabs. Dear PyGui writes the tab bar's drawn choice back into
+        its value, so a tab set while the bar is scrolled out of sight was undone: asked for
+        again each frame (_keep_tab) until the bar shows it."""
+        self._want_tab = tab
+        dpg.set_value(self.engine.tabs, tab)
+
+    def _keep_tab(self, rendered: bool = False) -> None:
+        """Before a frame's render: ask for the wanted tab again. After it: done once the bar was
+        drawn with that tab open (the value read before a render is our own, not the bar's)."""
+        if self._want_tab is None:
+            return
+        if not rendered:
+            dpg.set_value(self.engine.tabs, self._want_tab)
+        elif dpg.get_value(self.engine.tabs) == self._want_tab and dpg.is_item_visible(self.engine.tabs):
+            self._want_tab = None
+
+    def show_lab(self) -> None:
+        """Open the Lab tab (tests; a click on the tab does the same)."""
+        self.show_tab(self.engine.lab_tab)
+        self._lab_key = None
+
+    def set_lab_rung(self, rung: str | None) -> None:
+        """Show `rung` in the Lab tab (any registered kernel, runnable here or not); None: the running one."""
+        self.lab_rung = None if rung == self.clf_kernel else rung
 
     def _frame_ms(self) -> float | None:
         """The median frame time of the last 60 frames while active (idle frames are slow on purpose)."""
@@ -405,13 +480,14 @@ class App:
 
     def set_kernel(self, kernel: str) -> None:
         """Run `kernel`; one of another usable backend (picked in the menu, which lists them all)
-        switches to that backend first."""
+        switches to that backend first. The Lab tab follows it again."""
         if kernel not in self.kernel_lists.get(self.backend, []):
             owner = next((b for b, ks in self.kernel_lists.items() if kernel in ks), None)
             if owner is None:
                 raise ValueError(f"kernel {kernel!r} is not offered on any usable backend")
             self.set_backend(owner)
         self.kernel = kernel
+        self.lab_rung = None
         self._refresh_controls()
 
     def set_batch(self, batch: int) -> None:
@@ -443,13 +519,12 @@ class App:
         if self.race is not None and self.race.running:
             self.race.cancel()
             return
-        image28 = preprocess(self.canvas.image)
-        if image28 is None:
+        if preprocess(self.canvas.image) is None:
             self.say("Draw a digit first: the race runs the kernels on it")
             return
         entrants = [(b, k) for b, reason in self.backend_reasons.items() if not reason for k in self.kernel_lists[b]]
-        self.race = Race(self._model, entrants, image28, self.batch).start()
-        dpg.set_value(self.engine.tabs, self.engine.race_tab)
+        self.race = Race(self._model, entrants, self.canvas.image, self.batch).start()
+        self.show_tab(self.engine.race_tab)
 
     def toggle_help(self, show: bool | None = None) -> None:
         self.help.toggle(show)
@@ -519,6 +594,10 @@ class App:
         # kernel and reports what it resolved, and classify() returns None cheaply.
         if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
             self._last_seq = self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch, self.warm)
+            self._sent = {seq: v for seq, v in self._sent.items() if seq > self._last_seq - 8}
+            self._sent[self._last_seq] = (self.batch, self.canvas.version, time.perf_counter())
+            if self.canvas.version != self._shown_version and self._stale_since is None:
+                self._stale_since = self._sent[self._last_seq][2]
             self._submitted_version, self._submitted_config = self.canvas.version, config
 
     def _apply(self, r: Result) -> None:
@@ -531,6 +610,11 @@ class App:
             self._submitted_config = self._config()
             self._refresh_controls()
         self.history = r.history
+        self.result_batch, self._shown_version, _ = self._sent.get(r.seq, (self.batch, -1, 0.0))
+        # still behind the canvas: the drawing is late by as long as the oldest request after this one
+        later = [sent for seq, (_, _, sent) in self._sent.items() if seq > r.seq]
+        self._stale_since = None if self._shown_version == self.canvas.version else min(later, default=None)
+        self.layer_us = r.layer_us if r.prediction is not None else ()
         self.prediction = None if self.canvas.empty else r.prediction
         self.unsure = r.unsure if self.prediction is not None else None
         self.pred.show(self.prediction, self.unsure)
