@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmpad import cli
+from gemmpad.commands import cli
 
 
 def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -10,8 +10,8 @@ import threading
 import numpy as np
 import pytest
 
-from gemmpad import native
-from gemmpad.precision import bound_ratio, gemm_bound
+from gemmpad.runtime import native
+from gemmpad.runtime.precision import bound_ratio, gemm_bound
 from tests.pendigits_data import share_beside_the_clone
 
 share_beside_the_clone()
@@ -77,7 +77,7 @@ def rel_error(out: np.ndarray, ref: np.ndarray) -> float:
 
 def assert_within_bound(out: np.ndarray, ref: np.ndarray, a: np.ndarray, b: np.ndarray, bias: np.ndarray | None,
                         precision: str, what: str) -> None:
-    """Every element of a kernel's act(A @ B + bias) within gemmpad.precision's bound of the float64
+    """Every element of a kernel's act(A @ B + bias) within gemmpad.runtime.precision's bound of the float64
     reference `ref` (from conftest.operands: fp8's reference takes the rounded operands, so its bound
     is the accumulation's alone). A kernel fails only by breaking the bound its precision allows."""
     qa, qb = operands(precision, a, b)

@@ -1,4 +1,4 @@
-"""Where the tests find the real pendigits file: as gemmpad.pendigits does, else skip saying where it looked.
+"""Where the tests find the real pendigits file: as gemmpad.data.pendigits does, else skip saying where it looked.
 
 The installed package looks beside itself (site-packages, in CI), not beside this clone, so
 `share_beside_the_clone` (called once by conftest) points $GEMMPAD_PENDIGITS at
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmpad import pendigits
+from gemmpad.data import pendigits
 from gemmpad.errors import DataError
 
 

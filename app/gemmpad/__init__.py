@@ -19,7 +19,7 @@ def launched_as_command() -> bool:
 def interrupted_while_loading(signum: int, frame: object) -> None:
     """Ctrl-C while the command is still importing NumPy and the native modules (the first ~0.1 s):
     one line and exit 130, where Python would print a traceback through a dozen imports.
-    gemmpad.cli puts its own handler in place once it is loaded."""
+    gemmpad.commands.cli puts its own handler in place once it is loaded."""
     os.write(2, b"gemmpad: interrupted\n")
     os._exit(130)
 
@@ -27,9 +27,9 @@ def interrupted_while_loading(signum: int, frame: object) -> None:
 if launched_as_command() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, interrupted_while_loading)  # before the heavy imports below, on purpose
 
-from gemmpad.gemm import gemm  # noqa: E402
-from gemmpad.native import CudaStatus, cuda_status  # noqa: E402
-from gemmpad.registry import KernelSpec, kernels  # noqa: E402
+from gemmpad.runtime.gemm import gemm  # noqa: E402
+from gemmpad.runtime.native import CudaStatus, cuda_status  # noqa: E402
+from gemmpad.runtime.registry import KernelSpec, kernels  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from gemmpad.cli import main
+from gemmpad.commands.cli import main
 
 sys.exit(main())

@@ -1,6 +1,6 @@
 // gemmpad._cpu: the CPU kernels of the registry, exposed to Python.
 //
-// Shapes and dtypes are validated in Python (gemmpad/gemm.py) where the error
+// Shapes and dtypes are validated in Python (gemmpad/runtime/gemm.py) where the error
 // messages are friendlier; the checks here only keep a wrong call from
 // touching memory it does not own.
 #include <pybind11/numpy.h>

@@ -46,7 +46,7 @@ if want sanitize; then
 import os, re, sys
 import numpy as np
 import gemmpad
-from gemmpad import registry
+from gemmpad.runtime import registry
 pat = re.compile(os.environ.get("SANITIZE_KERNELS", "."))
 rng = np.random.default_rng(0)
 for spec in registry.kernels(device="cuda", kind="gemm"):

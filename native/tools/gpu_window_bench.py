@@ -144,9 +144,9 @@ def main() -> int:
 
     import dearpygui.dearpygui as dpg
 
-    from gemmpad import cli
-    from gemmpad.engine import Classifier
-    from gemmpad.ui import inference
+    from gemmpad.commands import cli
+    from gemmpad.runtime.classifier import Classifier
+    from gemmpad.ui.workers import inference
 
     tokens = set(v.split("+"))
     known = {"base", "defer", "glfinish", "gate", "wake", "sleep5", "maxconn1", "probe-lo", "probe-hi", *SCHED}

@@ -106,7 +106,7 @@ if [ "$mode" = check ]; then
         stage pytest 30 330 70 env OUT="$LOGS" PYTEST_ARGS="${H200_PYTEST_ARGS:--m gpu -q -n 6 --ignore=tests/ui}" bash native/tools/gpu_check.sh test
         summary "pytest counts: $(grep -E '[0-9]+ (passed|failed|error)' "$LOGS/pytest.log" 2>/dev/null | tail -1)"
         # what reads device-wide state (free memory) skips under the workers: run alone here
-        stage pytest-alone 10 60 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_engine.py -k memory_does_not_grow
+        stage pytest-alone 10 60 60 python3 -m pytest -m gpu -q -p no:cacheprovider tests/runtime/test_classifier.py -k memory_does_not_grow
         summary "pytest alone: $(grep -E '[0-9]+ (passed|failed|error)' "$LOGS/pytest-alone.log" 2>/dev/null | tail -1)" ;;
       memcheck) stage memcheck 20 150 30 env OUT="$LOGS" SANITIZE_TOOLS=memcheck bash native/tools/gpu_check.sh sanitize ;;
       racecheck) stage racecheck 20 240 0 env OUT="$LOGS" SANITIZE_TOOLS=racecheck bash native/tools/gpu_check.sh sanitize ;;

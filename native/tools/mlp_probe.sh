@@ -91,7 +91,7 @@ if want build; then
 fi
 if want test && grep -q "build exit 0" "$OUT/build.log" 2>/dev/null; then
   stamp "pytest"
-  timeout ${PYTEST_TIMEOUT:-200} python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_cuda_mlp.py tests/test_engine.py >"$OUT/pytest.log" 2>&1
+  timeout ${PYTEST_TIMEOUT:-200} python3 -m pytest -m gpu -q -p no:cacheprovider tests/native/test_cuda_mlp.py tests/runtime/test_classifier.py >"$OUT/pytest.log" 2>&1
   echo "pytest exit $?" >>"$OUT/pytest.log"
   tail -15 "$OUT/pytest.log"
 fi

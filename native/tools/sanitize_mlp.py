@@ -20,7 +20,8 @@ import re
 
 import numpy as np
 
-from gemmpad import _cuda, registry
+from gemmpad import _cuda
+from gemmpad.runtime import registry
 
 _rng = np.random.default_rng(0)
 _shapes = {"W1": (784, 100), "b1": (100,), "W2": (100, 100), "b2": (100,), "W3": (100, 10), "b3": (10,)}

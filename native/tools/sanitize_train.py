@@ -5,7 +5,7 @@
 # and with soft targets (a fine-tune's distillation).
 import numpy as np
 
-from gemmpad import native
+from gemmpad.runtime import native
 
 _cuda = native.cuda()
 _rng = np.random.default_rng(0)

@@ -67,7 +67,7 @@ cuda_so=$(ls "$site"/gemmpad/_cuda*.so 2>/dev/null || true)
 [ -n "$cuda_so" ] || { echo "the wheel has no CUDA module"; exit 1; }
 if ldd "$cuda_so" | grep -q libcudart; then echo "the CUDA module links libcudart dynamically"; exit 1; fi
 echo "CUDA module: $(basename "$cuda_so"), cudart static"
-(cd "$repo" && "$py" -m gemmpad.cli info >"$OUT/info.txt" 2>&1) || true
+(cd "$repo" && "$py" -m gemmpad.commands.cli info >"$OUT/info.txt" 2>&1) || true
 grep -i -E "^CUDA|architectures" "$OUT/info.txt" || true
 
 echo "== pytest ${PYTEST_ARGS:--m gpu -q} (tests/ against the installed wheel)"

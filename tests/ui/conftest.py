@@ -53,7 +53,7 @@ def display() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def session_app(display: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from gemmpad.engine import Classifier
+    from gemmpad.runtime.classifier import Classifier
     from gemmpad.ui.window import App
 
     app = App(Classifier(window_model(), backend=BASE), drawings_dir=tmp_path_factory.mktemp("drawings"), vsync=False)

@@ -138,11 +138,11 @@ def main(argv: list[str]) -> int:
     from pathlib import Path
     from tempfile import TemporaryDirectory
 
-    from gemmpad.engine import Classifier
+    from gemmpad.runtime.classifier import Classifier
     from gemmpad.ui.window import App
     from tests.ui.support import BASE, window_model
 
-    from gemmpad import strokes
+    from gemmpad.inputs import strokes
     from tests.ui.support import seven
 
     lab = argv[0] == "--lab"  # the Lab tab open (its roofline and tables checked too)

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmpad.engine import available_backends
-from gemmpad.model import Model, default_model_path, load_model
-from gemmpad.strokes import CANVAS
+from gemmpad.runtime.classifier import available_backends
+from gemmpad.runtime.model import Model, default_model_path, load_model
+from gemmpad.inputs.strokes import CANVAS
 from gemmpad.ui import harness
 
 HAVE_MODEL = default_model_path().exists()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gemmpad import strokes
-from gemmpad.strokes import CANVAS
+from gemmpad.inputs import strokes
+from gemmpad.inputs.strokes import CANVAS
 from gemmpad.ui.canvas import Canvas
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gemmpad import strokes
+from gemmpad.inputs import strokes
 from tests.ui.support import BASE, HAVE_MODEL, at_canvas_size, env, seven, window_model
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmpad import native
+from gemmpad.runtime import native
 from gemmpad.ui.cores import window_threads
 
 

@@ -10,7 +10,7 @@ import shutil
 import dearpygui.dearpygui as dpg
 import pytest
 
-from gemmpad import drawings
+from gemmpad.data import drawings
 from gemmpad.ui import harness
 from gemmpad.ui.learn_panel import corrections
 from tests.ui.support import draw, one, real_input, seven

@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from gemmpad import strokes
-from gemmpad.strokes import CANVAS
+from gemmpad.inputs import strokes
+from gemmpad.inputs.strokes import CANVAS
 from gemmpad.ui import harness
 from tests.ui.support import BASE, real_input, draw, one, seven
 
@@ -17,7 +17,7 @@ from tests.ui.support import BASE, real_input, draw, one, seven
 def test_clear_and_undo(app: object) -> None:
     import dearpygui.dearpygui as dpg
 
-    from gemmpad.preprocess import preprocess
+    from gemmpad.inputs.preprocess import preprocess
 
     drawing = seven()
     draw(app, drawing)

@@ -10,7 +10,7 @@ from pathlib import Path
 import dearpygui.dearpygui as dpg
 import pytest
 
-from gemmpad.model import Model, load_model
+from gemmpad.runtime.model import Model, load_model
 from gemmpad.ui import harness, style
 from tests.ui.support import BASE, NEEDS_MODEL, one
 

@@ -7,13 +7,13 @@ import time
 import numpy as np
 import pytest
 
-from gemmpad import strokes
+from gemmpad.inputs import strokes
 from tests.ui.support import seven, window_model
 
 
 def test_worker_answers_the_newest_request_and_skips_stale_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmpad.engine import Classifier
-    from gemmpad.ui.inference import InferenceWorker
+    from gemmpad.runtime.classifier import Classifier
+    from gemmpad.ui.workers.inference import InferenceWorker
 
     clf = Classifier(window_model(), backend="numpy")
     real, seen = clf.classify, []
@@ -47,8 +47,8 @@ def test_worker_answers_the_newest_request_and_skips_stale_ones(monkeypatch: pyt
 
 
 def test_changes_and_warm_requests_run_untimed_passes_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmpad.engine import Classifier, Timing
-    from gemmpad.ui.inference import WARM_SKIP_US, WARMUP_PASSES, InferenceWorker
+    from gemmpad.runtime.classifier import Classifier, Timing
+    from gemmpad.ui.workers.inference import WARM_SKIP_US, WARMUP_PASSES, InferenceWorker
 
     clf = Classifier(window_model(), backend="numpy")
     real, warmups = clf.classify, []
@@ -77,11 +77,11 @@ def test_changes_and_warm_requests_run_untimed_passes_first(monkeypatch: pytest.
 
 
 def test_the_worker_reports_the_detectors_verdict_on_what_the_network_saw() -> None:
-    from gemmpad.engine import Classifier
-    from gemmpad.preprocess import preprocess
-    from gemmpad.ui.inference import InferenceWorker
+    from gemmpad.runtime.classifier import Classifier
+    from gemmpad.inputs.preprocess import preprocess
+    from gemmpad.ui.workers.inference import InferenceWorker
 
-    class Recorder:  # stands in for gemmpad.unsure.Detector: says unsure for inputs wider than tall
+    class Recorder:  # stands in for gemmpad.runtime.unsure.Detector: says unsure for inputs wider than tall
         def __init__(self) -> None:
             self.seen: list[np.ndarray] = []
             self.hidden: list[tuple[np.ndarray, np.ndarray]] = []
@@ -117,10 +117,10 @@ def test_the_worker_reports_the_detectors_verdict_on_what_the_network_saw() -> N
 def test_the_hidden_layers_shown_are_the_kernels_own(kernel: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 42: the panel showed NumPy's recomputation (model.hidden). Now the worker shows what
     the selected kernel wrote, with its cost, and never asks NumPy for them."""
-    from gemmpad.engine import Classifier, available_backends
-    from gemmpad.preprocess import preprocess
-    from gemmpad.ui.inference import InferenceWorker
-    from tests.test_engine import assert_hidden_agrees
+    from gemmpad.runtime.classifier import Classifier, available_backends
+    from gemmpad.inputs.preprocess import preprocess
+    from gemmpad.ui.workers.inference import InferenceWorker
+    from tests.runtime.test_classifier import assert_hidden_agrees
 
     if available_backends()["cpu"]:
         pytest.skip(available_backends()["cpu"])
@@ -145,10 +145,10 @@ def test_the_hidden_layers_shown_are_the_kernels_own(kernel: str, monkeypatch: p
 
 
 def test_detector_features_take_the_kernels_hidden_layers() -> None:
-    """gemmpad.unsure.features(hidden=...) uses the hidden layers given (the kernel's) in place of
+    """gemmpad.runtime.unsure.features(hidden=...) uses the hidden layers given (the kernel's) in place of
     NumPy's: the same features when they are NumPy's, other features when they differ."""
-    from gemmpad.preprocess import preprocess
-    from gemmpad.unsure import features
+    from gemmpad.inputs.preprocess import preprocess
+    from gemmpad.runtime.unsure import features
 
     model = window_model()
     x = preprocess(strokes.render(seven())).reshape(1, -1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmpad import native, registry
+from gemmpad.runtime import native, registry
 from tests.ui.support import BASE, shot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -76,7 +76,7 @@ def test_idle_window_costs_next_to_nothing(app: object) -> None:
 def test_race_runs_every_kernel_without_blocking_and_can_be_cancelled(app: object) -> None:
     import dearpygui.dearpygui as dpg
 
-    from gemmpad.ui import race as race_mod
+    from gemmpad.ui.workers import race as race_mod
 
     app.race_toggle()  # nothing drawn: refused, said
     assert app.race is None and "Draw a digit first" in app.message

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmpad import registry
+from gemmpad.runtime import registry
 from gemmpad.errors import CudaUnavailable
 from gemmpad.ui import harness, layout
 from gemmpad.ui.lab_panel import ANATOMY, NOT_RECORDED
@@ -171,7 +171,7 @@ def test_the_lab_fits_at_a_larger_scale(display: str, scale: float) -> None:
 def test_on_a_gpu_the_lab_is_live_under_its_cards_ceilings_or_its_measured_bandwidth() -> None:
     """What the tab says on a GPU (lab_view is pure): a card in the table gets its datasheet ceilings,
     one not in it the best bandwidth measured here, and says so."""
-    from gemmpad.native import CudaStatus
+    from gemmpad.runtime.native import CudaStatus
     from gemmpad.ui.lab_panel import lab_view
 
     layer_us = (10.0, 4.0, 2.0)
@@ -187,7 +187,7 @@ def test_on_a_gpu_the_lab_is_live_under_its_cards_ceilings_or_its_measured_bandw
 
 
 def roofline_roof(m: int, n: int, k: int, bandwidth_gbs: float) -> float:
-    from gemmpad import roofline
+    from gemmpad.bench import roofline
 
     return roofline.roof(roofline.intensity(m, n, k, "fp32"), bandwidth_gbs, 67.0)
 

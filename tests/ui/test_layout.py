@@ -138,11 +138,11 @@ def test_help_opens_with_a_real_question_mark_and_every_control_has_a_tooltip(ap
 
 
 def test_the_backend_row_holds_one_button_per_backend(app: object) -> None:
-    """The row reads gemmpad.backends; each description is the button's tooltip, not a text in
+    """The row reads gemmpad.runtime.backends; each description is the button's tooltip, not a text in
     the row (a stray one pushed the CPU and GPU buttons out of the window)."""
     import dearpygui.dearpygui as dpg
 
-    from gemmpad import backends
+    from gemmpad.runtime import backends
 
     buttons = app.engine.backend_buttons
     assert list(buttons) == [b for b in backends.NAMES if b in buttons] and len(buttons) >= 2

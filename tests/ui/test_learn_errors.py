@@ -10,7 +10,8 @@ import dearpygui.dearpygui as dpg
 import numpy as np
 import pytest
 
-from gemmpad import finetune, rehearsal, strokes
+from gemmpad.learn import finetune, rehearsal
+from gemmpad.inputs import strokes
 from gemmpad.errors import DataError
 from gemmpad.ui import status_bar
 from gemmpad.ui.learn_panel import Learner

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gemmpad import drawings, strokes
+from gemmpad.data import drawings
+from gemmpad.inputs import strokes
 from gemmpad.ui.learn_panel import Learner
 
 
@@ -43,8 +44,8 @@ def test_prefetch_paints_each_saved_drawing_once_before_learn(tmp_path: Path, mo
 def test_prefetch_with_the_base_loads_its_sets_before_learn(tmp_path: Path, monkeypatch) -> None:
     """At start the window hands the base model to prefetch: its Learn sets and its figures on them
     are ready before L is pressed, so the first Learn does not wait for them."""
-    from gemmpad import finetune, rehearsal
-    from gemmpad.model import load_model
+    from gemmpad.learn import finetune, rehearsal
+    from gemmpad.runtime.model import load_model
 
     asked: list[str] = []
     real = rehearsal.sets_for

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemmpad.engine import Classifier
-from gemmpad.ui import race as race_mod
+from gemmpad.runtime.classifier import Classifier
+from gemmpad.ui.workers import race as race_mod
 from tests.ui.support import BASE, draw, seven
 
 

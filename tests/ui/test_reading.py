@@ -10,7 +10,7 @@ from tests.ui.support import BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, real_input, 
 
 
 def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from gemmpad.preprocess import preprocess
+    from gemmpad.inputs.preprocess import preprocess
     from gemmpad.ui import style
     from gemmpad.ui.prediction_panel import PREVIEW_SCALE
 
@@ -151,7 +151,7 @@ def test_a_hesitant_reading_does_not_look_like_an_answer(app: object) -> None:
     says it is between two digits; a sure one stays bright."""
     import dearpygui.dearpygui as dpg
 
-    from gemmpad.engine import Prediction, Timing
+    from gemmpad.runtime.classifier import Prediction, Timing
     from gemmpad.ui.prediction_panel import SURE
 
     def shown(probs: list[float]) -> tuple[str, tuple[float, ...], str]:

@@ -1,4 +1,4 @@
-"""The roofline's arithmetic (gemmpad.roofline) and the committed figures the Lab tab plots:
+"""The roofline's arithmetic (gemmpad.bench.roofline) and the committed figures the Lab tab plots:
 exact values for shapes whose answer is known by hand."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmpad import roofline
+from gemmpad.bench import roofline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,13 +62,13 @@ def test_the_best_bandwidth_is_the_fastest_bytes_moved() -> None:
 
 
 def test_the_shipped_figures_are_the_committed_bench_runs() -> None:
-    """app/gemmpad/lab_figures.json (shipped: the wheel has no assets/) is what the newest committed
+    """app/gemmpad/bench/lab_figures.json (shipped: the wheel has no assets/) is what the newest committed
     bench-gemm.json and bench-mlp.json hold: a new bench run needs `gemmpad bench report`."""
     folder = ROOT / "assets" / "benchmarks" / "h200"
     gemm = json.loads((folder / "bench-gemm.json").read_text(encoding="utf-8"))
     mlp = json.loads((folder / "bench-mlp.json").read_text(encoding="utf-8"))
     assert json.loads(roofline.FIGURES.read_text(encoding="utf-8")) == roofline.figures_from(gemm, mlp), (
-        "app/gemmpad/lab_figures.json is out of date: run gemmpad bench report")
+        "app/gemmpad/bench/lab_figures.json is out of date: run gemmpad bench report")
     shipped = roofline.committed()
     assert shipped["device"] == "NVIDIA H200" and shipped["date"] == "2026-11-29"
     ref = next(r for r in shipped["gemm"] if r["kernel"] == "cuda.07_warptile" and r["m"] == 4096 == r["k"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gemmpad.native import CudaStatus
+from gemmpad.runtime.native import CudaStatus
 from gemmpad.ui.text import NBSP, fmt_us, frames_caption, gpu_line, log_ticks
 
 
@@ -62,7 +62,7 @@ RAW_REASONS = [
 
 @pytest.mark.parametrize("raw, plain", RAW_REASONS)
 def test_each_cuda_reason_reads_as_one_plain_line(raw: str, plain: str) -> None:
-    from gemmpad.native import plain_reason
+    from gemmpad.runtime.native import plain_reason
 
     assert plain_reason(raw) == plain
     status = CudaStatus(available=False, reason=plain_reason(raw), built=True, detail=raw)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gemmpad import strokes
-from gemmpad.strokes import CANVAS
+from gemmpad.inputs import strokes
+from gemmpad.inputs.strokes import CANVAS
 from gemmpad.ui import harness, layout
 from tests.ui import layout_check
 from tests.ui.support import draw, env, seven, shot

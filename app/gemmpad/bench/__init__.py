@@ -19,9 +19,9 @@ import argparse
 import importlib
 import re
 
-from gemmpad import registry
+from gemmpad.runtime import registry
 from gemmpad.errors import GemmpadError
-from gemmpad.files import check_writable_dir
+from gemmpad.inputs.files import check_writable_dir
 
 # subcommand -> help; each is the module gemmpad.bench.<name> with add_arguments(parser) and run(args)
 COMMANDS = {

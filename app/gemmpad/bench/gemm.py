@@ -43,14 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import native, registry
-from gemmpad.args import MAX_REPS, integer, number
+from gemmpad.runtime import native, registry
+from gemmpad.commands.args import MAX_REPS, integer, number
 from gemmpad.bench import select
 from gemmpad.bench.machine import BLAS_ENV, blas_label, machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError, KernelUnavailable
-from gemmpad.gemm import MAX_ELEMENTS
-from gemmpad.precision import bound_ratio, format_of, gemm_bound
+from gemmpad.runtime.gemm import MAX_ELEMENTS
+from gemmpad.runtime.precision import bound_ratio, format_of, gemm_bound
 
 SERIES = 3  # GPU timings: the lowest median of this many series (module docstring)
 DEFAULT_SIZES = ["256x100x784", "4096x100x784", "4096x100x100", "4096x4096x4096", "8192x8192x8192"]
@@ -61,7 +61,7 @@ CPU_MAX_MNK = 1.1e9
 
 @dataclass(frozen=True)
 class Precision:
-    """Which cuBLAS call is a kernel precision's reference (its check: gemmpad.precision's bound)."""
+    """Which cuBLAS call is a kernel precision's reference (its check: gemmpad.runtime.precision's bound)."""
 
     dtype: str  # operand type of the reference matmul (torch / cupy attribute name)
     tf32: bool = False  # the reference may use TF32 tensor cores
@@ -110,7 +110,7 @@ def parse_size(s: str) -> tuple[int, int, int]:
 def check(name: str, m: int, n: int, k: int, rng: np.random.Generator) -> tuple[float, float]:
     """The kernel against float64 on a sample of up to 64 rows (fresh random data): its relative
     error (Frobenius, NaN if any output is not finite), and its largest error as a share of the
-    precision's elementwise bound (gemmpad.precision): correct when <= 1."""
+    precision's elementwise bound (gemmpad.runtime.precision): correct when <= 1."""
     import gemmpad
 
     a = rng.uniform(-1, 1, (m, k)).astype(np.float32)

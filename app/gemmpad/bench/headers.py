@@ -4,7 +4,7 @@ A kernel's header says what it does and what limits it; the number that backs th
 line that starts with `// Figure (`. That line is never typed: `gemmpad bench report` rewrites
 it from the newest committed result file that holds the kernel's row (the report's own rule,
 passed in as `run_date`), at a fixed shape per kind of file, so a new bench run refreshes every
-header and tests/test_native_headers.py fails on a header nobody refreshed.
+header and tests/native/test_native_headers.py fails on a header nobody refreshed.
 
 Kinds: a GEMM rung quotes each kernel its file registers at one shape (4096^3 on the GPU, the
 MLP's 256x100x784 on the CPU, 4096x100x784 for the rungs made for the MLP's layers); a fused-MLP
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gemmpad.errors import GemmpadError
-from gemmpad.files import write_text
+from gemmpad.inputs.files import write_text
 
 ROOT = Path(__file__).resolve().parents[3]  # a source checkout: the package beside native/ and assets/
 MARK = "// Figure ("
@@ -75,7 +75,7 @@ def gemm_files(root: Path = ROOT) -> list[str]:
 
 def figure_files(root: Path = ROOT) -> list[str]:
     """Every file whose header carries a generated figure line (those of MLP_FILES and TRAIN_FILES
-    that exist: tests/test_native_headers.py checks that none is missing from a checkout)."""
+    that exist: tests/native/test_native_headers.py checks that none is missing from a checkout)."""
     return [*gemm_files(root), *(f for f in [*MLP_FILES, *TRAIN_FILES] if (root / f).is_file())]
 
 

@@ -4,7 +4,7 @@ Quality: every (writer, digit, style) cell of real writers the model never train
 (pendigits, drawn like the app at light-ink styles) that the model reads worse than
 --below. For each, the person "corrects" the first --corrections samples it misreads
 (as the window would store them: strokes, brush width, canvas), Learn runs
-(gemmpad.finetune.learn with its defaults), and the table reports how many of the
+(gemmpad.learn.finetune.learn with its defaults), and the table reports how many of the
 same writer's *other* samples of that digit are read right after, and what happened to
 MNIST test and to the unseen writers: mean and worst over the cells.
 
@@ -29,22 +29,24 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import drawings, evaluate, finetune, pendigits, rehearsal, replay, userdata
-from gemmpad.args import integer, number
+from gemmpad.data import drawings, pendigits, userdata
+from gemmpad.commands import evaluate
+from gemmpad.learn import finetune, rehearsal, rehearsal_sets
+from gemmpad.commands.args import integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError
-from gemmpad.files import write_text
-from gemmpad.model import Model, load_model
+from gemmpad.inputs.files import write_text
+from gemmpad.runtime.model import Model, load_model
 
 LIGHT_STYLES = [k for k, s in pendigits.STYLES.items() if not s.dark_ink]  # the app's canvas: light ink
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model to correct (default: the shipped model)")
-    p.add_argument("--data", help="MNIST folder (default: $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s; see gemmpad.datafind)")
+    p.add_argument("--data", help="MNIST folder (default: $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s; see gemmpad.data.datafind)")
     p.add_argument("--cache", default=str(userdata.cache_dir()), help="replay/test arrays cache ('' disables)")
     p.add_argument("--writers", default="1-6", help="unseen writers to correct (the shipped model's held-out ones)")
-    p.add_argument("--styles", default=",".join(LIGHT_STYLES), help="comma list of gemmpad.pendigits.STYLES")
+    p.add_argument("--styles", default=",".join(LIGHT_STYLES), help="comma list of gemmpad.data.pendigits.STYLES")
     p.add_argument("--below", type=number(0, 1), default=0.8, help="cells the model reads worse than this")
     p.add_argument("--corrections", type=integer(1, 20), default=5)
     p.add_argument("--max-cells", type=integer(0, 10_000), default=0, metavar="N", help="at most N cells (0: all)")
@@ -85,7 +87,7 @@ def cells(model: Model, pen: list[pendigits.PenDigit], styles: list[str], below:
     return sorted(out, key=lambda c: c.base_acc)
 
 
-def quality(model: Model, found: list[Cell], refs: replay.References, engine: str,
+def quality(model: Model, found: list[Cell], refs: rehearsal_sets.References, engine: str,
             log: Any = print) -> list[dict[str, Any]]:
     rows = []
     cache = finetune.LearnCache()  # the prepared replay and the base's figures, made once
@@ -105,12 +107,12 @@ def quality(model: Model, found: list[Cell], refs: replay.References, engine: st
     return rows
 
 
-def tune_torch(weights: dict[str, np.ndarray], user: replay.Arrays, rep: finetune.Prepared,
+def tune_torch(weights: dict[str, np.ndarray], user: rehearsal_sets.Arrays, rep: finetune.Prepared,
                settings: finetune.Settings, device: str) -> dict[str, np.ndarray]:
     """finetune.tune in PyTorch: the same normalisation, rows, targets, orders and learning rates."""
     import torch
 
-    from gemmpad.train import fold_normalisation
+    from gemmpad.learn.train import fold_normalisation
 
     ux = ((user.x - rep.mean) / rep.std).astype(np.float32)
     x = torch.from_numpy(np.concatenate([ux, rep.x])).to(device)
@@ -140,7 +142,7 @@ def _answer(weights: dict[str, np.ndarray], image28: np.ndarray) -> int:
 
 
 def _save(folder: Path, name: str, sample: pendigits.PenDigit) -> None:
-    from gemmpad import strokes
+    from gemmpad.inputs import strokes
 
     d = drawings.pen_drawing(sample, "brush-18px-280")
     strokes.save(folder / str(sample.digit) / f"{name}.json", d.strokes, d.widths, d.canvas)
@@ -258,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise GemmpadError(f"--styles: unknown {bad}, expected names from {list(pendigits.STYLES)}")
     ids = set(evaluate.writer_range(args.writers))
-    seen = ids & set(replay.trained_writers(model))
+    seen = ids & set(rehearsal_sets.trained_writers(model))
     if seen:
         raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}")
     pen = [s for s in pendigits.read_pendigits() if s.writer in ids]

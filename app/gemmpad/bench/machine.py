@@ -19,7 +19,7 @@ BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 def machine() -> dict[str, Any]:
     """Device, driver, CUDA, clocks and versions: what a figure needs to be read."""
-    from gemmpad.info import collect
+    from gemmpad.commands.info import collect
 
     info = collect()
     out: dict[str, Any] = {

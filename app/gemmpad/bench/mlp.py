@@ -1,7 +1,7 @@
 """`gemmpad bench mlp`: the whole forward pass per backend and kernel at a few
 batch sizes, against torch eager, torch replayed from a CUDA graph and NumPy,
 each result checked against float64 before it is timed (within its precision's
-bound, gemmpad.precision), and each kernel's agreement with fp32 on the 10,000
+bound, gemmpad.runtime.precision), and each kernel's agreement with fp32 on the 10,000
 MNIST test digits; then a CPU-vs-GPU batch sweep and, with --soak, a memory soak.
 The native backends' default kernels are also timed on 8-bit input (uint8 pixels, what the
 canvas and MNIST are: a quarter of the bytes to move; on the GPU the floats are made there),
@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import native, registry
-from gemmpad.args import MAX_BATCH, MAX_REPS, integer, number
+from gemmpad.runtime import native, registry
+from gemmpad.commands.args import MAX_BATCH, MAX_REPS, integer, number
 from gemmpad.bench import select
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, mlp_table, sweep_table, write
 from gemmpad.errors import GemmpadError, KernelUnavailable
-from gemmpad.precision import argmax_agreement, mlp_bound
+from gemmpad.runtime.precision import argmax_agreement, mlp_bound
 
 MLP_BATCHES = [1, 16, 256, 4096]
 SWEEP_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -55,7 +55,7 @@ def add_arguments(m: argparse.ArgumentParser) -> None:
 def _bench_model(path: str | None) -> tuple[Any, str]:
     """The shipped model when present; otherwise He-initialised random weights
     (timings do not depend on the values, and the correctness check still holds)."""
-    from gemmpad.model import SHAPES, Model, load_model
+    from gemmpad.runtime.model import SHAPES, Model, load_model
 
     try:
         return load_model(path), "shipped model" if path is None else path
@@ -87,20 +87,20 @@ def digit_like(rng: np.random.Generator, batch: int) -> np.ndarray:
 
 
 def mnist_digits(data_dir: str | None) -> tuple[np.ndarray | None, str]:
-    """The 10,000 MNIST test digits as the app reads a drawing (gemmpad.preprocess), [N, 784];
+    """The 10,000 MNIST test digits as the app reads a drawing (gemmpad.inputs.preprocess), [N, 784];
     (None, why) without the files: the agreement is what a user cares about, but timing needs no data."""
-    from gemmpad import data
-    from gemmpad.preprocess import preprocess
+    from gemmpad.data import mnist
+    from gemmpad.inputs.preprocess import preprocess
 
     if not (data_dir or os.environ.get("GEMMPAD_DATA")):  # never a download from a benchmark
         return None, "no MNIST data (--data DIR or $GEMMPAD_DATA)"
     try:
-        split = data.load_split("test", data_dir)
+        split = mnist.load_split("test", data_dir)
     except GemmpadError as exc:
         return None, str(exc)
     rows = [preprocess(img) for img in split.images]
     kept = [r.reshape(784) for r in rows if r is not None]
-    return np.asarray(kept, dtype=np.float32), f"{len(kept):,} MNIST test digits through gemmpad.preprocess"
+    return np.asarray(kept, dtype=np.float32), f"{len(kept):,} MNIST test digits through gemmpad.inputs.preprocess"
 
 
 def time_calls(call: Callable[[], tuple[float, float]], budget_s: float, max_reps: int = 5000) -> tuple[float, float, int]:
@@ -249,7 +249,7 @@ def _measure(clf: Any, model: Any, backend: str, label: str, precision: str, x: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from gemmpad.engine import BACKENDS, DEFAULT_KERNELS, Classifier, available_backends
+    from gemmpad.runtime.classifier import BACKENDS, DEFAULT_KERNELS, Classifier, available_backends
 
     model, model_name = _bench_model(args.model)
     avail = available_backends()
@@ -333,7 +333,7 @@ def _sweep(model: Any, backends: list[str], inputs: dict[int, np.ndarray], pixel
            args: argparse.Namespace) -> list[dict]:
     """End-to-end time per call of each backend's default kernel across batch sizes; for the
     native backends also from 8-bit pixels (series "<backend> uint8")."""
-    from gemmpad.engine import Classifier
+    from gemmpad.runtime.classifier import Classifier
 
     out = []
     for backend in backends:

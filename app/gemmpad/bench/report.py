@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad import roofline
+from gemmpad.bench import roofline
 from gemmpad.bench.headers import ROOT, rewrite_headers
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
-from gemmpad.files import atomic_path, write_text
-from gemmpad.inputs import load_json, read_text
+from gemmpad.inputs.files import atomic_path, write_text
+from gemmpad.inputs.reads import load_json, read_text
 from gemmpad.terminal import printable
 
 # Each table comes from the newest run (its machine's date) among the folders holding its result file,
@@ -313,7 +313,7 @@ def _device(data: dict[str, Any]) -> str:
 
 def render_roofline(data: dict[str, Any], out: Path) -> None:
     """The GPU rungs of a bench-gemm result on a log-log roofline under their card's datasheet
-    ceilings (gemmpad.roofline), drawn with Pillow (a dependency: matplotlib is optional, and a
+    ceilings (gemmpad.bench.roofline), drawn with Pillow (a dependency: matplotlib is optional, and a
     README figure must not depend on what happens to be installed), written atomically."""
     from PIL import Image, ImageDraw, ImageFont
 
@@ -516,7 +516,7 @@ def _table(keys: list[str], columns: list[str], cells: dict[tuple[str, str], dic
 # ------------------------------------------------------------ full run tables
 def gemm_table(results: list[dict[str, Any]]) -> str:
     """Every row of a GEMM run; "error / bound" is the largest error as a share of the precision's
-    bound (gemmpad.precision: a row is wrong above 1)."""
+    bound (gemmpad.runtime.precision: a row is wrong above 1)."""
     lines = ["| kernel | precision | M x N x K | GFLOP/s | reference | % of reference | rel. error | error / bound |",
              "|---|---|---|---:|---|---:|---:|---:|"]
     for r in results:

@@ -1,4 +1,4 @@
-"""`gemmpad bench train`: the native training engine (gemmpad.train_native)
+"""`gemmpad bench train`: the native training engine (gemmpad.learn.train_native)
 against PyTorch eager and PyTorch with one step captured in a CUDA graph, on the
 same data resident on the GPU, plus a parity run: same initial weights and batch
 order, SGD with momentum, and the test accuracy each engine reaches.
@@ -16,19 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
+from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, rewrite_blocks
-from gemmpad.files import atomic_path, write_text
-from gemmpad.model import SHAPES
+from gemmpad.inputs.files import atomic_path, write_text
+from gemmpad.runtime.model import SHAPES
 from gemmpad.terminal import printable
-from gemmpad.train_native import batch_orders, cuda_trainer_class
+from gemmpad.learn.train_native import batch_orders, cuda_trainer_class
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `gemmpad bench train`."""
     parser.add_argument("--out", default=None, metavar="DIR", help="write train.json and the PNGs here")
-    parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data)")
+    parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data.mnist)")
     parser.add_argument("--batches", type=integer(1, MAX_BATCH), nargs="+", default=[64, 256], help="batch sizes to time")
     parser.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=5, help="timed epochs per engine and batch (after one warm-up)")
     parser.add_argument("--torch-epochs", type=integer(1, MAX_EPOCHS), default=3, help="timed epochs for the torch engines")
@@ -50,12 +50,12 @@ def _defaults() -> argparse.Namespace:
 
 
 def load_mnist(data_dir: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(x_train, y_train, x_test, y_test) from gemmpad.data: x float32 [N, 784] in [0, 1], y int32."""
-    from gemmpad import data
+    """(x_train, y_train, x_test, y_test) from gemmpad.data.mnist: x float32 [N, 784] in [0, 1], y int32."""
+    from gemmpad.data import mnist
 
     out = []
     for split in ("train", "test"):
-        s = data.load_split(split, data_dir)
+        s = mnist.load_split(split, data_dir)
         out += [s.images.reshape(len(s.images), 784).astype(np.float32) / 255.0, s.labels.astype(np.int32)]
     return out[0], out[1], out[2], out[3]
 

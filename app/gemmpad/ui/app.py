@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gemmpad import backends
-from gemmpad.args import number
+from gemmpad.runtime import backends
+from gemmpad.commands.args import number
 from gemmpad.errors import GemmpadError, require
-from gemmpad.files import check_output_file
+from gemmpad.inputs.files import check_output_file
 from gemmpad.terminal import printable
 from gemmpad.ui.canvas import BRUSH_RANGE
 
@@ -36,7 +36,7 @@ _T_IMPORT = time.perf_counter()
 
 
 def default_drawings_dir() -> Path:
-    from gemmpad.userdata import drawings_dir
+    from gemmpad.data.userdata import drawings_dir
 
     return drawings_dir()
 
@@ -46,8 +46,8 @@ def start_model(explicit: str | None) -> str | None:
     earlier Learn when it exists and loads, else None (the shipped model)."""
     if explicit:
         return explicit
-    from gemmpad.model import load_model
-    from gemmpad.userdata import personal_model_path
+    from gemmpad.runtime.model import load_model
+    from gemmpad.data.userdata import personal_model_path
 
     personal = personal_model_path()
     if not personal.exists():
@@ -248,8 +248,8 @@ def run(args: argparse.Namespace) -> int:
     age = _process_age_s()
     started_at = time.perf_counter() - age if age is not None else _T_IMPORT
 
-    from gemmpad import strokes
-    from gemmpad.engine import Classifier, available_backends, backend_of
+    from gemmpad.inputs import strokes
+    from gemmpad.runtime.classifier import Classifier, available_backends, backend_of
 
     drawing = strokes.load_drawing(args.replay) if args.replay else None
     # The fastest usable backend by default: the GPU, else the native CPU code, else NumPy.

@@ -1,7 +1,7 @@
 """The drawing surface: strokes in, a float image out, with no GUI code.
 
 The canvas is a NumPy array that the app shows as a texture, painted segment by
-segment with `gemmpad.strokes.paint_segment` as the pointer moves (pointer
+segment with `gemmpad.inputs.strokes.paint_segment` as the pointer moves (pointer
 samples are joined by short curves, so fast strokes stay round). Keeping it
 free of Dear PyGui means the exact pixels the network reads can be tested
 headless, and that replaying recorded strokes reproduces the live drawing bit
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gemmpad.strokes import (CANVAS, CURVE_STEP_PX, DEFAULT_WIDTH, FAR_SIDES, MAX_PAINT_COST, MAX_POINTS,
+from gemmpad.inputs.strokes import (CANVAS, CURVE_STEP_PX, DEFAULT_WIDTH, FAR_SIDES, MAX_PAINT_COST, MAX_POINTS,
                               MAX_STROKE_POINTS, Stroke, paint_segment, piece_cost)
 
 DEFAULT_BRUSH = DEFAULT_WIDTH  # 18 px on the 280 px canvas: the width the training drawings use
@@ -26,7 +26,7 @@ MIN_STEP_PX = 0.5
 # The pointer is read once per frame, so a fast stroke arrives as points 10-30 px
 # apart; joined by straight lines, curves would show corners. Each span between
 # two samples is drawn as a centripetal Catmull-Rom curve cut into pieces
-# CURVE_STEP_PX long (gemmpad.strokes, which prices files the same way).
+# CURVE_STEP_PX long (gemmpad.inputs.strokes, which prices files the same way).
 # What the canvas holds is what --record and Save write, so it holds no more than a
 # strokes file may: a stroke reaching MAX_STROKE_POINTS goes on as a new stroke, and
 # past MAX_POINTS or this share of MAX_PAINT_COST (the rest is room for rounding the
@@ -91,7 +91,7 @@ class Canvas:
         self._cost = sum(s.cost for s in self._strokes)
 
     def strokes(self) -> list[Stroke]:
-        """The strokes as [n, 2] arrays (the gemmpad.strokes format, for --record)."""
+        """The strokes as [n, 2] arrays (the gemmpad.inputs.strokes format, for --record)."""
         return [np.asarray(s.points, dtype=np.float64) for s in self._strokes]
 
     def widths(self) -> list[float]:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import dearpygui.dearpygui as dpg
 import numpy as np
 
-from gemmpad.engine import Prediction
+from gemmpad.runtime.classifier import Prediction
 from gemmpad.ui import style
 from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
 from gemmpad.ui.layout import Layout

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import dearpygui.dearpygui as dpg
 
-from gemmpad import backends, registry
-from gemmpad.engine import Timing, timing_stats
-from gemmpad.native import CudaStatus
+from gemmpad.runtime import backends, registry
+from gemmpad.runtime.classifier import Timing, timing_stats
+from gemmpad.runtime.native import CudaStatus
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
-from gemmpad.ui.inference import HISTORY, WARMUP_PASSES
+from gemmpad.ui.workers.inference import HISTORY, WARMUP_PASSES
 from gemmpad.ui.lab_panel import LabPanel
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.race_panel import RacePanel

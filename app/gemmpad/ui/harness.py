@@ -12,8 +12,8 @@ import dearpygui.dearpygui as dpg
 import numpy as np
 from PIL import Image
 
-from gemmpad.files import atomic_path
-from gemmpad.strokes import Drawing
+from gemmpad.inputs.files import atomic_path
+from gemmpad.inputs.strokes import Drawing
 
 if TYPE_CHECKING:
     from gemmpad.ui.window import App

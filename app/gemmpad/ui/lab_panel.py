@@ -19,11 +19,12 @@ from typing import Any
 import dearpygui.dearpygui as dpg
 import numpy as np
 
-from gemmpad import registry, roofline
-from gemmpad.engine import Timing
+from gemmpad.runtime import registry
+from gemmpad.bench import roofline
+from gemmpad.runtime.classifier import Timing
 from gemmpad.errors import GemmpadError
-from gemmpad.native import CudaStatus
-from gemmpad.roofline import Point
+from gemmpad.runtime.native import CudaStatus
+from gemmpad.bench.roofline import Point
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import tip
 from gemmpad.ui.style import Fonts

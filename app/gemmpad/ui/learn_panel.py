@@ -11,12 +11,12 @@
   the progress. A fifth of each digit's drawings (where it has five or more) are held
   out, and the panel shows before/after on them and on MNIST test (the figure the new
   model's card records; the model line shows the card's figures, the one source of them).
-  An accepted model is saved atomically as the personal model (gemmpad.userdata) and
+  An accepted model is saved atomically as the personal model (gemmpad.data.userdata) and
   reads the next frame; one the 0.3-point MNIST rule refuses is shown with the reason and
   a "Use it anyway" button.
 - A Learn that fails says why and what to do in the panel, in red, until dismissed (or the
   next Learn); the time it shows runs from the key press, the first Learn's loading of the
-  sets it compares with (gemmpad.rehearsal) included, unless the window loaded them at start.
+  sets it compares with (gemmpad.learn.rehearsal) included, unless the window loaded them at start.
 - Reset: the base model reads again, and the personal model file is moved aside
   (personal-model.previous.npz), so the next start uses the base model too; nothing is
   deleted, and the last Learn's figures and time are taken down.
@@ -36,11 +36,13 @@ import numpy as np
 from PIL import Image
 from threadpoolctl import threadpool_limits
 
-from gemmpad import drawings, finetune, rehearsal, replay, strokes, userdata
+from gemmpad.data import drawings, userdata
+from gemmpad.learn import finetune, rehearsal, rehearsal_sets
+from gemmpad.inputs import strokes
 from gemmpad.errors import GemmpadError
-from gemmpad.files import claim
-from gemmpad.images import SUFFIXES, load_image
-from gemmpad.model import Model, default_model_path, load_model
+from gemmpad.inputs.files import claim
+from gemmpad.inputs.images import SUFFIXES, load_image
+from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.layout import INNER, SCROLLBAR, Layout
@@ -75,7 +77,7 @@ class Learner:
         self._status = ("", 0.0)
         self._result: tuple[finetune.Outcome, list[drawings.Example], list[str]] | Exception | None = None
         self._cache: finetune.LearnCache | None = None  # kept between Learns (and on disk between sessions)
-        self._refs: tuple[tuple[str, bytes], replay.References] | None = None  # the base's (_key) sets, in memory
+        self._refs: tuple[tuple[str, bytes], rehearsal_sets.References] | None = None  # the base's (_key) sets, in memory
         self._reader: threading.Thread | None = None  # prefetch()'s
         self.pressed_at = 0.0  # time.perf_counter() when the running or last Learn was asked for
 
@@ -190,7 +192,7 @@ REVEAL_FRAMES = 4  # frames to bring a Learn's outcome into view in (it is laid 
 
 
 def corrections(folder: Path) -> list[tuple[int, Path]]:
-    """The labelled drawings Learn reads (gemmpad.drawings.read_folder): per digit folder, one
+    """The labelled drawings Learn reads (gemmpad.data.drawings.read_folder): per digit folder, one
     file a name, the strokes file where there is one, else the picture; in Learn's order."""
     out: list[tuple[int, Path]] = []
     for digit in range(10):

@@ -1,5 +1,5 @@
 """The prediction column: the digit read, how sure, the ten probabilities, the 28x28
-input the network saw and the hidden layers. When the unsure detector (gemmpad.unsure)
+input the network saw and the hidden layers. When the unsure detector (gemmpad.runtime.unsure)
 says the drawing is not one digit, the big number gives way to "?" and a best guess."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable
 import dearpygui.dearpygui as dpg
 import numpy as np
 
-from gemmpad.engine import Prediction
+from gemmpad.runtime.classifier import Prediction
 from gemmpad.ui import layout, style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.layout import Layout

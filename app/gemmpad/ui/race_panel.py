@@ -10,7 +10,7 @@ import numpy as np
 
 from gemmpad.ui import style
 from gemmpad.ui.draw_panel import tip
-from gemmpad.ui.race import Lap, Race, fastest
+from gemmpad.ui.workers.race import Lap, Race, fastest
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us
 

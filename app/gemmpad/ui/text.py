@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from gemmpad import registry
+from gemmpad.runtime import registry
 from gemmpad.errors import GemmpadError
-from gemmpad.native import CudaStatus
-from gemmpad.unsure import Detector
+from gemmpad.runtime.native import CudaStatus
+from gemmpad.runtime.unsure import Detector
 
 
 # (microseconds per unit, unit): a time is shown in the largest unit it reaches, so the slowest

@@ -28,23 +28,25 @@ import dearpygui.dearpygui as dpg
 import numpy as np
 from PIL import Image
 
-from gemmpad import native, strokes, unsure, userdata
-from gemmpad.engine import Classifier, Prediction, Timing, available_backends, timing_stats
-from gemmpad.files import atomic_paths
-from gemmpad.model import Model
-from gemmpad.preprocess import preprocess
+from gemmpad.runtime import native, unsure
+from gemmpad.inputs import strokes
+from gemmpad.data import userdata
+from gemmpad.runtime.classifier import Classifier, Prediction, Timing, available_backends, timing_stats
+from gemmpad.inputs.files import atomic_paths
+from gemmpad.runtime.model import Model
+from gemmpad.inputs.preprocess import preprocess
 from gemmpad.ui import keys, layout, style
 from gemmpad.ui.canvas import Canvas
 from gemmpad.ui.cores import window_threads
 from gemmpad.ui.draw_panel import DrawPanel
 from gemmpad.ui.engine_panel import BACKEND_LABELS, BATCHES, EnginePanel
 from gemmpad.ui.help_overlay import HelpOverlay
-from gemmpad.ui.inference import HISTORY, InferenceWorker, Result
+from gemmpad.ui.workers.inference import HISTORY, InferenceWorker, Result
 from gemmpad.ui.input_watch import InputWatch, WindowEvents
 from gemmpad.ui.lab_panel import lab_view
 from gemmpad.ui.learn_panel import Learner, LearnPanel
 from gemmpad.ui.prediction_panel import PredictionPanel
-from gemmpad.ui.race import Race
+from gemmpad.ui.workers.race import Race
 from gemmpad.ui.status_bar import StatusBar
 from gemmpad.ui.text import gpu_line, unsure_note
 
@@ -550,7 +552,7 @@ class App:
         png = folder / f"{stamp}.png"
         pixels = np.round(np.clip(self.canvas.image, 0.0, 1.0) * 255.0).astype(np.uint8)
         try:
-            # one unit (gemmpad.files): a full disk leaves neither, never a PNG without its strokes,
+            # one unit (gemmpad.inputs.files): a full disk leaves neither, never a PNG without its strokes,
             # which Learn would take as a picture; the PNG is named last, as the drawing's arrival
             with atomic_paths(png.with_suffix(".json"), png) as (json_tmp, png_tmp):
                 json_tmp.write_text(strokes.dumps(self.canvas.strokes(), self.canvas.widths(), self.canvas.size),

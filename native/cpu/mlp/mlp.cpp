@@ -256,7 +256,7 @@ void bind_mlp(py::module_& m) {
             },
             py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName, py::arg("h1") = py::none(),
             py::arg("h2") = py::none(),
-            "forward() for 8-bit pixels: x uint8 [B, 784], read as x * float32(1/255) (what gemmpad.preprocess "
+            "forward() for 8-bit pixels: x uint8 [B, 784], read as x * float32(1/255) (what gemmpad.inputs.preprocess "
             "makes of uint8 images); cpu.mlp_sparse scales each row as it starts it, the GEMM kernels from a "
             "scaled copy.")
         .def("layer_us", &Mlp::layer_us,
@@ -275,7 +275,7 @@ void bind_mlp(py::module_& m) {
             out.append(d);
             return out;
         },
-        "The whole-network CPU kernels (kind 'mlp' in gemmpad.registry).");
+        "The whole-network CPU kernels (kind 'mlp' in gemmpad.runtime.registry).");
 }
 
 }  // namespace gemmpad::cpu::mlp

@@ -26,7 +26,7 @@ struct SparseWeights {
     bool finite1, finite2, finite3;
 };
 
-// What an 8-bit pixel becomes: x * (1/255) in float32, the very operation gemmpad.preprocess
+// What an 8-bit pixel becomes: x * (1/255) in float32, the very operation gemmpad.inputs.preprocess
 // applies to uint8 images (np.float32(1.0 / 255.0)), so the 8-bit path sees the same floats.
 inline constexpr float kPixelScale = (float)(1.0 / 255.0);
 

@@ -92,7 +92,7 @@ GEMMPAD_INLINE void sparse_layer(const float* x, const int* idx, int nnz, const 
 }
 
 GEMMPAD_INLINE void softmax_row(const float* z, float* p) {
-    // Same steps as gemmpad.model.softmax, so NaN and Inf come out the same:
+    // Same steps as gemmpad.runtime.model.softmax, so NaN and Inf come out the same:
     // a NaN anywhere makes the max NaN and with it the whole row.
     float m = z[0];
     for (int j = 1; j < kOut; ++j) m = (z[j] > m || z[j] != z[j]) ? z[j] : m;

@@ -2,7 +2,7 @@
 // that gemm()'s default and the layer-by-layer MLP use. Each rung runs only its own kernel and says
 // `unavailable: <why>` where its step does not apply (KernelInfo::rejects); a dispatcher picks, for
 // each problem, the first rung of its preference list for that shape that takes it, launches it
-// and remembers its name (last_dispatched(), Python: gemmpad.registry.dispatched()).
+// and remembers its name (last_dispatched(), Python: gemmpad.runtime.registry.dispatched()).
 //
 // The routing, from the committed H200 figures (assets/benchmarks/h200/bench-gemm.json, 2026-11-29)
 // and the choice rungs 17 and 19 used to make inside themselves:

@@ -106,7 +106,7 @@ void bind_mlp(py::module_& m) {
                const py::object& h2) { return run_forward(self, x, true, out, kernel, h1, h2); },
             py::arg("x"), py::arg("out"), py::arg("kernel") = "cuda.mlp_fused", py::arg("h1") = py::none(),
             py::arg("h2") = py::none(),
-            "forward() for 8-bit pixels x uint8 (B, 784), read as x * float32(1/255) (gemmpad.preprocess's "
+            "forward() for 8-bit pixels x uint8 (B, 784), read as x * float32(1/255) (gemmpad.inputs.preprocess's "
             "scaling): the bytes cross PCIe into pinned staging and the floats are made on the GPU.")
         .def(
             "kernel_us",

@@ -68,7 +68,7 @@ __global__ void softmax_kernel(const float* __restrict__ logits, float* __restri
 }
 
 // 8-bit pixels to floats, x * float32(1/255) with a rounded multiply (never contracted), the
-// very float gemmpad.preprocess makes of a uint8 pixel. 16 pixels per thread: one 16-byte load
+// very float gemmpad.inputs.preprocess makes of a uint8 pixel. 16 pixels per thread: one 16-byte load
 // (a row of 784 is 49 of them; src is a cudaMalloc'd or cudaHostAlloc'd base), four float4 stores.
 constexpr float kPixelScale = (float)(1.0 / 255.0);
 
@@ -173,7 +173,7 @@ double Mlp::run_resident(const void* x, float* out, int batch, Request req, Hidd
     const auto t0 = clock::now();
     resident_start();  // (again if stop_all_residents stopped it)
     const float* xf = static_cast<const float*>(x);
-    if (req.u8) {  // a few rows per request: scaled here, as gemmpad.preprocess scales them
+    if (req.u8) {  // a few rows per request: scaled here, as gemmpad.inputs.preprocess scales them
         u8_rows_.resize((size_t)batch * kIn);
         const uint8_t* p = static_cast<const uint8_t*>(x);
         for (size_t i = 0; i < u8_rows_.size(); ++i) u8_rows_[i] = (float)p[i] * (float)(1.0 / 255.0);

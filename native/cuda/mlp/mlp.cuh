@@ -193,7 +193,7 @@ class Mlp {
     // then. The GPU may still be finishing (the stop event, blocks that exit
     // after the last store): kernel_us() waits for that.
     double forward(const float* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
-    // The same from 8-bit pixels x [batch, 784], read as x * float32(1/255) (gemmpad.preprocess's
+    // The same from 8-bit pixels x [batch, 784], read as x * float32(1/255) (gemmpad.inputs.preprocess's
     // scaling of uint8 images): a quarter of the bytes cross PCIe, into pinned staging (batches up
     // to mapped_in_max: read in place through the mapping), and a kernel makes the floats on the
     // GPU ahead of the forward pass (inside the timed span: kernel_us() includes it).

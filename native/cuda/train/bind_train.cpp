@@ -1,6 +1,6 @@
 // Python binding of the native trainer: gemmpad._cuda.Trainer.
 // Shapes and dtypes are checked here (pybind11 would otherwise convert or
-// copy silently); gemmpad.train_native checks values (NaN, label range) and
+// copy silently); gemmpad.learn.train_native checks values (NaN, label range) and
 // gives the friendlier messages.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

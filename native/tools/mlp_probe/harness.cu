@@ -42,7 +42,7 @@ Model random_model(std::mt19937& rng) {
     return m;
 }
 
-// Digit-like rows (80% zeros), row 0 dense, last row blank (as tests/test_cuda_mlp.py).
+// Digit-like rows (80% zeros), row 0 dense, last row blank (as tests/native/test_cuda_mlp.py).
 std::vector<float> inputs(std::mt19937& rng, int batch) {
     std::uniform_real_distribution<float> u(0.0f, 1.0f);
     std::vector<float> x((size_t)batch * 784);

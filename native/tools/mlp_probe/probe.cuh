@@ -43,7 +43,7 @@ struct Model {
     std::vector<float> W1, b1, W2, b2, W3, b3;
 };
 Model random_model(std::mt19937& rng);
-// Digit-like rows (80% zeros), row 0 dense, last row blank (as tests/test_cuda_mlp.py).
+// Digit-like rows (80% zeros), row 0 dense, last row blank (as tests/native/test_cuda_mlp.py).
 std::vector<float> inputs(std::mt19937& rng, int batch);
 std::vector<double> reference(const Model& m, const std::vector<float>& x, int batch);
 // ||out - ref|| / ||ref||, NaN (unwritten) -> inf

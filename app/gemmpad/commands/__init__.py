@@ -1,0 +1,1 @@
+"""The command line: `gemmpad` and its thin subcommand modules."""

@@ -1,0 +1,181 @@
+"""Atomic file writes: a crash or a full disk never leaves a half-written file
+where a good one was (the shipped model, a benchmark result, a saved drawing).
+
+Every writer goes through atomic_path, which also decides *what* may be replaced:
+a symlink is written through to its target (the link stays a link), and a device,
+FIFO or socket is refused rather than swapped for a regular file.
+
+Outputs are claimed and written in one policy:
+- before the work, check_output_file / check_writable_dir prove every output can be
+  written (a card path that is a directory fails in the first second, not after training);
+- where two writers can meet (two fine-tunes to one --output; the window's Learn and
+  `gemmpad train` on the personal model), `claim` holds a filelock on the name for the
+  whole run, so the second is refused at once instead of both saying "wrote" and one
+  silently replacing the other;
+- files that belong together (a model's weights and its card, a drawing's PNG and its
+  strokes) are written by atomic_paths as one unit: every temporary is written before
+  any rename, so a full disk leaves all the old files and no half pair. The renames are
+  still one per file; a kill between them is caught where it matters by the model card's
+  weights_sha256 (gemmpad.runtime.model): a card naming other weights is refused on load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+import filelock
+
+from gemmpad.errors import GemmpadError, OutputFileError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it onto `path` on success.
+
+    The temporary file keeps the target's suffix so that writers which pick a
+    format by extension (Pillow, matplotlib, numpy.savez) still do.
+    """
+    target = write_target(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp_path: Path | None = None
+    try:  # from the temporary's creation on: a Ctrl-C at any point below leaves no hidden file behind
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=f".tmp{target.suffix}", dir=target.parent)
+        tmp_path = Path(tmp)
+        os.close(fd)
+        try:  # mkstemp makes 0600: keep a replaced file's permissions, else those a plain open() would give
+            mode = stat.S_IMODE(target.stat().st_mode)
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.chmod(tmp_path, mode)
+        yield tmp_path
+        os.replace(tmp_path, target)
+    finally:
+        if tmp_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_paths(*paths: str | os.PathLike[str]) -> Iterator[list[Path]]:
+    """Temporaries for several files written as one unit: nothing is renamed until the block
+    has written them all, then they are renamed in the order given (name last the file whose
+    arrival means "done"); an exception anywhere leaves every old file as it was."""
+    with contextlib.ExitStack() as stack:  # exits run last-entered first: enter in reverse to rename in order
+        temps = [stack.enter_context(atomic_path(p)) for p in reversed(paths)]
+        yield temps[::-1]
+
+
+@contextlib.contextmanager
+def claim(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
+    """Hold the output name `path` for this process until the block ends, or raise
+    GemmpadError naming `what` when another process holds it now: a second writer is
+    refused before its work, not silently overwritten by (or overwriting) the first.
+
+    The lock (filelock: released by the OS if the process dies) is an empty file named by the
+    output's absolute path in the user data folder's locks/ (the temp folder where that cannot be
+    written): nothing appears beside the output, and it stays after release, since removing it
+    could let two processes lock two different files of one name.
+    """
+    try:
+        target = write_target(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(_lock_dir() / f"{hashlib.sha256(bytes(target.resolve())).hexdigest()[:32]}.lock")
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        raise GemmpadError(f"{what}: another gemmpad is writing {path} now; wait for it, "
+                           "or name another file") from None
+    except GemmpadError as exc:  # a directory, device or loop where the file should be
+        raise GemmpadError(f"{what}: {exc}") from None
+    except OSError as exc:
+        raise GemmpadError(f"{what}: cannot write here ({exc.strerror or exc})") from None
+    try:
+        yield target
+    finally:
+        lock.release()
+
+
+def _lock_dir() -> Path:
+    """Where claim keeps its lock files: locks/ in the user data folder, else in the temp folder."""
+    from gemmpad.data import userdata
+
+    for d in (userdata.data_dir() / "locks", Path(tempfile.gettempdir()) / f"gemmpad-locks-{getattr(os, 'getuid', lambda: 0)()}"):
+        with contextlib.suppress(OSError):
+            d.mkdir(parents=True, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+    raise OSError(f"no folder for a lock file ({userdata.data_dir() / 'locks'} cannot be written)")
+
+
+def write_target(path: str | os.PathLike[str]) -> Path:
+    """The file a write to `path` should replace: a symlink's final target (so the
+    rename lands there and the link survives), or `path` itself. Raises OutputFileError
+    for a directory, device, FIFO or socket, or a symlink loop."""
+    given = Path(path)
+    target = Path(os.path.realpath(given)) if given.is_symlink() else given
+    try:
+        mode = target.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):  # a new file (check_writable_dir judges its folder)
+        return target
+    except OSError as exc:  # a symlink loop, a component that is a file, no permission
+        raise OutputFileError(f"{given}: cannot write here ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise OutputFileError(f"{given} is a directory; name a file")
+    if not stat.S_ISREG(mode):
+        raise OutputFileError(f"{given} is not a regular file (a device, FIFO or socket): refusing to replace it")
+    return target
+
+
+def check_writable_dir(directory: str | os.PathLike[str], what: str) -> Path:
+    """Create `directory` if needed and prove a file can be made there, or raise
+    GemmpadError naming `what` (the option, e.g. "--out results"). Called before
+    minutes of training or benchmarking, so a bad path fails first, not last."""
+    d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise GemmpadError(f"{what}: {d} is a file, not a directory")
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as exc:
+        raise GemmpadError(f"{what}: cannot write to {d}: {exc.strerror or exc}") from None
+    return d
+
+
+def check_output_file(path: str | os.PathLike[str], what: str, suffixes: Collection[str] | None = None) -> Path:
+    """Prove `path` can be written as a file of one of `suffixes` (".png", ...: the
+    writers pick the format by suffix), or raise GemmpadError naming `what`; like
+    check_writable_dir, before the work rather than after it."""
+    p = Path(path)
+    try:
+        write_target(p)
+    except GemmpadError as exc:
+        raise GemmpadError(f"{what}: {exc}") from None
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        examples = [s for s in (".png", ".jpg", ".pdf", ".svg") if s in suffixes] or sorted(suffixes)[:3]
+        raise GemmpadError(f"{what}: the file type comes from the suffix, and {p.suffix or 'no suffix'} is not one "
+                           f"that can be written here (e.g. {', '.join(examples)})")
+    check_writable_dir(write_target(p).parent, what)
+    return p
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write `data` to `path` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically."""
+    write_bytes(path, text.encode("utf-8"))

@@ -1,0 +1,106 @@
+"""`gemmpad train --teacher cnn`: a convolutional teacher whose soft readings the MLP learns from.
+
+The shipped network must stay 784-100-100-10, but what it is trained towards need not be
+the hard labels alone. A small CNN, trained first on the very same arrays, generalises
+better to strokes it has not seen (its filters are shared across positions); its
+softened probabilities (temperature TEMPERATURE) say which digits a sample resembles,
+and the MLP fits a mix of those and the labels (Hinton, Vinyals & Dean, 2015). The
+teacher is thrown away after training: the model file holds the MLP only.
+torch is imported inside functions only, like gemmpad.learn.train.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+TEMPERATURE = 3.0  # softens the teacher's probabilities so the runner-up digits carry signal
+SOFT_WEIGHT = 0.7  # share of the loss that follows the teacher; the rest follows the labels
+EPOCHS = 8  # the teacher's epochs (AdamW, cosine learning rate from LR)
+LR = 2e-3
+BATCH = 256
+
+
+def _network() -> Any:
+    import torch.nn as nn
+
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(64, 128, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Dropout(0.3), nn.Linear(128 * 5 * 5, 256), nn.ReLU(), nn.Dropout(0.3), nn.Linear(256, 10))
+
+
+def teacher_logits(x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray, seed: int, device: str,
+                   log: Callable[[str], None]) -> tuple[np.ndarray, float]:
+    """Train the CNN on x [N, 784] (normalised as the MLP sees it), y; return its logits on x
+    (float32 [N, 10]) and its accuracy on the held-out x_val, y_val (nan when empty)."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(seed)
+    net = _network().to(device)
+    opt = torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=1e-4)
+    xt = torch.from_numpy(x).to(device).view(-1, 1, 28, 28)
+    yt = torch.from_numpy(y).to(device)
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    steps = math.ceil(len(x) / BATCH)
+    cuda = device == "cuda"
+    for epoch in range(EPOCHS):
+        for g in opt.param_groups:
+            g["lr"] = LR * 0.5 * (1 + math.cos(math.pi * epoch / EPOCHS))
+        net.train()
+        order = torch.randperm(len(x), generator=gen).to(device)
+        for s in range(steps):
+            idx = order[s * BATCH : (s + 1) * BATCH]
+            with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=cuda):
+                loss = F.cross_entropy(net(xt[idx]).float(), yt[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        log(f"  teacher epoch {epoch + 1}/{EPOCHS}  loss {float(loss.detach()):.4f}")
+    out = _predict(net, xt, device)
+    val = float("nan")
+    if len(x_val):
+        pv = _predict(net, torch.from_numpy(x_val).to(device).view(-1, 1, 28, 28), device)
+        val = float((pv.argmax(1) == y_val).mean())
+    log(f"  teacher (CNN): training-set accuracy {100 * float((out.argmax(1) == y).mean()):.2f}%, "
+        f"held-out {100 * val:.2f}%")
+    return out, val
+
+
+def _predict(net: Any, xt: Any, device: str) -> np.ndarray:
+    import torch
+
+    net.eval()
+    parts = []
+    with torch.no_grad(), torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=device == "cuda"):
+        for i in range(0, len(xt), 8192):
+            parts.append(net(xt[i : i + 8192]).float().cpu().numpy())
+    return np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, 10), np.float32)
+
+
+def loss(logits: Any, labels: Any, teacher: Any) -> Any:
+    """The student's loss: SOFT_WEIGHT of the tempered KL to the teacher (scaled by T^2 so its
+    gradients keep their size), the rest cross-entropy to the labels."""
+    import torch.nn.functional as F
+
+    t = TEMPERATURE
+    kd = F.kl_div(F.log_softmax(logits / t, dim=1), F.log_softmax(teacher / t, dim=1), log_target=True,
+                  reduction="batchmean") * (t * t)
+    return SOFT_WEIGHT * kd + (1 - SOFT_WEIGHT) * F.cross_entropy(logits, labels)
+
+
+
+def describe() -> str:
+    """The teacher's layers in one line, for the model card (kept beside _network)."""
+    return ("conv 3x3x32, conv 3x3x64, max-pool 2, conv 3x3x128, max-pool 2, dropout 0.3, dense 256, "
+            "dropout 0.3, dense 10; ReLU")
+
+
+def describe_loss() -> str:
+    """The student's loss in words, for the model card."""
+    return (f"{SOFT_WEIGHT:g} x KL(teacher || MLP) at temperature {TEMPERATURE:g} (scaled by T^2) "
+            f"+ {1 - SOFT_WEIGHT:.1f} x softmax cross-entropy")

@@ -1,0 +1,109 @@
+"""The personal model: a model fine-tuned on one person's drawings, made and kept safely.
+
+Used by `gemmpad train --drawings DIR --base MODEL --output OUT` (`run`) and by the
+window's Learn button (gemmpad.ui.learn_panel): read the drawings (bad files skipped
+with a line), fine-tune (gemmpad.learn.finetune), and write the result as a new file only
+when it keeps reading everyone else (or the person insists), never over the model it
+came from or the shipped one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from threadpoolctl import threadpool_limits
+
+from gemmpad.data import drawings, userdata
+from gemmpad.learn import finetune, rehearsal, rehearsal_sets
+from gemmpad.errors import GemmpadError
+from gemmpad.inputs.files import check_output_file, claim
+from gemmpad.runtime.model import Model, default_model_path, load_model
+from gemmpad.terminal import printable
+
+Log = Callable[[str], None]
+
+
+def check_target(output: Path, base: Model, replace: bool) -> None:
+    """Refuse, before any work, an output that is the base model, the shipped model, an
+    existing file not to be replaced, or a place that cannot be written."""
+    check_output_file(output, f"--output {output}", {".npz"})
+    check_output_file(output.with_suffix(".json"), f"--output {output} (its card)")
+    protected = {default_model_path().resolve()} | ({Path(base.path).resolve()} if base.path else set())
+    if output.resolve() in protected:
+        raise GemmpadError(f"--output {output}: that is the model being fine-tuned or the shipped model; "
+                           "a personal model is always a new file")
+    existing = [str(f) for f in (output, output.with_suffix(".json")) if f.exists()]
+    if existing and not replace:
+        raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
+                           "name another --output, or pass --force to replace")
+
+
+def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,
+                     engine: str = "auto", insist: bool = False, mnist: str | None = None,
+                     cache: str | Path | None = None, log: Log = print,
+                     progress: finetune.Progress | None = None) -> finetune.Outcome:
+    """Fine-tune `base` on the drawings under `folder`; write `output` when accepted (with one
+    BLAS thread, as the window's Learn: its products are small)."""
+    with threadpool_limits(1, user_api="blas"):
+        return _fine_tune_folder(base, folder, output, settings, engine, insist, mnist, cache, log, progress)
+
+
+def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,
+                      engine: str, insist: bool, mnist: str | None, cache: str | Path | None, log: Log,
+                      progress: finetune.Progress | None) -> finetune.Outcome:
+    kept = finetune.LearnCache.load(cache) if cache else finetune.LearnCache()
+    examples = drawings.read_folder(folder, say=log, known=kept.drawings)
+    if not examples:
+        raise GemmpadError(f"{folder}: no usable drawings in {folder}/0 ... {folder}/9")
+    per_digit = ", ".join(f"{d}: {n}" for d, n in drawings.counts(examples).items())
+    log(f"{len(examples)} drawings ({per_digit})")
+    refs = rehearsal.sets_for(base, mnist, cache, log=log)
+    outcome = finetune.learn(base, examples, refs, settings, engine, force=insist, progress=progress, cache=kept)
+    if cache:
+        kept.save(cache, examples)
+    for name in outcome.before:
+        log(f"  {name:15s} {100 * outcome.before[name]:6.2f} % -> {100 * outcome.after[name]:6.2f} %")
+    rounded = (f" ({settings.steps} asked for, rounded up to whole passes over these rows and the replay)"
+               if outcome.steps != settings.steps else "")  # --steps 1 ran 67 steps without a word
+    log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}{rounded}, "
+        f"{outcome.seconds['total']:.2f} s")
+    if outcome.reason:
+        log(("kept anyway (insisted): " if outcome.accepted else "not saved: ") + outcome.reason)
+    if outcome.accepted and output is not None:
+        finetune.save_personal(outcome, base, examples, output, settings)
+        log(f"wrote {output} and {Path(output).with_suffix('.json')}")
+    return outcome
+
+
+def run(args: argparse.Namespace) -> int:
+    """`gemmpad train --drawings DIR --base MODEL`: exit 0 when the personal model was written,
+    1 when the safety rule refused it."""
+    base = load_model(args.base)
+    output = Path(args.output) if args.output else userdata.personal_model_path()
+    check_target(output, base, args.force)
+    given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
+    settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
+    log: Log = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))  # lines name paths
+    with claim(output, f"--output {output}"):  # the window's Learn and other runs write this name too
+        check_target(output, base, args.force)  # again, held: a run that just ended may have written it
+        outcome = fine_tune_folder(base, args.drawings, output, settings,
+                                   "native" if args.engine == "native" else "auto",
+                                   args.insist, args.data, args.cache or None, log)
+    if not outcome.accepted:
+        print(f"gemmpad train: {printable(outcome.reason)}; pass --insist to keep it anyway", file=sys.stderr)
+        return 1
+    return 0
+
+
+def folder_rows(folder: str | Path, seed: int, log: Log = print) -> rehearsal_sets.Arrays:
+    """Training rows from a folder of drawings for a full training run (`gemmpad train
+    --drawings DIR` without --base): each drawing augmented as a fine-tune would."""
+    examples = drawings.read_folder(folder, say=log)
+    if not examples:
+        raise GemmpadError(f"--drawings {folder}: no usable drawings in {folder}/0 ... {folder}/9")
+    rows = finetune.user_rows(examples, finetune.Settings(seed=seed))
+    log(f"  drawings  {len(rows):6d} images from {len(examples)} drawings in {folder}")
+    return rows

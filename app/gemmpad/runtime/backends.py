@@ -1,0 +1,160 @@
+"""The backends the MLP runs on, as one list: the engine, the command line and
+the window all read it, so a new backend is one entry here.
+
+A backend says whether it can run on this machine (and if not, why: the line
+shown beside a greyed-out choice), which kernel it starts on, and how to build
+its runner: an object that keeps the weights where it computes and runs
+`forward(x [B,784] float32, out [B,10] float32, kernel, h1=None, h2=None) -> kernel_us`
+and `forward_u8` (x uint8 pixels, read as x * float32(1/255), preprocess's scaling).
+h1/h2, where given ([B, width] float32), receive the hidden activations that very pass
+computed, so a caller shows what the selected kernel produced, not a recomputation.
+On the GPU the kernel time is read later from CUDA events (`deferred_timing`):
+`forward` returns once the probabilities are in host memory and
+`kernel_us()` waits for the stop event only when asked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from gemmpad.runtime import native
+
+
+PIXEL_SCALE = np.float32(1.0 / 255.0)  # gemmpad.inputs.preprocess's scaling of uint8 pixels, and the native u8 paths'
+
+
+class Runner(Protocol):
+    """One backend's MLP, weights resident: the object `Classifier` calls every frame."""
+
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float: ...
+
+    def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                   h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float: ...
+
+
+class DeferredRunner(Runner, Protocol):
+    """A runner whose kernel time arrives after forward() returns (Backend.deferred_timing)."""
+
+    def kernel_us(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str  # what --backend and Classifier(backend=...) take
+    label: str  # short name on screen
+    summary: str  # one line: what runs the network
+    default_kernel: str
+    deferred_timing: bool  # kernel time from the runner's kernel_us(), after forward() has returned
+    reason: Callable[[], str]  # "" when usable here, else why not
+    make: Callable[[Any, dict[str, np.ndarray]], Runner]  # (Model, float32 weights) -> runner
+
+
+class NumpyMlp:
+    """The float32 NumPy reference as a runner (BLAS matmuls; kernel time = the matmuls)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        from gemmpad.runtime.model import softmax
+
+        t0 = time.perf_counter()
+        if h1 is None and h2 is None:
+            out[...] = self.model.forward(x)
+            return (time.perf_counter() - t0) * 1e6
+        w = self.model.weights
+        a1, a2 = self.model.hidden(x)  # Model.forward's steps, its hidden layers kept
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[...] = softmax(a2 @ w["W3"] + w["b3"])
+        us = (time.perf_counter() - t0) * 1e6
+        _fill(h1, a1)
+        _fill(h2, a2)
+        return us
+
+    def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                   h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        t0 = time.perf_counter()
+        xf = x.astype(np.float32) * PIXEL_SCALE
+        return (time.perf_counter() - t0) * 1e6 + self.forward(xf, out, kernel, h1, h2)
+
+
+def _fill(dst: np.ndarray | None, src: np.ndarray) -> None:
+    if dst is not None:
+        dst[...] = src
+
+
+class LayerByLayer:
+    """A network of other hidden widths (an imported 784-h1-h2-10 MLP) on any GEMM kernel of
+    the registry: three `gemm()` calls and a softmax. The native MLP objects and the fused
+    kernels hold 100-unit layers in their tiles and registers; the GEMM rungs take any shape,
+    so every rung of the ladder still runs such a network. The kernel time is the three
+    products' wall time (the GPU's included: `gemm()` returns with C in host memory)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._kernel_us = 0.0
+
+    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        from gemmpad.runtime.gemm import gemm
+        from gemmpad.runtime.model import softmax
+
+        w = self.model.weights
+        t0 = time.perf_counter()
+        a1 = gemm(x, w["W1"], bias=w["b1"], activation="relu", kernel=kernel)
+        a2 = gemm(a1, w["W2"], bias=w["b2"], activation="relu", kernel=kernel)
+        logits = gemm(a2, w["W3"], bias=w["b3"], kernel=kernel)
+        self._kernel_us = (time.perf_counter() - t0) * 1e6
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[...] = softmax(logits)
+        _fill(h1, a1)  # the rung's own products, already in host memory
+        _fill(h2, a2)
+        return self._kernel_us
+
+    def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
+                   h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        return self.forward(x.astype(np.float32) * PIXEL_SCALE, out, kernel, h1, h2)
+
+    def kernel_us(self) -> float:
+        return self._kernel_us
+
+
+def _native_mlp(module: Callable[[], Any]) -> Callable[[Any, dict[str, np.ndarray]], Runner]:
+    def make(model: Any, w: dict[str, np.ndarray]) -> Runner:
+        if not model.standard:
+            return LayerByLayer(model)
+        return module().Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
+
+    return make
+
+
+def _cpu_reason() -> str:
+    return "" if hasattr(native.cpu, "Mlp") else "this build of gemmpad has no native CPU MLP (gemmpad._cpu.Mlp)"
+
+
+def _cuda_reason() -> str:
+    status = native.cuda_status()
+    if not status.available:
+        return status.reason
+    cuda_mod = native.cuda_module_if_built()
+    return "" if cuda_mod is not None and hasattr(cuda_mod, "Mlp") else \
+        "this build of gemmpad has no GPU MLP (gemmpad._cuda.Mlp)"
+
+
+BACKENDS: tuple[Backend, ...] = (
+    Backend("numpy", "NumPy", "NumPy reference (BLAS matmul)", "numpy", False, lambda: "",
+            lambda model, w: NumpyMlp(model)),
+    Backend("cpu", "CPU", "C++ kernels on the CPU", "cpu.mlp_sparse", False, _cpu_reason,
+            _native_mlp(lambda: native.cpu)),
+    Backend("cuda", "GPU", "CUDA kernels on the GPU", "cuda.mlp_fused", True, _cuda_reason,
+            _native_mlp(native.cuda)),
+)
+NAMES = tuple(b.name for b in BACKENDS)
+BY_NAME = {b.name: b for b in BACKENDS}

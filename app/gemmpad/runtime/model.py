@@ -1,0 +1,306 @@
+"""The network's weights: loading, validating, saving, and the NumPy reference forward.
+
+The file format is a plain .npz of six float32 arrays (see models/README.md),
+loaded with allow_pickle=False so a model file can never run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import struct
+import warnings
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from gemmpad.errors import ModelFileError
+from gemmpad.inputs.files import atomic_path, atomic_paths, write_text
+from gemmpad.inputs.reads import load_json, read_input
+
+LAYERS = (784, 100, 100, 10)
+MAX_HIDDEN = 4096  # an imported network's widest hidden layer; the shipped one has 100 units
+
+
+def shapes(h1: int = LAYERS[1], h2: int = LAYERS[2]) -> dict[str, tuple[int, ...]]:
+    """The six arrays of a 784-h1-h2-10 network. The shipped model and every fused kernel
+    are 784-100-100-10; an imported network may have other hidden widths and then runs on
+    the layer-by-layer kernels (see `Model.standard`)."""
+    n_in, n_out = LAYERS[0], LAYERS[-1]
+    return {"W1": (n_in, h1), "b1": (h1,), "W2": (h1, h2), "b2": (h2,), "W3": (h2, n_out), "b3": (n_out,)}
+
+
+SHAPES: dict[str, tuple[int, ...]] = shapes()
+
+
+def _hidden_widths(w1_shape: tuple[int, ...], w2_shape: tuple[int, ...], source: str) -> tuple[int, int]:
+    """(h1, h2) as W1 and W2 declare them, each checked against 1..MAX_HIDDEN: a file cannot
+    make us allocate a layer of a billion units."""
+    if len(w1_shape) != 2 or len(w2_shape) != 2:
+        raise ModelFileError(f"{source}: W1 and W2 must be matrices, got shapes {w1_shape} and {w2_shape}")
+    h1, h2 = int(w1_shape[1]), int(w2_shape[1])
+    for name, h in (("first", h1), ("second", h2)):
+        if not 1 <= h <= MAX_HIDDEN:
+            raise ModelFileError(f"{source}: the {name} hidden layer has {h} units; gemmpad runs 1 to {MAX_HIDDEN}")
+    return h1, h2
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+
+
+def default_model_path() -> Path:
+    """The shipped model: installed inside the package, or models/ in a source checkout."""
+    packaged = MODELS_DIR / "mnist-mlp.npz"
+    if packaged.exists():
+        return packaged
+    return Path(__file__).resolve().parents[3] / "models" / "mnist-mlp.npz"
+
+
+@dataclass
+class Model:
+    """softmax(relu(relu(x@W1+b1)@W2+b2)@W3+b3) for x in [0,1]^784, ink bright."""
+
+    weights: dict[str, np.ndarray]
+    card: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        validate(self.weights, source=self.name)
+        # Finite weights can still overflow float32 on the way (W1 = 3e38): try blank, full and
+        # random inputs now, so such a file is refused when loaded rather than answering "nan %"
+        probe = np.random.default_rng(0).random((8, LAYERS[0]), dtype=np.float32)
+        probe[0], probe[1] = 0.0, 1.0
+        self.check_output(self.forward(probe))
+
+    @property
+    def name(self) -> str:
+        """How messages name these weights: the file they came from, if any."""
+        return str(self.path) if self.path is not None else "weights"
+
+    def check_output(self, probs: np.ndarray) -> np.ndarray:
+        """`probs`, or ModelFileError when any is NaN or Inf: the weights overflowed float32 on
+        this input, and a NaN answer would otherwise read like a result."""
+        if not np.all(np.isfinite(probs)):
+            raise ModelFileError(f"{self.name}: the network's output is not finite (NaN or Inf): "
+                                 "its weights are too large for float32 arithmetic")
+        return probs
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.weights[name]
+
+    @property
+    def layers(self) -> tuple[int, int, int, int]:
+        """(784, h1, h2, 10): the widths of this network's layers."""
+        return (LAYERS[0], self.weights["W1"].shape[1], self.weights["W2"].shape[1], LAYERS[-1])
+
+    @property
+    def standard(self) -> bool:
+        """True for 784-100-100-10, the shape the fused kernels and the native MLPs are built for."""
+        return self.layers == LAYERS
+
+    def scores(self) -> list[str]:
+        """What the model card says these weights scored, as short phrases for the app
+        and `gemmpad info`, real writers first ("unseen writers 98.9 %", "MNIST test
+        98.74 %", "drawn digits 99.8 %"); [] without a card."""
+        results = self.card.get("results", {}) if isinstance(self.card, dict) else {}
+        results = results if isinstance(results, dict) else {}
+        real, drawn = results.get("real_writers"), results.get("drawn_accuracy")
+        found = [("unseen writers", real.get("mean") if isinstance(real, dict) else None, 1),
+                 ("MNIST test", results.get("mnist_test_accuracy"), 2),
+                 ("drawn digits", drawn.get("all") if isinstance(drawn, dict) else None, 1)]
+        return [f"{label} {100 * v:.{digits}f} %" for label, v, digits in found if _fraction(v)]
+
+    def hidden(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The two hidden layers' activations [B, 100] (after ReLU) for inputs [B, 784].
+        Overflow is not warned about here: check_output reports it, naming the file,
+        where NumPy's RuntimeWarning would reach stderr tied to no file."""
+        w = self.weights
+        with np.errstate(over="ignore", invalid="ignore"):
+            h1 = np.maximum(x @ w["W1"] + w["b1"], 0.0)
+            return h1, np.maximum(h1 @ w["W2"] + w["b2"], 0.0)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Probabilities [B, 10] for inputs [B, 784]: the reference every backend matches."""
+        w = self.weights
+        with np.errstate(over="ignore", invalid="ignore"):
+            return softmax(self.hidden(x)[1] @ w["W3"] + w["b3"])
+
+    def save(self, path: str | os.PathLike[str], card: dict[str, Any] | None = None) -> None:
+        """Write the .npz (and the .json card beside it when given) as one unit (files.atomic_paths):
+        both are written before either is renamed, so a full disk leaves the old pair; the card
+        goes in first and the weights last, and names the weights' hash, so a kill between the
+        two renames leaves a pair that load_model refuses rather than one that misdescribes."""
+        target = Path(path)
+        buf = io.BytesIO()
+        np.savez(buf, **{k: self.weights[k].astype(np.float32) for k in SHAPES})
+        data = buf.getvalue()
+        if card is None:
+            with atomic_path(target) as tmp:
+                tmp.write_bytes(data)
+            return
+        with atomic_paths(target.with_suffix(".json"), target) as (card_tmp, weights_tmp):
+            card_tmp.write_bytes(_card_text(card, data).encode("utf-8"))
+            weights_tmp.write_bytes(data)
+
+
+def save_card(model_path: str | os.PathLike[str], card: dict[str, Any]) -> None:
+    """Write (or rewrite) the card of the weights already saved at `model_path` (same name,
+    .json), atomically, stamped with their hash (see Model.save)."""
+    p = Path(model_path)
+    write_text(p.with_suffix(".json"), _card_text(card, read_input(p, MAX_FILE_BYTES, ModelFileError, "model file")))
+
+
+def _card_text(card: dict[str, Any], weights_file: bytes) -> str:
+    """The card as written: `card` with CARD_HASH set to the SHA-256 of the weights file's bytes."""
+    return json.dumps({**card, CARD_HASH: hashlib.sha256(weights_file).hexdigest()}, indent=2) + "\n"
+
+
+def _fraction(value: Any) -> bool:
+    """Whether a card's value is an accuracy: a number in [0, 1]. A hand-edited or hostile card
+    holds anything (true, NaN, 1e308), which would otherwise show as "100.0 %", "nan %", "inf %"."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax, stable for large logits."""
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def validate(weights: dict[str, np.ndarray], source: str = "weights") -> None:
+    """Raise ModelFileError naming the first missing, misshapen, mistyped or non-finite array."""
+    missing = [k for k in SHAPES if k not in weights]
+    if missing:
+        raise ModelFileError(f"{source}: missing arrays {missing} (expected {list(SHAPES)})")
+    for name in SHAPES:
+        if not isinstance(weights[name], np.ndarray):
+            raise ModelFileError(f"{source}: {name} is a {type(weights[name]).__name__}, expected a NumPy array")
+    expected = shapes(*_hidden_widths(weights["W1"].shape, weights["W2"].shape, source))
+    for name, shape in expected.items():
+        arr = weights[name]
+        if arr.shape != shape:
+            raise ModelFileError(f"{source}: {name} has shape {arr.shape}, expected {shape}")
+        if arr.dtype != np.float32:
+            raise ModelFileError(f"{source}: {name} has dtype {arr.dtype}, expected float32")
+        if not np.all(np.isfinite(arr)):
+            raise ModelFileError(f"{source}: {name} contains NaN or Inf")
+
+
+MAX_FILE_BYTES = 64 << 20  # the real file is ~360 KB; a cap keeps a hostile one from filling memory
+MAX_CARD_BYTES = 4 << 20
+CARD_HASH = "weights_sha256"  # the card's field naming the .npz it describes (cards written before it have none)
+
+
+def load_model(path: str | os.PathLike[str] | None = None) -> Model:
+    """Load and validate a model file; its .json card is read when present."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):  # Classifier(model=7): say so, not TypeError
+        raise ModelFileError(f"a model is a Model or a file path, not {type(path).__name__} {path!r:.40}")
+    p = Path(path) if path is not None else default_model_path()
+    if path is None and not p.exists():
+        raise ModelFileError(f"the bundled model is missing (looked for {MODELS_DIR / p.name} and {p}): "
+                             "reinstall gemmpad, or name a model file")
+    data = read_input(p, MAX_FILE_BYTES, ModelFileError, "model file")
+    weights = read_npz(data, str(p))
+    card: dict[str, Any] = {}
+    card_path = p.with_suffix(".json")
+    if card_path != p and card_path.exists():
+        card = load_json(card_path, MAX_CARD_BYTES, ModelFileError, "model card (JSON)")
+        named = card.get(CARD_HASH) if isinstance(card, dict) else None
+        if named is not None and named != hashlib.sha256(data).hexdigest():
+            raise ModelFileError(f"{card_path} describes other weights than {p} (a save was cut off between "
+                                 "the two files?): save the model again, or remove the card")
+    return Model(weights=weights, card=card, path=p)
+
+
+def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
+    """The six arrays of an .npz held in `data`. Every member's name and its .npy
+    header (shape, dtype) are checked before any array data is inflated, and each
+    array is read to exactly the size its header declares, plus one byte to notice
+    more: a file can hide neither an extra member (a string array, a 9 GiB run of
+    zeros), nor data past an array's declared end, nor a pickle."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error) as exc:
+        raise ModelFileError(f"{source}: not an .npz model file (no zip archive: corrupt, truncated or another "
+                             f"kind of file; {exc})") from None
+    try:
+        with zf:
+            members = _npy_members(zf, source)
+            headers = {name: _npy_header(zf, info, source) for name, info in members.items()}
+            expected = shapes(*_hidden_widths(headers["W1"][0], headers["W2"][0], source))
+            for name, (shape, _, _) in headers.items():
+                if shape != expected[name]:
+                    raise ModelFileError(f"{source}: {name} has shape {shape}, expected {expected[name]}")
+            return {name: _npy_data(zf, members[name], *headers[name], source) for name in SHAPES}
+    except ModelFileError:
+        raise
+    except Exception as exc:  # any failure to parse is the file's: zipfile, zlib and NumPy's header
+        # parser (ast and tokenize) report corruption with a dozen types (BadZipFile, zlib.error,
+        # RuntimeError for an encrypted member, SyntaxError and TokenError for a mangled header...)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        raise ModelFileError(f"{source}: not a readable .npz model file ({type(exc).__name__}"
+                             f"{': ' + first if first else ''})") from None
+
+
+def _npy_members(zf: zipfile.ZipFile, source: str) -> dict[str, zipfile.ZipInfo]:
+    """The members by array name; anything but the six expected .npy arrays is an error."""
+    members: dict[str, zipfile.ZipInfo] = {}
+    for info in zf.infolist():
+        name = info.filename[:-4] if info.filename.endswith(".npy") else None
+        if name not in SHAPES or name in members:
+            raise ModelFileError(f"{source}: unexpected member {info.filename!r} "
+                                 f"(a model file holds exactly {', '.join(k + '.npy' for k in SHAPES)})")
+        members[name] = info
+    missing = [k for k in SHAPES if k not in members]
+    if missing:
+        raise ModelFileError(f"{source}: missing arrays {missing} (expected {list(SHAPES)})")
+    return members
+
+
+def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) from one member's .npy header, after checking the dtype and
+    the rank (the widths are checked together, once every header is read)."""
+    name = info.filename[:-4]
+    with zf.open(info) as f:
+        shape, fortran, dtype = _read_header(f, name, source)
+    if dtype.kind != "f" or dtype.itemsize != 4:
+        raise ModelFileError(f"{source}: {name} has dtype {dtype}, expected float32")
+    if len(shape) != len(SHAPES[name]):
+        raise ModelFileError(f"{source}: {name} has shape {tuple(shape)}, expected {SHAPES[name]}")
+    return tuple(int(d) for d in shape), bool(fortran), dtype
+
+
+_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _read_header(f: IO[bytes], name: str, source: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) of the open .npy member `f`, which is left at its data.
+    NumPy's warning that a header needed Python 2 parsing is dropped: the header was read,
+    and the advice (save the file again) is the writer's, not this user's."""
+    version = np.lib.format.read_magic(f)
+    if version not in _HEADER_READERS:
+        raise ModelFileError(f"{source}: {name} has an unknown .npy format version {version}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _HEADER_READERS[version](f)
+
+
+def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, shape: tuple[int, ...], fortran: bool, dtype: np.dtype,
+              source: str) -> np.ndarray:
+    """One array, reading exactly the bytes its (already checked) header declares."""
+    name = info.filename[:-4]
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    with zf.open(info) as f:
+        _read_header(f, name, source)
+        raw = f.read(nbytes)
+        more = f.read(1)  # one byte past the declared size, never the gigabytes that may follow
+    if len(raw) != nbytes:
+        raise ModelFileError(f"{source}: {name} is truncated ({len(raw)} of {nbytes} bytes)")
+    if more:
+        raise ModelFileError(f"{source}: {name} holds more data than its header declares ({nbytes} bytes)")
+    arr = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return np.ascontiguousarray(arr, dtype=np.float32)

@@ -1,0 +1,126 @@
+"""The CLI wiring: errors become one readable line and an exit status, never a traceback."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from gemmpad.commands import cli
+from gemmpad.errors import GemmpadError
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for name in cli.COMMANDS:
+        assert re.search(rf"^\s+{name}\s", out, re.M), name
+
+
+def test_version(capsys):
+    from gemmpad import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"gemmpad {__version__}"
+
+
+def test_bare_gemmpad_and_leading_options_open_the_app(monkeypatch):
+    seen = []
+    monkeypatch.setattr("gemmpad.ui.app.run", lambda args: seen.append(args) or 0)
+    assert cli.main([]) == 0 and cli.main(["--batch", "4"]) == 0
+    assert [a.command for a in seen] == ["app", "app"] and seen[1].batch == 4
+
+
+def test_interrupt_exits_130(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("gemmpad.commands.info.run", interrupted)
+    assert cli.main(["info"]) == 130 and "interrupted" in capsys.readouterr().err
+
+
+def test_closed_pipe_and_exhausted_memory_are_not_bugs(monkeypatch, capsys):
+    def reader_gone(args):
+        raise BrokenPipeError
+
+    monkeypatch.setattr("gemmpad.commands.info.run", reader_gone)
+    assert cli.main(["info"]) == 141 and capsys.readouterr().err == ""  # `gemmpad ... | head`: silent
+
+    def too_big(args):
+        raise MemoryError("Unable to allocate 149. GiB")
+
+    monkeypatch.setattr("gemmpad.commands.info.run", too_big)
+    assert cli.main(["info"]) == 2
+    assert capsys.readouterr().err.strip() == "gemmpad: error: out of memory: Unable to allocate 149. GiB"
+
+
+def test_building_the_parser_loads_no_heavy_module():
+    """`gemmpad info` and `predict` build the parser, which imports every command module:
+    torch, the window toolkit and matplotlib must stay unloaded until a command needs them."""
+    code = ("import sys; from gemmpad.commands import cli; cli.build_parser(); "
+            "print(','.join(m for m in ('torch', 'dearpygui', 'matplotlib') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "", f"loaded: {proc.stdout.strip()}"
+
+
+def test_user_error_is_one_line_exit_2(monkeypatch, capsys):
+    def boom(args):
+        raise GemmpadError("the model file is corrupt")
+
+    monkeypatch.setattr("gemmpad.commands.info.run", boom)
+    assert cli.main(["info"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "gemmpad: error: the model file is corrupt"
+
+
+def test_bug_is_one_line_unless_debugging(monkeypatch, capsys):
+    def bug(args):
+        raise KeyError("oops")
+
+    monkeypatch.setattr("gemmpad.commands.info.run", bug)
+    monkeypatch.delenv("GEMMPAD_DEBUG", raising=False)
+    assert cli.main(["info"]) == 3
+    err = capsys.readouterr().err
+    assert "internal error" in err and "Traceback" not in err
+    monkeypatch.setenv("GEMMPAD_DEBUG", "1")
+    with pytest.raises(KeyError):
+        cli.main(["info"])
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["frobnicate"])
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "module", "install"),
+    [(["app"], "dearpygui", "pip install dearpygui"), (["predict", "x.png"], "PIL", "pip install pillow"),
+     (["train"], "torch", "pip install 'gemmpad[train]'")],
+)
+def test_missing_package_is_named_with_its_install(monkeypatch, capsys, argv, module, install):
+    monkeypatch.setitem(sys.modules, module, None)  # import now raises ImportError, as when not installed
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert f"needs {module}" in err and install in err and "internal error" not in err
+
+
+def test_messages_quoting_what_was_typed_are_printable(monkeypatch, capsys):
+    """Issue 20, finding 10: an error line quotes file names and arguments as given;
+    a newline or an escape sequence in them must not reach the terminal as such."""
+    def named(args):
+        raise GemmpadError("model file not found: /tmp/\x1b[2Jm\nx.npz")
+
+    monkeypatch.setattr("gemmpad.commands.info.run", named)
+    assert cli.main(["info"]) == 2
+    assert capsys.readouterr().err == "gemmpad: error: model file not found: /tmp/\\x1b[2Jm\\x0ax.npz\n"
+    with pytest.raises(SystemExit):
+        cli.main(["info", "\x1b[31mred"])
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: \\x1b[31mred" in err and "\x1b" not in err

@@ -1,0 +1,170 @@
+"""gemmpad eval: scores add up, writer ranges parse, folders and the pendigits file are read, by writer."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gemmpad.commands import evaluate
+from gemmpad.data import pendigits
+from gemmpad.commands.cli import main
+from gemmpad.errors import GemmpadError
+from gemmpad.runtime.model import SHAPES, Model, default_model_path, load_model
+from PIL import Image
+
+from tests.pendigits_data import pendigits_file
+
+
+def constant_model(digit: int) -> Model:
+    """A model that reads every image as `digit`."""
+    w = {k: np.zeros(s, np.float32) for k, s in SHAPES.items()}
+    w["b3"][digit] = 5.0
+    return Model(w)
+
+
+def test_scores_per_digit_and_confusion() -> None:
+    s = evaluate.Scores(labels=np.array([0, 0, 1, 1, 1, 7]), pred=np.array([0, 3, 1, 1, -1, 1]))
+    assert s.accuracy == pytest.approx(3 / 6)
+    assert s.per_digit() == {"0": 0.5, "1": pytest.approx(2 / 3), "7": 0.0}
+    m = s.confusion()
+    assert m.shape == (10, 11) and m.sum() == 6
+    assert m[0, 0] == 1 and m[0, 3] == 1 and m[1, 1] == 2 and m[1, 10] == 1 and m[7, 1] == 1
+    pooled = evaluate.Scores.pooled([s, s])
+    assert len(pooled.labels) == 12 and pooled.accuracy == s.accuracy
+
+
+@pytest.mark.parametrize("spec,ids", [("1-6", [1, 2, 3, 4, 5, 6]), ("3", [3]), ("1-3,8", [1, 2, 3, 8]),
+                                      ("none", []), ("all", list(range(1, 31)))])
+def test_writer_range(spec: str, ids: list[int]) -> None:
+    assert evaluate.writer_range(spec) == ids
+
+
+@pytest.mark.parametrize("spec", ["", "6-1", "a-b", "0", "1-", "-3"])
+def test_bad_writer_range(spec: str) -> None:
+    with pytest.raises(GemmpadError, match="writer range"):
+        evaluate.writer_range(spec)
+
+
+def _folder(tmp_path: Path) -> Path:
+    one = pendigits.PenDigit(digit=1, writer=1, strokes=[np.array([[200, 400], [205, 100]], np.float32)])
+    for d in (1, 4):
+        (tmp_path / str(d)).mkdir(parents=True)
+        for i in range(3):
+            img = pendigits.render(one, pendigits.Style(width=6.0 + 4 * i, dark_ink=True))
+            Image.fromarray((img * 255).astype(np.uint8)).save(tmp_path / str(d) / f"{i}.png")
+    Image.fromarray(np.full((50, 50), 255, np.uint8)).save(tmp_path / "4" / "blank.png")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "4" / ".hidden.png").write_bytes(b"half-written")
+    (tmp_path / "x").mkdir()  # not a digit: passed over
+    Image.fromarray(np.zeros((9, 9), np.uint8)).save(tmp_path / "x" / "0.png")
+    return tmp_path
+
+
+def test_directory_scores(tmp_path: Path) -> None:
+    root = _folder(tmp_path / "set")
+    s = evaluate.directory_scores(constant_model(4), root)
+    assert s.labels.tolist() == [1, 1, 1, 4, 4, 4, 4]
+    assert s.pred.tolist() == [4, 4, 4, 4, 4, 4, -1]  # the blank page: no ink found
+    with pytest.raises(GemmpadError, match="no images"):
+        evaluate.directory_scores(constant_model(4), tmp_path / "set" / "notes")
+    with pytest.raises(GemmpadError, match="not a directory"):
+        evaluate.directory_scores(constant_model(4), tmp_path / "absent")
+
+
+def test_a_corrupt_image_is_passed_over_with_a_line(tmp_path: Path) -> None:
+    """Issue 20: a broken PNG in a labelled folder ended the run as "cannot read image:
+    SyntaxError ..." without saying which of the files it was. It is not a misread digit
+    either: it is passed over with a line naming it, and the rest are scored."""
+    from tests.hostile_files import broken_idat
+
+    root = _folder(tmp_path / "set")
+    (root / "1" / "broken.png").write_bytes(broken_idat((root / "4" / "0.png").read_bytes()))
+    lines: list[str] = []
+    s = evaluate.directory_scores(constant_model(4), root, warn=lines.append)
+    assert len(s.labels) == 7  # the six drawings and the blank page; not the broken file
+    assert len(lines) == 1 and "set/1/broken.png: cannot read image: SyntaxError" in lines[0]
+    assert lines[0].endswith("(skipped)")
+
+
+def test_models_that_overflow_are_not_read_as_zeros(tmp_path: Path) -> None:
+    """Issue 20, finding 4: NaN probabilities have an argmax (0), which scored as a reading."""
+    root = _folder(tmp_path / "set")
+    model = constant_model(4)
+    model.weights["b3"][:] = np.inf  # past the load-time probe, as an overflow on one input would be
+    with pytest.raises(GemmpadError, match="output is not finite"):
+        evaluate.directory_scores(model, root)
+
+
+def test_tta_averages_the_jittered_copies(tmp_path: Path) -> None:
+    root = _folder(tmp_path / "set")
+    model = load_model(default_model_path())
+    one = evaluate.directory_scores(model, root, tta=1)
+    many = evaluate.directory_scores(model, root, tta=8)
+    assert one.labels.tolist() == many.labels.tolist()
+    assert many.pred[-1] == -1 and set(many.pred[:3]) <= set(range(10))
+
+
+def test_cli_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _folder(tmp_path / "set")
+    model = tmp_path / "m.npz"
+    constant_model(1).save(model)
+    assert main(["eval", "--model", str(model), str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"{root}: 42.86 % of 7" in out and "per digit: 1 100.0  4 0.0" in out
+    assert "confusion (row" not in out and "(confusion matrices: --verbose or --json)" in out
+    assert main(["eval", "--model", str(model), "--verbose", str(root)]) == 0
+    assert "confusion (row: true digit" in capsys.readouterr().out
+    assert main(["eval", "--model", str(model), "--json", str(root)]) == 0
+    assert '"accuracy": 0.42857' in capsys.readouterr().out
+    assert main(["eval", "--model", str(model)]) == 2
+    assert "nothing to evaluate" in capsys.readouterr().err
+    assert main(["eval", "--model", str(model), "--pendigits", "--styles", "felt-tip"]) == 2
+    assert "unknown ['felt-tip']" in capsys.readouterr().err
+
+
+def test_writer_sets_read_the_same_in_any_number_of_processes() -> None:
+    """Each set (a style, or paper with its own seeded photos) is one task: 1 or 3 processes agree."""
+    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:12]
+    model = load_model()
+    names = ["thin-4px-dark", "small-8px-corner", evaluate.PAPER]
+    one = evaluate.writer_sets(model, samples, names, jobs=1)
+    three = evaluate.writer_sets(model, samples, names, jobs=3)
+    assert list(one) == list(three) == names
+    for name in names:
+        np.testing.assert_array_equal(one[name].pred, three[name].pred)
+        np.testing.assert_array_equal(one[name].labels, [s.digit for s in samples])
+    report = evaluate.real_writer_report(model, samples, jobs=2)
+    assert report["paper"] == one[evaluate.PAPER].accuracy
+    assert report["styles"]["thin-4px-dark"] == one["thin-4px-dark"].accuracy
+
+
+class Terminal(io.StringIO):
+    """A stderr that says it is a terminal, as a person's shell is."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_eval_prints_the_summary_first_and_progress_only_on_a_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: a run of minutes said nothing until the end, then buried its answer under
+    confusion matrices. The accuracies come first; a bar shows on a terminal, none in a pipe."""
+    model = tmp_path / "m.npz"
+    constant_model(1).save(model)
+    a, b = _folder(tmp_path / "a"), _folder(tmp_path / "b")
+    assert main(["eval", "--model", str(model), str(a), str(b)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[1:4] == [f"{a}: 42.86 % of 7", f"{b}: 42.86 % of 7",
+                          "mean over the 2 sets 42.86 %, worst 42.86 %"]
+    assert captured.err == ""  # piped: no bar
+    tty = Terminal()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["eval", "--model", str(model), str(a)]) == 0
+    assert "a:   0%|" in tty.getvalue() and "0/7 [" in tty.getvalue()  # tqdm: the 7 images to come
+    samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:3]
+    evaluate.writer_sets(constant_model(1), samples, ["thin-4px-dark", "small-8px-corner"])
+    assert "0/2 [" in tty.getvalue() and "set/s" in tty.getvalue()

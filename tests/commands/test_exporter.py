@@ -1,0 +1,52 @@
+"""`gemmpad export --onnx`: the shipped model as ONNX, run by onnxruntime against float64."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad.commands import cli
+from gemmpad.commands.exporter import to_onnx
+from gemmpad.runtime.model import load_model
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+
+def probs64(weights: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    h = np.maximum(x @ w["W1"] + w["b1"], 0)
+    z = np.maximum(h @ w["W2"] + w["b2"], 0) @ w["W3"] + w["b3"]
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_onnxruntime_reads_the_exported_model_as_float64_does(rng: np.random.Generator) -> None:
+    model = load_model()
+    session = ort.InferenceSession(to_onnx(model), providers=["CPUExecutionProvider"])
+    for batch in (1, 7, 256):
+        x = rng.random((batch, 784), dtype=np.float32)
+        got = session.run(None, {"image28": x})[0]
+        want = probs64(model.weights, x.astype(np.float64))
+        assert np.max(np.abs(got - want) / np.maximum(want, 1e-6)) < 1e-4
+
+
+def test_the_file_says_what_input_it_expects() -> None:
+    proto = onnx.load_model_from_string(to_onnx(load_model()))
+    meta = {p.key: p.value for p in proto.metadata_props}
+    assert "ink bright" in meta["input"] and "28x28" in meta["preprocess"]
+    assert isinstance(json.loads(meta["results"]), dict)
+    assert "gemmpad.inputs.preprocess" in proto.doc_string
+
+
+def test_the_export_command_writes_once_and_refuses_to_replace(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "m.onnx"
+    assert cli.main(["export", "--onnx", str(out)]) == 0
+    onnx.checker.check_model(onnx.load(str(out)))
+    assert cli.main(["export", "--onnx", str(out)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert cli.main(["export", "--onnx", str(tmp_path / "m.txt")]) == 2  # the format comes from the suffix
+    assert not (tmp_path / "m.txt").exists()

@@ -1,0 +1,184 @@
+"""`gemmpad import`: a PyTorch or ONNX MLP in, checked against torch and onnxruntime in float64."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad.commands import cli
+from gemmpad.runtime.classifier import Classifier
+from gemmpad.errors import GemmpadError, ModelFileError
+from gemmpad.commands.exporter import to_onnx
+from gemmpad.commands.importer import import_file
+from gemmpad.runtime.model import load_model
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+
+
+def torch_mlp(h1: int, h2: int, seed: int = 0) -> torch.nn.Sequential:
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(784, h1), torch.nn.ReLU(), torch.nn.Linear(h1, h2), torch.nn.ReLU(),
+                               torch.nn.Linear(h2, 10))
+
+
+def torch_probs64(net: torch.nn.Sequential, x: np.ndarray) -> np.ndarray:
+    """The reference: torch's own network, in float64."""
+    with torch.no_grad():
+        return torch.softmax(net.double()(torch.tensor(x, dtype=torch.float64)), dim=1).numpy()
+
+
+def max_rel_error(got: np.ndarray, want: np.ndarray) -> float:
+    return float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-6)))
+
+
+@pytest.mark.parametrize(("h1", "h2"), [(100, 100), (64, 32), (1, 7), (300, 129)])
+def test_a_torch_state_dict_reads_as_torch_does(tmp_path: Path, rng: np.random.Generator, h1: int, h2: int) -> None:
+    net = torch_mlp(h1, h2)
+    torch.save(net.state_dict(), tmp_path / "net.pt")
+    model, card = import_file(tmp_path / "net.pt")
+    assert model.layers == (784, h1, h2, 10) and model.standard == ((h1, h2) == (100, 100))
+    x = rng.random((33, 784), dtype=np.float32)
+    want = torch_probs64(net, x)
+    for backend in ("numpy", "cpu"):  # cpu: cpu.mlp_sparse for 100-100, else the top CPU GEMM rung
+        clf = Classifier(model, backend=backend)
+        assert max_rel_error(clf.predict(x), want) < 1e-4, (backend, clf.kernel)
+    assert card["imported"]["format"] == "PyTorch state_dict" and "784" in card["architecture"]
+
+
+def test_other_widths_run_on_every_gemm_rung_and_the_fused_kernels_say_why_not(tmp_path: Path,
+                                                                               rng: np.random.Generator) -> None:
+    net = torch_mlp(48, 20)
+    torch.save(net.state_dict(), tmp_path / "net.pt")
+    model, _ = import_file(tmp_path / "net.pt")
+    x = rng.random((5, 784), dtype=np.float32)
+    want = torch_probs64(net, x)
+    clf = Classifier(model, backend="cpu")
+    assert "cpu.mlp_sparse" not in clf.kernels()
+    for kernel in clf.kernels():
+        clf.configure(kernel=kernel)
+        assert max_rel_error(clf.predict(x), want) < 1e-4, kernel
+    with pytest.raises(GemmpadError, match=r"784-100-100-10.*784-48-20-10"):
+        clf.configure(kernel="cpu.mlp_sparse")
+
+
+def test_normalised_inputs_are_folded_into_the_first_layer(tmp_path: Path, rng: np.random.Generator) -> None:
+    """A tutorial network trained on (x - 0.1307) / 0.3081 reads raw [0, 1] inputs once imported with both."""
+    net = torch_mlp(100, 100, seed=3)
+    torch.save(net.state_dict(), tmp_path / "net.pt")
+    model, card = import_file(tmp_path / "net.pt", input_mean=0.1307, input_std=0.3081)
+    x = rng.random((17, 784), dtype=np.float32)
+    want = torch_probs64(net, (x.astype(np.float64) - 0.1307) / 0.3081)
+    assert max_rel_error(Classifier(model, backend="numpy").predict(x), want) < 1e-4
+    assert "folded" in card["input"]
+
+
+def test_a_checkpoint_dict_wrapping_the_state_dict_is_read(tmp_path: Path) -> None:
+    net = torch_mlp(100, 100)
+    torch.save({"epoch": 3, "model_state_dict": net.state_dict()}, tmp_path / "ckpt.pth")
+    assert import_file(tmp_path / "ckpt.pth")[0].standard
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: torch.nn.Sequential(torch.nn.Linear(784, 50), torch.nn.ReLU(), torch.nn.Linear(50, 10)).state_dict(),
+     "found 2 linear layers"),
+    (lambda: torch.nn.Sequential(torch.nn.Linear(784, 50), torch.nn.Linear(50, 50), torch.nn.Linear(50, 5)).state_dict(),
+     "last layer has 5 outputs"),
+    (lambda: torch.nn.Sequential(torch.nn.Linear(700, 50), torch.nn.Linear(50, 50), torch.nn.Linear(50, 10)).state_dict(),
+     "layer 1 maps 700 inputs"),
+    (lambda: {"conv.weight": torch.zeros(4, 1, 3, 3), "conv.bias": torch.zeros(4)}, "not a linear layer"),
+    (lambda: torch.nn.Linear(784, 10), "not a PyTorch state_dict that can be read safely"),  # a pickled module
+    (lambda: [1, 2, 3], "not a state_dict"),
+])
+def test_what_is_not_an_mlp_state_dict_is_refused_in_one_line(tmp_path: Path, make, message: str) -> None:
+    torch.save(make(), tmp_path / "x.pt")
+    with pytest.raises(ModelFileError, match=message) as info:
+        import_file(tmp_path / "x.pt")
+    assert "\n" not in str(info.value)
+
+
+def test_non_finite_or_overflowing_weights_are_refused(tmp_path: Path) -> None:
+    net = torch_mlp(100, 100)
+    with torch.no_grad():
+        net[0].weight[3, 5] = float("nan")
+    torch.save(net.state_dict(), tmp_path / "nan.pt")
+    with pytest.raises(ModelFileError, match="NaN or Inf"):
+        import_file(tmp_path / "nan.pt")
+
+
+def test_truncated_and_foreign_files_are_refused(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    torch.save(torch_mlp(100, 100).state_dict(), buf)
+    (tmp_path / "cut.pt").write_bytes(buf.getvalue()[:5000])
+    with pytest.raises(ModelFileError, match="cut.pt"):
+        import_file(tmp_path / "cut.pt")
+    (tmp_path / "junk.onnx").write_bytes(b"\x08\x07garbage" * 50)
+    with pytest.raises(ModelFileError, match="junk.onnx"):
+        import_file(tmp_path / "junk.onnx")
+
+
+# -------------------------------------------------------------------------------- ONNX
+def test_our_onnx_export_imports_back_bit_for_bit(tmp_path: Path) -> None:
+    shipped = load_model()
+    (tmp_path / "m.onnx").write_bytes(to_onnx(shipped))
+    model, card = import_file(tmp_path / "m.onnx")
+    assert card["imported"]["format"] == "ONNX"
+    for k, v in shipped.weights.items():
+        np.testing.assert_array_equal(model.weights[k], v)
+
+
+def _matmul_add_mlp(w: dict[str, np.ndarray], extra: list | None = None) -> bytes:
+    """An ONNX MLP written the way torch.onnx writes some: Flatten, then MatMul + Add per layer."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Flatten", ["x"], ["f"])]
+    prev = "f"
+    for i in (1, 2, 3):
+        nodes += [helper.make_node("MatMul", [prev, f"W{i}"], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"z{i}"])]
+        prev = f"z{i}"
+        if i < 3:
+            nodes.append(helper.make_node("Relu", [prev], [f"h{i}"]))
+            prev = f"h{i}"
+    nodes += (extra or []) + [helper.make_node("LogSoftmax", [prev], ["y"], axis=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 1, 28, 28])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 10])],
+                              initializer=[numpy_helper.from_array(v, k) for k, v in w.items()])
+    return helper.make_model(graph).SerializeToString()
+
+
+def test_an_onnx_matmul_add_mlp_reads_as_onnxruntime_does(tmp_path: Path, rng: np.random.Generator) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    w = {"W1": rng.normal(0, 0.1, (784, 40)), "b1": rng.normal(0, 0.1, 40), "W2": rng.normal(0, 0.1, (40, 24)),
+         "b2": rng.normal(0, 0.1, 24), "W3": rng.normal(0, 0.1, (24, 10)), "b3": rng.normal(0, 0.1, 10)}
+    w = {k: v.astype(np.float32) for k, v in w.items()}
+    data = _matmul_add_mlp(w)
+    (tmp_path / "net.onnx").write_bytes(data)
+    model, _ = import_file(tmp_path / "net.onnx")
+    x = rng.random((9, 784), dtype=np.float32)
+    log_probs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x.reshape(9, 1, 28, 28)})[0]
+    assert max_rel_error(Classifier(model, backend="cpu").predict(x), np.exp(log_probs.astype(np.float64))) < 1e-4
+
+
+def test_an_onnx_graph_with_other_operations_is_refused_naming_the_node(tmp_path: Path, rng: np.random.Generator) -> None:
+    from onnx import helper
+
+    w = {k: rng.normal(0, 0.1, s).astype(np.float32) for k, s in
+         {"W1": (784, 8), "b1": (8,), "W2": (8, 8), "b2": (8,), "W3": (8, 10), "b3": (10,)}.items()}
+    (tmp_path / "sig.onnx").write_bytes(_matmul_add_mlp(w, [helper.make_node("Sigmoid", ["z3"], ["s"], name="squash")]))
+    with pytest.raises(ModelFileError, match=r"Sigmoid 'squash'.*not part of a 784-h1-h2-10 ReLU MLP"):
+        import_file(tmp_path / "sig.onnx")
+
+
+# --------------------------------------------------------------------------------- CLI
+def test_the_import_command_writes_a_model_that_predict_reads(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    torch.save(torch_mlp(64, 32).state_dict(), tmp_path / "net.pt")
+    out = tmp_path / "mine.npz"
+    assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out)]) == 0
+    assert "784-64-32-10" in capsys.readouterr().out and load_model(out).layers == (784, 64, 32, 10)
+    assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out)]) == 2  # no silent replace
+    assert "already exists" in capsys.readouterr().err
+    assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out), "--force"]) == 0

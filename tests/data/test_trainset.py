@@ -1,0 +1,77 @@
+"""The training arrays: every source through preprocess, the same arrays for any --jobs, the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from gemmpad.data import pendigits, trainset
+
+
+def one_images(n: int) -> tuple[np.ndarray, np.ndarray]:
+    images = np.zeros((n, 28, 28), np.uint8)
+    images[:, 5:23, 12:16] = 255  # n "1"s
+    return images, np.ones(n, np.int64)
+
+
+def pen_ones(writers: tuple[int, ...]) -> list[pendigits.PenDigit]:
+    stroke = np.array([[200, 400], [210, 100]], np.float32)
+    return [pendigits.PenDigit(digit=1, writer=w, strokes=[stroke]) for w in writers]
+
+
+def test_training_set_sources_go_through_preprocess() -> None:
+    images, labels = one_images(12)
+    x, y, writer, counts = trainset.training_set(images, labels, ["original", "warp", "restroke", "drawn", "pendigits"],
+                                                 0, 23, lambda s: None, pen_ones((3, 4)))
+    copies = trainset.PEN_COPIES
+    assert counts == {"original": 12, "warp": 12, "restroke": 12, "drawn": 23, "pendigits": 2 * copies}
+    n = 59 + 2 * copies
+    assert x.shape == (n, 784) and x.dtype == np.float32 and y.shape == (n,)
+    assert 0.0 <= x.min() and x.max() <= 1.0
+    assert np.all(x[:36].reshape(36, 28, 28).max(axis=(1, 2)) > 0.5)  # no digit lost
+    assert set(y[:36]) == {1} and set(y[36:59]) <= set(range(10)) and set(y[59:]) == {1}
+    assert set(writer[:59]) == {0} and sorted(writer[59:]) == [3] * copies + [4] * copies  # rows by writer
+
+
+def test_the_arrays_depend_on_the_seed_not_on_the_number_of_jobs(monkeypatch) -> None:
+    """Chunks carry their own random streams, so 1 and 3 processes build the same bytes."""
+    monkeypatch.setattr(trainset, "CHUNK", 4)  # several chunks per source from a few images
+    monkeypatch.setattr(trainset, "PEN_CHUNK", 2)
+    images, labels = one_images(10)
+    labels = np.arange(10, dtype=np.int64)  # labels must follow their own images across chunks
+    args = (images, labels, ["original", "warp", "restroke", "drawn", "pendigits", "paper"], 5, 9, lambda s: None,
+            pen_ones((1, 2, 3)), 2, 2)
+    one = trainset.training_set(*args, jobs=1)
+    three = trainset.training_set(*args, jobs=3)
+    for a, b in zip(one[:3], three[:3]):
+        np.testing.assert_array_equal(a, b)
+    assert one[3] == three[3] == {"original": 10, "warp": 10, "restroke": 10, "drawn": 9, "pendigits": 6, "paper": 6}
+    np.testing.assert_array_equal(one[1][:30], np.tile(np.arange(10), 3))
+    other = trainset.training_set(*args[:3], 6, *args[4:], jobs=3)  # another seed: other drawings
+    assert not np.array_equal(one[0], other[0])
+    np.testing.assert_array_equal(one[0][:10], other[0][:10])  # the originals take no randomness
+
+
+def test_the_cache_is_reused_for_the_same_key(tmp_path: Path) -> None:
+    calls: list[int] = []
+    images, labels = one_images(3)
+
+    def build():
+        calls.append(1)
+        return trainset.training_set(images, labels, ["original"], 0, 0, lambda s: None)
+
+    first = trainset.cached(str(tmp_path), ["k"], build, lambda s: None)
+    again = trainset.cached(str(tmp_path), ["k"], build, lambda s: None)
+    trainset.cached(str(tmp_path), ["other"], build, lambda s: None)
+    assert len(calls) == 2 and len(list(tmp_path.glob("train-*.npz"))) == 2
+    for a, b in zip(first[:3], again[:3]):
+        np.testing.assert_array_equal(a, b)
+    assert first[3] == again[3] == {"original": 3}
+
+
+def test_the_european_source_restrokes_ones_sevens_and_nines_only() -> None:
+    images, labels = one_images(9)
+    labels = np.array([1, 7, 9, 0, 2, 4, 1, 8, 9])
+    x, y, _, counts = trainset.training_set(images, labels, ["european"], 0, 0, lambda s: None)
+    assert counts == {"european": 5} and sorted(y.tolist()) == [1, 1, 7, 9, 9]
+    assert np.all(x.reshape(-1, 28, 28).max(axis=(1, 2)) > 0.5)

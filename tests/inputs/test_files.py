@@ -1,0 +1,100 @@
+"""Atomic writes: the old file survives a failed write, and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from gemmpad.errors import GemmpadError
+from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, write_text
+
+
+def test_write_replaces_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "sub" / "out.json"
+    write_text(target, "first")
+    write_text(target, "second")
+    assert target.read_text() == "second"
+    assert [p.name for p in target.parent.iterdir()] == ["out.json"]
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    target = tmp_path / "model.npz"
+    target.write_text("good")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("disk full")
+    assert target.read_text() == "good"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]
+
+
+def test_temp_keeps_suffix_and_permissions_are_ordinary(tmp_path):
+    target = tmp_path / "drawing.png"
+    with atomic_path(target) as tmp:
+        assert tmp.suffix == ".png" and tmp.parent == tmp_path
+        tmp.write_bytes(b"x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
+
+
+def test_check_writable_dir_creates_and_leaves_nothing(tmp_path):
+    d = check_writable_dir(tmp_path / "a" / "b", "--out a/b")
+    assert d.is_dir() and list(d.iterdir()) == []
+
+
+def test_check_writable_dir_names_the_option(tmp_path):
+    (tmp_path / "plain").write_text("a file, not a directory")
+    with pytest.raises(GemmpadError, match=r"^--out x: cannot write to .*plain/sub"):
+        check_writable_dir(tmp_path / "plain" / "sub", "--out x")
+    assert (tmp_path / "plain").read_text() == "a file, not a directory"
+    with pytest.raises(GemmpadError, match=r"^--cache plain: .*plain is a file, not a directory"):
+        check_writable_dir(tmp_path / "plain", "--cache plain")
+
+
+def test_check_output_file(tmp_path):
+    assert check_output_file(tmp_path / "new" / "a.PNG", "--x", {".png"}) == tmp_path / "new" / "a.PNG"
+    with pytest.raises(GemmpadError, match=r"^--x: .* is a directory"):
+        check_output_file(tmp_path, "--x", {".png"})
+    for name, shown in (("a", "no suffix"), ("a.tmp", ".tmp")):
+        with pytest.raises(GemmpadError, match=rf"^--x: the file type comes from the suffix, and {shown} .*e\.g\. \.png"):
+            check_output_file(tmp_path / name, "--x", {".png", ".bmp"})
+    assert check_output_file(tmp_path / "strokes", "--record") == tmp_path / "strokes"  # any suffix when none is asked
+
+def test_symlinks_are_written_through_to_their_target(tmp_path):
+    """Issue 20, finding 7: --record replaced a symlink with a regular file."""
+    real = tmp_path / "real" / "strokes.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    real.chmod(0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640  # a replaced file keeps its permissions
+    assert sorted(p.name for p in real.parent.iterdir()) == ["strokes.json"]
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "real" / "later.json")
+    write_text(dangling, "made")
+    assert dangling.is_symlink() and (tmp_path / "real" / "later.json").read_text() == "made"
+
+
+def test_special_files_are_refused_not_replaced(tmp_path):
+    """Issue 20, finding 7: as root, --record /dev/full replaced the device node. (A FIFO
+    stands in for the device here: replacing it is as wrong and harmless to try.)"""
+    fifo = tmp_path / "f.json"
+    os.mkfifo(fifo)
+    (tmp_path / "via.json").symlink_to(fifo)
+    for target in (fifo, tmp_path / "via.json"):
+        with pytest.raises(OSError, match="not a regular file .*refusing to replace it") as info:
+            write_text(target, "x")  # an OSError too: a writer's `except OSError` reports it like a full disk
+        assert isinstance(info.value, GemmpadError)
+        with pytest.raises(GemmpadError, match="^--record x: .*not a regular file"):
+            check_output_file(target, "--record x")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    with pytest.raises(GemmpadError, match="symbolic links"):
+        write_text(loop, "x")

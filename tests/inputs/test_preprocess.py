@@ -1,0 +1,225 @@
+"""preprocess(): the invariants the app relies on (its speed is the app's work_ms, not a test)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmpad.errors import InputShapeError, InputTypeError
+from gemmpad.inputs.preprocess import area_matrix, preprocess, preprocess_batch
+from gemmpad.inputs.strokes import CANVAS, render
+
+# a "4" drawn as two strokes on the 280x280 canvas
+FOUR = [np.array([[150.0, 60.0], [90.0, 170.0], [190.0, 170.0]]), np.array([[165.0, 110.0], [165.0, 230.0]])]
+
+
+def drawing(shift: tuple[float, float] = (0.0, 0.0), scale: float = 1.0, width: float = 18.0) -> np.ndarray:
+    centre = np.array([140.0, 145.0])
+    strokes = [(s - centre) * scale + centre + np.array(shift) for s in FOUR]
+    return render(strokes, CANVAS, width * scale)
+
+
+def test_output_contract() -> None:
+    out = preprocess(drawing())
+    assert out is not None and out.shape == (28, 28) and out.dtype == np.float32
+    assert 0.0 <= out.min() and out.max() <= 1.0 and out.max() > 0.9
+    rows, cols = np.nonzero(out > 0.05)
+    assert max(rows.max() - rows.min(), cols.max() - cols.min()) + 1 in (20, 21)  # MNIST's 20 px box
+    m = out.sum()
+    com = (out.sum(1) @ np.arange(28) / m, out.sum(0) @ np.arange(28) / m)
+    assert abs(com[0] - 14) <= 0.6 and abs(com[1] - 14) <= 0.6
+
+
+@pytest.mark.parametrize("shift", [(-80.0, -50.0), (70.0, 40.0), (23.3, -31.7)])
+def test_translation_barely_changes_the_output(shift: tuple[float, float]) -> None:
+    a, b = preprocess(drawing()), preprocess(drawing(shift))
+    assert np.abs(a - b).mean() < 0.02  # sub-pixel anti-aliasing differences only
+
+
+@pytest.mark.parametrize("scale", [0.55, 0.8, 1.25])
+def test_scale_barely_changes_the_output(scale: float) -> None:
+    a, b = preprocess(drawing()), preprocess(drawing(scale=scale))
+    assert np.abs(a - b).mean() < 0.03
+
+
+def test_both_polarities_and_dtypes_agree(rng: np.random.Generator) -> None:
+    ink = drawing(shift=tuple(rng.uniform(-40, 40, 2)))
+    ref = preprocess(ink)
+    np.testing.assert_allclose(preprocess(1.0 - ink), ref, atol=1e-5)
+    np.testing.assert_allclose(preprocess(ink.astype(np.float64)), ref, atol=1e-5)
+    u8 = np.round(ink * 255).astype(np.uint8)
+    # uint8 is read as its value / 255. Compared with that float image, not with `ink`: rounding to
+    # 1/255 can lift a pixel just under the ink threshold over it, and a crop one pixel larger
+    # moves values by ~0.02 (GEMMPAD_TEST_SEED=1441169439).
+    ref8 = preprocess(u8.astype(np.float32) / np.float32(255))
+    np.testing.assert_allclose(preprocess(u8), ref8, atol=1e-5)
+    np.testing.assert_allclose(preprocess(255 - u8), ref8, atol=1e-5)
+    np.testing.assert_allclose(preprocess(u8.astype(np.float32)), ref8, atol=1e-5)  # float 0..255
+    assert np.abs(ref8 - ref).mean() < 0.005  # and the rounding itself changes little
+
+
+def test_grey_paper_and_faint_ink() -> None:
+    ink = drawing()
+    paper = 0.8 - 0.5 * ink  # grey ink on light grey paper
+    np.testing.assert_allclose(preprocess(paper), preprocess(ink), atol=1e-4)
+
+
+@pytest.mark.parametrize("blank", [np.zeros((280, 280)), np.ones((280, 280)), np.full((50, 90), 0.5),
+                                   np.zeros((280, 280), np.uint8), np.full((1, 1), 255, np.uint8)])
+def test_empty_canvas_is_none(blank: np.ndarray) -> None:
+    assert preprocess(blank) is None
+
+
+def test_noise_below_contrast_is_none(rng: np.random.Generator) -> None:
+    assert preprocess(rng.uniform(0.0, 0.05, (280, 280)).astype(np.float32)) is None
+
+
+def test_mnist_style_image_passes_nearly_unchanged() -> None:
+    img = np.zeros((28, 28), np.float32)
+    img[4:24, 13:15] = 1.0  # a 20 px tall bar of MNIST's stroke width, upright, centre of mass (13.5, 13.5)
+    out = preprocess(img)
+    assert out is not None
+    # only moved by the half pixel that puts its centre of mass on (14, 14)
+    half = 0.25 * (img + np.roll(img, 1, 0) + np.roll(img, 1, 1) + np.roll(img, (1, 1), (0, 1)))
+    assert np.abs(out - half).max() < 1e-5
+
+
+def test_tiny_and_odd_shapes() -> None:
+    dot = np.zeros((7, 3), np.float32)
+    dot[3, 1] = 1.0
+    out = preprocess(dot)
+    assert out is not None and out.max() == pytest.approx(1.0)
+    wide = np.zeros((30, 500), np.float32)
+    wide[14:16, 10:490] = 1.0  # a horizontal line: aspect kept, 20 px long, MNIST's stroke width
+    out = preprocess(wide)
+    assert out is not None
+    rows, cols = np.nonzero(out > 0.01)
+    assert cols.max() - cols.min() + 1 in (20, 21) and rows.max() - rows.min() + 1 <= 3
+
+
+@pytest.mark.parametrize("n_in,n_out", [(280, 20), (97, 20), (20, 20), (7, 20), (1, 1), (263, 13)])
+def test_area_matrix_preserves_mean(n_in: int, n_out: int, rng: np.random.Generator) -> None:
+    m = area_matrix(n_in, n_out)
+    np.testing.assert_allclose(m.sum(axis=1), 1.0, rtol=1e-5)  # each output is an average
+    v = rng.uniform(size=n_in)
+    assert (m @ v).mean() == pytest.approx(v.mean(), rel=1e-5)  # total ink kept
+
+
+def test_bad_input_raises() -> None:
+    with pytest.raises(InputShapeError):
+        preprocess(np.zeros((2, 28, 28)))
+    with pytest.raises(InputShapeError):
+        preprocess(np.zeros((0, 28)))
+    with pytest.raises(InputTypeError):
+        preprocess(np.zeros((28, 28), np.int32))
+    bad = drawing()
+    bad[5, 5] = np.nan
+    with pytest.raises(InputTypeError):
+        preprocess(bad)
+
+
+def test_batch_matches_single(rng: np.random.Generator) -> None:
+    imgs = np.stack([drawing(shift=tuple(rng.uniform(-40, 40, 2))), np.zeros(CANVAS, np.float32)])
+    out, ok = preprocess_batch(imgs)
+    assert ok.tolist() == [True, False]
+    np.testing.assert_array_equal(out[0], preprocess(imgs[0]))
+    assert not out[1].any()
+
+
+
+def test_huge_finite_pixels_are_not_called_nan() -> None:
+    """Issue 20, finding 11: a float64 image holding 1e300 was reported as "NaN or Inf pixels"."""
+    img = np.zeros((28, 28))
+    img[10, 10] = 1e300
+    with pytest.raises(InputTypeError, match="beyond float32's range"):
+        preprocess(img)
+    img[10, 10] = np.nan
+    with pytest.raises(InputTypeError, match="NaN or Inf"):
+        preprocess(img)
+
+
+# ---------------------------------------------------------------- what people actually give it
+
+
+def _sheet(ink: np.ndarray, rng: np.random.Generator, shadow: bool = True, jpeg: bool = True) -> np.ndarray:
+    """`ink` (1 = ink) as grey ink on cream paper with fibres, a lighting gradient, a shadow and JPEG noise."""
+    import io
+
+    from PIL import Image
+
+    from gemmpad.data.augment import smooth_noise
+
+    h, w = ink.shape
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+    paper = 0.85 + 0.12 * (xs / w - 0.5) + 0.04 * smooth_noise(rng, (1, h, w), 2.0)[0]
+    if shadow:
+        paper -= 0.2 / (1.0 + np.exp(-(xs + 0.5 * ys - 0.9 * w) / (0.05 * w)))
+    img = np.clip(paper * (1 - ink) + 0.25 * ink + rng.normal(0, 0.01, (h, w)), 0, 1)
+    u8 = np.round(img * 255).astype(np.uint8)
+    if jpeg:
+        buf = io.BytesIO()
+        Image.fromarray(u8).save(buf, format="JPEG", quality=40)
+        u8 = np.asarray(Image.open(buf).convert("L"))
+    return u8
+
+
+def test_thin_and_thick_pens_arrive_at_mnist_like_strokes() -> None:
+    from gemmpad.inputs.preprocess import TARGET_WIDTH, stroke_width
+
+    thin = render([s * (400 / 280) for s in FOUR], (400, 400), 3.0)  # a 3 px pen on a 400 px image
+    thick = drawing(width=40.0)  # a 40 px brush on the 280 px canvas
+    a, b = preprocess(thin), preprocess(thick)
+    assert a is not None and b is not None
+    # on the 28x28 field, MNIST's strokes are TARGET_WIDTH / 2 px wide
+    for out in (a, b):
+        assert 0.6 * TARGET_WIDTH / 2 < stroke_width(out) < 1.5 * TARGET_WIDTH / 2
+    assert np.abs(a - b).mean() < 0.06
+    # and far closer than without the normalisation: the raw widths differ 13x
+    assert abs(stroke_width(a) - stroke_width(b)) < 0.35 * TARGET_WIDTH / 2
+
+
+def test_paper_texture_gradients_shadows_and_jpeg_are_not_ink(rng: np.random.Generator) -> None:
+    clean = drawing(shift=(30.0, -20.0), width=8.0)
+    photo = _sheet(clean, rng)
+    a, b = preprocess(clean), preprocess(photo)
+    assert b is not None
+    assert np.abs(a - b).mean() < 0.05  # the same digit, found and cropped on the sheet
+    # a sheet with no ink has no digit: fibres, a light gradient and JPEG noise are paper. (Not
+    # asserted with the shadow too: the background grid smooths a shadow's edge over a cell, and
+    # on an empty sheet that band can pass for a faint stroke in about one draw in seven.)
+    assert preprocess(_sheet(np.zeros_like(clean), rng, shadow=False)) is None
+
+
+def test_a_photo_is_cropped_to_the_digit_not_the_noise(rng: np.random.Generator) -> None:
+    ink = np.zeros((400, 400), np.float32)
+    ink[:] = render([s * (400 / 280) for s in FOUR], (400, 400), 3.0)
+    out = preprocess(_sheet(ink, rng, shadow=False))
+    assert out is not None
+    rows, cols = np.nonzero(out > 0.2)
+    assert rows.max() - rows.min() + 1 >= 18  # the digit fills MNIST's 20 px box, not a speck of it
+
+
+def test_deslant_leaves_upright_digits_and_is_idempotent(rng: np.random.Generator) -> None:
+    from gemmpad.inputs.preprocess import deslant, slant
+
+    upright = np.zeros((40, 30), np.float32)
+    upright[2:38, 13:17] = 1.0
+    upright[2:6, 5:25] = 1.0  # a T: symmetric, no slant
+    assert slant(upright) == pytest.approx(0.0, abs=1e-6)
+    np.testing.assert_array_equal(deslant(upright), upright)
+    leaning = deslant(upright)  # sheared by hand, then deslanted twice
+    h = upright.shape[0]
+    sheared = np.zeros((h, 50), np.float32)
+    for y in range(h):
+        sheared[y, int(round(0.4 * (h - y))) : int(round(0.4 * (h - y))) + 30] = upright[y]
+    once = deslant(sheared)
+    assert abs(slant(once)) < 0.02
+    twice = deslant(once)
+    assert twice.shape == once.shape and np.abs(twice - once).max() < 0.05
+    assert leaning is upright
+
+
+def test_a_slanted_drawing_reads_like_the_upright_one() -> None:
+    lean = [s + np.column_stack([0.35 * (230.0 - s[:, 1]), np.zeros(len(s))]) for s in FOUR]
+    a, b = preprocess(drawing()), preprocess(render(lean, CANVAS, 18.0))
+    assert np.abs(a - b).mean() < 0.05

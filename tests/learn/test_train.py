@@ -1,0 +1,314 @@
+"""Training: a CPU smoke run that must learn, repeatability, the engines' contract, and the helpers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gemmpad.runtime import native
+from gemmpad.data import pendigits, trainset, userdata
+from gemmpad.learn import rehearsal, train
+from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
+from gemmpad.runtime.model import Model, load_model
+
+from tests.mnist_data import mnist_dir
+from tests.pendigits_data import pendigits_file, unipen
+
+pytest.importorskip("torch")
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    train.add_arguments(p)
+    return p.parse_args(list(argv))
+
+
+def smoke_args(tmp_path: Path, name: str, *extra: str) -> argparse.Namespace:
+    return parse("--data", str(mnist_dir()), "--limit", "2500", "--val", "500", "--epochs", "1",
+                 "--batch-size", "32", "--augment", "none", "--eval-drawn", "0", "--cache", "",
+                 "--quiet", "--output", str(tmp_path / f"{name}.npz"), *extra)
+
+
+@pytest.mark.slow
+def test_smoke_run_learns_and_writes_everything(tmp_path: Path) -> None:
+    assert train.run(smoke_args(tmp_path, "a")) == 0
+    m = load_model(tmp_path / "a.npz")
+    card = json.loads((tmp_path / "a.json").read_text())
+    assert (tmp_path / "a.png").stat().st_size > 10_000
+    assert card["training"]["mnist_train_images"] == 2000 and card["training"]["held_out"] == 500
+    assert card["history"][0]["val_acc"] > 0.80  # 500 held-out training images, never trained on
+    assert card["results"]["mnist_test_accuracy"] > 0.80  # and the 10,000 test images
+    assert card["data"]["canonical_mnist"] is True
+    assert m.card == card
+    # the sets Learn needs, beside the model and hashed in its card: Learn works from them alone
+    assert (tmp_path / card["rehearsal"]["file"]).stat().st_size == card["rehearsal"]["bytes"]
+    sets = rehearsal.sets_for(m)
+    assert len(sets.replay) == 2000 and len(sets.mnist) == 10_000 and len(sets.writers) == 0
+    assert sets.origin == {"model": "a", "sha256": card["rehearsal"]["sha256"]}
+    # repeatable: the same seed gives the same weights
+    assert train.run(smoke_args(tmp_path, "b")) == 0
+    m2 = load_model(tmp_path / "b.npz")
+    for k in m.weights:
+        np.testing.assert_array_equal(m.weights[k], m2.weights[k])
+    assert not list(tmp_path.glob(".*tmp*"))
+
+
+@pytest.mark.slow
+def test_held_out_writers_never_reach_training_and_are_measured(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Split by writer: the card's real-writer figures are for writers the model never saw."""
+    real = pendigits.read_pendigits(pendigits_file())
+    few = [s for w in (1, 2, 3) for s in [s for s in real if s.writer == w][:12]]
+    small = tmp_path / "pen.tra"
+    small.write_text(unipen(few))
+    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(small))
+    args = smoke_args(tmp_path, "w", "--augment", "original,pendigits", "--val-writers", "2")
+    seen: list[np.ndarray] = []
+    fit = train.fit_torch
+    monkeypatch.setattr(train, "fit_torch", lambda x, y, *a: (seen.append(x), fit(x, y, *a))[1])
+    assert train.run(args) == 0
+    card = json.loads((tmp_path / "w.json").read_text())
+    assert card["training"]["pendigits_writers"] == [1, 3]
+    assert card["training"]["sources"]["pendigits"] == 24 * trainset.PEN_COPIES
+    assert len(seen[0]) == 2000 + 24 * trainset.PEN_COPIES  # no row of writer 2
+    report = card["results"]["real_writers"]
+    assert report["writers"] == [2] and report["samples"] == 12
+    assert set(report["styles"]) == set(pendigits.STYLES) and 0.0 <= report["worst"] <= report["mean"] <= 1.0
+    assert 0.0 <= report["paper"] <= 1.0
+
+
+def quick_args(tmp_path: Path, *extra: str) -> argparse.Namespace:
+    """Arguments for runs that must fail before any data is read (so no MNIST is needed)."""
+    return parse("--data", str(tmp_path / "absent"), "--output", str(tmp_path / "m.npz"), "--quiet", *extra)
+
+
+@pytest.mark.skipif(native.cuda_status().available, reason="a usable GPU: --engine native would train")
+def test_native_engine_says_why_it_cannot_run(tmp_path: Path) -> None:
+    with pytest.raises(CudaUnavailable, match="--engine native trains on the GPU"):
+        train.run(quick_args(tmp_path, "--engine", "native"))
+
+
+def test_native_engine_is_sgd_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
+    with pytest.raises(GemmpadError, match="SGD with momentum only"):
+        train.run(quick_args(tmp_path, "--engine", "native", "--optimizer", "adamw"))
+
+
+def test_the_teacher_is_torch_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
+    with pytest.raises(GemmpadError, match="--teacher needs --engine torch"):
+        train.run(quick_args(tmp_path, "--engine", "native", "--optimizer", "sgd", "--teacher", "cnn"))
+
+
+@pytest.mark.slow
+def test_a_teacher_run_learns_from_the_cnn_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--teacher cnn: the MLP gets the teacher's logits for every row; the card names the teacher."""
+    from gemmpad.learn import distill
+
+    monkeypatch.setattr(distill, "EPOCHS", 1)
+    seen: list = []
+    fit = train.fit_torch
+    monkeypatch.setattr(train, "fit_torch", lambda x, y, *a: (seen.append((len(x), a[-1])), fit(x, y, *a))[1])
+    assert train.run(smoke_args(tmp_path, "t", "--teacher", "cnn")) == 0
+    n, logits = seen[0]
+    assert logits.shape == (n, 10) and logits.dtype == np.float32
+    card = json.loads((tmp_path / "t.json").read_text())
+    teacher = card["training"]["teacher"]
+    assert teacher["kind"] == "cnn" and teacher["held_out_accuracy"] > 0.6  # one epoch on 2,000 images
+    assert card["results"]["mnist_test_accuracy"] > 0.80
+
+
+def test_bad_options(tmp_path: Path) -> None:
+    with pytest.raises(GemmpadError, match="augment"):
+        train.run(quick_args(tmp_path, "--augment", "warp,blur"))
+    with pytest.raises(GemmpadError, match=".npz"):
+        train.run(parse("--output", str(tmp_path / "m.bin"), "--data", str(tmp_path)))
+    with pytest.raises(DataError):
+        train.run(parse("--data", str(tmp_path / "absent"), "--output", str(tmp_path / "m.npz")))
+    (tmp_path / "plain").write_text("a file")
+    bad_dir = str(tmp_path / "plain")
+    good = ["--output", str(tmp_path / "m.npz")]
+    for option, argv, message in (("--output", ["--output", f"{bad_dir}/m.npz"], "is a file, not a directory"),
+                                  ("--curve", [*good, "--curve", f"{bad_dir}/c.png"], "is a file, not a directory"),
+                                  ("--curve", [*good, "--curve", str(tmp_path / "curve")], "comes from the suffix"),
+                                  ("--curve", [*good, "--curve", str(tmp_path)], "is a directory"),
+                                  ("--cache", [*good, "--cache", bad_dir], "is a file, not a directory")):
+        with pytest.raises(GemmpadError, match=f"^{option} .*{message}"):  # before the data is even read
+            train.run(parse(*argv, "--data", str(tmp_path / "absent")))
+
+
+def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --output, run() writes runs/mnist-mlp-<time>.npz under the working directory."""
+    from gemmpad.data import mnist
+    from gemmpad.runtime.model import default_model_path
+
+    class Stop(Exception):
+        pass
+
+    checked: list[str] = []
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(train, "check_output_file", lambda path, what, suffixes=None: checked.append(what))
+    dirs: list[str] = []
+    monkeypatch.setattr(train, "check_writable_dir", lambda d, what: dirs.append(what))
+    monkeypatch.setattr(mnist, "load_split", lambda *a, **k: (_ for _ in ()).throw(Stop()))
+    with pytest.raises(Stop):
+        train.run(parse("--data", str(tmp_path), "--quiet"))
+    output = Path(checked[0].split(" ", 1)[1])
+    assert checked[0].startswith("--output ") and output.parent == Path("runs") and output.suffix == ".npz"
+    assert (tmp_path / output).resolve() != default_model_path().resolve()
+    assert checked[1:] == [f"--output {output} (its card)", f"--curve {output.with_suffix('.png')}"]
+    assert dirs == [f"--cache {userdata.cache_dir()}"]  # the user's cache folder, never ./runs/cache (issue 40 #9)
+
+
+def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
+    w = train.initial_weights(int(rng.integers(1 << 30)))
+    w = {k: v + rng.normal(0, 0.05, v.shape).astype(np.float32) for k, v in w.items()}
+    x = rng.uniform(0, 1, (8, 784)).astype(np.float32)
+    mean, std = 0.17, 0.33
+    ref = Model(w).forward(((x - mean) / std).astype(np.float32))
+    np.testing.assert_allclose(Model(train.fold_normalisation(w, mean, std)).forward(x), ref, rtol=1e-3, atol=1e-5)
+
+
+def test_initial_weights_and_schedules() -> None:
+    a, b = train.initial_weights(3), train.initial_weights(3)
+    assert all(np.array_equal(a[k], b[k]) for k in a) and not np.array_equal(a["W1"], train.initial_weights(4)["W1"])
+    Model(a)  # valid shapes and dtypes
+    for kind in ("cosine", "step", "constant"):
+        lrs = train.lr_schedule(kind, 0.1, 10)
+        assert len(lrs) == 10 and lrs[0] == pytest.approx(0.1) and all(x > 0 for x in lrs)
+        assert all(x >= y for x, y in zip(lrs, lrs[1:]))
+    np.testing.assert_array_equal(train.batch_order(1, 2, 50), train.batch_order(1, 2, 50))
+    assert sorted(train.batch_order(1, 2, 50)) == list(range(50))
+
+
+def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a stand-in gemmpad.learn.train_native, check what train.py hands over (ENGINE_API.md)."""
+    import sys
+    import types
+
+    import gemmpad
+    from gemmpad.runtime import native
+
+    seen: dict = {}
+
+    def fit(x, y, weights, **kw):  # the stand-in: record, report one epoch per lr, return the start
+        seen.update(x=x, y=y, weights=weights, **kw)
+        for e in range(kw["epochs"]):
+            kw["callback"](e, 1.0, 0.5, weights)
+        return weights
+
+    stand_in = types.SimpleNamespace(fit=fit)
+    monkeypatch.setitem(sys.modules, "gemmpad.learn.train_native", stand_in)
+    monkeypatch.setattr(gemmpad.learn, "train_native", stand_in, raising=False)  # once imported, `from gemmpad import` reads this
+    monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
+    args = smoke_args(tmp_path, "nat", "--engine", "native", "--epochs", "3", "--lr", "0.1", "--weight-decay", "0.001")
+    assert train.run(args) == 0
+    assert seen["x"].dtype == np.float32 and seen["x"].shape == (2000, 784)
+    assert seen["y"].shape == (2000,) and seen["y"].max() <= 9
+    assert seen["epochs"] == 3 and seen["batch_size"] == 32 and seen["momentum"] == 0.9
+    assert seen["weight_decay"] == 0.001 and seen["precision"] == "fp32" and seen["seed"] == 0
+    assert seen["decay_biases"] is True  # the torch engine decays its biases too: the same training
+    assert seen["lr_schedule"] == train.lr_schedule("cosine", 0.1, 3)
+    np.testing.assert_array_equal(seen["batch_order"](1), train.batch_order(0, 1, 2000))
+    np.testing.assert_array_equal(seen["weights"]["W1"], train.initial_weights(0)["W1"])
+    card = json.loads((tmp_path / "nat.json").read_text())
+    assert card["training"]["engine"] == "native" and len(card["history"]) == 3
+
+
+# ---- issue 20: nothing overwritten, nothing lost
+
+
+def test_existing_outputs_are_not_replaced_without_force(tmp_path: Path) -> None:
+    """Finding 2: --output silently replaced any file, the shipped model included, and the
+    .json/.png beside it that the user never named."""
+    from gemmpad.runtime.model import default_model_path
+
+    for existing in ("m.npz", "m.json", "m.png"):
+        (tmp_path / existing).write_text("keep me")
+        with pytest.raises(GemmpadError, match=f"{existing} already exists: name another --output .* or pass --force"):
+            train.run(quick_args(tmp_path))  # before the data is read (--data is absent)
+        assert (tmp_path / existing).read_text() == "keep me"
+        (tmp_path / existing).unlink()
+    shipped = default_model_path()
+    with pytest.raises(GemmpadError, match="already exist.*--force"):
+        train.run(parse("--data", str(tmp_path / "absent"), "--output", str(shipped), "--quiet"))
+    (tmp_path / "m.npz").write_text("replace me")
+    with pytest.raises(DataError):  # --force lets the run go on, to the missing data
+        train.run(quick_args(tmp_path, "--force"))
+
+
+@pytest.mark.slow
+def test_the_model_is_saved_before_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding 9: an evaluation failing after training (--eval-drawn 10^9) lost the trained model."""
+    from gemmpad.data import synthetic
+
+    def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError("drawn test digits")
+
+    monkeypatch.setattr(synthetic, "generate", out_of_memory)
+    args = parse("--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "1", "--augment", "none",
+                 "--drawn", "0", "--eval-drawn", "10", "--cache", "", "--quiet", "--output", str(tmp_path / "m.npz"))
+    with pytest.raises(MemoryError):
+        train.run(args)
+    m = load_model(tmp_path / "m.npz")
+    assert m.card["training"]["epochs"] == 1 and m.card["results"] == {}
+
+
+def test_a_diverging_run_stops_with_a_line_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20: `--lr 1e308` trained every epoch, then failed on NaN weights and saved nothing."""
+    with pytest.raises(SystemExit):
+        parse("--lr", "1e308")  # far past any learning rate that trains
+    with pytest.raises(SystemExit):
+        parse("--momentum", "1.5")
+
+    def nan_epoch(x, y, w0, lrs, args, device, on_epoch, teacher=None):  # what an exploding run reports
+        on_epoch(0, float("nan"), 0.1, w0)
+        raise AssertionError("training went on past a NaN loss")
+
+    monkeypatch.setattr(train, "fit_torch", nan_epoch)
+    args = parse("--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "3", "--augment", "none",
+                 "--eval-drawn", "0", "--cache", "", "--quiet", "--output", str(tmp_path / "m.npz"))
+    with pytest.raises(GemmpadError, match="diverged in epoch 1 .*lower --lr"):
+        train.run(args)
+    assert not list(tmp_path.iterdir())
+
+
+def test_every_option_says_what_it_does() -> None:
+    """Issue 39: --epochs, --batch-size, --momentum, --weight-decay and --device had no help."""
+    p = argparse.ArgumentParser()
+    train.add_arguments(p)
+    silent = [a.option_strings[0] for a in p._actions if a.option_strings and a.option_strings[0] != "-h" and not a.help]
+    assert silent == []
+
+
+def test_the_held_out_share_follows_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: `--limit 3000` failed on a --val 5000 default the user never passed."""
+
+    class Built(Exception):
+        pass
+
+    seen = {}
+
+    def stop(args, images, *rest):
+        seen.update(val=args.val, train=len(images))
+        raise Built
+
+    monkeypatch.setattr(train, "_training_arrays", stop)
+    base = ["--data", str(mnist_dir()), "--augment", "none", "--cache", "", "--quiet", "--output", str(tmp_path / "m.npz")]
+    with pytest.raises(Built):
+        train.run(parse(*base, "--limit", "3000"))
+    assert seen == {"val": 250, "train": 2750}
+    with pytest.raises(Built):
+        train.run(parse(*base, "--limit", "3000", "--val", "0"))  # what the user passes still counts
+    assert seen == {"val": 0, "train": 3000}
+    with pytest.raises(GemmpadError, match="--val 3000: must be between 0 and the number of training images"):
+        train.run(parse(*base, "--limit", "3000", "--val", "3000"))
+
+
+def test_european_strokes_are_an_option_not_the_default() -> None:
+    """Issue 43: the shipped model's recipe (the default) stays what it was until a round trains on them."""
+    assert "european" not in train._sources(parse().augment)
+    assert train._sources("warp,european") == ["original", "warp", "european"]

@@ -1,0 +1,96 @@
+"""The unsure detector: fitted, it flags few digits and catches non-digits; its file belongs
+to one set of weights and is refused for others, or when broken, in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gemmpad.data import synthetic, nondigits
+from gemmpad.runtime import unsure
+from gemmpad.runtime.model import default_model_path, load_model
+from gemmpad.ui.text import unsure_note
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, unsure.Detector, Path]:
+    """A detector fitted on small sets (the shipped model: its hidden layers are what it reads)."""
+    if not default_model_path().exists():
+        pytest.skip(f"no shipped model at {default_model_path()}")
+    model = load_model()
+    digits = synthetic.generate(400, seed=11).images.reshape(-1, 784)
+    others = nondigits.generate(60, seed=12).images.reshape(-1, 784)
+    det = unsure.fit(model, digits, others)
+    path = tmp_path_factory.mktemp("unsure") / "m.unsure.json"
+    unsure.save(det, path)
+    return model, det, path
+
+
+@pytest.mark.slow
+def test_a_fitted_detector_flags_few_new_digits_and_catches_non_digits(fitted: tuple) -> None:
+    model, det, _ = fitted
+    new_digits = synthetic.generate(300, seed=21).images.reshape(-1, 784)
+    new_others = nondigits.generate(40, seed=22)
+    flagged = det.unsure(model, new_digits).mean()
+    caught = det.unsure(model, new_others.images.reshape(-1, 784)).mean()
+    print(f"fitted on 400 drawn digits: flags {100 * flagged:.1f} % of new ones, catches {100 * caught:.0f} %")
+    assert flagged <= 0.03 and caught >= 0.5
+    assert det.fitted["threshold_digits"] == 120 and det.fitted["digits"] == 280  # the threshold's digits are apart
+
+
+@pytest.mark.slow
+def test_the_file_round_trips_and_belongs_to_its_weights(fitted: tuple, tmp_path: Path) -> None:
+    model, det, path = fitted
+    x = nondigits.generate(5, seed=3).images.reshape(-1, 784)
+    back = unsure.load(path)
+    np.testing.assert_allclose(back.score(model, x), det.score(model, x), rtol=1e-12)
+    assert not list(path.parent.glob(".*tmp*"))
+    # beside a model file it is found; beside other weights it is refused, with the way out
+    weights = tmp_path / "m.npz"
+    model.save(weights)
+    assert unsure.path_for(weights) == tmp_path / "m.unsure.json"
+    mine = load_model(weights)
+    got, why = unsure.for_model(mine)
+    assert got is None and "gemmpad unsure --fit" in why
+    unsure.save(det, unsure.path_for(weights))
+    got, why = unsure.for_model(mine)
+    assert got is not None and why == ""
+    other = {k: v.copy() for k, v in model.weights.items()}
+    other["b3"][0] += 1.0
+    type(model)(other).save(weights)
+    got, why = unsure.for_model(load_model(weights))
+    assert got is None and "fitted for other weights" in why
+    assert "No unsure detector" in unsure_note(None, why)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("broken", ['{"model_sha256": "x"}', "[1, 2]", "not json",
+                                    '{"model_sha256": "x", "mean": [1], "scale": [1], "w1": [[1, 2]], "b1": [0], '
+                                    '"w2": [1], "b2": 0, "threshold": 0}'],
+                         ids=["fields missing", "a list", "not JSON", "shapes disagree"])
+def test_a_broken_file_is_one_line_and_no_detector(fitted: tuple, tmp_path: Path, broken: str) -> None:
+    model, _, _ = fitted
+    weights = tmp_path / "m.npz"
+    model.save(weights)
+    unsure.path_for(weights).write_text(broken)
+    got, why = unsure.for_model(load_model(weights))
+    assert got is None and "m.unsure.json" in why and "\n" not in why
+
+
+def test_the_shipped_detector_fits_the_shipped_model_and_meets_the_targets() -> None:
+    """The measured figures `gemmpad unsure --fit` stored: at most 1 % of real digits flagged
+    (MNIST test, and every style of the held-out writers). Retrained weights fail here until
+    the detector is fitted again."""
+    if not default_model_path().exists():
+        pytest.skip(f"no shipped model at {default_model_path()}")
+    det, why = unsure.for_model(load_model())
+    assert det is not None, why
+    m = det.measured
+    pen = m["pendigits_writers_1-6"]
+    assert m["mnist_test"]["flagged"] <= 0.01 and m["mnist_test"]["n"] == 10_000
+    assert pen["worst_style"] <= 0.01 and pen["flagged"] <= 0.01
+    assert m["nondigits"]["caught"] > 0.5
+    assert json.loads(unsure.path_for(default_model_path()).read_text())["model_sha256"] == det.model_sha256
