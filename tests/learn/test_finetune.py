@@ -14,7 +14,7 @@ from gemmpad.learn import finetune, rehearsal_sets
 from gemmpad.bench.learn import cells
 from gemmpad.errors import GemmpadError
 from gemmpad.runtime.model import Model, load_model
-from gemmpad.learn.train import fold_normalisation
+from gemmpad.runtime.model import fold_normalisation, unfold_normalisation
 from tests.finetune_data import small_references
 from tests.pendigits_data import pendigits_file
 
@@ -47,7 +47,7 @@ def test_holdout_takes_every_kth_drawing_of_a_digit() -> None:
 
 def test_unfold_inverts_fold(rng: np.random.Generator) -> None:
     w = {k: rng.standard_normal(s).astype(np.float32) for k, s in (("W1", (784, 100)), ("b1", (100,)))}
-    back = fold_normalisation(finetune.unfold_normalisation(w, 0.13, 0.31), 0.13, 0.31)
+    back = fold_normalisation(unfold_normalisation(w, 0.13, 0.31), 0.13, 0.31)
     np.testing.assert_allclose(back["W1"], w["W1"], rtol=1e-5)
     np.testing.assert_allclose(back["b1"], w["b1"], rtol=1e-4, atol=1e-4)
 

@@ -12,7 +12,7 @@ from gemmpad.runtime import native
 from gemmpad.data import pendigits, trainset, userdata
 from gemmpad.learn import rehearsal, train
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
-from gemmpad.runtime.model import Model, load_model
+from gemmpad.runtime.model import Model, fold_normalisation, load_model
 
 from tests.mnist_data import mnist_dir
 from tests.pendigits_data import pendigits_file, unipen
@@ -169,7 +169,7 @@ def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
     x = rng.uniform(0, 1, (8, 784)).astype(np.float32)
     mean, std = 0.17, 0.33
     ref = Model(w).forward(((x - mean) / std).astype(np.float32))
-    np.testing.assert_allclose(Model(train.fold_normalisation(w, mean, std)).forward(x), ref, rtol=1e-3, atol=1e-5)
+    np.testing.assert_allclose(Model(fold_normalisation(w, mean, std)).forward(x), ref, rtol=1e-3, atol=1e-5)
 
 
 def test_initial_weights_and_schedules() -> None:

@@ -36,7 +36,7 @@ from gemmpad.commands.args import integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import write_text
-from gemmpad.runtime.model import Model, load_model
+from gemmpad.runtime.model import Model, fold_normalisation, load_model, unfold_normalisation
 
 LIGHT_STYLES = [k for k, s in pendigits.STYLES.items() if not s.dark_ink]  # the app's canvas: light ink
 
@@ -112,14 +112,13 @@ def tune_torch(weights: dict[str, np.ndarray], user: rehearsal_sets.Arrays, rep:
     """finetune.tune in PyTorch: the same normalisation, rows, targets, orders and learning rates."""
     import torch
 
-    from gemmpad.learn.train import fold_normalisation
 
     ux = ((user.x - rep.mean) / rep.std).astype(np.float32)
     x = torch.from_numpy(np.concatenate([ux, rep.x])).to(device)
     q = torch.from_numpy(np.concatenate([np.eye(10, dtype=np.float32)[user.y], rep.targets])).to(device)
     orders = finetune.batch_plan(user.y, rep.y, settings, np.random.default_rng([settings.seed, 1]))
     lrs = finetune.decay(settings.lr, len(orders), settings.final_lr)
-    w0 = finetune.unfold_normalisation(weights, rep.mean, rep.std)
+    w0 = unfold_normalisation(weights, rep.mean, rep.std)
     p = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
     opt = torch.optim.SGD(list(p.values()), lr=lrs[0], momentum=settings.momentum)
     for order, lr in zip(orders, lrs):

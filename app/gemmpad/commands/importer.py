@@ -28,7 +28,7 @@ from gemmpad import __version__
 from gemmpad.errors import ModelFileError, OutputFileError, require
 from gemmpad.inputs.files import check_output_file
 from gemmpad.inputs.reads import read_input
-from gemmpad.runtime.model import LAYERS, MAX_HIDDEN, Model
+from gemmpad.runtime.model import LAYERS, MAX_HIDDEN, Model, fold_normalisation
 
 MAX_IMPORT_BYTES = 512 << 20  # 784-4096-4096-10 in float32 is 80 MB; a cap keeps a hostile file bounded
 INPUT = ("gemmpad.inputs.preprocess output flattened row-major: 28x28 float32 in [0,1], ink bright (white digit on "
@@ -113,18 +113,6 @@ def chain(layers: list[Layer], source: str) -> dict[str, np.ndarray]:
     if hidden > MAX_HIDDEN:
         raise ModelFileError(f"{source}: a hidden layer has {hidden} units; gemmpad runs 1 to {MAX_HIDDEN}")
     return {k: np.ascontiguousarray(a, dtype=np.float32) for k, a in zip(names, flat)}
-
-
-def fold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> dict[str, np.ndarray]:
-    """Weights that take raw [0, 1] inputs: ((x - mean) / std) @ W1 + b1 == x @ (W1 / std) + (b1 - mean / std * 1 @ W1).
-    Computed in float64 so the fold adds no more than one float32 rounding."""
-    if (mean, std) == (0.0, 1.0):
-        return w
-    w1 = w["W1"].astype(np.float64)
-    out = dict(w)
-    out["W1"] = (w1 / std).astype(np.float32)
-    out["b1"] = (w["b1"].astype(np.float64) - mean / std * w1.sum(axis=0)).astype(np.float32)
-    return out
 
 
 # ----------------------------------------------------------------------- PyTorch

@@ -24,6 +24,7 @@ from gemmpad.data import arraycache, augment, synthetic, paper, pendigits
 from gemmpad.data.pool import ordered_map
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
 
+SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper", "european")  # what training_set can build
 PEN_COPIES = 8  # default random-style renderings of each pendigits training sample ("pendigits")
 PAPER_COPIES = 2  # default photos of each on paper ("paper": gemmpad.data.paper, never the test set's seed)
 CHUNK = 2500  # MNIST images per task: bounds memory (~30 MB per 56x56 chunk) and balances the pool

@@ -45,7 +45,7 @@ from gemmpad.runtime import native
 from gemmpad.inputs import strokes
 from gemmpad.data.drawings import Example
 from gemmpad.errors import GemmpadError
-from gemmpad.runtime.model import Model
+from gemmpad.runtime.model import Model, fold_normalisation, unfold_normalisation
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
 from gemmpad.learn.rehearsal_sets import Arrays, References
 
@@ -351,16 +351,6 @@ def decay(lr: float, epochs: int, final: float) -> list[float]:
     return [lr * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * e / (epochs - 1)))) for e in range(epochs)]
 
 
-def unfold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> dict[str, np.ndarray]:
-    """Weights for inputs (x - mean) / std from weights for raw x: the inverse of
-    gemmpad.learn.train.fold_normalisation, so a fine-tune steps in the space training stepped in."""
-    out = dict(w)
-    w1 = w["W1"].astype(np.float64)
-    out["W1"] = (w1 * std).astype(np.float32)
-    out["b1"] = (w["b1"].astype(np.float64) + mean * w1.sum(axis=0)).astype(np.float32)
-    return out
-
-
 @dataclass(frozen=True)
 class Prepared:
     """The replay as tune() steps on it, made once per base model (LearnCache.base): inputs
@@ -390,8 +380,6 @@ def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, setting
     """(new weights for raw inputs, engine used, steps run): SGD from `weights` on the person's
     rows (against their labels) mixed with the replay (against the base's probabilities),
     batches from batch_plan, in normalised inputs as in training."""
-    from gemmpad.learn.train import fold_normalisation
-
     if len(user) == 0:
         raise GemmpadError("no drawings to learn from")
     name, trainer = engine_for(engine)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad.data import arraycache, mnist, datafind, pendigits
+from gemmpad.data import arraycache, mnist, datafind, pendigits, trainset
 from gemmpad.commands import evaluate
 from gemmpad.runtime.model import Model
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
@@ -71,12 +71,10 @@ def trained_writers(model: Model) -> list[int]:
 
 def _sources(model: Model) -> dict[str, int]:
     """Training sources and their sizes from the card; MNIST with warps and restrokes without one."""
-    from gemmpad.learn.train import SOURCES
-
     training = model.card.get("training", {}) if isinstance(model.card, dict) else {}
     listed = training.get("sources") if isinstance(training, dict) else None
     if isinstance(listed, dict):
-        got = {k: int(v) for k, v in listed.items() if k in SOURCES and isinstance(v, int) and v > 0}
+        got = {k: int(v) for k, v in listed.items() if k in trainset.SOURCES and isinstance(v, int) and v > 0}
         if got.get("original"):
             return got
     return {"original": 1, "warp": 1, "restroke": 1}

@@ -42,12 +42,12 @@ from gemmpad.commands import evaluate
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
 from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim
-from gemmpad.runtime.model import LAYERS, Model, save_card
+from gemmpad.data.trainset import SOURCES
+from gemmpad.runtime.model import LAYERS, Model, fold_normalisation, save_card
 from gemmpad.data.pool import default_jobs
 from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.terminal import printable
 
-SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper", "european")
 DEFAULT_SOURCES = SOURCES[:6]  # the shipped model's recipe; "european" (issue 43) is opt-in until trained on
 DATA_SOURCES = {  # every dataset a model learns from or is measured on, with its licence
     "MNIST": "LeCun, Cortes & Burges, http://yann.lecun.com/exdb/mnist/ (CC BY-SA 3.0)",
@@ -275,18 +275,6 @@ def fit_native(trainer: Any, x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndar
 
 
 # ---------------------------------------------------------------- model file
-
-
-def fold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> dict[str, np.ndarray]:
-    """Weights for raw [0,1] inputs from weights trained on (x - mean) / std.
-
-    (x - m)/s @ W1 + b1 = x @ (W1/s) + (b1 - (m/s) * sum_rows(W1)), so the shipped
-    file needs no normalisation step and every backend computes the same thing.
-    """
-    out = dict(w)
-    out["W1"] = (w["W1"].astype(np.float64) / std).astype(np.float32)
-    out["b1"] = (w["b1"].astype(np.float64) - (mean / std) * w["W1"].astype(np.float64).sum(axis=0)).astype(np.float32)
-    return out
 
 
 def accuracy(model: Model, x: np.ndarray, y: np.ndarray, batch: int = 10000) -> float:

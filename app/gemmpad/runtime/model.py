@@ -304,3 +304,25 @@ def _npy_data(zf: zipfile.ZipFile, info: zipfile.ZipInfo, shape: tuple[int, ...]
         raise ModelFileError(f"{source}: {name} holds more data than its header declares ({nbytes} bytes)")
     arr = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return np.ascontiguousarray(arr, dtype=np.float32)
+
+
+def fold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> dict[str, np.ndarray]:
+    """Weights that take raw [0, 1] inputs: ((x - mean) / std) @ W1 + b1 == x @ (W1 / std) + (b1 - mean / std * 1 @ W1).
+    Computed in float64 so the fold adds no more than one float32 rounding."""
+    if (mean, std) == (0.0, 1.0):
+        return w
+    w1 = w["W1"].astype(np.float64)
+    out = dict(w)
+    out["W1"] = (w1 / std).astype(np.float32)
+    out["b1"] = (w["b1"].astype(np.float64) - mean / std * w1.sum(axis=0)).astype(np.float32)
+    return out
+
+
+def unfold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> dict[str, np.ndarray]:
+    """Weights for inputs (x - mean) / std from weights for raw x: the inverse of
+    fold_normalisation, so a fine-tune steps in the space training stepped in."""
+    out = dict(w)
+    w1 = w["W1"].astype(np.float64)
+    out["W1"] = (w1 * std).astype(np.float32)
+    out["b1"] = (w["b1"].astype(np.float64) + mean * w1.sum(axis=0)).astype(np.float32)
+    return out

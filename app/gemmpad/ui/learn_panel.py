@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import dearpygui.dearpygui as dpg
 import numpy as np
@@ -49,7 +49,27 @@ from gemmpad.ui.layout import INNER, SCROLLBAR, Layout
 from gemmpad.ui.style import Fonts
 
 if TYPE_CHECKING:
-    from gemmpad.ui.window import App
+    from gemmpad.runtime.classifier import Prediction
+    from gemmpad.ui.canvas import Canvas
+    from gemmpad.ui.status_bar import StatusBar
+
+
+class App(Protocol):
+    """What the Learn panel reads and calls on the window (gemmpad.ui.window.App is the one).
+    Typed here rather than imported, so the panel sits below the window that builds it and hands
+    itself in (no import cycle window <-> learn_panel)."""
+
+    base_model: Model
+    canvas: Canvas
+    drawings_dir: Path
+    prediction: Prediction | None
+    status: StatusBar
+
+    def save(self, label: int | None = None) -> Path | None: ...
+
+    def say(self, text: str) -> None: ...
+
+    def use_model(self, model: Model, base: Model | None = None) -> None: ...
 
 SETTINGS = finetune.Settings(holdout=0.2)
 
