@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,6 +68,24 @@ def test_building_the_parser_loads_no_heavy_module():
             "print(','.join(m for m in ('torch', 'dearpygui', 'matplotlib') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "", f"loaded: {proc.stdout.strip()}"
+
+
+def test_help_imports_only_the_command_line():
+    """`python -m gemmpad --help` lists the subcommands without importing their modules: no torch,
+    PIL or window toolkit, and nothing of learn/, data/, inputs/, ui/ or bench/ (issue 41).
+    -X importtime names every module the process imports."""
+    import gemmpad
+
+    env = {**os.environ, "PYTHONPATH": str(Path(gemmpad.__file__).resolve().parents[1])}  # the gemmpad under test
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "gemmpad", "--help"], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and "train" in proc.stdout, proc.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "gemmpad.commands.cli" in loaded
+    heavy = sorted(m for m in loaded if m.split(".")[0] in ("torch", "PIL", "dearpygui", "matplotlib", "onnx")
+                   or m.startswith(("gemmpad.learn", "gemmpad.data", "gemmpad.inputs", "gemmpad.ui", "gemmpad.bench",
+                                    "gemmpad.commands.")) and m not in ("gemmpad.commands.cli",))
+    assert not heavy, f"`gemmpad --help` imported {heavy}"
 
 
 def test_user_error_is_one_line_exit_2(monkeypatch, capsys):

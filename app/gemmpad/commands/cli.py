@@ -3,7 +3,8 @@
 Each subcommand lives in the module that holds its subject (training in
 `train`, benchmarks in `bench`, the window in `ui.app`); this module only
 wires them up and turns errors into one readable line, never a traceback.
-Modules are imported lazily so `gemmpad info` never pays for torch.
+Modules are imported lazily, only the one of the subcommand named (`build_parser`), so
+`gemmpad --help` imports the command line alone and `gemmpad info` never pays for torch.
 """
 
 from __future__ import annotations
@@ -92,8 +93,10 @@ class _Parser(argparse.ArgumentParser):
         super().error(printable(message))
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser; importing each command module only for its arguments."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser. Every subcommand is listed from COMMANDS, but a command module is imported
+    (for its arguments) only for `command`, or for all of them when it is None: `gemmpad --help`
+    then loads no command module, and `gemmpad info` never pays for torch or the data sets."""
     from gemmpad import __version__
 
     parser = _Parser(
@@ -104,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module_name).add_arguments(p)
+        if command is None or name == command:
+            importlib.import_module(module_name).add_arguments(p)
         p.set_defaults(_module=module_name)
     return parser
 
@@ -146,7 +150,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args_list or args_list[0].startswith("--") and args_list[0] not in ("--help", "--version"):
         args_list.insert(0, "app")  # `gemmpad` alone, or `gemmpad --replay ...`, opens the app
     try:
-        parser = build_parser()
+        parser = build_parser(args_list[0] if args_list[0] in COMMANDS else "")
         args = parser.parse_args(args_list)
         if args.command is None:
             parser.print_help()
