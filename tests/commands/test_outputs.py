@@ -44,7 +44,7 @@ def test_a_second_fine_tune_to_a_claimed_output_is_refused_before_its_work(tmp_p
     out = tmp_path / "me.npz"
     (tmp_path / "drawings").mkdir()
     with claim(out, "the first run"):  # another process (the window's Learn, another train) writing it now
-        rc = cli.main(["train", "--drawings", str(tmp_path / "drawings"), "--base", str(default_model_path()),
+        rc = cli.main(["fine-tune", "--drawings", str(tmp_path / "drawings"), "--base", str(default_model_path()),
                        "--output", str(out)])
     err = capsys.readouterr().err
     assert rc == 2 and "another gemmpad is writing" in err and str(out) in err
@@ -94,7 +94,7 @@ def test_a_card_path_that_is_a_directory_fails_before_the_work(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "o.json").mkdir()
     (tmp_path / "drawings").mkdir()  # empty: the old code got this far, after the check that should have failed
-    rc = cli.main(["train", "--drawings", str(tmp_path / "drawings"), "--base", str(default_model_path()),
+    rc = cli.main(["fine-tune", "--drawings", str(tmp_path / "drawings"), "--base", str(default_model_path()),
                    "--output", str(tmp_path / "o.npz")])
     err = capsys.readouterr().err
     assert rc == 2 and "o.json is a directory" in err and "(its card)" in err

@@ -86,8 +86,8 @@ def test_fine_tune_log_lines_are_printable(monkeypatch, capsys):
     monkeypatch.setattr(personal, "fine_tune_folder", fake_fine_tune)
     monkeypatch.setattr(personal, "check_target", lambda *a: None)
     monkeypatch.setattr(personal, "load_model", lambda path: None)
-    args = argparse.Namespace(base=None, output="o.npz", force=False, steps=None, lr=None, batch_size=None, seed=None,
-                              quiet=False, drawings="dr", engine="auto", insist=False, data=None, cache=None)
+    args = argparse.Namespace(base="m.npz", output="o.npz", force=False, steps=None, lr=None, batch_size=None, seed=None,
+                              quiet=False, drawings="dr", trainer="auto", insist=False, data=None, cache=None)
     with pytest.raises(SystemExit):
         personal.run(args)
     out = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""`gemmpad train --drawings DIR --base MODEL --output OUT` (gemmpad.learn.personal): bad input skipped
+"""`gemmpad fine-tune --drawings DIR --base MODEL --output OUT` (gemmpad.learn.personal): bad input skipped
 with a line, the personal model written atomically as a new file, never over the shipped model."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def fast(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _train(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     capsys.readouterr()
-    rc = cli.main(["train", *argv, *(["--steps", "40"] if "--base" in argv and "--steps" not in argv else [])])
+    rc = cli.main(["fine-tune", *argv, *(["--steps", "40"] if "--base" in argv and "--steps" not in argv else [])])
     out = capsys.readouterr()
     return rc, out.out, out.err
 
@@ -99,6 +99,7 @@ def test_refused_by_the_safety_rule_writes_nothing(folder: Path, tmp_path: Path,
 @pytest.mark.parametrize(("argv", "message"), [
     (["--base", "m.npz"], "needs both --base MODEL and --drawings DIR"),
     (["--steps", "5"], "needs both"),
+    (["--drawings", "{tmp}"], "needs both"),
     (["--drawings", "{tmp}/absent", "--base", "{shipped}", "--output", "{tmp}/o.npz"], "not a folder of drawings"),
     (["--drawings", "{tmp}", "--base", "{tmp}/absent.npz"], "model file not found"),
     (["--drawings", "{tmp}", "--base", "{shipped}", "--output", "{tmp}/o.txt"], "suffix"),
@@ -108,6 +109,15 @@ def test_bad_arguments_are_one_line(tmp_path: Path, argv: list[str], message: st
     args = [a.format(tmp=tmp_path, shipped=default_model_path()) for a in argv]
     rc, _, err = _train(capsys, *args)
     assert rc == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_train_with_base_points_to_fine_tune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fine-tuning was `gemmpad train --drawings D --base M`; now its own command, which the old
+    spelling names in one line (issue 41)."""
+    capsys.readouterr()
+    rc = cli.main(["train", "--drawings", str(tmp_path), "--base", str(default_model_path())])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.strip() == "gemmpad: error: fine-tuning is its own command: gemmpad fine-tune --drawings DIR --base MODEL"
 
 
 def test_check_target_refuses_an_existing_file(tmp_path: Path) -> None:

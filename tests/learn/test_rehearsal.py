@@ -85,7 +85,7 @@ def test_learn_works_offline_from_the_package_alone(package: Path, tmp_path: Pat
     work.mkdir()
     monkeypatch.chdir(work)
     out = tmp_path / "me.npz"
-    assert cli.main(["train", "--drawings", str(folder), "--base", str(base.path), "--output", str(out),
+    assert cli.main(["fine-tune", "--drawings", str(folder), "--base", str(base.path), "--output", str(out),
                      "--steps", "30", "--insist", "--quiet"]) == 0
     assert os.listdir(work) == []
     card = json.loads(out.with_suffix(".json").read_text())

@@ -85,22 +85,22 @@ def quick_args(tmp_path: Path, *extra: str) -> argparse.Namespace:
     return parse("--data", str(tmp_path / "absent"), "--output", str(tmp_path / "m.npz"), "--quiet", *extra)
 
 
-@pytest.mark.skipif(native.cuda_status().available, reason="a usable GPU: --engine native would train")
+@pytest.mark.skipif(native.cuda_status().available, reason="a usable GPU: --trainer native would train")
 def test_native_engine_says_why_it_cannot_run(tmp_path: Path) -> None:
-    with pytest.raises(CudaUnavailable, match="--engine native trains on the GPU"):
-        train.run(quick_args(tmp_path, "--engine", "native"))
+    with pytest.raises(CudaUnavailable, match="--trainer native trains on the GPU"):
+        train.run(quick_args(tmp_path, "--trainer", "native"))
 
 
 def test_native_engine_is_sgd_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
     with pytest.raises(GemmpadError, match="SGD with momentum only"):
-        train.run(quick_args(tmp_path, "--engine", "native", "--optimizer", "adamw"))
+        train.run(quick_args(tmp_path, "--trainer", "native", "--optimizer", "adamw"))
 
 
 def test_the_teacher_is_torch_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
-    with pytest.raises(GemmpadError, match="--teacher needs --engine torch"):
-        train.run(quick_args(tmp_path, "--engine", "native", "--optimizer", "sgd", "--teacher", "cnn"))
+    with pytest.raises(GemmpadError, match="--teacher needs --trainer torch"):
+        train.run(quick_args(tmp_path, "--trainer", "native", "--optimizer", "sgd", "--teacher", "cnn"))
 
 
 @pytest.mark.slow
@@ -204,7 +204,7 @@ def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch
     monkeypatch.setitem(sys.modules, "gemmpad.learn.train_native", stand_in)
     monkeypatch.setattr(gemmpad.learn, "train_native", stand_in, raising=False)  # once imported, `from gemmpad import` reads this
     monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
-    args = smoke_args(tmp_path, "nat", "--engine", "native", "--epochs", "3", "--lr", "0.1", "--weight-decay", "0.001")
+    args = smoke_args(tmp_path, "nat", "--trainer", "native", "--epochs", "3", "--lr", "0.1", "--weight-decay", "0.001")
     assert train.run(args) == 0
     assert seen["x"].dtype == np.float32 and seen["x"].shape == (2000, 784)
     assert seen["y"].shape == (2000,) and seen["y"].max() <= 9

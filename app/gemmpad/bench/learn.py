@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drawings", type=integer(1, 5000), nargs="*", default=[5, 50, 200], metavar="N",
                    help="drawing counts to time Learn with (none: skip the timing)")
     p.add_argument("--repeats", type=integer(1, 100), default=3)
-    p.add_argument("--engine", choices=finetune.ENGINES, default="auto")
+    p.add_argument("--trainer", choices=finetune.ENGINES, default="auto")
     p.add_argument("--out", metavar="DIR", help="write learn.json and learn.md here")
 
 
@@ -268,9 +268,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_cells:
         found = found[: args.max_cells]
     print(f"{len(found)} cells read below {100 * args.below:.0f} % (writers {args.writers}, {len(styles)} styles)")
-    rows = quality(model, found, refs, args.engine)
+    rows = quality(model, found, refs, args.trainer)
     times = timing(model, pen, args.cache or None, args.data, args.drawings, args.repeats,
-                   args.engine) if args.drawings else []
+                   args.trainer) if args.drawings else []
     text = summary(rows, times)
     print(text)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")

@@ -75,6 +75,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predict": ("gemmpad.commands.predict", "read digits from image files"),
     "info": ("gemmpad.commands.info", "versions, CPU features, CUDA device, kernels and model"),
     "train": ("gemmpad.learn.train", "train the MLP on MNIST"),
+    "fine-tune": ("gemmpad.learn.personal", "fine-tune a model on a person's drawings (a few seconds, no torch)"),
     "eval": ("gemmpad.commands.evaluate", "accuracy of a model on real writers' digits or labelled image folders"),
     "unsure": ("gemmpad.learn.unsure_fit", "fit and measure the detector that says when a drawing is not one digit"),
     "bench": ("gemmpad.bench", "benchmark GEMM kernels, the MLP forward pass, or training"),

@@ -1,6 +1,6 @@
 """The personal model: a model fine-tuned on one person's drawings, made and kept safely.
 
-Used by `gemmpad train --drawings DIR --base MODEL --output OUT` (`run`) and by the
+Used by `gemmpad fine-tune --drawings DIR --base MODEL --output OUT` (`run`) and by the
 window's Learn button (gemmpad.ui.learn_panel): read the drawings (bad files skipped
 with a line), fine-tune (gemmpad.learn.finetune), and write the result as a new file only
 when it keeps reading everyone else (or the person insists), never over the model it
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from gemmpad.commands.args import MAX_BATCH, MAX_SEED, integer, number
 from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
@@ -78,9 +79,33 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
     return outcome
 
 
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of `gemmpad fine-tune`: its own command, because a few seconds of SGD from a model
+    on one person's drawings is not `gemmpad train` (torch, MNIST, minutes) with more flags."""
+    p.add_argument("--drawings", metavar="DIR", help="the person's drawings, DIR/<digit>/*.json (strokes) or *.png")
+    p.add_argument("--base", metavar="MODEL", help="the model to fine-tune (the shipped one: see `gemmpad info`)")
+    p.add_argument("--output", metavar="PATH", help="model file to write (default: the personal model in the user folder)")
+    p.add_argument("--force", action="store_true", help="replace --output and its .json card when they exist")
+    p.add_argument("--steps", type=integer(1, 100_000), metavar="N",
+                   help="steps (default 300), rounded up to whole passes over the person's rows and the rehearsal "
+                        "sample (one pass is about 70 steps)")
+    p.add_argument("--lr", type=number(0, 10, above=True), help="learning rate of the first pass (default 0.005)")
+    p.add_argument("--batch-size", type=integer(1, MAX_BATCH), metavar="N", help="rows per step (default 128)")
+    p.add_argument("--seed", type=integer(0, MAX_SEED), metavar="N", help="seeds augmentation and batch order (default 0)")
+    p.add_argument("--trainer", choices=finetune.ENGINES, default="auto",
+                   help="auto: the GPU's native trainer when usable, else NumPy")
+    p.add_argument("--insist", action="store_true",
+                   help="keep the model even when it reads MNIST test or unseen writers >0.3 points worse")
+    p.add_argument("--data", metavar="DIR", help="MNIST IDX directory, for a base model without rehearsal sets")
+    p.add_argument("--cache", metavar="DIR", help="keep rehearsal sets built from --data in DIR")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
 def run(args: argparse.Namespace) -> int:
-    """`gemmpad train --drawings DIR --base MODEL`: exit 0 when the personal model was written,
+    """`gemmpad fine-tune --drawings DIR --base MODEL`: exit 0 when the personal model was written,
     1 when the safety rule refused it."""
+    if not (args.base and args.drawings):
+        raise GemmpadError("gemmpad fine-tune needs both --base MODEL and --drawings DIR")
     base = load_model(args.base)
     output = Path(args.output) if args.output else userdata.personal_model_path()
     check_target(output, base, args.force)
@@ -90,10 +115,10 @@ def run(args: argparse.Namespace) -> int:
     with claim(output, f"--output {output}"):  # the window's Learn and other runs write this name too
         check_target(output, base, args.force)  # again, held: a run that just ended may have written it
         outcome = fine_tune_folder(base, args.drawings, output, settings,
-                                   "native" if args.engine == "native" else "auto",
+                                   args.trainer,
                                    args.insist, args.data, args.cache or None, log)
     if not outcome.accepted:
-        print(f"gemmpad train: {printable(outcome.reason)}; pass --insist to keep it anyway", file=sys.stderr)
+        print(f"gemmpad fine-tune: {printable(outcome.reason)}; pass --insist to keep it anyway", file=sys.stderr)
         return 1
     return 0
 

@@ -11,14 +11,14 @@ Steps, each a function below:
 3. fit with torch (SGD with momentum, or AdamW; optionally towards a CNN teacher's
    readings, gemmpad.learn.distill) or with the native CUDA trainer (gemmpad.learn.train_native)
    from the same initial weights, batch order and per-epoch learning rates, so the two
-   engines' curves are comparable;
+   trainers' curves are comparable;
 4. fold the input normalisation into W1/b1, save weights + model card atomically,
    measure the saved file with NumPy alone (`measure`: MNIST test, drawn digits per
    style, the held-out writers) and draw the loss/accuracy curves.
 torch is imported inside functions only: `gemmpad info` and the app never load it.
 Over 500 lines on purpose: one pipeline whose steps share the options and the card;
-the engines (train_native, train_numpy, finetune, distill) and the data (trainset,
-augment, drawn, pendigits, paper) already live in their own modules.
+the trainers (train_native, train_numpy, finetune, distill) and the data (trainset,
+augment, synthetic, pendigits, paper) already live in their own modules.
 """
 
 from __future__ import annotations
@@ -67,12 +67,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
     p.add_argument("--force", action="store_true",
                    help="replace --output, its .json card and --curve when they exist (default: refuse)")
-    p.add_argument("--engine", choices=("torch", "native"), default="torch",
+    p.add_argument("--trainer", choices=("torch", "native"), default="torch",
                    help="torch, or the CUDA kernels of gemmpad.learn.train_native")
     p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32",
                    help="mixed: bf16/fp16 matmuls, fp32 weights")
     p.add_argument("--optimizer", choices=("sgd", "adamw"),
-                   help="sgd = SGD with momentum (both engines); default: adamw for torch (as the shipped "
+                   help="sgd = SGD with momentum (both trainers); default: adamw for torch (as the shipped "
                         "model), sgd for native")
     p.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=20, metavar="N",
                    help="passes over the training arrays (default %(default)s)")
@@ -100,7 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "core); the arrays depend on --seed only")
     p.add_argument("--teacher", choices=("none", "cnn"), default="none",
                    help="cnn: train a small CNN first and fit the MLP to its softened readings as well as "
-                        "the labels (knowledge distillation, torch engine only; a GPU is advised)")
+                        "the labels (knowledge distillation, --trainer torch only; a GPU is advised)")
     p.add_argument("--real-weight", type=integer(1, 16), default=1, metavar="N",
                    help="times each real writer's rendering (pendigits, paper) is seen per epoch")
     p.add_argument("--val-writers", default="1-6", metavar="RANGE",
@@ -114,13 +114,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "'' disables); a fine-tune caches nothing unless given one")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--drawings", metavar="DIR",
-                   help="a person's drawings, DIR/<digit>/*.json (strokes) or *.png: with --base, fine-tune that "
-                        "model on them (gemmpad.learn.personal); without, add them to this training run")
-    p.add_argument("--base", metavar="MODEL", help="fine-tune this model on --drawings (a few seconds, no torch)")
-    p.add_argument("--steps", type=integer(1, 100_000), metavar="N", help="fine-tuning steps (default 300), rounded up to whole passes over the "
-                        "person's rows and the replay (one pass is about 70 steps)")
-    p.add_argument("--insist", action="store_true",
-                   help="keep a fine-tuned model even when it reads MNIST test or unseen writers >0.3 points worse")
+                   help="a person's drawings, DIR/<digit>/*.json (strokes) or *.png, added to this training run "
+                        "(to fine-tune a model on them: gemmpad fine-tune)")
+    for moved in ("--base", "--steps"):  # fine-tuning's options before it had its own command: a pointer to it
+        p.add_argument(moved, help=argparse.SUPPRESS)
+    p.add_argument("--insist", action="store_true", help=argparse.SUPPRESS)
 
 
 # ---------------------------------------------------------------- data
@@ -150,7 +148,7 @@ def _training_arrays(args: argparse.Namespace, images: np.ndarray, labels: np.nd
 
 
 def initial_weights(seed: int) -> dict[str, np.ndarray]:
-    """He-uniform weights, zero biases, from NumPy so both engines start from the same point."""
+    """He-uniform weights, zero biases, from NumPy so both trainers start from the same point."""
     rng = np.random.default_rng([seed, 2])
     w: dict[str, np.ndarray] = {}
     for i, (fan_in, fan_out) in enumerate(zip(LAYERS[:-1], LAYERS[1:]), start=1):
@@ -161,7 +159,7 @@ def initial_weights(seed: int) -> dict[str, np.ndarray]:
 
 
 def lr_schedule(kind: str, lr: float, epochs: int) -> list[float]:
-    """Learning rate for each epoch (the native engine gets the same list)."""
+    """Learning rate for each epoch (the native trainer gets the same list)."""
     if kind == "constant":
         return [lr] * epochs
     if kind == "step":  # /10 at 50% and 75%
@@ -170,7 +168,7 @@ def lr_schedule(kind: str, lr: float, epochs: int) -> list[float]:
 
 
 def batch_order(seed: int, epoch: int, n: int) -> np.ndarray:
-    """The sample order of one epoch: a permutation seeded by (seed, epoch), shared by both engines."""
+    """The sample order of one epoch: a permutation seeded by (seed, epoch), shared by both trainers."""
     return np.random.default_rng([seed, 3, epoch]).permutation(n)
 
 
@@ -196,7 +194,7 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
 
     torch.manual_seed(args.seed)
     params = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
-    # weight decay on every parameter, biases included: the native engine's semantics, so curves compare
+    # weight decay on every parameter, biases included: the native trainer's semantics, so curves compare
     plist = [params[k] for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
     if args.optimizer == "sgd":
         opt: Any = torch.optim.SGD(plist, lr=lrs[0], momentum=args.momentum, weight_decay=args.weight_decay)
@@ -249,15 +247,15 @@ def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list
 
 
 def native_trainer(args: argparse.Namespace) -> Any:
-    """gemmpad.learn.train_native, or a clear error why --engine native cannot run (checked before any work)."""
+    """gemmpad.learn.train_native, or a clear error why --trainer native cannot run (checked before any work)."""
     from gemmpad.runtime import native
     from gemmpad.learn import train_native
 
     status = native.cuda_status()
     if not status.available:
-        raise CudaUnavailable(f"--engine native trains on the GPU: {status.reason}")
+        raise CudaUnavailable(f"--trainer native trains on the GPU: {status.reason}")
     if args.optimizer != "sgd":
-        raise GemmpadError("--engine native implements SGD with momentum only: use --optimizer sgd")
+        raise GemmpadError("--trainer native implements SGD with momentum only: use --optimizer sgd")
     return train_native
 
 
@@ -328,11 +326,7 @@ def _versions() -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Train, save, measure; returns the exit status."""
     if args.base or args.steps or args.insist:
-        from gemmpad.learn import personal
-
-        if not (args.base and args.drawings):
-            raise GemmpadError("fine-tuning (--base, --steps, --insist) needs both --base MODEL and --drawings DIR")
-        return personal.run(args)
+        raise GemmpadError("fine-tuning is its own command: gemmpad fine-tune --drawings DIR --base MODEL")
     if args.drawings and not Path(args.drawings).is_dir():  # before minutes of building, not after
         raise GemmpadError(f"--drawings {args.drawings}: not a folder")
     require("torch", "gemmpad train", "'gemmpad[train]'")
@@ -366,12 +360,12 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     if args.cache:
         check_writable_dir(args.cache, f"--cache {args.cache}")
     if args.optimizer is None:
-        args.optimizer = "adamw" if args.engine == "torch" else "sgd"
+        args.optimizer = "adamw" if args.trainer == "torch" else "sgd"
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
-    device = _torch_device(args.device) if args.engine == "torch" else "cuda"
-    trainer = native_trainer(args) if args.engine == "native" else None
-    if args.engine != "torch" and args.teacher != "none":
-        raise GemmpadError("--teacher needs --engine torch")
+    device = _torch_device(args.device) if args.trainer == "torch" else "cuda"
+    trainer = native_trainer(args) if args.trainer == "native" else None
+    if args.trainer != "torch" and args.teacher != "none":
+        raise GemmpadError("--teacher needs --trainer torch")
     sources = _sources(args.augment)  # a typo here fails now, not after the data has loaded
     held_writers = evaluate.writer_range(args.val_writers)
 
@@ -427,10 +421,10 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
 
     lrs = lr_schedule(args.schedule, lr, args.epochs)
     w0 = initial_weights(args.seed)
-    log(f"training {len(x)} images on {args.engine} ({device}, {args.precision}), {args.optimizer}, "
+    log(f"training {len(x)} images on {args.trainer} ({device}, {args.precision}), {args.optimizer}, "
         f"{args.epochs} epochs")
     teacher_card: dict[str, Any] | None = None
-    if args.engine == "torch":
+    if args.trainer == "torch":
         teacher = None
         if args.teacher == "cnn":
             log(f"training the teacher (CNN, {distill.EPOCHS} epochs) on {device}")
@@ -457,7 +451,7 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
                                             min(rehearsal_sets.REPLAY_ROWS, len(train_idx)), writers=bool(pen))
     card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
     save_card(out_path, card)
-    plot_curves(history, curve_path, f"{out_path.name}: {args.engine}/{args.optimizer}/{args.precision}, "
+    plot_curves(history, curve_path, f"{out_path.name}: {args.trainer}/{args.optimizer}/{args.precision}, "
                                      f"MNIST test {100 * test_acc:.2f}%")
     log(f"wrote {out_path}, {out_path.with_suffix('.json')} and {curve_path} ({card['time_s']['total']:.0f} s)")
     return 0
@@ -514,7 +508,7 @@ def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std:
         "data": {"md5": {**train.md5, **test.md5}, "canonical_mnist": mnist.checksums_ok({**train.md5, **test.md5}),
                  "sources": DATA_SOURCES},
         "training": {
-            "engine": args.engine, "device": _device_name(device, args.engine), "precision": args.precision,
+            "engine": args.trainer, "device": _device_name(device, args.trainer), "precision": args.precision,
             "optimizer": args.optimizer, "lr": lr, "momentum": args.momentum if args.optimizer == "sgd" else None,
             "weight_decay": args.weight_decay, "schedule": args.schedule, "epochs": args.epochs,
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,

@@ -1,4 +1,4 @@
-"""Training the MLP on our own CUDA kernels (`gemmpad train --engine native`).
+"""Training the MLP on our own CUDA kernels (`gemmpad train --trainer native`).
 
 Why a native engine: one SGD step of a 784-100-100-10 network is ~0.1 GFLOP,
 far too little work to hide a framework's per-op launches and allocations.
