@@ -5,7 +5,7 @@ What a file holds is read, never run: torch files through `torch.load(weights_on
 (tensors and plain containers only, no pickled code), ONNX files as a graph whose every
 node must be one of the few a ReLU MLP is made of. Anything else is refused in one line
 that says what was found. A network whose hidden layers are not 100 wide runs on the
-layer-by-layer rungs (`gemmpad.runtime.backends.LayerByLayer`); the fused kernels say why not.
+layer-by-layer rungs (`gemmpad.runtime.classifier.LayerByLayer`); the fused kernels say why not.
 
 The imported weights expect what the shipped model expects: `gemmpad.inputs.preprocess`'s
 28x28 in [0, 1], ink bright. A network trained on normalised inputs ((x - mean) / std,

@@ -52,7 +52,7 @@ class Backend:
     default_kernel: str
     deferred_timing: bool  # kernel time from the runner's kernel_us(), after forward() has returned
     reason: Callable[[], str]  # "" when usable here, else why not
-    make: Callable[[Any, dict[str, np.ndarray]], Runner]  # (Model, float32 weights) -> runner
+    make: Callable[[Any, dict[str, np.ndarray]], Runner]  # (784-100-100-10 Model, float32 weights) -> runner
 
 
 class NumpyMlp:
@@ -74,8 +74,8 @@ class NumpyMlp:
         with np.errstate(over="ignore", invalid="ignore"):
             out[...] = softmax(a2 @ w["W3"] + w["b3"])
         us = (time.perf_counter() - t0) * 1e6
-        _fill(h1, a1)
-        _fill(h2, a2)
+        fill(h1, a1)
+        fill(h2, a2)
         return us
 
     def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
@@ -85,51 +85,14 @@ class NumpyMlp:
         return (time.perf_counter() - t0) * 1e6 + self.forward(xf, out, kernel, h1, h2)
 
 
-def _fill(dst: np.ndarray | None, src: np.ndarray) -> None:
+def fill(dst: np.ndarray | None, src: np.ndarray) -> None:
+    """dst[...] = src where the caller asked for that output (dst given)."""
     if dst is not None:
         dst[...] = src
 
 
-class LayerByLayer:
-    """A network of other hidden widths (an imported 784-h1-h2-10 MLP) on any GEMM kernel of
-    the registry: three `gemm()` calls and a softmax. The native MLP objects and the fused
-    kernels hold 100-unit layers in their tiles and registers; the GEMM rungs take any shape,
-    so every rung of the ladder still runs such a network. The kernel time is the three
-    products' wall time (the GPU's included: `gemm()` returns with C in host memory)."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-        self._kernel_us = 0.0
-
-    def forward(self, x: np.ndarray, out: np.ndarray, kernel: str,
-                h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
-        from gemmpad.runtime.gemm import gemm
-        from gemmpad.runtime.model import softmax
-
-        w = self.model.weights
-        t0 = time.perf_counter()
-        a1 = gemm(x, w["W1"], bias=w["b1"], activation="relu", kernel=kernel)
-        a2 = gemm(a1, w["W2"], bias=w["b2"], activation="relu", kernel=kernel)
-        logits = gemm(a2, w["W3"], bias=w["b3"], kernel=kernel)
-        self._kernel_us = (time.perf_counter() - t0) * 1e6
-        with np.errstate(over="ignore", invalid="ignore"):
-            out[...] = softmax(logits)
-        _fill(h1, a1)  # the rung's own products, already in host memory
-        _fill(h2, a2)
-        return self._kernel_us
-
-    def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
-                   h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
-        return self.forward(x.astype(np.float32) * PIXEL_SCALE, out, kernel, h1, h2)
-
-    def kernel_us(self) -> float:
-        return self._kernel_us
-
-
 def _native_mlp(module: Callable[[], Any]) -> Callable[[Any, dict[str, np.ndarray]], Runner]:
     def make(model: Any, w: dict[str, np.ndarray]) -> Runner:
-        if not model.standard:
-            return LayerByLayer(model)
         return module().Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
 
     return make
