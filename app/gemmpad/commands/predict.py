@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from gemmpad.runtime import unsure
-from gemmpad.runtime.classifier import BACKENDS, N_IN, Classifier, available_backends, backend_of
+from gemmpad.runtime import backends
+from gemmpad.runtime.classifier import BACKENDS, N_IN, Classifier
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.images import SUFFIXES, image_paths, load_image
 from gemmpad.runtime.model import Model
@@ -129,7 +130,7 @@ def start_up(clf: Classifier) -> float:
 
 def run(args: argparse.Namespace) -> int:
     require("PIL", "gemmpad predict", "pillow")
-    backend = args.backend or backend_of(args.kernel) or ("cpu" if not available_backends()["cpu"] else "numpy")
+    backend = backends.pick(args.backend, args.kernel, backends.WITHOUT_GPU)
     clf = Classifier(model=args.model, backend=backend, kernel=args.kernel)  # GemmpadError -> cli: message, exit 2
     if args.show is not None:
         if args.show.exists() and not args.show.is_dir():

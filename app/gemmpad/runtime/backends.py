@@ -1,5 +1,6 @@
-"""The backends the MLP runs on, as one list: the engine, the command line and
-the window all read it, so a new backend is one entry here.
+"""The backends the MLP runs on, as one list: the classifier, the command line and
+the window all read it, so a new backend is one entry here; and `pick`, the one
+policy for which backend runs when nobody named one.
 
 A backend says whether it can run on this machine (and if not, why: the line
 shown beside a greyed-out choice), which kernel it starts on, and how to build
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from gemmpad.runtime import native
+from gemmpad.runtime import native, registry
 
 
 PIXEL_SCALE = np.float32(1.0 / 255.0)  # gemmpad.inputs.preprocess's scaling of uint8 pixels, and the native u8 paths'
@@ -121,3 +122,46 @@ BACKENDS: tuple[Backend, ...] = (
 )
 NAMES = tuple(b.name for b in BACKENDS)
 BY_NAME = {b.name: b for b in BACKENDS}
+# Fastest first: where nobody names a backend, the first usable one of these runs.
+PREFERENCE = ("cuda", "cpu", "numpy")
+# ...but `gemmpad predict` and `Classifier()` leave the GPU out: a few images or a library call
+# pay the GPU's start-up (context, weight upload: ~1 s) for microseconds of compute, and the CPU
+# gives the same answer on every machine.
+WITHOUT_GPU = ("cpu", "numpy")
+# GEMM kernels live on the devices of the registry: `gemm()` picks among these.
+GEMM_DEVICES = ("cuda", "cpu")
+
+
+def available_backends() -> dict[str, str]:
+    """backend -> "" when usable here, else the reason (shown next to a greyed-out choice)."""
+    return {b.name: b.reason() for b in BACKENDS}
+
+
+def full_names(backend: str, kernel: str) -> tuple[str, str, str]:
+    """What a kernel name given on `backend` may stand for: itself, or a short form
+    ("07_warptile" -> "cuda.07_warptile", "fused" -> "cuda.mlp_fused")."""
+    return kernel, f"{backend}.{kernel}", f"{backend}.mlp_{kernel}"
+
+
+def backend_of(kernel: str | None) -> str | None:
+    """The backend a kernel name belongs to, so --kernel alone suffices: "cpu.01_naive" ->
+    "cpu", and a short name one backend alone has ("07_warptile", "fused") -> that backend."""
+    if not kernel:
+        return None
+    if kernel == "numpy":
+        return "numpy"
+    devices = {s.device for s in registry.kernels() if s.name in full_names(s.device, kernel)}
+    return devices.pop() if len(devices) == 1 else None
+
+
+def pick(backend: str | None = None, kernel: str | None = None, among: tuple[str, ...] = PREFERENCE) -> str:
+    """The backend to run on, by one rule for every caller (gemm(), the window, predict, Classifier):
+    the one named; else the one `kernel` belongs to; else the first of `among` usable here (its
+    last when none is: the caller's own check then says why it cannot run)."""
+    if backend:
+        return backend
+    owner = backend_of(kernel)
+    if owner:
+        return owner
+    reasons = available_backends()
+    return next((b for b in among if not reasons.get(b, "unknown")), among[-1])

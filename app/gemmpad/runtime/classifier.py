@@ -1,4 +1,4 @@
-"""The inference engine: one Classifier that runs the MLP on NumPy, the native
+"""The classifier: one Classifier that runs the MLP on NumPy, the native
 CPU code or the GPU, switchable live, timing every call.
 
 The app calls `classify` every frame, the CLI once per image, the benchmarks
@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from gemmpad.runtime import backends, registry
+from gemmpad.runtime.backends import available_backends, backend_of, full_names
 from gemmpad.runtime.gemm import gemm
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.runtime.model import LAYERS, Model, load_model, softmax
@@ -46,28 +47,6 @@ _F32 = np.dtype(np.float32)
 # Rows one predict() takes: the native kernels index an input with 32-bit ints (2**31 - 1
 # values, 2,739,137 rows of 784). One limit for every backend, checked before any copy.
 MAX_ROWS = (2**31 - 1) // N_IN
-
-
-def available_backends() -> dict[str, str]:
-    """backend -> "" when usable here, else the reason (shown next to a greyed-out choice)."""
-    return {b.name: b.reason() for b in backends.BACKENDS}
-
-
-def _full_names(backend: str, kernel: str) -> tuple[str, str, str]:
-    """What a kernel name given on `backend` may stand for: itself, or a short form
-    ("07_warptile" -> "cuda.07_warptile", "fused" -> "cuda.mlp_fused")."""
-    return kernel, f"{backend}.{kernel}", f"{backend}.mlp_{kernel}"
-
-
-def backend_of(kernel: str | None) -> str | None:
-    """The backend a kernel name belongs to, so --kernel alone suffices: "cpu.01_naive" ->
-    "cpu", and a short name one backend alone has ("07_warptile", "fused") -> that backend."""
-    if not kernel:
-        return None
-    if kernel == "numpy":
-        return "numpy"
-    devices = {s.device for s in registry.kernels() if s.name in _full_names(s.device, kernel)}
-    return devices.pop() if len(devices) == 1 else None
 
 
 def _check_backend(backend: str) -> None:
@@ -186,9 +165,12 @@ class Classifier:
     def __init__(
         self,
         model: Model | str | os.PathLike[str] | None = None,
-        backend: str = "cpu",
+        backend: str | None = None,
         kernel: str | None = None,
     ) -> None:
+        """backend None: the kernel's, else the CPU (backends.pick among WITHOUT_GPU: a library
+        call gets the same numbers on every machine, without the GPU's start-up)."""
+        backend = backends.pick(backend, kernel, backends.WITHOUT_GPU)
         _check_backend(backend)  # before loading: "no GPU" is the message a user needs first
         self.model = model if isinstance(model, Model) else load_model(model)
         self._weights = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in self.model.weights.items()}
@@ -245,11 +227,11 @@ class Classifier:
         if not kernel:
             return DEFAULT_KERNELS[backend] if self.model.standard or backend == "numpy" else \
                 registry.default_gemm(backend).name
-        for candidate in _full_names(backend, kernel):
+        for candidate in full_names(backend, kernel):
             if candidate in names:
                 return candidate
         whole = [s.name for s in registry.kernels(device=backend, kind="mlp")]
-        if not self.model.standard and any(c in whole for c in _full_names(backend, kernel)):
+        if not self.model.standard and any(c in whole for c in full_names(backend, kernel)):
             shape = "-".join(map(str, self.model.layers))
             raise GemmpadError(f"kernel {kernel!r} runs only the 784-100-100-10 network (its tiles and registers "
                                f"are sized for 100-unit layers); this model is {shape}: choose a layer-by-layer "

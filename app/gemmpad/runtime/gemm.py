@@ -10,7 +10,7 @@ from typing import Literal
 
 import numpy as np
 
-from gemmpad.runtime import native, registry
+from gemmpad.runtime import backends, native, registry
 from gemmpad.errors import CudaUnavailable, InputShapeError, InputTypeError
 
 Activation = Literal["relu"] | None
@@ -79,8 +79,7 @@ def gemm(
     bias32 = None if bias_in is None else np.ascontiguousarray(bias_in, dtype=np.float32)
 
     if kernel is None:
-        device = "cuda" if native.cuda_status().available else "cpu"
-        spec = registry.default_gemm(device)
+        spec = registry.default_gemm(backends.pick(among=backends.GEMM_DEVICES))
     else:
         spec = registry.get(kernel)
     if spec.kind != "gemm":

@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="PATH",
                         help="model .npz (default: your personal model from Learn if there is one, else the shipped model)")
     parser.add_argument("--backend", choices=backends.NAMES,
-                        help="start on this backend (default: cuda when usable, else cpu)")
+                        help="start on this backend (default: the fastest usable: cuda, else cpu, else numpy)")
     parser.add_argument("--kernel", metavar="NAME", help="start on this kernel (default: the backend's fastest)")
     parser.add_argument("--batch", type=int, default=1, metavar="B",
                         help="run B copies of the drawing per frame: a speed knob, the answer stays the same (1..4096, default 1)")
@@ -249,13 +249,10 @@ def run(args: argparse.Namespace) -> int:
     started_at = time.perf_counter() - age if age is not None else _T_IMPORT
 
     from gemmpad.inputs import strokes
-    from gemmpad.runtime.classifier import Classifier, available_backends, backend_of
+    from gemmpad.runtime.classifier import Classifier
 
     drawing = strokes.load_drawing(args.replay) if args.replay else None
-    # The fastest usable backend by default: the GPU, else the native CPU code, else NumPy.
-    reasons = available_backends()
-    usable = [b for b in ("cuda", "cpu", "numpy") if not reasons.get(b, "unknown")]
-    backend = args.backend or backend_of(args.kernel) or usable[0]
+    backend = backends.pick(args.backend, args.kernel)  # the fastest usable: the GPU, else the CPU's code, else NumPy
     classifier = Classifier(start_model(args.model), backend=backend, kernel=args.kernel)
 
     from gemmpad.ui import harness
