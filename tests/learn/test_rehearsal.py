@@ -61,7 +61,7 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_learn_works_offline_from_the_package_alone(package: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from gemmpad.ui.learn_panel import Learner
+    from gemmpad.ui.workers.learner import Learner
 
     base = model.load_model()
     assert base.path == package / "mnist-mlp.npz"

@@ -14,7 +14,7 @@ from gemmpad.learn import finetune, rehearsal
 from gemmpad.inputs import strokes
 from gemmpad.errors import DataError
 from gemmpad.ui import status_bar
-from gemmpad.ui.learn_panel import Learner
+from gemmpad.ui.workers.learner import Learner
 
 FIX = "the Learn sets of mnist-mlp (mnist-mlp.rehearsal.npz) are missing: reinstall gemmpad"
 

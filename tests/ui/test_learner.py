@@ -1,4 +1,4 @@
-"""gemmpad.ui.learn_panel.Learner without a window: the drawings are painted when they are
+"""gemmpad.ui.workers.learner.Learner without a window: the drawings are painted when they are
 saved (prefetch), not when L is pressed."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 
 from gemmpad.data import drawings
 from gemmpad.inputs import strokes
-from gemmpad.ui.learn_panel import Learner
+from gemmpad.ui.workers.learner import Learner
 
 
 def _save_one(folder: Path, name: str, x: float) -> None:

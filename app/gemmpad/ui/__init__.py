@@ -1,6 +1,7 @@
 """The desktop app: a Dear PyGui window where you draw a digit and watch it read live.
 
-Modules: `canvas` (strokes into pixels, no GUI), `inference` (the worker thread),
+Modules: `canvas` (strokes into pixels, no GUI), `workers/` (the threads that draw nothing:
+`inference` off the UI thread, `race` of every kernel, `learner` for Learn),
 `window` (state, actions, the frame loop), its panels `draw_panel`, `prediction_panel`,
 `engine_panel` (with `race_panel` and `lab_panel`, the roofline and anatomy of a rung),
 `learn_panel`, `status_bar`, `help_overlay`, `layout` (where they go at a window size),

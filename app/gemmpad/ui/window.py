@@ -44,7 +44,8 @@ from gemmpad.ui.help_overlay import HelpOverlay
 from gemmpad.ui.workers.inference import HISTORY, InferenceWorker, Result
 from gemmpad.ui.input_watch import InputWatch, WindowEvents
 from gemmpad.ui.lab_panel import lab_view
-from gemmpad.ui.learn_panel import Learner, LearnPanel
+from gemmpad.ui.learn_panel import LearnPanel
+from gemmpad.ui.workers.learner import Learner
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.workers.race import Race
 from gemmpad.ui.status_bar import StatusBar
