@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from gemmpad.commands.args import MAX_BATCH, MAX_REPS, integer, number
 from gemmpad.bench import select
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, mlp_table, sweep_table, write
+from gemmpad.bench.timing import classifier_call, time_calls
 from gemmpad.errors import GemmpadError, KernelUnavailable
 from gemmpad.runtime.precision import argmax_agreement, mlp_bound
 
@@ -101,19 +101,6 @@ def mnist_digits(data_dir: str | None) -> tuple[np.ndarray | None, str]:
     rows = [preprocess(img) for img in split.images]
     kept = [r.reshape(784) for r in rows if r is not None]
     return np.asarray(kept, dtype=np.float32), f"{len(kept):,} MNIST test digits through gemmpad.inputs.preprocess"
-
-
-def time_calls(call: Callable[[], tuple[float, float]], budget_s: float, max_reps: int = 5000) -> tuple[float, float, int]:
-    """Median kernel and end-to-end microseconds of repeated calls within a budget."""
-    for _ in range(3):
-        call()
-    ks, es = [], []
-    t_end = time.perf_counter() + budget_s
-    while len(ks) < 10 or (time.perf_counter() < t_end and len(ks) < max_reps):
-        k, e = call()
-        ks.append(k)
-        es.append(e)
-    return statistics.median(ks), statistics.median(es), len(ks)
 
 
 class TorchMlp:
@@ -236,12 +223,7 @@ def _measure(clf: Any, model: Any, backend: str, label: str, precision: str, x: 
               f"{bound.argmax_broken(probs)} digits the bound decides read otherwise)", flush=True)
         return row, False
 
-    def call() -> tuple[float, float]:
-        clf.predict(x)
-        t = clf.last_timing
-        return t.kernel_us, t.end_to_end_us
-
-    k_us, e_us, reps = time_calls(call, budget_s)
+    k_us, e_us, reps = time_calls(classifier_call(clf, x), budget_s)
     row.update(kernel_us=k_us, e2e_us=e_us, reps=reps)
     agree = f"  agrees with fp32 {100 * agrees:6.2f} %" if agrees is not None else ""
     print(f"  {label:<28} batch {batch:>5}: kernel {k_us:10.2f} us  end-to-end {e_us:10.2f} us{agree}", flush=True)
@@ -340,13 +322,7 @@ def _sweep(model: Any, backends: list[str], inputs: dict[int, np.ndarray], pixel
         clf = Classifier(model, backend=backend)
         for series, xs in ((backend, inputs),) + (((f"{backend} uint8", pixels),) if backend in U8_BACKENDS else ()):
             for batch in args.sweep:
-                x = xs[batch]
-
-                def call(x: np.ndarray = x) -> tuple[float, float]:
-                    clf.predict(x)
-                    return clf.last_timing.kernel_us, clf.last_timing.end_to_end_us
-
-                k_us, e_us, _ = time_calls(call, min(args.budget_s, 0.15))
+                k_us, e_us, _ = time_calls(classifier_call(clf, xs[batch]), min(args.budget_s, 0.15))
                 out.append({"backend": series, "kernel": clf.kernel, "batch": batch, "kernel_us": k_us,
                             "e2e_us": e_us})
         clf.close()

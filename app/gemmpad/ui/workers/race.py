@@ -15,11 +15,12 @@ call.
 from __future__ import annotations
 
 import threading
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from gemmpad.bench.timing import classifier_call, time_calls
 from gemmpad.runtime.classifier import Classifier, copies
 from gemmpad.runtime.model import Model
 from gemmpad.inputs.preprocess import preprocess
@@ -128,28 +129,25 @@ class Race:
 
     def _phase(self, clf: Classifier, calls: int, pause: float, warmup: int,
                as_a_frame: bool = False) -> tuple[float, float] | None:
-        """Medians of kernel and end-to-end time over up to `calls` calls (`as_a_frame`: each
-        from the canvas image, as the window reads a frame); None if cancelled."""
-        k, e = [], []
-        t0 = time.perf_counter()
+        """Medians of kernel and end-to-end time over up to `calls` calls within BUDGET_S
+        (`as_a_frame`: each from the canvas image, as the window reads a frame); None if cancelled."""
         if warmup:
             clf.predict(self._x, warmup=warmup - 1)
-        for _ in range(calls):
-            if self._cancel.is_set():
-                return None
-            if pause:
-                time.sleep(pause)
-            if as_a_frame:
-                clf.classify(self._image, batch=self.batch)
-            else:
-                clf.predict(self._x)
+        call = self._frame_call(clf) if as_a_frame else classifier_call(clf, self._x)
+        timed = time_calls(call, BUDGET_S, warmup=0, min_reps=1, max_reps=calls,
+                           pause_s=pause, cancelled=self._cancel.is_set)
+        return None if timed is None else (timed.kernel_us, timed.e2e_us)
+
+    def _frame_call(self, clf: Classifier) -> Callable[[], tuple[float, float]]:
+        """One read of the canvas image as the window's frame makes it (preprocess, batch, pass)."""
+
+        def call() -> tuple[float, float]:
+            clf.classify(self._image, batch=self.batch)
             t = clf.last_timing
             assert t is not None
-            k.append(t.kernel_us)
-            e.append(t.end_to_end_us)
-            if time.perf_counter() - t0 > BUDGET_S:
-                break
-        return float(np.median(k)), float(np.median(e))
+            return t.kernel_us, t.end_to_end_us
+
+        return call
 
 
 def fastest(laps: list[Lap], warm: bool) -> Lap | None:
