@@ -1,9 +1,10 @@
 """The window's latency at every batch: median and p99 of each frame's forward pass.
 
-    xvfb-run -a python -m gemmpad.ui.latency_bench [--backend cpu] [--frames 300]
+    xvfb-run -a python -m gemmpad.ui.latency_bench [--replay FILE] [--backend cpu] [--frames 300]
         [--batches 1,2,4,...] [--threads N] [--json]
 
-Each batch runs `gemmpad app --replay assets/screenshot-strokes.json --frames N` in a
+Each batch runs `gemmpad app --replay FILE --frames N` (FILE: by default the README
+screenshot's strokes, assets/screenshot-strokes.json of the checkout it is run in) in a
 fresh process (the window open, drawing frames, R on: the network runs every frame as
 in the window) and reads its JSON line. The figure to watch is p99 / median of the end-
 to-end time: with more kernel threads than the cores the window leaves free, preempted
@@ -21,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPLAY = Path(__file__).resolve().parents[3] / "assets" / "screenshot-strokes.json"
+# relative to the working directory, a checkout: assets/ is not in the installed package
+REPLAY = Path("assets") / "screenshot-strokes.json"
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
@@ -44,10 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", default=",".join(map(str, BATCHES)))
     p.add_argument("--threads", type=int, help="kernel threads (default: the window's choice)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--replay", type=Path, default=REPLAY, metavar="FILE",
+                   help="the drawing replayed every frame, a strokes file (`gemmpad app --record FILE` makes one)")
     args = p.parse_args(argv)
+    if not args.replay.is_file():
+        p.error(f"--replay {args.replay}: no such strokes file (run from a gemmpad checkout, or name one)")
     rows = []
     for b in (int(v) for v in args.batches.split(",")):
-        s = measure(args.backend, b, args.frames, args.threads)
+        s = measure(args.backend, b, args.frames, args.threads, args.replay)
         s["e2e_p99_over_median"] = s["e2e_p99_us"] / s["e2e_median_us"]
         rows.append(s)
         if not args.json:
