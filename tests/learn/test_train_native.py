@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gemmpad.learn import train_native
+from gemmpad.learn import train_native, trainer
 from gemmpad.bench import train as bench_train
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.runtime.model import SHAPES
@@ -126,8 +126,8 @@ def test_bad_input_is_reported_before_the_gpu(rng, change, error, match):
 
 
 def test_batch_orders_are_seeded_permutations():
-    a = train_native.batch_orders(1000, seed=5)
-    b = train_native.batch_orders(1000, seed=5)
+    a = trainer.batch_orders(1000, seed=5)
+    b = trainer.batch_orders(1000, seed=5)
     first, second = next(a), next(a)
     assert np.array_equal(first, next(b)) and np.array_equal(second, next(b))
     assert not np.array_equal(first, second)
@@ -135,9 +135,9 @@ def test_batch_orders_are_seeded_permutations():
 
 
 def test_lr_schedule_forms():
-    assert train_native.lr_at(0.1, 7) == 0.1
-    assert train_native.lr_at([0.3, 0.2], 1) == 0.2
-    assert train_native.lr_at(lambda e: 0.1 * 0.5**e, 2) == pytest.approx(0.025)
+    assert trainer.lr_at(0.1, 7) == 0.1
+    assert trainer.lr_at([0.3, 0.2], 1) == 0.2
+    assert trainer.lr_at(lambda e: 0.1 * 0.5**e, 2) == pytest.approx(0.025)
 
 
 def test_without_gpu_fit_says_why(rng):
@@ -308,7 +308,7 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     got = train_native.fit(x, y, w0, epochs=2, batch_size=64, lr_schedule=lrs, momentum=momentum,
                            weight_decay=decay, decay_biases=decay_biases, seed=seed, precision=precision,
                            callback=lambda *args: stats.append(args))
-    order = train_native.batch_orders(650, seed)
+    order = trainer.batch_orders(650, seed)
     ref, losses = sgd_reference(w0, x, y, [next(order), next(order)], 64, lrs, momentum, decay, decay_biases)
     # bf16 forward moves each step's gradients by 2-6% (see the test above), which at this learning
     # rate leaves the weights within 2e-3 of torch's: mixed precision gets 2e-2, 10x that.

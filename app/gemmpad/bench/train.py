@@ -22,7 +22,8 @@ from gemmpad.bench.report import add_readme_argument, rewrite_blocks
 from gemmpad.inputs.files import atomic_path, write_text
 from gemmpad.runtime.model import SHAPES
 from gemmpad.terminal import printable
-from gemmpad.learn.train_native import batch_orders, cuda_trainer_class
+from gemmpad.learn.train_native import cuda_trainer_class
+from gemmpad.learn.trainer import batch_orders
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,8 +24,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from gemmpad.errors import GemmpadError
-from gemmpad.learn.train_native import (EpochCallback, LrSchedule, _check_inputs, _epoch_order, batch_orders, check_targets,
-                                  lr_at)
+from gemmpad.learn.trainer import (EpochCallback, LrSchedule, batch_orders, check_inputs, check_targets, epoch_order,
+                                   lr_at)
 
 NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
 
@@ -88,7 +88,7 @@ def _fit(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], epochs: i
          lr_schedule: LrSchedule, momentum: float, weight_decay: float, decay_biases: bool, seed: int,
          batch_order: Callable[[int], np.ndarray] | None, callback: EpochCallback | None,
          should_stop: Callable[[], bool] | None, targets: np.ndarray | None) -> dict[str, np.ndarray]:
-    x, yi, w0 = _check_inputs(x, y, weights, epochs, batch_size, momentum, weight_decay, "fp32")
+    x, yi, w0 = check_inputs(x, y, weights, epochs, batch_size, momentum, weight_decay, "fp32")
     soft = check_targets(targets, len(x))
     y64 = yi.astype(np.int64)
     lrs = [lr_at(lr_schedule, e) for e in range(epochs)]
@@ -99,7 +99,7 @@ def _fit(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], epochs: i
     v = {k: np.zeros_like(p) for k, p in w.items()}
     decay = {k: weight_decay if (decay_biases or k[0] == "W") else 0.0 for k in NAMES}
     for epoch in range(epochs):
-        order = _epoch_order(batch_order, epoch, len(x))
+        order = epoch_order(batch_order, epoch, len(x))
         if order.min() < 0 or order.max() >= len(x):
             raise GemmpadError(f"batch_order({epoch}) holds a row index outside 0..{len(x) - 1}")
         loss_sum, correct = 0.0, 0
