@@ -14,7 +14,7 @@ from gemmpad.learn import finetune, rehearsal_sets
 from gemmpad.bench.learn import cells
 from gemmpad.errors import GemmpadError
 from gemmpad.runtime.model import Model, load_model
-from gemmpad.runtime.model import fold_normalisation, unfold_normalisation
+from gemmpad.runtime.model import accuracy, fold_normalisation, unfold_normalisation
 from tests.finetune_data import small_references
 from tests.pendigits_data import pendigits_file
 
@@ -192,8 +192,8 @@ def test_five_corrections_teach_a_real_writers_digit() -> None:
     refs = small_references(model, rehearsal_sets.REPLAY_ROWS)
     outcome = finetune.learn(model, cell.corrections, refs, finetune.Settings(), "numpy")
     x = np.stack([e.image28.reshape(784) for e in cell.others])
-    before = finetune.accuracy(model, x, np.full(len(x), cell.digit))
-    after = finetune.accuracy(Model(outcome.weights), x, np.full(len(x), cell.digit))
+    before = accuracy(model, x, np.full(len(x), cell.digit))
+    after = accuracy(Model(outcome.weights), x, np.full(len(x), cell.digit))
     print(f"writer {cell.writer} digit {cell.digit}: others {before:.2f} -> {after:.2f}; {outcome.summary()}")
     assert after >= 0.9, (cell.writer, cell.digit, before, after)
     assert outcome.drops()["MNIST test"] <= 0.003 and outcome.accepted

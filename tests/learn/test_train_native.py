@@ -14,7 +14,7 @@ import pytest
 from gemmpad.learn import train_native, trainer
 from gemmpad.bench import train as bench_train
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError, InputShapeError, InputTypeError
-from gemmpad.runtime.model import SHAPES
+from gemmpad.runtime.model import SHAPES, accuracy
 from tests.conftest import rel_error
 from tests.mnist_data import mnist_dir
 
@@ -354,7 +354,7 @@ def test_real_digits_learn(rng):
     x, y, _, _ = bench_train.load_mnist(mnist_dir())
     w = bench_train.init_weights(int(rng.integers(1 << 30)))
     out = train_native.fit(x[:10000], y[:10000], w, epochs=1, batch_size=32, lr_schedule=0.05, precision="fp32")
-    assert bench_train.accuracy(out, x[50000:52000], y[50000:52000]) > 0.85
+    assert accuracy(out, x[50000:52000], y[50000:52000]) > 0.85
 
 
 @pytest.mark.gpu

@@ -14,7 +14,7 @@ import pytest
 from gemmpad.data import mnist, synthetic, pendigits
 from gemmpad.commands import evaluate
 from gemmpad.errors import ModelFileError
-from gemmpad.runtime.model import CARD_HASH, SHAPES, Model, default_model_path, load_model, softmax
+from gemmpad.runtime.model import CARD_HASH, SHAPES, Model, default_model_path, accuracy, load_model, softmax
 from gemmpad.inputs.preprocess import preprocess_batch
 from tests.hostile_files import allocation_peak
 from tests.mnist_data import mnist_dir
@@ -326,3 +326,17 @@ def test_a_model_that_is_neither_a_model_nor_a_path_is_named():
     for wrong in (7, 3.5, ["models/mnist-mlp.npz"]):
         with pytest.raises(ModelFileError, match="a model is a Model or a file path, not"):
             Classifier(model=wrong)
+
+
+def test_one_accuracy_for_training_fine_tuning_and_the_benchmark() -> None:
+    """gemmpad.runtime.model.accuracy replaced three copies (train, finetune, bench train): the
+    same figure from weights or a Model, whatever the chunk size, and NaN with nothing to read."""
+    from gemmpad.runtime.model import SHAPES, accuracy
+
+    rng = np.random.default_rng(41)
+    w = {k: rng.normal(0, 0.3, s).astype(np.float32) for k, s in SHAPES.items()}
+    x = rng.random((257, 784), dtype=np.float32)
+    y = Model(w).forward(x).argmax(1)
+    y[:57] = (y[:57] + 1) % 10  # 57 of 257 read otherwise
+    assert accuracy(w, x, y) == accuracy(Model(w), x, y, batch=10) == pytest.approx(200 / 257)
+    assert np.isnan(accuracy(w, x[:0], y[:0]))

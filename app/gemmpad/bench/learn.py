@@ -36,7 +36,7 @@ from gemmpad.commands.args import integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import write_text
-from gemmpad.runtime.model import Model, fold_normalisation, load_model, unfold_normalisation
+from gemmpad.runtime.model import Model, accuracy, fold_normalisation, load_model, unfold_normalisation
 
 LIGHT_STYLES = [k for k, s in pendigits.STYLES.items() if not s.dark_ink]  # the app's canvas: light ink
 
@@ -96,8 +96,8 @@ def quality(model: Model, found: list[Cell], refs: rehearsal_sets.References, en
         tx = np.stack([e.image28.reshape(784) for e in c.others])
         ty = np.full(len(c.others), c.digit)
         row = {"writer": c.writer, "digit": c.digit, "style": c.style, "base_all": c.base_acc,
-               "others_before": finetune.accuracy(model, tx, ty),
-               "others_after": finetune.accuracy(out.weights, tx, ty),
+               "others_before": accuracy(model, tx, ty),
+               "others_after": accuracy(out.weights, tx, ty),
                "n_others": len(c.others), "accepted": out.accepted, **{f"drop_{k}": v for k, v in out.drops().items()},
                "seconds": out.seconds["total"]}
         rows.append(row)

@@ -20,7 +20,7 @@ from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, numb
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, rewrite_blocks
 from gemmpad.inputs.files import atomic_path, write_text
-from gemmpad.runtime.model import SHAPES
+from gemmpad.runtime.model import SHAPES, accuracy
 from gemmpad.terminal import printable
 from gemmpad.learn.train_native import cuda_trainer_class
 from gemmpad.learn.trainer import batch_orders
@@ -70,13 +70,6 @@ def init_weights(seed: int) -> dict[str, np.ndarray]:
         w[f"W{i}"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32)
         w[f"b{i}"] = rng.uniform(-bound, bound, fan_out).astype(np.float32)
     return w
-
-
-def accuracy(weights: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> float:
-    """Test accuracy with the NumPy reference forward (argmax of the logits)."""
-    h = np.maximum(x @ weights["W1"] + weights["b1"], 0)
-    h = np.maximum(h @ weights["W2"] + weights["b2"], 0)
-    return float(np.mean(np.argmax(h @ weights["W3"] + weights["b3"], axis=1) == y))
 
 
 class _TorchEngine:

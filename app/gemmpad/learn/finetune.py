@@ -45,7 +45,7 @@ from gemmpad.runtime import native
 from gemmpad.inputs import strokes
 from gemmpad.data.drawings import Example
 from gemmpad.errors import GemmpadError
-from gemmpad.runtime.model import Model, fold_normalisation, unfold_normalisation
+from gemmpad.runtime.model import Model, accuracy, fold_normalisation, unfold_normalisation
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
 from gemmpad.learn.rehearsal_sets import Arrays, References
 
@@ -402,14 +402,6 @@ def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, setting
 
 
 # ---------------------------------------------------------------- measuring and deciding
-
-
-def accuracy(weights: dict[str, np.ndarray] | Model, x: np.ndarray, y: np.ndarray) -> float:
-    """Fraction of rows x [N, 784] read as y (NaN for none)."""
-    if len(y) == 0:
-        return float("nan")
-    model = weights if isinstance(weights, Model) else Model(weights)
-    return float(np.mean(model.forward(x).argmax(1) == y))
 
 
 def figures(weights: dict[str, np.ndarray], held: Sequence[Example], refs: References) -> dict[str, float]:

@@ -43,7 +43,7 @@ from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, numb
 from gemmpad.errors import CudaUnavailable, GemmpadError, require
 from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim
 from gemmpad.data.trainset import SOURCES
-from gemmpad.runtime.model import LAYERS, Model, fold_normalisation, save_card
+from gemmpad.runtime.model import LAYERS, Model, accuracy, fold_normalisation, save_card
 from gemmpad.data.pool import default_jobs
 from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.terminal import printable
@@ -273,12 +273,6 @@ def fit_native(trainer: Any, x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndar
 
 
 # ---------------------------------------------------------------- model file
-
-
-def accuracy(model: Model, x: np.ndarray, y: np.ndarray, batch: int = 10000) -> float:
-    """Fraction of x [N, 784] the NumPy reference forward classifies as y."""
-    pred = np.concatenate([model.forward(x[i : i + batch]).argmax(1) for i in range(0, len(x), batch)])
-    return float((pred == y).mean())
 
 
 def plot_curves(history: list[dict[str, float]], path: Path, title: str) -> None:

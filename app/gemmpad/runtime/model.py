@@ -326,3 +326,14 @@ def unfold_normalisation(w: dict[str, np.ndarray], mean: float, std: float) -> d
     out["W1"] = (w1 * std).astype(np.float32)
     out["b1"] = (w["b1"].astype(np.float64) + mean * w1.sum(axis=0)).astype(np.float32)
     return out
+
+
+def accuracy(model: Model | dict[str, np.ndarray], x: np.ndarray, y: np.ndarray, batch: int = 10000) -> float:
+    """Fraction of rows x [N, 784] the NumPy reference forward reads as y (NaN for none): the one
+    measure training, fine-tuning and the training benchmark report. `batch` rows at a time, so a
+    test set of any size needs the memory of `batch` rows' activations."""
+    if len(y) == 0:
+        return float("nan")
+    model = model if isinstance(model, Model) else Model(model)
+    pred = np.concatenate([model.forward(x[i : i + batch]).argmax(1) for i in range(0, len(x), batch)])
+    return float(np.mean(pred == y))
