@@ -43,3 +43,20 @@ def test_the_optional_packages_are_in_an_extra() -> None:
     offered = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower() for deps in extras.values() for d in deps}
     used = imported_packages() & OPTIONAL - {"cupy"}  # cupy: the bench's second reference, where the GPU image has it
     assert used <= offered, f"optional imports with no extra to install them: {sorted(used - offered)}"
+
+
+def test_package_data_is_read_where_the_wheel_puts_it() -> None:
+    """The wheel carries app/gemmpad as it is, plus the models CMake installs into gemmpad/models;
+    the modules that read package data moved into subpackages (issue 41) and must still look at
+    the package root, not beside themselves."""
+    import gemmpad
+    from gemmpad.runtime import model, registry
+    from gemmpad.ui import style
+
+    package = Path(gemmpad.__file__).resolve().parent
+    assert "DESTINATION gemmpad/models" in (ROOT / "native" / "CMakeLists.txt").read_text()
+    assert model.MODELS_DIR == package / "models"
+    assert registry.MANIFEST == package / "kernel_manifest.json" and registry.MANIFEST.is_file()
+    assert style.FONTS == package / "ui" / "fonts" and any(style.FONTS.glob("*.ttf"))
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["scikit-build"]["wheel"]["packages"] == [
+        "app/gemmpad"]
