@@ -104,11 +104,11 @@ def test_drawing_never_waits_for_a_slow_forward_pass(app: object, monkeypatch: p
     real = clf.classify
     release, started, finished = threading.Event(), threading.Event(), threading.Event()
 
-    def stuck(image: np.ndarray, batch: int = 1, warmup: int = 0) -> object:
+    def stuck(image: np.ndarray, batch: int = 1, warmup: int = 0, hidden: bool = False) -> object:
         started.set()
         release.wait(30)  # a frame that waited for this would stall the test, not pass it
         finished.set()
-        return real(image, batch, warmup)
+        return real(image, batch, warmup, hidden=hidden)
 
     monkeypatch.setattr(clf, "classify", stuck)
     app.set_continuous(True)
