@@ -46,6 +46,7 @@ if want sanitize; then
 import os, re, sys
 import numpy as np
 import gemmpad
+from gemmpad.errors import KernelUnavailable
 from gemmpad.runtime import registry
 pat = re.compile(os.environ.get("SANITIZE_KERNELS", "."))
 rng = np.random.default_rng(0)
@@ -57,7 +58,10 @@ for spec in registry.kernels(device="cuda", kind="gemm"):
     for (m, n, k) in [(1, 1, 1), (127, 97, 131), (7, 100, 784), (300, 10, 100), (257, 129, 1000), (1, 8, 8), (257, 264, 520), (1100, 2100, 136)]:
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32); b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
         bias = rng.uniform(-1, 1, n).astype(np.float32)
-        gemmpad.gemm(a, b, bias=bias, activation="relu", kernel=spec.name)
+        try:
+            gemmpad.gemm(a, b, bias=bias, activation="relu", kernel=spec.name)
+        except KernelUnavailable:  # a rung outside its step at this shape (14-17, 19): nothing launched
+            continue
     print("ran", spec.name, flush=True)
 for extra in sys.argv[1:]:  # the drivers are arguments: compute-sanitizer drops empty environment variables
     exec(compile(open(extra).read(), extra, "exec"), {"__name__": "__sanitize__"})
