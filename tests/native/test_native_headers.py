@@ -69,12 +69,20 @@ def test_kernel_header_is_short_and_follows_the_template(path):
     assert not any("Measured" in line for line in lines), f"{path.name}: a hand-typed figure; the Figure line is generated"
 
 
+# Rungs whose kernel changed after the committed runs (their old rows were another kernel's and were
+# removed): their figure line says "none" until `gemmpad bench gemm` on the H200 is committed.
+AWAITING_MEASUREMENT = {"native/cuda/gemm/18_wgmma_fp8.cu"}
+
+
 @pytest.mark.parametrize("file", headers.figure_files(root=ROOT), ids=lambda f: f.removeprefix("native/"))
 def test_the_figure_line_is_what_the_committed_json_generates(file, generated):
     """A stale figure (a new bench JSON committed, `gemmpad bench report` not run) fails here."""
     line = headers.figure_line((ROOT / file).read_text(encoding="utf-8"), file)
     assert line == generated[file], f"{file}: run `gemmpad bench report` to regenerate it"
-    assert "none):" not in line, f"{file}: no committed result holds its kernel"
+    if file in AWAITING_MEASUREMENT:
+        assert "none):" in line, f"{file}: measured now: take it off AWAITING_MEASUREMENT"
+    else:
+        assert "none):" not in line, f"{file}: no committed result holds its kernel"
 
 
 def test_a_gemm_figure_names_the_row_it_quotes(generated):

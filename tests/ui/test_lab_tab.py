@@ -199,3 +199,14 @@ def test_anatomy_cells_read_whatever_form_the_registry_gives() -> None:
     assert _cell("occupancy", 0.25) == "25\u00a0%" == _cell("occupancy", 25)
     assert _cell("shared_bytes_per_block", 512) == "512\u00a0B" and _cell("shared_bytes_per_block", 49152) == "48.0\u00a0KiB"
     assert _cell("kernel", "gemm_warptile<128, 128>") == "gemm_warptile<128, 128>" and _cell("warp_tile", None) == NOT_RECORDED
+
+
+def test_the_rung_before_is_a_rung_never_a_dispatcher() -> None:
+    """The cuda.auto_* dispatchers sit in the registry beside the rungs; 'what changed' names the
+    rung below (07 builds on 06), and a dispatcher says it is one."""
+    from gemmpad.ui.lab_panel import changed_line, rung_before
+
+    assert rung_before("cuda.07_warptile") == "cuda.06_vectorized"
+    assert rung_before("cuda.auto_fp32") is None
+    assert changed_line("cuda.07_warptile").startswith("After cuda.06_vectorized: ")
+    assert changed_line("cuda.auto_fp32").startswith("A dispatcher, not a rung: ")

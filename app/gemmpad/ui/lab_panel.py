@@ -93,7 +93,8 @@ def rung_before(kernel: str) -> str | None:
     if n is None:
         return None
     device = kernel.split(".", 1)[0]
-    earlier = [s.name for s in registry.kernels(device=device, kind="gemm") if (_number(s.name) or 0) < n]
+    earlier = [s.name for s in registry.kernels(device=device, kind="gemm")  # rungs only: no cuda.auto_*
+               if (m := _number(s.name)) is not None and m < n]
     return earlier[-1] if earlier else None
 
 
@@ -106,9 +107,11 @@ def changed_line(kernel: str) -> str:
         spec = registry.get(kernel)
     except GemmpadError:
         return ""
-    before = rung_before(kernel)
     if spec.kind == "mlp":
         return f"Whole network in one call: {spec.summary}"
+    if _number(kernel) is None:
+        return f"A dispatcher, not a rung: {spec.summary}"
+    before = rung_before(kernel)
     return f"After {before}: {spec.summary}" if before else f"The first rung: {spec.summary}"
 
 
