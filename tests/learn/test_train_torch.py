@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gemmpad.errors import CudaUnavailable, GemmpadError
-from gemmpad.learn import finetune, train_numpy, train_torch, trainer, trainers
+from gemmpad.learn import finetune, train_torch, trainer, trainers
 from gemmpad.learn.rehearsal_sets import Arrays
 from gemmpad.runtime import native
 from tests.conftest import rel_error
