@@ -16,7 +16,7 @@ from gemmpad.runtime import native
 from tests.conftest import rel_error
 from tests.learn.test_train_native import random_data, random_targets, random_weights, sgd_reference
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 
 @pytest.mark.parametrize("decay_biases", [True, False])
@@ -78,6 +78,11 @@ def test_the_torch_trainer_stops_reports_and_refuses(rng: np.random.Generator) -
         train_torch.fit(x * 1e18, y, random_weights(rng, scale=30.0), epochs=2, batch_size=10, lr_schedule=1e6)
     with pytest.raises(GemmpadError, match="use_graph"):
         train_torch.fit(x, y, w0, epochs=1, use_graph=True)
+    with pytest.raises(GemmpadError, match="use_graph needs one learning rate"):  # before the device is asked
+        train_torch.fit(x, y, w0, epochs=2, lr_schedule=[0.1, 0.05], use_graph=True, device="cuda")
+    if not torch.cuda.is_available():
+        with pytest.raises(CudaUnavailable, match="torch sees no CUDA device"):
+            train_torch.fit(x, y, w0, epochs=1, device="cuda")
     with pytest.raises(GemmpadError, match="optimizer"):
         train_torch.fit(x, y, w0, epochs=1, optimizer="adam")
     with pytest.raises(GemmpadError, match="teacher logits"):

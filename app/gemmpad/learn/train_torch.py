@@ -64,10 +64,11 @@ def fit(
     optimizer: "sgd" (torch.optim.SGD with momentum) or "adamw" (torch.optim.AdamW; momentum unused),
     weight decay on every parameter unless decay_biases=False. precision "mixed": autocast to
     bf16 on the CPU, fp16 with a gradient scaler on the GPU. teacher: logits [N, 10] of a CNN;
-    the loss is then gemmpad.learn.distill.loss. use_graph (CUDA, fp32 SGD, labels): full batches
-    replay one captured step, the short last batch runs eagerly (how `gemmpad bench
+    the loss is then gemmpad.learn.distill.loss. use_graph (CUDA, fp32 SGD, labels, a constant
+    learning rate): full batches replay one captured step, the short last batch runs eagerly (how `gemmpad bench
     train` measures torch with its launches removed). step_losses gets each step's loss appended.
-    progress: a bar on stderr when it is a terminal. should_stop is polled between steps.
+    device: "cpu", "cuda" or "auto" (device_for). progress: a bar on stderr when it is a terminal.
+    should_stop is polled between steps.
     """
     import torch
 
@@ -80,6 +81,9 @@ def fit(
     if use_graph and (device != "cuda" or precision != "fp32" or optimizer != "sgd" or teacher is not None
                       or p.targets is not None):
         raise GemmpadError("use_graph captures an fp32 SGD step against the labels on a CUDA device only")
+    if use_graph and len(set(p.lrs)) > 1:  # the captured step keeps the learning rate it was captured with
+        raise GemmpadError("use_graph needs one learning rate for every epoch (the captured step keeps its own)")
+    device = device_for(device)  # "cuda" without one: a line saying so, not torch's traceback
     torch.manual_seed(seed)
     params = {k: torch.tensor(p.weights[k], device=device, requires_grad=True) for k in NAMES}
     groups: Any = [params[k] for k in NAMES]
