@@ -182,10 +182,15 @@ class Plan:
     batch_order: BatchOrder
 
     def order(self, epoch: int) -> np.ndarray:
-        """Epoch's row order, checked: n int32 indices in 0..n-1."""
-        order = epoch_order(self.batch_order, epoch, len(self.x))
-        if len(order) and (order.min() < 0 or order.max() >= len(self.x)):
-            raise GemmpadError(f"batch_order({epoch}) holds a row index outside 0..{len(self.x) - 1}")
+        """The caller's batch_order(epoch), checked: n int32 row indices in 0..n-1 (a permutation,
+        or rows repeated as a fine-tune's plan repeats the person's)."""
+        n = len(self.x)
+        order = np.asarray(self.batch_order(epoch))
+        if order.shape != (n,) or not np.issubdtype(order.dtype, np.integer):
+            raise InputShapeError(f"batch_order({epoch}) must return {n} integer row indices, got {order.dtype} {order.shape}")
+        order = np.ascontiguousarray(order, dtype=np.int32)
+        if order.min() < 0 or order.max() >= n:
+            raise GemmpadError(f"batch_order({epoch}) holds a row index outside 0..{n - 1}")
         return order
 
 
@@ -203,11 +208,3 @@ def check_loss(epoch: int, loss: float) -> None:
     """A NaN/Inf epoch loss: no later epoch can recover, so every trainer stops with this line."""
     if not math.isfinite(loss):
         raise GemmpadError(f"training diverged in epoch {epoch + 1} (loss {loss}); lower the learning rate")
-
-
-def epoch_order(batch_order: BatchOrder, epoch: int, n: int) -> np.ndarray:
-    """A caller's batch_order(epoch), checked: a permutation's worth of int32 row indices."""
-    order = np.asarray(batch_order(epoch))
-    if order.shape != (n,) or not np.issubdtype(order.dtype, np.integer):
-        raise InputShapeError(f"batch_order({epoch}) must return {n} integer row indices, got {order.dtype} {order.shape}")
-    return np.ascontiguousarray(order, dtype=np.int32)  # the trainer checks the range
