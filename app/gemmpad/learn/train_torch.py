@@ -65,8 +65,8 @@ def fit(
     weight decay on every parameter unless decay_biases=False. precision "mixed": autocast to
     bf16 on the CPU, fp16 with a gradient scaler on the GPU. teacher: logits [N, 10] of a CNN;
     the loss is then gemmpad.learn.distill.loss. use_graph (CUDA, fp32 SGD, labels, a constant
-    learning rate): full batches replay one captured step, the short last batch runs eagerly (how `gemmpad bench
-    train` measures torch with its launches removed). step_losses gets each step's loss appended.
+    learning rate): full batches replay one captured step, the short last batch runs eagerly
+    (how `gemmpad bench train` measures torch with its launches removed). step_losses gets each step's loss appended.
     device: "cpu", "cuda" or "auto" (device_for). progress: a bar on stderr when it is a terminal.
     should_stop is polled between steps.
     """
@@ -78,12 +78,12 @@ def fit(
         raise GemmpadError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
     if teacher is not None and teacher.shape != (len(p.x), 10):
         raise GemmpadError(f"teacher logits must have shape ({len(p.x)}, 10), got {teacher.shape}")
-    if use_graph and (device != "cuda" or precision != "fp32" or optimizer != "sgd" or teacher is not None
-                      or p.targets is not None):
-        raise GemmpadError("use_graph captures an fp32 SGD step against the labels on a CUDA device only")
     if use_graph and len(set(p.lrs)) > 1:  # the captured step keeps the learning rate it was captured with
         raise GemmpadError("use_graph needs one learning rate for every epoch (the captured step keeps its own)")
     device = device_for(device)  # "cuda" without one: a line saying so, not torch's traceback
+    if use_graph and (device != "cuda" or precision != "fp32" or optimizer != "sgd" or teacher is not None
+                      or p.targets is not None):
+        raise GemmpadError("use_graph captures an fp32 SGD step against the labels on a CUDA device only")
     torch.manual_seed(seed)
     params = {k: torch.tensor(p.weights[k], device=device, requires_grad=True) for k in NAMES}
     groups: Any = [params[k] for k in NAMES]
@@ -108,18 +108,19 @@ def fit(
         return h @ params["W3"] + params["b3"]
 
     def step(idx: Any) -> tuple[Any, Any]:
-        """One optimizer step on rows idx: (its mean loss, its logits), both detached."""
+        """One optimizer step on rows idx: (its mean loss, how many it read right), device tensors."""
+        yb = yt[idx]
         with torch.autocast(device_type=device, dtype=amp_dtype, enabled=mixed):
             logits = forward(xt[idx])
             if tt is not None:
-                loss = distill.loss(logits.float(), yt[idx], tt[idx])
+                loss = distill.loss(logits.float(), yb, tt[idx])
             else:
-                loss = torch.nn.functional.cross_entropy(logits.float(), yt[idx] if soft is None else soft[idx])
+                loss = torch.nn.functional.cross_entropy(logits.float(), yb if soft is None else soft[idx])
         opt.zero_grad(set_to_none=not use_graph)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        return loss.detach(), logits.detach()
+        return loss.detach(), (logits.detach().argmax(1) == yb).sum()
 
     graph = _GraphStep(torch, step, batch_size, device, params, opt) if use_graph else None
     n = len(p.x)
@@ -134,10 +135,10 @@ def fit(
             if should_stop is not None and should_stop():
                 return host()
             idx = order[s * batch_size : (s + 1) * batch_size]
-            loss, logits = graph.run(idx) if graph is not None and len(idx) == batch_size else step(idx)
+            loss, right = graph.run(idx) if graph is not None and len(idx) == batch_size else step(idx)
             losses.append(loss)
             sizes.append(len(idx))
-            correct.append((logits.argmax(1) == yt[idx]).sum())
+            correct.append(right)
             if progress and sys.stderr.isatty() and s % 50 == 0:
                 done = (s + 1) / steps
                 print(f"\r  epoch {epoch + 1}: [{'#' * int(30 * done):30s}] {100 * done:5.1f}%", end="", file=sys.stderr)
@@ -155,8 +156,8 @@ def fit(
 
 class _GraphStep:
     """One full-batch SGD step captured in a CUDA graph (the whole step, as in torch's docs),
-    replayed with the batch's rows copied into a static index; its loss and logits are static
-    outputs. The warm-up's steps are undone, so the weights are those of the eager loop."""
+    replayed with the batch's rows copied into a static index; its loss and correct count are
+    static outputs. The warm-up's steps are undone, so the weights are those of the eager loop."""
 
     def __init__(self, torch: Any, step: Callable[[Any], tuple[Any, Any]], batch: int, device: str,
                  params: dict[str, Any], opt: Any) -> None:
@@ -181,4 +182,4 @@ class _GraphStep:
     def run(self, idx: Any) -> tuple[Any, Any]:
         self.idx.copy_(idx)
         self.graph.replay()
-        return self.out[0].clone(), self.out[1]
+        return self.out[0].clone(), self.out[1].clone()
