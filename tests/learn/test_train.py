@@ -181,7 +181,7 @@ def test_schedules() -> None:
 
 
 def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a stand-in for gemmpad.learn.train_native.fit, check what train.py hands over (ENGINE_API.md)."""
+    """With a stand-in for gemmpad.learn.train_native.fit, check what train.py hands over (the Trainer interface)."""
     seen: dict = {}
 
     def fit(x, y, weights, **kw):  # the stand-in: record, report one epoch per lr, return the start
