@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gemmpad.learn import rehearsal_sets, train
+from gemmpad.learn import rehearsal_sets, trainer
 from gemmpad.data import trainset
 from gemmpad.runtime.model import Model
 
@@ -10,7 +10,7 @@ from gemmpad.runtime.model import Model
 def test_the_replay_draws_the_writers_as_often_as_training_did() -> None:
     """A model trained with --pen-copies 12 --paper-copies 6 saw writers on paper a third of the
     time, not a fifth (the defaults): the replay must mix them the same way."""
-    weights = train.initial_weights(0)
+    weights = trainer.init_weights(0)
     assert rehearsal_sets._copies(Model(weights, {"training": {"pendigits_copies": 12, "paper_copies": 6}})) == (12, 6)
     defaults = (trainset.PEN_COPIES, trainset.PAPER_COPIES)
     assert rehearsal_sets._copies(Model(weights, {})) == defaults  # a card from before the options

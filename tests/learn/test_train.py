@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gemmpad.runtime import native
 from gemmpad.data import pendigits, trainset, userdata
-from gemmpad.learn import rehearsal, train
+from gemmpad.learn import rehearsal, train, train_native, train_torch, trainer
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
 from gemmpad.runtime.model import Model, fold_normalisation, load_model
 
@@ -67,8 +67,8 @@ def test_held_out_writers_never_reach_training_and_are_measured(tmp_path: Path,
     monkeypatch.setenv("GEMMPAD_PENDIGITS", str(small))
     args = smoke_args(tmp_path, "w", "--augment", "original,pendigits", "--val-writers", "2")
     seen: list[np.ndarray] = []
-    fit = train.fit_torch
-    monkeypatch.setattr(train, "fit_torch", lambda x, y, *a: (seen.append(x), fit(x, y, *a))[1])
+    fit = train_torch.fit
+    monkeypatch.setattr(train_torch, "fit", lambda x, y, w, **kw: (seen.append(x), fit(x, y, w, **kw))[1])
     assert train.run(args) == 0
     card = json.loads((tmp_path / "w.json").read_text())
     assert card["training"]["pendigits_writers"] == [1, 3]
@@ -110,8 +110,9 @@ def test_a_teacher_run_learns_from_the_cnn_and_says_so(tmp_path: Path, monkeypat
 
     monkeypatch.setattr(distill, "EPOCHS", 1)
     seen: list = []
-    fit = train.fit_torch
-    monkeypatch.setattr(train, "fit_torch", lambda x, y, *a: (seen.append((len(x), a[-1])), fit(x, y, *a))[1])
+    fit = train_torch.fit
+    monkeypatch.setattr(train_torch, "fit",
+                        lambda x, y, w, **kw: (seen.append((len(x), kw["teacher"])), fit(x, y, w, **kw))[1])
     assert train.run(smoke_args(tmp_path, "t", "--teacher", "cnn")) == 0
     n, logits = seen[0]
     assert logits.shape == (n, 10) and logits.dtype == np.float32
@@ -164,7 +165,7 @@ def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pyt
 
 
 def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
-    w = train.initial_weights(int(rng.integers(1 << 30)))
+    w = trainer.init_weights(int(rng.integers(1 << 30)))
     w = {k: v + rng.normal(0, 0.05, v.shape).astype(np.float32) for k, v in w.items()}
     x = rng.uniform(0, 1, (8, 784)).astype(np.float32)
     mean, std = 0.17, 0.33
@@ -172,26 +173,15 @@ def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
     np.testing.assert_allclose(Model(fold_normalisation(w, mean, std)).forward(x), ref, rtol=1e-3, atol=1e-5)
 
 
-def test_initial_weights_and_schedules() -> None:
-    a, b = train.initial_weights(3), train.initial_weights(3)
-    assert all(np.array_equal(a[k], b[k]) for k in a) and not np.array_equal(a["W1"], train.initial_weights(4)["W1"])
-    Model(a)  # valid shapes and dtypes
+def test_schedules() -> None:
     for kind in ("cosine", "step", "constant"):
         lrs = train.lr_schedule(kind, 0.1, 10)
         assert len(lrs) == 10 and lrs[0] == pytest.approx(0.1) and all(x > 0 for x in lrs)
         assert all(x >= y for x, y in zip(lrs, lrs[1:]))
-    np.testing.assert_array_equal(train.batch_order(1, 2, 50), train.batch_order(1, 2, 50))
-    assert sorted(train.batch_order(1, 2, 50)) == list(range(50))
 
 
 def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a stand-in gemmpad.learn.train_native, check what train.py hands over (ENGINE_API.md)."""
-    import sys
-    import types
-
-    import gemmpad
-    from gemmpad.runtime import native
-
+    """With a stand-in for gemmpad.learn.train_native.fit, check what train.py hands over (the Trainer interface)."""
     seen: dict = {}
 
     def fit(x, y, weights, **kw):  # the stand-in: record, report one epoch per lr, return the start
@@ -200,9 +190,8 @@ def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch
             kw["callback"](e, 1.0, 0.5, weights)
         return weights
 
-    stand_in = types.SimpleNamespace(fit=fit)
-    monkeypatch.setitem(sys.modules, "gemmpad.learn.train_native", stand_in)
-    monkeypatch.setattr(gemmpad.learn, "train_native", stand_in, raising=False)  # once imported, `from gemmpad import` reads this
+    monkeypatch.setattr(train_native, "fit", fit)
+    monkeypatch.setattr(train_native, "cuda_trainer_class", lambda: None)
     monkeypatch.setattr(native, "cuda_status", lambda: native.CudaStatus(available=True, reason="", built=True))
     args = smoke_args(tmp_path, "nat", "--trainer", "native", "--epochs", "3", "--lr", "0.1", "--weight-decay", "0.001")
     assert train.run(args) == 0
@@ -212,8 +201,8 @@ def test_native_engine_gets_the_contracted_arguments(tmp_path: Path, monkeypatch
     assert seen["weight_decay"] == 0.001 and seen["precision"] == "fp32" and seen["seed"] == 0
     assert seen["decay_biases"] is True  # the torch engine decays its biases too: the same training
     assert seen["lr_schedule"] == train.lr_schedule("cosine", 0.1, 3)
-    np.testing.assert_array_equal(seen["batch_order"](1), train.batch_order(0, 1, 2000))
-    np.testing.assert_array_equal(seen["weights"]["W1"], train.initial_weights(0)["W1"])
+    assert "batch_order" not in seen  # every trainer's default, trainer.batch_orders(n, seed): the shipped model's
+    np.testing.assert_array_equal(seen["weights"]["W1"], trainer.init_weights(0)["W1"])
     card = json.loads((tmp_path / "nat.json").read_text())
     assert card["training"]["engine"] == "native" and len(card["history"]) == 3
 
@@ -264,11 +253,11 @@ def test_a_diverging_run_stops_with_a_line_and_writes_nothing(tmp_path: Path, mo
     with pytest.raises(SystemExit):
         parse("--momentum", "1.5")
 
-    def nan_epoch(x, y, w0, lrs, args, device, on_epoch, teacher=None):  # what an exploding run reports
-        on_epoch(0, float("nan"), 0.1, w0)
+    def nan_epoch(x, y, w0, **kw):  # what an exploding run reports
+        kw["callback"](0, float("nan"), 0.1, w0)
         raise AssertionError("training went on past a NaN loss")
 
-    monkeypatch.setattr(train, "fit_torch", nan_epoch)
+    monkeypatch.setattr(train_torch, "fit", nan_epoch)
     args = parse("--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "3", "--augment", "none",
                  "--eval-drawn", "0", "--cache", "", "--quiet", "--output", str(tmp_path / "m.npz"))
     with pytest.raises(GemmpadError, match="diverged in epoch 1 .*lower --lr"):

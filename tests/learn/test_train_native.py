@@ -125,13 +125,24 @@ def test_bad_input_is_reported_before_the_gpu(rng, change, error, match):
         train_native.fit(**args)
 
 
-def test_batch_orders_are_seeded_permutations():
-    a = trainer.batch_orders(1000, seed=5)
-    b = trainer.batch_orders(1000, seed=5)
-    first, second = next(a), next(a)
-    assert np.array_equal(first, next(b)) and np.array_equal(second, next(b))
-    assert not np.array_equal(first, second)
+@pytest.mark.parametrize("kind", trainer.ORDERS)
+def test_batch_orders_are_seeded_permutations(kind):
+    a = trainer.batch_orders(1000, seed=5, kind=kind)
+    b = trainer.batch_orders(1000, seed=5, kind=kind)
+    first, second = a(0), a(1)
+    assert np.array_equal(second, b(1)) and np.array_equal(first, b(0))  # any epoch first
+    assert not np.array_equal(first, second) and not np.array_equal(first, trainer.batch_orders(1000, 6, kind)(0))
     assert np.array_equal(np.sort(first), np.arange(1000)) and first.dtype == np.int32
+
+
+def test_batch_orders_are_those_of_the_shipped_model_and_the_committed_bench():
+    """"epoch" trained models/mnist-mlp.npz (gemmpad train's order); "stream" made the parity
+    figures of assets/benchmarks/*/train.json. Pinned: changing either changes what they record."""
+    epoch = trainer.batch_orders(50, 1)
+    assert np.array_equal(epoch(2), np.random.default_rng([1, 3, 2]).permutation(50))
+    rng = np.random.default_rng(7)
+    stream = trainer.batch_orders(50, 7, "stream")
+    assert [list(stream(e)) for e in range(3)] == [list(rng.permutation(50)) for _ in range(3)]
 
 
 def test_lr_schedule_forms():
@@ -308,8 +319,8 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     got = train_native.fit(x, y, w0, epochs=2, batch_size=64, lr_schedule=lrs, momentum=momentum,
                            weight_decay=decay, decay_biases=decay_biases, seed=seed, precision=precision,
                            callback=lambda *args: stats.append(args))
-    order = trainer.batch_orders(650, seed)
-    ref, losses = sgd_reference(w0, x, y, [next(order), next(order)], 64, lrs, momentum, decay, decay_biases)
+    order = trainer.batch_orders(650, seed)  # fit's default
+    ref, losses = sgd_reference(w0, x, y, [order(0), order(1)], 64, lrs, momentum, decay, decay_biases)
     # bf16 forward moves each step's gradients by 2-6% (see the test above), which at this learning
     # rate leaves the weights within 2e-3 of torch's: mixed precision gets 2e-2, 10x that.
     tol = 1e-3 if precision == "fp32" else 2e-2
@@ -352,7 +363,7 @@ def test_graph_replay_equals_direct_launches(rng, mixed):
 def test_real_digits_learn(rng):
     """If MNIST is at hand: one epoch on 10,000 images must reach > 85% on 2,000 others."""
     x, y, _, _ = bench_train.load_mnist(mnist_dir())
-    w = bench_train.init_weights(int(rng.integers(1 << 30)))
+    w = trainer.init_weights(int(rng.integers(1 << 30)), "torch")
     out = train_native.fit(x[:10000], y[:10000], w, epochs=1, batch_size=32, lr_schedule=0.05, precision="fp32")
     assert accuracy(out, x[50000:52000], y[50000:52000]) > 0.85
 

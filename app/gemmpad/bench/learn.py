@@ -31,12 +31,12 @@ import numpy as np
 
 from gemmpad.data import drawings, pendigits, userdata
 from gemmpad.commands import evaluate
-from gemmpad.learn import finetune, rehearsal, rehearsal_sets
+from gemmpad.learn import finetune, rehearsal, rehearsal_sets, trainers
 from gemmpad.commands.args import integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import write_text
-from gemmpad.runtime.model import Model, accuracy, fold_normalisation, load_model, unfold_normalisation
+from gemmpad.runtime.model import Model, accuracy, load_model
 
 LIGHT_STYLES = [k for k, s in pendigits.STYLES.items() if not s.dark_ink]  # the app's canvas: light ink
 
@@ -105,35 +105,6 @@ def quality(model: Model, found: list[Cell], refs: rehearsal_sets.References, en
             f"{100 * row['others_after']:.0f} %, MNIST {-100 * row.get('drop_MNIST test', 0):+.2f}, unseen writers "
             f"{-100 * row.get('drop_unseen writers', 0):+.2f} points, {'kept' if out.accepted else 'refused'}")
     return rows
-
-
-def tune_torch(weights: dict[str, np.ndarray], user: rehearsal_sets.Arrays, rep: finetune.Prepared,
-               settings: finetune.Settings, device: str) -> dict[str, np.ndarray]:
-    """finetune.tune in PyTorch: the same normalisation, rows, targets, orders and learning rates."""
-    import torch
-
-
-    ux = ((user.x - rep.mean) / rep.std).astype(np.float32)
-    x = torch.from_numpy(np.concatenate([ux, rep.x])).to(device)
-    q = torch.from_numpy(np.concatenate([np.eye(10, dtype=np.float32)[user.y], rep.targets])).to(device)
-    orders = finetune.batch_plan(user.y, rep.y, settings, np.random.default_rng([settings.seed, 1]))
-    lrs = finetune.decay(settings.lr, len(orders), settings.final_lr)
-    w0 = unfold_normalisation(weights, rep.mean, rep.std)
-    p = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
-    opt = torch.optim.SGD(list(p.values()), lr=lrs[0], momentum=settings.momentum)
-    for order, lr in zip(orders, lrs):
-        for g in opt.param_groups:
-            g["lr"] = lr
-        idx_all = torch.from_numpy(order.astype(np.int64)).to(device)
-        for s in range(0, len(order), settings.batch):
-            idx = idx_all[s : s + settings.batch]
-            h = torch.relu(x[idx] @ p["W1"] + p["b1"])
-            h = torch.relu(h @ p["W2"] + p["b2"])
-            loss = torch.nn.functional.cross_entropy(h @ p["W3"] + p["b3"], q[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-    return fold_normalisation({k: v.detach().cpu().numpy() for k, v in p.items()}, mean=rep.mean, std=rep.std)
 
 
 def _answer(weights: dict[str, np.ndarray], image28: np.ndarray) -> int:
@@ -206,7 +177,8 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
                         w, name = o.weights, o.engine
                     else:
                         rows = finetune.user_rows(ex, settings, memo)
-                        w = tune_torch(model.weights, rows, memo.base(model.weights, refs_now)[0], settings, device)
+                        w = finetune.tune(model.weights, rows, memo.base(model.weights, refs_now)[0], settings,
+                                          trainers.pick("torch", device=device))[0]
                         finetune.figures(w, [], refs_now)
                     _answer(w, ex[0].image28)
                     if case != "first":

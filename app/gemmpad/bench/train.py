@@ -1,14 +1,16 @@
 """`gemmpad bench train`: the native training engine (gemmpad.learn.train_native)
-against PyTorch eager and PyTorch with one step captured in a CUDA graph, on the
-same data resident on the GPU, plus a parity run: same initial weights and batch
-order, SGD with momentum, and the test accuracy each engine reaches.
+against PyTorch eager and PyTorch with one step captured in a CUDA graph (the torch
+trainer, gemmpad.learn.train_torch), on the same data resident on the GPU, plus a
+parity run: same initial weights and batch order, SGD with momentum, and the test
+accuracy each engine reaches. The native timing drives the kernels' own epoch() for
+what fit() does not report (GPU time, per-kernel profile, direct launches).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
+import itertools
 import os
 import time
 from pathlib import Path
@@ -22,8 +24,13 @@ from gemmpad.bench.report import add_readme_argument, rewrite_blocks
 from gemmpad.inputs.files import atomic_path, write_text
 from gemmpad.runtime.model import SHAPES, accuracy
 from gemmpad.terminal import printable
+from gemmpad.learn import trainers
 from gemmpad.learn.train_native import cuda_trainer_class
-from gemmpad.learn.trainer import batch_orders
+from gemmpad.learn.trainer import batch_orders, init_weights
+
+# What the committed figures (assets/benchmarks/*/train.json) were measured with: torch.nn.Linear's
+# initialisation and one generator's successive permutations (gemmpad.learn.trainer names both).
+INIT, ORDER = "torch", "stream"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,98 +68,10 @@ def load_mnist(data_dir: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.
     return out[0], out[1], out[2], out[3]
 
 
-def init_weights(seed: int) -> dict[str, np.ndarray]:
-    """torch.nn.Linear's default initialisation (uniform +-1/sqrt(fan_in)), from NumPy so both engines share it."""
-    rng = np.random.default_rng(seed)
-    w: dict[str, np.ndarray] = {}
-    for i, (fan_in, fan_out) in enumerate(((784, 100), (100, 100), (100, 10)), start=1):
-        bound = 1.0 / math.sqrt(fan_in)
-        w[f"W{i}"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32)
-        w[f"b{i}"] = rng.uniform(-bound, bound, fan_out).astype(np.float32)
-    return w
-
-
-class _TorchEngine:
-    """The reference: the same network, loss and optimiser in PyTorch, data resident on the GPU."""
-
-    def __init__(self, x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, a: argparse.Namespace):
-        import torch
-
-        self.torch = torch
-        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 on both sides
-        dev = torch.device("cuda")
-        self.x = torch.from_numpy(x).to(dev)
-        self.y = torch.from_numpy(y.astype(np.int64)).to(dev)
-        layers = [torch.nn.Linear(784, 100), torch.nn.ReLU(), torch.nn.Linear(100, 100), torch.nn.ReLU(),
-                  torch.nn.Linear(100, 10)]
-        self.model = torch.nn.Sequential(*layers).to(dev)
-        with torch.no_grad():
-            for i, lin in enumerate((layers[0], layers[2], layers[4]), start=1):
-                lin.weight.copy_(torch.from_numpy(w[f"W{i}"].T.copy()))
-                lin.bias.copy_(torch.from_numpy(w[f"b{i}"]))
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=a.lr, momentum=a.momentum, weight_decay=a.weight_decay)
-        self.loss_fn = torch.nn.CrossEntropyLoss()
-        self.batch = batch
-        self.n = len(x)
-        self.graph: Any = None
-
-    def set_lr(self, lr: float) -> None:
-        for group in self.opt.param_groups:
-            group["lr"] = lr
-
-    def _step(self, idx: Any) -> Any:
-        self.opt.zero_grad(set_to_none=False)
-        loss = self.loss_fn(self.model(self.x[idx]), self.y[idx])
-        loss.backward()
-        self.opt.step()
-        return loss
-
-    def epoch_eager(self, perm: np.ndarray, record: bool = False) -> list[float]:
-        torch = self.torch
-        p = torch.from_numpy(perm.astype(np.int64)).cuda()
-        losses = [self._step(p[o : o + self.batch]).detach() for o in range(0, self.n, self.batch)]
-        torch.cuda.synchronize()
-        return torch.stack(losses).cpu().tolist() if record else []
-
-    def epoch_graph(self, perm: np.ndarray) -> None:
-        """Full batches replay one captured step (whole-network capture, as in torch's docs); the short tail runs eagerly."""
-        torch = self.torch
-        full = self.n // self.batch * self.batch
-        if self.graph is None:
-            self.static_idx = torch.zeros(self.batch, dtype=torch.int64, device="cuda")
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):  # warm-up: creates the momentum buffers outside the capture
-                    self._step(self.static_idx)
-            torch.cuda.current_stream().wait_stream(side)
-            self.graph = torch.cuda.CUDAGraph()
-            self.opt.zero_grad(set_to_none=True)
-            with torch.cuda.graph(self.graph):
-                loss = self.loss_fn(self.model(self.x[self.static_idx]), self.y[self.static_idx])
-                loss.backward()
-                self.opt.step()
-        p = torch.from_numpy(perm.astype(np.int64)).cuda()
-        for o in range(0, full, self.batch):
-            self.static_idx.copy_(p[o : o + self.batch])
-            self.graph.replay()
-        if full < self.n:
-            self._step(p[full:])
-        torch.cuda.synchronize()
-
-    def weights(self) -> dict[str, np.ndarray]:
-        lins = [m for m in self.model if isinstance(m, self.torch.nn.Linear)]
-        out = {}
-        for i, lin in enumerate(lins, start=1):
-            out[f"W{i}"] = lin.weight.detach().cpu().numpy().T.copy()
-            out[f"b{i}"] = lin.bias.detach().cpu().numpy().copy()
-        return out
-
-
 def _time_native(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, mixed: bool,
                  a: argparse.Namespace) -> dict[str, Any]:
     trainer = cuda_trainer_class()(x, y, w, batch, mixed)
-    orders = batch_orders(len(x), a.seed)
+    orders = map(batch_orders(len(x), a.seed, ORDER), itertools.count())
     trainer.epoch(next(orders), a.lr, a.momentum, a.weight_decay, True)  # warm-up: captures the graph
     wall, gpu = [], []
     for _ in range(a.epochs):
@@ -180,46 +99,38 @@ def _time_native(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: 
 
 def _time_torch(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, graphs: bool,
                 a: argparse.Namespace) -> dict[str, Any]:
-    eng = _TorchEngine(x, y, w, batch, a)
-    orders = batch_orders(len(x), a.seed)
-    run = eng.epoch_graph if graphs else eng.epoch_eager
-    run(next(orders))  # warm-up (and capture)
-    wall = []
-    for _ in range(a.torch_epochs):
-        perm = next(orders)
-        start = time.perf_counter()
-        run(perm)
-        wall.append(1e3 * (time.perf_counter() - start))
+    """Epoch times of the torch trainer: one warm-up epoch (and capture), then a.torch_epochs timed
+    from one epoch's end to the next (each includes the loss and accuracy sums every trainer keeps
+    and the callback's copy of the weights to the host)."""
+    order = batch_orders(len(x), a.seed, ORDER)
+    orders = [order(e) for e in range(1 + a.torch_epochs)]  # drawn before: the timed span uploads them only
+    ends: list[float] = []
+    trainers.pick("torch", device="cuda", use_graph=graphs).fit(
+        x, y, w, epochs=len(orders), batch_size=batch, lr_schedule=a.lr, momentum=a.momentum,
+        weight_decay=a.weight_decay, batch_order=orders.__getitem__,
+        callback=lambda *_: ends.append(time.perf_counter()))
+    wall = [1e3 * t for t in np.diff(ends)]
     return {"engine": "torch_cuda_graph" if graphs else "torch_eager", "precision": "fp32", "batch": batch,
             "epoch_ms_median": float(np.median(wall)), "epoch_ms_min": float(np.min(wall)), "epoch_ms_all": wall}
+
+
+PARITY = {"torch fp32": ("torch", {"device": "cuda"}), "native fp32": ("native", {"precision": "fp32"}),
+          "native mixed (bf16)": ("native", {"precision": "mixed"})}
 
 
 def _parity(data: tuple[np.ndarray, ...], a: argparse.Namespace) -> tuple[dict[str, Any], dict[str, list[float]]]:
     """Same initial weights and batch order: torch SGD vs native fp32 (and native mixed)."""
     x, y, xt, yt = data
-    w0 = init_weights(a.seed)
+    w0 = init_weights(a.seed, INIT)
     batch = a.parity_batch
+    lrs = [a.lr * a.lr_decay**e for e in range(a.parity_epochs)]
     curves: dict[str, list[float]] = {}
     final: dict[str, dict[str, np.ndarray]] = {}
-    eng = _TorchEngine(x, y, w0, batch, a)
-    orders = batch_orders(len(x), a.seed)
-    lrs = [a.lr * a.lr_decay**e for e in range(a.parity_epochs)]
-    curve_t: list[float] = []
-    for lr in lrs:
-        eng.set_lr(lr)
-        curve_t += eng.epoch_eager(next(orders), record=True)
-    curves["torch fp32"] = curve_t
-    final["torch fp32"] = eng.weights()
-    for label, mixed in (("native fp32", False), ("native mixed (bf16)", True)):
-        trainer = cuda_trainer_class()(x, y, w0, batch, mixed)
-        orders = batch_orders(len(x), a.seed)
-        curve: list[float] = []
-        for lr in lrs:
-            trainer.epoch(next(orders), lr, a.momentum, a.weight_decay, True)
-            losses = trainer.samples()[0]
-            curve += [float(losses[o : o + batch].mean()) for o in range(0, len(x), batch)]
-        curves[label] = curve
-        final[label] = trainer.weights()
+    for label, (name, options) in PARITY.items():
+        curves[label] = []
+        final[label] = trainers.pick(name, step_losses=curves[label], **options).fit(
+            x, y, w0, epochs=len(lrs), batch_size=batch, lr_schedule=lrs, momentum=a.momentum,
+            weight_decay=a.weight_decay, batch_order=batch_orders(len(x), a.seed, ORDER))
     acc = {k: 100.0 * accuracy(v, xt, yt) for k, v in final.items()}
     ref = np.array(curves["torch fp32"])
     report = {
@@ -314,7 +225,7 @@ def run(args: argparse.Namespace | None = None) -> int:
     cuda_trainer_class()  # no GPU: say so before loading anything
     data = load_mnist(a.data)
     x, y = data[0], data[1]
-    w0 = init_weights(a.seed)
+    w0 = init_weights(a.seed, INIT)
     results: list[dict[str, Any]] = []
     for b in a.batches:
         for mixed in (False, True):

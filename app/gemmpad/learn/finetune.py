@@ -11,8 +11,8 @@
    and a replay of the base training data (gemmpad.learn.rehearsal_sets), so the network learns them
    without forgetting everyone else: the person's rows against their labels, the
    replay against the base model's own probabilities (distillation, `Prepared`); on the
-   GPU with the native CUDA trainer (gemmpad.learn.train_native), else in NumPy
-   (gemmpad.learn.train_numpy), same arguments and same result on both;
+   GPU with the native CUDA trainer, else in NumPy (gemmpad.learn.trainers.pick("auto")),
+   same arguments and same result on both;
 3. measures before and after: the person's held-out drawings (never trained on), the
    MNIST test set and unseen real writers; if MNIST test drops by more than MAX_DROP the
    new weights are refused unless forced (`Outcome.accepted`). Unseen writers are shown,
@@ -41,16 +41,17 @@ from typing import Any
 import numpy as np
 
 from gemmpad.data import arraycache, augment, pendigits
-from gemmpad.runtime import native
 from gemmpad.inputs import strokes
 from gemmpad.data.drawings import Example
 from gemmpad.errors import GemmpadError
 from gemmpad.runtime.model import Model, accuracy, fold_normalisation, unfold_normalisation
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
+from gemmpad.learn import trainers
+from gemmpad.learn.trainer import Trainer
 from gemmpad.learn.rehearsal_sets import Arrays, References
 
 MAX_DROP = 0.003  # accuracy on MNIST test may fall by at most 0.3 points
-ENGINES = ("auto", "numpy", "native")
+ENGINES = tuple(c for c in trainers.CHOICES if c != "torch")  # the window never loads torch
 PAINT_BUDGET = 60  # random-pen paintings per Learn, shared by the drawings (Plan)
 WARP_BUDGET = 400  # warped copies per Learn (at least one of each drawing)
 RESTROKE_BUDGET = 160  # re-stroked copies per Learn
@@ -320,28 +321,6 @@ def batch_plan(user_y: np.ndarray, replay_y: np.ndarray, settings: Settings,
     return orders
 
 
-def engine_for(choice: str) -> tuple[str, Any]:
-    """(name, module with fit()) for "auto" (the GPU when usable, else NumPy), "numpy" or "native"."""
-    if choice not in ENGINES:
-        raise GemmpadError(f"unknown engine {choice!r}; choose one of {', '.join(ENGINES)}")
-    if choice != "numpy":
-        status = native.cuda_status()
-        if status.available:
-            from gemmpad.learn import train_native
-
-            try:
-                train_native.cuda_trainer_class()
-                return "native", train_native
-            except GemmpadError:
-                if choice == "native":
-                    raise
-        elif choice == "native":
-            raise GemmpadError(f"the native engine trains on the GPU: {status.reason}")
-    from gemmpad.learn import train_numpy
-
-    return "numpy", train_numpy
-
-
 def decay(lr: float, epochs: int, final: float) -> list[float]:
     """Per-epoch learning rates: lr, cosine-decayed to lr * final in the last epoch. A fine-tune
     ends with small steps, where the base model's training ended, so the network settles
@@ -374,7 +353,8 @@ def prepare(weights: dict[str, np.ndarray], replay: Arrays) -> Prepared:
     return Prepared(((replay.x - mean) / std).astype(np.float32), replay.y, probs.astype(np.float32), mean, std)
 
 
-def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, settings: Settings, engine: str = "auto",
+def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, settings: Settings,
+         engine: str | Trainer = "auto",
          progress: Progress | None = None,
          should_stop: Callable[[], bool] | None = None) -> tuple[dict[str, np.ndarray], str, int]:
     """(new weights for raw inputs, engine used, steps run): SGD from `weights` on the person's
@@ -382,7 +362,9 @@ def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, setting
     batches from batch_plan, in normalised inputs as in training."""
     if len(user) == 0:
         raise GemmpadError("no drawings to learn from")
-    name, trainer = engine_for(engine)
+    if isinstance(engine, str) and engine not in ENGINES:
+        raise GemmpadError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    trainer = trainers.pick(engine) if isinstance(engine, str) else engine
     x = np.concatenate([((user.x - replay.mean) / replay.std).astype(np.float32), replay.x])
     y = np.concatenate([user.y, replay.y]).astype(np.int32)
     targets = np.concatenate([np.eye(10, dtype=np.float32)[user.y], replay.targets])
@@ -393,12 +375,11 @@ def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, setting
         if progress is not None:
             progress(f"epoch {epoch + 1}/{epochs}, loss {loss:.3f}", (epoch + 1) / epochs)
 
-    kwargs: dict[str, Any] = {"should_stop": should_stop} if name == "numpy" else {}
     w = trainer.fit(x, y, unfold_normalisation(weights, replay.mean, replay.std), epochs=epochs,
                     batch_size=settings.batch, lr_schedule=decay(settings.lr, epochs, settings.final_lr),
                     momentum=settings.momentum, weight_decay=0.0, batch_order=lambda e: orders[e], callback=on_epoch,
-                    targets=targets, **kwargs)
-    return fold_normalisation(w, replay.mean, replay.std), name, epochs * (-(-len(y) // settings.batch))
+                    targets=targets, should_stop=should_stop)
+    return fold_normalisation(w, replay.mean, replay.std), trainer.name, epochs * (-(-len(y) // settings.batch))
 
 
 # ---------------------------------------------------------------- measuring and deciding

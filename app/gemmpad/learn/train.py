@@ -8,16 +8,16 @@ Steps, each a function below:
    and on paper, every one through gemmpad.inputs.preprocess so training sees what the app
    shows the model. The writers in --val-writers are left out, and the card reports
    accuracy on them (gemmpad.commands.evaluate);
-3. fit with torch (SGD with momentum, or AdamW; optionally towards a CNN teacher's
-   readings, gemmpad.learn.distill) or with the native CUDA trainer (gemmpad.learn.train_native)
-   from the same initial weights, batch order and per-epoch learning rates, so the two
-   trainers' curves are comparable;
+3. fit with the trainer --trainer names (gemmpad.learn.trainers): torch (SGD with momentum, or
+   AdamW; optionally towards a CNN teacher's readings, gemmpad.learn.distill) or the native CUDA
+   trainer, from the same initial weights, batch order and per-epoch learning rates
+   (gemmpad.learn.trainer), so the trainers' curves are comparable;
 4. fold the input normalisation into W1/b1, save weights + model card atomically,
    measure the saved file with NumPy alone (`measure`: MNIST test, drawn digits per
    style, the held-out writers) and draw the loss/accuracy curves.
 torch is imported inside functions only: `gemmpad info` and the app never load it.
 Over 500 lines on purpose: one pipeline whose steps share the options and the card;
-the trainers (train_native, train_numpy, finetune, distill) and the data (trainset,
+the trainers (trainers, train_torch, train_native, train_numpy, distill) and the data (trainset,
 augment, synthetic, pendigits, paper) already live in their own modules.
 """
 
@@ -27,7 +27,6 @@ import argparse
 import hashlib
 import math
 import platform
-import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -37,13 +36,14 @@ from typing import Any
 import numpy as np
 
 from gemmpad.data import mnist, synthetic, paper, pendigits, trainset, userdata
-from gemmpad.learn import distill, rehearsal, rehearsal_sets
+from gemmpad.learn import distill, rehearsal, rehearsal_sets, train_torch, trainers
+from gemmpad.learn.trainer import init_weights
 from gemmpad.commands import evaluate
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
-from gemmpad.errors import CudaUnavailable, GemmpadError, require
+from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim
 from gemmpad.data.trainset import SOURCES
-from gemmpad.runtime.model import LAYERS, Model, accuracy, fold_normalisation, save_card
+from gemmpad.runtime.model import Model, accuracy, fold_normalisation, save_card
 from gemmpad.data.pool import default_jobs
 from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.terminal import printable
@@ -67,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
     p.add_argument("--force", action="store_true",
                    help="replace --output, its .json card and --curve when they exist (default: refuse)")
-    p.add_argument("--trainer", choices=("torch", "native"), default="torch",
+    p.add_argument("--trainer", choices=("torch", "native"), default="torch",  # of gemmpad.learn.trainers.NAMES
                    help="torch, or the CUDA kernels of gemmpad.learn.train_native")
     p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32",
                    help="mixed: bf16/fp16 matmuls, fp32 weights")
@@ -147,17 +147,6 @@ def _training_arrays(args: argparse.Namespace, images: np.ndarray, labels: np.nd
 # ---------------------------------------------------------------- fitting
 
 
-def initial_weights(seed: int) -> dict[str, np.ndarray]:
-    """He-uniform weights, zero biases, from NumPy so both trainers start from the same point."""
-    rng = np.random.default_rng([seed, 2])
-    w: dict[str, np.ndarray] = {}
-    for i, (fan_in, fan_out) in enumerate(zip(LAYERS[:-1], LAYERS[1:]), start=1):
-        bound = math.sqrt(6.0 / fan_in)
-        w[f"W{i}"] = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32)
-        w[f"b{i}"] = np.zeros(fan_out, dtype=np.float32)
-    return w
-
-
 def lr_schedule(kind: str, lr: float, epochs: int) -> list[float]:
     """Learning rate for each epoch (the native trainer gets the same list)."""
     if kind == "constant":
@@ -166,110 +155,6 @@ def lr_schedule(kind: str, lr: float, epochs: int) -> list[float]:
         return [lr * (0.1 ** ((e >= epochs // 2) + (e >= 3 * epochs // 4))) for e in range(epochs)]
     return [lr * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * e / max(epochs, 1)))) for e in range(epochs)]
 
-
-def batch_order(seed: int, epoch: int, n: int) -> np.ndarray:
-    """The sample order of one epoch: a permutation seeded by (seed, epoch), shared by both trainers."""
-    return np.random.default_rng([seed, 3, epoch]).permutation(n)
-
-
-def _torch_device(choice: str) -> str:
-    import torch
-
-    if choice == "cuda" and not torch.cuda.is_available():
-        raise CudaUnavailable("--device cuda: torch sees no CUDA device")
-    if choice == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return choice
-
-
-def fit_torch(x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float], args: argparse.Namespace,
-              device: str,
-              on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None],
-              teacher: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Mini-batch training in torch; on_epoch(epoch, loss, train_acc, weights) after each epoch.
-
-    With teacher logits [N, 10] (gemmpad.learn.distill) the loss follows them as well as the labels.
-    """
-    import torch
-
-    torch.manual_seed(args.seed)
-    params = {k: torch.tensor(v, device=device, requires_grad=True) for k, v in w0.items()}
-    # weight decay on every parameter, biases included: the native trainer's semantics, so curves compare
-    plist = [params[k] for k in ("W1", "b1", "W2", "b2", "W3", "b3")]
-    if args.optimizer == "sgd":
-        opt: Any = torch.optim.SGD(plist, lr=lrs[0], momentum=args.momentum, weight_decay=args.weight_decay)
-    else:
-        opt = torch.optim.AdamW(plist, lr=lrs[0], weight_decay=args.weight_decay)
-    xt = torch.from_numpy(x).to(device)
-    yt = torch.from_numpy(y).to(device)
-    tt = torch.from_numpy(teacher).to(device) if teacher is not None else None
-    mixed = args.precision == "mixed"
-    amp_dtype = torch.bfloat16 if device == "cpu" else torch.float16
-    scaler = torch.amp.GradScaler(device, enabled=mixed and amp_dtype == torch.float16)
-
-    def forward(xb: Any) -> Any:
-        h = torch.relu(xb @ params["W1"] + params["b1"])
-        h = torch.relu(h @ params["W2"] + params["b2"])
-        return h @ params["W3"] + params["b3"]
-
-    n = len(x)
-    for epoch, lr in enumerate(lrs):
-        for g in opt.param_groups:
-            g["lr"] = lr
-        order = torch.from_numpy(batch_order(args.seed, epoch, n)).to(device)
-        total_loss = torch.zeros((), device=device)
-        correct = torch.zeros((), device=device, dtype=torch.int64)
-        steps = (n + args.batch_size - 1) // args.batch_size
-        for s in range(steps):
-            idx = order[s * args.batch_size : (s + 1) * args.batch_size]
-            xb, yb = xt[idx], yt[idx]
-            with torch.autocast(device_type=device, dtype=amp_dtype, enabled=mixed):
-                logits = forward(xb)
-                if tt is None:
-                    loss = torch.nn.functional.cross_entropy(logits.float(), yb)
-                else:
-                    loss = distill.loss(logits.float(), yb, tt[idx])
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            total_loss += loss.detach() * len(idx)
-            correct += (logits.argmax(1) == yb).sum()
-            if not args.quiet and sys.stderr.isatty() and s % 50 == 0:
-                done = (s + 1) / steps
-                bar = "#" * int(30 * done)
-                print(f"\r  epoch {epoch + 1}: [{bar:30s}] {100 * done:5.1f}%", end="", file=sys.stderr)
-        if not args.quiet and sys.stderr.isatty():
-            print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
-        weights = {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
-        on_epoch(epoch, float(total_loss) / n, float(correct) / n, weights)
-    return {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}
-
-
-def native_trainer(args: argparse.Namespace) -> Any:
-    """gemmpad.learn.train_native, or a clear error why --trainer native cannot run (checked before any work)."""
-    from gemmpad.runtime import native
-    from gemmpad.learn import train_native
-
-    status = native.cuda_status()
-    if not status.available:
-        raise CudaUnavailable(f"--trainer native trains on the GPU: {status.reason}")
-    if args.optimizer != "sgd":
-        raise GemmpadError("--trainer native implements SGD with momentum only: use --optimizer sgd")
-    return train_native
-
-
-def fit_native(trainer: Any, x: np.ndarray, y: np.ndarray, w0: dict[str, np.ndarray], lrs: list[float],
-               args: argparse.Namespace,
-               on_epoch: Callable[[int, float, float, dict[str, np.ndarray]], None]) -> dict[str, np.ndarray]:
-    """Hand the same arrays, initial weights, batch orders and lr list to gemmpad.learn.train_native.fit."""
-    return trainer.fit(
-        x, y, w0,
-        epochs=len(lrs), batch_size=args.batch_size, lr_schedule=lrs, momentum=args.momentum,
-        weight_decay=args.weight_decay, decay_biases=True, seed=args.seed, precision=args.precision,
-        batch_order=lambda epoch: batch_order(args.seed, epoch, len(x)),
-        callback=on_epoch,
-    )
 
 
 # ---------------------------------------------------------------- model file
@@ -356,10 +241,12 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     if args.optimizer is None:
         args.optimizer = "adamw" if args.trainer == "torch" else "sgd"
     lr = args.lr if args.lr is not None else (0.05 if args.optimizer == "sgd" else 0.002)
-    device = _torch_device(args.device) if args.trainer == "torch" else "cuda"
-    trainer = native_trainer(args) if args.trainer == "native" else None
+    if args.trainer == "native" and args.optimizer != "sgd":
+        raise GemmpadError("--trainer native implements SGD with momentum only: use --optimizer sgd")
     if args.trainer != "torch" and args.teacher != "none":
         raise GemmpadError("--teacher needs --trainer torch")
+    trainers.pick(args.trainer)  # --trainer native without a GPU: said now, before the data is built
+    device = train_torch.device_for(args.device) if args.trainer == "torch" else "cuda"
     sources = _sources(args.augment)  # a typo here fails now, not after the data has loaded
     held_writers = evaluate.writer_range(args.val_writers)
 
@@ -414,10 +301,11 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
             f"held-out {100 * val_acc:6.2f}%  lr {lrs[epoch]:.5f}  {time.perf_counter() - t_fit:6.1f} s")
 
     lrs = lr_schedule(args.schedule, lr, args.epochs)
-    w0 = initial_weights(args.seed)
+    w0 = init_weights(args.seed)
     log(f"training {len(x)} images on {args.trainer} ({device}, {args.precision}), {args.optimizer}, "
         f"{args.epochs} epochs")
     teacher_card: dict[str, Any] | None = None
+    options: dict[str, Any] = {"precision": args.precision}
     if args.trainer == "torch":
         teacher = None
         if args.teacher == "cnn":
@@ -427,9 +315,11 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
             teacher_card = {"kind": "cnn", "layers": distill.describe(), "epochs": distill.EPOCHS,
                             "temperature": distill.TEMPERATURE, "soft_weight": distill.SOFT_WEIGHT,
                             "held_out_accuracy": teacher_val, "seconds": round(time.perf_counter() - t_fit, 1)}
-        w = fit_torch(xn, y, w0, lrs, args, device, on_epoch, teacher)
-    else:
-        w = fit_native(trainer, xn, y, w0, lrs, args, on_epoch)
+        options.update(optimizer=args.optimizer, device=device, teacher=teacher, progress=not args.quiet)
+    # weight decay on every parameter, biases included, on every trainer, so curves compare
+    w = trainers.pick(args.trainer, **options).fit(
+        xn, y, w0, epochs=args.epochs, batch_size=args.batch_size, lr_schedule=lrs, momentum=args.momentum,
+        weight_decay=args.weight_decay, decay_biases=True, seed=args.seed, callback=on_epoch)
     t_train = time.perf_counter() - t_fit
     model = Model(fold_normalisation(w, mean, std))
     card = _card(args, out_path, lr, mean, std, device, train, test, counts, len(train_idx), trained_writers, history)

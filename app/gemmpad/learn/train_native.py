@@ -8,22 +8,20 @@ launch. `gemmpad bench train` (gemmpad.bench.train) measures that against
 PyTorch eager and PyTorch with CUDA graphs, and checks that both engines learn
 the same model.
 
-The batch order is shared with the torch trainer through `trainer.batch_orders`, so a
-run with the same seed and initial weights follows the same trajectory up to
-float rounding (the parity check of `gemmpad bench train`).
+The batch order is every trainer's `trainer.batch_orders`, so a run with the same seed and
+initial weights follows the torch trainer's trajectory up to float rounding (the parity
+check of `gemmpad bench train`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from gemmpad.errors import CudaUnavailable, GemmpadError
-from gemmpad.learn.trainer import (EpochCallback, LrSchedule, batch_orders, check_inputs, check_targets, epoch_order,
-                                   lr_at)
+from gemmpad.errors import CudaUnavailable
+from gemmpad.learn.trainer import BatchOrder, EpochCallback, LrSchedule, check_loss, plan
 from gemmpad.runtime import native
 
 
@@ -47,11 +45,13 @@ def fit(
     weight_decay: float = 0.0,
     decay_biases: bool = True,
     seed: int = 0,
-    batch_order: Callable[[int], np.ndarray] | None = None,
+    batch_order: BatchOrder | None = None,
     precision: str = "fp32",
     callback: EpochCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
     use_graph: bool = True,
     targets: np.ndarray | None = None,
+    step_losses: list[float] | None = None,
 ) -> dict[str, np.ndarray]:
     """Train the 784-100-100-10 MLP on the GPU with gemmpad's own kernels; return the weights.
 
@@ -77,26 +77,29 @@ def fit(
     callback(epoch, loss, accuracy, weights) runs after every epoch (epoch
     0-based; loss and accuracy over that epoch's training samples, each taken
     with the weights it was trained with; weights a host copy as returned).
+    should_stop() is polled before each epoch (an epoch is one graph launch).
     use_graph=False launches the kernels one by one instead of replaying a
     CUDA graph (same results bit for bit; for measuring launch overhead).
+    step_losses, when given, gets each step's mean batch loss appended (the
+    per-step curve of `gemmpad bench train`'s parity run).
 
     Returns the trained weights as float32 host arrays (same keys and shapes).
     Raises InputTypeError / InputShapeError / DataError for bad inputs (before
     touching the GPU), CudaUnavailable without a usable GPU, GemmpadError if
     the loss becomes NaN/Inf (diverged: lower the learning rate).
     """
-    x, y, w = check_inputs(x, y, weights, epochs, batch_size, momentum, weight_decay, precision)
-    soft = check_targets(targets, len(x))
-    lrs = [lr_at(lr_schedule, e) for e in range(epochs)]
-    if batch_order is None:
-        orders = batch_orders(len(x), seed)
-        batch_order = lambda epoch: next(orders)  # noqa: E731  (called once per epoch, in order)
-    trainer = cuda_trainer_class()(x, y, w, int(batch_size), precision == "mixed", soft)
+    p = plan(x, y, weights, epochs=epochs, batch_size=batch_size, lr_schedule=lr_schedule, momentum=momentum,
+             weight_decay=weight_decay, seed=seed, batch_order=batch_order, targets=targets, precision=precision)
+    trainer = cuda_trainer_class()(p.x, p.y, p.weights, int(batch_size), precision == "mixed", p.targets)
     for epoch in range(epochs):
-        order = epoch_order(batch_order, epoch, len(x))
-        result = trainer.epoch(order, lrs[epoch], float(momentum), float(weight_decay), use_graph, decay_biases)
-        if not math.isfinite(result["loss"]):
-            raise GemmpadError(f"training diverged in epoch {epoch + 1} (loss {result['loss']}); lower the learning rate")
+        if should_stop is not None and should_stop():
+            break
+        result = trainer.epoch(p.order(epoch), p.lrs[epoch], float(momentum), float(weight_decay), use_graph,
+                               decay_biases)
+        check_loss(epoch, result["loss"])
+        if step_losses is not None:
+            losses = trainer.samples()[0]
+            step_losses += [float(losses[o : o + batch_size].mean()) for o in range(0, len(p.x), batch_size)]
         if callback is not None:
             callback(epoch, float(result["loss"]), float(result["accuracy"]), _host_weights(trainer))
     return _host_weights(trainer)
@@ -106,4 +109,4 @@ def _host_weights(trainer: Any) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in trainer.weights().items()}
 
 
-__all__ = ["PRECISIONS", "batch_orders", "fit", "lr_at"]
+__all__ = ["fit"]

@@ -1,7 +1,7 @@
 """SGD with momentum for the 784-100-100-10 MLP in NumPy: the trainer that runs anywhere.
 
 `gemmpad.learn.finetune` needs a trainer in the window, where torch is not loaded and a GPU
-may be missing. This one takes the same arguments as `gemmpad.learn.train_native.fit` and
+may be missing. This one takes the arguments of gemmpad.learn.trainer.Trainer.fit and
 computes the same thing (mean softmax cross-entropy, torch.optim.SGD's update:
 g += decay * p; v = momentum * v + g; p -= lr * v), so a fine-tune gives the same
 model on either engine up to float rounding (tests/learn/test_train_numpy.py checks it
@@ -23,9 +23,7 @@ from collections.abc import Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from gemmpad.errors import GemmpadError
-from gemmpad.learn.trainer import (EpochCallback, LrSchedule, batch_orders, check_inputs, check_targets, epoch_order,
-                                   lr_at)
+from gemmpad.learn.trainer import BatchOrder, EpochCallback, LrSchedule, check_loss, plan
 
 NAMES = ("W1", "b1", "W2", "b2", "W3", "b3")
 
@@ -71,7 +69,7 @@ def fit(
     weight_decay: float = 0.0,
     decay_biases: bool = True,
     seed: int = 0,
-    batch_order: Callable[[int], np.ndarray] | None = None,
+    batch_order: BatchOrder | None = None,
     callback: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
     targets: np.ndarray | None = None,
@@ -86,24 +84,18 @@ def fit(
 
 def _fit(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], epochs: int, batch_size: int,
          lr_schedule: LrSchedule, momentum: float, weight_decay: float, decay_biases: bool, seed: int,
-         batch_order: Callable[[int], np.ndarray] | None, callback: EpochCallback | None,
+         batch_order: BatchOrder | None, callback: EpochCallback | None,
          should_stop: Callable[[], bool] | None, targets: np.ndarray | None) -> dict[str, np.ndarray]:
-    x, yi, w0 = check_inputs(x, y, weights, epochs, batch_size, momentum, weight_decay, "fp32")
-    soft = check_targets(targets, len(x))
-    y64 = yi.astype(np.int64)
-    lrs = [lr_at(lr_schedule, e) for e in range(epochs)]
-    if batch_order is None:
-        orders = batch_orders(len(x), seed)
-        batch_order = lambda epoch: next(orders)  # noqa: E731  (called once per epoch, in order)
-    w = {k: v.copy() for k, v in w0.items()}
+    p = plan(x, y, weights, epochs=epochs, batch_size=batch_size, lr_schedule=lr_schedule, momentum=momentum,
+             weight_decay=weight_decay, seed=seed, batch_order=batch_order, targets=targets)
+    x, soft, y64 = p.x, p.targets, p.y.astype(np.int64)
+    w = {k: v.copy() for k, v in p.weights.items()}
     v = {k: np.zeros_like(p) for k, p in w.items()}
     decay = {k: weight_decay if (decay_biases or k[0] == "W") else 0.0 for k in NAMES}
     for epoch in range(epochs):
-        order = epoch_order(batch_order, epoch, len(x))
-        if order.min() < 0 or order.max() >= len(x):
-            raise GemmpadError(f"batch_order({epoch}) holds a row index outside 0..{len(x) - 1}")
+        order = p.order(epoch)
         loss_sum, correct = 0.0, 0
-        lr = np.float32(lrs[epoch])
+        lr = np.float32(p.lrs[epoch])
         for start in range(0, len(order), batch_size):
             if should_stop is not None and should_stop():
                 return w
@@ -123,8 +115,7 @@ def _fit(x: np.ndarray, y: np.ndarray, weights: dict[str, np.ndarray], epochs: i
             if not math.isfinite(loss_sum):  # no later step can recover: stop now, not at the epoch's end
                 break
         mean_loss = loss_sum / len(order)
-        if not math.isfinite(mean_loss):
-            raise GemmpadError(f"training diverged in epoch {epoch + 1} (loss {mean_loss}); lower the learning rate")
+        check_loss(epoch, mean_loss)
         if callback is not None:
             callback(epoch, mean_loss, correct / len(order), {k: a.copy() for k, a in w.items()})
     return w
