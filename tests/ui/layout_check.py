@@ -124,7 +124,7 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
             out.append(f"prediction widgets out of sight (scrolled away) {hidden} {at}")
     reading = app.draw.reading if L.mode == "one" else app.pred.digit
     r = harness.rect(reading)
-    if app.prediction is not None and not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh
+    if app.state.reading.prediction is not None and not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh
                                            and r[0] + r[2] <= vw):
         out.append(f"the reading is out of sight {r} {at}")
     if app.canvas.empty:

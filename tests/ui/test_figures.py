@@ -57,7 +57,7 @@ def test_a_one_frame_latency_plot_draws_its_frame(app: object, tmp_path_factory:
 
     harness.replay(app, one())  # one stroke in one frame: one reading
     harness.settle(app)
-    assert len(app.history) == 1
+    assert len(app.state.reading.history) == 1
     pixels = harness.grab(app)
     x, y, w, h = harness.rect(app.engine.plot)
     legend = round(40 * app.scale)  # the legend's colour boxes stand above the plotting area

@@ -46,7 +46,7 @@ def test_idle_window_costs_next_to_nothing(app: object) -> None:
     assert measured["longest_frame"] < 0.5, measured
     # input wakes it: a real key (B, next backend) is seen although no frame was drawing
     xt = real_input()
-    before = app.backend
+    before = app.state.backend
     # keys go to the window under the pointer (no window manager: focus follows it); a test before may
     # have left the pointer off the window
     x, y, w, h = window._viewport_rect()
@@ -69,7 +69,7 @@ def test_idle_window_costs_next_to_nothing(app: object) -> None:
         xt.close()
         app._quit = False
     usable = [b for b, reason in app.backend_reasons.items() if not reason]
-    assert app.backend == usable[(usable.index(before) + 1) % len(usable)]
+    assert app.state.backend == usable[(usable.index(before) + 1) % len(usable)]
     assert dpg.is_dearpygui_running()
 
 

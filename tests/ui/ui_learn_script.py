@@ -47,7 +47,7 @@ def main(home: Path, pendigits_path: Path) -> dict:
             app.clear()
             harness.replay(app, example.drawing.strokes)
             harness.settle(app)
-            return app.prediction.digit
+            return app.state.reading.prediction.digit
 
         for i, e in enumerate(fixes):
             out["read_before"].append(read(e))

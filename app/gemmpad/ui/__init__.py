@@ -2,7 +2,8 @@
 
 Modules: `canvas` (strokes into pixels, no GUI), `workers/` (the threads that draw nothing:
 `inference` off the UI thread, `race` of every kernel, `learner` for Learn),
-`window` (state, actions, the frame loop), its panels `draw_panel`, `prediction_panel`,
+`state` (what the user chose and what the window shows, stored once; the panels read it),
+`window` (actions and the frame loop, the state's one writer), its panels `draw_panel`, `prediction_panel`,
 `engine_panel` (with `race_panel` and `lab_panel`, the roofline and anatomy of a rung),
 `learn_panel`, `status_bar`, `help_overlay`, `layout` (where they go at a window size),
 `keys` (the keyboard map), `text` (what the window says), `style` (colours, fonts, theme),

@@ -15,17 +15,16 @@ import dearpygui.dearpygui as dpg
 if TYPE_CHECKING:
     from gemmpad.ui.canvas import Canvas
     from gemmpad.ui.learn_panel import LearnPanel
+    from gemmpad.ui.state import State
 
 
 class App(Protocol):
     """What a key can do: the window (gemmpad.ui.window.App) provides it. Typed here rather than
     imported, so the keyboard map sits below the window and the help overlay that read it."""
 
-    batch: int
     canvas: Canvas
-    continuous: bool
     learn: LearnPanel
-    warm: bool
+    state: State
 
     def clear(self) -> None: ...
     def undo(self) -> None: ...
@@ -65,10 +64,10 @@ def shortcuts() -> list[Shortcut]:
     s = Shortcut
 
     def batch_up(a: App) -> None:
-        a.set_batch(min(2 * a.batch, BATCH_MAX))
+        a.set_batch(min(2 * a.state.batch, BATCH_MAX))
 
     def batch_down(a: App) -> None:
-        a.set_batch(max(a.batch // 2, 1))
+        a.set_batch(max(a.state.batch // 2, 1))
 
     keys = [
         s(dpg.mvKey_C, False, False, lambda a: a.clear(), ("C", "clear (undoable)")),
@@ -90,8 +89,8 @@ def shortcuts() -> list[Shortcut]:
         s(dpg.mvKey_Add, False, False, batch_up, None),
         s(dpg.mvKey_Minus, False, False, batch_down, None),
         s(dpg.mvKey_Subtract, False, False, batch_down, None),
-        s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.continuous), ("R", "run every frame")),
-        s(dpg.mvKey_W, False, False, lambda a: a.set_warm(not a.warm), ("W", "warm timing")),
+        s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.state.continuous), ("R", "run every frame")),
+        s(dpg.mvKey_W, False, False, lambda a: a.set_warm(not a.state.warm), ("W", "warm timing")),
         s(dpg.mvKey_G, False, False, lambda a: a.race_toggle(), ("G", "race every kernel / cancel")),
         s(dpg.mvKey_S, True, False, lambda a: a.save(), ("Ctrl+S", "save PNG + strokes")),
         s(dpg.mvKey_F1, False, False, lambda a: a.toggle_help(), ("?  F1", "this help")),

@@ -48,8 +48,8 @@ from gemmpad.ui.style import Fonts
 from gemmpad.ui.workers.learner import SETTINGS, Learner
 
 if TYPE_CHECKING:
-    from gemmpad.runtime.classifier import Prediction
     from gemmpad.ui.canvas import Canvas
+    from gemmpad.ui.state import State
     from gemmpad.ui.status_bar import StatusBar
 
 
@@ -61,7 +61,7 @@ class App(Protocol):
     base_model: Model
     canvas: Canvas
     drawings_dir: Path
-    prediction: Prediction | None
+    state: State
     status: StatusBar
 
     def save(self, label: int | None = None) -> Path | None: ...
@@ -301,7 +301,7 @@ class LearnPanel:
         if app.canvas.empty:
             app.say("Draw a digit first, then click the right digit's bar (or press its key)")
             return
-        read = app.prediction.digit if app.prediction is not None else None
+        read = app.state.reading.prediction.digit if app.state.reading.prediction is not None else None
         saved = app.save(label=digit)
         if saved is not None:
             self._last = (saved, app.canvas.version)

@@ -1,0 +1,39 @@
+"""The window's state: the choice and the reading stored once (issue 41), without a window."""
+
+from __future__ import annotations
+
+from gemmpad.ui.state import Reading, State
+
+
+def test_the_default_kernel_is_read_from_the_answer_not_copied() -> None:
+    s = State("cpu", None, 1)
+    assert s.kernel is None  # asked for the default, not answered yet
+    s.show(Reading("cpu", "cpu.mlp_fused", 1), refused=False)
+    assert s.kernel == "cpu.mlp_fused" and s.kernel_choice is None
+    assert s.request() == ("cpu", None, 1, False)  # the worker keeps what it named: no new request
+    s.choose(backend="numpy")
+    assert s.kernel is None  # the CPU's answer does not name NumPy's kernel
+    s.show(Reading("cpu", "cpu.mlp_fused", 1), refused=False)  # an older request's answer
+    assert s.kernel is None
+
+
+def test_a_refused_switch_withdraws_the_choice() -> None:
+    s = State("cpu", "cpu.mlp_fused", 4)
+    s.choose(kernel="cpu.01_naive")
+    s.show(Reading("cpu", "cpu.mlp_fused", 4), refused=True)
+    assert (s.backend, s.kernel) == ("cpu", "cpu.mlp_fused")
+    assert s.request() == ("cpu", "cpu.mlp_fused", 4, False)
+
+
+def test_a_new_kernel_takes_the_lab_tab_back_and_blank_keeps_the_figures() -> None:
+    s = State("cpu", "cpu.mlp_fused", 1)
+    s.show(Reading("cpu", "cpu.mlp_fused", 1, layer_us=(1.0, 2.0, 3.0)), refused=False)
+    s.show_rung("cuda.07_warptile")
+    assert s.lab_rung == "cuda.07_warptile"
+    s.show_rung("cpu.mlp_fused")  # the running kernel: follow it
+    assert s.lab_rung is None
+    s.show_rung("cuda.07_warptile")
+    s.choose(kernel="cpu.01_naive")
+    assert s.lab_rung is None
+    s.blank()
+    assert s.reading.prediction is None and s.reading.layer_us == (1.0, 2.0, 3.0)
