@@ -37,3 +37,16 @@ def test_a_new_kernel_takes_the_lab_tab_back_and_blank_keeps_the_figures() -> No
     assert s.lab_rung is None
     s.blank()
     assert s.reading.prediction is None and s.reading.layer_us == (1.0, 2.0, 3.0)
+
+
+def test_no_panel_imports_or_types_the_window() -> None:
+    """Panels get the state and callbacks (gemmpad.ui.actions), never the window: only what builds
+    or drives the window (app, harness) imports it, and no module types it as a Protocol."""
+    from tests.test_imports import PACKAGE, import_graph
+
+    graph = import_graph()
+    drivers = {"gemmpad.ui.window", "gemmpad.ui.app", "gemmpad.ui.harness"}
+    importers = {m for m, edges in graph.items() if "gemmpad.ui.window" in edges}
+    assert importers <= drivers, importers - drivers
+    typed = [p.name for p in (PACKAGE / "ui").rglob("*.py") if "class App(Protocol)" in p.read_text(encoding="utf-8")]
+    assert typed == []

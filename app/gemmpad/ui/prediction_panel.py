@@ -26,10 +26,12 @@ HIDDEN_SIDE, HIDDEN_SCALE = 10, 9  # 100 units as a 10x10 map, each unit a 9x9 b
 
 
 class PredictionPanel:
-    def __init__(self, fonts: Fonts, scale: float, unsure_note: str) -> None:
+    def __init__(self, fonts: Fonts, scale: float, unsure_note: str, *, on_bar_click: Callable[[int], None],
+                 to_engine: Callable[[], None]) -> None:
+        """`on_bar_click(digit)`: a probability bar was clicked (a correction); `to_engine`: the
+        "Engine below" button (two columns: bring the engine panel into view)."""
         self.scale = scale
-        # Called with a digit when its probability bar is clicked (a correction panel hooks in).
-        self.on_bar_click: Callable[[int], None] | None = None
+        self.on_bar_click = on_bar_click
         p = 28 * PREVIEW_SCALE
         self._preview_rgba = np.zeros((p, p, 4), dtype=np.float32)
         style.colourise(np.zeros((p, p), np.float32), self._preview_rgba)
@@ -46,7 +48,8 @@ class PredictionPanel:
                 tip(heading("Prediction", fonts), "The digit read, how sure, and the network's probability for "
                                                   "each digit (the highest in blue).")
                 # In two columns the engine panel is below this one, out of sight: say so, and go there
-                self.to_engine = dpg.add_button(label="Engine below ↓", small=True, show=False)
+                self.to_engine = dpg.add_button(label="Engine below ↓", small=True, show=False,
+                                                callback=lambda: to_engine())
                 tip(self.to_engine, "The engine panel (backend, kernel, latency, race) is below the prediction in "
                                     "this window size: scroll down, or click here.")
             with dpg.group(horizontal=True, horizontal_spacing=round(18 * s)):
@@ -140,8 +143,6 @@ class PredictionPanel:
         return d if 0 <= d <= 9 and abs(v - d) <= 0.34 else None
 
     def _clicked(self) -> None:
-        if self.on_bar_click is None:
-            return
         d = self.digit_at(dpg.get_mouse_pos(local=False)[0])
         if d is not None:
             self.on_bar_click(d)

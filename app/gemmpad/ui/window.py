@@ -37,6 +37,7 @@ from gemmpad.inputs.files import atomic_paths
 from gemmpad.runtime.model import Model
 from gemmpad.inputs.preprocess import preprocess
 from gemmpad.ui import keys, layout, style
+from gemmpad.ui.actions import Actions
 from gemmpad.ui.canvas import Canvas
 from gemmpad.ui.cores import window_threads
 from gemmpad.ui.draw_panel import DrawPanel
@@ -129,11 +130,9 @@ class App:
         self._layout: layout.Layout | None = None
         self.race: Race | None = None
         self._viewport_size = (0, 0)
-        self.shortcuts = keys.shortcuts()
 
         self._model = classifier.model
         self.detector, self._no_detector = unsure.for_model(classifier.model)
-        self.base_model = classifier.model  # what Learn fine-tunes and Reset returns to (learn_panel)
         self.worker = InferenceWorker(classifier, self.detector)
         dpg.create_context()
         dpg.configure_app(manual_callback_management=True)
@@ -156,29 +155,31 @@ class App:
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
         dpg.bind_theme(style.global_theme(self.scale))
-        actions = {
-            "clear": self.clear, "undo": self.undo, "redo": self.redo, "help": self.toggle_help,
-            "brush": self.set_brush, "save": self.save, "backend": self.set_backend, "kernel": self.set_kernel,
-            "batch": self.set_batch, "continuous": self.set_continuous, "warm": self.set_warm,
-            "race": self.race_toggle, "lab_rung": self.set_lab_rung,
-        }
+        # what the panels and keys may ask of the window: they get these, never the window
+        actions = Actions(
+            clear=self.clear, undo=self.undo, redo=self.redo, brush=self.set_brush, save=self.save,
+            backend=self.set_backend, kernel=self.set_kernel, next_backend=self.next_backend,
+            next_kernel=self.next_kernel, batch=self.set_batch, continuous=self.set_continuous,
+            warm=self.set_warm, race=self.race_toggle, lab_rung=self.set_lab_rung, help=self.toggle_help,
+            correct=lambda digit: self.learn.correct(digit), learn=lambda: self.learn.learn(), quit=self.quit,
+        )
+        self.shortcuts = keys.shortcuts(actions, self.state, self.canvas)
         with dpg.window(no_scrollbar=False) as self._root:
             # row: drawing | right; right: prediction and engine, side by side or stacked
             with dpg.group(horizontal=True, horizontal_spacing=round(layout.GAP * self.scale)) as self._row:
                 self.draw = DrawPanel(self.canvas, self.fonts, self.scale, str(self.drawings_dir), actions)
                 with dpg.child_window(border=False) as self._right:
                     with dpg.group(horizontal=True, horizontal_spacing=round(layout.GAP * self.scale)) as self._pair:
-                        self.pred = PredictionPanel(self.fonts, self.scale, unsure_note(self.detector, self._no_detector))
+                        self.pred = PredictionPanel(self.fonts, self.scale, unsure_note(self.detector, self._no_detector),
+                                                    on_bar_click=actions.correct, to_engine=self.show_engine)
                         self.engine = EnginePanel(self.fonts, self.scale, self._model_line(), self.gpu,
-                                                  self.backend_reasons, self.kernel_lists, self.state.warm, actions)
+                                                  self.backend_reasons, self.kernel_lists, self.state, actions)
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
         dpg.bind_item_theme(self._right, style.flush_theme())
         self.help = HelpOverlay(self.fonts, self.scale, self.shortcuts)
         self.learn = LearnPanel(self.fonts, self.scale, Learner(self.drawings_dir), userdata.personal_model_path(),
-                                parent=self.draw.root)
-        self.learn.bind(self)
-        self.pred.on_bar_click = lambda digit: self.learn.correct(self, digit)
-        dpg.configure_item(self.pred.to_engine, callback=self.show_engine)
+                                self.draw.root, state=self.state, canvas=self.canvas, drawings_dir=self.drawings_dir,
+                                base=self._model, status=self.status, save=self.save, use_model=self.use_model)
         with dpg.handler_registry():
             # Input marks the window active (full frame rate); see step().
             for add in (dpg.add_key_press_handler, dpg.add_mouse_click_handler, dpg.add_mouse_wheel_handler):
@@ -260,7 +261,7 @@ class App:
         pending = self.pending
         self.pred.show_pending(pending)
         self.draw.show_pending(pending)
-        if self.learn.poll(self) or self.state.continuous or self.worker.busy or (
+        if self.learn.poll() or self.state.continuous or self.worker.busy or (
                 self.race is not None and self.race.running):
             self._touch()
         self.status.update(self._viewport_size[0], self._frame_ms())
@@ -418,7 +419,7 @@ class App:
         """Run the action bound to a key press; False if none is bound."""
         for s in self.shortcuts:
             if s.key == key and s.ctrl == ctrl and s.shift == shift:
-                s.action(self)
+                s.action()
                 return True
         return False
 
@@ -451,7 +452,7 @@ class App:
 
     def undo(self) -> None:
         """Take back the last correction (when nothing was drawn since), else the last stroke or clear."""
-        if self.learn.undo_correction(self):
+        if self.learn.undo_correction():
             return
         if self.canvas.undo():
             self.draw.upload()
@@ -563,14 +564,11 @@ class App:
         self.learn.learner.prefetch()  # painted now, in the background, not when L is pressed
         return png
 
-    def use_model(self, model: Model, base: Model | None = None) -> None:
-        """Read with `model` from the next frame on (Learn's new weights, or Reset's);
-        `base`: what a later Learn starts from, when it changes."""
+    def use_model(self, model: Model) -> None:
+        """Read with `model` from the next frame on (Learn's new weights, or Reset's)."""
         shown = self.state.reading
         self.worker.use(Classifier(model, backend=shown.backend, kernel=shown.kernel))
         self._model = model
-        if base is not None:
-            self.base_model = base
         self.engine.show_model(self._model_line())
         self._submitted_version = -1  # the drawing on the canvas is read again by the new weights
 
@@ -614,7 +612,7 @@ class App:
         self.pred.show(prediction, self.state.reading.unsure)
         self.draw.show_reading(prediction, self.state.reading.unsure)
         self.pred.show_hidden(self.state.reading.hidden, r.layer_us)
-        self.engine.show_latency(r.history, r.kernel, self.state.batch, self.state.warm)
+        self.engine.show_latency()
         if self.error:
             self.status.say(self.error, error=True)
         else:
@@ -631,4 +629,4 @@ class App:
         return timing_stats(history) if history else {}
 
     def _refresh_controls(self) -> None:
-        self.engine.show_controls(self.state.backend, self.state.kernel, self.state.batch)
+        self.engine.show_controls()
