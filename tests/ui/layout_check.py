@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
     from tests.ui.support import BASE, window_model
 
     from gemmpad.inputs import strokes
-    from tests.ui.support import seven
+    from tests.ui.support import seven, show_lab
 
     lab = argv[0] == "--lab"  # the Lab tab open (its roofline and tables checked too)
     argv = argv[1:] if lab else argv
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
         try:
             app.step()
             if lab:
-                app.show_lab()
+                show_lab(app)
             for i, spec in enumerate(argv[1:]):
                 if i == 2:  # the first two sizes with the canvas empty (its hint), the rest with a drawing
                     harness.replay(app, seven())

@@ -11,7 +11,7 @@ import pytest
 from gemmpad.inputs import strokes
 from gemmpad.inputs.strokes import CANVAS
 from gemmpad.ui import harness
-from tests.ui.support import BASE, real_input, draw, one, seven
+from tests.ui.support import BASE, real_input, draw, one, preview28, seven
 
 
 def test_clear_and_undo(app: object) -> None:
@@ -26,12 +26,12 @@ def test_clear_and_undo(app: object) -> None:
     harness.settle(app)
     np.testing.assert_allclose(app.canvas.image, strokes.render(app.canvas.strokes()), atol=1e-6)
     assert len(app.canvas.strokes()) == 1
-    np.testing.assert_array_equal(app.preview28, preprocess(app.canvas.image))
+    np.testing.assert_array_equal(preview28(app), preprocess(app.canvas.image))
     one_stroke = app.canvas.image.copy()
     app.clear()
     harness.settle(app)
     assert not app.canvas.image.any() and app.state.reading.prediction is None
-    assert dpg.get_value(app.pred.digit) == "?" and not app.preview28.any()
+    assert dpg.get_value(app.pred.digit) == "?" and not preview28(app).any()
     app.undo()  # a clear is undone like a stroke: the drawing and its reading come back
     harness.settle(app)
     np.testing.assert_array_equal(app.canvas.image, one_stroke)

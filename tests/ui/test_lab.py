@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gemmpad.ui import harness
-from tests.ui.support import BASE, real_input, draw, seven
+from tests.ui.support import BASE, real_input, draw, preview28, seven
 
 
 def test_idle_window_costs_next_to_nothing(app: object) -> None:
@@ -122,7 +122,7 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
 
     draw(app, seven())
     model = app.worker._clf.model
-    h1, h2 = model.hidden(app.preview28.reshape(1, -1))
+    h1, h2 = model.hidden(preview28(app).reshape(1, -1))
     for rgba, h in zip(app.pred._hidden_rgba, (h1[0], h2[0])):  # the textures' pixels
         shown = rgba[4::9, 4::9]
         expected = np.empty((10, 10, 4), np.float32)

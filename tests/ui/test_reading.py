@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gemmpad.ui import harness
-from tests.ui.support import BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, real_input, at_canvas_size, draw, seven, shot
+from tests.ui.support import BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, real_input, at_canvas_size, draw, preview28, seven, shot
 
 
 def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -18,7 +18,7 @@ def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_f
     assert app.canvas.image.max() == pytest.approx(1.0)
     expected = preprocess(app.canvas.image)
     assert expected is not None
-    np.testing.assert_array_equal(app.preview28, expected)
+    np.testing.assert_array_equal(preview28(app), expected)
     # The window shows those pixels: read them back from the frame buffer.
     frame = harness.grab(app)
     x, y, w, h = harness.rect(app.pred.preview)
@@ -136,7 +136,7 @@ def test_unsure_on_a_scribble_not_on_a_digit(app: object) -> None:
     assert dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "unsure"
     assert dpg.get_value(app.pred.runner).startswith(f"best guess {app.state.reading.prediction.digit}")
     # the verdict is the detector's on what the network saw
-    assert app.detector.unsure(app.worker._clf.model, app.preview28.reshape(1, -1))[0]
+    assert app.detector.unsure(app.worker._clf.model, preview28(app).reshape(1, -1))[0]
     app.clear()
     draw(app, seven())
     assert app.state.reading.unsure is False and dpg.get_value(app.pred.digit) == "7"

@@ -37,6 +37,7 @@ class PredictionPanel:
         style.colourise(np.zeros((p, p), np.float32), self._preview_rgba)
         with dpg.texture_registry():
             self.preview_tex = dpg.add_raw_texture(p, p, self._preview_rgba, format=dpg.mvFormat_Float_rgba)
+        # the 28x28 input the preview shows: show() sets it and paints the texture from it
         self.image28 = np.zeros((28, 28), dtype=np.float32)
         self.pending = False  # the reading shown is the previous drawing's (show_pending)
         self._shown: tuple[Prediction | None, bool | None] = (None, None)

@@ -314,11 +314,6 @@ class App:
         elif dpg.get_value(self.engine.tabs) == self._want_tab and dpg.is_item_visible(self.engine.tabs):
             self._want_tab = None
 
-    def show_lab(self) -> None:
-        """Open the Lab tab (tests; a click on the tab does the same)."""
-        self.show_tab(self.engine.lab_tab)
-        self._lab_key = None
-
     def set_lab_rung(self, rung: str | None) -> None:
         """Show `rung` in the Lab tab (any registered kernel, runnable here or not); None: the running one."""
         self.state.show_rung(rung)
@@ -617,11 +612,6 @@ class App:
             self.status.say(self.error, error=True)
         else:
             self.status.clear_error()
-
-    @property
-    def preview28(self) -> np.ndarray:
-        """The 28x28 input the prediction panel shows."""
-        return self.pred.image28
 
     def latency_stats(self) -> dict[str, float]:
         """Median and p99 of kernel and end-to-end time over this configuration's frames."""
