@@ -140,6 +140,35 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
     assert dpg.get_value(app.pred.layer_text) == ""
 
 
+def test_the_hidden_layers_name_their_kernel_and_cost(app: object) -> None:
+    """Issue 42 item 6: under the hidden layers, the kernel whose activations they are and what
+    writing them out cost, in the window's units, in the room the layout leaves."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui.text import hidden_source
+
+    source = app.pred.source_text
+    for kernel in app.kernel_lists[BASE][::-1]:  # the default, then each rung: the line follows the switch
+        app.set_kernel(kernel)
+        draw(app, seven())
+        r = app.state.reading
+        assert r.kernel == kernel and r.hidden is not None
+        shown = dpg.get_value(source)
+        assert shown in (hidden_source(kernel, r.hidden_us), hidden_source(kernel, r.hidden_us, short=True))
+        assert shown.startswith(f"h1, h2 from {kernel} · ")
+        line = dpg.get_text_size("Ag", font=app.fonts.small)[1]
+        lines = dpg.get_item_rect_size(source)[1] / line + dpg.get_item_rect_size(app.pred.layer_text)[1] / line
+        assert lines <= 3.5  # the room the layout leaves under the maps (layout.PRED_BELOW)
+        app.clear()
+    hidden = (np.ones(100, np.float32), np.ones(100, np.float32))
+    app.pred.show_hidden(hidden, (), "cuda.mlp_fused", 0.4)  # a GPU's figure, here without one
+    assert dpg.get_value(source) == "h1, h2 from cuda.mlp_fused · +400\u00a0ns to write them"
+    app.pred.show_hidden(hidden, (), "cuda.mlp_fused", 2500.0)
+    assert dpg.get_value(source) == "h1, h2 from cuda.mlp_fused · +2.50\u00a0ms to write them"
+    harness.settle(app)
+    assert dpg.get_value(source) == ""  # nothing drawn: no maps, no line
+
+
 def test_input_meant_for_other_programs_does_not_wake_the_window(app: object) -> None:
     """Issue 42: moving the pointer or typing in another program woke the idle window for every
     event (~80 % of a core): the watcher read the whole screen's pointer and keyboard. Now the

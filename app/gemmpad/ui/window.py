@@ -606,7 +606,7 @@ class App:
             self._refresh_controls()
         self.pred.show(prediction, self.state.reading.unsure)
         self.draw.show_reading(prediction, self.state.reading.unsure)
-        self.pred.show_hidden(self.state.reading.hidden, r.layer_us)
+        self.pred.show_hidden(self.state.reading.hidden, r.layer_us, r.kernel, r.hidden_us)
         self.engine.show_latency()
         if self.error:
             self.status.say(self.error, error=True)
