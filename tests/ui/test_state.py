@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
+from gemmpad.ui import harness
 from gemmpad.ui.state import Reading, State
+from tests.ui.support import BASE, draw, seven
 
 
 def test_the_default_kernel_is_read_from_the_answer_not_copied() -> None:
@@ -50,3 +54,22 @@ def test_no_panel_imports_or_types_the_window() -> None:
     assert importers <= drivers, importers - drivers
     typed = [p.name for p in (PACKAGE / "ui").rglob("*.py") if "class App(Protocol)" in p.read_text(encoding="utf-8")]
     assert typed == []
+
+
+def test_the_named_default_refreshes_the_controls_once(app: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend picked without a kernel: the worker's answer names its default, and the menu
+    shows it once, not again at each later answer (the kernel menu's refresh at every reading
+    of a drawing is a cost the old copy-back did not have)."""
+    other = next((b for b, reason in app.backend_reasons.items() if not reason and b != BASE), None)
+    if other is None:
+        pytest.skip("one usable backend: nothing to switch to")
+    calls: list[str | None] = []
+    real = app.engine.show_controls
+    monkeypatch.setattr(app.engine, "show_controls", lambda: calls.append(app.state.kernel) or real())
+    app.set_backend(other)
+    harness.settle(app)
+    for _ in range(3):  # three drawings, each read to the end: the newest answer each time
+        app.clear()
+        draw(app, seven())
+    assert app.state.reading.backend == other and app.state.kernel in app.kernel_lists[other]
+    assert calls == [None, app.state.kernel]  # the switch (no kernel named yet), then the name

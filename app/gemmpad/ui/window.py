@@ -594,14 +594,14 @@ class App:
         later = [sent for seq, (_, _, sent) in self._sent.items() if seq > r.seq]
         self._stale_since = None if self._shown_version == self.canvas.version else min(later, default=None)
         prediction = None if self.canvas.empty else r.prediction
+        chosen = self.state.backend, self.state.kernel
         # Only the newest request's answer speaks for the choice: an older one describes an older choice.
         newest = r.seq == self._last_seq
-        named = newest and self.state.kernel_choice is None  # the worker named the backend's default
         self.state.show(Reading(r.backend, r.kernel, batch, prediction,
                                 r.unsure if prediction is not None else None, r.history, r.layer_us,
                                 r.hidden if prediction is not None else None, r.hidden_us),
                         refused=newest and bool(r.error))
-        if named or (newest and r.error):
+        if (self.state.backend, self.state.kernel) != chosen:  # a default named, or a choice withdrawn
             self._submitted_config = self.state.request()  # (a withdrawn choice is not asked for again)
             self._refresh_controls()
         self.pred.show(prediction, self.state.reading.unsure)
