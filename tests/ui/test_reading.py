@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from gemmpad.ui import harness
-from tests.ui.support import BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, real_input, at_canvas_size, draw, preview28, seven, shot
+from tests.ui.support import (BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, at_canvas_size, draw, preview28, real_input, seven,
+                              shot)
 
 
 def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -39,8 +40,9 @@ def test_reads_drawn_digits(app: object, digit: int, tmp_path_factory: pytest.Te
     import dearpygui.dearpygui as dpg
 
     draw(app, DIGITS[digit]())
-    assert app.state.reading.prediction is not None
-    assert app.state.reading.prediction.digit == digit, f"read {app.state.reading.prediction.digit}, probs {np.round(app.state.reading.prediction.probs, 3)}"
+    p = app.state.reading.prediction
+    assert p is not None
+    assert p.digit == digit, f"read {p.digit}, probs {np.round(p.probs, 3)}"
     assert dpg.get_value(app.pred.digit) == str(digit)
     shot(app, tmp_path_factory, f"digit-{digit}")
 
@@ -62,7 +64,8 @@ def test_switching_backend_kernel_and_batch_keeps_the_prediction(app: object) ->
             assert (app.state.reading.backend, app.state.reading.kernel) == (backend, kernel), app.error
             assert app.state.reading.prediction is not None and not app.error
             # tf32 / fp16 kernels round the inputs: allow their error, not more.
-            np.testing.assert_allclose(app.state.reading.prediction.probs, ref.probs, atol=2e-2 if "16" in kernel or "tf32" in kernel else 1e-4)
+            np.testing.assert_allclose(app.state.reading.prediction.probs, ref.probs,
+                                       atol=2e-2 if "16" in kernel or "tf32" in kernel else 1e-4)
             assert app.state.reading.prediction.digit == ref.digit
             assert len(app.state.reading.history) >= 1 and app.state.reading.history[-1].batch == 1
             seen.append(kernel)
@@ -143,7 +146,8 @@ def test_unsure_on_a_scribble_not_on_a_digit(app: object) -> None:
     assert dpg.get_value(app.pred.conf).endswith("%")
     app.clear()
     harness.settle(app)
-    assert app.state.reading.unsure is None and dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "draw a digit"
+    assert app.state.reading.unsure is None
+    assert dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "draw a digit"
 
 
 def test_a_hesitant_reading_does_not_look_like_an_answer(app: object) -> None:

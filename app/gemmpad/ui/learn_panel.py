@@ -2,9 +2,10 @@
 
 - A correction: the person says the right digit (a click on its bar in the probability
   chart, or its key); the drawing is saved under that digit in the drawings folder
-  (strokes with brush widths and canvas size, and a PNG: the window's save, given here). The section, under the
-  canvas, lists the corrections as Learn reads them (`corrections`), each relabelled or
-  deleted with a click; Ctrl+Z right after a correction takes it back.
+  (strokes with brush widths and canvas size, and a PNG: the window's save, handed to the
+  panel). The section, under the canvas, lists the corrections as Learn reads them
+  (`corrections`), each relabelled or deleted with a click; Ctrl+Z right after a correction
+  takes it back.
 - Learn (button or L): `Learner` fine-tunes in a background thread, always from the
   base model (the shipped one, or --model) on every correction so far, so Learns do not
   compound each other's drift; the window keeps drawing and reading meanwhile and shows
@@ -26,9 +27,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from collections.abc import Callable
 
 import dearpygui.dearpygui as dpg
 import numpy as np
@@ -42,8 +43,8 @@ from gemmpad.inputs.files import claim
 from gemmpad.inputs.images import SUFFIXES, load_image
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.ui import style
-from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.canvas import Canvas
+from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.layout import INNER, SCROLLBAR, Layout
 from gemmpad.ui.state import State
 from gemmpad.ui.status_bar import StatusBar

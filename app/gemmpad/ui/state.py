@@ -61,14 +61,12 @@ class State:
             return self.kernel_choice
         return self.reading.kernel if self.reading.backend == self.backend else None
 
-    def choose(self, *, backend: str | None = None, kernel: str | None = None, default_kernel: bool = False,
-               batch: int | None = None, warm: bool | None = None, continuous: bool | None = None) -> None:
+    def choose(self, *, backend: str | None = None, kernel: str | None = None, batch: int | None = None,
+               warm: bool | None = None, continuous: bool | None = None) -> None:
         """Change what the user chose (the window checks the values first). A new backend
         without a kernel asks for its default; a new kernel shows in the Lab tab."""
         if backend is not None and backend != self.backend:
             self.backend, self.kernel_choice = backend, None
-        if default_kernel:
-            self.kernel_choice = None
         if kernel is not None:
             self.kernel_choice, self.lab_rung = kernel, None
         if batch is not None:

@@ -170,8 +170,9 @@ class App:
                 self.draw = DrawPanel(self.canvas, self.fonts, self.scale, str(self.drawings_dir), actions)
                 with dpg.child_window(border=False) as self._right:
                     with dpg.group(horizontal=True, horizontal_spacing=round(layout.GAP * self.scale)) as self._pair:
-                        self.pred = PredictionPanel(self.fonts, self.scale, unsure_note(self.detector, self._no_detector),
-                                                    on_bar_click=actions.correct, to_engine=self.show_engine)
+                        note = unsure_note(self.detector, self._no_detector)
+                        self.pred = PredictionPanel(self.fonts, self.scale, note, on_bar_click=actions.correct,
+                                                    to_engine=self.show_engine)
                         self.engine = EnginePanel(self.fonts, self.scale, self._model_line(), self.gpu,
                                                   self.backend_reasons, self.kernel_lists, self.state, actions)
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
