@@ -124,7 +124,7 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
             out.append(f"prediction widgets out of sight (scrolled away) {hidden} {at}")
     reading = app.draw.reading if L.mode == "one" else app.pred.digit
     r = harness.rect(reading)
-    if app.prediction is not None and not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh
+    if app.state.reading.prediction is not None and not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh
                                            and r[0] + r[2] <= vw):
         out.append(f"the reading is out of sight {r} {at}")
     if app.canvas.empty:
@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
     from tests.ui.support import BASE, window_model
 
     from gemmpad.inputs import strokes
-    from tests.ui.support import seven
+    from tests.ui.support import seven, show_lab
 
     lab = argv[0] == "--lab"  # the Lab tab open (its roofline and tables checked too)
     argv = argv[1:] if lab else argv
@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
         try:
             app.step()
             if lab:
-                app.show_lab()
+                show_lab(app)
             for i, spec in enumerate(argv[1:]):
                 if i == 2:  # the first two sizes with the canvas empty (its hint), the rest with a drawing
                     harness.replay(app, seven())

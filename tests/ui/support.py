@@ -45,6 +45,16 @@ def seven() -> list[np.ndarray]:
 DIGITS = {0: zero, 1: one, 7: seven}
 
 
+def preview28(app: object) -> np.ndarray:
+    """The 28x28 input the prediction panel shows (what its preview texture is painted from)."""
+    return app.pred.image28
+
+
+def show_lab(app: object) -> None:
+    """Open the Lab tab, as a click on it does."""
+    app.show_tab(app.engine.lab_tab)
+
+
 def window_model() -> Model:
     """The shipped model, or random weights when it is absent (enough for pixel/plumbing tests)."""
     if HAVE_MODEL:

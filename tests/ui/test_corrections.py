@@ -53,7 +53,7 @@ def test_the_list_shows_what_learn_reads_and_relabels_and_deletes(empty_folder: 
     app = empty_folder
     for digit, drawing in ((7, seven), (1, one), (3, one)):
         draw(app, drawing())
-        app.learn.correct(app, digit)
+        app.learn.correct(digit)
         app.clear()
     harness.settle(app)
     assert [d for d, _ in app.learn.listed] == [1, 3, 7]
@@ -76,7 +76,7 @@ def test_a_thumbnails_menu_deletes_and_relabels_through_its_widgets(empty_folder
     app = empty_folder
     for digit in (3, 5):
         draw(app, seven())
-        app.learn.correct(app, digit)
+        app.learn.correct(digit)
         app.clear()
     harness.settle(app)
     xt = real_input()

@@ -11,7 +11,7 @@ import pytest
 from gemmpad.inputs import strokes
 from gemmpad.inputs.strokes import CANVAS
 from gemmpad.ui import harness
-from tests.ui.support import BASE, real_input, draw, one, seven
+from tests.ui.support import BASE, real_input, draw, one, preview28, seven
 
 
 def test_clear_and_undo(app: object) -> None:
@@ -26,23 +26,23 @@ def test_clear_and_undo(app: object) -> None:
     harness.settle(app)
     np.testing.assert_allclose(app.canvas.image, strokes.render(app.canvas.strokes()), atol=1e-6)
     assert len(app.canvas.strokes()) == 1
-    np.testing.assert_array_equal(app.preview28, preprocess(app.canvas.image))
+    np.testing.assert_array_equal(preview28(app), preprocess(app.canvas.image))
     one_stroke = app.canvas.image.copy()
     app.clear()
     harness.settle(app)
-    assert not app.canvas.image.any() and app.prediction is None
-    assert dpg.get_value(app.pred.digit) == "?" and not app.preview28.any()
+    assert not app.canvas.image.any() and app.state.reading.prediction is None
+    assert dpg.get_value(app.pred.digit) == "?" and not preview28(app).any()
     app.undo()  # a clear is undone like a stroke: the drawing and its reading come back
     harness.settle(app)
     np.testing.assert_array_equal(app.canvas.image, one_stroke)
-    assert app.prediction is not None and len(app.canvas.strokes()) == 1
+    assert app.state.reading.prediction is not None and len(app.canvas.strokes()) == 1
     app.redo()  # and redone
     harness.settle(app)
-    assert app.canvas.empty and app.prediction is None
+    assert app.canvas.empty and app.state.reading.prediction is None
     app.undo()
     app.undo()  # back to before the first stroke
     harness.settle(app)
-    assert app.canvas.empty and app.prediction is None
+    assert app.canvas.empty and app.state.reading.prediction is None
     app.redo()
     assert len(app.canvas.strokes()) == 1
     app.redo()  # the clear, again
@@ -69,28 +69,28 @@ def test_keyboard_shortcuts_drive_the_same_actions(app: object) -> None:
     # Only ImGui named keys (>= 512) may be polled: lower codes read garbage in Dear PyGui 2.3.
     assert all(s.key >= 512 for s in app.shortcuts)
     app.shortcut(key_equal())
-    assert app.batch == 2
+    assert app.state.batch == 2
     app.shortcut(dpg.mvKey_Minus)
-    assert app.batch == 1
+    assert app.state.batch == 1
     kernels = app.kernel_lists[BASE]
-    start = kernels.index(app.kernel)
+    start = kernels.index(app.state.kernel)
     app.shortcut(dpg.mvKey_K)
-    assert app.kernel == kernels[(start + 1) % len(kernels)]
+    assert app.state.kernel == kernels[(start + 1) % len(kernels)]
     app.shortcut(dpg.mvKey_K, shift=True)
-    assert app.kernel == kernels[start]
+    assert app.state.kernel == kernels[start]
     usable = [b for b, reason in app.backend_reasons.items() if not reason]
     app.shortcut(dpg.mvKey_B)
-    assert app.backend == usable[(usable.index(BASE) + 1) % len(usable)]
+    assert app.state.backend == usable[(usable.index(BASE) + 1) % len(usable)]
     app.shortcut(dpg.mvKey_R)
-    assert app.continuous
+    assert app.state.continuous
     app.shortcut(dpg.mvKey_W)
-    assert app.warm and dpg.get_value(app.engine.warm_box)
+    assert app.state.warm and dpg.get_value(app.engine.warm_box)
     harness.settle(app)
     assert harness.summary(app)["warm"] and "warm" in dpg.get_value(app.engine.caption)
-    assert app.history and app.history[-1].batch == 1
+    assert app.state.reading.history and app.state.reading.history[-1].batch == 1
     app.shortcut(dpg.mvKey_W)
     app.set_continuous(False)
-    assert not app.warm and not dpg.get_value(app.engine.warm_box)
+    assert not app.state.warm and not dpg.get_value(app.engine.warm_box)
     app.shortcut(dpg.mvKey_C)
     assert app.canvas.empty
     assert not app.shortcut(dpg.mvKey_F12)
@@ -283,10 +283,10 @@ def test_real_shift_equals_raises_the_batch(app: object) -> None:
             for _ in range(2):
                 app.step()
             if (name, down) == ("Shift_L", False):
-                assert app.batch == 2
+                assert app.state.batch == 2
     finally:
         xt.close()
-    assert app.batch == 2  # "=" doubled it to 4, "-" halved it again
+    assert app.state.batch == 2  # "=" doubled it to 4, "-" halved it again
 
 
 def test_the_brush_ring_follows_the_real_pointer_over_the_canvas(app: object) -> None:

@@ -44,7 +44,7 @@ def test_reset_takes_learned_in_down_and_the_idle_bar_is_hidden(app: object, tmp
     # as a finished Learn leaves it
     dpg.configure_item(app.learn.progress, overlay="learned in 2.3 s", show=True)
     dpg.set_value(app.learn.figures_text, "MNIST test: 98.7 % -> 98.8 %")
-    app.learn.reset(app)
+    app.learn.reset()
     harness.settle(app)
     assert not dpg.is_item_shown(app.learn.progress)
     assert "learned in" not in dpg.get_item_configuration(app.learn.progress)["overlay"]
@@ -57,7 +57,7 @@ def test_a_one_frame_latency_plot_draws_its_frame(app: object, tmp_path_factory:
 
     harness.replay(app, one())  # one stroke in one frame: one reading
     harness.settle(app)
-    assert len(app.history) == 1
+    assert len(app.state.reading.history) == 1
     pixels = harness.grab(app)
     x, y, w, h = harness.rect(app.engine.plot)
     legend = round(40 * app.scale)  # the legend's colour boxes stand above the plotting area

@@ -74,8 +74,8 @@ def test_picking_in_the_menu_runs_the_kernel(app: object) -> None:
     first = app.kernel_lists[BASE][0]
     sel = app.engine.menu_items[first]
     dpg.get_item_callback(sel)(sel, True, dpg.get_item_user_data(sel))
-    assert app.kernel == first and dpg.get_item_label(app.engine.kernel_button) == first
+    assert app.state.kernel == first and dpg.get_item_label(app.engine.kernel_button) == first
     assert dpg.get_value(sel) is True and not dpg.is_item_shown(app.engine.kernel_menu)
     other = next(b for b, ks in app.kernel_lists.items() if ks and b != BASE)
     app.set_kernel(app.kernel_lists[other][0])
-    assert app.backend == other and app.kernel == app.kernel_lists[other][0]
+    assert app.state.backend == other and app.state.kernel == app.kernel_lists[other][0]

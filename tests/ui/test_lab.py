@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gemmpad.ui import harness
-from tests.ui.support import BASE, real_input, draw, seven
+from tests.ui.support import BASE, real_input, draw, preview28, seven
 
 
 def test_idle_window_costs_next_to_nothing(app: object) -> None:
@@ -46,7 +46,7 @@ def test_idle_window_costs_next_to_nothing(app: object) -> None:
     assert measured["longest_frame"] < 0.5, measured
     # input wakes it: a real key (B, next backend) is seen although no frame was drawing
     xt = real_input()
-    before = app.backend
+    before = app.state.backend
     # keys go to the window under the pointer (no window manager: focus follows it); a test before may
     # have left the pointer off the window
     x, y, w, h = window._viewport_rect()
@@ -69,7 +69,7 @@ def test_idle_window_costs_next_to_nothing(app: object) -> None:
         xt.close()
         app._quit = False
     usable = [b for b, reason in app.backend_reasons.items() if not reason]
-    assert app.backend == usable[(usable.index(before) + 1) % len(usable)]
+    assert app.state.backend == usable[(usable.index(before) + 1) % len(usable)]
     assert dpg.is_dearpygui_running()
 
 
@@ -122,7 +122,7 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
 
     draw(app, seven())
     model = app.worker._clf.model
-    h1, h2 = model.hidden(app.preview28.reshape(1, -1))
+    h1, h2 = model.hidden(preview28(app).reshape(1, -1))
     for rgba, h in zip(app.pred._hidden_rgba, (h1[0], h2[0])):  # the textures' pixels
         shown = rgba[4::9, 4::9]
         expected = np.empty((10, 10, 4), np.float32)
@@ -138,6 +138,35 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
     style.heat(np.zeros((10, 10), np.float32), blank)
     np.testing.assert_allclose(app.pred._hidden_rgba[0][4::9, 4::9], blank)
     assert dpg.get_value(app.pred.layer_text) == ""
+
+
+def test_the_hidden_layers_name_their_kernel_and_cost(app: object) -> None:
+    """Issue 42 item 6: under the hidden layers, the kernel whose activations they are and what
+    writing them out cost, in the window's units, in the room the layout leaves."""
+    import dearpygui.dearpygui as dpg
+
+    from gemmpad.ui.text import hidden_source
+
+    source = app.pred.source_text
+    for kernel in app.kernel_lists[BASE][::-1]:  # the default, then each rung: the line follows the switch
+        app.set_kernel(kernel)
+        draw(app, seven())
+        r = app.state.reading
+        assert r.kernel == kernel and r.hidden is not None
+        shown = dpg.get_value(source)
+        assert shown in (hidden_source(kernel, r.hidden_us), hidden_source(kernel, r.hidden_us, short=True))
+        assert shown.startswith(f"h1, h2 from {kernel} · ")
+        line = dpg.get_text_size("Ag", font=app.fonts.small)[1]
+        lines = dpg.get_item_rect_size(source)[1] / line + dpg.get_item_rect_size(app.pred.layer_text)[1] / line
+        assert lines <= 3.5  # the room the layout leaves under the maps (layout.PRED_BELOW)
+        app.clear()
+    hidden = (np.ones(100, np.float32), np.ones(100, np.float32))
+    app.pred.show_hidden(hidden, (), "cuda.mlp_fused", 0.4)  # a GPU's figure, here without one
+    assert dpg.get_value(source) == "h1, h2 from cuda.mlp_fused · +400\u00a0ns to write them"
+    app.pred.show_hidden(hidden, (), "cuda.mlp_fused", 2500.0)
+    assert dpg.get_value(source) == "h1, h2 from cuda.mlp_fused · +2.50\u00a0ms to write them"
+    harness.settle(app)
+    assert dpg.get_value(source) == ""  # nothing drawn: no maps, no line
 
 
 def test_input_meant_for_other_programs_does_not_wake_the_window(app: object) -> None:

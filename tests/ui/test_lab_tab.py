@@ -11,7 +11,7 @@ from gemmpad.errors import CudaUnavailable
 from gemmpad.ui import harness, layout
 from gemmpad.ui.lab_panel import ANATOMY, NOT_RECORDED
 from tests.ui import layout_check
-from tests.ui.support import BASE, draw, seven, shot
+from tests.ui.support import BASE, draw, seven, shot, show_lab
 
 
 def texts(app: object) -> dict[str, object]:
@@ -32,7 +32,7 @@ def texts(app: object) -> dict[str, object]:
 
 @pytest.fixture
 def lab(app: object) -> object:
-    app.show_lab()
+    show_lab(app)
     yield app
     import dearpygui.dearpygui as dpg
 

@@ -53,7 +53,7 @@ def test_a_learn_error_stays_in_the_panel_until_dismissed(app: object, monkeypat
         assert dpg.get_value(panel.error_text).startswith(shown)
         assert "site-packages" not in dpg.get_value(panel.error_text)
         assert app.status.message.startswith(shown)  # red, until replaced: not faded
-        panel.dismiss(app)
+        panel.dismiss()
         app.step()
         assert not dpg.is_item_shown(panel.error_text) and not dpg.is_item_shown(panel.dismiss_btn)
         assert not app.status.message.startswith("Not learned")
@@ -86,7 +86,7 @@ def test_the_time_shown_runs_from_the_key_press(app: object, monkeypatch: pytest
         assert shown >= 0.3 and shown >= round(outcome.seconds["total"], 1)
     finally:
         (app.drawings_dir / "1" / "time-test.json").unlink()
-        app.learn.reset(app)
+        app.learn.reset()
 
 
 def test_a_learns_outcome_is_brought_into_view(app: object) -> None:
@@ -106,14 +106,14 @@ def test_a_learns_outcome_is_brought_into_view(app: object) -> None:
     try:
         for _ in range(3):
             app.step()
-        app.learn.show_error(app, DataError(FIX))
+        app.learn.show_error(DataError(FIX))
         for _ in range(6):
             app.step()
         top, bottom = region_rect(app.learn.root)[1], sum(region_rect(app.learn.root)[1::2])
         for item in (app.learn.error_text, app.learn.dismiss_btn):
             x, y, w, h = harness.rect(item)
             assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, (item, (y, h), (top, bottom))
-        app.learn.dismiss(app)
+        app.learn.dismiss()
         # a Learn whose model is refused: its figures and "Use it anyway" in view
         dpg.set_y_scroll(app.learn.root, 0.0)
         refused = finetune.Outcome(weights={}, before={"MNIST test": 0.991}, after={"MNIST test": 0.985},

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from gemmpad.ui import harness
-from tests.ui.support import BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, real_input, at_canvas_size, draw, seven, shot
+from tests.ui.support import (BASE, DIGITS, HAVE_MODEL, NEEDS_MODEL, at_canvas_size, draw, preview28, real_input, seven,
+                              shot)
 
 
 def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -18,7 +19,7 @@ def test_preview_and_textures_show_what_the_network_sees(app: object, tmp_path_f
     assert app.canvas.image.max() == pytest.approx(1.0)
     expected = preprocess(app.canvas.image)
     assert expected is not None
-    np.testing.assert_array_equal(app.preview28, expected)
+    np.testing.assert_array_equal(preview28(app), expected)
     # The window shows those pixels: read them back from the frame buffer.
     frame = harness.grab(app)
     x, y, w, h = harness.rect(app.pred.preview)
@@ -39,15 +40,16 @@ def test_reads_drawn_digits(app: object, digit: int, tmp_path_factory: pytest.Te
     import dearpygui.dearpygui as dpg
 
     draw(app, DIGITS[digit]())
-    assert app.prediction is not None
-    assert app.prediction.digit == digit, f"read {app.prediction.digit}, probs {np.round(app.prediction.probs, 3)}"
+    p = app.state.reading.prediction
+    assert p is not None
+    assert p.digit == digit, f"read {p.digit}, probs {np.round(p.probs, 3)}"
     assert dpg.get_value(app.pred.digit) == str(digit)
     shot(app, tmp_path_factory, f"digit-{digit}")
 
 
 def test_switching_backend_kernel_and_batch_keeps_the_prediction(app: object) -> None:
     draw(app, seven())
-    ref = app.prediction
+    ref = app.state.reading.prediction
     assert ref is not None
     seen = []
     for backend, reason in app.backend_reasons.items():
@@ -55,23 +57,24 @@ def test_switching_backend_kernel_and_batch_keeps_the_prediction(app: object) ->
             continue
         app.set_backend(backend)
         harness.settle(app)
-        assert app.clf_backend == backend and app.kernel in app.kernel_lists[backend]
+        assert app.state.reading.backend == backend and app.state.kernel in app.kernel_lists[backend]
         for kernel in app.kernel_lists[backend]:
             app.set_kernel(kernel)
             harness.settle(app)
-            assert (app.clf_backend, app.clf_kernel) == (backend, kernel), app.error
-            assert app.prediction is not None and not app.error
+            assert (app.state.reading.backend, app.state.reading.kernel) == (backend, kernel), app.error
+            assert app.state.reading.prediction is not None and not app.error
             # tf32 / fp16 kernels round the inputs: allow their error, not more.
-            np.testing.assert_allclose(app.prediction.probs, ref.probs, atol=2e-2 if "16" in kernel or "tf32" in kernel else 1e-4)
-            assert app.prediction.digit == ref.digit
-            assert len(app.history) >= 1 and app.history[-1].batch == 1
+            np.testing.assert_allclose(app.state.reading.prediction.probs, ref.probs,
+                                       atol=2e-2 if "16" in kernel or "tf32" in kernel else 1e-4)
+            assert app.state.reading.prediction.digit == ref.digit
+            assert len(app.state.reading.history) >= 1 and app.state.reading.history[-1].batch == 1
             seen.append(kernel)
     assert "numpy" in seen and (BASE != "cpu" or any(k.startswith("cpu.") for k in seen))
     app.set_backend(BASE)
     for batch in (4, 256):
         app.set_batch(batch)
         harness.settle(app)
-        p = app.prediction
+        p = app.state.reading.prediction
         assert p is not None and p.timing.batch == batch
         assert np.isclose(p.probs.sum(), 1.0, atol=1e-4)
         if HAVE_MODEL:  # jittered copies of a clear 7 still read 7
@@ -79,7 +82,7 @@ def test_switching_backend_kernel_and_batch_keeps_the_prediction(app: object) ->
         else:  # random weights: averaging small shifts keeps the probabilities near the unshifted ones
             assert np.abs(p.probs - ref.probs).max() < 0.25
     summary = harness.summary(app)
-    assert summary["batch"] == 256 and summary["kernel"] == app.kernel and summary["frames"] > 0
+    assert summary["batch"] == 256 and summary["kernel"] == app.state.kernel and summary["frames"] > 0
 
 
 def test_gpu_controls_are_disabled_with_the_reason_when_cuda_is_unusable(app: object) -> None:
@@ -101,7 +104,7 @@ def test_gpu_controls_are_disabled_with_the_reason_when_cuda_is_unusable(app: ob
     tooltip_texts = [dpg.get_value(t) for t in dpg.get_item_children(app.engine.backend_tips["cuda"], 1)]
     assert any(status.reason in t for t in tooltip_texts)
     app.set_backend("cuda")  # refused, with the reason, and the app stays on the CPU
-    assert app.backend == BASE and status.reason in app.message
+    assert app.state.backend == BASE and status.reason in app.message
     # Hovering the greyed-out button shows the reason (tooltips of disabled items must still open).
     xt = real_input()
     try:
@@ -132,18 +135,19 @@ def test_unsure_on_a_scribble_not_on_a_digit(app: object) -> None:
 
     assert app.detector is not None, app._no_detector  # the shipped model ships its detector
     draw(app, scribble())
-    assert app.prediction is not None and app.unsure is True
+    assert app.state.reading.prediction is not None and app.state.reading.unsure is True
     assert dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "unsure"
-    assert dpg.get_value(app.pred.runner).startswith(f"best guess {app.prediction.digit}")
+    assert dpg.get_value(app.pred.runner).startswith(f"best guess {app.state.reading.prediction.digit}")
     # the verdict is the detector's on what the network saw
-    assert app.detector.unsure(app.worker._clf.model, app.preview28.reshape(1, -1))[0]
+    assert app.detector.unsure(app.worker._clf.model, preview28(app).reshape(1, -1))[0]
     app.clear()
     draw(app, seven())
-    assert app.unsure is False and dpg.get_value(app.pred.digit) == "7"
+    assert app.state.reading.unsure is False and dpg.get_value(app.pred.digit) == "7"
     assert dpg.get_value(app.pred.conf).endswith("%")
     app.clear()
     harness.settle(app)
-    assert app.unsure is None and dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "draw a digit"
+    assert app.state.reading.unsure is None
+    assert dpg.get_value(app.pred.digit) == "?" and dpg.get_value(app.pred.conf) == "draw a digit"
 
 
 def test_a_hesitant_reading_does_not_look_like_an_answer(app: object) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gemmpad.runtime.native import CudaStatus
-from gemmpad.ui.text import NBSP, fmt_us, frames_caption, gpu_line, log_ticks
+from gemmpad.ui.text import NBSP, fmt_us, frames_caption, gpu_line, hidden_source, log_ticks
 
 
 def test_latency_axis_ticks_and_figures() -> None:
@@ -93,3 +93,11 @@ def test_kernel_line_shows_the_committed_agreement_with_fp32(monkeypatch) -> Non
     assert text.agreement_note((1.0, "")) == "  agrees with fp32 on 100.00 % of MNIST test digits"
     monkeypatch.undo()  # the shipped manifest itself: installed or not, the fp8 rung has its figure
     assert "agrees with fp32 on " in text.kernel_summary("cuda.18_wgmma_fp8")
+
+
+def test_the_hidden_layers_line_names_the_kernel_and_scales_its_cost() -> None:
+    plain = lambda *a: hidden_source(*a).replace(NBSP, " ")  # noqa: E731
+    assert plain("cuda.mlp_fused", 0.4) == "h1, h2 from cuda.mlp_fused · +400 ns to write them"
+    assert plain("cpu.01_naive", 1500.0, True) == "h1, h2 from cpu.01_naive · +1.50 ms"
+    assert plain("cpu.01_naive", 0.0) == "h1, h2 from cpu.01_naive · no extra time to write them"
+    assert plain("cpu.01_naive", float("nan"), True) == "h1, h2 from cpu.01_naive · not timed"

@@ -47,7 +47,7 @@ def main(home: Path, pendigits_path: Path) -> dict:
             app.clear()
             harness.replay(app, example.drawing.strokes)
             harness.settle(app)
-            return app.prediction.digit
+            return app.state.reading.prediction.digit
 
         for i, e in enumerate(fixes):
             out["read_before"].append(read(e))
@@ -69,12 +69,12 @@ def main(home: Path, pendigits_path: Path) -> dict:
         out["slowest_frame_s"] = max(frames)
         out["accepted"] = app.learn.outcome.accepted
         if not app.learn.outcome.accepted:
-            app.learn.insist(app)  # "Use it anyway"
+            app.learn.insist()  # "Use it anyway"
         out["figures"] = app.learn.figures
         out["second_after"] = read(second)
         out["personal_exists"] = (home / "personal-model.npz").exists()
         out["model_line"] = dpg.get_value(app.engine.model_text)
-        app.learn.reset(app)
+        app.learn.reset()
         out["second_after_reset"] = read(second)
         out["personal_after_reset"] = (home / "personal-model.npz").exists()
         out["previous_kept"] = (home / "personal-model.previous.npz").exists()

@@ -234,11 +234,6 @@ def _moments(img: np.ndarray) -> tuple[float, float]:
     return cy, float(np.clip(mu11 / mu02, -MAX_SLANT, MAX_SLANT))
 
 
-def slant(img: np.ndarray) -> float:
-    """x shift per row downwards of the ink's principal axis (second moments), clamped."""
-    return _moments(img)[1]
-
-
 def deslant(img: np.ndarray) -> np.ndarray:
     """The image sheared so that its principal axis is upright: x' = x - slant * (y - cy).
 

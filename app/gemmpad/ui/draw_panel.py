@@ -3,13 +3,12 @@ Clear / Undo / Redo, the brush size and saving with a label."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import dearpygui.dearpygui as dpg
 import numpy as np
 
 from gemmpad.runtime.classifier import Prediction
 from gemmpad.ui import style
+from gemmpad.ui.actions import Actions
 from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.style import Fonts
@@ -32,7 +31,7 @@ def tip(item: int | str, text: str, wrap: int = 420) -> None:
 
 class DrawPanel:
     def __init__(self, canvas: Canvas, fonts: Fonts, scale: float, drawings_dir: str,
-                 actions: dict[str, Callable[..., object]]) -> None:
+                 actions: Actions) -> None:
         self.canvas, self.fonts, self.scale = canvas, fonts, scale
         h, w = canvas.size
         self._rgba = np.zeros((h, w, 4), dtype=np.float32)
@@ -54,17 +53,17 @@ class DrawPanel:
             self.hint = dpg.add_text(HINT, color=style.MUTED, show=False)
             dpg.bind_item_font(self.hint, fonts.small)
             with dpg.group(horizontal=True) as self.buttons:
-                self.clear_btn = dpg.add_button(label="Clear", callback=lambda: actions["clear"]())
+                self.clear_btn = dpg.add_button(label="Clear", callback=lambda: actions.clear())
                 tip(self.clear_btn, "Wipe the canvas (C). Undo brings the drawing back.")
-                self.undo_btn = dpg.add_button(label="Undo", callback=lambda: actions["undo"]())
+                self.undo_btn = dpg.add_button(label="Undo", callback=lambda: actions.undo())
                 tip(self.undo_btn, "Take back the last stroke or clear (Ctrl+Z).")
-                self.redo_btn = dpg.add_button(label="Redo", callback=lambda: actions["redo"]())
+                self.redo_btn = dpg.add_button(label="Redo", callback=lambda: actions.redo())
                 tip(self.redo_btn, "Do again what Undo took back (Ctrl+Shift+Z or Ctrl+Y).")
-                self.help_btn = dpg.add_button(label="?", width=round(30 * s), callback=lambda: actions["help"]())
+                self.help_btn = dpg.add_button(label="?", width=round(30 * s), callback=lambda: actions.help(None))
                 tip(self.help_btn, "What the panels show, what the times mean, every key (? or F1).")
             self.brush = dpg.add_slider_float(
                 label="brush", min_value=BRUSH_RANGE[0], max_value=BRUSH_RANGE[1], default_value=canvas.brush,
-                format="%.0f px", callback=lambda sender, v: actions["brush"](float(v)),
+                format="%.0f px", callback=lambda sender, v: actions.brush(float(v)),
             )
             tip(self.brush, "Brush diameter in canvas pixels ([ and ] change it); the ring under the "
                             "pointer shows it. 18 px is what the training drawings use.")
@@ -74,7 +73,7 @@ class DrawPanel:
                 tip(self.label, "The true digit, for this drawing only: a labelled drawing is filed under "
                                 f"{drawings_dir}/<label>/ for fine-tuning later; the choice resets after each "
                                 "save and on Clear. Ctrl+0…9 saves under that digit at once.")
-                self.save_btn = dpg.add_button(label="Save PNG", width=-1, callback=lambda: actions["save"]())
+                self.save_btn = dpg.add_button(label="Save PNG", width=-1, callback=lambda: actions.save(None))
                 tip(self.save_btn, "Write the drawing (PNG, ink white on black like MNIST) and its strokes "
                                    "(JSON, replayable with --replay) (Ctrl+S).")
         # The brush ring: drawn over everything, where the pointer is, when it is over the canvas.

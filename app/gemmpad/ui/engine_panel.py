@@ -9,20 +9,21 @@ and compare the rungs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import dearpygui.dearpygui as dpg
 
 from gemmpad.runtime import backends, registry
-from gemmpad.runtime.classifier import Timing, timing_stats
+from gemmpad.runtime.classifier import timing_stats
 from gemmpad.runtime.native import CudaStatus
 from gemmpad.ui import style
+from gemmpad.ui.actions import Actions
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.workers.inference import HISTORY, WARMUP_PASSES
 from gemmpad.ui.lab_panel import LabPanel
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.race_panel import RacePanel
+from gemmpad.ui.state import State
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us, frames_caption, kernel_summary, log_ticks
 
@@ -81,9 +82,10 @@ def kernel_menu(lists: dict[str, list[str]]) -> list[tuple[str, list[MenuRow]]]:
 
 class EnginePanel:
     def __init__(self, fonts: Fonts, scale: float, model_line: str, gpu: CudaStatus,
-                 backend_reasons: dict[str, str], kernel_lists: dict[str, list[str]], warm: bool,
-                 actions: dict[str, Callable[..., object]]) -> None:
+                 backend_reasons: dict[str, str], kernel_lists: dict[str, list[str]], state: State,
+                 actions: Actions) -> None:
         self.fonts, self.scale = fonts, scale
+        self.state = state  # read, never written: the window is its one writer
         self._actions = actions
         self._accent = style.button_theme(style.ACCENT, style.ACCENT_HOVER)
         self._plain = style.button_theme(style.FRAME, style.FRAME_HOVER, style.TEXT)
@@ -110,7 +112,7 @@ class EnginePanel:
                         continue
                     reason = backend_reasons[b]
                     btn = dpg.add_button(label=BACKEND_LABELS[b], width=round(78 * s), enabled=not reason,
-                                         callback=lambda sender, a, u: actions["backend"](u), user_data=b)
+                                         callback=lambda sender, a, u: actions.backend(u), user_data=b)
                     where = f" ({gpu.device})" if b == "cuda" and gpu.device else ""
                     with dpg.tooltip(btn) as t:
                         self.backend_tips[b] = t
@@ -140,18 +142,18 @@ class EnginePanel:
                 dpg.add_text("Batch", color=style.MUTED)
                 dpg.add_spacer(width=label_w - (dpg.get_text_size("Batch") or (40, 0))[0])
                 self.batch_combo = dpg.add_combo([str(b) for b in BATCHES], width=round(90 * s),
-                                                 callback=lambda sender, v: actions["batch"](int(v)))
+                                                 callback=lambda sender, v: actions.batch(int(v)))
                 tip(self.batch_combo, "A speed knob: the drawing runs as B identical copies in one call, so the "
                                       "answer never changes and the work grows B times. Larger batches make the "
                                       "kernels' differences visible in the latency plot (+ and − double and halve).")
                 self.batch_caption = dpg.add_text("", color=style.MUTED)
             self.continuous_box = dpg.add_checkbox(label="Run every frame  (R)",
-                                                   callback=lambda sender, v: actions["continuous"](bool(v)))
+                                                   callback=lambda sender, v: actions.continuous(bool(v)))
             tip(self.continuous_box, "Run the network every frame, not only when the drawing changes: keeps "
                                      "the latency plot moving and its median and p99 steady while you compare "
                                      "kernels on the same drawing.")
             self.warm_box = dpg.add_checkbox(label=f"Warm timing: {WARMUP_PASSES} untimed passes first  (W)",
-                                             default_value=warm, callback=lambda sender, v: actions["warm"](bool(v)))
+                                             default_value=state.warm, callback=lambda sender, v: actions.warm(bool(v)))
             tip(self.warm_box, "One call per frame finds the caches cold, the clock low and the GPU idle after the "
                                "frame's wait, and can take 10-35x longer than the same call repeated. Warm timing "
                                "shows the steady state that `gemmpad bench` measures; off, you see what an "
@@ -208,7 +210,7 @@ class EnginePanel:
                     # its own scrolling region: the roofline and two tables are taller than the tab
                     with dpg.child_window(border=False, height=-1) as self.lab_region:
                         rungs = ["numpy"] + [k.name for k in registry.kernels()]
-                        self.lab = LabPanel(fonts, scale, rungs, actions["lab_rung"])
+                        self.lab = LabPanel(fonts, scale, rungs, actions.lab_rung)
                     dpg.bind_item_theme(self.lab_region, style.flush_theme())
                 tip(self.latency_tab, "Kernel and end-to-end time of each frame's forward pass on the setting above.")
                 tip(self.race_tab, "Every kernel this machine runs, timed on your drawing at the current batch, "
@@ -216,7 +218,7 @@ class EnginePanel:
                 tip(self.lab_tab, "Why this kernel is as fast as it is: a roofline of its FLOP/s against the bytes it "
                                   "must move, beside the device's ceilings and the other rungs, and its anatomy "
                                   "(tiles, threads, registers, shared memory, occupancy).")
-        self.show_latency([], "", 1, warm)
+        self.show_latency()
 
     def _build_menu(self, lists: dict[str, list[str]]) -> tuple[int | str, dict[str, int | str]]:
         """The kernel menu's popup and its selectables by kernel name (greyed: enabled=False)."""
@@ -245,7 +247,7 @@ class EnginePanel:
 
     def _picked(self, sender: int | str, value: object, name: str) -> None:
         dpg.configure_item(self.kernel_menu, show=False)
-        self._actions["kernel"](name)
+        self._actions.kernel(name)
 
     def layout(self, L: Layout) -> None:
         wide = L.mode == "wide"
@@ -314,7 +316,9 @@ class EnginePanel:
         cut = cut[:part] if part > len(cut) // 2 else cut[:word] if word > 0 else cut
         dpg.set_value(self.summary, cut.rstrip(" ,;") + " …")
 
-    def show_controls(self, backend: str, kernel: str | None, batch: int) -> None:
+    def show_controls(self) -> None:
+        """The choice: backend, kernel (and its summary), batch."""
+        backend, kernel, batch = self.state.backend, self.state.kernel, self.state.batch
         for b, btn in self.backend_buttons.items():
             dpg.bind_item_theme(btn, self._accent if b == backend else self._plain)
         dpg.configure_item(self.kernel_button, label=kernel or "")
@@ -325,7 +329,9 @@ class EnginePanel:
         dpg.set_value(self.batch_combo, str(batch))
         dpg.set_value(self.batch_caption, "copy" if batch == 1 else "copies: same answer, more work")
 
-    def show_latency(self, history: list[Timing], kernel: str, batch: int, warm: bool) -> None:
+    def show_latency(self) -> None:
+        """The newest reading's frames: table, plot and caption."""
+        history, kernel = self.state.reading.history, self.state.reading.kernel
         st = timing_stats(history) if history else {}
         last = history[-1] if history else None
         rows = {
@@ -352,4 +358,5 @@ class EnginePanel:
             lo, hi = 1.0, 1000.0
         dpg.set_axis_limits(self.y_axis, lo, hi)
         dpg.set_axis_ticks(self.y_axis, log_ticks(lo, hi))
-        dpg.set_value(self.caption, frames_caption(len(history), kernel, batch, warm) if kernel else "")
+        dpg.set_value(self.caption, frames_caption(len(history), kernel, self.state.batch, self.state.warm)
+                      if kernel else "")

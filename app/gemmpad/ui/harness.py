@@ -108,17 +108,17 @@ def rect(item: int | str) -> tuple[int, int, int, int]:
 
 def summary(app: App) -> dict[str, Any]:
     """The final state as JSON-ready data (printed by --replay/--exit)."""
-    p = app.prediction
+    p = app.state.reading.prediction
     ft = np.array(app.frame_times) * 1e3 if app.frame_times else np.array([np.nan])
     out: dict[str, Any] = {
         "digit": None if p is None else p.digit,
         "confidence": None if p is None else round(float(p.confidence), 6),
-        "unsure": app.unsure,
+        "unsure": app.state.reading.unsure,
         "probs": None if p is None else [round(float(v), 6) for v in p.probs],
-        "backend": app.clf_backend,
-        "kernel": app.clf_kernel,
-        "batch": app.batch,
-        "warm": app.warm,
+        "backend": app.state.reading.backend,
+        "kernel": app.state.reading.kernel,
+        "batch": app.state.batch,
+        "warm": app.state.warm,
         "cpu_threads": app.cpu_threads,
         "kernel_us": None if p is None else round(p.timing.kernel_us, 3),
         "end_to_end_us": None if p is None else round(p.timing.end_to_end_us, 3),

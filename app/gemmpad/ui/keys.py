@@ -8,38 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
 
 import dearpygui.dearpygui as dpg
 
-if TYPE_CHECKING:
-    from gemmpad.ui.canvas import Canvas
-    from gemmpad.ui.learn_panel import LearnPanel
-
-
-class App(Protocol):
-    """What a key can do: the window (gemmpad.ui.window.App) provides it. Typed here rather than
-    imported, so the keyboard map sits below the window and the help overlay that read it."""
-
-    batch: int
-    canvas: Canvas
-    continuous: bool
-    learn: LearnPanel
-    warm: bool
-
-    def clear(self) -> None: ...
-    def undo(self) -> None: ...
-    def redo(self) -> None: ...
-    def set_brush(self, width: float) -> None: ...
-    def set_batch(self, batch: int) -> None: ...
-    def set_continuous(self, on: bool) -> None: ...
-    def set_warm(self, on: bool) -> None: ...
-    def next_backend(self) -> None: ...
-    def next_kernel(self, step: int = 1) -> None: ...
-    def race_toggle(self) -> None: ...
-    def save(self, label: int | None = None) -> object: ...
-    def toggle_help(self, show: bool | None = None) -> None: ...
-    def quit(self) -> None: ...
+from gemmpad.ui.actions import Actions
+from gemmpad.ui.canvas import Canvas
+from gemmpad.ui.state import State
 
 BATCH_MAX = 4096
 
@@ -49,7 +23,7 @@ class Shortcut:
     key: int
     ctrl: bool
     shift: bool
-    action: Callable[[App], object]
+    action: Callable[[], object]
     help: tuple[str, str] | None  # (keys, what) for the help overlay; None for aliases
 
 
@@ -60,53 +34,54 @@ def key_equal() -> int:
     return dpg.mvKey_Open_Brace - 1
 
 
-def shortcuts() -> list[Shortcut]:
-    """Every key the window answers, in the order the help lists them."""
+def shortcuts(do: Actions, state: State, canvas: Canvas) -> list[Shortcut]:
+    """Every key the window answers, in the order the help lists them: each runs one of the
+    window's actions, reading the state (and the canvas's brush) at the press."""
     s = Shortcut
 
-    def batch_up(a: App) -> None:
-        a.set_batch(min(2 * a.batch, BATCH_MAX))
+    def batch_up() -> None:
+        do.batch(min(2 * state.batch, BATCH_MAX))
 
-    def batch_down(a: App) -> None:
-        a.set_batch(max(a.batch // 2, 1))
+    def batch_down() -> None:
+        do.batch(max(state.batch // 2, 1))
 
     keys = [
-        s(dpg.mvKey_C, False, False, lambda a: a.clear(), ("C", "clear (undoable)")),
-        s(dpg.mvKey_Delete, False, False, lambda a: a.clear(), None),
-        s(dpg.mvKey_Back, False, False, lambda a: a.clear(), None),
-        s(dpg.mvKey_Z, True, False, lambda a: a.undo(),
+        s(dpg.mvKey_C, False, False, do.clear, ("C", "clear (undoable)")),
+        s(dpg.mvKey_Delete, False, False, do.clear, None),
+        s(dpg.mvKey_Back, False, False, do.clear, None),
+        s(dpg.mvKey_Z, True, False, do.undo,
           ("Ctrl+Z", "undo a stroke or a clear; right after a correction, take it back")),
-        s(dpg.mvKey_U, False, False, lambda a: a.undo(), None),
-        s(dpg.mvKey_Z, True, True, lambda a: a.redo(), ("Ctrl+Shift+Z  Ctrl+Y", "redo")),
-        s(dpg.mvKey_Y, True, False, lambda a: a.redo(), None),
-        s(dpg.mvKey_Open_Brace, False, False, lambda a: a.set_brush(a.canvas.brush - 2), ("[  ]", "thinner / thicker brush")),
-        s(dpg.mvKey_Close_Brace, False, False, lambda a: a.set_brush(a.canvas.brush + 2), None),
-        s(dpg.mvKey_B, False, False, lambda a: a.next_backend(), ("B", "next backend")),
-        s(dpg.mvKey_K, False, False, lambda a: a.next_kernel(1), ("K  Shift+K", "next / previous kernel")),
-        s(dpg.mvKey_K, False, True, lambda a: a.next_kernel(-1), None),
+        s(dpg.mvKey_U, False, False, do.undo, None),
+        s(dpg.mvKey_Z, True, True, do.redo, ("Ctrl+Shift+Z  Ctrl+Y", "redo")),
+        s(dpg.mvKey_Y, True, False, do.redo, None),
+        s(dpg.mvKey_Open_Brace, False, False, lambda: do.brush(canvas.brush - 2), ("[  ]", "thinner / thicker brush")),
+        s(dpg.mvKey_Close_Brace, False, False, lambda: do.brush(canvas.brush + 2), None),
+        s(dpg.mvKey_B, False, False, do.next_backend, ("B", "next backend")),
+        s(dpg.mvKey_K, False, False, lambda: do.next_kernel(1), ("K  Shift+K", "next / previous kernel")),
+        s(dpg.mvKey_K, False, True, lambda: do.next_kernel(-1), None),
         # "+" is Shift+= on most layouts: both forms, and the keypad's, double the batch
         s(key_equal(), False, False, batch_up, ("+  −", "double / halve the batch")),
         s(key_equal(), False, True, batch_up, None),
         s(dpg.mvKey_Add, False, False, batch_up, None),
         s(dpg.mvKey_Minus, False, False, batch_down, None),
         s(dpg.mvKey_Subtract, False, False, batch_down, None),
-        s(dpg.mvKey_R, False, False, lambda a: a.set_continuous(not a.continuous), ("R", "run every frame")),
-        s(dpg.mvKey_W, False, False, lambda a: a.set_warm(not a.warm), ("W", "warm timing")),
-        s(dpg.mvKey_G, False, False, lambda a: a.race_toggle(), ("G", "race every kernel / cancel")),
-        s(dpg.mvKey_S, True, False, lambda a: a.save(), ("Ctrl+S", "save PNG + strokes")),
-        s(dpg.mvKey_F1, False, False, lambda a: a.toggle_help(), ("?  F1", "this help")),
+        s(dpg.mvKey_R, False, False, lambda: do.continuous(not state.continuous), ("R", "run every frame")),
+        s(dpg.mvKey_W, False, False, lambda: do.warm(not state.warm), ("W", "warm timing")),
+        s(dpg.mvKey_G, False, False, do.race, ("G", "race every kernel / cancel")),
+        s(dpg.mvKey_S, True, False, lambda: do.save(None), ("Ctrl+S", "save PNG + strokes")),
+        s(dpg.mvKey_F1, False, False, lambda: do.help(None), ("?  F1", "this help")),
         # "?" is Shift+/ on most layouts; a fast chord (xdotool key shift+slash) can reach the
         # frame with Shift already up, so "/" alone opens the help too (as both forms of "+")
-        s(dpg.mvKey_Slash, False, True, lambda a: a.toggle_help(), None),
-        s(dpg.mvKey_Slash, False, False, lambda a: a.toggle_help(), None),
-        s(dpg.mvKey_Escape, False, False, lambda a: a.toggle_help(False), None),
-        s(dpg.mvKey_Q, True, False, lambda a: a.quit(), ("Ctrl+Q", "quit")),
+        s(dpg.mvKey_Slash, False, True, lambda: do.help(None), None),
+        s(dpg.mvKey_Slash, False, False, lambda: do.help(None), None),
+        s(dpg.mvKey_Escape, False, False, lambda: do.help(False), None),
+        s(dpg.mvKey_Q, True, False, do.quit, ("Ctrl+Q", "quit")),
     ]
     for d in range(10):
-        keys.append(s(getattr(dpg, f"mvKey_{d}"), True, False, lambda a, d=d: a.save(label=d),
+        keys.append(s(getattr(dpg, f"mvKey_{d}"), True, False, lambda d=d: do.save(d),
                       ("Ctrl+0…9", "save under that digit") if d == 0 else None))
     for d in range(10):
-        keys.append(s(getattr(dpg, f"mvKey_{d}"), False, False, lambda a, d=d: a.learn.correct(a, d),
+        keys.append(s(getattr(dpg, f"mvKey_{d}"), False, False, lambda d=d: do.correct(d),
                       ("0…9", "it is this digit: save a correction (or click its bar)") if d == 0 else None))
-    keys.append(s(dpg.mvKey_L, False, False, lambda a: a.learn.learn(a), ("L", "learn from your corrections")))
+    keys.append(s(dpg.mvKey_L, False, False, do.learn, ("L", "learn from your corrections")))
     return keys

@@ -35,9 +35,10 @@ HEADING = 26  # a panel heading's line
 CANVAS_TINY = 120  # the canvas in one column never gets smaller than this
 LEARN_MIN = 124  # Learn's section under the canvas: heading, count, buttons, a row of thumbnails
 # The prediction panel above and below its picture block: heading, digit, bars, the block's
-# heading (above); the per-layer times, up to two lines (below). Measured from the panel (the
-# same, in scale units, at scales 1, 1.5 and 2).
-PRED_ABOVE, PRED_BELOW = 366, 56
+# heading (above); the kernel that wrote the hidden layers and the per-layer times, three
+# lines at most (below). Measured from the panel (the same, in scale units, at scales 1, 1.5
+# and 2).
+PRED_ABOVE, PRED_BELOW = 366, 77
 PREVIEW_MIN, PREVIEW_MAX = 84, 224  # the 28x28 input's side on screen
 HIDDEN_LABEL = 16  # "hidden 1" over each map
 SPACING = 8  # between stacked widgets (style's ItemSpacing)

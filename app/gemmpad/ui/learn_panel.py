@@ -2,9 +2,10 @@
 
 - A correction: the person says the right digit (a click on its bar in the probability
   chart, or its key); the drawing is saved under that digit in the drawings folder
-  (strokes with brush widths and canvas size, and a PNG: App.save). The section, under the
-  canvas, lists the corrections as Learn reads them (`corrections`), each relabelled or
-  deleted with a click; Ctrl+Z right after a correction takes it back.
+  (strokes with brush widths and canvas size, and a PNG: the window's save, handed to the
+  panel). The section, under the canvas, lists the corrections as Learn reads them
+  (`corrections`), each relabelled or deleted with a click; Ctrl+Z right after a correction
+  takes it back.
 - Learn (button or L): `Learner` fine-tunes in a background thread, always from the
   base model (the shipped one, or --model) on every correction so far, so Learns do not
   compound each other's drift; the window keeps drawing and reading meanwhile and shows
@@ -26,9 +27,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 import dearpygui.dearpygui as dpg
 import numpy as np
@@ -42,33 +43,13 @@ from gemmpad.inputs.files import claim
 from gemmpad.inputs.images import SUFFIXES, load_image
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.ui import style
+from gemmpad.ui.canvas import Canvas
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.layout import INNER, SCROLLBAR, Layout
+from gemmpad.ui.state import State
+from gemmpad.ui.status_bar import StatusBar
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.workers.learner import SETTINGS, Learner
-
-if TYPE_CHECKING:
-    from gemmpad.runtime.classifier import Prediction
-    from gemmpad.ui.canvas import Canvas
-    from gemmpad.ui.status_bar import StatusBar
-
-
-class App(Protocol):
-    """What the Learn panel reads and calls on the window (gemmpad.ui.window.App is the one).
-    Typed here rather than imported, so the panel sits below the window that builds it and hands
-    itself in (no import cycle window <-> learn_panel)."""
-
-    base_model: Model
-    canvas: Canvas
-    drawings_dir: Path
-    prediction: Prediction | None
-    status: StatusBar
-
-    def save(self, label: int | None = None) -> Path | None: ...
-
-    def say(self, text: str) -> None: ...
-
-    def use_model(self, model: Model, base: Model | None = None) -> None: ...
 
 def help_section() -> tuple[str, str]:
     """The help overlay's paragraph on corrections, naming this person's data folder."""
@@ -126,13 +107,22 @@ def thumbnail(path: Path) -> list[float]:
 
 class LearnPanel:
     """The widgets, a section at the bottom of the drawing column (`parent`), and what their
-    buttons do to the App. It was a window of its own over the engine panel: opened, it hid
-    the latency plot, and at small sizes the canvas's buttons."""
+    buttons do. It was a window of its own over the engine panel: opened, it hid the latency
+    plot, and at small sizes the canvas's buttons.
 
-    def __init__(self, fonts: Fonts, scale: float, learner: Learner, personal_path: Path,
-                 parent: int | str) -> None:
+    It reads the reading shown (`state`) and the canvas, and asks the window for two things,
+    given here rather than the window itself (issue 41): `save` files the drawing under a
+    digit, `use_model` reads with new weights from the next frame. What it says goes to the
+    status bar. `base` is the model the window started with: what Learn fine-tunes."""
+
+    def __init__(self, fonts: Fonts, scale: float, learner: Learner, personal_path: Path, parent: int | str, *,
+                 state: State, canvas: Canvas, drawings_dir: Path, base: Model, status: StatusBar,
+                 save: Callable[[int], Path | None], use_model: Callable[[Model], None]) -> None:
         self.learner = learner
         self.personal_path = personal_path
+        self.state, self.canvas, self.drawings_dir, self.status = state, canvas, drawings_dir, status
+        self._save, self._use_model = save, use_model
+        self._base = base  # the model the window started with (base_model() says what Learn starts from)
         self.outcome: finetune.Outcome | None = None  # the last result (refused ones wait for "Use it anyway")
         self._examples: list[drawings.Example] = []
         self.figures = ""
@@ -178,10 +168,15 @@ class LearnPanel:
         self._menus: list[int | str] = []  # each thumbnail's menu
         self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
         self._last: tuple[Path, int] | None = None  # the newest correction and the canvas version it saved
-        self._app: App | None = None  # set by bind()
         # shown this frame, scrolled into view the next (when it has a place): a Learn's outcome
         # and figures, or its error, appeared below the section's fold at the default size
         self._reveal: tuple[int | str, int | str, int] | None = None  # (first item, last, frames left to try)
+        dpg.configure_item(self.learn_btn, callback=lambda: self.learn())
+        dpg.configure_item(self.reset_btn, callback=lambda: self.reset())
+        dpg.configure_item(self.insist_btn, callback=lambda: self.insist())
+        dpg.configure_item(self.dismiss_btn, callback=lambda: self.dismiss())
+        self.refresh()
+        self.learner.prefetch(self.base_model())
 
     def layout(self, L: Layout) -> None:
         """Wrap the texts to the drawing column's width; as many thumbnails a row as fit."""
@@ -194,26 +189,14 @@ class LearnPanel:
             self._per_row = per_row
             self._show_list()
 
-    def bind(self, app: App) -> None:
-        """Connect the buttons (the App exists once the panels are built)."""
-        dpg.configure_item(self.learn_btn, callback=lambda: self.learn(app))
-        dpg.configure_item(self.reset_btn, callback=lambda: self.reset(app))
-        dpg.configure_item(self.insist_btn, callback=lambda: self.insist(app))
-        dpg.configure_item(self.dismiss_btn, callback=lambda: self.dismiss(app))
-        self._app = app
-        self.refresh()
-        self.learner.prefetch(self.base_model(app))
-
     # ------------------------------------------------------------ the corrections
     def refresh(self) -> None:
         """Read the drawings folder again: the count and the list (after a save, delete, relabel)."""
-        self.listed = corrections(self._app.drawings_dir)
+        self.listed = corrections(self.drawings_dir)
         self._show_count()
         self._show_list()
 
     def _show_list(self) -> None:
-        if self._app is None:
-            return
         dpg.delete_item(self.list_group, children_only=True)
         self._menus = []
         side = round(THUMB * self.scale)
@@ -253,7 +236,7 @@ class LearnPanel:
         in this frame, the open menu stayed open in ImGui's popup stack and swallowed the next click."""
         for menu in self._menus:
             dpg.configure_item(menu, show=False)
-        self.listed = corrections(self._app.drawings_dir)
+        self.listed = corrections(self.drawings_dir)
         self._show_count()
         self._rebuild = True
 
@@ -261,7 +244,7 @@ class LearnPanel:
         """Delete a correction: every file of its name in its digit's folder (strokes and PNG)."""
         for f in _siblings(path):
             f.unlink(missing_ok=True)
-        self._app.say(f"Deleted the correction {path.stem}")
+        self.status.say(f"Deleted the correction {path.stem}")
         self._changed()
 
     def relabel(self, path: Path, digit: int) -> None:
@@ -272,52 +255,52 @@ class LearnPanel:
         dest.mkdir(parents=True, exist_ok=True)
         for f in _siblings(path):
             os.replace(f, dest / f.name)
-        self._app.say(f"Filed {path.stem} as a {digit}")
+        self.status.say(f"Filed {path.stem} as a {digit}")
         self._changed()
 
-    def undo_correction(self, app: App) -> bool:
+    def undo_correction(self) -> bool:
         """Ctrl+Z right after a correction (nothing drawn since) takes the correction back: its
         files are deleted and the drawing stays on the canvas. False when there is none to take."""
-        if self._last is None or self._last[1] != app.canvas.version:
+        if self._last is None or self._last[1] != self.canvas.version:
             return False
         path, self._last = self._last[0], None
         for f in _siblings(path):
             f.unlink(missing_ok=True)
-        app.say(f"Took back the correction {path.stem}: the drawing is no longer kept")
+        self.status.say(f"Took back the correction {path.stem}: the drawing is no longer kept")
         self.refresh()
         return True
 
     # ------------------------------------------------------------ actions
-    def base_model(self, app: App) -> Model:
+    def base_model(self) -> Model:
         """What Learn starts from and Reset returns to: the model the window started with,
         unless that is the personal model, then the shipped one."""
-        current = app.base_model
+        current = self._base
         if current.path is not None and Path(current.path).resolve() == self.personal_path.resolve():
             return load_model(default_model_path())
         return current
 
-    def correct(self, app: App, digit: int) -> None:
+    def correct(self, digit: int) -> None:
         """The drawing on the canvas is a `digit`: save it as a correction."""
-        if app.canvas.empty:
-            app.say("Draw a digit first, then click the right digit's bar (or press its key)")
+        if self.canvas.empty:
+            self.status.say("Draw a digit first, then click the right digit's bar (or press its key)")
             return
-        read = app.prediction.digit if app.prediction is not None else None
-        saved = app.save(label=digit)
+        read = self.state.reading.prediction.digit if self.state.reading.prediction is not None else None
+        saved = self._save(digit)
         if saved is not None:
-            self._last = (saved, app.canvas.version)
-            n = sum(1 for _ in (app.drawings_dir / str(digit)).glob("*.json"))
-            app.say(f"Saved as a {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
+            self._last = (saved, self.canvas.version)
+            n = sum(1 for _ in (self.drawings_dir / str(digit)).glob("*.json"))
+            self.status.say(f"Saved as a {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
                     + f": {n} drawing{'s' if n != 1 else ''} of {digit}. L learns; Ctrl+Z takes it back.")
 
-    def learn(self, app: App) -> None:
-        if self.learner.start(self.base_model(app)):
-            self.dismiss(app)
+    def learn(self) -> None:
+        if self.learner.start(self.base_model()):
+            self.dismiss()
             dpg.configure_item(self.insist_btn, show=False)
             self._show_figures("")
         else:
-            app.say("Learning already")
+            self.status.say("Learning already")
 
-    def reset(self, app: App) -> None:
+    def reset(self) -> None:
         """Back to the base model, now and at the next start; the personal model is kept aside."""
         if self.learner.running:
             self.learner.cancel()
@@ -326,34 +309,35 @@ class LearnPanel:
             f = self.personal_path.with_suffix(suffix)
             if f.exists():
                 os.replace(f, f.with_name(f"{f.stem}.previous{suffix}"))
-        base = self.base_model(app)
-        app.use_model(base)
+        base = self.base_model()
+        self._use_model(base)
         self.outcome = None
         self._show_figures("")
         dpg.configure_item(self.insist_btn, show=False)
         # "learned in 2.3 s" described the model just put aside
         dpg.configure_item(self.progress, overlay="", show=False)
-        app.say(f"Reading with {base.path.name if base.path else 'the base model'} again")
+        self.status.say(f"Reading with {base.path.name if base.path else 'the base model'} again")
 
-    def insist(self, app: App) -> None:
+    def insist(self) -> None:
         if self.outcome is not None and not self.outcome.accepted:
             self.outcome = replace(self.outcome, accepted=True)
-            self._use(app, self.outcome)
+            self._use(self.outcome)
             dpg.configure_item(self.insist_btn, show=False)
 
-    def _use(self, app: App, outcome: finetune.Outcome) -> None:
-        base = self.base_model(app)
+    def _use(self, outcome: finetune.Outcome) -> None:
+        base = self.base_model()
         model = Model(outcome.weights)
         try:
             with claim(self.personal_path, "the personal model"):  # `gemmpad train` may be writing it
                 finetune.save_personal(outcome, base, self._examples, self.personal_path, SETTINGS)
             model = load_model(self.personal_path)  # with its card: the engine panel shows what it scored
         except (GemmpadError, OSError) as exc:
-            app.status.say(f"The new model reads now but was not saved: {exc}", error=True)
-        app.use_model(model, base=base)
+            self.status.say(f"The new model reads now but was not saved: {exc}", error=True)
+        self._base = base  # (the shipped model, where the window started with the personal one)
+        self._use_model(model)
 
     # ------------------------------------------------------------ every frame
-    def poll(self, app: App) -> bool:
+    def poll(self) -> bool:
         """Show progress and take a finished Learn; True while one runs (frames keep coming)."""
         if self._rebuild:
             self._rebuild = False
@@ -371,22 +355,22 @@ class LearnPanel:
         dpg.set_value(self.progress, 1.0 if not isinstance(result, Exception) else 0.0)
         if isinstance(result, Exception):
             dpg.configure_item(self.progress, overlay="not learned")
-            self.show_error(app, result)
+            self.show_error(result)
             return False
         outcome, self._examples, skipped = result
         self.outcome = outcome
         self._show_figures(self._figures_text(outcome, skipped))
         self._reveal = (self.progress, self.figures_text if outcome.accepted else self.insist_btn, REVEAL_FRAMES)
         if outcome.accepted:
-            self._use(app, outcome)
+            self._use(outcome)
             took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
             dpg.configure_item(self.progress, overlay=f"learned in {took:.1f} s")
-            app.say(f"Learned {outcome.trained_on} drawings in {took:.1f} s on {outcome.engine}: "
+            self.status.say(f"Learned {outcome.trained_on} drawings in {took:.1f} s on {outcome.engine}: "
                     "the new model reads now")
         else:
             dpg.configure_item(self.progress, overlay="not used")
             dpg.configure_item(self.insist_btn, show=True)
-            app.say(f"Not used: {outcome.reason}")
+            self.status.say(f"Not used: {outcome.reason}")
         return False
 
     def _bring_into_view(self) -> None:
@@ -404,7 +388,7 @@ class LearnPanel:
             top = dpg.get_item_pos(first)[1] - 4 * self.scale
             dpg.set_y_scroll(self.root, max(0.0, min(top, bottom - height, most)))
 
-    def show_error(self, app: App, error: Exception) -> None:
+    def show_error(self, error: Exception) -> None:
         """Say in the panel, until dismissed, why the Learn failed and what to do (a GemmpadError's
         message says both); anything else is a fault of gemmpad's, said so."""
         text = (f"Not learned: {error}" if isinstance(error, GemmpadError) else
@@ -414,12 +398,12 @@ class LearnPanel:
         dpg.configure_item(self.error_text, show=True)
         dpg.configure_item(self.dismiss_btn, show=True)
         self._reveal = (self.error_text, self.dismiss_btn, REVEAL_FRAMES)
-        app.status.say(text, error=True)
+        self.status.say(text, error=True)
 
-    def dismiss(self, app: App) -> None:
+    def dismiss(self) -> None:
         """Take the Learn error down, here and in the status bar (Dismiss, or the next Learn)."""
         if dpg.is_item_shown(self.error_text):
-            app.status.clear_error()
+            self.status.clear_error()
         dpg.set_value(self.error_text, "")
         dpg.configure_item(self.error_text, show=False)
         dpg.configure_item(self.dismiss_btn, show=False)

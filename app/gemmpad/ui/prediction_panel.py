@@ -9,12 +9,12 @@ from collections.abc import Callable
 import dearpygui.dearpygui as dpg
 import numpy as np
 
-from gemmpad.runtime.classifier import Prediction
+from gemmpad.runtime.classifier import HIDDEN_SECOND_PASS_MAX_US, Prediction
 from gemmpad.ui import layout, style
 from gemmpad.ui.draw_panel import heading, tip
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.style import Fonts
-from gemmpad.ui.text import fmt_us
+from gemmpad.ui.text import fmt_us, hidden_source
 
 PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest neighbour by hand)
 # Below this confidence a reading is shown muted and called "not sure": a 47.5 % "4" drawn as
@@ -26,15 +26,18 @@ HIDDEN_SIDE, HIDDEN_SCALE = 10, 9  # 100 units as a 10x10 map, each unit a 9x9 b
 
 
 class PredictionPanel:
-    def __init__(self, fonts: Fonts, scale: float, unsure_note: str) -> None:
+    def __init__(self, fonts: Fonts, scale: float, unsure_note: str, *, on_bar_click: Callable[[int], None],
+                 to_engine: Callable[[], None]) -> None:
+        """`on_bar_click(digit)`: a probability bar was clicked (a correction); `to_engine`: the
+        "Engine below" button (two columns: bring the engine panel into view)."""
         self.scale = scale
-        # Called with a digit when its probability bar is clicked (a correction panel hooks in).
-        self.on_bar_click: Callable[[int], None] | None = None
+        self.on_bar_click = on_bar_click
         p = 28 * PREVIEW_SCALE
         self._preview_rgba = np.zeros((p, p, 4), dtype=np.float32)
         style.colourise(np.zeros((p, p), np.float32), self._preview_rgba)
         with dpg.texture_registry():
             self.preview_tex = dpg.add_raw_texture(p, p, self._preview_rgba, format=dpg.mvFormat_Float_rgba)
+        # the 28x28 input the preview shows: show() sets it and paints the texture from it
         self.image28 = np.zeros((28, 28), dtype=np.float32)
         self.pending = False  # the reading shown is the previous drawing's (show_pending)
         self._shown: tuple[Prediction | None, bool | None] = (None, None)
@@ -46,7 +49,8 @@ class PredictionPanel:
                 tip(heading("Prediction", fonts), "The digit read, how sure, and the network's probability for "
                                                   "each digit (the highest in blue).")
                 # In two columns the engine panel is below this one, out of sight: say so, and go there
-                self.to_engine = dpg.add_button(label="Engine below ↓", small=True, show=False)
+                self.to_engine = dpg.add_button(label="Engine below ↓", small=True, show=False,
+                                                callback=lambda: to_engine())
                 tip(self.to_engine, "The engine panel (backend, kernel, latency, race) is below the prediction in "
                                     "this window size: scroll down, or click here.")
             with dpg.group(horizontal=True, horizontal_spacing=round(18 * s)):
@@ -98,6 +102,15 @@ class PredictionPanel:
                         label = dpg.add_text(f"hidden {i + 1}", color=style.MUTED)
                         dpg.bind_item_font(label, fonts.small)
                         self.hidden_img.append(dpg.add_image(tex, width=hp, height=hp))
+            # which kernel wrote the maps and what that cost (issue 42: they were NumPy's recomputation)
+            self.source_text = dpg.add_text("", color=style.MUTED, wrap=0)
+            self._small = fonts.small
+            dpg.bind_item_font(self.source_text, fonts.small)
+            tip(self.source_text, "The hidden layers shown are the selected kernel's own activations: after the "
+                                  "timed pass, one more pass of the same kernel writes h1 and h2 out, and the extra "
+                                  "end-to-end time it takes is their cost (the latency figures stay the plain "
+                                  f"pass's). Where a pass takes over {fmt_us(HIDDEN_SECOND_PASS_MAX_US)}, the timed "
+                                  "pass writes them itself and the cost is not measured.")
             self.layer_text = dpg.add_text("", color=style.MUTED, wrap=0)
             dpg.bind_item_font(self.layer_text, fonts.small)
             self.show_hidden(None, ())
@@ -110,10 +123,13 @@ class PredictionPanel:
         dpg.configure_item(self.preview, width=L.preview, height=L.preview)
         for img in self.hidden_img:
             dpg.configure_item(img, width=L.hidden, height=L.hidden)
-        dpg.configure_item(self.layer_text, wrap=L.prediction_w - 2 * round(layout.INNER * self.scale))
+        for t in (self.source_text, self.layer_text):
+            dpg.configure_item(t, wrap=L.prediction_w - 2 * round(layout.INNER * self.scale))
 
-    def show_hidden(self, hidden: tuple[np.ndarray, np.ndarray] | None, layer_us: tuple[float, ...]) -> None:
-        """The hidden activations as heat maps, and the per-layer times when there are some."""
+    def show_hidden(self, hidden: tuple[np.ndarray, np.ndarray] | None, layer_us: tuple[float, ...],
+                    kernel: str = "", hidden_us: float = float("nan")) -> None:
+        """The hidden activations as heat maps, the kernel that wrote them and what writing them cost
+        (`hidden_us`, NaN: not measured), and the per-layer times when there are some."""
         n = HIDDEN_SIDE
         for rgba, tex, i in zip(self._hidden_rgba, self.hidden_tex, range(2)):
             values = np.zeros((n, n), np.float32) if hidden is None else np.asarray(hidden[i], np.float32).reshape(n, n)
@@ -121,13 +137,24 @@ class PredictionPanel:
             style.heat(values, small)
             rgba[:] = small.repeat(HIDDEN_SCALE, axis=0).repeat(HIDDEN_SCALE, axis=1)
             dpg.set_value(tex, rgba)
+        dpg.set_value(self.source_text, self._source(kernel, hidden_us, bool(layer_us))
+                      if hidden is not None and kernel else "")
         if layer_us:
             total = sum(layer_us)
             parts = "  ·  ".join(f"L{i + 1} {fmt_us(t)}" for i, t in enumerate(layer_us))
             dpg.set_value(self.layer_text, f"per layer: {parts}" + (f"  (L1 {100 * layer_us[0] / total:.0f} %)" if total > 0 else ""))
-        else:
-            dpg.set_value(self.layer_text, "per-layer times: shown for the CPU GEMM kernels (cpu.01, cpu.02)"
-                          if hidden is not None else "")
+        else:  # (which kernels report them: the block heading's tooltip)
+            dpg.set_value(self.layer_text, "")
+
+    def _source(self, kernel: str, hidden_us: float, one_line: bool) -> str:
+        """hidden_source, in the room the layout gives the lines under the maps (three): with
+        per-layer times (two lines) on one line, its short form where the long one would wrap."""
+        text = hidden_source(kernel, hidden_us)
+        if not one_line:
+            return text
+        room = dpg.get_item_configuration(self.source_text)["wrap"]
+        size = dpg.get_text_size(text, font=self._small)
+        return hidden_source(kernel, hidden_us, short=True) if room > 0 and size and size[0] > room else text
 
     def digit_at(self, mx: float) -> int | None:
         """The digit whose bar is under window x-coordinate `mx` (None between bars)."""
@@ -140,8 +167,6 @@ class PredictionPanel:
         return d if 0 <= d <= 9 and abs(v - d) <= 0.34 else None
 
     def _clicked(self) -> None:
-        if self.on_bar_click is None:
-            return
         d = self.digit_at(dpg.get_mouse_pos(local=False)[0])
         if d is not None:
             self.on_bar_click(d)

@@ -3,12 +3,11 @@ scale (they differ by 1000x across the ladder), the fastest marked, cold or warm
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import dearpygui.dearpygui as dpg
 import numpy as np
 
 from gemmpad.ui import style
+from gemmpad.ui.actions import Actions
 from gemmpad.ui.draw_panel import tip
 from gemmpad.ui.workers.race import Lap, Race, fastest
 from gemmpad.ui.style import Fonts
@@ -22,13 +21,13 @@ NAME_W = 150
 
 
 class RacePanel:
-    def __init__(self, fonts: Fonts, scale: float, actions: dict[str, Callable[..., object]]) -> None:
+    def __init__(self, fonts: Fonts, scale: float, actions: Actions) -> None:
         self.fonts, self.scale = fonts, scale
         self._drawn: tuple[object, ...] | None = None
         self._width = 300
         s = scale
         with dpg.group(horizontal=True):
-            self.button = dpg.add_button(label="Race every kernel  (G)", callback=lambda: actions["race"]())
+            self.button = dpg.add_button(label="Race every kernel  (G)", callback=lambda: actions.race())
             tip(self.button, "Run the current drawing through every kernel this machine can run, at the current "
                              "batch: a few cold calls a frame apart, then warm calls back to back. Drawing goes "
                              "on meanwhile; press again (or G) to cancel.")

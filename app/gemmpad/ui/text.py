@@ -100,3 +100,18 @@ def unsure_note(detector: Detector | None, why: str) -> str:
         rates = ""
     return ("A detector reads the hidden layers, the probabilities and the ink's shape to tell scribbles, "
             "letters, shapes and two digits written together from one digit." + rates)
+
+
+def hidden_source(kernel: str, hidden_us: float, short: bool = False) -> str:
+    """Under the hidden layers: which kernel wrote them (they are its own activations, not a
+    NumPy recomputation) and what writing them out cost beyond the timed pass; none where the
+    pass that wrote them was no slower (0: a difference of two passes is clamped there), or
+    that a pass this slow writes them itself, unmeasured (NaN). `short`: without the words a
+    narrow panel has no room for."""
+    if not np.isfinite(hidden_us):
+        cost = "not timed" if short else "their cost not timed on a pass this slow"
+    elif hidden_us <= 0.0:
+        cost = "no extra time" if short else "no extra time to write them"
+    else:
+        cost = f"+{fmt_us(hidden_us)}" + ("" if short else " to write them")
+    return f"h1, h2 from {kernel} · {cost}"

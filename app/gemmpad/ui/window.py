@@ -1,4 +1,5 @@
-"""The window: state, actions and the frame loop; the panels draw themselves.
+"""The window: actions and the frame loop; the panels draw themselves, from the state (ui/state:
+what the user chose and what the window shows, stored once), which only the window changes.
 
 Everything runs on the main thread with `manual_callback_management`: each frame polls
 the mouse and keyboard, runs the queued widget callbacks, paints new stroke segments
@@ -31,11 +32,12 @@ from PIL import Image
 from gemmpad.runtime import native, unsure
 from gemmpad.inputs import strokes
 from gemmpad.data import userdata
-from gemmpad.runtime.classifier import Classifier, Prediction, Timing, available_backends, timing_stats
+from gemmpad.runtime.classifier import Classifier, available_backends, timing_stats
 from gemmpad.inputs.files import atomic_paths
 from gemmpad.runtime.model import Model
 from gemmpad.inputs.preprocess import preprocess
 from gemmpad.ui import keys, layout, style
+from gemmpad.ui.actions import Actions
 from gemmpad.ui.canvas import Canvas
 from gemmpad.ui.cores import window_threads
 from gemmpad.ui.draw_panel import DrawPanel
@@ -48,6 +50,7 @@ from gemmpad.ui.learn_panel import LearnPanel
 from gemmpad.ui.workers.learner import Learner
 from gemmpad.ui.prediction_panel import PredictionPanel
 from gemmpad.ui.workers.race import Race
+from gemmpad.ui.state import Reading, State
 from gemmpad.ui.status_bar import StatusBar
 from gemmpad.ui.text import gpu_line, unsure_note
 
@@ -92,11 +95,8 @@ class App:
         self.scale = float(scale)
         self.canvas = Canvas() if brush is None else Canvas(brush=brush)
         self.drawings_dir = drawings_dir
-        self.clf_backend, self.clf_kernel = classifier.backend, classifier.kernel
-        self.backend, self.kernel = classifier.backend, classifier.kernel
-        self.batch = batch
-        self.warm = warm
-        self.continuous = False
+        # what the user chose and what the window shows, stored once; the panels read it
+        self.state = State(classifier.backend, classifier.kernel, batch, warm=warm)
         self.gpu = native.cuda_status()
         self.backend_reasons = available_backends()
         # Kernel lists are read once, before the worker thread takes the classifier over.
@@ -106,18 +106,12 @@ class App:
         self.cpu_threads = cpu_threads or window_threads()
         if hasattr(native.cpu, "set_thread_cap"):
             native.cpu.set_thread_cap(self.cpu_threads)
-        self.prediction: Prediction | None = None
-        self.unsure: bool | None = None  # the detector's verdict on the reading shown (None: no detector)
-        self.history: list[Timing] = []
-        self.layer_us: tuple[float, ...] = ()  # the newest pass's per-layer times (layer-by-layer kernels)
-        self.result_batch = batch  # the batch the figures shown were measured at (self.batch may be newer)
         # request -> (its batch, the canvas version, when it was sent), for the requests in flight
         self._sent: dict[int, tuple[int, int, float]] = {}
         self._shown_version = -1  # the canvas version the reading shown was made from
         self._stale_since: float | None = None  # when the oldest drawing not yet read was sent
         self._lab_key: tuple[object, ...] | None = None
         self._lab_at = 0.0  # when the Lab tab was last refreshed
-        self.lab_rung: str | None = None  # the rung the Lab tab shows when not the running kernel
         self._want_tab: int | str | None = None  # a tab asked for and not yet seen open (show_tab)
         self.error = ""
         self.frames = 0
@@ -136,11 +130,9 @@ class App:
         self._layout: layout.Layout | None = None
         self.race: Race | None = None
         self._viewport_size = (0, 0)
-        self.shortcuts = keys.shortcuts()
 
         self._model = classifier.model
         self.detector, self._no_detector = unsure.for_model(classifier.model)
-        self.base_model = classifier.model  # what Learn fine-tunes and Reset returns to (learn_panel)
         self.worker = InferenceWorker(classifier, self.detector)
         dpg.create_context()
         dpg.configure_app(manual_callback_management=True)
@@ -163,29 +155,32 @@ class App:
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
         dpg.bind_theme(style.global_theme(self.scale))
-        actions = {
-            "clear": self.clear, "undo": self.undo, "redo": self.redo, "help": self.toggle_help,
-            "brush": self.set_brush, "save": self.save, "backend": self.set_backend, "kernel": self.set_kernel,
-            "batch": self.set_batch, "continuous": self.set_continuous, "warm": self.set_warm,
-            "race": self.race_toggle, "lab_rung": self.set_lab_rung,
-        }
+        # what the panels and keys may ask of the window: they get these, never the window
+        actions = Actions(
+            clear=self.clear, undo=self.undo, redo=self.redo, brush=self.set_brush, save=self.save,
+            backend=self.set_backend, kernel=self.set_kernel, next_backend=self.next_backend,
+            next_kernel=self.next_kernel, batch=self.set_batch, continuous=self.set_continuous,
+            warm=self.set_warm, race=self.race_toggle, lab_rung=self.set_lab_rung, help=self.toggle_help,
+            correct=lambda digit: self.learn.correct(digit), learn=lambda: self.learn.learn(), quit=self.quit,
+        )
+        self.shortcuts = keys.shortcuts(actions, self.state, self.canvas)
         with dpg.window(no_scrollbar=False) as self._root:
             # row: drawing | right; right: prediction and engine, side by side or stacked
             with dpg.group(horizontal=True, horizontal_spacing=round(layout.GAP * self.scale)) as self._row:
                 self.draw = DrawPanel(self.canvas, self.fonts, self.scale, str(self.drawings_dir), actions)
                 with dpg.child_window(border=False) as self._right:
                     with dpg.group(horizontal=True, horizontal_spacing=round(layout.GAP * self.scale)) as self._pair:
-                        self.pred = PredictionPanel(self.fonts, self.scale, unsure_note(self.detector, self._no_detector))
+                        note = unsure_note(self.detector, self._no_detector)
+                        self.pred = PredictionPanel(self.fonts, self.scale, note, on_bar_click=actions.correct,
+                                                    to_engine=self.show_engine)
                         self.engine = EnginePanel(self.fonts, self.scale, self._model_line(), self.gpu,
-                                                  self.backend_reasons, self.kernel_lists, self.warm, actions)
+                                                  self.backend_reasons, self.kernel_lists, self.state, actions)
             self.status = StatusBar(self.gpu.available, gpu_line(self.gpu), self.scale)
         dpg.bind_item_theme(self._right, style.flush_theme())
         self.help = HelpOverlay(self.fonts, self.scale, self.shortcuts)
         self.learn = LearnPanel(self.fonts, self.scale, Learner(self.drawings_dir), userdata.personal_model_path(),
-                                parent=self.draw.root)
-        self.learn.bind(self)
-        self.pred.on_bar_click = lambda digit: self.learn.correct(self, digit)
-        dpg.configure_item(self.pred.to_engine, callback=self.show_engine)
+                                self.draw.root, state=self.state, canvas=self.canvas, drawings_dir=self.drawings_dir,
+                                base=self._model, status=self.status, save=self.save, use_model=self.use_model)
         with dpg.handler_registry():
             # Input marks the window active (full frame rate); see step().
             for add in (dpg.add_key_press_handler, dpg.add_mouse_click_handler, dpg.add_mouse_wheel_handler):
@@ -267,7 +262,7 @@ class App:
         pending = self.pending
         self.pred.show_pending(pending)
         self.draw.show_pending(pending)
-        if self.learn.poll(self) or self.continuous or self.worker.busy or (
+        if self.learn.poll() or self.state.continuous or self.worker.busy or (
                 self.race is not None and self.race.running):
             self._touch()
         self.status.update(self._viewport_size[0], self._frame_ms())
@@ -283,24 +278,25 @@ class App:
     @property
     def pending(self) -> bool:
         """A reading is shown, but of an earlier drawing, and the new one has been on its way a while."""
-        return (self.prediction is not None and not self.canvas.empty and self._stale_since is not None
+        return (self.state.reading.prediction is not None and not self.canvas.empty and self._stale_since is not None
                 and self._shown_version != self.canvas.version
                 and time.perf_counter() - self._stale_since > PENDING_AFTER_S)
 
     def _show_lab(self) -> None:
         """Refresh the Lab tab while it is open, when the kernel, batch or figures changed."""
-        if (self._want_tab or dpg.get_value(self.engine.tabs)) != self.engine.lab_tab or not self.clf_kernel:
+        shown = self.state.reading
+        if (self._want_tab or dpg.get_value(self.engine.tabs)) != self.engine.lab_tab or not shown.kernel:
             return
-        rung = self.lab_rung or self.clf_kernel
-        running = rung == self.clf_kernel  # live figures only for the kernel that produced them
-        layer_us, history = (self.layer_us, self.history) if running else ((), [])
-        key = (rung, self.result_batch, layer_us, len(history), history[-1] if history else None)
+        rung = self.state.lab_rung or shown.kernel
+        running = rung == shown.kernel  # live figures only for the kernel that produced them
+        layer_us, history = (shown.layer_us, shown.history) if running else ((), [])
+        key = (rung, shown.batch, layer_us, len(history), history[-1] if history else None)
         now = time.perf_counter()
         if key == self._lab_key or (self._lab_key is not None and key[:2] == self._lab_key[:2]
                                     and now - self._lab_at < LAB_REFRESH_S):
             return
         self._lab_key, self._lab_at = key, now
-        self.engine.lab.show(lab_view(rung, self.result_batch, self.gpu, layer_us, history), rung)
+        self.engine.lab.show(lab_view(rung, shown.batch, self.gpu, layer_us, history), rung)
 
     def show_tab(self, tab: int | str) -> None:
         """Open one of the engine's tabs. Dear PyGui writes the tab bar's drawn choice back into
@@ -319,14 +315,9 @@ class App:
         elif dpg.get_value(self.engine.tabs) == self._want_tab and dpg.is_item_visible(self.engine.tabs):
             self._want_tab = None
 
-    def show_lab(self) -> None:
-        """Open the Lab tab (tests; a click on the tab does the same)."""
-        self.show_tab(self.engine.lab_tab)
-        self._lab_key = None
-
     def set_lab_rung(self, rung: str | None) -> None:
         """Show `rung` in the Lab tab (any registered kernel, runnable here or not); None: the running one."""
-        self.lab_rung = None if rung == self.clf_kernel else rung
+        self.state.show_rung(rung)
 
     def _frame_ms(self) -> float | None:
         """The median frame time of the last 60 frames while active (idle frames are slow on purpose)."""
@@ -424,7 +415,7 @@ class App:
         """Run the action bound to a key press; False if none is bound."""
         for s in self.shortcuts:
             if s.key == key and s.ctrl == ctrl and s.shift == shift:
-                s.action(self)
+                s.action()
                 return True
         return False
 
@@ -457,7 +448,7 @@ class App:
 
     def undo(self) -> None:
         """Take back the last correction (when nothing was drawn since), else the last stroke or clear."""
-        if self.learn.undo_correction(self):
+        if self.learn.undo_correction():
             return
         if self.canvas.undo():
             self.draw.upload()
@@ -477,43 +468,43 @@ class App:
         if reason:
             self.say(f"{BACKEND_LABELS[backend]} unavailable: {reason}")
             return
-        if backend != self.backend:
-            self.backend, self.kernel = backend, None  # the worker resolves the default
+        if backend != self.state.backend:
+            self.state.choose(backend=backend)  # the worker names the backend's default kernel
             self._refresh_controls()
 
     def set_kernel(self, kernel: str) -> None:
         """Run `kernel`; one of another usable backend (picked in the menu, which lists them all)
         switches to that backend first. The Lab tab follows it again."""
-        if kernel not in self.kernel_lists.get(self.backend, []):
+        if kernel not in self.kernel_lists.get(self.state.backend, []):
             owner = next((b for b, ks in self.kernel_lists.items() if kernel in ks), None)
             if owner is None:
                 raise ValueError(f"kernel {kernel!r} is not offered on any usable backend")
             self.set_backend(owner)
-        self.kernel = kernel
-        self.lab_rung = None
+        self.state.choose(kernel=kernel)
         self._refresh_controls()
 
     def set_batch(self, batch: int) -> None:
         if not 1 <= batch <= BATCHES[-1]:
             raise ValueError(f"batch must be in 1..{BATCHES[-1]}, got {batch}")
-        self.batch = int(batch)
+        self.state.choose(batch=batch)
         self._refresh_controls()
 
     def set_continuous(self, on: bool) -> None:
-        self.continuous = on
+        self.state.choose(continuous=on)
         dpg.set_value(self.engine.continuous_box, on)
 
     def set_warm(self, on: bool) -> None:
-        self.warm = on
+        self.state.choose(warm=on)
         dpg.set_value(self.engine.warm_box, on)
 
     def next_backend(self) -> None:
         usable = [b for b, r in self.backend_reasons.items() if not r]
-        self.set_backend(usable[(usable.index(self.backend) + 1) % len(usable)])
+        self.set_backend(usable[(usable.index(self.state.backend) + 1) % len(usable)])
 
     def next_kernel(self, step: int = 1) -> None:
-        ks = self.kernel_lists[self.backend]
-        cur = ks.index(self.kernel) if self.kernel in ks else len(ks) - 1
+        ks = self.kernel_lists[self.state.backend]
+        kernel = self.state.kernel
+        cur = ks.index(kernel) if kernel in ks else len(ks) - 1
         self.set_kernel(ks[(cur + step) % len(ks)])
 
     def race_toggle(self) -> None:
@@ -526,7 +517,7 @@ class App:
             self.say("Draw a digit first: the race runs the kernels on it")
             return
         entrants = [(b, k) for b, reason in self.backend_reasons.items() if not reason for k in self.kernel_lists[b]]
-        self.race = Race(self._model, entrants, self.canvas.image, self.batch).start()
+        self.race = Race(self._model, entrants, self.canvas.image, self.state.batch).start()
         self.show_tab(self.engine.race_tab)
 
     def toggle_help(self, show: bool | None = None) -> None:
@@ -569,74 +560,64 @@ class App:
         self.learn.learner.prefetch()  # painted now, in the background, not when L is pressed
         return png
 
-    def use_model(self, model: Model, base: Model | None = None) -> None:
-        """Read with `model` from the next frame on (Learn's new weights, or Reset's);
-        `base`: what a later Learn starts from, when it changes."""
-        self.worker.use(Classifier(model, backend=self.clf_backend, kernel=self.clf_kernel))
+    def use_model(self, model: Model) -> None:
+        """Read with `model` from the next frame on (Learn's new weights, or Reset's)."""
+        shown = self.state.reading
+        self.worker.use(Classifier(model, backend=shown.backend, kernel=shown.kernel))
         self._model = model
-        if base is not None:
-            self.base_model = base
         self.engine.show_model(self._model_line())
         self._submitted_version = -1  # the drawing on the canvas is read again by the new weights
 
     # ---------------------------------------------------- inference hand-off
-    def _config(self) -> tuple[str, str | None, int, bool]:
-        """What a request runs with; a change is a new request even for the same drawing."""
-        return self.backend, self.kernel, self.batch, self.warm
-
     def _submit(self) -> None:
-        config = self._config()
+        config = self.state.request()
         changed = self.canvas.version != self._submitted_version or config != self._submitted_config
         if self.canvas.empty and self.canvas.version != self._submitted_version:
             # Just cleared: blank the reading now rather than after the worker's current job.
-            self.prediction, self.unsure = None, None
+            self.state.blank()
             self.pred.show(None)
             self.draw.show_reading(None)
             self.pred.show_hidden(None, ())
         # An empty canvas is still sent on a change: the worker switches backend or
         # kernel and reports what it resolved, and classify() returns None cheaply.
-        if changed or (self.continuous and not self.canvas.empty and not self.worker.busy):
-            self._last_seq = self.worker.submit(self.canvas.image, self.backend, self.kernel, self.batch, self.warm)
+        if changed or (self.state.continuous and not self.canvas.empty and not self.worker.busy):
+            self._last_seq = self.worker.submit(self.canvas.image, *config)
             self._sent = {seq: v for seq, v in self._sent.items() if seq > self._last_seq - 8}
-            self._sent[self._last_seq] = (self.batch, self.canvas.version, time.perf_counter())
+            self._sent[self._last_seq] = (self.state.batch, self.canvas.version, time.perf_counter())
             if self.canvas.version != self._shown_version and self._stale_since is None:
                 self._stale_since = self._sent[self._last_seq][2]
             self._submitted_version, self._submitted_config = self.canvas.version, config
 
     def _apply(self, r: Result) -> None:
         self.error = r.error
-        self.clf_backend, self.clf_kernel = r.backend, r.kernel
-        if r.seq == self._last_seq and (self.kernel is None or r.error):
-            # The worker resolved the default kernel, or refused a switch: show what really
-            # runs. (Only for the newest request: an older one describes an older choice.)
-            self.backend, self.kernel = r.backend, r.kernel
-            self._submitted_config = self._config()
-            self._refresh_controls()
-        self.history = r.history
-        self.result_batch, self._shown_version, _ = self._sent.get(r.seq, (self.batch, -1, 0.0))
+        batch, self._shown_version, _ = self._sent.get(r.seq, (self.state.batch, -1, 0.0))
         # still behind the canvas: the drawing is late by as long as the oldest request after this one
         later = [sent for seq, (_, _, sent) in self._sent.items() if seq > r.seq]
         self._stale_since = None if self._shown_version == self.canvas.version else min(later, default=None)
-        self.layer_us = r.layer_us if r.prediction is not None else ()
-        self.prediction = None if self.canvas.empty else r.prediction
-        self.unsure = r.unsure if self.prediction is not None else None
-        self.pred.show(self.prediction, self.unsure)
-        self.draw.show_reading(self.prediction, self.unsure)
-        self.pred.show_hidden(r.hidden if self.prediction is not None else None, r.layer_us)
-        self.engine.show_latency(self.history, self.clf_kernel, self.batch, self.warm)
+        prediction = None if self.canvas.empty else r.prediction
+        chosen = self.state.backend, self.state.kernel
+        # Only the newest request's answer speaks for the choice: an older one describes an older choice.
+        newest = r.seq == self._last_seq
+        self.state.show(Reading(r.backend, r.kernel, batch, prediction,
+                                r.unsure if prediction is not None else None, r.history, r.layer_us,
+                                r.hidden if prediction is not None else None, r.hidden_us),
+                        refused=newest and bool(r.error))
+        if (self.state.backend, self.state.kernel) != chosen:  # a default named, or a choice withdrawn
+            self._submitted_config = self.state.request()  # (a withdrawn choice is not asked for again)
+            self._refresh_controls()
+        self.pred.show(prediction, self.state.reading.unsure)
+        self.draw.show_reading(prediction, self.state.reading.unsure)
+        self.pred.show_hidden(self.state.reading.hidden, r.layer_us, r.kernel, r.hidden_us)
+        self.engine.show_latency()
         if self.error:
             self.status.say(self.error, error=True)
         else:
             self.status.clear_error()
 
-    @property
-    def preview28(self) -> np.ndarray:
-        """The 28x28 input the prediction panel shows."""
-        return self.pred.image28
-
     def latency_stats(self) -> dict[str, float]:
         """Median and p99 of kernel and end-to-end time over this configuration's frames."""
-        return timing_stats(self.history) if self.history else {}
+        history = self.state.reading.history
+        return timing_stats(history) if history else {}
 
     def _refresh_controls(self) -> None:
-        self.engine.show_controls(self.backend, self.kernel, self.batch)
+        self.engine.show_controls()
