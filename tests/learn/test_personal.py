@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gemmpad.commands import cli
-from gemmpad.data import drawings, pendigits
+from gemmpad.data import drawings, pendigits, userdata
 from gemmpad.learn import finetune, personal, rehearsal, train
 from gemmpad.inputs import strokes
 from gemmpad.errors import GemmpadError
@@ -86,6 +86,20 @@ def test_never_over_the_shipped_or_base_model(folder: Path, tmp_path: Path, targ
     assert (_md5(shipped), _md5(base)) == before
 
 
+def test_without_options_it_is_the_windows_learn(folder: Path, tmp_path: Path, fast: None,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`gemmpad fine-tune` alone: the shipped model, the drawings the window saved, the personal model
+    in the user folder (a stranger knows neither the shipped model's path nor the drawings folder)."""
+    monkeypatch.setenv("GEMMPAD_DRAWINGS", str(folder))
+    monkeypatch.setenv("GEMMPAD_HOME", str(tmp_path / "home"))
+    rc, text, err = _train(capsys, "--steps", "40", "--insist")
+    assert rc == 0, err
+    assert "6 drawings (2: 3, 5: 3)" in text
+    model = load_model(userdata.personal_model_path())
+    assert model.card["fine_tuned"]["drawings"] == 6
+
+
 def test_refused_by_the_safety_rule_writes_nothing(folder: Path, tmp_path: Path, fast: None,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,15 +111,16 @@ def test_refused_by_the_safety_rule_writes_nothing(folder: Path, tmp_path: Path,
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--base", "m.npz"], "needs both --base MODEL and --drawings DIR"),
-    (["--steps", "5"], "needs both"),
-    (["--drawings", "{tmp}"], "needs both"),
+    (["--base", "{tmp}/m.npz", "--drawings", "{tmp}"], "model file not found"),
+    (["--steps", "5"], "no drawings yet in {tmp}/none: draw and correct digits in the window"),
     (["--drawings", "{tmp}/absent", "--base", "{shipped}", "--output", "{tmp}/o.npz"], "not a folder of drawings"),
     (["--drawings", "{tmp}", "--base", "{tmp}/absent.npz"], "model file not found"),
     (["--drawings", "{tmp}", "--base", "{shipped}", "--output", "{tmp}/o.txt"], "suffix"),
 ])
 def test_bad_arguments_are_one_line(tmp_path: Path, argv: list[str], message: str,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+                                    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMMPAD_DRAWINGS", str(tmp_path / "none"))  # the default --drawings: no drawings yet
+    message = message.format(tmp=tmp_path)
     args = [a.format(tmp=tmp_path, shipped=default_model_path()) for a in argv]
     rc, _, err = _train(capsys, *args)
     assert rc == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

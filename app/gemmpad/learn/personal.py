@@ -82,8 +82,10 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of `gemmpad fine-tune`: its own command, because a few seconds of SGD from a model
     on one person's drawings is not `gemmpad train` (torch, MNIST, minutes) with more flags."""
-    p.add_argument("--drawings", metavar="DIR", help="the person's drawings, DIR/<digit>/*.json (strokes) or *.png")
-    p.add_argument("--base", metavar="MODEL", help="the model to fine-tune (the shipped one: see `gemmpad info`)")
+    p.add_argument("--drawings", metavar="DIR",
+                   help="the person's drawings, DIR/<digit>/*.json (strokes) or *.png (default: the ones the window "
+                        "saved and corrected, in the user folder)")
+    p.add_argument("--base", metavar="MODEL", help="the model to fine-tune (default: the shipped model)")
     p.add_argument("--output", metavar="PATH", help="model file to write (default: the personal model in the user folder)")
     p.add_argument("--force", action="store_true", help="replace --output and its .json card when they exist")
     p.add_argument("--steps", type=integer(1, 100_000), metavar="N",
@@ -102,10 +104,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`gemmpad fine-tune --drawings DIR --base MODEL`: exit 0 when the personal model was written,
-    1 when the safety rule refused it."""
-    if not (args.base and args.drawings):
-        raise GemmpadError("gemmpad fine-tune needs both --base MODEL and --drawings DIR")
+    """`gemmpad fine-tune [--drawings DIR] [--base MODEL]`: exit 0 when the personal model was written,
+    1 when the safety rule refused it. Without options it does what the window's Learn does: the
+    shipped model, tuned on the drawings the window saved."""
+    if args.drawings is None:
+        args.drawings = str(userdata.drawings_dir())
+        if not Path(args.drawings).is_dir():
+            raise GemmpadError(f"no drawings yet in {args.drawings}: draw and correct digits in the window "
+                               "(`gemmpad`), or name a folder with --drawings DIR")
     base = load_model(args.base)
     output = Path(args.output) if args.output else userdata.personal_model_path()
     check_target(output, base, args.force)
