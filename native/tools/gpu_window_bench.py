@@ -8,6 +8,12 @@ app's own summary plus, for every timed forward pass, where it started relative 
 render (Dear PyGui's render_dearpygui_frame: drawing + buffer swap) and its end-to-end time.
 Findings and how the GPU machine was set up: app/gemmpad/ui/NOTES.md (2026-11-26).
 
+Why not gemmpad.bench.timing.time_calls (issue 41): that loop makes repeated calls of its own and
+takes medians of the times each call returns. Here nothing is called in a loop: the app runs its
+own frames, and the hooks only stamp when each render and each forward pass started and ended, so
+each pass can be sorted by whether it overlapped a render. The medians are over those recorded
+passes, split by overlap, which time_calls cannot express.
+
 Variants (one per process; the context flags must be set before CUDA starts), tokens joined by +:
   base          as the app runs: the worker's pass, requested before the render, runs while the
                 main thread renders
