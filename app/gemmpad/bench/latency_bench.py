@@ -1,6 +1,6 @@
 """The window's latency at every batch: median and p99 of each frame's forward pass.
 
-    xvfb-run -a python -m gemmpad.ui.latency_bench [--replay FILE] [--backend cpu] [--frames 300]
+    xvfb-run -a python -m gemmpad.bench.latency_bench [--replay FILE] [--backend cpu] [--frames 300]
         [--batches 1,2,4,...] [--threads N] [--json]
 
 Each batch runs `gemmpad app --replay FILE --frames N` (FILE: by default the README

@@ -1,4 +1,4 @@
-"""gemmpad.ui.latency_bench finds its drawing where it is run, not by counting folders up from
+"""gemmpad.bench.latency_bench finds its drawing where it is run, not by counting folders up from
 the installed module (which, in a wheel, pointed outside site-packages; issue 41)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmpad.ui import latency_bench
+from gemmpad.bench import latency_bench
 
 
 def test_the_default_drawing_is_relative_to_the_checkout_it_runs_in() -> None:
