@@ -72,10 +72,21 @@ def rows_problem(x: np.ndarray, width: int = 784) -> str | None:
     return None
 
 
+def label_outside_digits(y: np.ndarray) -> int | None:
+    """A label of integer `y` outside 0-9, the largest else the smallest (None when every one
+    is a digit): the one range rule for every labels file read (cached sets, Learn's sets),
+    each caller wording its own message."""
+    if y.size == 0:
+        return None
+    hi, lo = int(y.max()), int(y.min())
+    return hi if hi > 9 else lo if lo < 0 else None
+
+
 def labels_problem(y: np.ndarray, n: int) -> str | None:
     """Why `y` is not n integer digit labels 0-9 (None when it is)."""
     if y.dtype.kind not in "iu" or y.shape != (n,):
         return f"labels of {y.dtype} {y.shape}, expected {n} integers"
-    if n and (y.min() < 0 or y.max() > 9):
-        return f"labels outside 0-9 (e.g. {int(y.max() if y.max() > 9 else y.min())})"
+    outside = label_outside_digits(y)
+    if outside is not None:
+        return f"labels outside 0-9 (e.g. {outside})"
     return None

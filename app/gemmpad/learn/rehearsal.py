@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad.data import datafind
+from gemmpad.data import arraycache, datafind
 from gemmpad.learn import rehearsal_sets
 from gemmpad.errors import DataError, GemmpadError
 from gemmpad.inputs.files import write_bytes
@@ -118,7 +118,7 @@ def read(path: Path, entry: dict[str, Any], name: str, fix: str = FIX) -> Refere
         n = entry.get(count)
         if x.dtype != np.uint8 or x.ndim != 2 or x.shape[1] != 784 or y.dtype != np.uint8 or y.shape != (len(x),):
             raise bad(f"hold {key} arrays of {x.dtype} {x.shape} / {y.dtype} {y.shape}")
-        if len(x) != n or (n and int(y.max()) > 9):
+        if len(x) != n or arraycache.label_outside_digits(y) is not None:
             raise bad(f"hold {len(x)} {key} rows with labels up to {int(y.max()) if len(y) else '-'}, "
                       f"the card says {n}")
         parts[key] = Arrays(x.astype(np.float32) / np.float32(255.0), y.astype(np.int64))
