@@ -82,7 +82,7 @@ def figure_files(root: Path = ROOT) -> list[str]:
 def figure_lines(dirs: list[str], load: Load, run_date: Callable[[Path], str],
                  root: Path = ROOT) -> dict[str, str]:
     """file (relative to `root`) -> its figure line, from the result files in `dirs` (relative to `root`)."""
-    sources = {name: _newest_first([root / d / name for d in dirs], run_date)
+    sources = {name: newest_first([root / d / name for d in dirs], run_date)
                for name in (GEMM_FILE, MLP_FILE, TRAIN_FILE)}
     loaded = {path: load(path) for paths in sources.values() for path in paths}
 
@@ -131,7 +131,10 @@ def figure_line(text: str, where: str) -> str:
     return marked[0]
 
 
-def _newest_first(paths: list[Path], run_date: Callable[[Path], str]) -> list[Path]:
+def newest_first(paths: list[Path], run_date: Callable[[Path], str]) -> list[Path]:
+    """The files of `paths` that exist, newest run (`run_date`) first: the one rule for which
+    committed run a figure comes from (report.newest, the README tables, the kernel headers, the
+    Lab figures, native/tools/kernel_manifest.py); `run_date` is passed in as report reads it."""
     held = [p for p in paths if p.is_file()]
     return sorted(held, key=run_date, reverse=True)  # stable: the first folder on a tie, as the report's tables
 

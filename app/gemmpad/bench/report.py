@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad.bench import roofline
-from gemmpad.bench.headers import ROOT, rewrite_headers
+from gemmpad.bench.headers import ROOT, newest_first, rewrite_headers
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import atomic_path, write_text
@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
     dirs = [Path(d) for d in (args.dir or DEFAULT_DIRS)]
     found = {}
     for name, f in RESULTS.items():
-        held = [d / f for d in dirs if (d / f).is_file()]
-        if held:  # max keeps the first of equal dates
-            found[name] = max(held, key=_run_date)
+        path = newest([d / f for d in dirs])
+        if path is not None:
+            found[name] = path
     where = " or ".join(str(d) for d in dirs)
     if not found:
         raise GemmpadError(f"--dir {where}: no {' or '.join(RESULTS.values())} there")
@@ -88,19 +88,22 @@ def rewrite_lab_figures(root: Path = ROOT) -> None:
     newest committed GEMM and MLP results (DEFAULT_DIRS, whatever --dir says, as the kernel
     headers): the wheel ships the package, not assets/. Only in a source checkout: an installed
     package is never written to."""
-    newest = {}
-    for name in ("gemm", "mlp"):
-        held = [root / d / RESULTS[name] for d in DEFAULT_DIRS if (root / d / RESULTS[name]).is_file()]
-        if held:
-            newest[name] = max(held, key=_run_date)
-    if not (root / "native").is_dir() or "gemm" not in newest:
+    gemm_path, mlp_path = (newest([root / d / RESULTS[name] for d in DEFAULT_DIRS]) for name in ("gemm", "mlp"))
+    if not (root / "native").is_dir() or gemm_path is None:
         return
-    gemm = _load(newest["gemm"], "gemm")
-    mlp = _load(newest["mlp"], "mlp") if "mlp" in newest else None
+    gemm = _load(gemm_path, "gemm")
+    mlp = _load(mlp_path, "mlp") if mlp_path is not None else None
     text = json.dumps(roofline.figures_from(gemm, mlp), indent=1) + "\n"
     if not roofline.FIGURES.is_file() or roofline.FIGURES.read_text(encoding="utf-8") != text:
         write_text(roofline.FIGURES, text)
         print(f"rewrote {roofline.FIGURES.name} (the Lab tab's committed figures)")
+
+
+def newest(paths: list[Path]) -> Path | None:
+    """The result file of the newest run (its machine's date) among `paths` that exist, the first
+    of `paths` on a tie (None when none exists): headers.newest_first with this module's reading."""
+    held = newest_first(paths, _run_date)
+    return held[0] if held else None
 
 
 def _run_date_of(data: dict[str, Any]) -> str:
