@@ -27,12 +27,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-# This checkout's package, not an installed copy: the manifest follows the checkout's own rule for
-# the newest run (gemmpad.bench.report.newest). It needs the CPU module built in place, as the tests do.
-sys.path.insert(0, str(ROOT / "app"))
-
-from gemmpad.bench import report  # noqa: E402
-
 MANIFEST = ROOT / "app" / "gemmpad" / "kernel_manifest.json"
 # The file types CMake compiles into _cuda (native/CMakeLists.txt's GEMMPAD_CUDA_SOURCES).
 SUFFIXES = (".cu", ".cpp")
@@ -167,12 +161,13 @@ def figures(root: Path = ROOT) -> dict[str, list[dict[str, Any]]]:
 
 def agreement(root: Path = ROOT) -> dict[str, dict[str, Any]]:
     """Per kernel, the share of the 10,000 MNIST test digits it reads as the fp32 network does,
-    from the newest committed bench-mlp.json (report.newest: the rule the README's MLP table uses):
-    the window's kernel line shows it, installed or not."""
-    path = report.newest([root / d / "bench-mlp.json" for d in report.DEFAULT_DIRS])
-    if path is None:
+    from the newest committed bench-mlp.json: the window's kernel line shows it, installed or not."""
+    runs = [(json.loads(p.read_text(encoding="utf-8")), p) for p in (root / "assets" / "benchmarks").glob("*/bench-mlp.json")]
+    if not runs:
         return {}
-    run = json.loads(path.read_text(encoding="utf-8"))
+    # the newest run, as gemmpad.bench.headers.newest_first picks it; not imported from there because
+    # this tool runs on a checkout without the native modules built (importing gemmpad needs them)
+    run, path = max(runs, key=lambda rp: rp[0]["machine"]["date_utc"])
     out: dict[str, dict[str, Any]] = {}
     for r in run["results"]:
         share = r.get("agrees_with_fp32")

@@ -134,7 +134,8 @@ def figure_line(text: str, where: str) -> str:
 def newest_first(paths: list[Path], run_date: Callable[[Path], str]) -> list[Path]:
     """The files of `paths` that exist, newest run (`run_date`) first: the one rule for which
     committed run a figure comes from (report.newest, the README tables, the kernel headers, the
-    Lab figures, native/tools/kernel_manifest.py); `run_date` is passed in as report reads it."""
+    Lab figures; native/tools/kernel_manifest.py applies it without importing gemmpad); `run_date` is
+    passed in as report reads it."""
     held = [p for p in paths if p.is_file()]
     return sorted(held, key=run_date, reverse=True)  # stable: the first folder on a tie, as the report's tables
 
