@@ -132,7 +132,7 @@ def test_train_with_base_points_to_fine_tune(tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     rc = cli.main(["train", "--drawings", str(tmp_path), "--base", str(default_model_path())])
     err = capsys.readouterr().err
-    assert rc == 2 and err.strip() == "gemmpad: error: fine-tuning is its own command: gemmpad fine-tune --drawings DIR --base MODEL"
+    assert rc == 2 and err.strip() == "gemmpad: error: fine-tuning is its own command: gemmpad fine-tune [--drawings DIR] [--base MODEL]"
 
 
 def test_check_target_refuses_an_existing_file(tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ def _versions() -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Train, save, measure; returns the exit status."""
     if args.base or args.steps or args.insist:
-        raise GemmpadError("fine-tuning is its own command: gemmpad fine-tune --drawings DIR --base MODEL")
+        raise GemmpadError("fine-tuning is its own command: gemmpad fine-tune [--drawings DIR] [--base MODEL]")
     if args.drawings and not Path(args.drawings).is_dir():  # before minutes of building, not after
         raise GemmpadError(f"--drawings {args.drawings}: not a folder")
     require("torch", "gemmpad train", "'gemmpad[train]'")
