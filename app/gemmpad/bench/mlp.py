@@ -32,6 +32,7 @@ from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, mlp_table, sweep_table, write
 from gemmpad.bench.timing import classifier_call, time_calls
 from gemmpad.errors import GemmpadError, KernelUnavailable
+from gemmpad.inputs.preprocess import unit_pixels
 from gemmpad.runtime.precision import argmax_agreement, mlp_bound
 
 MLP_BATCHES = [1, 16, 256, 4096]
@@ -206,7 +207,7 @@ def _measure(clf: Any, model: Any, backend: str, label: str, precision: str, x: 
     """One result row: x checked against float64 within the precision's bound (uint8 x: on the
     floats the 8-bit path reads), then timed if right. Returns (row, right)."""
     probs = clf.predict(x)
-    xf = x.astype(np.float32) * np.float32(1.0 / 255.0) if x.dtype == np.uint8 else x
+    xf = unit_pixels(x) if x.dtype == np.uint8 else x
     bound = mlp_bound(model.weights, xf, precision)
     ref = bound.probs
     err = float(np.max(np.abs(probs - ref)) / np.max(np.abs(ref)))

@@ -49,6 +49,16 @@ MAX_SLANT = 1.0  # shear per unit height; beyond it the moments describe a shape
 TARGET_WIDTH = 4.6
 
 
+PIXEL_SCALE = np.float32(1.0 / 255.0)
+
+
+def unit_pixels(pixels: np.ndarray) -> np.ndarray:
+    """8-bit pixels as float32 in [0, 1]: x * float32(1/255). The one scaling of uint8 pixels:
+    preprocess, the backends' 8-bit paths, and the native kernels' conversion (which multiply by
+    the same float32 constant) all read a byte as this value."""
+    return pixels.astype(np.float32) * PIXEL_SCALE
+
+
 def _as_unit_float(image: np.ndarray) -> np.ndarray:
     """float32 in [0, 1]: uint8 is divided by 255; floats above 1 are taken as 0..255."""
     arr = np.asarray(image)
@@ -57,7 +67,7 @@ def _as_unit_float(image: np.ndarray) -> np.ndarray:
     if arr.shape[0] < 1 or arr.shape[1] < 1:
         raise InputShapeError(f"preprocess got an empty image of shape {arr.shape}")
     if arr.dtype == np.uint8:
-        return arr.astype(np.float32) * np.float32(1.0 / 255.0)
+        return unit_pixels(arr)
     if arr.dtype == np.bool_:
         return arr.astype(np.float32)
     if not np.issubdtype(arr.dtype, np.floating):

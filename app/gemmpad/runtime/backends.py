@@ -26,9 +26,6 @@ import numpy as np
 from gemmpad.runtime import native, registry
 
 
-PIXEL_SCALE = np.float32(1.0 / 255.0)  # gemmpad.inputs.preprocess's scaling of uint8 pixels, and the native u8 paths'
-
-
 class Runner(Protocol):
     """One backend's MLP, weights resident: the object `Classifier` calls every frame."""
 
@@ -81,8 +78,10 @@ class NumpyMlp:
 
     def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
                    h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
+        from gemmpad.inputs.preprocess import unit_pixels  # here, not at start-up: `gemmpad --help` stays light
+
         t0 = time.perf_counter()
-        xf = x.astype(np.float32) * PIXEL_SCALE
+        xf = unit_pixels(x)
         return (time.perf_counter() - t0) * 1e6 + self.forward(xf, out, kernel, h1, h2)
 
 

@@ -31,6 +31,7 @@ from gemmpad.runtime import backends, registry
 from gemmpad.runtime.backends import available_backends, backend_of, full_names
 from gemmpad.runtime.gemm import gemm
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
+from gemmpad.inputs.preprocess import preprocess, unit_pixels
 from gemmpad.runtime.model import LAYERS, Model, load_model, softmax
 
 BACKENDS = backends.NAMES  # the one list of backends: gemmpad.runtime.backends
@@ -85,7 +86,7 @@ class LayerByLayer:
 
     def forward_u8(self, x: np.ndarray, out: np.ndarray, kernel: str,
                    h1: np.ndarray | None = None, h2: np.ndarray | None = None) -> float:
-        return self.forward(x.astype(np.float32) * backends.PIXEL_SCALE, out, kernel, h1, h2)
+        return self.forward(unit_pixels(x), out, kernel, h1, h2)
 
     def kernel_us(self) -> float:
         return self._kernel_us
@@ -353,8 +354,6 @@ class Classifier:
         pass asks for them itself instead (a second pass would double a slow frame) and the
         cost is not measured (NaN).
         """
-        from gemmpad.inputs.preprocess import preprocess
-
         if batch < 1:
             raise InputShapeError(f"batch must be >= 1, got {batch}")
         image28 = preprocess(image)
