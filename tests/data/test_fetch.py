@@ -288,11 +288,14 @@ def test_status_tells_a_copy_that_is_not_the_published_data(no_data: Path, monke
     assert line.endswith("; `gemmpad data fetch mnist` gets the published files")
 
 
-def test_the_checkout_data_is_published_data() -> None:
-    """The shared folder the tests use holds exactly what fetch would download (its hashes are the catalog's)."""
+def test_the_checkout_data_is_published_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared folder the tests use holds exactly what fetch would download (its hashes are the catalog's).
+
+    The folder is named through $GEMMPAD_DATA: an installed package does not look beside the
+    clone, which is where CI's tests find it (stop 46 failed on that)."""
     from tests.mnist_data import mnist_dir
 
-    mnist_dir()  # skips without the data
+    monkeypatch.setenv("GEMMPAD_DATA", str(mnist_dir()))  # skips without the data
     found = {name: s for name, s in datafind.status().items() if s["found"]}  # pendigits may be absent
     assert datafind.MNIST in found, found
     assert all(s["ok"] for s in found.values()), found
