@@ -126,3 +126,22 @@ def test_eval_drawn_styles_on_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "drawn 9-curled", *(f"drawn 9-curled on forms, {v}" for v in forms.VARIANTS)]
     fit = results["drawn 9-curled on forms, fit-32"]
     assert fit["n"] == 2 and fit["accuracy"] == 1.0  # a constant 9 reads every (inked) 9
+
+
+def test_training_forms_range_round_the_test_variants_without_being_them() -> None:
+    """Training draws boxes of many sizes and shapes (not the test's five), stretched most of the time."""
+    rng = np.random.default_rng(0)
+    drawn = [forms.training_variant(rng) for _ in range(400)]
+    boxes = {v.box for v in drawn}
+    assert len(boxes) > 50 and all(12 <= h <= 32 and 8 <= w <= 40 for h, w in boxes)
+    assert 0.6 < np.mean([v.stretch for v in drawn]) < 0.8 and not any(v.lines for v in drawn)
+
+
+def test_an_mnist_image_on_a_form_is_a_binary_bitmap_of_its_box() -> None:
+    image = np.zeros((28, 28), np.uint8)
+    image[4:24, 12:16] = 255  # a tall 1: stretched, it fills the box
+    v = forms.FormVariant(box=(16, 12), blur=0.0, upsample=(1,))
+    out = forms.image_on_form(image, v, np.random.default_rng(1))
+    assert out.shape == (18, 14) and set(np.unique(out)) <= {0, 255}
+    ink = out < 128 if out[0, 0] == 255 else out > 128
+    assert ink[1:-1, 1:-1].mean() > 0.9 and not ink[0].any()  # the box filled, the paper round it kept

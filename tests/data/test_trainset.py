@@ -39,13 +39,16 @@ def test_the_arrays_depend_on_the_seed_not_on_the_number_of_jobs(monkeypatch) ->
     monkeypatch.setattr(trainset, "PEN_CHUNK", 2)
     images, labels = one_images(10)
     labels = np.arange(10, dtype=np.int64)  # labels must follow their own images across chunks
-    args = (images, labels, ["original", "warp", "restroke", "drawn", "pendigits", "paper"], 5, 9, lambda s: None,
-            pen_ones((1, 2, 3)), 2, 2)
+    args = (images, labels, ["original", "warp", "restroke", "drawn", "pendigits", "paper", "forms", "forms-mnist"],
+            5, 9, lambda s: None, pen_ones((1, 2, 3)), 2, 2, 2)
     one = trainset.training_set(*args, jobs=1)
     three = trainset.training_set(*args, jobs=3)
     for a, b in zip(one[:3], three[:3]):
         np.testing.assert_array_equal(a, b)
-    assert one[3] == three[3] == {"original": 10, "warp": 10, "restroke": 10, "drawn": 9, "pendigits": 6, "paper": 6}
+    assert one[3] == three[3]
+    made = one[3].pop("forms-mnist")  # a bar stretched into a box is a solid block: preprocess finds no ink in some
+    assert 5 <= made <= 10 and one[3] == {"original": 10, "warp": 10, "restroke": 10, "drawn": 9, "pendigits": 6,
+                                          "paper": 6, "forms": 6}
     np.testing.assert_array_equal(one[1][:30], np.tile(np.arange(10), 3))
     other = trainset.training_set(*args[:3], 6, *args[4:], jobs=3)  # another seed: other drawings
     assert not np.array_equal(one[0], other[0])
@@ -75,3 +78,22 @@ def test_the_european_source_restrokes_ones_sevens_and_nines_only() -> None:
     x, y, _, counts = trainset.training_set(images, labels, ["european"], 0, 0, lambda s: None)
     assert counts == {"european": 5} and sorted(y.tolist()) == [1, 1, 7, 9, 9]
     assert np.all(x.reshape(-1, 28, 28).max(axis=(1, 2)) > 0.5)
+
+
+def test_the_form_sources_are_binary_scans_of_every_digit_by_its_writer() -> None:
+    """issue 43: "forms" puts each writer's sample on form_copies scanned forms, "forms-mnist" each
+    MNIST image on one; both read back as digits with their own labels and writers."""
+    images = np.zeros((6, 28, 28), np.uint8)
+    images[:, 5:8, 6:22] = 255  # six 7s: a bar and a stem, which a stretch cannot fill
+    for r in range(8, 24):
+        images[:, r, 18 - (r - 8) // 2 : 21 - (r - 8) // 2] = 255
+    labels = np.full(6, 7, np.int64)
+    pen = pen_ones((5, 9))
+    x, y, writer, counts = trainset.training_set(images, labels, ["forms", "forms-mnist"], 3, 0, lambda s: None,
+                                                 pen, form_copies=3)
+    assert counts == {"forms": 6, "forms-mnist": 6}
+    assert sorted(writer[:6].tolist()) == [5, 5, 5, 9, 9, 9] and set(writer[6:]) == {0}
+    assert set(y[:6]) == {1} and set(y[6:]) == {7}
+    assert np.all(x.reshape(-1, 28, 28).max(axis=(1, 2)) > 0.5)
+    plain, *_ = trainset.training_set(images, labels, ["pendigits"], 3, 0, lambda s: None, pen, pen_copies=3)
+    assert not np.array_equal(x[:6], plain)  # not the canvas renderings again

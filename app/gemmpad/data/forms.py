@@ -117,7 +117,19 @@ def on_form(sample: PenDigit, variant: FormVariant | str, rng: np.random.Generat
     """One real writer's digit as a form-reading pipeline outputs it: uint8 [H, W], binary
     (0 and 255), dark ink on white or (half the time) white on black."""
     v = VARIANTS[variant] if isinstance(variant, str) else variant
-    cover = into_box(pen_on_form(sample, v.box, rng), v.box, v.stretch)
+    return _scanned(into_box(pen_on_form(sample, v.box, rng), v.box, v.stretch), v, rng)
+
+
+def image_on_form(image: np.ndarray, variant: FormVariant, rng: np.random.Generator) -> np.ndarray:
+    """A grey digit (uint8 [H, W], ink bright, as MNIST stores it) put through the same form pipeline:
+    training's copies of the MNIST digits ("forms-mnist" in gemmpad.data.trainset). MNIST's 20 px
+    box is already low resolution, so the stretch and the threshold do most of the work."""
+    return _scanned(into_box(image.astype(np.float32) / 255.0, variant.box, variant.stretch), variant, rng)
+
+
+def _scanned(cover: np.ndarray, v: FormVariant, rng: np.random.Generator) -> np.ndarray:
+    """Ink coverage in a box -> the form reader's bitmap: paper round it, the printed box (when the
+    variant has one), the scanner's blur, the threshold, the enlargement and the polarity."""
     margin = 3 if v.lines else 1  # paper round the box: the blur must not wrap ink across it
     scan = np.ones((v.box[0] + 2 * margin, v.box[1] + 2 * margin), dtype=np.float32)
     scan[margin:-margin, margin:-margin] -= cover
@@ -129,6 +141,16 @@ def on_form(sample: PenDigit, variant: FormVariant | str, rng: np.random.Generat
     f = int(rng.choice(v.upsample))
     bitmap = np.repeat(np.repeat(bitmap, f, axis=0), f, axis=1)
     return 255 - bitmap if rng.random() < 0.5 else bitmap
+
+
+def training_variant(rng: np.random.Generator) -> FormVariant:
+    """A form for one training copy, drawn from a range round the test's VARIANTS rather than
+    the variants themselves: boxes 12-32 px high and 0.6-1.25 as wide (forms are not square),
+    stretched seven times in ten, blurred half the time, any threshold the test uses. No printed
+    lines: removing them is preprocessing's job, not the weights'."""
+    h = int(rng.integers(12, 33))
+    w = int(np.clip(round(h * rng.uniform(0.6, 1.25)), 8, 40))
+    return FormVariant(box=(h, w), stretch=bool(rng.random() < 0.7), blur=0.5, level=(0.35, 0.75))
 
 
 def drawn_on_form(name: str, variant: str, count: int) -> list[np.ndarray]:

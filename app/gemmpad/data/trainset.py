@@ -20,16 +20,18 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad.data import arraycache, augment, synthetic, paper, pendigits
+from gemmpad.data import arraycache, augment, forms, synthetic, paper, pendigits
 from gemmpad.data.pool import ordered_map
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
 
-SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper", "european")  # what training_set can build
+SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper", "european", "forms", "forms-mnist")  # what training_set can build
 PEN_COPIES = 8  # default random-style renderings of each pendigits training sample ("pendigits")
 PAPER_COPIES = 2  # default photos of each on paper ("paper": gemmpad.data.paper, never the test set's seed)
+FORM_COPIES = 2  # default scanned-form copies of each ("forms": gemmpad.data.forms.training_variant)
+PEN_SOURCES = ("pendigits", "paper", "forms")  # the sources made from the real writers' trajectories
 CHUNK = 2500  # MNIST images per task: bounds memory (~30 MB per 56x56 chunk) and balances the pool
 PEN_CHUNK = 500  # pendigits samples per task (one copy each)
-_STREAM = {"warp": 1, "restroke": 2, "drawn": 6, "pendigits": 4, "paper": 5, "european": 7}  # per-source seed component
+_STREAM = {"warp": 1, "restroke": 2, "drawn": 6, "pendigits": 4, "paper": 5, "european": 7, "forms": 8, "forms-mnist": 9}  # per-source seed component
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,10 @@ class _Task:
 
     source: str
     seed: tuple[int, ...]  # its own random stream
-    images: np.ndarray | None = None  # MNIST uint8 [n, 28, 28] ("original", "warp", "restroke", "european")
+    images: np.ndarray | None = None  # MNIST uint8 [n, 28, 28] ("original", "warp", "restroke", "european", "forms-mnist")
     labels: np.ndarray | None = None  # and their digits
     count: int = 0  # drawn digits to make ("drawn")
-    pen: tuple[pendigits.PenDigit, ...] = ()  # samples to render once each ("pendigits", "paper")
+    pen: tuple[pendigits.PenDigit, ...] = ()  # samples to render once each ("pendigits", "paper", "forms")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,18 @@ class _Part:
     writer: np.ndarray  # int64 [n], 0 where not a pendigits writer
 
 
+def _one_by_one(images: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Images of any size through preprocess one at a time (preprocess_batch takes one size):
+    x float32 [n, 28, 28] and which of them had ink."""
+    out = np.zeros((len(images), 28, 28), dtype=np.float32)
+    ok = np.zeros(len(images), dtype=bool)
+    for i, img in enumerate(images):
+        r = preprocess(img)
+        if r is not None:
+            out[i], ok[i] = r, True
+    return out, ok
+
+
 def _build(task: _Task) -> _Part:
     """One chunk through its transform and preprocess; rows without ink are dropped, not trained as blank."""
     rng = np.random.default_rng(task.seed)
@@ -58,20 +72,19 @@ def _build(task: _Task) -> _Part:
         seed = int(np.random.SeedSequence(task.seed).generate_state(1)[0])
         ds = synthetic.generate(task.count, seed=seed + (seed == synthetic.EVAL_SEED))  # never the test set's seed
         return _Part(ds.images, ds.labels.astype(np.int64), np.zeros(len(ds.labels), np.int64))
-    if task.source in ("pendigits", "paper"):
-        draw: Callable[[pendigits.PenDigit], np.ndarray] = (
-            (lambda s: paper.on_paper(s, rng)) if task.source == "paper"
-            else (lambda s: pendigits.render(s, pendigits.random_style(rng))))
-        out = np.zeros((len(task.pen), 28, 28), dtype=np.float32)
-        ok = np.zeros(len(task.pen), dtype=bool)
-        for i, s in enumerate(task.pen):
-            r = preprocess(draw(s))
-            if r is not None:
-                out[i], ok[i] = r, True
+    if task.source in PEN_SOURCES:
+        draw: Callable[[pendigits.PenDigit], np.ndarray] = {
+            "pendigits": lambda s: pendigits.render(s, pendigits.random_style(rng)),
+            "paper": lambda s: paper.on_paper(s, rng),
+            "forms": lambda s: forms.on_form(s, forms.training_variant(rng), rng)}[task.source]
+        out, ok = _one_by_one([draw(s) for s in task.pen])
         y = np.array([s.digit for s in task.pen], dtype=np.int64)
         w = np.array([s.writer for s in task.pen], dtype=np.int64)
         return _Part(out[ok], y[ok], w[ok])
     assert task.images is not None and task.labels is not None
+    if task.source == "forms-mnist":  # each image through a form of its own: sizes differ, so one by one
+        out, ok = _one_by_one([forms.image_on_form(img, forms.training_variant(rng), rng) for img in task.images])
+        return _Part(out[ok], task.labels[ok].astype(np.int64), np.zeros(int(ok.sum()), np.int64))
     unit = task.images.astype(np.float32) / 255.0
     if task.source == "warp":
         unit = augment.warp(unit, 28, rng)
@@ -84,10 +97,10 @@ def _build(task: _Task) -> _Part:
 
 
 def _tasks(images: np.ndarray, labels: np.ndarray, sources: Sequence[str], seed: int, n_drawn: int,
-           pen: Sequence[pendigits.PenDigit], pen_copies: int, paper_copies: int) -> Iterator[_Task]:
+           pen: Sequence[pendigits.PenDigit], copies: dict[str, int]) -> Iterator[_Task]:
     """The chunks of every source, in output order; chunk boundaries depend on the data only."""
     for src in sources:
-        if src in ("original", "warp", "restroke", "european"):
+        if src in ("original", "warp", "restroke", "european", "forms-mnist"):
             own = np.isin(labels, augment.EUROPEAN_DIGITS)
             imgs, labs = (images[own], labels[own]) if src == "european" else (images, labels)
             for k, i in enumerate(range(0, len(imgs), CHUNK)):
@@ -95,28 +108,29 @@ def _tasks(images: np.ndarray, labels: np.ndarray, sources: Sequence[str], seed:
         elif src == "drawn":
             for k, i in enumerate(range(0, n_drawn, CHUNK)):
                 yield _Task(src, (seed, _STREAM[src], k), count=min(CHUNK, n_drawn - i))
-        elif src in ("pendigits", "paper"):
-            copies = pen_copies if src == "pendigits" else paper_copies
-            for c in range(copies):
+        elif src in PEN_SOURCES:
+            for c in range(copies[src]):
                 for k, i in enumerate(range(0, len(pen), PEN_CHUNK)):
                     yield _Task(src, (seed, _STREAM[src], c, k), pen=tuple(pen[i : i + PEN_CHUNK]))
 
 
 def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], seed: int, n_drawn: int,
                  log: Callable[[str], None], pen: Sequence[pendigits.PenDigit] | None = None,
-                 pen_copies: int = PEN_COPIES, paper_copies: int = PAPER_COPIES,
+                 pen_copies: int = PEN_COPIES, paper_copies: int = PAPER_COPIES, form_copies: int = FORM_COPIES,
                  jobs: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """Training arrays x float32 [N, 784], y int64 [N], writer int64 [N] (the pendigits writer
     of each row, 0 for the others) from MNIST uint8 images and the chosen sources, source by source.
 
-    Every pendigits sample in `pen` is rendered pen_copies (on paper paper_copies) times;
+    Every pendigits sample in `pen` is rendered pen_copies (on paper paper_copies, on forms
+    form_copies) times;
     callers drop the rows of writers they hold out, so one cached set serves every writer split.
     The same seed gives the same arrays for any `jobs`.
     """
     pen = list(pen or [])
     order = [s for s in sources
-             if not (s == "drawn" and n_drawn <= 0) and not (s in ("pendigits", "paper") and not pen)]
-    tasks = list(_tasks(images, labels, order, seed, n_drawn, pen, pen_copies, paper_copies))
+             if not (s == "drawn" and n_drawn <= 0) and not (s in PEN_SOURCES and not pen)]
+    copies = {"pendigits": pen_copies, "paper": paper_copies, "forms": form_copies}
+    tasks = list(_tasks(images, labels, order, seed, n_drawn, pen, copies))
     left = {src: sum(t.source == src for t in tasks) for src in order}
     xs: dict[str, list[np.ndarray]] = {s: [] for s in order}
     ys: dict[str, list[np.ndarray]] = {s: [] for s in order}
@@ -141,7 +155,7 @@ def code_version() -> str:
     """A hash of the modules that make training images: a change invalidates the cache."""
     here = Path(__file__).resolve().parents[1]
     h = hashlib.md5()
-    for name in ("data/trainset.py", "data/augment.py", "data/synthetic.py", "inputs/preprocess.py", "inputs/strokes.py", "data/pendigits.py", "data/paper.py"):
+    for name in ("data/trainset.py", "data/augment.py", "data/synthetic.py", "inputs/preprocess.py", "inputs/strokes.py", "data/pendigits.py", "data/paper.py", "data/forms.py"):
         h.update((here / name).read_bytes())
     return h.hexdigest()
 

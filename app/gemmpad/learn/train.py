@@ -48,7 +48,7 @@ from gemmpad.data.pool import default_jobs
 from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.terminal import printable
 
-DEFAULT_SOURCES = SOURCES[:6]  # the shipped model's recipe; "european" (issue 43) is opt-in until trained on
+DEFAULT_SOURCES = SOURCES[:6]  # the shipped model's recipe; "european", "forms", "forms-mnist" (issue 43) are opt-in until trained on
 DATA_SOURCES = {  # every dataset a model learns from or is measured on, with its licence
     "MNIST": "LeCun, Cortes & Burges, http://yann.lecun.com/exdb/mnist/ (CC BY-SA 3.0)",
     "pendigits": "Alpaydin & Alimoglu, Pen-Based Recognition of Handwritten Digits, UCI Machine Learning "
@@ -95,6 +95,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="random-style renderings of each pendigits training sample")
     p.add_argument("--paper-copies", type=integer(1, 64), default=trainset.PAPER_COPIES, metavar="N",
                    help="photos on paper of each pendigits training sample")
+    p.add_argument("--form-copies", type=integer(1, 64), default=trainset.FORM_COPIES, metavar="N",
+                   help="scanned-form copies of each pendigits training sample (with --augment ...,forms)")
     p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
                    help="processes that build the training arrays and read the test sets (default: every "
                         "core); the arrays depend on --seed only")
@@ -139,9 +141,11 @@ def _training_arrays(args: argparse.Namespace, images: np.ndarray, labels: np.nd
                      log: Callable[[str], None]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """trainset.training_set(), reused from --cache when the same data and settings built it before."""
     key = [sorted(md5.items()), sources, args.seed, args.drawn, len(images), args.val,
-           hashlib.md5(images.tobytes()).hexdigest(), len(pen), args.pen_copies, args.paper_copies]
+           hashlib.md5(images.tobytes()).hexdigest(), len(pen), args.pen_copies, args.paper_copies,
+           *([args.form_copies] if "forms" in sources else [])]  # (so the sets cached before forms still serve)
     return trainset.cached(args.cache, key, lambda: trainset.training_set(
-        images, labels, sources, args.seed, args.drawn, log, pen, args.pen_copies, args.paper_copies, args.jobs), log)
+        images, labels, sources, args.seed, args.drawn, log, pen, args.pen_copies, args.paper_copies,
+        args.form_copies, args.jobs), log)
 
 
 # ---------------------------------------------------------------- fitting
@@ -261,7 +265,7 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     split = np.random.default_rng([args.seed, 0]).permutation(len(images))
     val_idx, train_idx = split[: args.val], split[args.val :]
     log(f"building training arrays ({', '.join(sources)}) from {len(train_idx)} MNIST images")
-    pen = pendigits.read_pendigits() if {"pendigits", "paper"} & set(sources) else []
+    pen = pendigits.read_pendigits() if set(trainset.PEN_SOURCES) & set(sources) else []
     x, y, writer, counts = _training_arrays(args, images[train_idx], labels[train_idx], sources, {**train.md5},
                                             pen, log)
     keep = ~np.isin(writer, held_writers)  # the held-out writers' renderings never reach training
@@ -398,7 +402,8 @@ def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std:
             "batch_size": args.batch_size, "seed": args.seed, "sources": counts,
             "mnist_train_images": n_train, "held_out": int(args.val),
             "pendigits_writers": trained_writers, "pendigits_copies": args.pen_copies,
-            "paper_copies": args.paper_copies, "real_weight": args.real_weight,
+            "paper_copies": args.paper_copies, "form_copies": args.form_copies if "forms" in counts else None,
+            "real_weight": args.real_weight,
             "loss": "softmax cross-entropy" if args.teacher == "none" else distill.describe_loss(),
             "init": "He-uniform, zero biases",
         },
