@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gemmpad.runtime import native
-from gemmpad.data import pendigits, trainset, userdata
+from gemmpad.data import forms, pendigits, trainset, userdata
 from gemmpad.learn import rehearsal, train, train_native, train_torch, trainer
 from gemmpad.errors import CudaUnavailable, DataError, GemmpadError
 from gemmpad.runtime.model import Model, fold_normalisation, load_model
@@ -301,3 +301,40 @@ def test_european_strokes_are_an_option_not_the_default() -> None:
     """Issue 43: the shipped model's recipe (the default) stays what it was until a round trains on them."""
     assert "european" not in train._sources(parse().augment)
     assert train._sources("warp,european") == ["original", "warp", "european"]
+
+
+@pytest.mark.slow
+def test_cross_validation_holds_out_every_writer_once_then_trains_on_all(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 43: --folds K trains K models, each measured on writers it never saw, then --output on all."""
+    real = pendigits.read_pendigits(pendigits_file())
+    few = [s for w in (1, 2, 3) for s in [s for s in real if s.writer == w][:10]]
+    small = tmp_path / "pen.tra"
+    small.write_text(unipen(few))
+    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(small))
+    seen: list[int] = []
+    fit = train_torch.fit
+    monkeypatch.setattr(train_torch, "fit", lambda x, y, w, **kw: (seen.append(len(x)), fit(x, y, w, **kw))[1])
+    args = smoke_args(tmp_path, "cv", "--augment", "original,pendigits", "--pen-copies", "1", "--folds", "3",
+                      "--limit", "600", "--val", "100")
+    assert train.run(args) == 0
+    assert seen == [500 + 20, 500 + 20, 500 + 20, 500 + 30]  # each fold without its writer's 10, then all
+    for k, writer in enumerate((1, 2, 3), 1):
+        card = load_model(tmp_path / f"cv.fold{k}.npz").card
+        assert card["results"]["real_writers"]["writers"] == [writer] and "rehearsal" not in card
+        assert set(card["results"]["real_writers"]["forms_variants"]) == set(forms.VARIANTS)
+    cv = json.loads((tmp_path / "cv.cv.json").read_text())
+    assert cv["writers"] == [1, 2, 3] and [f["writers"] for f in cv["folds"]] == [[1], [2], [3]]
+    assert cv["worst_style"] <= cv["mean"] and set(cv["forms_variants"]) == set(forms.VARIANTS)
+    assert "| **all** | 3 writers | 30 |" in (tmp_path / "cv.cv.md").read_text()
+    final = load_model(tmp_path / "cv.npz").card
+    assert final["training"]["pendigits_writers"] == [1, 2, 3] and final["results"]["real_writers"] is None
+    assert final["results"]["cross_validation"]["folds"] == cv["folds"] and final["rehearsal"]
+    with pytest.raises(GemmpadError, match="already exist"):  # the fold files are outputs too
+        (tmp_path / "cv.npz").unlink()
+        train.run(args)
+
+
+def test_folds_choose_the_held_out_writers_themselves(tmp_path: Path) -> None:
+    with pytest.raises(GemmpadError, match="--folds chooses the held-out writers itself"):
+        train.run(quick_args(tmp_path, "--folds", "5", "--val-writers", "1-6"))

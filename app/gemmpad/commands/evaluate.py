@@ -234,11 +234,15 @@ def writer_sets(model: Model, samples: Sequence[pendigits.PenDigit], names: Sequ
 
 
 def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta: int = 1,
-                       paper: bool = True, jobs: int = 1) -> dict[str, Any]:
+                       paper: bool = True, jobs: int = 1, forms: bool = False) -> dict[str, Any]:
     """What the model card says about real writers: per style, their mean and worst, per
-    digit over all styles, and on paper. `samples` must be writers the model never saw."""
-    sets = writer_sets(model, samples, [*pendigits.STYLES, *[PAPER] * paper], tta, jobs)
-    per_style = {k: v for k, v in sets.items() if k != PAPER}
+    digit over all styles, on paper, and (with `forms`) on each kind of scanned form with the
+    forms without printed lines pooled. `samples` must be writers the model never saw."""
+    from gemmpad.data.forms import VARIANTS, LINED
+
+    on_forms = [FORMS + v for v in VARIANTS] if forms else []
+    sets = writer_sets(model, samples, [*pendigits.STYLES, *[PAPER] * paper, *on_forms], tta, jobs)
+    per_style = {k: v for k, v in sets.items() if k in pendigits.STYLES}
     accs = {k: v.accuracy for k, v in per_style.items()}
     pooled = Scores.pooled(list(per_style.values()))
     report: dict[str, Any] = {
@@ -250,6 +254,12 @@ def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta:
         p = sets[PAPER]
         report["paper"] = p.accuracy
         report["paper_per_digit"] = p.per_digit()
+    if forms:
+        unlined = Scores.pooled([sets[n] for n in on_forms if n.removeprefix(FORMS) not in LINED])
+        report["forms"] = unlined.accuracy
+        report["forms_per_digit"] = unlined.per_digit()
+        report["forms_variants"] = {n.removeprefix(FORMS): sets[n].summary() for n in on_forms}
+        report["forms_lined"] = list(LINED)
     return report
 
 

@@ -60,6 +60,7 @@ VARIANTS: dict[str, FormVariant] = {
     "fit-32": FormVariant(box=(32, 32), stretch=False),  # normalised into the box, shape kept
     "boxed-32": FormVariant(box=(32, 32), lines=True),  # the form's printed box left round it
 }
+LINED = tuple(name for name, v in VARIANTS.items() if v.lines)  # a test of preprocess (line removal), pooled apart
 
 
 def pen_on_form(sample: PenDigit, box: tuple[int, int], rng: np.random.Generator) -> np.ndarray:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import platform
 import time
@@ -36,14 +37,14 @@ from typing import Any
 import numpy as np
 
 from gemmpad.data import mnist, synthetic, paper, pendigits, trainset, userdata
-from gemmpad.learn import distill, rehearsal, rehearsal_sets, train_torch, trainers
+from gemmpad.learn import crossval, distill, rehearsal, rehearsal_sets, train_torch, trainers
 from gemmpad.learn.trainer import init_weights
 from gemmpad.commands import evaluate
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim
 from gemmpad.data.trainset import SOURCES
-from gemmpad.runtime.model import Model, accuracy, fold_normalisation, save_card
+from gemmpad.runtime.model import Model, accuracy, fold_normalisation, load_model, save_card
 from gemmpad.data.pool import default_jobs
 from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.terminal import printable
@@ -105,8 +106,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the labels (knowledge distillation, --trainer torch only; a GPU is advised)")
     p.add_argument("--real-weight", type=integer(1, 16), default=1, metavar="N",
                    help="times each real writer's rendering (pendigits, paper) is seen per epoch")
-    p.add_argument("--val-writers", default="1-6", metavar="RANGE",
-                   help="pendigits writers left out of training and measured in the card ('none': train on all)")
+    p.add_argument("--val-writers", metavar="RANGE",
+                   help="pendigits writers left out of training and measured in the card (default 1-6; "
+                        "'none': train on all)")
+    p.add_argument("--folds", type=integer(2, 30), metavar="K",
+                   help="cross-validate by writer first: K models, each holding out one K-th of the pendigits "
+                        "writers and measured on them (OUTPUT.foldI.npz, summary OUTPUT.cv.json and .md), then "
+                        "--output trained on every writer with the same recipe, the summary in its card")
     p.add_argument("--eval-drawn", type=integer(0, MAX_DRAWN), default=synthetic.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
     p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -221,9 +227,49 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(out_path, f"--output {out_path}", {".npz"})
     check_output_file(out_path.with_suffix(".json"), f"--output {out_path} (its card)")
     check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
+    if args.folds and args.val_writers is not None:
+        raise GemmpadError("--folds chooses the held-out writers itself: leave out --val-writers")
     with claim(out_path, f"--output {out_path}"):  # two runs to one --output: the second is refused now
-        _refuse_existing([out_path, out_path.with_suffix(".json"), curve_path], args.force)
+        extra = [p for k in range(1, (args.folds or 0) + 1) for p in _outputs(_fold_path(out_path, k))]
+        _refuse_existing([out_path, out_path.with_suffix(".json"), curve_path, *extra,
+                          *[out_path.with_suffix(s) for s in (".cv.json", ".cv.md")] * bool(args.folds)], args.force)
+        if args.folds:
+            return _cross_validate(args, out_path, curve_path, log, t_start)
         return _train(args, out_path, curve_path, log, t_start)
+
+
+def _fold_path(out_path: Path, k: int) -> Path:
+    return out_path.with_name(f"{out_path.stem}.fold{k}.npz")
+
+
+def _outputs(model: Path) -> list[Path]:
+    """A model file's outputs: the weights, the card and the curve beside them."""
+    return [model, model.with_suffix(".json"), model.with_suffix(".png")]
+
+
+def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Callable[[str], None],
+                    t_start: float) -> int:
+    """--folds: one model per fold of writers (measured on them, no Learn sets), the summary written
+    beside --output, then --output on every writer with the summary in its card. The training
+    arrays are built once: every fold drops its own writers' rows from the same cached set."""
+    groups = crossval.folds(pendigits.writers(pendigits.read_pendigits()), args.folds)
+    cards = []
+    for k, held in enumerate(groups, 1):
+        log(f"fold {k}/{len(groups)}: writers {held[0]}-{held[-1]} held out")
+        fold = argparse.Namespace(**{**vars(args), "val_writers": ",".join(map(str, held)), "folds": None})
+        model = _fold_path(out_path, k)
+        _train(fold, model, model.with_suffix(".png"), log, time.perf_counter(), learn_sets=False)
+        cards.append(load_model(model).card)
+    cv = crossval.summary(cards)
+    cv["recipe"] = {k: v for k, v in vars(args).items() if k not in ("output", "curve", "quiet", "force", "jobs")}
+    with atomic_path(out_path.with_suffix(".cv.json")) as tmp:
+        tmp.write_text(json.dumps(cv, indent=1))
+    with atomic_path(out_path.with_suffix(".cv.md")) as tmp:
+        tmp.write_text(crossval.markdown(cv))
+    log(f"cross-validation over {len(cv['writers'])} writers: mean {100 * cv['mean']:.2f}% over styles, worst style "
+        f"{100 * cv['worst_style']:.2f}%" + (f", forms {100 * cv['forms']:.2f}%" if "forms" in cv else ""))
+    final = argparse.Namespace(**{**vars(args), "val_writers": "none"})
+    return _train(final, out_path, curve_path, log, t_start, cross_validation=cv)
 
 
 def _refuse_existing(paths: list[Path], force: bool) -> None:
@@ -236,8 +282,11 @@ def _refuse_existing(paths: list[Path], force: bool) -> None:
 
 
 def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Callable[[str], None],
-           t_start: float) -> int:
-    """The run itself, with the outputs checked and claimed."""
+           t_start: float, learn_sets: bool = True, cross_validation: dict[str, Any] | None = None) -> int:
+    """The run itself, with the outputs checked and claimed; `learn_sets`: build the sets Learn
+    needs beside the model (a fold's model is measured, never shipped)."""
+    if args.val_writers is None:
+        args.val_writers = "1-6"
     if args.cache is None:
         args.cache = str(userdata.cache_dir())
     if args.cache:
@@ -333,10 +382,13 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     log(f"wrote {out_path} (measuring it next)")
 
     card["results"] = measure(model, test, args.eval_drawn, held, args.val_writers, args.jobs, log)
+    if cross_validation is not None:
+        card["results"]["cross_validation"] = cross_validation
     test_acc = card["results"]["mnist_test_accuracy"]
-    log("building the sets Learn needs, to ship beside the model")
-    card["rehearsal"] = rehearsal.build_for(Model(model.weights, card), out_path, mnist.data_dir(args.data), log,
-                                            min(rehearsal_sets.REPLAY_ROWS, len(train_idx)), writers=bool(pen))
+    if learn_sets:
+        log("building the sets Learn needs, to ship beside the model")
+        card["rehearsal"] = rehearsal.build_for(Model(model.weights, card), out_path, mnist.data_dir(args.data), log,
+                                                min(rehearsal_sets.REPLAY_ROWS, len(train_idx)), writers=bool(pen))
     card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
     save_card(out_path, card)
     plot_curves(history, curve_path, f"{out_path.name}: {args.trainer}/{args.optimizer}/{args.precision}, "
@@ -364,9 +416,9 @@ def measure(model: Model, test: mnist.Split, eval_drawn: int, held: list[pendigi
     if held:
         log(f"reading {len(held)} digits of unseen writers {held_spec} at {len(pendigits.STYLES)} styles "
             "and on paper")
-        real = evaluate.real_writer_report(model, held, jobs=jobs)
+        real = evaluate.real_writer_report(model, held, jobs=jobs, forms=True)
         log(f"real writers (unseen): mean {100 * real['mean']:.2f}% over styles, worst {100 * real['worst']:.2f}%, "
-            f"on paper {100 * real['paper']:.2f}%")
+            f"on paper {100 * real['paper']:.2f}%, on forms {100 * real['forms']:.2f}%")
     return {
         "mnist_test_accuracy": test_acc,
         "mnist_test_how": "10,000 t10k images through gemmpad.inputs.preprocess, NumPy forward of the saved weights",
@@ -379,7 +431,9 @@ def measure(model: Model, test: mnist.Split, eval_drawn: int, held: list[pendigi
         "real_writers_how": (f"pendigits writers {held_spec} (never trained on), every digit drawn with "
                              "gemmpad.inputs.strokes at each of gemmpad.data.pendigits.STYLES and preprocessed like the app; "
                              f"'paper': the same digits photographed/scanned by gemmpad.data.paper (seed "
-                             f"{paper.PAPER_SEED}); gemmpad.commands.evaluate.real_writer_report") if real else None,
+                             f"{paper.PAPER_SEED}); 'forms': the same digits on each kind of scanned form of "
+                             "gemmpad.data.forms (seed FORMS_SEED + the variant's index), pooled without the "
+                             "printed-box variant; gemmpad.commands.evaluate.real_writer_report") if real else None,
     }
 
 

@@ -1,0 +1,43 @@
+"""Cross-validation by writer: the folds, and the summary pooled by digit counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmpad.errors import GemmpadError
+from gemmpad.learn import crossval
+
+
+def test_thirty_writers_make_five_folds_of_six() -> None:
+    groups = crossval.folds(list(range(30, 0, -1)) + [7], 5)
+    assert groups == [list(range(1, 7)), list(range(7, 13)), list(range(13, 19)), list(range(19, 25)),
+                      list(range(25, 31))]
+    assert crossval.folds([1, 2, 3, 4, 5], 2) == [[1, 2, 3], [4, 5]]
+    with pytest.raises(GemmpadError, match="--folds 4: needs between 2 and the 3 pendigits writers found"):
+        crossval.folds([1, 2, 3], 4)
+
+
+def _card(writers: list[int], confusion: np.ndarray, styles: dict[str, float], mnist: float) -> dict:
+    per_row = confusion.sum(axis=1)
+    return {"results": {"mnist_test_accuracy": mnist, "real_writers": {
+        "writers": writers, "samples": int(per_row.sum()) // len(styles), "mean": float(np.mean(list(styles.values()))),
+        "worst": min(styles.values()), "styles": styles, "confusion": confusion.tolist(),
+        "per_digit": {str(d): float(confusion[d, d] / per_row[d]) for d in range(10) if per_row[d]},
+        "paper": 0.5, "forms": 0.25, "forms_lined": ["lined"],
+        "forms_variants": {"plain": {"confusion": confusion.tolist()}, "lined": {"confusion": np.zeros_like(confusion).tolist()}}}}}
+
+
+def test_the_summary_pools_digits_by_count_not_by_fold() -> None:
+    a = np.zeros((10, 11), np.int64)
+    a[1, 1], a[1, 7] = 3, 1  # fold 1: four 1s, three right
+    b = np.zeros((10, 11), np.int64)
+    b[1, 1], b[9, 9], b[9, 10] = 12, 2, 2  # fold 2: twelve 1s right; two of four 9s, two with no ink found
+    cv = crossval.summary([_card([1], a, {"s": 0.75}, 0.9), _card([2, 3], b, {"s": 0.875}, 0.8)])
+    assert cv["per_digit"] == {"1": 15 / 16, "9": 0.5}  # not the mean of 0.75 and 1.0
+    assert cv["styles"]["s"] == pytest.approx((4 * 0.75 + 16 * 0.875) / 20) and cv["worst_style"] == cv["mean"]
+    assert cv["forms"] == pytest.approx(17 / 20) and cv["forms_variants"]["plain"]["accuracy"] == pytest.approx(17 / 20)
+    assert cv["writers"] == [1, 2, 3] and cv["mnist_test"] == pytest.approx(0.85)
+    text = crossval.markdown(cv)
+    assert "| 1 | 1-1 | 4 | 75.00 | 75.00 | 50.00 | 25.00 | 90.00 |" in text
+    assert "| forms, `lined` |" in text and "| drawn, all styles | 93.8 | 50.0 |" in text
