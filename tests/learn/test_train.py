@@ -122,6 +122,25 @@ def test_a_teacher_run_learns_from_the_cnn_and_says_so(tmp_path: Path, monkeypat
     assert card["results"]["mnist_test_accuracy"] > 0.80
 
 
+@pytest.mark.slow
+def test_an_ensemble_teacher_averages_its_members(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--teachers 2: two CNNs from their own seeds; the MLP learns from the mean of their log-probabilities."""
+    from gemmpad.learn import distill
+
+    monkeypatch.setattr(distill, "EPOCHS", 1)
+    rng = np.random.default_rng(0)
+    x = rng.random((300, 784), dtype=np.float32)
+    y = rng.integers(0, 10, 300)
+    one, _ = distill.teacher_logits(x, y, x[:50], y[:50], 3, "cpu", lambda s: None)
+    other, _ = distill.teacher_logits(x, y, x[:50], y[:50], 4, "cpu", lambda s: None)
+    team, val = distill.teacher_logits(x, y, x[:50], y[:50], 3, "cpu", lambda s: None, members=2)
+    np.testing.assert_allclose(team, (one + other) / 2, atol=1e-5)  # each member: exp sums to 1
+    np.testing.assert_allclose(np.exp(one).sum(axis=1), 1.0, rtol=1e-5)
+    assert val == float(((one + other)[:50].argmax(1) == y[:50]).mean())
+    with pytest.raises(GemmpadError, match="--teachers N is the size of a --teacher cnn ensemble"):
+        train.run(quick_args(tmp_path, "--teachers", "2"))
+
+
 def test_bad_options(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="augment"):
         train.run(quick_args(tmp_path, "--augment", "warp,blur"))

@@ -1,4 +1,4 @@
-"""`gemmpad train --teacher cnn`: a convolutional teacher whose soft readings the MLP learns from.
+"""`gemmpad train --teacher cnn`: a convolutional teacher (or --teachers N of them) whose soft readings the MLP learns from.
 
 The shipped network must stay 784-100-100-10, but what it is trained towards need not be
 the hard labels alone. A small CNN, trained first on the very same arrays, generalises
@@ -34,25 +34,50 @@ def _network() -> Any:
 
 
 def teacher_logits(x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray, seed: int, device: str,
-                   log: Callable[[str], None]) -> tuple[np.ndarray, float]:
-    """Train the CNN on x [N, 784] (normalised as the MLP sees it), y; return its logits on x
-    (float32 [N, 10]) and its accuracy on the held-out x_val, y_val (nan when empty)."""
+                   log: Callable[[str], None], members: int = 1) -> tuple[np.ndarray, float]:
+    """Train `members` CNNs on x [N, 784] (normalised as the MLP sees it), y, each from its own seed
+    (seed, seed + 1, ...); return their reading of x (float32 [N, 10]: the mean of their
+    log-probabilities, so an ensemble is a teacher like one CNN) and its accuracy on the held-out
+    x_val, y_val (nan when empty). Members that disagree leave the runner-up digits more weight:
+    the softer targets are what the MLP gains from (issue 43)."""
+    import torch
+
+    xt = torch.from_numpy(x).to(device).view(-1, 1, 28, 28)
+    xv = torch.from_numpy(x_val).to(device).view(-1, 1, 28, 28)
+    out = np.zeros((len(x), 10), np.float32)
+    out_val = np.zeros((len(x_val), 10), np.float32)
+    for m in range(members):
+        net = _trained(xt, torch.from_numpy(y).to(device), seed + m, device,
+                       log if members == 1 else (lambda s, m=m: log(f"  member {m + 1}/{members}:{s}")))
+        out += _log_probs(_predict(net, xt, device)) / members
+        out_val += _log_probs(_predict(net, xv, device)) / members
+    val = float((out_val.argmax(1) == y_val).mean()) if len(x_val) else float("nan")
+    log(f"  teacher ({describe_team(members)}): training-set accuracy {100 * float((out.argmax(1) == y).mean()):.2f}%, "
+        f"held-out {100 * val:.2f}%")
+    return out, val
+
+
+def _log_probs(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=1, keepdims=True)
+    return (z - np.log(np.exp(z).sum(axis=1, keepdims=True))).astype(np.float32)
+
+
+def _trained(xt: Any, yt: Any, seed: int, device: str, log: Callable[[str], None]) -> Any:
+    """One CNN trained on the tensors xt [N, 1, 28, 28], yt [N] (EPOCHS of AdamW, cosine rate)."""
     import torch
     import torch.nn.functional as F
 
     torch.manual_seed(seed)
     net = _network().to(device)
     opt = torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=1e-4)
-    xt = torch.from_numpy(x).to(device).view(-1, 1, 28, 28)
-    yt = torch.from_numpy(y).to(device)
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    steps = math.ceil(len(x) / BATCH)
+    steps = math.ceil(len(xt) / BATCH)
     cuda = device == "cuda"
     for epoch in range(EPOCHS):
         for g in opt.param_groups:
             g["lr"] = LR * 0.5 * (1 + math.cos(math.pi * epoch / EPOCHS))
         net.train()
-        order = torch.randperm(len(x), generator=gen).to(device)
+        order = torch.randperm(len(xt), generator=gen).to(device)
         for s in range(steps):
             idx = order[s * BATCH : (s + 1) * BATCH]
             with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=cuda):
@@ -61,14 +86,7 @@ def teacher_logits(x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.nd
             loss.backward()
             opt.step()
         log(f"  teacher epoch {epoch + 1}/{EPOCHS}  loss {float(loss.detach()):.4f}")
-    out = _predict(net, xt, device)
-    val = float("nan")
-    if len(x_val):
-        pv = _predict(net, torch.from_numpy(x_val).to(device).view(-1, 1, 28, 28), device)
-        val = float((pv.argmax(1) == y_val).mean())
-    log(f"  teacher (CNN): training-set accuracy {100 * float((out.argmax(1) == y).mean()):.2f}%, "
-        f"held-out {100 * val:.2f}%")
-    return out, val
+    return net
 
 
 def _predict(net: Any, xt: Any, device: str) -> np.ndarray:
@@ -98,6 +116,11 @@ def describe() -> str:
     """The teacher's layers in one line, for the model card (kept beside _network)."""
     return ("conv 3x3x32, conv 3x3x64, max-pool 2, conv 3x3x128, max-pool 2, dropout 0.3, dense 256, "
             "dropout 0.3, dense 10; ReLU")
+
+
+def describe_team(members: int) -> str:
+    """'CNN' or 'ensemble of N CNNs', for the log and the card."""
+    return "CNN" if members == 1 else f"ensemble of {members} CNNs, log-probabilities averaged"
 
 
 def describe_loss() -> str:

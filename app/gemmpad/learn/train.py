@@ -104,6 +104,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--teacher", choices=("none", "cnn"), default="none",
                    help="cnn: train a small CNN first and fit the MLP to its softened readings as well as "
                         "the labels (knowledge distillation, --trainer torch only; a GPU is advised)")
+    p.add_argument("--teachers", type=integer(1, 16), default=1, metavar="N",
+                   help="with --teacher cnn: an ensemble of N CNNs (own seeds, readings averaged) as the teacher")
     p.add_argument("--real-weight", type=integer(1, 16), default=1, metavar="N",
                    help="times each real writer's rendering (pendigits, paper) is seen per epoch")
     p.add_argument("--val-writers", metavar="RANGE",
@@ -298,6 +300,8 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
         raise GemmpadError("--trainer native implements SGD with momentum only: use --optimizer sgd")
     if args.trainer != "torch" and args.teacher != "none":
         raise GemmpadError("--teacher needs --trainer torch")
+    if args.teachers > 1 and args.teacher != "cnn":
+        raise GemmpadError("--teachers N is the size of a --teacher cnn ensemble: add --teacher cnn")
     trainers.pick(args.trainer)  # --trainer native without a GPU: said now, before the data is built
     device = train_torch.device_for(args.device) if args.trainer == "torch" else "cuda"
     sources = _sources(args.augment)  # a typo here fails now, not after the data has loaded
@@ -362,10 +366,11 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     if args.trainer == "torch":
         teacher = None
         if args.teacher == "cnn":
-            log(f"training the teacher (CNN, {distill.EPOCHS} epochs) on {device}")
+            log(f"training the teacher ({distill.describe_team(args.teachers)}, {distill.EPOCHS} epochs) on {device}")
             teacher, teacher_val = distill.teacher_logits(xn, y, ((x_val - mean) / std).astype(np.float32), y_val,
-                                                          args.seed, device, log)
-            teacher_card = {"kind": "cnn", "layers": distill.describe(), "epochs": distill.EPOCHS,
+                                                          args.seed, device, log, members=args.teachers)
+            teacher_card = {"kind": "cnn", "members": args.teachers, "layers": distill.describe(),
+                            "epochs": distill.EPOCHS,
                             "temperature": distill.TEMPERATURE, "soft_weight": distill.SOFT_WEIGHT,
                             "held_out_accuracy": teacher_val, "seconds": round(time.perf_counter() - t_fit, 1)}
         options.update(optimizer=args.optimizer, device=device, teacher=teacher, progress=not args.quiet)
