@@ -142,7 +142,7 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
         ws[task.source].append(part.writer)
         left[task.source] -= 1
         if not left[task.source]:
-            log(f"  {task.source:9s} {sum(map(len, ys[task.source])):6d} images  "
+            log(f"  {task.source:11s} {sum(map(len, ys[task.source])):6d} images  "
                 f"{time.perf_counter() - t0:6.1f} s since the start ({jobs} job{'s' * (jobs != 1)})")
     counts = {s: int(sum(map(len, ys[s]))) for s in order}
     if not tasks:
