@@ -168,3 +168,25 @@ def test_eval_prints_the_summary_first_and_progress_only_on_a_terminal(
     samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:3]
     evaluate.writer_sets(constant_model(1), samples, ["thin-4px-dark", "small-8px-corner"])
     assert "0/2 [" in tty.getvalue() and "set/s" in tty.getvalue()
+
+
+def test_card_tables_show_forms_and_a_cross_validation_in_place_of_one_held_out_group() -> None:
+    """issue 43: a card with forms shows them per variant and digit; one trained on every writer
+    (--folds) shows its folds, and the app's first figure is their unseen writers."""
+    from gemmpad.learn import crossval
+
+    shipped = load_model(default_model_path()).card
+    real = dict(shipped["results"]["real_writers"])
+    confusion = np.array(real["confusion"])
+    real.update(forms=0.9, forms_per_digit={str(d): 0.9 for d in range(10)}, forms_lined=["boxed-32"],
+                forms_variants={"stretch-16": {"confusion": confusion.tolist(), "per_digit": {"1": 0.5}},
+                                "boxed-32": {"confusion": confusion.tolist(), "per_digit": {"1": 0.25}}})
+    card = {"results": {**shipped["results"], "real_writers": real}}
+    text = evaluate.card_tables(card)
+    assert "| real writers on scanned forms (no printed lines) | the same digits | **90.00 %** |" in text
+    assert "| forms, `stretch-16` | nan | 50.0 |" in text and "| forms, `boxed-32` | nan | 25.0 |" in text
+    cv = crossval.summary([{"results": {**card["results"], "real_writers": {**real, "writers": [w]}}} for w in (1, 2)])
+    everyone = {"results": {**shipped["results"], "real_writers": None, "cross_validation": cv}}
+    text = evaluate.card_tables(everyone)
+    assert "pendigits writers" not in text and "| **all** | 2 writers |" in text and "| MNIST test |" in text
+    assert Model(load_model(default_model_path()).weights, everyone).scores()[0] == f"unseen writers {100 * cv['mean']:.1f} %"

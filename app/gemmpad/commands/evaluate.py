@@ -265,24 +265,37 @@ def real_writer_report(model: Model, samples: Sequence[pendigits.PenDigit], tta:
 
 def card_tables(card: dict[str, Any]) -> str:
     """The model card's results as the Markdown tables of models/README.md (a test keeps the
-    two equal, so the README never drifts from the file it describes)."""
+    two equal, so the README never drifts from the file it describes). A card trained on every
+    writer (`gemmpad train --folds`) shows its cross-validation in place of one held-out group."""
+    from gemmpad.learn import crossval
+
     res = card["results"]
-    real = res["real_writers"]
+    real, cv = res.get("real_writers"), res.get("cross_validation")
     pct = lambda v: f"{100 * v:.2f} %"  # noqa: E731
-    lines = ["| test set | who | accuracy |", "|---|---|---:|",
-             f"| real writers, mean of {len(real['styles'])} drawing styles | pendigits writers "
-             f"{_ranges(real['writers'])}, never trained on ({real['samples']:,} digits) | **{pct(real['mean'])}** |",
-             f"| real writers, worst style | the same | **{pct(real['worst'])}** |",
-             f"| real writers on paper (photos and scans) | the same digits | **{pct(real['paper'])}** |",
-             f"| MNIST test | 10,000 t10k images | {pct(res['mnist_test_accuracy'])} |",
-             f"| synthetic drawn digits | gemmpad.data.synthetic, {len(res['drawn_accuracy']) - 1} styles | "
-             f"{pct(res['drawn_accuracy']['all'])} |", "",
-             "| style | " + " | ".join(f"`{k}`" for k in real["styles"]) + " |",
-             "|---|" + "---:|" * len(real["styles"]),
-             "| accuracy | " + " | ".join(f"{100 * v:.2f}" for v in real["styles"].values()) + " |", "",
-             "| digit | " + " | ".join(real["per_digit"]) + " |", "|---|" + "---:|" * len(real["per_digit"]),
-             "| drawn, all styles | " + " | ".join(f"{100 * v:.1f}" for v in real["per_digit"].values()) + " |",
-             "| on paper | " + " | ".join(f"{100 * v:.1f}" for v in real["paper_per_digit"].values()) + " |"]
+    lines = ["| test set | who | accuracy |", "|---|---|---:|"]
+    if real:
+        lines += [f"| real writers, mean of {len(real['styles'])} drawing styles | pendigits writers "
+                  f"{_ranges(real['writers'])}, never trained on ({real['samples']:,} digits) | **{pct(real['mean'])}** |",
+                  f"| real writers, worst style | the same | **{pct(real['worst'])}** |",
+                  f"| real writers on paper (photos and scans) | the same digits | **{pct(real['paper'])}** |"]
+        if "forms" in real:
+            lines.append(f"| real writers on scanned forms (no printed lines) | the same digits | **{pct(real['forms'])}** |")
+    lines += [f"| MNIST test | 10,000 t10k images | {pct(res['mnist_test_accuracy'])} |",
+              f"| synthetic drawn digits | gemmpad.data.synthetic, {len(res['drawn_accuracy']) - 1} styles | "
+              f"{pct(res['drawn_accuracy']['all'])} |"]
+    if real:
+        lines += ["", "| style | " + " | ".join(f"`{k}`" for k in real["styles"]) + " |",
+                  "|---|" + "---:|" * len(real["styles"]),
+                  "| accuracy | " + " | ".join(f"{100 * v:.2f}" for v in real["styles"].values()) + " |", "",
+                  "| digit | " + " | ".join(real["per_digit"]) + " |", "|---|" + "---:|" * len(real["per_digit"]),
+                  "| drawn, all styles | " + " | ".join(f"{100 * v:.1f}" for v in real["per_digit"].values()) + " |",
+                  "| on paper | " + " | ".join(f"{100 * v:.1f}" for v in real["paper_per_digit"].values()) + " |"]
+        for name, v in real.get("forms_variants", {}).items():
+            lines.append(f"| forms, `{name}` | " + " | ".join(f"{100 * v['per_digit'].get(d, float('nan')):.1f}"
+                                                             for d in real["per_digit"]) + " |")
+    if cv:
+        lines += ["", f"Cross-validation by writer ({len(cv['folds'])} folds; each fold's model never saw its "
+                      "writers; this model was then trained on all of them):", "", crossval.markdown(cv).rstrip("\n")]
     return "\n".join(lines)
 
 

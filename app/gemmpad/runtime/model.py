@@ -104,10 +104,13 @@ class Model:
     def scores(self) -> list[str]:
         """What the model card says these weights scored, as short phrases for the app
         and `gemmpad info`, real writers first ("unseen writers 98.9 %", "MNIST test
-        98.74 %", "drawn digits 99.8 %"); [] without a card."""
+        98.74 %", "drawn digits 99.8 %"); [] without a card. A model trained on every writer
+        (`gemmpad train --folds`) reports its cross-validation's unseen writers."""
         results = self.card.get("results", {}) if isinstance(self.card, dict) else {}
         results = results if isinstance(results, dict) else {}
         real, drawn = results.get("real_writers"), results.get("drawn_accuracy")
+        if not isinstance(real, dict):  # trained on every writer: they were unseen by the folds' models
+            real = results.get("cross_validation")
         found = [("unseen writers", real.get("mean") if isinstance(real, dict) else None, 1),
                  ("MNIST test", results.get("mnist_test_accuracy"), 2),
                  ("drawn digits", drawn.get("all") if isinstance(drawn, dict) else None, 1)]
