@@ -39,13 +39,15 @@ def test_the_arrays_depend_on_the_seed_not_on_the_number_of_jobs(monkeypatch) ->
     monkeypatch.setattr(trainset, "PEN_CHUNK", 2)
     images, labels = one_images(10)
     labels = np.arange(10, dtype=np.int64)  # labels must follow their own images across chunks
-    args = (images, labels, ["original", "warp", "restroke", "drawn", "pendigits", "paper", "forms", "forms-mnist"],
+    args = (images, labels, ["original", "warp", "restroke", "drawn", "pendigits", "paper", "forms", "forms-mnist",
+                             "forms-drawn"],
             5, 9, lambda s: None, pen_ones((1, 2, 3)), 2, 2, 2)
     one = trainset.training_set(*args, jobs=1)
     three = trainset.training_set(*args, jobs=3)
     for a, b in zip(one[:3], three[:3]):
         np.testing.assert_array_equal(a, b)
     assert one[3] == three[3]
+    assert one[3].pop("forms-drawn") == 9
     made = one[3].pop("forms-mnist")  # a bar stretched into a box is a solid block: preprocess finds no ink in some
     assert 5 <= made <= 10 and one[3] == {"original": 10, "warp": 10, "restroke": 10, "drawn": 9, "pendigits": 6,
                                           "paper": 6, "forms": 6}
@@ -97,3 +99,11 @@ def test_the_form_sources_are_binary_scans_of_every_digit_by_its_writer() -> Non
     assert np.all(x.reshape(-1, 28, 28).max(axis=(1, 2)) > 0.5)
     plain, *_ = trainset.training_set(images, labels, ["pendigits"], 3, 0, lambda s: None, pen, pen_copies=3)
     assert not np.array_equal(x[:6], plain)  # not the canvas renderings again
+
+
+def test_drawn_digits_on_forms_cover_every_style() -> None:
+    """"forms-drawn": --drawn synthetic digits, the European styles among them, each on a form."""
+    images, labels = one_images(1)
+    x, y, writer, counts = trainset.training_set(images, labels, ["forms-drawn"], 0, 400, lambda s: None)
+    assert counts == {"forms-drawn": 400} and set(y) == set(range(10)) and not writer.any()
+    assert np.all(x.reshape(-1, 28, 28).max(axis=(1, 2)) > 0.5)

@@ -159,10 +159,19 @@ def drawn_on_form(name: str, variant: str, count: int) -> list[np.ndarray]:
     put on a form of `variant` by `on_form`; a fixed seed per style and variant, so a figure
     does not depend on which others are asked for."""
     rng = np.random.default_rng([FORMS_SEED, synthetic.ALL_NAMES.index(name), list(VARIANTS).index(variant)])
-    digit, style = int(name[0]), name[2:]
-    out = []
-    for _ in range(count):
-        strokes, _ = synthetic.sample_strokes(digit, style, rng)  # canvas pixels, y down; the file's y is up
-        pen = PenDigit(digit=digit, writer=0, strokes=[np.column_stack([p[:, 0], -p[:, 1]]) for p in strokes])
-        out.append(on_form(pen, variant, rng))
-    return out
+    return [on_form(_drawn_pen(name, rng), variant, rng) for _ in range(count)]
+
+
+def drawn_training_copies(count: int, rng: np.random.Generator) -> tuple[list[np.ndarray], np.ndarray]:
+    """`count` synthetic digits, every style of synthetic.ALL_NAMES (the European ones too) in
+    equal shares at random, each on a form of its own (training_variant): training's "forms-drawn".
+    Images and their digits."""
+    names = [synthetic.ALL_NAMES[i] for i in rng.integers(0, len(synthetic.ALL_NAMES), count)]
+    return ([on_form(_drawn_pen(name, rng), training_variant(rng), rng) for name in names],
+            np.array([int(name[0]) for name in names], dtype=np.int64))
+
+
+def _drawn_pen(name: str, rng: np.random.Generator) -> PenDigit:
+    """A synthetic style's strokes as a pen trajectory (the file's y points up, the canvas's down)."""
+    strokes, _ = synthetic.sample_strokes(int(name[0]), name[2:], rng)
+    return PenDigit(digit=int(name[0]), writer=0, strokes=[np.column_stack([p[:, 0], -p[:, 1]]) for p in strokes])

@@ -24,14 +24,14 @@ from gemmpad.data import arraycache, augment, forms, synthetic, paper, pendigits
 from gemmpad.data.pool import ordered_map
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
 
-SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper", "european", "forms", "forms-mnist")  # what training_set can build
+SOURCES = ("original", "warp", "restroke", "drawn", "pendigits", "paper", "european", "forms", "forms-mnist", "forms-drawn")  # what training_set can build
 PEN_COPIES = 8  # default random-style renderings of each pendigits training sample ("pendigits")
 PAPER_COPIES = 2  # default photos of each on paper ("paper": gemmpad.data.paper, never the test set's seed)
 FORM_COPIES = 2  # default scanned-form copies of each ("forms": gemmpad.data.forms.training_variant)
 PEN_SOURCES = ("pendigits", "paper", "forms")  # the sources made from the real writers' trajectories
 CHUNK = 2500  # MNIST images per task: bounds memory (~30 MB per 56x56 chunk) and balances the pool
 PEN_CHUNK = 500  # pendigits samples per task (one copy each)
-_STREAM = {"warp": 1, "restroke": 2, "drawn": 6, "pendigits": 4, "paper": 5, "european": 7, "forms": 8, "forms-mnist": 9}  # per-source seed component
+_STREAM = {"warp": 1, "restroke": 2, "drawn": 6, "pendigits": 4, "paper": 5, "european": 7, "forms": 8, "forms-mnist": 9, "forms-drawn": 10}  # per-source seed component
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class _Task:
     seed: tuple[int, ...]  # its own random stream
     images: np.ndarray | None = None  # MNIST uint8 [n, 28, 28] ("original", "warp", "restroke", "european", "forms-mnist")
     labels: np.ndarray | None = None  # and their digits
-    count: int = 0  # drawn digits to make ("drawn")
+    count: int = 0  # drawn digits to make ("drawn", "forms-drawn")
     pen: tuple[pendigits.PenDigit, ...] = ()  # samples to render once each ("pendigits", "paper", "forms")
 
 
@@ -72,6 +72,10 @@ def _build(task: _Task) -> _Part:
         seed = int(np.random.SeedSequence(task.seed).generate_state(1)[0])
         ds = synthetic.generate(task.count, seed=seed + (seed == synthetic.EVAL_SEED))  # never the test set's seed
         return _Part(ds.images, ds.labels.astype(np.int64), np.zeros(len(ds.labels), np.int64))
+    if task.source == "forms-drawn":
+        images, y = forms.drawn_training_copies(task.count, rng)
+        out, ok = _one_by_one(images)
+        return _Part(out[ok], y[ok], np.zeros(int(ok.sum()), np.int64))
     if task.source in PEN_SOURCES:
         draw: Callable[[pendigits.PenDigit], np.ndarray] = {
             "pendigits": lambda s: pendigits.render(s, pendigits.random_style(rng)),
@@ -105,7 +109,7 @@ def _tasks(images: np.ndarray, labels: np.ndarray, sources: Sequence[str], seed:
             imgs, labs = (images[own], labels[own]) if src == "european" else (images, labels)
             for k, i in enumerate(range(0, len(imgs), CHUNK)):
                 yield _Task(src, (seed, _STREAM.get(src, 0), k), images=imgs[i : i + CHUNK], labels=labs[i : i + CHUNK])
-        elif src == "drawn":
+        elif src in ("drawn", "forms-drawn"):  # as many on forms as on the canvas
             for k, i in enumerate(range(0, n_drawn, CHUNK)):
                 yield _Task(src, (seed, _STREAM[src], k), count=min(CHUNK, n_drawn - i))
         elif src in PEN_SOURCES:
@@ -128,7 +132,7 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
     """
     pen = list(pen or [])
     order = [s for s in sources
-             if not (s == "drawn" and n_drawn <= 0) and not (s in PEN_SOURCES and not pen)]
+             if not (s in ("drawn", "forms-drawn") and n_drawn <= 0) and not (s in PEN_SOURCES and not pen)]
     copies = {"pendigits": pen_copies, "paper": paper_copies, "forms": form_copies}
     tasks = list(_tasks(images, labels, order, seed, n_drawn, pen, copies))
     left = {src: sum(t.source == src for t in tasks) for src in order}

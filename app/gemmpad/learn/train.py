@@ -90,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine",
                    help="per-epoch learning rate")
     p.add_argument("--augment", default=",".join(DEFAULT_SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
-    p.add_argument("--drawn", type=integer(0, MAX_DRAWN), default=20000, metavar="N", help="synthetic drawn training digits")
+    p.add_argument("--drawn", type=integer(0, MAX_DRAWN), default=20000, metavar="N", help="synthetic drawn training digits (and as many on scanned forms with the forms-drawn source)")
     p.add_argument("--limit", type=integer(1, 10**9), metavar="N", help="use only the first N MNIST training images")
     p.add_argument("--val", type=integer(0, 10**9), metavar="N",
                    help=f"MNIST training images held out to show progress (default: 1 in {VAL_SHARE}, "
