@@ -123,10 +123,10 @@ def _problem(z: dict[str, np.ndarray]) -> str | None:
     return None if z["wid"].dtype.kind in "iu" and z["wid"].ndim == 1 else "writer ids are not integers"
 
 
-def _copies(model: Model) -> tuple[int, int]:
-    """How many times training drew each writer's sample at a random pen and on paper (the card's
-    pendigits_copies and paper_copies; the defaults of `gemmpad train` for a card without them)."""
-    from gemmpad.data.trainset import PAPER_COPIES, PEN_COPIES
+def _copies(model: Model) -> tuple[int, int, int]:
+    """How many times training drew each writer's sample at a random pen, on paper and on forms (the
+    card's pendigits_copies, paper_copies and form_copies; `gemmpad train`'s defaults for a card without them)."""
+    from gemmpad.data.trainset import FORM_COPIES, PAPER_COPIES, PEN_COPIES
 
     training = model.card.get("training", {}) if isinstance(model.card, dict) else {}
     training = training if isinstance(training, dict) else {}
@@ -135,12 +135,12 @@ def _copies(model: Model) -> tuple[int, int]:
         value = training.get(key)
         return value if isinstance(value, int) and value > 0 else default
 
-    return count("pendigits_copies", PEN_COPIES), count("paper_copies", PAPER_COPIES)
+    return count("pendigits_copies", PEN_COPIES), count("paper_copies", PAPER_COPIES), count("form_copies", FORM_COPIES)
 
 
 def _build(folder: Path, pen_path: Path | None, sources: dict[str, int], trained: list[int],
-           copies: tuple[int, int], rows: int, log: Log) -> References:
-    from gemmpad.data.trainset import training_set
+           copies: tuple[int, int, int], rows: int, log: Log) -> References:
+    from gemmpad.data.trainset import PEN_SOURCES, training_set
 
     log("building the replay and test sets (once; cached)")
     train, test = mnist.load_split("train", folder), mnist.load_split("test", folder)
@@ -150,14 +150,13 @@ def _build(folder: Path, pen_path: Path | None, sources: dict[str, int], trained
     share = {k: v / total for k, v in sources.items()}
     n_mnist = max(1, round(rows * share["original"]))
     pick = rng.permutation(len(train.images))[:n_mnist]
-    pen_rows = rows * (share.get("pendigits", 0.0) + share.get("paper", 0.0))
-    pen_copies, paper_copies = copies
-    per_sample = pen_copies * ("pendigits" in share) + paper_copies * ("paper" in share)
+    pen_rows = rows * sum(share.get(k, 0.0) for k in PEN_SOURCES)
+    per_sample = sum(n * (k in share) for k, n in zip(PEN_SOURCES, copies))
     mine = [s for s in pen if s.writer in set(trained)]
     n_pen = round(pen_rows / per_sample) if per_sample else 0
     pen_pick = [mine[i] for i in rng.permutation(len(mine))[:n_pen]]
     x, y, _, counts = training_set(train.images[pick], train.labels[pick].astype(np.int64), list(sources), REPLAY_SEED,
-                                   round(rows * share.get("drawn", 0.0)), log, pen_pick, pen_copies, paper_copies)
+                                   round(rows * share.get("drawn", 0.0)), log, pen_pick, *copies)
     log(f"replay: {len(y)} images ({', '.join(f'{k} {v}' for k, v in counts.items())})")
     mx = preprocess_batch(test.images)[0].reshape(-1, 784)
     unseen = [s for s in pen if s.writer not in set(trained)] if trained else [
