@@ -319,7 +319,7 @@ def test_the_held_out_share_follows_limit(tmp_path: Path, monkeypatch: pytest.Mo
 def test_european_strokes_are_an_option_not_the_default() -> None:
     """Issue 43: the form copies joined the default after they measured better; European strokes did not."""
     assert "european" not in train._sources(parse().augment)
-    assert {"forms", "forms-mnist"} <= set(train._sources(parse().augment))
+    assert {"forms", "forms-mnist", "forms-drawn"} <= set(train._sources(parse().augment))
     assert train._sources("warp,european") == ["original", "warp", "european"]
 
 

@@ -50,9 +50,9 @@ from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.terminal import printable
 
 # The next model's recipe: the shipped model's six sources and, since 2026-11-29, the scanned-form copies
-# (+3.5-4.3 points on forms, nothing lost elsewhere: gemmpad/learn/NOTES.md). "european" stays opt-in:
+# (+4.4-5.4 points on stretched forms, the 9s +3.5-8: gemmpad/learn/NOTES.md). "european" stays opt-in:
 # the canvas already reads those styles at 98.6-100 % (models/README.md).
-DEFAULT_SOURCES = (*SOURCES[:6], "forms", "forms-mnist")
+DEFAULT_SOURCES = (*SOURCES[:6], "forms", "forms-mnist", "forms-drawn")
 DATA_SOURCES = {  # every dataset a model learns from or is measured on, with its licence
     "MNIST": "LeCun, Cortes & Burges, http://yann.lecun.com/exdb/mnist/ (CC BY-SA 3.0)",
     "pendigits": "Alpaydin & Alimoglu, Pen-Based Recognition of Handwritten Digits, UCI Machine Learning "
