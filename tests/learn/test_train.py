@@ -350,11 +350,21 @@ def test_cross_validation_holds_out_every_writer_once_then_trains_on_all(tmp_pat
     final = load_model(tmp_path / "cv.npz").card
     assert final["training"]["pendigits_writers"] == [1, 2, 3] and final["results"]["real_writers"] is None
     assert final["results"]["cross_validation"]["folds"] == cv["folds"] and final["rehearsal"]
+    (tmp_path / "cv.npz").unlink()
     with pytest.raises(GemmpadError, match="already exist"):  # the fold files are outputs too
-        (tmp_path / "cv.npz").unlink()
         train.run(args)
+    # --resume keeps the finished folds (a run split over calls, the last stopped before --output)
+    (tmp_path / "cv.json").unlink()
+    (tmp_path / "cv.png").unlink()
+    seen.clear()
+    assert train.run(argparse.Namespace(**{**vars(args), "resume": True})) == 0
+    assert seen == [500 + 30] and json.loads((tmp_path / "cv.cv.json").read_text())["folds"] == cv["folds"]
+    with pytest.raises(GemmpadError, match=r"cv.fold1.npz: not fold 1 of 3 of this recipe"):
+        train.run(argparse.Namespace(**{**vars(args), "resume": True, "force": True, "epochs": 2}))
 
 
 def test_folds_choose_the_held_out_writers_themselves(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="--folds chooses the held-out writers itself"):
         train.run(quick_args(tmp_path, "--folds", "5", "--val-writers", "1-6"))
+    with pytest.raises(GemmpadError, match="--resume continues a cross-validation: add --folds K"):
+        train.run(quick_args(tmp_path, "--resume"))

@@ -118,6 +118,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="cross-validate by writer first: K models, each holding out one K-th of the pendigits "
                         "writers and measured on them (OUTPUT.foldI.npz, summary OUTPUT.cv.json and .md), then "
                         "--output trained on every writer with the same recipe, the summary in its card")
+    p.add_argument("--resume", action="store_true",
+                   help="with --folds: keep the fold models a run with the same recipe finished (a cross-validation "
+                        "split over several calls, e.g. a GPU machine's 10-minute limit)")
     p.add_argument("--eval-drawn", type=integer(0, MAX_DRAWN), default=synthetic.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
     p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -235,9 +238,12 @@ def run(args: argparse.Namespace) -> int:
     if args.folds and args.val_writers is not None:
         raise GemmpadError("--folds chooses the held-out writers itself: leave out --val-writers")
     with claim(out_path, f"--output {out_path}"):  # two runs to one --output: the second is refused now
-        extra = [p for k in range(1, (args.folds or 0) + 1) for p in _outputs(_fold_path(out_path, k))]
+        if args.resume and not args.folds:
+            raise GemmpadError("--resume continues a cross-validation: add --folds K")
+        extra = [] if args.resume else [p for k in range(1, (args.folds or 0) + 1) for p in _outputs(_fold_path(out_path, k))]
         _refuse_existing([out_path, out_path.with_suffix(".json"), curve_path, *extra,
-                          *[out_path.with_suffix(s) for s in (".cv.json", ".cv.md")] * bool(args.folds)], args.force)
+                          *[out_path.with_suffix(s) for s in (".cv.json", ".cv.md")] * bool(args.folds and not args.resume)],
+                         args.force)
         if args.folds:
             return _cross_validate(args, out_path, curve_path, log, t_start)
         return _train(args, out_path, curve_path, log, t_start)
@@ -258,15 +264,21 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
     beside --output, then --output on every writer with the summary in its card. The training
     arrays are built once: every fold drops its own writers' rows from the same cached set."""
     groups = crossval.folds(pendigits.writers(pendigits.read_pendigits()), args.folds)
+    recipe = json.loads(json.dumps({k: v for k, v in vars(args).items() if k not in _NOT_RECIPE}))
     cards = []
     for k, held in enumerate(groups, 1):
+        model, tag = _fold_path(out_path, k), {"fold": k, "of": len(groups), "recipe": recipe}
+        done = _finished_fold(model, tag) if args.resume else None
+        if done is not None:
+            log(f"fold {k}/{len(groups)}: writers {held[0]}-{held[-1]}, kept from {model} (--resume)")
+            cards.append(done)
+            continue
         log(f"fold {k}/{len(groups)}: writers {held[0]}-{held[-1]} held out")
         fold = argparse.Namespace(**{**vars(args), "val_writers": ",".join(map(str, held)), "folds": None})
-        model = _fold_path(out_path, k)
-        _train(fold, model, model.with_suffix(".png"), log, time.perf_counter(), learn_sets=False)
+        _train(fold, model, model.with_suffix(".png"), log, time.perf_counter(), learn_sets=False, fold=tag)
         cards.append(load_model(model).card)
     cv = crossval.summary(cards)
-    cv["recipe"] = {k: v for k, v in vars(args).items() if k not in ("output", "curve", "quiet", "force", "jobs")}
+    cv["recipe"] = recipe
     with atomic_path(out_path.with_suffix(".cv.json")) as tmp:
         tmp.write_text(json.dumps(cv, indent=1))
     with atomic_path(out_path.with_suffix(".cv.md")) as tmp:
@@ -275,6 +287,24 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
         f"{100 * cv['worst_style']:.2f}%" + (f", forms {100 * cv['forms']:.2f}%" if "forms" in cv else ""))
     final = argparse.Namespace(**{**vars(args), "val_writers": "none"})
     return _train(final, out_path, curve_path, log, t_start, cross_validation=cv)
+
+
+_NOT_RECIPE = ("output", "curve", "quiet", "force", "jobs", "cache", "data", "resume")  # where, not what
+
+
+def _finished_fold(model: Path, tag: dict[str, Any]) -> dict[str, Any] | None:
+    """The card of a fold model that a run of this recipe finished (trained and measured), else None
+    (absent, unreadable, or stopped before its figures: it is trained again). Another recipe's fold
+    is an error: mixing them would report neither."""
+    try:
+        card = load_model(model).card
+    except GemmpadError:
+        return None
+    if card.get("cross_validation_fold") != tag:
+        raise GemmpadError(f"{model}: not fold {tag['fold']} of {tag['of']} of this recipe; remove it, name another "
+                           "--output, or leave out --resume")
+    done = card.get("results", {}).get("real_writers")
+    return card if done else None
 
 
 def _refuse_existing(paths: list[Path], force: bool) -> None:
@@ -287,9 +317,11 @@ def _refuse_existing(paths: list[Path], force: bool) -> None:
 
 
 def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Callable[[str], None],
-           t_start: float, learn_sets: bool = True, cross_validation: dict[str, Any] | None = None) -> int:
+           t_start: float, learn_sets: bool = True, cross_validation: dict[str, Any] | None = None,
+           fold: dict[str, Any] | None = None) -> int:
     """The run itself, with the outputs checked and claimed; `learn_sets`: build the sets Learn
-    needs beside the model (a fold's model is measured, never shipped)."""
+    needs beside the model (a fold's model is measured, never shipped); `fold`: which fold of which
+    recipe this is, kept in the card for --resume."""
     if args.val_writers is None:
         args.val_writers = "1-6"
     if args.cache is None:
@@ -386,6 +418,8 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     card = _card(args, out_path, lr, mean, std, device, train, test, counts, len(train_idx), trained_writers, history)
     card["training"]["teacher"] = teacher_card
     card["time_s"] = {"data": round(t_data, 1), "train": round(t_train, 1)}
+    if fold is not None:
+        card["cross_validation_fold"] = fold
     model.save(out_path, card)  # before any evaluation: if one fails, the trained weights are kept
     log(f"wrote {out_path} (measuring it next)")
 
