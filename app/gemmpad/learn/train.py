@@ -89,7 +89,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="weight decay of either optimizer (default %(default)s)")
     p.add_argument("--schedule", choices=("cosine", "step", "constant"), default="cosine",
                    help="per-epoch learning rate")
-    p.add_argument("--augment", default=",".join(DEFAULT_SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none'")
+    p.add_argument("--augment", default=",".join(DEFAULT_SOURCES), help=f"comma list of {','.join(SOURCES)}, or 'none' (default %(default)s)")
     p.add_argument("--drawn", type=integer(0, MAX_DRAWN), default=20000, metavar="N", help="synthetic drawn training digits (and as many on scanned forms with the forms-drawn source)")
     p.add_argument("--limit", type=integer(1, 10**9), metavar="N", help="use only the first N MNIST training images")
     p.add_argument("--val", type=integer(0, 10**9), metavar="N",
