@@ -289,7 +289,8 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
     return _train(final, out_path, curve_path, log, t_start, cross_validation=cv)
 
 
-_NOT_RECIPE = ("output", "curve", "quiet", "force", "jobs", "cache", "data", "resume")  # where, not what
+_NOT_RECIPE = ("output", "curve", "quiet", "force", "jobs", "cache", "data", "resume",  # where, not what
+               "command", "_module", "base", "steps", "insist")  # and the command line's plumbing
 
 
 def _finished_fold(model: Path, tag: dict[str, Any]) -> dict[str, Any] | None:
