@@ -232,3 +232,39 @@ def test_a_slanted_drawing_reads_like_the_upright_one() -> None:
     lean = [s + np.column_stack([0.35 * (230.0 - s[:, 1]), np.zeros(len(s))]) for s in FOUR]
     a, b = preprocess(drawing()), preprocess(render(lean, CANVAS, 18.0))
     assert np.abs(a - b).mean() < 0.05
+
+
+@pytest.mark.parametrize("dark_on_white", [True, False])
+def test_a_solid_block_on_a_binary_scan_stays_solid(dark_on_white: bool) -> None:
+    """issue 43: a 1 stretched to fill its form box is a solid block of ink. Taken for lighting by
+    the background step, it came out hollow (a ring read as 0); a two-level scan has no lighting."""
+    scan = np.full((72, 72), 255, np.uint8)
+    scan[4:68, 6:66] = 0  # the block
+    scan[4:14, 66:70] = 0  # and a flag, so it is not a plain square
+    out = preprocess(scan if dark_on_white else 255 - scan)
+    assert out is not None
+    rows, cols = np.flatnonzero(out.max(axis=1) > 0.5), np.flatnonzero(out.max(axis=0) > 0.5)
+    inside = out[rows[0] + 3 : rows[-1] - 2, cols[0] + 3 : cols[-1] - 2]  # the block without its edges
+    assert inside.size and inside.min() > 0.5, inside.min()
+
+
+def test_grey_images_keep_the_background_step() -> None:
+    """A lit photo (three levels and more) still has its gradient removed: only two-level scans skip it."""
+    y, x = np.mgrid[0:96, 0:96]
+    photo = 0.95 - 0.5 * x / 96  # paper darkening to the right, as in a shadow
+    photo[30:70, 44:50] = 0.05  # a 1
+    out = preprocess(photo.astype(np.float32))
+    assert out is not None and out[:, :6].max() < 0.05  # the shadowed paper is not ink
+
+
+def test_a_thresholded_shadow_on_the_border_is_still_paper() -> None:
+    """A photo thresholded to two levels whose shadow went black reaches far along the border: the
+    background step still takes it away, leaving the 1 (only a two-level scan with paper nearly all
+    round skips the step)."""
+    img = np.full((96, 96), 255, np.uint8)
+    img[:, :40] = 0  # the shadow, down the whole left side
+    img[25:75, 66:71] = 0  # a 1 on the lit paper
+    out = preprocess(img)
+    assert out is not None
+    strong = np.flatnonzero(out.max(axis=0) > 0.5)
+    assert strong.size and strong[-1] - strong[0] <= 4  # one upright stroke, no block

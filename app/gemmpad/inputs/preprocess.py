@@ -8,7 +8,8 @@ differences (a model can only be as good as the match between what it trained on
 what it is shown):
 
 1. ink: polarity from the border (paper surrounds the digit); the background, estimated
-   on a coarse grid (paper tone, lighting gradients, shadows), is subtracted, and
+   on a coarse grid (paper tone, lighting gradients, shadows), is subtracted (not from a
+   two-level scan: it has no lighting, and a wide block of ink would pass for some), and
    whatever stays within the paper's own noise (texture, JPEG) is taken as paper;
 2. crop: the ink's bounding box, trimmed of stray specks that carry almost no ink;
 3. on a 2x field (the longer side MID px): deslant by moments (the shear that makes
@@ -42,6 +43,7 @@ NOISE_SIGMAS = 4.0  # ink must stand this many noise deviations above the paper
 GRID = 16  # background cells along the image's longer side
 MIN_BACKGROUND_SIDE = 64  # smaller images are taken to lie on flat paper
 FLAT = 0.02  # a background that varies less than this is flat
+BINARY_EDGE_INK = 0.1  # a two-level scan with ink on more of its border than this may hold a shadow
 TRIM = 0.002  # share of the ink mass a stray speck beyond the digit may carry and still be cut off
 MAX_SLANT = 1.0  # shear per unit height; beyond it the moments describe a shape, not a slant
 # MNIST's stroke width on the MID field (2 x area / perimeter, median over the 60,000
@@ -175,6 +177,18 @@ def _background(v: np.ndarray) -> np.ndarray | None:
     return _upsample_matrix(h, gh) @ opened @ _upsample_matrix(w, gw).T
 
 
+def _clean_binary(img: np.ndarray, edge: np.ndarray) -> bool:
+    """Whether the image is a two-level scan (a form reader's output, a fax) with paper nearly all round:
+    it has no lighting to remove, and the background step would take a wide region of solid ink
+    (a 1 stretched to fill its box) for paper and hollow it out. A thresholded photo whose shadow
+    went black covers more of the border, and keeps the step that removes it. `edge`: _border(img)."""
+    lo, hi = img.min(), img.max()
+    if int(np.count_nonzero(img == lo)) + int(np.count_nonzero(img == hi)) != img.size:
+        return False
+    paper = edge[len(edge) // 2]  # the border's median, as for the polarity
+    return int(np.count_nonzero(edge != paper)) <= BINARY_EDGE_INK * len(edge)
+
+
 def _ink(image: np.ndarray) -> np.ndarray | None:
     """The ink's box, ink bright in [0, 1] on zero paper (background and paper noise
     removed); None if blank. Only the box is normalised: that keeps a canvas fast."""
@@ -182,7 +196,7 @@ def _ink(image: np.ndarray) -> np.ndarray | None:
     edge = _border(img)
     v = (1.0 - img) if float(edge[len(edge) // 2]) > 0.5 else img  # paper surrounds the digit
     bg = _background(v)
-    if bg is not None:
+    if bg is not None and not _clean_binary(img, edge):  # (checked only where there is a background to remove)
         v = v - bg
     paper, noise = _median_deviation(_border(v))
     row_ext, col_ext = v.max(axis=1), v.max(axis=0)
