@@ -32,6 +32,15 @@ def smoke_args(tmp_path: Path, name: str, *extra: str) -> argparse.Namespace:
                  "--quiet", "--output", str(tmp_path / f"{name}.npz"), *extra)
 
 
+def few_writers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_writer: int) -> None:
+    """$GEMMPAD_PENDIGITS pointed at writers 1, 2 and 3's first `per_writer` real samples each."""
+    real = pendigits.read_pendigits(pendigits_file())
+    few = [s for w in (1, 2, 3) for s in [s for s in real if s.writer == w][:per_writer]]
+    small = tmp_path / "pen.tra"
+    small.write_text(unipen(few))
+    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(small))
+
+
 @pytest.mark.slow
 def test_smoke_run_learns_and_writes_everything(tmp_path: Path) -> None:
     assert train.run(smoke_args(tmp_path, "a")) == 0
@@ -60,11 +69,7 @@ def test_smoke_run_learns_and_writes_everything(tmp_path: Path) -> None:
 def test_held_out_writers_never_reach_training_and_are_measured(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Split by writer: the card's real-writer figures are for writers the model never saw."""
-    real = pendigits.read_pendigits(pendigits_file())
-    few = [s for w in (1, 2, 3) for s in [s for s in real if s.writer == w][:12]]
-    small = tmp_path / "pen.tra"
-    small.write_text(unipen(few))
-    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(small))
+    few_writers(tmp_path, monkeypatch, 12)
     args = smoke_args(tmp_path, "w", "--augment", "original,pendigits", "--val-writers", "2")
     seen: list[np.ndarray] = []
     fit = train_torch.fit
@@ -327,11 +332,7 @@ def test_european_strokes_are_an_option_not_the_default() -> None:
 def test_cross_validation_holds_out_every_writer_once_then_trains_on_all(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """issue 43: --folds K trains K models, each measured on writers it never saw, then --output on all."""
-    real = pendigits.read_pendigits(pendigits_file())
-    few = [s for w in (1, 2, 3) for s in [s for s in real if s.writer == w][:10]]
-    small = tmp_path / "pen.tra"
-    small.write_text(unipen(few))
-    monkeypatch.setenv("GEMMPAD_PENDIGITS", str(small))
+    few_writers(tmp_path, monkeypatch, 10)
     seen: list[int] = []
     fit = train_torch.fit
     monkeypatch.setattr(train_torch, "fit", lambda x, y, w, **kw: (seen.append(len(x)), fit(x, y, w, **kw))[1])

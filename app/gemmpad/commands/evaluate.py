@@ -288,11 +288,10 @@ def card_tables(card: dict[str, Any]) -> str:
                   "|---|" + "---:|" * len(real["styles"]),
                   "| accuracy | " + " | ".join(f"{100 * v:.2f}" for v in real["styles"].values()) + " |", "",
                   "| digit | " + " | ".join(real["per_digit"]) + " |", "|---|" + "---:|" * len(real["per_digit"]),
-                  "| drawn, all styles | " + " | ".join(f"{100 * v:.1f}" for v in real["per_digit"].values()) + " |",
-                  "| on paper | " + " | ".join(f"{100 * v:.1f}" for v in real["paper_per_digit"].values()) + " |"]
-        for name, v in real.get("forms_variants", {}).items():
-            lines.append(f"| forms, `{name}` | " + " | ".join(f"{100 * v['per_digit'].get(d, float('nan')):.1f}"
-                                                             for d in real["per_digit"]) + " |")
+                  crossval.digit_row("drawn, all styles", real["per_digit"], real["per_digit"]),
+                  crossval.digit_row("on paper", real["paper_per_digit"], real["per_digit"]),
+                  *[crossval.digit_row(f"forms, `{name}`", v["per_digit"], real["per_digit"])
+                    for name, v in real.get("forms_variants", {}).items()]]
     if cv:
         lines += ["", f"Cross-validation by writer ({len(cv['folds'])} folds; each fold's model never saw its "
                       "writers; this model was then trained on all of them):", "", crossval.markdown(cv).rstrip("\n")]

@@ -29,6 +29,8 @@ PEN_COPIES = 8  # default random-style renderings of each pendigits training sam
 PAPER_COPIES = 2  # default photos of each on paper ("paper": gemmpad.data.paper, never the test set's seed)
 FORM_COPIES = 2  # default scanned-form copies of each ("forms": gemmpad.data.forms.training_variant)
 PEN_SOURCES = ("pendigits", "paper", "forms")  # the sources made from the real writers' trajectories
+MNIST_SOURCES = ("original", "warp", "restroke", "european", "forms-mnist")  # ... from the MNIST images
+DRAWN_SOURCES = ("drawn", "forms-drawn")  # ... from --drawn synthetic digits
 CHUNK = 2500  # MNIST images per task: bounds memory (~30 MB per 56x56 chunk) and balances the pool
 PEN_CHUNK = 500  # pendigits samples per task (one copy each)
 _STREAM = {"warp": 1, "restroke": 2, "drawn": 6, "pendigits": 4, "paper": 5, "european": 7, "forms": 8, "forms-mnist": 9, "forms-drawn": 10}  # per-source seed component
@@ -104,12 +106,12 @@ def _tasks(images: np.ndarray, labels: np.ndarray, sources: Sequence[str], seed:
            pen: Sequence[pendigits.PenDigit], copies: dict[str, int]) -> Iterator[_Task]:
     """The chunks of every source, in output order; chunk boundaries depend on the data only."""
     for src in sources:
-        if src in ("original", "warp", "restroke", "european", "forms-mnist"):
+        if src in MNIST_SOURCES:
             own = np.isin(labels, augment.EUROPEAN_DIGITS)
             imgs, labs = (images[own], labels[own]) if src == "european" else (images, labels)
             for k, i in enumerate(range(0, len(imgs), CHUNK)):
                 yield _Task(src, (seed, _STREAM.get(src, 0), k), images=imgs[i : i + CHUNK], labels=labs[i : i + CHUNK])
-        elif src in ("drawn", "forms-drawn"):  # as many on forms as on the canvas
+        elif src in DRAWN_SOURCES:  # as many on forms as on the canvas
             for k, i in enumerate(range(0, n_drawn, CHUNK)):
                 yield _Task(src, (seed, _STREAM[src], k), count=min(CHUNK, n_drawn - i))
         elif src in PEN_SOURCES:
@@ -132,7 +134,7 @@ def training_set(images: np.ndarray, labels: np.ndarray, sources: list[str], see
     """
     pen = list(pen or [])
     order = [s for s in sources
-             if not (s in ("drawn", "forms-drawn") and n_drawn <= 0) and not (s in PEN_SOURCES and not pen)]
+             if not (s in DRAWN_SOURCES and n_drawn <= 0) and not (s in PEN_SOURCES and not pen)]
     copies = {"pendigits": pen_copies, "paper": paper_copies, "forms": form_copies}
     tasks = list(_tasks(images, labels, order, seed, n_drawn, pen, copies))
     left = {src: sum(t.source == src for t in tasks) for src in order}

@@ -9,7 +9,7 @@ then trained on all of them with the same recipe and carries this summary in its
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,8 +79,13 @@ def markdown(cv: dict[str, Any]) -> str:
               "|---|" + "---:|" * len(cv["styles"]),
               "| all folds | " + " | ".join(pct(v) for v in cv["styles"].values()) + " |", "",
               "| digit | " + " | ".join(cv["per_digit"]) + " |", "|---|" + "---:|" * len(cv["per_digit"]),
-              "| drawn, all styles | " + " | ".join(f"{100 * v:.1f}" for v in cv["per_digit"].values()) + " |"]
-    for name, f in cv.get("forms_variants", {}).items():
-        lines.append(f"| forms, `{name}` | " + " | ".join(f"{100 * f['per_digit'].get(d, float('nan')):.1f}"
-                                                          for d in cv["per_digit"]) + " |")
+              digit_row("drawn, all styles", cv["per_digit"], cv["per_digit"]),
+              *[digit_row(f"forms, `{name}`", f["per_digit"], cv["per_digit"])
+                for name, f in cv.get("forms_variants", {}).items()]]
     return "\n".join(lines) + "\n"
+
+
+def digit_row(label: str, per_digit: dict[str, float], digits: Iterable[str]) -> str:
+    """One Markdown row of per-digit accuracies (%, one decimal) in the columns `digits`; nan
+    where a set had none of a digit. The card's tables (evaluate.card_tables) share it."""
+    return f"| {label} | " + " | ".join(f"{100 * per_digit.get(d, float('nan')):.1f}" for d in digits) + " |"

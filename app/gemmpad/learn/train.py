@@ -226,6 +226,10 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError("fine-tuning is its own command: gemmpad fine-tune [--drawings DIR] [--base MODEL]")
     if args.drawings and not Path(args.drawings).is_dir():  # before minutes of building, not after
         raise GemmpadError(f"--drawings {args.drawings}: not a folder")
+    if args.folds and args.val_writers is not None:
+        raise GemmpadError("--folds chooses the held-out writers itself: leave out --val-writers")
+    if args.resume and not args.folds:
+        raise GemmpadError("--resume continues a cross-validation: add --folds K")
     require("torch", "gemmpad train", "'gemmpad[train]'")
     log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))
     t_start = time.perf_counter()
@@ -235,15 +239,12 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(out_path, f"--output {out_path}", {".npz"})
     check_output_file(out_path.with_suffix(".json"), f"--output {out_path} (its card)")
     check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
-    if args.folds and args.val_writers is not None:
-        raise GemmpadError("--folds chooses the held-out writers itself: leave out --val-writers")
+    outputs = [out_path, out_path.with_suffix(".json"), curve_path]
+    if args.folds and not args.resume:  # --resume keeps the folds and rewrites their summary
+        outputs += [p for k in range(1, args.folds + 1) for p in _outputs(_fold_path(out_path, k))]
+        outputs += [out_path.with_suffix(".cv.json"), out_path.with_suffix(".cv.md")]
     with claim(out_path, f"--output {out_path}"):  # two runs to one --output: the second is refused now
-        if args.resume and not args.folds:
-            raise GemmpadError("--resume continues a cross-validation: add --folds K")
-        extra = [] if args.resume else [p for k in range(1, (args.folds or 0) + 1) for p in _outputs(_fold_path(out_path, k))]
-        _refuse_existing([out_path, out_path.with_suffix(".json"), curve_path, *extra,
-                          *[out_path.with_suffix(s) for s in (".cv.json", ".cv.md")] * bool(args.folds and not args.resume)],
-                         args.force)
+        _refuse_existing(outputs, args.force)
         if args.folds:
             return _cross_validate(args, out_path, curve_path, log, t_start)
         return _train(args, out_path, curve_path, log, t_start)
