@@ -21,6 +21,7 @@ import re
 import numpy as np
 
 from gemmpad import _cuda
+from gemmpad.errors import KernelUnavailable
 from gemmpad.runtime import registry
 
 _rng = np.random.default_rng(0)
@@ -35,7 +36,11 @@ for _name in filter(_pattern.search, _names):
         for _batch in (1, 2, 7, 33, 100, 200, 300, 600, 900, 1500, 3100):
             _x = _rng.uniform(0, 1, (_batch, 784)).astype(np.float32)
             _out = np.full((_batch, 10), np.nan, dtype=np.float32)
-            _mlp.forward(_x, _out, _name)
+            try:
+                _mlp.forward(_x, _out, _name)
+            except KernelUnavailable as _why:  # a rung whose step needs shapes the MLP lacks refuses, as in the app
+                print("skipped", _name, _batch, "-", _why, flush=True)
+                continue
             assert np.all(np.isfinite(_out)), (_name, _batch)
             _h1, _h2 = np.full((_batch, 100), np.nan, np.float32), np.full((_batch, 100), np.nan, np.float32)
             _mlp.forward(_x, _out, _name, h1=_h1, h2=_h2)

@@ -364,8 +364,32 @@ def test_cross_validation_holds_out_every_writer_once_then_trains_on_all(tmp_pat
         train.run(argparse.Namespace(**{**vars(args), "resume": True, "force": True, "epochs": 2}))
 
 
+@pytest.mark.slow
+def test_one_fold_alone_then_resume_trains_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--fold I trains fold I only (folds in parallel processes); --resume then keeps it."""
+    few_writers(tmp_path, monkeypatch, 10)
+    seen: list[int] = []
+    fit = train_torch.fit
+    monkeypatch.setattr(train_torch, "fit", lambda x, y, w, **kw: (seen.append(len(x)), fit(x, y, w, **kw))[1])
+    args = smoke_args(tmp_path, "cv", "--augment", "original,pendigits", "--pen-copies", "1", "--folds", "3",
+                      "--limit", "600", "--val", "100")
+    assert train.run(argparse.Namespace(**{**vars(args), "fold": 2})) == 0
+    assert seen == [500 + 20] and sorted(p.name for p in tmp_path.glob("cv*.npz")) == ["cv.fold2.npz"]
+    assert load_model(tmp_path / "cv.fold2.npz").card["results"]["real_writers"]["writers"] == [2]
+    with pytest.raises(GemmpadError, match="already exist"):  # its own files are its outputs
+        train.run(argparse.Namespace(**{**vars(args), "fold": 2}))
+    seen.clear()
+    assert train.run(argparse.Namespace(**{**vars(args), "resume": True})) == 0
+    assert seen == [500 + 20, 500 + 20, 500 + 30]  # folds 1 and 3, then all writers
+    assert [f["writers"] for f in json.loads((tmp_path / "cv.cv.json").read_text())["folds"]] == [[1], [2], [3]]
+
+
 def test_folds_choose_the_held_out_writers_themselves(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="--folds chooses the held-out writers itself"):
         train.run(quick_args(tmp_path, "--folds", "5", "--val-writers", "1-6"))
     with pytest.raises(GemmpadError, match="--resume continues a cross-validation: add --folds K"):
         train.run(quick_args(tmp_path, "--resume"))
+    with pytest.raises(GemmpadError, match="--fold 6: one of the folds of --folds K"):
+        train.run(quick_args(tmp_path, "--folds", "5", "--fold", "6"))
+    with pytest.raises(GemmpadError, match="--fold 1: one of the folds"):
+        train.run(quick_args(tmp_path, "--fold", "1"))

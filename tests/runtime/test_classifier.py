@@ -23,6 +23,9 @@ from tests.mnist_data import mnist_dir
 # Seeds that once failed a check, kept as fixed cases beside a fresh random one: 738987553 flipped a
 # digit of cuda.18_wgmma_fp8 on MNIST under the fixed tolerances these checks used before (H200, 2026-11-29).
 FIXED_SEEDS = [738987553]
+# Seeds under which cuda.09_mma_fp16 and cuda.10_wgmma_fp16 handed back h2 at 12x the fp16 bound (H200,
+# 2026-11-29 13:10 UTC, pytest -m gpu); their probabilities were within theirs. Not yet explained.
+HIDDEN_SEEDS = [2751392137, 3385691121]
 AVAILABLE = available_backends()
 CPU_MLP_REASON = AVAILABLE["cpu"]
 
@@ -260,11 +263,13 @@ def test_resident_kernel_follows_the_classifier(rng):
     clf.close()
 
 
+@pytest.mark.parametrize("seed", HIDDEN_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
 @pytest.mark.parametrize("backend,kernel,precision", backend_params())
-def test_hidden_layers_come_from_the_kernel(backend, kernel, precision, rng):
+def test_hidden_layers_come_from_the_kernel(backend, kernel, precision, seed, rng):
     """predict_hidden and classify(hidden=True) hand back the hidden layers the selected kernel
     computed in that pass (poison-free, within its precision's bound of float64), for the
     whole batch and for the drawing; the recorded timing is the plain pass's."""
+    rng = np.random.default_rng(seed) if seed else rng
     model = random_model(rng)
     clf = Classifier(model, backend=backend, kernel=kernel)
     x = digit_like(rng, 5)

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
+from threadpoolctl import threadpool_limits
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -34,13 +36,17 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> Iterator
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
     with contextlib.ExitStack() as stack:  # leaving it (Ctrl-C included, even one held back below) terminates the pool
         with _workers_ignore_sigint():
-            pool = stack.enter_context(ctx.Pool(min(jobs, len(items)), initializer=_ignore_sigint))
+            pool = stack.enter_context(ctx.Pool(min(jobs, len(items)), initializer=_worker_init))
         yield from pool.imap(fn, items, chunksize=1)
 
 
-def _ignore_sigint() -> None:
-    """In each worker: Ctrl-C reaches the whole process group, and the parent alone answers it
-    (one line, exit 130, the pool terminated) instead of every worker printing a traceback."""
+def _worker_init() -> None:
+    """In each worker: one BLAS/OpenMP thread, since the workers already fill the cores (jobs
+    workers with a pool of threads each put jobs x cores threads on them: on the 16-core GPU
+    machine 16 such workers built the training arrays ~15x slower than their CPU time, and 2 on
+    2 cores 1.75x; 2026-11-29). And Ctrl-C reaches the whole process group, so the parent alone
+    answers it (one line, exit 130, the pool terminated) instead of every worker printing a traceback."""
+    threadpool_limits(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):  # born with SIGINT blocked (below): a press meanwhile is now dropped
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -121,6 +121,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true",
                    help="with --folds: keep the fold models a run with the same recipe finished (a cross-validation "
                         "split over several calls, e.g. a GPU machine's 10-minute limit)")
+    p.add_argument("--fold", type=integer(1, 30), metavar="I",
+                   help="with --folds K: train and measure fold I alone (OUTPUT.foldI.npz) and stop, so folds can run "
+                        "in parallel processes or on other machines; a later --folds K --resume keeps them")
     p.add_argument("--eval-drawn", type=integer(0, MAX_DRAWN), default=synthetic.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
     p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -230,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError("--folds chooses the held-out writers itself: leave out --val-writers")
     if args.resume and not args.folds:
         raise GemmpadError("--resume continues a cross-validation: add --folds K")
+    if args.fold and not (args.folds and args.fold <= args.folds):
+        raise GemmpadError(f"--fold {args.fold}: one of the folds of --folds K (1 to K)")
     require("torch", "gemmpad train", "'gemmpad[train]'")
     log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))
     t_start = time.perf_counter()
@@ -243,7 +248,11 @@ def run(args: argparse.Namespace) -> int:
     if args.folds and not args.resume:  # --resume keeps the folds and rewrites their summary
         outputs += [p for k in range(1, args.folds + 1) for p in _outputs(_fold_path(out_path, k))]
         outputs += [out_path.with_suffix(".cv.json"), out_path.with_suffix(".cv.md")]
-    with claim(out_path, f"--output {out_path}"):  # two runs to one --output: the second is refused now
+    owned = out_path
+    if args.fold:  # one fold's files alone: the other folds may be training beside it
+        owned = _fold_path(out_path, args.fold)
+        outputs = [] if args.resume else _outputs(owned)
+    with claim(owned, f"--output {owned}"):  # two runs to one --output: the second is refused now
         _refuse_existing(outputs, args.force)
         if args.folds:
             return _cross_validate(args, out_path, curve_path, log, t_start)
@@ -268,6 +277,8 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
     recipe = json.loads(json.dumps({k: v for k, v in vars(args).items() if k not in _NOT_RECIPE}))
     cards = []
     for k, held in enumerate(groups, 1):
+        if args.fold and k != args.fold:
+            continue
         model, tag = _fold_path(out_path, k), {"fold": k, "of": len(groups), "recipe": recipe}
         done = _finished_fold(model, tag) if args.resume else None
         if done is not None:
@@ -278,6 +289,8 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
         fold = argparse.Namespace(**{**vars(args), "val_writers": ",".join(map(str, held)), "folds": None})
         _train(fold, model, model.with_suffix(".png"), log, time.perf_counter(), learn_sets=False, fold=tag)
         cards.append(load_model(model).card)
+    if args.fold:
+        return 0
     cv = crossval.summary(cards)
     cv["recipe"] = recipe
     with atomic_path(out_path.with_suffix(".cv.json")) as tmp:
@@ -290,7 +303,7 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
     return _train(final, out_path, curve_path, log, t_start, cross_validation=cv)
 
 
-_NOT_RECIPE = ("output", "curve", "quiet", "force", "jobs", "cache", "data", "resume",  # where, not what
+_NOT_RECIPE = ("output", "curve", "quiet", "force", "jobs", "cache", "data", "resume", "fold",  # where, not what
                "command", "_module", "base", "steps", "insist")  # and the command line's plumbing
 
 
