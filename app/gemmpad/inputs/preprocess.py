@@ -7,7 +7,8 @@ input, in training and in use, goes through the same steps, each removing one of
 differences (a model can only be as good as the match between what it trained on and
 what it is shown):
 
-1. ink: polarity from the border (paper surrounds the digit); the background, estimated
+1. ink: a two-level form's printed box turned to paper (its lines would pass for ink);
+   polarity from the border (paper surrounds the digit); the background, estimated
    on a coarse grid (paper tone, lighting gradients, shadows), is subtracted (not from a
    two-level scan: it has no lighting, and a wide block of ink would pass for some), and
    whatever stays within the paper's own noise (texture, JPEG) is taken as paper;
@@ -44,6 +45,9 @@ GRID = 16  # background cells along the image's longer side
 MIN_BACKGROUND_SIDE = 64  # smaller images are taken to lie on flat paper
 FLAT = 0.02  # a background that varies less than this is flat
 BINARY_EDGE_INK = 0.1  # a two-level scan with ink on more of its border than this may hold a shadow
+LINE_FULL = 0.97  # a printed line of a form covers this much of its row or column, end to end
+GAP_CLEAN = 0.9  # the paper between a form's line and the digit: this much of each row or column
+LINE_BAND = 0.25  # share of the image, from each edge, where a form's printed lines are looked for
 TRIM = 0.002  # share of the ink mass a stray speck beyond the digit may carry and still be cut off
 MAX_SLANT = 1.0  # shear per unit height; beyond it the moments describe a shape, not a slant
 # MNIST's stroke width on the MID field (2 x area / perimeter, median over the 60,000
@@ -177,26 +181,90 @@ def _background(v: np.ndarray) -> np.ndarray | None:
     return _upsample_matrix(h, gh) @ opened @ _upsample_matrix(w, gw).T
 
 
-def _clean_binary(img: np.ndarray, edge: np.ndarray) -> bool:
-    """Whether the image is a two-level scan (a form reader's output, a fax) with paper nearly all round:
-    it has no lighting to remove, and the background step would take a wide region of solid ink
-    (a 1 stretched to fill its box) for paper and hollow it out. A thresholded photo whose shadow
+def _clean_binary(edge: np.ndarray) -> bool:
+    """Whether a two-level scan (a form reader's output, a fax) has paper nearly all round: it has
+    no lighting to remove, and the background step would take a wide region of solid ink (a 1
+    stretched to fill its box) for paper and hollow it out. A thresholded photo whose shadow
     went black covers more of the border, and keeps the step that removes it. `edge`: _border(img)."""
-    lo, hi = img.min(), img.max()
-    if int(np.count_nonzero(img == lo)) + int(np.count_nonzero(img == hi)) != img.size:
-        return False
     paper = edge[len(edge) // 2]  # the border's median, as for the polarity
     return int(np.count_nonzero(edge != paper)) <= BINARY_EDGE_INK * len(edge)
+
+
+def _two_level(img: np.ndarray) -> bool:
+    """Whether every pixel is the image's darkest or brightest value (a form reader's bitmap, a fax)."""
+    sample = img[::8, ::8]  # a grey pixel among these settles it for a canvas or photo at a fraction of the cost
+    if np.count_nonzero((sample != sample.min()) & (sample != sample.max())):
+        return False
+    lo, hi = img.min(), img.max()
+    return lo != hi and int(np.count_nonzero(img == lo)) + int(np.count_nonzero(img == hi)) == img.size
+
+
+def _edge_levels(share: np.ndarray, band: int) -> list[int]:
+    """From an edge inward, each row's level while rows are nearly one level (`share`: each row's
+    share of bright pixels): 1 bright (at least GAP_CLEAN), 3 bright end to end (LINE_FULL),
+    0 dark, 2 dark end to end; level % 2 is 1 for bright. Stops at the first mixed row."""
+    levels = []
+    for f in share[:band]:
+        if f >= GAP_CLEAN:
+            levels.append(3 if f >= LINE_FULL else 1)
+        elif f <= 1.0 - GAP_CLEAN:
+            levels.append(2 if f <= 1.0 - LINE_FULL else 0)
+        else:
+            break
+    return levels
+
+
+def _paper_vote(inner: list[int]) -> int | None:
+    """The paper's level (1 bright, 0 dark): the level of the innermost clean row (_edge_levels'
+    codes) on both sides; None when they disagree (a side of a box without a clean row inside)."""
+    bright = sum(lv % 2 for lv in inner)
+    return None if not inner or 2 * bright == len(inner) else int(2 * bright > len(inner))
+
+
+def _without_printed_lines(img: np.ndarray) -> np.ndarray:
+    """A two-level form with its printed box's lines (and the specks round them) turned to paper.
+
+    A form reader often cuts the box with its lines: rows or columns of one level end to end
+    near the edge, with paper between them and the digit. Left in, they pass for ink: the
+    border votes the wrong polarity and a box frames the digit (the `boxed-32` forms read ~50 %).
+    Paper is the level of the innermost clean row on most sides; a line is a row of the other
+    level end to end with a clean paper row inward of it, so a digit's own bar touching the
+    box (a 7 stretched to fill it), with ink below it, stays."""
+    lo, hi = img.min(), img.max()
+    is_hi = img == hi
+    out = img
+    for axis in (1, 0):
+        bright = is_hi.mean(axis=axis)  # of the scan as it came: the lines cross each other end to end
+        length = len(bright)
+        band = max(1, int(LINE_BAND * length))
+        sides = [_edge_levels(bright, band), _edge_levels(bright[::-1], band)]
+        paper = _paper_vote([lv[-1] for lv in sides if lv])
+        if paper is None:
+            continue
+        for side, levels in enumerate(sides):
+            clean = [i for i, lv in enumerate(levels) if lv % 2 == paper]
+            if not clean or not any(lv % 2 != paper and lv >= 2 for lv in levels[: clean[-1]]):
+                continue
+            last = clean[-1]  # the line(s), and the paper up to the clean row inward of them
+            if out is img:
+                out = img.copy()
+            rows = range(last + 1) if side == 0 else range(length - 1 - last, length)
+            idx = (list(rows), slice(None)) if axis == 1 else (slice(None), list(rows))
+            out[idx] = hi if paper else lo
+    return out
 
 
 def _ink(image: np.ndarray) -> np.ndarray | None:
     """The ink's box, ink bright in [0, 1] on zero paper (background and paper noise
     removed); None if blank. Only the box is normalised: that keeps a canvas fast."""
     img = _as_unit_float(image)
+    two_level = _two_level(img)
+    if two_level:
+        img = _without_printed_lines(img)
     edge = _border(img)
     v = (1.0 - img) if float(edge[len(edge) // 2]) > 0.5 else img  # paper surrounds the digit
     bg = _background(v)
-    if bg is not None and not _clean_binary(img, edge):  # (checked only where there is a background to remove)
+    if bg is not None and not (two_level and _clean_binary(edge)):
         v = v - bg
     paper, noise = _median_deviation(_border(v))
     row_ext, col_ext = v.max(axis=1), v.max(axis=0)
