@@ -116,3 +116,30 @@ def test_bench_mlp_skips_a_rung_outside_its_step(monkeypatch, capsys, tmp_path):
     assert "cpu.01_naive batch 3: cpu.01_naive unavailable: its 1 tiles" in out
     kernels = {r["kernel"] for r in json.loads((tmp_path / "bench-mlp.json").read_text())["results"]}
     assert "numpy" in kernels and "cpu.01_naive" not in kernels
+
+
+def test_bench_mlp_times_onnx_runtime_on_the_cpu_beside_ours(monkeypatch, capsys, tmp_path):
+    """Issue 44's CPU goal is stated against the best CPU runtime: ONNX Runtime's rows (where it is
+    installed) are the exported network itself, checked against float64 before they are timed."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    rc, out, _ = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "numpy", "--batches", "1", "5",
+                         "--budget-s", "0.01", "--out", str(tmp_path))
+    assert rc == 0 and "| onnxruntime | ONNX Runtime CPU |" in out
+    data = json.loads((tmp_path / "bench-mlp.json").read_text())
+    rows = [r for r in data["results"] if r["backend"] == "onnxruntime"]
+    assert [r["batch"] for r in rows] == [1, 5] and data["onnxruntime"]
+    assert all(r["correct"] and r["e2e_us"] > 0 and r["reps"] >= 10 for r in rows)
+
+
+def test_onnx_runtime_rows_say_when_its_output_is_wrong(monkeypatch):
+    """A runtime answering outside the fp32 bound is reported so, and fails the bench."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from gemmpad.bench import mlp
+    from gemmpad.runtime.model import load_model
+
+    model = load_model()
+    monkeypatch.setattr(mlp.OnnxRuntimeMlp, "probs", lambda self, x: np.full((len(x), 10), 0.1, np.float32))
+    rows, version = mlp._onnxruntime_rows(model, {2: np.ones((2, 784), np.float32)}, [2], 0.001)
+    assert version and [r["correct"] for r in rows] == [False]

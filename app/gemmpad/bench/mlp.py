@@ -1,5 +1,6 @@
 """`gemmpad bench mlp`: the whole forward pass per backend and kernel at a few
-batch sizes, against torch eager, torch replayed from a CUDA graph and NumPy,
+batch sizes, against torch eager, torch replayed from a CUDA graph, ONNX Runtime on the
+CPU (where installed: the CPU runtime issue 44's CPU goal is measured against) and NumPy,
 each result checked against float64 before it is timed (within its precision's
 bound, gemmpad.runtime.precision), and each kernel's agreement with fp32 on the 10,000
 MNIST test digits; then a CPU-vs-GPU batch sweep and, with --soak, a memory soak.
@@ -176,6 +177,52 @@ class TorchMlp:
         return call
 
 
+class OnnxRuntimeMlp:
+    """The same network exported to ONNX (gemmpad export's graph) in ONNX Runtime's CPU provider,
+    at its default threads (one per core, as gemmpad's CPU backend). It has no kernel clock of
+    its own: both times are the wall clock of session.run, input array to probabilities."""
+
+    def __init__(self, model: Any) -> None:
+        import onnxruntime as ort
+
+        from gemmpad.commands.exporter import to_onnx
+
+        self.session = ort.InferenceSession(to_onnx(model), providers=["CPUExecutionProvider"])
+        self.version = ort.__version__
+
+    def probs(self, x: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {"image28": np.ascontiguousarray(x, dtype=np.float32)})[0]
+
+    def call(self, x: np.ndarray) -> Callable[[], tuple[float, float]]:
+        def timed() -> tuple[float, float]:
+            t0 = time.perf_counter()
+            self.probs(x)
+            us = (time.perf_counter() - t0) * 1e6
+            return us, us
+
+        return timed
+
+
+def _onnxruntime_rows(model: Any, inputs: dict[int, np.ndarray], batches: list[int], budget_s: float
+                      ) -> tuple[list[dict[str, Any]], str]:
+    """ONNX Runtime's rows (each checked against float64 within the fp32 bound before it is
+    timed) and its version; none where onnxruntime or onnx is not installed."""
+    try:
+        orm = OnnxRuntimeMlp(model)
+    except (ImportError, GemmpadError):
+        return [], ""
+    rows = []
+    for batch in batches:
+        x = inputs[batch]
+        ok = bool(mlp_bound(model.weights, x, "fp32").ratio(orm.probs(x)) <= 1.0)
+        k_us, e_us, reps = time_calls(orm.call(x), budget_s)
+        rows.append({"backend": "onnxruntime", "kernel": "ONNX Runtime CPU", "precision": "fp32", "batch": batch,
+                     "kernel_us": k_us, "e2e_us": e_us, "reps": reps, "correct": ok})
+        print(f"  {'ONNX Runtime CPU':<28} batch {batch:>5}: end-to-end {e_us:10.2f} us"
+              + ("" if ok else "  OUTSIDE THE fp32 BOUND"), flush=True)
+    return rows, orm.version
+
+
 def _rss_bytes() -> int:
     try:
         return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
@@ -285,6 +332,9 @@ def run(args: argparse.Namespace) -> int:
                                  "kernel_us": k_us, "e2e_us": e_us, "reps": reps, "correct": True})
                     print(f"  {label:<28} batch {batch:>5}: kernel {k_us:10.2f} us  end-to-end {e_us:10.2f} us",
                           flush=True)
+    ort_rows, ort_version = _onnxruntime_rows(model, inputs, args.batches, args.budget_s)
+    rows += ort_rows
+    failures += sum(not r["correct"] for r in ort_rows)
     sweep = _sweep(model, usable, inputs, pixels, args) if args.sweep else []
     soaks = []
     if args.soak > 0:
@@ -298,7 +348,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(sweep_table(sweep))
     if args.out:
-        payload = {"machine": machine(), "model": model_name, "torch": torch_version, "agreement_on": digits_note,
+        payload = {"machine": machine(), "model": model_name, "torch": torch_version, "onnxruntime": ort_version,
+                   "agreement_on": digits_note,
                    "results": rows,
                    "sweep": sweep, "soak": soaks}
         timed = sweep or any("e2e_us" in r for r in rows)
