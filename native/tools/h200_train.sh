@@ -74,7 +74,11 @@ if [ ${#pending[@]} -gt 0 ]; then
 fi
 still=0
 for i in $(seq 1 "$K"); do finished "$RUNS/mnist-mlp.fold$i.npz" || still=1; done
-if [ $still -eq 0 ] && [ "$(left)" -gt 60 ]; then
+cv_model() { python3 -c "import sys; from gemmpad.runtime.model import load_model
+sys.exit(0 if load_model(sys.argv[1]).card.get('results', {}).get('cross_validation') else 1)" "$MODEL" 2>/dev/null; }
+if [ $still -eq 0 ] && cv_model; then
+  say "model: done (kept from an earlier call)"
+elif [ $still -eq 0 ] && [ "$(left)" -gt 60 ]; then
   train model $(($(left) - 10)) --force --curve "$RUNS/training-curve.png" "$@"
   rc=$?
   [ $rc -eq 0 ] && say "model: done" || say "model: exit $rc; tail: $(tail -3 "$LOGS/model.log" | tr '\n' ' ')"
