@@ -174,6 +174,22 @@ def test_models_readme_shows_the_shipped_cards_results(shipped: Model) -> None:
     assert block == evaluate.card_tables(shipped.card)
 
 
+def test_models_readme_shows_the_shipped_detectors_rates(shipped: Model) -> None:
+    """The unsure detector's rates in models/README.md are generated from the file shipped beside the
+    weights (`measured`), as the results are from the card."""
+    from pathlib import Path
+
+    from gemmpad.learn import unsure_fit
+    from gemmpad.runtime import unsure
+
+    assert shipped.path is not None
+    measured = unsure.load(unsure.path_for(shipped.path)).measured
+    text = (Path(__file__).resolve().parents[2] / "models" / "README.md").read_text()
+    block = text.split("<!-- unsure:measured begin -->\n", 1)[1].split("\n<!-- unsure:measured end -->", 1)[0]
+    assert block == unsure_fit.markdown(measured)
+    assert "| MNIST test (real digits) | 10,000 |" in block
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("style", ["thin-4px-dark", "thick-32px-light"])
 def test_shipped_card_real_writer_figures_recomputed(shipped: Model, style: str) -> None:

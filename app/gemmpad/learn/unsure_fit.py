@@ -113,6 +113,21 @@ def _lines(m: dict[str, Any]) -> list[str]:
             + ", ".join(f"{k} {100 * v:.0f} %" for k, v in nd["kinds"].items()) + ")"]
 
 
+def markdown(m: dict[str, Any]) -> str:
+    """A detector's measured rates as the Markdown table models/README.md shows beside the model's
+    results (a test keeps the two equal): how many real digits it flags, how many non-digits it catches."""
+    pen_key = next(k for k in m if k.startswith("pendigits_writers_"))
+    pen, nd = m[pen_key], m["nondigits"]
+    writers = pen_key.removeprefix("pendigits_writers_")
+    return "\n".join([
+        "| set | images | said unsure |", "|---|---:|---:|",
+        f"| MNIST test (real digits) | {m['mnist_test']['n']:,} | {100 * m['mnist_test']['flagged']:.2f} % |",
+        f"| pendigits writers {writers}, every drawing style (real digits) | {pen['n']:,} x {len(pen['styles'])} | "
+        f"{100 * pen['flagged']:.2f} % (worst style {100 * pen['worst_style']:.2f} %) |",
+        f"| non-digits (`gemmpad.data.nondigits`, its own seed) | {nd['n']:,} | **{100 * nd['caught']:.1f} %** |",
+        *[f"| non-digits: {kind} | | {100 * v:.1f} % |" for kind, v in nd["kinds"].items()]])
+
+
 def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     assert model.path is not None  # loaded from a file
