@@ -41,7 +41,8 @@ FIT_MNIST = 12_000
 FIT_PEN = 4_000
 FIT_NONDIGITS = 1_500  # per kind
 FIT_SEED = 1
-HELD_OUT_WRITERS = "1-6"  # the real-writer validation: never fitted on (nor trained on, by gemmpad train)
+HELD_OUT_WRITERS = "1-6"  # the real-writer validation: never fitted on (nor trained on, by gemmpad train's default)
+SEEN = "; the model was trained on these writers"  # said beside their rate when the card says so (trained_on)
 
 
 def _rows(images: Iterable[np.ndarray], total: int, what: str) -> np.ndarray:
@@ -71,8 +72,17 @@ def fit_sets(data_dir: str | None, pen_file: str | None) -> tuple[np.ndarray, np
     return digits, nd.images.reshape(-1, 784), about
 
 
+def trained_on(model: Model, writers: Iterable[int]) -> bool:
+    """Whether the model's card says it was trained on any of `writers`: a model trained on every
+    writer (`gemmpad train --folds`, then all 30) has seen the detector's measurement writers, and
+    a rate measured on them must say so rather than pass for a held-out one."""
+    card = model.card if isinstance(model.card, dict) else {}
+    return bool(set(writers) & set(card.get("training", {}).get("pendigits_writers") or []))
+
+
 def measure(model: Model, det: unsure.Detector, data_dir: str | None, pen_file: str | None) -> dict[str, Any]:
-    """Shares flagged of real digits (MNIST test; held-out writers per style) and of non-digits (per kind)."""
+    """Shares flagged of real digits (MNIST test; writers HELD_OUT_WRITERS per style, marked when the
+    model trained on them) and of non-digits (per kind). The detector never fits on those writers."""
     test = mnist.load_split("test", data_dir)
     x, ok = preprocess_batch(test.images)
     out: dict[str, Any] = {"mnist_test": {"n": int(ok.sum()), "flagged": float(det.unsure(model, x[ok].reshape(-1, 784)).mean())}}
@@ -83,7 +93,8 @@ def measure(model: Model, det: unsure.Detector, data_dir: str | None, pen_file: 
         rows = _rows((pendigits.render(s, name) for s in pen), len(pen), f"measure: {name}")
         styles[name] = float(det.unsure(model, rows).mean())
     out[f"pendigits_writers_{HELD_OUT_WRITERS}"] = {"n": len(pen), "flagged": float(np.mean(list(styles.values()))),
-                                                   "worst_style": max(styles.values()), "styles": styles}
+                                                   "worst_style": max(styles.values()), "styles": styles,
+                                                   "seen_in_training": trained_on(model, held)}
     nd = nondigits.generate(seed=nondigits.SEED)
     caught = det.unsure(model, nd.images.reshape(-1, 784))
     out["nondigits"] = {"n": len(caught), "caught": float(caught.mean()),
@@ -106,7 +117,8 @@ def _lines(m: dict[str, Any]) -> list[str]:
     pen = m[f"pendigits_writers_{HELD_OUT_WRITERS}"]
     nd = m["nondigits"]
     return [f"real digits flagged: MNIST test {100 * m['mnist_test']['flagged']:.2f} % of {m['mnist_test']['n']}",
-            f"  pendigits writers {HELD_OUT_WRITERS} ({pen['n']} digits x {len(pen['styles'])} styles): "
+            f"  pendigits writers {HELD_OUT_WRITERS} ({pen['n']} digits x {len(pen['styles'])} styles"
+            f"{SEEN if pen.get('seen_in_training') else ''}): "
             f"{100 * pen['flagged']:.2f} %, worst style {100 * pen['worst_style']:.2f} %",
             "    " + "  ".join(f"{k} {100 * v:.2f}" for k, v in pen["styles"].items()),
             f"non-digits caught: {100 * nd['caught']:.1f} % of {nd['n']}  ("
@@ -122,7 +134,8 @@ def markdown(m: dict[str, Any]) -> str:
     return "\n".join([
         "| set | images | said unsure |", "|---|---:|---:|",
         f"| MNIST test (real digits) | {m['mnist_test']['n']:,} | {100 * m['mnist_test']['flagged']:.2f} % |",
-        f"| pendigits writers {writers}, every drawing style (real digits) | {pen['n']:,} x {len(pen['styles'])} | "
+        f"| pendigits writers {writers}, every drawing style (real digits"
+        f"{SEEN if pen.get('seen_in_training') else ''}) | {pen['n']:,} x {len(pen['styles'])} | "
         f"{100 * pen['flagged']:.2f} % (worst style {100 * pen['worst_style']:.2f} %) |",
         f"| non-digits (`gemmpad.data.nondigits`, its own seed) | {nd['n']:,} | **{100 * nd['caught']:.1f} %** |",
         *[f"| non-digits: {kind} | | {100 * v:.1f} % |" for kind, v in nd["kinds"].items()]])

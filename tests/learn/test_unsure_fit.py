@@ -1,0 +1,37 @@
+"""gemmpad.learn.unsure_fit: what the detector's measured rates say about the writers they come from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gemmpad.learn import unsure_fit
+from gemmpad.runtime.model import Model, load_model
+
+
+def _model(card: dict) -> Model:
+    return Model(weights=load_model().weights, card=card)
+
+
+def test_trained_on_reads_the_writers_from_the_card() -> None:
+    """A model trained on every writer (the cross-validation's final one) has seen writers 1-6."""
+    held = range(1, 7)
+    assert unsure_fit.trained_on(_model({"training": {"pendigits_writers": list(range(1, 31))}}), held)
+    assert not unsure_fit.trained_on(_model({"training": {"pendigits_writers": list(range(7, 31))}}), held)
+    assert not unsure_fit.trained_on(_model({}), held)  # no card: nothing says so
+
+
+def _measured(seen: bool | None) -> dict:
+    shipped = Path(__file__).resolve().parents[2] / "models" / "mnist-mlp.unsure.json"
+    m = json.loads(shipped.read_text())["measured"]
+    if seen is not None:
+        m[f"pendigits_writers_{unsure_fit.HELD_OUT_WRITERS}"]["seen_in_training"] = seen
+    return m
+
+
+def test_a_rate_on_writers_the_model_trained_on_says_so() -> None:
+    """Not passed off as a held-out figure: the table and the command's lines both say it."""
+    for seen in (True, False, None):
+        said = unsure_fit.SEEN in unsure_fit.markdown(_measured(seen))
+        lined = any(unsure_fit.SEEN in line for line in unsure_fit._lines(_measured(seen)))
+        assert said == lined == bool(seen)
