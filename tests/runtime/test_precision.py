@@ -127,7 +127,14 @@ def test_mlp_bound_holds_for_correct_kernels_and_catches_a_wrong_one(precision: 
     assert bound.ratio(wrong) > 1.0
 
 
-@pytest.mark.parametrize("seed", FIXED_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
+# 1331236009: a decided row whose top two were swapped stayed within the probability bound (ratio 0.98;
+# CI reproduction, 2026-11-29): "decided" compares the logits' gap with their two bounds, while each
+# probability's bound also carries the largest logit error, so the swap need not exceed it. What
+# catches that kernel is argmax_broken, which is what this test now asks of every seed.
+FLIP_SEEDS = [1331236009]
+
+
+@pytest.mark.parametrize("seed", FIXED_SEEDS + FLIP_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
 def test_a_digit_the_bound_decides_may_not_flip(seed: int | None, rng) -> None:
     rng = np.random.default_rng(seed) if seed else rng
     model = random_model(rng)
@@ -138,7 +145,7 @@ def test_a_digit_the_bound_decides_may_not_flip(seed: int | None, rng) -> None:
     assert len(rows) > 0 and bound.argmax_broken(probs) == 0
     top2 = np.argsort(probs[rows[0]])[-2:]
     probs[rows[0], top2] = probs[rows[0], top2[::-1]]  # a kernel that swaps a decided row's top two digits
-    assert bound.argmax_broken(probs) == 1 and bound.ratio(probs) > 1.0
+    assert bound.argmax_broken(probs) == 1
 
 
 def test_fp32_bound_decides_most_digits(rng) -> None:
