@@ -49,8 +49,11 @@ train() {  # train LOGNAME SECONDS ARGS...: one gemmpad train of this recipe, cu
   timeout -k 10 "$secs" python3 -m gemmpad train --cache "$CACHE" --output "$MODEL" --folds "$K" --resume "$@" \
     >"$LOGS/$name.log" 2>&1
 }
-finished() { python3 -c "import sys; from gemmpad.runtime.model import load_model
-sys.exit(0 if load_model(sys.argv[1]).card.get('results', {}).get('real_writers') else 1)" "$1" 2>/dev/null; }
+measured() {  # measured FILE RESULT: FILE is a model whose card holds results.RESULT
+  python3 -c "import sys; from gemmpad.runtime.model import load_model
+sys.exit(0 if load_model(sys.argv[1]).card.get('results', {}).get(sys.argv[2]) else 1)" "$1" "$2" 2>/dev/null
+}
+finished() { measured "$1" real_writers; }
 
 pending=()
 for i in $(seq 1 "$K"); do finished "$RUNS/mnist-mlp.fold$i.npz" || pending+=("$i"); done
@@ -74,9 +77,7 @@ if [ ${#pending[@]} -gt 0 ]; then
 fi
 still=0
 for i in $(seq 1 "$K"); do finished "$RUNS/mnist-mlp.fold$i.npz" || still=1; done
-cv_model() { python3 -c "import sys; from gemmpad.runtime.model import load_model
-sys.exit(0 if load_model(sys.argv[1]).card.get('results', {}).get('cross_validation') else 1)" "$MODEL" 2>/dev/null; }
-if [ $still -eq 0 ] && cv_model; then
+if [ $still -eq 0 ] && measured "$MODEL" cross_validation; then
   say "model: done (kept from an earlier call)"
 elif [ $still -eq 0 ] && [ "$(left)" -gt 60 ]; then
   train model $(($(left) - 10)) --force --curve "$RUNS/training-curve.png" "$@"

@@ -328,16 +328,22 @@ def test_european_strokes_are_an_option_not_the_default() -> None:
     assert train._sources("warp,european") == ["original", "warp", "european"]
 
 
-@pytest.mark.slow
-def test_cross_validation_holds_out_every_writer_once_then_trains_on_all(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """issue 43: --folds K trains K models, each measured on writers it never saw, then --output on all."""
+def _three_writer_folds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], argparse.Namespace]:
+    """A quick --folds 3 over writers 1-3 (10 samples each) as `cv.npz`, and the list that each
+    torch fit appends its row count to."""
     few_writers(tmp_path, monkeypatch, 10)
     seen: list[int] = []
     fit = train_torch.fit
     monkeypatch.setattr(train_torch, "fit", lambda x, y, w, **kw: (seen.append(len(x)), fit(x, y, w, **kw))[1])
-    args = smoke_args(tmp_path, "cv", "--augment", "original,pendigits", "--pen-copies", "1", "--folds", "3",
-                      "--limit", "600", "--val", "100")
+    return seen, smoke_args(tmp_path, "cv", "--augment", "original,pendigits", "--pen-copies", "1", "--folds", "3",
+                            "--limit", "600", "--val", "100")
+
+
+@pytest.mark.slow
+def test_cross_validation_holds_out_every_writer_once_then_trains_on_all(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 43: --folds K trains K models, each measured on writers it never saw, then --output on all."""
+    seen, args = _three_writer_folds(tmp_path, monkeypatch)
     assert train.run(args) == 0
     assert seen == [500 + 20, 500 + 20, 500 + 20, 500 + 30]  # each fold without its writer's 10, then all
     for k, writer in enumerate((1, 2, 3), 1):
@@ -367,12 +373,7 @@ def test_cross_validation_holds_out_every_writer_once_then_trains_on_all(tmp_pat
 @pytest.mark.slow
 def test_one_fold_alone_then_resume_trains_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """--fold I trains fold I only (folds in parallel processes); --resume then keeps it."""
-    few_writers(tmp_path, monkeypatch, 10)
-    seen: list[int] = []
-    fit = train_torch.fit
-    monkeypatch.setattr(train_torch, "fit", lambda x, y, w, **kw: (seen.append(len(x)), fit(x, y, w, **kw))[1])
-    args = smoke_args(tmp_path, "cv", "--augment", "original,pendigits", "--pen-copies", "1", "--folds", "3",
-                      "--limit", "600", "--val", "100")
+    seen, args = _three_writer_folds(tmp_path, monkeypatch)
     assert train.run(argparse.Namespace(**{**vars(args), "fold": 2})) == 0
     assert seen == [500 + 20] and sorted(p.name for p in tmp_path.glob("cv*.npz")) == ["cv.fold2.npz"]
     assert load_model(tmp_path / "cv.fold2.npz").card["results"]["real_writers"]["writers"] == [2]

@@ -250,9 +250,8 @@ def _without_printed_lines(img: np.ndarray) -> np.ndarray:
             last = clean[-1]  # the line(s), and the paper up to the clean row inward of them
             if out is img:
                 out = img.copy()
-            rows = range(last + 1) if side == 0 else range(length - 1 - last, length)
-            idx = (list(rows), slice(None)) if axis == 1 else (slice(None), list(rows))
-            out[idx] = hi if paper else lo
+            rows = slice(0, last + 1) if side == 0 else slice(length - 1 - last, length)
+            out[(rows, slice(None)) if axis == 1 else (slice(None), rows)] = hi if paper else lo
     return out
 
 

@@ -113,11 +113,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
 
 
+def _writers_entry(m: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The measured rates' real-writer entry and its writers ("1-6"), as measure() names it."""
+    key = next(k for k in m if k.startswith("pendigits_writers_"))
+    return key.removeprefix("pendigits_writers_"), m[key]
+
+
 def _lines(m: dict[str, Any]) -> list[str]:
-    pen = m[f"pendigits_writers_{HELD_OUT_WRITERS}"]
+    writers, pen = _writers_entry(m)
     nd = m["nondigits"]
     return [f"real digits flagged: MNIST test {100 * m['mnist_test']['flagged']:.2f} % of {m['mnist_test']['n']}",
-            f"  pendigits writers {HELD_OUT_WRITERS} ({pen['n']} digits x {len(pen['styles'])} styles"
+            f"  pendigits writers {writers} ({pen['n']} digits x {len(pen['styles'])} styles"
             f"{SEEN if pen.get('seen_in_training') else ''}): "
             f"{100 * pen['flagged']:.2f} %, worst style {100 * pen['worst_style']:.2f} %",
             "    " + "  ".join(f"{k} {100 * v:.2f}" for k, v in pen["styles"].items()),
@@ -128,9 +134,8 @@ def _lines(m: dict[str, Any]) -> list[str]:
 def markdown(m: dict[str, Any]) -> str:
     """A detector's measured rates as the Markdown table models/README.md shows beside the model's
     results (a test keeps the two equal): how many real digits it flags, how many non-digits it catches."""
-    pen_key = next(k for k in m if k.startswith("pendigits_writers_"))
-    pen, nd = m[pen_key], m["nondigits"]
-    writers = pen_key.removeprefix("pendigits_writers_")
+    writers, pen = _writers_entry(m)
+    nd = m["nondigits"]
     return "\n".join([
         "| set | images | said unsure |", "|---|---:|---:|",
         f"| MNIST test (real digits) | {m['mnist_test']['n']:,} | {100 * m['mnist_test']['flagged']:.2f} % |",
