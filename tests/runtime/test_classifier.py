@@ -24,7 +24,7 @@ from tests.mnist_data import mnist_dir
 # digit of cuda.18_wgmma_fp8 on MNIST under the fixed tolerances these checks used before (H200, 2026-11-29).
 FIXED_SEEDS = [738987553]
 # Seeds under which cuda.09_mma_fp16 and cuda.10_wgmma_fp16 handed back h2 at 12x the fp16 bound (H200,
-# 2026-11-29 13:10 UTC, pytest -m gpu); their probabilities were within theirs. Not yet explained.
+# 2026-11-29 13:10 UTC). Not the seeds: a race in Mlp's constructor (test_a_fresh_classifier_...).
 HIDDEN_SEEDS = [2751392137, 3385691121]
 AVAILABLE = available_backends()
 CPU_MLP_REASON = AVAILABLE["cpu"]
@@ -261,6 +261,23 @@ def test_resident_kernel_follows_the_classifier(rng):
         assert_agrees(clf.predict(x), model, x, "fp32", "resident after close (restarts)")
         assert mlp.resident_running
     clf.close()
+
+
+# Mlp casts the 16- and 8-bit copies of the weights on its own non-blocking stream. It cast them from
+# fp32 copies whose pageable cudaMemcpy had not landed yet, in ~30 % of constructions on the H200 (400 each
+# for 08, 09, 10 and 17 fp16, 2026-11-29 15:15 UTC): h2 at 8-24x the bound, h1 within it, every later
+# pass of that Classifier alike. Twenty fresh Classifiers per rung leave that race no room.
+@pytest.mark.parametrize("backend,kernel,precision",
+                         [p for p in backend_params() if p.values[2] in ("fp16", "bf16", "fp8")])
+def test_a_fresh_classifier_reads_its_own_weights(backend, kernel, precision, rng):
+    for i in range(20):
+        model = random_model(rng)
+        clf = Classifier(model, backend=backend, kernel=kernel)
+        x = digit_like(rng, 5)
+        probs, h1, h2 = clf.predict_hidden(x)
+        assert_agrees(probs, model, x, precision, f"{kernel}, Classifier {i + 1}")
+        assert_hidden_agrees(h1, h2, model.weights, x, precision, f"{kernel}, Classifier {i + 1}")
+        clf.close()
 
 
 @pytest.mark.parametrize("seed", HIDDEN_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")

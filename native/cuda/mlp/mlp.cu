@@ -120,15 +120,15 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
             const size_t n = (size_t)rows[l] * cols[l];
             // The ladder's copies: fp32, and converted once for the 16- and 8-bit tensor-core kernels.
             w_[0][l].reserve(n * sizeof(float));
-            CUDA_CHECK(cudaMemcpy(w_[0][l].ptr, W[l], n * sizeof(float), cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpyAsync(w_[0][l].ptr, W[l], n * sizeof(float), cudaMemcpyHostToDevice, stream_));
             for (int t = 1; t < kInTypes; ++t) {
                 w_[t][l].reserve(n * in_bytes(InType(t)));
                 cast_f32(static_cast<float*>(w_[0][l].ptr), w_[t][l].ptr, n, InType(t), stream_);
             }
             bias_[l].reserve(cols[l] * sizeof(float));
-            CUDA_CHECK(cudaMemcpy(bias_[l].ptr, b[l], cols[l] * sizeof(float), cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpyAsync(bias_[l].ptr, b[l], cols[l] * sizeof(float), cudaMemcpyHostToDevice, stream_));
             // The fused kernels' zero-padded biases.
-            layout::upload(fbias_[l], layout::padded(b[l], 1, cols[l], 1, pcols[l]));
+            layout::upload(fbias_[l], layout::padded(b[l], 1, cols[l], 1, pcols[l]), stream_);
         }
         // The fused kernels' weights (FusedWeights says which layout each kernel reads).
         w1_finite_ = std::all_of(W1, W1 + (size_t)kIn * kHidden, [](float v) { return std::isfinite(v); });
@@ -136,13 +136,13 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
         const auto w2p = layout::padded(W2, kHidden, kHidden, prows[1], pcols[1]);
         const auto w3p = layout::padded(W3, kHidden, kOut, prows[2], pcols[2]);
         const auto w1frag = layout::fragment_order(w1p, kIn, kHiddenPad, 16);
-        layout::upload(fw1f_, w1frag);
-        layout::upload(fw1h_, layout::tf32_as_half(w1frag, w1h_scale_));
-        layout::upload(fw1f8_, layout::fragment_order(w1p, kIn, kHiddenPad, 8));
-        layout::upload(fw2f_, layout::fragment_order(w2p, kHiddenPad, kHiddenPad, 16));
-        layout::upload(fw2_, w2p);
-        layout::upload(fw3_, w3p);
-        layout::upload(fw3f_, layout::fragment_order(w3p, kHiddenPad, kOutPad, 16));
+        layout::upload(fw1f_, w1frag, stream_);
+        layout::upload(fw1h_, layout::tf32_as_half(w1frag, w1h_scale_), stream_);
+        layout::upload(fw1f8_, layout::fragment_order(w1p, kIn, kHiddenPad, 8), stream_);
+        layout::upload(fw2f_, layout::fragment_order(w2p, kHiddenPad, kHiddenPad, 16), stream_);
+        layout::upload(fw2_, w2p, stream_);
+        layout::upload(fw3_, w3p, stream_);
+        layout::upload(fw3f_, layout::fragment_order(w3p, kHiddenPad, kOutPad, 16), stream_);
         CUDA_CHECK(cudaStreamSynchronize(stream_));
     } catch (...) {
         release();  // the destructor does not run for a constructor that throws

@@ -19,11 +19,14 @@ std::vector<float> fragment_order(const std::vector<float>& m, int K, int N, int
 // `m` rounded to tf32 and stored as fp16 divided by `scale` (a power of two): exact for tf32 values.
 std::vector<__half> tf32_as_half(const std::vector<float>& m, float& scale);
 
-// dst <- v (device memory, grown as needed).
+// dst <- v (device memory, grown as needed), in `stream`'s order and finished on return. A plain
+// cudaMemcpy from pageable memory may return before its DMA lands, and a kernel on a non-blocking
+// stream does not wait for it: Mlp's casts once read half-copied weights (NOTES.md, 2026-11-29).
 template <class T>
-void upload(DeviceBuffer& dst, const std::vector<T>& v) {
+void upload(DeviceBuffer& dst, const std::vector<T>& v, cudaStream_t stream) {
     dst.reserve(v.size() * sizeof(T));
-    CUDA_CHECK(cudaMemcpy(dst.ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpyAsync(dst.ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // v may be a temporary
 }
 
 }  // namespace gemmpad::cuda::layout

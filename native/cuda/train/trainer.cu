@@ -35,7 +35,9 @@ struct Trainer::Impl {
         void* p = nullptr;
         CUDA_CHECK(cudaMalloc(&p, count * sizeof(T) + 16));
         allocations.push_back(p);
-        CUDA_CHECK(cudaMemset(p, 0, count * sizeof(T) + 16));
+        // in the stream's order: the copies and kernels that follow run on `stream`, which does not wait
+        // for the legacy stream (cudaMemset may land after them)
+        CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(T) + 16, stream));
         return static_cast<T*>(p);
     }
 
@@ -114,7 +116,7 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
 
     const size_t xcount = (size_t)n * IN;
     float* xdev = m.alloc<float>(xcount);
-    CUDA_CHECK(cudaMemcpy(xdev, x, xcount * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpyAsync(xdev, x, xcount * sizeof(float), cudaMemcpyHostToDevice, m.stream));
     if (mixed) {
         __nv_bfloat16* xb = m.alloc<__nv_bfloat16>(xcount);
         launch_x_to_bf16(xdev, xb, xcount, m.stream);
@@ -126,11 +128,11 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
         s.x = xdev;
     }
     int32_t* lab = m.alloc<int32_t>(n);
-    CUDA_CHECK(cudaMemcpy(lab, labels, n * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpyAsync(lab, labels, n * sizeof(int32_t), cudaMemcpyHostToDevice, m.stream));
     s.labels = lab;
     if (targets) {
         float* q = m.alloc<float>((size_t)n * OUT);
-        CUDA_CHECK(cudaMemcpy(q, targets, (size_t)n * OUT * sizeof(float), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpyAsync(q, targets, (size_t)n * OUT * sizeof(float), cudaMemcpyHostToDevice, m.stream));
         s.targets = q;
     }
     s.perm = m.alloc<int32_t>(n);
@@ -141,7 +143,7 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
     for (int i = 0; i < 6; ++i) {
         p[i] = m.alloc<float>(kSizes[i]);
         v[i] = m.alloc<float>(kSizes[i]);
-        CUDA_CHECK(cudaMemcpy(p[i], params[i], kSizes[i] * sizeof(float), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpyAsync(p[i], params[i], kSizes[i] * sizeof(float), cudaMemcpyHostToDevice, m.stream));
     }
     s.w1 = p[0]; s.b1 = p[1]; s.w2 = p[2]; s.b2 = p[3]; s.w3 = p[4]; s.b3 = p[5];
     s.v_w1 = v[0]; s.v_b1 = v[1]; s.v_w2 = v[2]; s.v_b2 = v[3]; s.v_w3 = v[4]; s.v_b3 = v[5];
