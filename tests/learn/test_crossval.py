@@ -41,3 +41,20 @@ def test_the_summary_pools_digits_by_count_not_by_fold() -> None:
     text = crossval.markdown(cv)
     assert "| 1 | 1-1 | 4 | 75.00 | 75.00 | 50.00 | 25.00 | 90.00 |" in text
     assert "| forms, `lined` |" in text and "| drawn, all styles | 93.8 | 50.0 |" in text
+
+
+def test_paper_per_digit_is_pooled_by_each_folds_digit_counts_and_folds_say_whom_they_trained_on() -> None:
+    """The paper set keeps one image per sample and no confusion: its per-digit shares are pooled by
+    the drawn set's digit counts (four 1s in fold 1, twelve in fold 2), not averaged per fold."""
+    a = np.zeros((10, 11), np.int64)
+    a[1, 1] = 4
+    b = np.zeros((10, 11), np.int64)
+    b[1, 1], b[9, 9] = 12, 4
+    cards = [_card([1], a, {"s": 1.0}, 0.9), _card([2, 3], b, {"s": 1.0}, 0.9)]
+    cards[0]["results"]["real_writers"]["paper_per_digit"] = {"1": 0.5}
+    cards[1]["results"]["real_writers"]["paper_per_digit"] = {"1": 1.0, "9": 0.25}
+    cards[0]["training"] = {"pendigits_writers": [2, 3]}
+    cv = crossval.summary(cards)
+    assert cv["paper_per_digit"] == {"1": pytest.approx((4 * 0.5 + 12 * 1.0) / 16), "9": 0.25}
+    assert cv["folds"][0]["trained_on"] == [2, 3] and cv["folds"][1]["trained_on"] is None
+    assert "| on paper | 87.5 | 25.0 |" in crossval.markdown(cv)

@@ -35,3 +35,23 @@ def test_a_rate_on_writers_the_model_trained_on_says_so() -> None:
         said = unsure_fit.SEEN in unsure_fit.markdown(_measured(seen))
         lined = any(unsure_fit.SEEN in line for line in unsure_fit._lines(_measured(seen)))
         assert said == lined == bool(seen)
+
+
+def test_fit_sets_reads_digits_and_non_digits(monkeypatch) -> None:
+    """--fit's sets, small: MNIST training rows, pendigits writers outside the measured ones, and
+    non-digits. (A local variable once shadowed the mnist module here: every --fit was an internal
+    error, 2026-11-29.)"""
+    import numpy as np
+
+    from gemmpad.commands.evaluate import writer_range
+    from tests.mnist_data import mnist_dir
+    from tests.pendigits_data import pendigits_file
+
+    monkeypatch.setattr(unsure_fit, "FIT_MNIST", 40)
+    monkeypatch.setattr(unsure_fit, "FIT_PEN", 12)
+    monkeypatch.setattr(unsure_fit, "FIT_NONDIGITS", 5)
+    digits, non, about = unsure_fit.fit_sets(str(mnist_dir()), str(pendigits_file()))
+    assert digits.shape == (about["mnist_train"] + about["pendigits"], 784) and about["pendigits"] == 12
+    assert 35 <= about["mnist_train"] <= 40 and non.shape[1] == 784 and len(non) > 0
+    assert np.isfinite(digits).all() and digits.max() <= 1.0
+    assert about["pendigits_writers_not"] == unsure_fit.HELD_OUT_WRITERS and writer_range(about["pendigits_writers_not"])

@@ -34,6 +34,21 @@ def _pooled(confusions: Sequence[Sequence[Sequence[int]]]) -> tuple[float, dict[
     return (float(right.sum() / m.sum()) if m.sum() else float("nan")), {str(d): float(right[d] / per_row[d]) for d in range(10) if per_row[d]}
 
 
+def _digit_counts(confusion: Sequence[Sequence[int]]) -> dict[str, float]:
+    """How many samples of each digit a fold holds: a style confusion's row sums over its styles
+    count each sample once per style, so only the proportions matter to _pooled_shares."""
+    rows = np.array(confusion, dtype=np.int64).sum(axis=1)
+    return {str(d): float(rows[d]) for d in range(10) if rows[d]}
+
+
+def _pooled_shares(shares: Sequence[dict[str, float]], counts: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Per-digit accuracies of several folds pooled by each fold's count of that digit (the paper
+    set keeps no confusion matrix: one image per sample, so the drawn set's counts weigh it)."""
+    digits = sorted({d for s in shares for d in s}, key=int)
+    return {d: float(sum(s[d] * c.get(d, 0.0) for s, c in zip(shares, counts) if d in s)
+                     / sum(c.get(d, 0.0) for s, c in zip(shares, counts) if d in s)) for d in digits}
+
+
 def summary(cards: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The folds' results: each fold's own figures, and over all folds every style, digit and set
     pooled by digit counts (each writer's digit counts once per style)."""
@@ -42,7 +57,8 @@ def summary(cards: Sequence[dict[str, Any]]) -> dict[str, Any]:
     per_fold = [{
         "writers": r["writers"], "samples": r["samples"], "mean": r["mean"], "worst": r["worst"],
         "paper": r.get("paper"), "forms": r.get("forms"), "per_digit": r["per_digit"],
-        "mnist_test": c["results"]["mnist_test_accuracy"]} for r, c in zip(reals, cards)]
+        "mnist_test": c["results"]["mnist_test_accuracy"],
+        "trained_on": c.get("training", {}).get("pendigits_writers")} for r, c in zip(reals, cards)]
     styles = {s: float(np.average([r["styles"][s] for r in reals], weights=n)) for s in reals[0]["styles"]}
     _, per_digit = _pooled([r["confusion"] for r in reals])
     out: dict[str, Any] = {
@@ -53,6 +69,9 @@ def summary(cards: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
     if all("paper" in r for r in reals):
         out["paper"] = float(np.average([r["paper"] for r in reals], weights=n))
+    if all("paper_per_digit" in r for r in reals):
+        out["paper_per_digit"] = _pooled_shares([r["paper_per_digit"] for r in reals],
+                                                [_digit_counts(r["confusion"]) for r in reals])
     if all("forms_variants" in r for r in reals):
         variants = reals[0]["forms_variants"]
         out["forms_variants"] = {v: dict(zip(("accuracy", "per_digit"),
@@ -80,6 +99,7 @@ def markdown(cv: dict[str, Any]) -> str:
               "| all folds | " + " | ".join(pct(v) for v in cv["styles"].values()) + " |", "",
               "| digit | " + " | ".join(cv["per_digit"]) + " |", "|---|" + "---:|" * len(cv["per_digit"]),
               digit_row("drawn, all styles", cv["per_digit"], cv["per_digit"]),
+              *([digit_row("on paper", cv["paper_per_digit"], cv["per_digit"])] if "paper_per_digit" in cv else []),
               *[digit_row(f"forms, `{name}`", f["per_digit"], cv["per_digit"])
                 for name, f in cv.get("forms_variants", {}).items()]]
     return "\n".join(lines) + "\n"

@@ -58,14 +58,14 @@ def _rows(images: Iterable[np.ndarray], total: int, what: str) -> np.ndarray:
 def fit_sets(data_dir: str | None, pen_file: str | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """(digits, non-digits, what they are) to fit on; none of it is measured on."""
     train = mnist.load_split("train", data_dir)
-    mnist, ok = preprocess_batch(train.images[:FIT_MNIST])
+    mnist_rows, ok = preprocess_batch(train.images[:FIT_MNIST])
     held = set(writer_range(HELD_OUT_WRITERS))
     pen = [s for s in pendigits.read_pendigits(pen_file) if s.writer not in held]
     rng = np.random.default_rng(FIT_SEED)
     picked = rng.choice(len(pen), min(FIT_PEN, len(pen)), replace=False)
     pen_rows = _rows((pendigits.render(pen[i], pendigits.random_style(rng)) for i in picked), len(picked),
                      "fit: pendigits")
-    digits = np.vstack([mnist[ok].reshape(-1, 784), pen_rows])
+    digits = np.vstack([mnist_rows[ok].reshape(-1, 784), pen_rows])
     nd = nondigits.generate(FIT_NONDIGITS, seed=FIT_SEED)
     about = {"mnist_train": int(ok.sum()), "pendigits_writers_not": HELD_OUT_WRITERS, "pendigits": len(pen_rows),
              "nondigits_seed": FIT_SEED}
