@@ -7,9 +7,11 @@ The installed package looks beside itself (site-packages, in CI), not beside thi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gemmpad.data import pendigits
@@ -46,3 +48,16 @@ def unipen(samples: list[pendigits.PenDigit]) -> str:
             out += [".PEN_DOWN", *(f" {x:.0f}  {y:.0f}" for x, y in stroke), ".PEN_UP"]
         out += [".DT 100", ""]
     return "\n".join(out)
+
+
+def unseen_writers(trained: set[int], path: Path | None = None) -> tuple[list[pendigits.PenDigit], str]:
+    """Digits of a person the model never saw, and who they are: writers 1-6 outside `trained`, or,
+    for a model trained on every writer (`gemmpad train --folds`), writer 1 writing mirrored (as
+    some children do), a style no training image has."""
+    samples = pendigits.read_pendigits(path or pendigits_file())
+    unseen = [s for s in samples if s.writer not in trained and s.writer <= 6]
+    if unseen:
+        return unseen, "writers 1-6 it never trained on"
+    mirrored = [dataclasses.replace(s, strokes=[np.column_stack([-p[:, 0], p[:, 1]]) for p in s.strokes])
+                for s in samples if s.writer == 1]
+    return mirrored, "writer 1 mirrored (every writer was trained on)"

@@ -11,7 +11,6 @@ Learn runs on what the package ships.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import sys
@@ -19,25 +18,22 @@ import time
 from pathlib import Path
 
 import dearpygui.dearpygui as dpg
-import numpy as np
 
-from gemmpad.data import pendigits
+from gemmpad.learn import rehearsal_sets
 from gemmpad.bench.learn import cells
 from gemmpad.runtime.classifier import Classifier
 from gemmpad.runtime.model import default_model_path, load_model
 from gemmpad.ui import harness
 from gemmpad.ui.window import App
 from tests.finetune_data import SMALL_REPLAY
+from tests.pendigits_data import unseen_writers
 
 
 def main(home: Path, pendigits_path: Path) -> dict:
     shipped = default_model_path()
     md5 = hashlib.md5(shipped.read_bytes()).hexdigest()
     model = load_model()
-    # A person the model never saw: the shipped model trained on every pendigits writer, so writer 1
-    # writes mirrored here (as some children do), a style it misreads and Learn can teach it
-    writer = [s for s in pendigits.read_pendigits(pendigits_path) if s.writer == 1]
-    unseen = [dataclasses.replace(s, strokes=[np.column_stack([-p[:, 0], p[:, 1]]) for p in s.strokes]) for s in writer]
+    unseen, _ = unseen_writers(set(rehearsal_sets.trained_writers(model)), pendigits_path)
     cell = cells(model, unseen, ["brush-18px-280"], 0.9, 6)[0]  # the 6th misread sample is the second drawing
     fixes, second = cell.corrections[:5], cell.corrections[5]
     app = App(Classifier(None, backend="numpy"), drawings_dir=home / "drawings", vsync=False)
