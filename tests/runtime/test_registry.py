@@ -86,6 +86,10 @@ def test_committed_figures():
     assert all(f.shape == (4096, 4096, 4096) and f.gflops > 0 for f in figs)
     assert "TFLOP/s at 4096x4096x4096" in str(figs[0]) and "of cuBLAS fp16" in str(figs[0])
     assert registry.figures("cuda.99_none") == []
+    # two runs' CPU figures say whose host ran them (both once read "CPU ...; CPU ..." in `gemmpad info`)
+    cpu = [f.short() for f in registry.figures("cpu.02_blocked_simd")]
+    assert len(cpu) == len(set(w.split(" GFLOP")[0].rsplit(" ", 1)[0] for w in cpu)) >= 2
+    assert all(w.startswith(("CPU of the H100 host ", "CPU of the H200 host ")) for w in cpu)
 
 
 def test_manifest_parser_reads_concatenated_summaries_and_skips_comments(tmp_path):

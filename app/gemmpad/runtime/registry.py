@@ -82,11 +82,15 @@ class Figure:
     gflops: float
     reference: str  # what it was compared with, e.g. "cuBLAS fp16"
     percent_of_reference: float | None
+    run: str = ""  # the committed run's folder under assets/benchmarks/, e.g. "h200"
 
     @property
     def where(self) -> str:
-        """The machine in a word: "H200", "H100", or "CPU" for the host's processor."""
-        return self.machine.removeprefix("NVIDIA ").split(" ")[0] if self.machine.startswith("NVIDIA") else "CPU"
+        """The machine in a word: "H200", "H100", or for the host's processor the run it came from
+        ("CPU of the H200 host"): two runs' CPU figures side by side must not both read "CPU"."""
+        if self.machine.startswith("NVIDIA"):
+            return self.machine.removeprefix("NVIDIA ").split(" ")[0]
+        return f"CPU of the {self.run.upper()} host" if self.run else "CPU"
 
     def rate(self) -> tuple[float, str]:
         """(value, unit): TFLOP/s from 1000 GFLOP/s up, so the ladder's figures stay readable."""
@@ -126,7 +130,8 @@ def figures(name: str) -> list[Figure]:
     """The committed benchmark figures of kernel `name`, one per machine measured (may be none)."""
     return [
         Figure(machine=f["machine"] or "?", date=f["date"], shape=tuple(f["shape"]), gflops=f["gflops"],
-               reference=f["reference"], percent_of_reference=f["percent_of_reference"])
+               reference=f["reference"], percent_of_reference=f["percent_of_reference"],
+               run=Path(f.get("file", "")).parent.name)
         for f in _manifest()["figures"].get(name, [])
     ]
 
