@@ -3,27 +3,52 @@
 # --folds K --resume OPTIONS` with the folds in parallel processes. The first fold builds the
 # training arrays (every core); once they are cached the other folds start beside it (`--fold I`,
 # each a CPU core's worth of Python feeding the GPU), and when all are measured `--folds K --resume`
-# writes the summary and trains the model on every writer. Call it again on the still-warm machine
-# until summary.txt ends with "model: done"; finished folds are kept (in $RUNS, and from runs/h200/
-# when a new machine is given the files an earlier call sent back).
+# writes the summary and trains the model on every writer.
+#
+# A fold takes longer than one call (~700 s side by side on the H200), so the round runs detached
+# (setsid) and outlives the call that started it while the machine stays warm: each call starts it
+# if it is not running, then reports its progress until the round ends or the call's time does.
+# Call it again, back to back (the machine goes back ~30 s after a call), until summary.txt says
+# "model: done". On a fresh machine the finished folds sent back earlier are kept (runs/h200/).
 #
 #   WHEEL=.wheelhouse bash native/tools/h200_train.sh --pen-copies 12 --paper-copies 6 ...
 #
 # Comes back in $OUT: summary.txt, train-logs.tar.gz, runs.tar.gz (unpack into runs/h200/; the
 # model, its card, curve and Learn's sets are then copied into models/ by hand).
 set -uo pipefail
-START=$(date +%s)
-LIMIT=${H200_LIMIT_S:-560}
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/h200-out} RUNS=${RUNS:-/tmp/gemmpad-runs} CACHE=${CACHE:-/tmp/gemmpad-cache} K=${FOLDS:-5}
-LOGS=/tmp/h200-train-logs SITE=/tmp/gemmpad-train-site
-mkdir -p "$OUT" "$RUNS" "$CACHE" "$LOGS"
+RUNS=${RUNS:-/tmp/gemmpad-runs} CACHE=${CACHE:-/tmp/gemmpad-cache} K=${FOLDS:-5}
+LOGS=${LOGS:-/tmp/h200-train-logs} SITE=/tmp/gemmpad-train-site STATE=${STATE:-/tmp/h200-train-round}
+mkdir -p "$RUNS" "$CACHE" "$LOGS" "$STATE"
+pack() {  # pack DIR: what a call sends back
+  tar -czf "$1/train-logs.tar.gz" -C "$LOGS" . 2>/dev/null
+  tar -czf "$1/runs.tar.gz" -C "$RUNS" --exclude='*.lock' . 2>/dev/null
+}
+
+running() { [ -f "$STATE/pid" ] && kill -0 "$(cat "$STATE/pid")" 2>/dev/null; }
+if [ -z "${H200_ROUND:-}" ]; then  # the call: start the round unless it runs or is done, then follow it
+  CALL_START=$(date +%s) CALL_LIMIT=${H200_LIMIT_S:-560} OUT=${OUT:-/tmp/h200-out}
+  mkdir -p "$OUT"
+  if ! running && ! grep -q "model: done" "$STATE/summary.txt" 2>/dev/null; then
+    H200_ROUND=1 H200_LIMIT_S=${H200_ROUND_S:-1700} setsid nohup bash "$0" "$@" >>"$STATE/round.log" 2>&1 </dev/null &
+    echo $! >"$STATE/pid"
+  fi
+  while [ $(($(date +%s) - CALL_START)) -lt $((CALL_LIMIT - 15)) ] && running; do sleep 5; done
+  cp "$STATE/summary.txt" "$OUT/summary.txt" 2>/dev/null
+  if running; then echo "[call ends] the round goes on: call again now" >>"$OUT/summary.txt"
+  elif ! grep -q "model: done" "$OUT/summary.txt" 2>/dev/null; then
+    echo "[call ends] the round stopped before the model (above): call again to go on from the finished folds" >>"$OUT/summary.txt"
+  fi
+  for f in "$LOGS"/*.log; do [ -f "$f" ] && echo "== $f: $(tail -1 "$f")"; done >>"$OUT/summary.txt"
+  pack "$OUT"
+  exit 0
+fi
+
+START=$(date +%s)
+LIMIT=$H200_LIMIT_S
+OUT=$STATE
 say() { echo "[$(($(date +%s) - START))s] $*" | tee -a "$OUT/summary.txt"; }
 left() { echo $((START + LIMIT - $(date +%s))); }
-pack() {
-  tar -czf "$OUT/train-logs.tar.gz" -C "$LOGS" . 2>/dev/null
-  tar -czf "$OUT/runs.tar.gz" -C "$RUNS" --exclude='*.lock' . 2>/dev/null
-}
 
 # The package: this checkout's Python with the compiled modules of a wheel (or of an in-place build).
 if [ -n "${WHEEL:-}" ] && [ ! -d "$SITE/gemmpad" ]; then
@@ -65,7 +90,7 @@ if [ ${#pending[@]} -gt 0 ]; then
   until compgen -G "$CACHE/train-*.npz" >/dev/null || ! kill -0 "${pids[0]}" 2>/dev/null; do sleep 2; done
   say "training arrays cached: $(ls "$CACHE" | grep -c '^train-') file(s); starting folds ${pending[*]:1}"
   for i in "${pending[@]:1}"; do
-    [ "$(left)" -gt 120 ] || { say "fold $i: not started (too little of the call left)"; continue; }
+    [ "$(left)" -gt 120 ] || { say "fold $i: not started (too little of the round's time left)"; continue; }
     train "fold$i" $(($(left) - 15)) --fold "$i" --jobs 3 "$@" &
     pids+=($!)
   done
@@ -73,16 +98,14 @@ if [ ${#pending[@]} -gt 0 ]; then
   for i in "${pending[@]}"; do
     finished "$RUNS/mnist-mlp.fold$i.npz" && say "fold $i: done" || say "fold $i: not finished; tail: $(tail -2 "$LOGS/fold$i.log" | tr '\n' ' ')"
   done
-  pack
 fi
 still=0
 for i in $(seq 1 "$K"); do finished "$RUNS/mnist-mlp.fold$i.npz" || still=1; done
 if [ $still -eq 0 ] && measured "$MODEL" cross_validation; then
-  say "model: done (kept from an earlier call)"
+  say "model: done (kept from an earlier round)"
 elif [ $still -eq 0 ] && [ "$(left)" -gt 60 ]; then
   train model $(($(left) - 10)) --force --curve "$RUNS/training-curve.png" "$@"
   rc=$?
   [ $rc -eq 0 ] && say "model: done" || say "model: exit $rc; tail: $(tail -3 "$LOGS/model.log" | tr '\n' ' ')"
 fi
-pack
-say "call ends ($(left) s of its limit left)"
+say "round ends ($(left) s of its limit left)"
