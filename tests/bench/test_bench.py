@@ -27,3 +27,16 @@ def test_bench_kernels_that_cannot_run_here_are_an_error(monkeypatch, capsys):
     for what in ("gemm", "mlp"):
         rc, out, err = run_cli(monkeypatch, capsys, "bench", what, "--kernels", "cuda.0[17]")
         assert rc == 2 and out == "" and "none of them can run here" in err
+
+
+def test_bench_learn_on_writers_the_model_trained_on_says_what_to_do(monkeypatch, capsys):
+    """Learn's bench corrects people the model never saw: a model trained on every writer (the
+    shipped one, since the cross-validation) is refused in one line that names the way out."""
+    from gemmpad.runtime.model import Model, load_model
+
+    everyone = Model(load_model().weights, {"training": {"pendigits_writers": list(range(1, 31))}})
+    monkeypatch.setattr("gemmpad.bench.learn.load_model", lambda path=None: everyone)
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "learn", "--writers", "1-6")
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "the model trained on writers [1, 2, 3, 4, 5, 6]" in err
+    assert "gemmpad train --folds K" in err

@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model to correct (default: the shipped model)")
     p.add_argument("--data", help="MNIST folder (default: $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s; see gemmpad.data.datafind)")
     p.add_argument("--cache", default=str(userdata.cache_dir()), help="replay/test arrays cache ('' disables)")
-    p.add_argument("--writers", default="1-6", help="unseen writers to correct (the shipped model's held-out ones)")
+    p.add_argument("--writers", default="1-6", help="writers the model never trained on, to correct (a fold model's held-out ones)")
     p.add_argument("--styles", default=",".join(LIGHT_STYLES), help="comma list of gemmpad.data.pendigits.STYLES")
     p.add_argument("--below", type=number(0, 1), default=0.8, help="cells the model reads worse than this")
     p.add_argument("--corrections", type=integer(1, 20), default=5)
@@ -233,7 +233,9 @@ def run(args: argparse.Namespace) -> int:
     ids = set(evaluate.writer_range(args.writers))
     seen = ids & set(rehearsal_sets.trained_writers(model))
     if seen:
-        raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}")
+        raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}, so they are not new "
+                           "people to it; name writers it never saw, or a cross-validation fold's model (`gemmpad "
+                           "train --folds K` writes OUTPUT.foldI.npz) and its writers")
     pen = [s for s in pendigits.read_pendigits() if s.writer in ids]
     refs = rehearsal.sets_for(model, args.data, args.cache or None, log=print)
     found = cells(model, pen, styles, args.below, args.corrections)
