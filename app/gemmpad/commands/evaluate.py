@@ -319,7 +319,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pendigits", nargs="?", const="", metavar="FILE",
                    help="real writers' digits drawn at every style (default file: $GEMMPAD_PENDIGITS, else `gemmpad data fetch pendigits`'s)")
     p.add_argument("--writers", default="1-6", metavar="RANGE",
-                   help="pendigits writers to test, e.g. 1-6 (the shipped model's held-out writers) or 1-3,8")
+                   help="pendigits writers to test, e.g. 1-6 or 1-3,8 (a test on new people only for writers the "
+                        "model never trained on: the shipped model trained on all 30, a fold model on all but its own)")
     p.add_argument("--styles", default="all", help=f"comma list of {', '.join(pendigits.STYLES)}, or 'all'")
     p.add_argument("--paper", action="store_true", help="also the same writers' digits photographed on paper")
     p.add_argument("--forms", action="store_true",
