@@ -12,6 +12,7 @@ import pytest
 from gemmpad.data import synthetic, nondigits
 from gemmpad.runtime import unsure
 from gemmpad.runtime.model import default_model_path, load_model
+from gemmpad.learn import unsure_fit
 from gemmpad.ui.text import unsure_note
 
 
@@ -64,6 +65,18 @@ def test_the_file_round_trips_and_belongs_to_its_weights(fitted: tuple, tmp_path
     got, why = unsure.for_model(load_model(weights))
     assert got is None and "fitted for other weights" in why
     assert "No unsure detector" in unsure_note(None, why)
+
+
+def test_the_tooltip_calls_writers_unseen_only_when_they_were() -> None:
+    """The shipped detector's rate on writers 1-6 is on writers the model (trained on all 30) has seen."""
+    det, why = unsure.for_model(load_model())
+    assert det is not None, why
+    pen = det.measured[f"pendigits_writers_{unsure_fit.HELD_OUT_WRITERS}"]
+    note = unsure_note(det, "")
+    assert f"{100 * pen['flagged']:.1f} % of" in note
+    assert ("unseen writers" in note) != bool(pen.get("seen_in_training")), note
+    pen["seen_in_training"] = not pen.get("seen_in_training")
+    assert ("unseen writers" in unsure_note(det, "")) != bool(pen["seen_in_training"])
 
 
 @pytest.mark.slow
