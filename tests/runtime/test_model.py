@@ -210,7 +210,7 @@ def test_shipped_card_real_writer_figures_recomputed(shipped: Model, style: str)
     """The card's per-style figure, recomputed from the saved file: drawing and preprocessing are
     deterministic, so it must match exactly."""
     if not shipped.card["results"].get("real_writers"):
-        pytest.skip("trained on every writer: its unseen-writer figures are its folds' models', not shipped")
+        pytest.skip("trained on every writer: its unseen-writer figures come from its folds' models, not shipped")
     held = set(shipped.card["results"]["real_writers"]["writers"])
     samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer in held]
     acc = evaluate.pendigits_scores(shipped, samples, [style])[style].accuracy
