@@ -184,7 +184,7 @@ def test_five_corrections_teach_a_real_writers_digit() -> None:
     the window stores them; Learn with the defaults (and the full replay). Skips when the model
     reads every unseen writer's digits at >= 80 % (or misreads none five times)."""
     model = load_model()
-    unseen, who = unseen_writers(set(rehearsal_sets.trained_writers(model)))
+    unseen, who = unseen_writers(set(model.trained_writers))
     found = cells(model, unseen, ["brush-18px-280"], 0.8, 5)
     if not found:
         pytest.skip(f"the model reads {who} at the app's brush >= 80 %: nothing to correct")

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import dearpygui.dearpygui as dpg
 
-from gemmpad.learn import rehearsal_sets
 from gemmpad.bench.learn import cells
 from gemmpad.runtime.classifier import Classifier
 from gemmpad.runtime.model import default_model_path, load_model
@@ -33,7 +32,7 @@ def main(home: Path, pendigits_path: Path) -> dict:
     shipped = default_model_path()
     md5 = hashlib.md5(shipped.read_bytes()).hexdigest()
     model = load_model()
-    unseen, _ = unseen_writers(set(rehearsal_sets.trained_writers(model)), pendigits_path)
+    unseen, _ = unseen_writers(set(model.trained_writers), pendigits_path)
     cell = cells(model, unseen, ["brush-18px-280"], 0.9, 6)[0]  # the 6th misread sample is the second drawing
     fixes, second = cell.corrections[:5], cell.corrections[5]
     app = App(Classifier(None, backend="numpy"), drawings_dir=home / "drawings", vsync=False)

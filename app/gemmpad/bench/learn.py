@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise GemmpadError(f"--styles: unknown {bad}, expected names from {list(pendigits.STYLES)}")
     ids = set(evaluate.writer_range(args.writers))
-    seen = ids & set(rehearsal_sets.trained_writers(model))
+    seen = ids & set(model.trained_writers)
     if seen:
         raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}, so they are not new "
                            "people to it; name writers it never saw, or a cross-validation fold's model (`gemmpad "

@@ -404,7 +404,7 @@ def run(args: argparse.Namespace) -> int:
         samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
         if not samples:
             raise GemmpadError(f"--writers {args.writers}: no such writers in the pendigits file")
-        seen = sorted(set(ids) & _trained_writers(model))
+        seen = sorted(set(ids) & set(model.trained_writers))
         if seen:
             print(f"gemmpad eval: note: the model trained on writers {seen}: not a test on new people",
                   file=sys.stderr)
@@ -438,16 +438,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.verbose:
         print("\n(confusion matrices: --verbose or --json)")
     return 0
-
-
-def _trained_writers(model: Model) -> set[int]:
-    """The pendigits writers the model's card says it trained on; none when the card does not
-    say so in the form `gemmpad train` writes (a list of writer numbers)."""
-    training = model.card.get("training") if isinstance(model.card, dict) else None
-    writers = training.get("pendigits_writers") if isinstance(training, dict) else None
-    if not isinstance(writers, list):
-        return set()
-    return {w for w in writers if isinstance(w, int) and not isinstance(w, bool)}
 
 
 def _no_nan(value: Any) -> Any:

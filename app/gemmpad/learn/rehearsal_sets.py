@@ -62,13 +62,6 @@ class References:
     origin: dict[str, Any] = field(default_factory=dict)  # where they came from (gemmpad.learn.rehearsal.sets_for)
 
 
-def trained_writers(model: Model) -> list[int]:
-    """The pendigits writers the model card says training used ([] without them)."""
-    training = model.card.get("training", {}) if isinstance(model.card, dict) else {}
-    ids = training.get("pendigits_writers", []) if isinstance(training, dict) else []
-    return sorted(int(i) for i in ids if isinstance(i, int)) if isinstance(ids, list) else []
-
-
 def _sources(model: Model) -> dict[str, int]:
     """Training sources and their sizes from the card; MNIST with warps and restrokes without one."""
     training = model.card.get("training", {}) if isinstance(model.card, dict) else {}
@@ -95,7 +88,7 @@ def references(model: Model, mnist: str | os.PathLike[str] | None = None, cache:
         except datafind.DataMissing:  # none at all: no writers' test; a wrong $GEMMPAD_PENDIGITS still stops here
             pass
     sources = _sources(model)
-    trained = trained_writers(model)
+    trained = model.trained_writers
     copies = _copies(model)
     stamp = [(p.name, p.stat().st_size) for p in sorted(folder.iterdir()) if p.name.startswith(("train", "t10k"))]
     key = json.dumps([CACHE_VERSION, stamp, pen_path.stat().st_size if pen_path else None, sources, trained,

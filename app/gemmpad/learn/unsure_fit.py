@@ -76,8 +76,7 @@ def trained_on(model: Model, writers: Iterable[int]) -> bool:
     """Whether the model's card says it was trained on any of `writers`: a model trained on every
     writer (`gemmpad train --folds`, then all 30) has seen the detector's measurement writers, and
     a rate measured on them must say so rather than pass for a held-out one."""
-    card = model.card if isinstance(model.card, dict) else {}
-    return bool(set(writers) & set(card.get("training", {}).get("pendigits_writers") or []))
+    return bool(set(writers) & set(model.trained_writers))
 
 
 def measure(model: Model, det: unsure.Detector, data_dir: str | None, pen_file: str | None) -> dict[str, Any]:
@@ -113,14 +112,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object instead of lines")
 
 
-def _writers_entry(m: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The measured rates' real-writer entry and its writers ("1-6"), as measure() names it."""
-    key = next(k for k in m if k.startswith("pendigits_writers_"))
-    return key.removeprefix("pendigits_writers_"), m[key]
-
-
 def _lines(m: dict[str, Any]) -> list[str]:
-    writers, pen = _writers_entry(m)
+    writers, pen = unsure.writers_entry(m)
     nd = m["nondigits"]
     return [f"real digits flagged: MNIST test {100 * m['mnist_test']['flagged']:.2f} % of {m['mnist_test']['n']}",
             f"  pendigits writers {writers} ({pen['n']} digits x {len(pen['styles'])} styles"
@@ -134,7 +127,7 @@ def _lines(m: dict[str, Any]) -> list[str]:
 def markdown(m: dict[str, Any]) -> str:
     """A detector's measured rates as the Markdown table models/README.md shows beside the model's
     results (a test keeps the two equal): how many real digits it flags, how many non-digits it catches."""
-    writers, pen = _writers_entry(m)
+    writers, pen = unsure.writers_entry(m)
     nd = m["nondigits"]
     return "\n".join([
         "| set | images | said unsure |", "|---|---:|---:|",

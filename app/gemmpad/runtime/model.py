@@ -101,6 +101,16 @@ class Model:
         """True for 784-100-100-10, the shape the fused kernels and the native MLPs are built for."""
         return self.layers == LAYERS
 
+    @property
+    def trained_writers(self) -> list[int]:
+        """The pendigits writers the card says training used, sorted; [] when the card does not
+        say so in the form `gemmpad train` writes (a list of writer numbers)."""
+        training = self.card.get("training") if isinstance(self.card, dict) else None
+        writers = training.get("pendigits_writers") if isinstance(training, dict) else None
+        if not isinstance(writers, list):
+            return []
+        return sorted({w for w in writers if isinstance(w, int) and not isinstance(w, bool)})
+
     def scores(self) -> list[str]:
         """What the model card says these weights scored, as short phrases for the app
         and `gemmpad info`, real writers first ("unseen writers 98.9 %", "MNIST test

@@ -144,6 +144,13 @@ def fit(model: Model, digits: np.ndarray, nondigits: np.ndarray, about: dict[str
                     float(b2[0]), threshold, fitted)
 
 
+def writers_entry(measured: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A detector's measured rate on real pen writers and which ones ("1-6"), as
+    gemmpad.learn.unsure_fit.measure names it (StopIteration when it has none)."""
+    key = next(k for k in measured if k.startswith("pendigits_writers_"))
+    return key.removeprefix("pendigits_writers_"), measured[key]
+
+
 def path_for(model_path: str | os.PathLike[str]) -> Path:
     """Where a model's detector lives: beside it, models/mnist-mlp.unsure.json."""
     p = Path(model_path)

@@ -10,7 +10,7 @@ import numpy as np
 from gemmpad.runtime import registry
 from gemmpad.errors import GemmpadError
 from gemmpad.runtime.native import CudaStatus
-from gemmpad.runtime.unsure import Detector
+from gemmpad.runtime.unsure import Detector, writers_entry
 
 
 # (microseconds per unit, unit): a time is shown in the largest unit it reaches, so the slowest
@@ -92,7 +92,7 @@ def unsure_note(detector: Detector | None, why: str) -> str:
         return f"(No unsure detector: {why}.)"
     m = detector.measured
     try:
-        pen = next(v for k, v in m.items() if k.startswith("pendigits"))
+        _, pen = writers_entry(m)
         # the model after --folds trained on every writer: not "unseen" (gemmpad.learn.unsure_fit.trained_on)
         writers = "pen writers' digits it trained on" if pen.get("seen_in_training") else "unseen writers' digits"
         rates = (f" Measured: it flags {100 * m['mnist_test']['flagged']:.1f} % of MNIST test digits and "
