@@ -1,13 +1,12 @@
 // Everything the GEMM side's support and PTX layers offer, for code that has not yet said what it
 // uses (the MLP and the trainer). A GEMM rung includes only the headers it needs instead:
 //   support/  check (errors), device (properties, launch configurations), registry (the kernel
-//             registry and its macros), buffer (the one device-buffer type, the workspace),
-//             events, fill (operand conversion and random fills)
+//             registry and its macros), buffer (the one device-buffer type, its pinned twin,
+//             the workspace), graph (the one CUDA-graph type), events, fill (operand
+//             conversion and random fills)
 //   ptx/      smem, cp_async, mma (mma.sync, ldmatrix), mbarrier, cluster, tma
 //   gemm/     epilogue (bias + ReLU at the store), splitk (cluster and workspace split-K)
-// Not support/buffer.cuh: the MLP still has its own DeviceBuffer (mlp/mlp.cuh), which the support
-// one (same interface) is to replace. Kernel files include nothing from pybind11 (nvcc compiles
-// it slowly; bindings are .cpp files).
+// Kernel files include nothing from pybind11 (nvcc compiles it slowly; bindings are .cpp files).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -22,8 +21,10 @@
 #include "ptx/mma.cuh"
 #include "ptx/smem.cuh"
 #include "ptx/tma.cuh"
+#include "support/buffer.cuh"
 #include "support/check.cuh"
 #include "support/device.cuh"
 #include "support/events.cuh"
 #include "support/fill.cuh"
+#include "support/graph.cuh"
 #include "support/registry.cuh"

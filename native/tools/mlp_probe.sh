@@ -16,9 +16,9 @@ STEPS=${STEPS:-probe memcheck racecheck build test sanitize}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-MLP_SRC="native/cuda/mlp/fused_dispatch.cu native/cuda/mlp/fused_mlp.cu native/cuda/mlp/fused_mlp_tc.cu native/cuda/mlp/fused_mlp_ksplit.cu native/cuda/mlp/mlp.cu native/cuda/mlp/staging.cu native/cuda/mlp/weights.cu native/cuda/support/support.cu native/cuda/gemm/splitk.cu"
-# GEMMPAD_MLP_PROBE: the probe-only knobs (set_fused_plan_override, Mlp::set_io_policy) and variants
-NVCC="nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo -Inative/include -DGEMMPAD_MLP_PROBE"
+# what Mlp links against: every file of native/cuda/mlp (resident.cu too: mlp.cu runs it), the support layer, split-K
+MLP_SRC="$(ls native/cuda/mlp/*.cu) native/cuda/support/support.cu native/cuda/gemm/splitk.cu"
+NVCC="nvcc -O3 -std=c++17 -arch=sm_90a -lineinfo --expt-relaxed-constexpr -Inative/include"  # the module's flags (CMakeLists.txt)
 
 # at most 8 files come back: probe.txt clocks.csv ncu.txt build.log pytest.log sanitize-*.log bench.txt (pick the steps)
 nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv >/tmp/device.txt 2>&1
@@ -41,16 +41,23 @@ PROBE_SRC=$(ls native/tools/mlp_probe/*.cu)
 for f in $MLP_SRC $PROBE_SRC; do
   $NVCC -Inative/cuda/mlp -c $f -o "$(obj $f)" >"$(obj $f).log" 2>&1 &
   PIDS="$PIDS $!"
-  # the trace build: the kernels with stamps, and the probe files (its trace mode)
-  if want trace && { [ $f = native/cuda/mlp/fused_mlp.cu ] || [ $f = native/cuda/mlp/fused_mlp_ksplit.cu ] || [[ $f == native/tools/mlp_probe/* ]]; }; then
-    $NVCC -DGEMMPAD_MLP_TRACE -Inative/cuda/mlp -c $f -o "$(obj $f -trace)" >"$(obj $f -trace).log" 2>&1 &
+  # the trace build: the kernels with stamps (mlp_trace.cuh force-included), and the probe files (its trace mode)
+  trace=()
+  case $f in
+    native/cuda/mlp/fused_mlp.cu) trace=(-include native/tools/mlp_trace.cuh -DGEMMPAD_TRACE_TU=fused) ;;
+    native/cuda/mlp/fused_mlp_ksplit.cu) trace=(-include native/tools/mlp_trace.cuh -DGEMMPAD_TRACE_TU=ksplit) ;;
+    native/tools/mlp_probe/*) trace=(-DGEMMPAD_MLP_TRACE) ;;
+  esac
+  if want trace && [ ${#trace[@]} -gt 0 ]; then
+    $NVCC "${trace[@]}" -Inative/cuda/mlp -c $f -o "$(obj $f -trace)" >"$(obj $f -trace).log" 2>&1 &
     PIDS="$PIDS $!"
   fi
 done
 wait $PIDS
 cat /tmp/probe-obj/*.log | grep -E "error" | head -20
 O=/tmp/probe-obj
-SHARED="$O/mlp-fused_dispatch.o $O/mlp-fused_mlp_tc.o $O/mlp-mlp.o $O/mlp-staging.o $O/mlp-weights.o $O/cuda-common.o"
+# every object but the two kernels the trace build stamps, which each binary takes in its own build
+SHARED=$(for f in $MLP_SRC; do case $f in */fused_mlp.cu|*/fused_mlp_ksplit.cu) ;; *) obj $f ;; esac; done)
 $NVCC $(for f in $PROBE_SRC; do obj $f; done) $O/mlp-fused_mlp.o $O/mlp-fused_mlp_ksplit.o $SHARED -o /tmp/mlp_probe >/tmp/probe-build.log 2>&1
 want trace && $NVCC $(for f in $PROBE_SRC; do obj $f -trace; done) $O/mlp-fused_mlp-trace.o $O/mlp-fused_mlp_ksplit-trace.o $SHARED -o /tmp/mlp_probe_trace >>/tmp/probe-build.log 2>&1
 cat /tmp/probe-build.log | head -5

@@ -12,7 +12,9 @@ the sanitizer waiting).
 
     SANITIZE_EXTRA=native/tools/sanitize_mlp.py bash native/tools/gpu_check.sh sanitize
 
-SANITIZE_MLP_KERNELS (a regex) narrows the kernels, as SANITIZE_KERNELS does for the GEMM part.
+SANITIZE_MLP_KERNELS (a regex) narrows the kernels, as SANITIZE_KERNELS does for the GEMM part;
+SANITIZE_MLP_BATCHES (comma-separated) the batches: racecheck serialises the resident kernel's
+polling, so it finishes there only with a few small batches.
 """
 
 import os
@@ -30,10 +32,11 @@ _w = {k: _rng.normal(0, 0.1, s).astype(np.float32) for k, s in _shapes.items()}
 _mlp = _cuda.Mlp(*(_w[k] for k in _shapes))
 _names = [s.name for s in registry.kernels(device="cuda", kind="gemm")] + [k["name"] for k in _cuda.mlp_kernels()]
 _pattern = re.compile(os.environ.get("SANITIZE_MLP_KERNELS", "."))
+_batches = [int(b) for b in os.environ.get("SANITIZE_MLP_BATCHES", "1,2,7,33,100,200,300,600,900,1500,3100").split(",")]
 for _name in filter(_pattern.search, _names):
     for _clusters in (True, False) if _name.startswith("cuda.mlp_fused") else (True,):
         _cuda.set_fused_clusters(_clusters)
-        for _batch in (1, 2, 7, 33, 100, 200, 300, 600, 900, 1500, 3100):
+        for _batch in _batches:
             _x = _rng.uniform(0, 1, (_batch, 784)).astype(np.float32)
             _out = np.full((_batch, 10), np.nan, dtype=np.float32)
             try:

@@ -542,13 +542,12 @@ std::string unavailable() {
         if (p.major != 9 || p.minor != 0)
             return "wgmma needs a Hopper GPU (compute capability 9.0); this is " + std::string(p.name) + " (" +
                    std::to_string(p.major) + "." + std::to_string(p.minor) + ")";
-        int* flag = nullptr;
+        DeviceBuffer flag;
         int host = 0;
-        CUDA_CHECK(cudaMalloc(&flag, sizeof(int)));
-        probe_kernel<<<1, 1>>>(flag);
+        probe_kernel<<<1, 1>>>(static_cast<int*>(flag.reserve(sizeof(int))));
         cudaError_t err = cudaGetLastError();
-        if (err == cudaSuccess) err = cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost);
-        cudaFree(flag);
+        if (err == cudaSuccess) err = cudaMemcpy(&host, flag.ptr, sizeof(int), cudaMemcpyDeviceToHost);
+        flag.release();
         CUDA_CHECK(err);
         return host == 1 ? "" : "this build has no sm_90a code (add 90a to CMAKE_CUDA_ARCHITECTURES)";
     }();

@@ -16,10 +16,6 @@
 
 #include "mlp.cuh"
 
-#ifdef GEMMPAD_MLP_TRACE
-#include "../../tools/mlp_trace.cuh"
-#endif
-
 namespace gemmpad::cuda {
 
 inline constexpr int kKSteps1 = kIn / 8;         // 98 k-steps of layer 1
@@ -100,8 +96,8 @@ __device__ __forceinline__ void mma_rows(float (&hi)[kMt][2][4], float (&lo)[kMt
     }
 }
 
-// stamp(i): a globaltimer stamp per block and phase in probe trace builds (-DGEMMPAD_MLP_TRACE,
-// native/tools/mlp_trace.cuh); nothing otherwise.
+// stamp(i): the kernels' phase marks, nothing here; the probe's trace build force-includes
+// native/tools/mlp_trace.cuh, which makes them globaltimer stamps.
 #ifndef GEMMPAD_MLP_TRACE
 __device__ __forceinline__ void stamp(int) {}
 #endif

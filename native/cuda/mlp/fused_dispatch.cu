@@ -20,11 +20,6 @@ std::vector<FusedVariant>& variants() {
     return list;
 }
 
-#ifdef GEMMPAD_MLP_PROBE
-bool g_plan_override_set = false;
-FusedPlan g_plan_override;
-#endif
-
 }  // namespace
 
 bool register_fused(const MlpKernelInfo& info, FusedKind kind) {
@@ -50,13 +45,6 @@ const std::vector<MlpKernelInfo>& mlp_kernel_list() {
     return list;
 }
 
-#ifdef GEMMPAD_MLP_PROBE
-void set_fused_plan_override(const FusedPlan* plan) {
-    g_plan_override_set = plan != nullptr;
-    if (plan) g_plan_override = *plan;
-}
-#endif
-
 // Measured choices (H200; NOTES.md has the probe runs behind them): FMAs while a tile has few rows
 // (14 blocks of 8 hidden units for 1-2 row tiles, 7 of 16 beyond); from 65
 // rows with clusters, the k-split kernel (fused_mlp_ksplit.cu) while one wave of
@@ -65,9 +53,6 @@ void set_fused_plan_override(const FusedPlan* plan) {
 // Without clusters: 16-row 3xTF32 / tf32 split tiles from 129 rows, the
 // row-block kernel from 384 (tf32) / 1024 rows.
 FusedPlan fused_plan(FusedKind kind, int batch) {
-#ifdef GEMMPAD_MLP_PROBE
-    if (g_plan_override_set) return g_plan_override;
-#endif
     if (kind == FusedKind::Resident) throw std::logic_error("cuda.mlp_resident has no launch plan (resident.cu)");
     constexpr int kRowsFrom = 1024, kRowsFromTf32 = 384;  // batches from here run the row-block kernel
     const Engine tc = kind == FusedKind::Tf32 ? Engine::Tf32 : Engine::Tf32x3;

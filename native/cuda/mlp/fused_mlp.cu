@@ -404,11 +404,6 @@ bool cluster_binary(const void* kernel) {
     return attr != 0 && fa.binaryVersion >= 90;
 }
 
-#ifdef GEMMPAD_MLP_TRACE
-void fused_trace_read(unsigned long long* host) { trace_read(host); }
-void fused_trace_clear() { trace_clear(); }
-#endif
-
 bool set_fused_clusters(bool enabled) {
     const bool before = g_clusters_enabled;
     g_clusters_enabled = enabled;

@@ -341,11 +341,6 @@ bool fused_ksplit_available() {
     return ok;
 }
 
-#ifdef GEMMPAD_MLP_TRACE
-void ksplit_trace_read(unsigned long long* host) { trace_read(host); }
-void ksplit_trace_clear() { trace_clear(); }
-#endif
-
 int fused_ksplit_max_clusters(const FusedPlan& plan) {
     return ksplit_any(plan, FusedWeights{}, nullptr, nullptr, 1, nullptr, true);
 }

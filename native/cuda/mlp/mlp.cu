@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mlp.cuh"
@@ -16,40 +17,6 @@
 #include "weights.cuh"
 
 namespace gemmpad::cuda {
-
-void* DeviceBuffer::reserve(size_t want) {
-    if (want > bytes) {
-        release();
-        CUDA_CHECK(cudaMalloc(&ptr, want));
-        bytes = want;
-    }
-    return ptr;
-}
-
-void DeviceBuffer::release() noexcept {
-    if (ptr) stop_all_residents();  // the free may wait for every kernel (resident.cuh)
-    if (ptr) cudaFree(ptr);  // best effort: may run while the driver shuts down
-    ptr = nullptr;
-    bytes = 0;
-}
-
-void* PinnedBuffer::reserve(size_t want) {
-    if (want > bytes) {
-        release();
-        stop_all_residents();  // pinned allocations may wait for every kernel too
-        CUDA_CHECK(cudaHostAlloc(&ptr, want, cudaHostAllocMapped));
-        bytes = want;
-        CUDA_CHECK(cudaHostGetDevicePointer(&device, ptr, 0));
-    }
-    return ptr;
-}
-
-void PinnedBuffer::release() noexcept {
-    if (ptr) stop_all_residents();
-    if (ptr) cudaFreeHost(ptr);
-    ptr = device = nullptr;
-    bytes = 0;
-}
 
 namespace {
 
@@ -212,7 +179,6 @@ void Mlp::release() noexcept {
                     &scratch_partials_, &scratch_counters_, &x8_})
         b->release();
     pool_.reset();  // (its helpers are idle: stage_chunked waits for them)
-    for (auto& g : graphs_) cudaGraphExecDestroy(g.exec);
     graphs_.clear();
     for (auto* b : {&in_, &out_, &in8_, &hid_}) b->release();
     if (start_) cudaEventDestroy(start_);
@@ -306,8 +272,8 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
 }
 
 bool Mlp::GraphKey::operator==(const GraphKey& o) const {
-    if (kind != o.kind || batch != o.batch || clusters != o.clusters || mapped_in_max != o.mapped_in_max ||
-        mapped_out_max != o.mapped_out_max || staged != o.staged || req.u8 != o.req.u8 || req.hidden != o.req.hidden)
+    if (kind != o.kind || batch != o.batch || clusters != o.clusters || staged != o.staged || req.u8 != o.req.u8 ||
+        req.hidden != o.req.hidden)
         return false;
     for (int i = 0; i < kBuffers; ++i)
         if (buffers[i] != o.buffers[i]) return false;
@@ -319,8 +285,6 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch, Request req) const {
     k.kind = kind;
     k.batch = batch;
     k.clusters = fused_clusters_enabled();
-    k.mapped_in_max = mapped_in_max_;
-    k.mapped_out_max = mapped_out_max_;
     k.staged = staged(batch);
     k.req = req;
     const void* b[GraphKey::kBuffers] = {x_.ptr,  probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr,
@@ -332,7 +296,7 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch, Request req) const {
 void Mlp::enqueue_u8_in(int batch) {
     const size_t n16 = (size_t)batch * kIn / 16;  // 784 = 49 x 16: whole loads per row
     static_assert(kIn % 16 == 0, "a row of pixels is whole 16-byte loads");
-    const void* src = batch <= mapped_in_max_ ? in8_.device : x8_.ptr;
+    const void* src = batch <= kMappedInMax ? in8_.device : x8_.ptr;
     constexpr int kThreadsU8 = 256;
     const size_t blocks = std::min<size_t>((n16 + kThreadsU8 - 1) / kThreadsU8, 65535);
     u8_to_f32_kernel<<<(unsigned)blocks, kThreadsU8, 0, stream_>>>(static_cast<const uint4*>(src),
@@ -353,25 +317,18 @@ FusedWeights Mlp::fused_weights() const {
                         f(fbias_[0]), f(fbias_[1]), f(fbias_[2])};
 }
 
-#ifdef GEMMPAD_MLP_PROBE
-void Mlp::set_io_policy(int mapped_in_max, int mapped_out_max) {
-    mapped_in_max_ = mapped_in_max;
-    mapped_out_max_ = mapped_out_max;
-}
-#endif
-
-bool Mlp::mapped_out(int batch) const { return batch <= mapped_out_max_; }
+bool Mlp::mapped_out(int batch) const { return batch <= kMappedOutMax; }
 
 bool Mlp::staged(int batch) const {
     // (never for batches the kernel may read from mapped memory: those are small anyway)
-    return batch > mapped_in_max_ && (size_t)batch * kIn * sizeof(float) >= staging_.min_bytes;
+    return batch > kMappedInMax && (size_t)batch * kIn * sizeof(float) >= staging_.min_bytes;
 }
 
 void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     FusedPlan plan = fused_plan(kind, batch);
     // x from host memory only where the kernel shares it over a cluster (read once, not once per block);
     // 8-bit input is made into floats in x_ first
-    plan.x_slices = !req.u8 && batch <= mapped_in_max_ && plan.design == FusedPlan::Split &&
+    plan.x_slices = !req.u8 && batch <= kMappedInMax && plan.design == FusedPlan::Split &&
                     plan.engine == Engine::Fma && fused_split_max_clusters(plan) > 0;
     const bool mapped_in = plan.x_slices, out_mapped = mapped_out(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
@@ -379,7 +336,7 @@ void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
     if (req.u8) {  // bytes to the device (small batches: read through the mapping), floats made there
-        if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, staged(batch), stream_);
+        if (batch > kMappedInMax) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, staged(batch), stream_);
         CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
         enqueue_u8_in(batch);
     } else {
@@ -394,41 +351,19 @@ void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     if (req.hidden) enqueue_hidden_out(batch, req.hidden);
 }
 
-cudaGraphExec_t Mlp::fused_graph(FusedKind kind, int batch, Request req) {
+const Graph& Mlp::fused_graph(FusedKind kind, int batch, Request req) {
     const GraphKey key = fused_key(kind, batch, req);
     for (size_t i = 0; i < graphs_.size(); ++i)
         if (graphs_[i].key == key) {
             std::rotate(graphs_.begin(), graphs_.begin() + i, graphs_.begin() + i + 1);  // most recent first
-            return graphs_[0].exec;
+            return graphs_[0].graph;
         }
     CUDA_CHECK(cudaStreamSynchronize(stream_));  // a graph to be dropped may still be finishing
-    if (graphs_.size() == kGraphs) {
-        CUDA_CHECK(cudaGraphExecDestroy(graphs_.back().exec));
-        graphs_.pop_back();
-    }
-    cudaGraphExec_t exec = capture_fused(kind, batch, req);
-    graphs_.insert(graphs_.begin(), CachedGraph{key, exec});
-    return exec;
-}
-
-cudaGraphExec_t Mlp::capture_fused(FusedKind kind, int batch, Request req) {
-    // Relaxed: the first launch of a kernel configures it (cudaFuncSetAttribute) inside the capture.
-    CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-    cudaGraph_t g = nullptr;
-    try {
-        enqueue_fused(kind, batch, req);
-    } catch (...) {
-        cudaStreamEndCapture(stream_, &g);  // leave the stream usable; the original error is the one to report
-        if (g) cudaGraphDestroy(g);
-        cudaGetLastError();
-        throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(stream_, &g));
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t err = cudaGraphInstantiate(&exec, g, 0);
-    cudaGraphDestroy(g);
-    CUDA_CHECK(err);
-    return exec;
+    if (graphs_.size() == kGraphs) graphs_.pop_back();
+    // relaxed: the first launch of a kernel configures it (cudaFuncSetAttribute) inside the capture
+    Graph graph = Graph::capture(stream_, cudaStreamCaptureModeRelaxed, [&] { enqueue_fused(kind, batch, req); });
+    graphs_.insert(graphs_.begin(), CachedGraph{key, std::move(graph)});
+    return graphs_[0].graph;
 }
 
 // What the host writes into the mapped output before a launch and spins on: a NaN with
@@ -475,14 +410,14 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
     if (chunked) stage_chunked(x, in_bytes, pinned, req.u8 ? x8_.ptr : x_.ptr);  // queued ahead of graph or layers
     else std::memcpy(pinned, x, in_bytes);  // pinned staging: read mapped or copied to the device
     if (fused) {
-        cudaGraphExec_t graph = fused_graph(kind, batch, req);
+        const Graph& graph = fused_graph(kind, batch, req);
         // the graph (its key holds this policy) writes `out` mapped; hidden layers come by copies: wait for the stream
         spin = mapped_out(batch) && req.hidden == 0;
         if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
-        CUDA_CHECK(cudaGraphLaunch(graph, stream_));
+        graph.launch(stream_);
     } else {
         if (req.u8) {
-            if (batch > mapped_in_max_) copy_in(x8_.ptr, in8_.ptr, in_bytes, chunked, stream_);
+            if (batch > kMappedInMax) copy_in(x8_.ptr, in8_.ptr, in_bytes, chunked, stream_);
             CUDA_CHECK(cudaEventRecord(start_, stream_));
             enqueue_u8_in(batch);
         } else {

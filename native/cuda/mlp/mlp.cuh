@@ -110,11 +110,6 @@ struct FusedPlan {
 };
 // The plan a kernel runs for a batch (measured choices: fused_dispatch.cu, NOTES.md).
 FusedPlan fused_plan(FusedKind kind, int batch);
-#ifdef GEMMPAD_MLP_PROBE
-// Probe builds only (native/tools/mlp_probe): make fused_plan return `plan` for every
-// kernel and batch (nullptr: back to the measured choices).
-void set_fused_plan_override(const FusedPlan* plan);
-#endif
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
                   const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden = {});
 void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
@@ -151,21 +146,6 @@ void launch_softmax(const float* logits, float* probs, int rows, int n, cudaStre
 // cache first nor left dirty there, for memory a DMA reads next (plain memcpy elsewhere).
 void copy_streaming(void* dst, const void* src, size_t n);
 
-// A device or pinned-host allocation that only grows.
-struct DeviceBuffer {
-    void* ptr = nullptr;
-    size_t bytes = 0;
-    void* reserve(size_t want);  // contents are undefined after growth
-    void release() noexcept;
-};
-struct PinnedBuffer {
-    void* ptr = nullptr;      // host address
-    void* device = nullptr;   // the same memory as the GPU sees it (mapped)
-    size_t bytes = 0;
-    void* reserve(size_t want);
-    void release() noexcept;
-};
-
 class StagingPool;  // staging.cuh
 class Resident;     // resident.cuh
 
@@ -195,7 +175,7 @@ class Mlp {
     double forward(const float* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
     // The same from 8-bit pixels x [batch, 784], read as x * float32(1/255) (gemmpad.inputs.preprocess's
     // scaling of uint8 images): a quarter of the bytes cross PCIe, into pinned staging (batches up
-    // to mapped_in_max: read in place through the mapping), and a kernel makes the floats on the
+    // to kMappedInMax: read in place through the mapping), and a kernel makes the floats on the
     // GPU ahead of the forward pass (inside the timed span: kernel_us() includes it).
     double forward_u8(const uint8_t* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
     // Kernel time of the last forward() in microseconds (CUDA events around the
@@ -209,25 +189,22 @@ class Mlp {
     // name starts it too), stop it (waits up to timeout_s, else CudaError; idempotent), and
     // whether it runs. While it runs, a device-wide synchronisation (cudaDeviceSynchronize, or
     // a free the driver turns into one) would wait for it forever: every free and pinned
-    // allocation here stops all resident kernels first (stop_all_residents, resident.cuh), and
+    // allocation of a support/buffer.cuh buffer stops all resident kernels first (the free guard), and
     // the Classifier stops it when switching away.
     void resident_start();
     void resident_stop(double timeout_s);
     bool resident_running() const;
 
-    // How a fused call moves data (the defaults are the measured best; probe builds,
-    // -DGEMMPAD_MLP_PROBE, can change them with set_io_policy to time the alternatives):
-    //   batches up to mapped_in_max whose plan splits FMA tiles over a cluster:
+    // How a fused call moves data (the measured best, README.md and NOTES.md):
+    //   batches up to kMappedInMax whose plan splits FMA tiles over a cluster:
     //     the kernel reads x from mapped pinned host memory, each block 1/S of
     //     it, shared over the cluster (FusedPlan::x_slices); others: forward()
     //     copies x to the device first (set_staging: how).
-    //   batches up to mapped_out_max: the kernel writes the probabilities to
+    //   batches up to kMappedOutMax: the kernel writes the probabilities to
     //     mapped pinned host memory, and the host, instead of waiting for the
     //     stream, spins until every value has replaced the marker it wrote there
     //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
-#ifdef GEMMPAD_MLP_PROBE
-    void set_io_policy(int mapped_in_max, int mapped_out_max);
-#endif
+    static constexpr int kMappedInMax = 64, kMappedOutMax = 64;
     // How forward() moves x to the device where the kernel does not read it from
     // mapped memory (native/tools/mlp_probe/staging.cu times the
     // choices): inputs of at least `min_bytes` go in chunks of `chunk_bytes`,
@@ -255,7 +232,6 @@ class Mlp {
         FusedKind kind = FusedKind::Fp32;
         int batch = 0;
         bool clusters = false;
-        int mapped_in_max = 0, mapped_out_max = 0;
         bool staged = false;  // forward() moved x to the device (stage_chunked), the graph does not
         Request req;
         static constexpr int kBuffers = 11;
@@ -268,7 +244,6 @@ class Mlp {
     void forward_layered(const std::string& kernel, int batch);
     GraphKey fused_key(FusedKind kind, int batch, Request req) const;
     void enqueue_fused(FusedKind kind, int batch, Request req);  // copy in (+ hand-off), start, kernel, stop, copy out
-    cudaGraphExec_t capture_fused(FusedKind kind, int batch, Request req);
     void enqueue_u8_in(int batch);                       // 8-bit x -> x_ as floats (after the start event)
     void enqueue_hidden_out(int batch, int hidden);      // h1_ / h2_ -> hid_ (pinned)
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
@@ -297,7 +272,6 @@ class Mlp {
     DeviceBuffer x_, h1_, h2_, logits_, probs_, a16_, scratch_partials_, scratch_counters_, x8_;
     PinnedBuffer in_, out_, in8_, hid_;
     int u8_capacity_ = 0, hid_capacity_ = 0;
-    int mapped_in_max_ = 64, mapped_out_max_ = 64;  // measured: README.md, NOTES.md
     Staging staging_ = default_staging();  // measured: see stage_chunked in staging.cu
     // The fused path runs as a CUDA graph: ONE submission for copy-in (where
     // forward() has not queued it already: stage_chunked), start event, kernel,
@@ -312,10 +286,10 @@ class Mlp {
     static constexpr size_t kGraphs = 4;
     struct CachedGraph {
         GraphKey key;
-        cudaGraphExec_t exec = nullptr;
+        Graph graph;
     };
     std::vector<CachedGraph> graphs_;
-    cudaGraphExec_t fused_graph(FusedKind kind, int batch, Request req);  // kept, or captured now
+    const Graph& fused_graph(FusedKind kind, int batch, Request req);  // kept, or captured now
     int capacity_ = 0;
     size_t scratch_floats_ = 0;
     int scratch_counters_n_ = 0;

@@ -289,6 +289,9 @@ void stop_all_residents() noexcept {
     g_running.clear();
 }
 
+// Every buffer's free and pinned allocation, in the whole module, stops resident kernels first.
+const FreeGuard g_previous_free_guard = set_free_guard(stop_all_residents);
+
 // Listed after the fused kernels (source order); Mlp::forward routes the name here before any plan.
 GEMMPAD_REGISTER_FUSED("cuda.mlp_resident", "fp32", FusedKind::Resident,
                        "a persistent one-block kernel polling mapped host memory: no launch per call; zero pixels "
@@ -304,10 +307,10 @@ Resident::Resident(const float* w1, const float* w2, const float* w3, const floa
             CUDA_CHECK(cudaFuncSetAttribute(resident_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             configured = true;
         }
-        stop_all_residents();  // allocating pinned memory may wait for every kernel, as a free may
-        CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&box_), sizeof(ResidentMailbox), cudaHostAllocMapped));
+        mailbox_.reserve(sizeof(ResidentMailbox));  // stops every resident kernel first (the free guard)
+        box_ = static_cast<ResidentMailbox*>(mailbox_.ptr);
+        dbox_ = static_cast<ResidentMailbox*>(mailbox_.device);
         std::memset(box_, 0, sizeof(ResidentMailbox));
-        CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox_), box_, 0));
         CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));  // never waits on other work
         resident_kernel<<<1, kThreads, smem, stream_>>>(dbox_, w1, w2, w3, b1, b2, b3, skip_zeros);
         CUDA_CHECK_LAUNCH("cuda.mlp_resident");
@@ -316,7 +319,7 @@ Resident::Resident(const float* w1, const float* w2, const float* w3, const floa
         g_running.push_back(this);
     } catch (...) {
         if (stream_) cudaStreamDestroy(stream_);
-        if (box_) cudaFreeHost(box_);
+        mailbox_.release();
         throw;
     }
 }
@@ -327,9 +330,8 @@ Resident::~Resident() {
     } catch (...) {  // reported by stop() to whoever called it; a destructor must not throw
     }
     if (!abandoned_) {
-        stop_all_residents();  // the free below may wait for every kernel, another object's resident one too
         if (stream_) cudaStreamDestroy(stream_);
-        if (box_) cudaFreeHost(box_);
+        mailbox_.release();  // stops every other resident kernel first: the free may wait for them
     }
 }
 

@@ -78,7 +78,8 @@ class Resident {
   private:
     void check_alive(const char* waiting_for);  // throws if the kernel has ended or failed
     cudaStream_t stream_ = nullptr;
-    ResidentMailbox* box_ = nullptr;  // host address
+    PinnedBuffer mailbox_;             // the ResidentMailbox, mapped
+    ResidentMailbox* box_ = nullptr;   // its host address
     ResidentMailbox* dbox_ = nullptr;  // the same, as the kernel sees it
     uint32_t seq_ = 0;
     uint64_t control_ = 0;  // the last control word written
@@ -87,10 +88,10 @@ class Resident {
     std::mutex mu_;           // one request or stop at a time
 };
 
-// Stop every running resident kernel in the process (errors swallowed). Called before any
-// cudaFree / cudaFreeHost / cudaHostAlloc in the MLP code: the driver may make those wait for all
-// work on the device, and a resident kernel never ends on its own. Its Mlp starts a new one on
-// its next call.
+// Stop every running resident kernel in the process (errors swallowed). The free guard of
+// support/buffer.cuh, so it runs before every buffer's cudaFree / cudaFreeHost / cudaHostAlloc
+// (the GEMM side's too): the driver may make those wait for all work on the device, and a
+// resident kernel never ends on its own. Its Mlp starts a new one on its next call.
 void stop_all_residents() noexcept;
 
 }  // namespace gemmpad::cuda

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <type_traits>
+#include <utility>
 
 #include "../ptx/tma.cuh"
 #include "buffer.cuh"
@@ -189,6 +190,16 @@ CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t ele
                                                    ") for " + what + " (" + std::to_string(rows) + "x" +
                                                    std::to_string(cols) + ")");
     return map;
+}
+
+namespace {
+FreeGuard g_free_guard = nullptr;  // set during static initialisation (resident.cu), read afterwards
+}  // namespace
+
+FreeGuard set_free_guard(FreeGuard guard) { return std::exchange(g_free_guard, guard); }
+
+void run_free_guard() noexcept {
+    if (g_free_guard) g_free_guard();
 }
 
 void* workspace(size_t bytes) {

@@ -25,28 +25,33 @@ void check_indices(const int32_t* idx, int count, int n) {
 struct Trainer::Impl {
     DeviceState s{};
     bool mixed = false;
-    std::vector<void*> allocations;
+    std::vector<DeviceBuffer> allocations;
     cudaStream_t stream = nullptr;
     cudaEvent_t start = nullptr, stop = nullptr;
-    cudaGraphExec_t graph = nullptr;
+    Graph graph;
 
     template <class T>
     T* alloc(size_t count) {
-        void* p = nullptr;
-        CUDA_CHECK(cudaMalloc(&p, count * sizeof(T) + 16));
-        allocations.push_back(p);
+        DeviceBuffer b;
+        void* p = b.reserve(count * sizeof(T) + 16);
+        allocations.push_back(b);
         // in the stream's order: the copies and kernels that follow run on `stream`, which does not wait
         // for the legacy stream (cudaMemset may land after them)
         CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(T) + 16, stream));
         return static_cast<T*>(p);
     }
+    void drop(const void* p) {  // one allocation, before the object ends (its work on `stream` done)
+        auto it = std::find_if(allocations.begin(), allocations.end(), [&](const DeviceBuffer& b) { return b.ptr == p; });
+        it->release();
+        allocations.erase(it);
+    }
 
     ~Impl() {  // best effort, never throws: may run while unwinding a failed constructor
-        if (graph) cudaGraphExecDestroy(graph);
+        graph.reset();
         if (start) cudaEventDestroy(start);
         if (stop) cudaEventDestroy(stop);
         if (stream) cudaStreamDestroy(stream);
-        for (void* p : allocations) cudaFree(p);
+        for (DeviceBuffer& b : allocations) b.release();
     }
 
     float* param(int i) const {
@@ -73,23 +78,6 @@ struct Trainer::Impl {
     void launch_epoch() {
         for (int offset = 0; offset < s.n; offset += s.batch) launch_step(offset, std::min(s.batch, s.n - offset));
         launch_epoch_sums(s, stream);
-    }
-
-    void capture() {
-        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        try {
-            launch_epoch();
-        } catch (...) {
-            cudaGraph_t broken = nullptr;
-            cudaStreamEndCapture(stream, &broken);
-            if (broken) cudaGraphDestroy(broken);
-            throw;
-        }
-        cudaGraph_t g = nullptr;
-        CUDA_CHECK(cudaStreamEndCapture(stream, &g));
-        cudaError_t err = cudaGraphInstantiate(&graph, g, 0);
-        cudaGraphDestroy(g);
-        CUDA_CHECK(err);
     }
 
     void upload_hyper(const Hyper& h) {
@@ -121,8 +109,7 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
         __nv_bfloat16* xb = m.alloc<__nv_bfloat16>(xcount);
         launch_x_to_bf16(xdev, xb, xcount, m.stream);
         CUDA_CHECK(cudaStreamSynchronize(m.stream));
-        CUDA_CHECK(cudaFree(xdev));  // mixed mode reads only the bf16 copy
-        m.allocations.erase(std::find(m.allocations.begin(), m.allocations.end(), (void*)xdev));
+        m.drop(xdev);  // mixed mode reads only the bf16 copy
         s.xb = xb;
     } else {
         s.x = xdev;
@@ -173,9 +160,10 @@ EpochResult Trainer::epoch(const int32_t* perm, const Hyper& hyper, bool use_gra
     CUDA_CHECK(cudaMemcpyAsync(const_cast<int32_t*>(m.s.perm), perm, (size_t)m.s.n * sizeof(int32_t),
                                cudaMemcpyHostToDevice, m.stream));
     m.upload_hyper(hyper);
-    if (use_graph && !m.graph) m.capture();
+    if (use_graph && !m.graph)
+        m.graph = Graph::capture(m.stream, cudaStreamCaptureModeThreadLocal, [&] { m.launch_epoch(); });
     CUDA_CHECK(cudaEventRecord(m.start, m.stream));
-    if (use_graph) CUDA_CHECK(cudaGraphLaunch(m.graph, m.stream));
+    if (use_graph) m.graph.launch(m.stream);
     else m.launch_epoch();
     CUDA_CHECK(cudaEventRecord(m.stop, m.stream));
     float sums[2] = {0.f, 0.f};
@@ -218,8 +206,7 @@ std::map<std::string, double> Trainer::profile(int reps) {
     // keep the model as it was: back up parameters and momentum buffers
     size_t total = 0;
     for (size_t k : kSizes) total += 2 * k;
-    float* backup = nullptr;
-    CUDA_CHECK(cudaMalloc(&backup, total * sizeof(float)));
+    float* backup = m.alloc<float>(total);
     std::map<std::string, double> out;
     auto copy_all = [&](bool save) {
         size_t off = 0;
@@ -258,10 +245,11 @@ std::map<std::string, double> Trainer::profile(int reps) {
         if (m.mixed) launch_w1_to_bf16(s, m.stream);
         CUDA_CHECK(cudaStreamSynchronize(m.stream));
     } catch (...) {
-        cudaFree(backup);
+        cudaStreamSynchronize(m.stream);  // best effort: the copies may still read it
+        m.drop(backup);
         throw;
     }
-    CUDA_CHECK(cudaFree(backup));
+    m.drop(backup);
     return out;
 }
 

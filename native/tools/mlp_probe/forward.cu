@@ -1,6 +1,6 @@
 // The last part of every mode but "floors", "ncu", "trace", "check", "loads" and "staging":
-// Mlp::forward end to end from C++ per kernel and batch, then per I/O policy and plan (the probe-only
-// knobs set_io_policy and set_fused_plan_override).
+// Mlp::forward end to end from C++ per kernel and batch (its own plans and I/O; other plans'
+// kernel times: the modes that launch configurations directly).
 #include "probe.cuh"
 
 namespace probe {
@@ -29,30 +29,6 @@ int Probe::forward() {
         }
         std::printf("\n");
     }
-    if (mode == "rows") {
-        std::printf("\nprobe done\n");
-        return 0;
-    }
-    std::printf("\n== cuda.mlp_fused: x mapped (read by slices over the cluster) or copied, per plan (kernel / e2e us, C++)\n");
-    for (int in_max : {64, 0}) {
-        mlp->set_io_policy(in_max, 64);
-        std::printf("  x %s, default plans:\n   ", in_max ? "mapped" : "copied");
-        for (int b : {1, 2, 4, 16, 64}) e2e("cuda.mlp_fused", b, 2000);
-        std::printf("\n");
-        for (const char* pname : {"split bm1 fma c8 +cl", "split bm1 fma c16 +cl", "split bm1 fma c16 -cl"}) {
-            const FusedPlan pl = plan_of(find(pname));
-            set_fused_plan_override(&pl);
-            std::printf("  x %s %-24s", in_max ? "mapped" : "copied", pname);
-            try {
-                e2e("cuda.mlp_fused", 1, 3000);
-            } catch (const std::exception& ex) {
-                std::printf(" ERROR %s", ex.what());
-            }
-            std::printf("\n");
-        }
-        set_fused_plan_override(nullptr);
-    }
-    mlp->set_io_policy(64, 64);
     std::printf("\nprobe done\n");
     return 0;
 }

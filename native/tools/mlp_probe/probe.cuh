@@ -3,16 +3,12 @@
 // their float64 reference, device and mapped buffers, every kernel configuration) in `Probe`, and
 // the measuring helpers. Each mode is one file beside it; harness.cu holds main().
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90a -DGEMMPAD_MLP_PROBE -Inative/include -Inative/cuda/mlp \
+//   nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -Inative/include -Inative/cuda/mlp \
 //        native/tools/mlp_probe/*.cu native/cuda/mlp/*.cu native/cuda/support/support.cu native/cuda/gemm/splitk.cu -o /tmp/mlp_probe \
 //     && /tmp/mlp_probe [all|final|check|rows|staging|loads|floors|ncu|trace]
 // (native/tools/mlp_probe.sh builds it that way, in parallel, and runs it on the GPU machine.)
-// Add -DGEMMPAD_MLP_TRACE to every file for mode "trace": per-phase globaltimer stamps.
+// Mode "trace" needs mlp_probe.sh's trace build (per-phase globaltimer stamps: mlp_trace.cuh).
 #pragma once
-
-#ifndef GEMMPAD_MLP_PROBE
-#error "mlp_probe needs -DGEMMPAD_MLP_PROBE on every file (the build line above)"
-#endif
 
 #include <algorithm>
 #include <atomic>
