@@ -1,10 +1,10 @@
-"""gemmpad.bench.timing: the one loop behind bench mlp's and the race's medians (issue 41)."""
+"""gemmpad.bench.timing: the one loop behind bench mlp's, bench train's and the race's times (issue 41)."""
 
 from __future__ import annotations
 
 import itertools
 
-from gemmpad.bench.timing import time_calls
+from gemmpad.bench.timing import sample_calls, time_calls
 
 
 def counting_call(log: list[str]):
@@ -36,3 +36,11 @@ def test_cancelled_between_calls_is_none() -> None:
     log: list[str] = []
     got = time_calls(counting_call(log), budget_s=3600.0, warmup=0, cancelled=lambda: len(log) >= 2)
     assert got is None and len(log) == 2
+
+
+def test_samples_are_every_timed_call_in_order() -> None:
+    log: list[str] = []
+    got = sample_calls(counting_call(log), budget_s=0.0, warmup=1, min_reps=3, max_reps=3)
+    assert got is not None
+    assert got.kernel_us == [2.0, 3.0, 4.0] and got.e2e_us == [20.0, 30.0, 40.0]
+    assert len(log) == 4

@@ -1,5 +1,6 @@
 """Timing repeated calls: the one loop behind every kernel / end-to-end median that gemmpad
-shows (`gemmpad bench mlp`, its sweep, and the window's race of every kernel).
+shows (`gemmpad bench mlp`, its sweep, the window's race of every kernel, and the native
+trainer's epochs in `gemmpad bench train`).
 
 A call returns its own two times in microseconds (the Classifier measures them: kernel time
 from CUDA events or the C++ clock, end-to-end from the Python side), so the loop only decides
@@ -38,9 +39,14 @@ def classifier_call(clf: Any, x: np.ndarray) -> Call:
     return call
 
 
-def time_calls(call: Call, budget_s: float, *, warmup: int = 3, min_reps: int = 10, max_reps: int = 5000,
-               pause_s: float = 0.0, cancelled: Callable[[], bool] = lambda: False) -> Medians | None:
-    """Median kernel and end-to-end microseconds of repeated calls (None when cancelled)."""
+class Samples(NamedTuple):
+    kernel_us: list[float]
+    e2e_us: list[float]
+
+
+def sample_calls(call: Call, budget_s: float, *, warmup: int = 3, min_reps: int = 10, max_reps: int = 5000,
+                 pause_s: float = 0.0, cancelled: Callable[[], bool] = lambda: False) -> Samples | None:
+    """Every timed call's kernel and end-to-end microseconds, in call order (None when cancelled)."""
     for _ in range(warmup):
         call()
     ks: list[float] = []
@@ -54,4 +60,14 @@ def time_calls(call: Call, budget_s: float, *, warmup: int = 3, min_reps: int = 
         k, e = call()
         ks.append(k)
         es.append(e)
-    return Medians(statistics.median(ks), statistics.median(es), len(ks))
+    return Samples(ks, es)
+
+
+def time_calls(call: Call, budget_s: float, *, warmup: int = 3, min_reps: int = 10, max_reps: int = 5000,
+               pause_s: float = 0.0, cancelled: Callable[[], bool] = lambda: False) -> Medians | None:
+    """Median kernel and end-to-end microseconds of repeated calls (None when cancelled)."""
+    got = sample_calls(call, budget_s, warmup=warmup, min_reps=min_reps, max_reps=max_reps, pause_s=pause_s,
+                       cancelled=cancelled)
+    if got is None:
+        return None
+    return Medians(statistics.median(got.kernel_us), statistics.median(got.e2e_us), len(got.kernel_us))

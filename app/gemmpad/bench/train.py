@@ -21,6 +21,7 @@ import numpy as np
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, rewrite_blocks
+from gemmpad.bench.timing import Call, sample_calls
 from gemmpad.inputs.files import atomic_path, write_text
 from gemmpad.runtime.model import SHAPES, accuracy
 from gemmpad.terminal import printable
@@ -70,28 +71,32 @@ def load_mnist(data_dir: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.
 
 def _time_native(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, mixed: bool,
                  a: argparse.Namespace) -> dict[str, Any]:
+    """Epoch times of the native trainer: after one warm-up epoch (which captures the graph),
+    a.epochs timed epochs replaying it and two launching each kernel, each timed from the batch
+    order's upload to the epoch's sums on the host (the order drawn before)."""
     trainer = cuda_trainer_class()(x, y, w, batch, mixed)
     orders = map(batch_orders(len(x), a.seed, ORDER), itertools.count())
-    trainer.epoch(next(orders), a.lr, a.momentum, a.weight_decay, True)  # warm-up: captures the graph
-    wall, gpu = [], []
-    for _ in range(a.epochs):
-        perm = next(orders)
-        start = time.perf_counter()
-        r = trainer.epoch(perm, a.lr, a.momentum, a.weight_decay, True)
-        wall.append(1e3 * (time.perf_counter() - start))
-        gpu.append(r["gpu_ms"])
-    no_graph = []
-    for _ in range(2):
-        start = time.perf_counter()
-        trainer.epoch(next(orders), a.lr, a.momentum, a.weight_decay, False)
-        no_graph.append(1e3 * (time.perf_counter() - start))
+
+    def epoch(graph: bool) -> Call:
+        def call() -> tuple[float, float]:
+            perm = next(orders)
+            start = time.perf_counter()
+            r = trainer.epoch(perm, a.lr, a.momentum, a.weight_decay, graph)
+            return 1e3 * r["gpu_ms"], 1e6 * (time.perf_counter() - start)
+        return call
+
+    graphed = sample_calls(epoch(True), 0.0, warmup=1, min_reps=a.epochs, max_reps=a.epochs)
+    launched = sample_calls(epoch(False), 0.0, warmup=0, min_reps=2, max_reps=2)
+    assert graphed is not None and launched is not None  # (never cancelled)
+    wall = [us / 1e3 for us in graphed.e2e_us]
     prof = trainer.profile(200)
     steps = -(-len(x) // batch)
     kernel_sum = prof["forward_l1_us"] + prof["rows_us"] + prof["grad_update_us"]
     return {
         "engine": "native", "precision": "mixed" if mixed else "fp32", "batch": batch,
         "epoch_ms_median": float(np.median(wall)), "epoch_ms_min": float(np.min(wall)), "epoch_ms_all": wall,
-        "gpu_ms_median": float(np.median(gpu)), "no_graph_epoch_ms_median": float(np.median(no_graph)),
+        "gpu_ms_median": float(np.median(graphed.kernel_us)) / 1e3,
+        "no_graph_epoch_ms_median": float(np.median(launched.e2e_us)) / 1e3,
         "steps_per_epoch": steps, "profile_us_per_launch": prof,
         "kernels_back_to_back_ms_per_epoch": steps * kernel_sum / 1e3,
     }
