@@ -8,7 +8,9 @@ import re
 import shutil
 from pathlib import Path
 
-from gemmpad.bench import report
+import pytest
+
+from gemmpad.bench import headers, report, roofline
 from tests.cli_helpers import run_cli
 
 
@@ -145,6 +147,28 @@ def test_mlp_summary_keeps_each_backends_fastest_layer_by_layer_kernel():
     table = report.mlp_summary(rows)
     assert "cuda.07_warptile` | cuda, layer by layer | 30.0 / 30.0" in table and "cuda.01_naive" not in table
     assert "| `cuda.mlp_fused` | cuda | 6.0 / 6.0 |" in table and "cuda.02_coalesced" not in table
+
+
+def test_a_kernels_8bit_rows_are_their_own_rows_and_never_its_figure():
+    """The 8-bit path's rows keep the kernel's name with "input": "uint8": the tables show them as
+    "<kernel> · uint8", and the header figures and the Lab's whole-pass figures quote the float rows."""
+    rows = [{"backend": "cuda", "kernel": "cuda.mlp_fused", "precision": "fp32", "batch": 1, "kernel_us": 6.0,
+             "e2e_us": 11.0},
+            {"backend": "cuda", "kernel": "cuda.mlp_fused", "precision": "fp32", "batch": 1, "kernel_us": 8.0,
+             "e2e_us": 13.0, "input": "uint8"},
+            {"backend": "torch", "kernel": "torch CUDA graph", "precision": "fp32", "batch": 1, "kernel_us": 15.0,
+             "e2e_us": 50.0}]
+    summary = report.mlp_summary(rows)
+    assert "| `cuda.mlp_fused` | cuda | 6.0 / 11.0 |" in summary and "| `cuda.mlp_fused · uint8` | cuda | 8.0 / 13.0 |" in summary
+    assert "| cuda | cuda.mlp_fused · uint8 | 8.0 / 13.0 |" in report.mlp_table(rows)
+    data = {"machine": {"date_utc": "2026-11-29T17:00:00", "cuda": {"device": "NVIDIA H200"}}, "results": rows}
+    line = headers._mlp_line(headers.Mlp("cuda.mlp_fused", "torch CUDA graph", 1), iter([("h200", data)]))
+    assert "cuda.mlp_fused 6.0 / 11.0 us" in line
+    assert [r["kernel_us"] for r in roofline.figures_from(None, data)["mlp"]] == [6.0]
+    report.validate("mlp", data)
+    data["results"][1]["input"] = "int4"
+    with pytest.raises(ValueError, match=r"results\[1\]\.input"):
+        report.validate("mlp", data)
 
 
 def test_mlp_tables_show_each_kernels_agreement_with_fp32():

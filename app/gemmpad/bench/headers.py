@@ -185,9 +185,16 @@ def _gemm_items(rows: list[dict[str, Any]]) -> str:
     return f"GFLOP/s (% of {'/'.join(sorted(references))} at each precision): " + ", ".join(items)
 
 
+def float_input(row: dict[str, Any]) -> bool:
+    """Whether a bench-mlp row timed float32 input: the 8-bit path's rows (`"input": "uint8"`) share
+    their kernel's name, and a figure of the kernel itself must not quote them."""
+    return row.get("input", "float32") == "float32"
+
+
 def _mlp_line(spec: Mlp, held: Iterator[tuple[str, dict[str, Any]]]) -> str:
     for source, data in held:
-        rows = {r.get("kernel"): r for r in data["results"] if r.get("batch") == spec.batch and "e2e_us" in r}
+        rows = {r.get("kernel"): r for r in data["results"]
+                if r.get("batch") == spec.batch and "e2e_us" in r and float_input(r)}
         if spec.kernel in rows and spec.reference in rows:
             items = [f"{name} {rows[name]['kernel_us']:.1f} / {rows[name]['e2e_us']:.1f} us"
                      for name in (spec.kernel, spec.reference)]

@@ -6,7 +6,7 @@ bound, gemmpad.runtime.precision), and each kernel's agreement with fp32 on the 
 MNIST test digits; then a CPU-vs-GPU batch sweep and, with --soak, a memory soak.
 The native backends' default kernels are also timed on 8-bit input (uint8 pixels, what the
 canvas and MNIST are: a quarter of the bytes to move; on the GPU the floats are made there),
-as rows "<kernel> · uint8" and sweep series "<backend> uint8". cuda.mlp_resident (the
+as rows with "input": "uint8" (shown as "<kernel> · uint8") and sweep series "<backend> uint8". cuda.mlp_resident (the
 persistent batch-1 kernel) is timed like any kernel: its kernel time is its own GPU span.
 
 Kernel time is what `Classifier.last_timing` reports (CUDA events around the
@@ -30,7 +30,7 @@ from gemmpad.runtime import native, registry
 from gemmpad.commands.args import MAX_BATCH, MAX_REPS, integer, number
 from gemmpad.bench import select
 from gemmpad.bench.machine import machine
-from gemmpad.bench.report import add_readme_argument, mlp_table, sweep_table, write
+from gemmpad.bench.report import add_readme_argument, mlp_label, mlp_table, sweep_table, write
 from gemmpad.bench.timing import classifier_call, time_calls
 from gemmpad.errors import GemmpadError, KernelUnavailable
 from gemmpad.inputs.preprocess import unit_pixels
@@ -249,7 +249,7 @@ def soak(clf: Any, calls: int, rng: np.random.Generator) -> dict[str, Any]:
             "gpu_used_growth_kb": (gpu0 - gpu1) / 1024 if cuda_mod else None}
 
 
-def _measure(clf: Any, model: Any, backend: str, label: str, precision: str, x: np.ndarray, batch: int,
+def _measure(clf: Any, model: Any, backend: str, kernel: str, precision: str, x: np.ndarray, batch: int,
              agrees: float | None, budget_s: float) -> tuple[dict[str, Any], bool]:
     """One result row: x checked against float64 within the precision's bound (uint8 x: on the
     floats the 8-bit path reads), then timed if right. Returns (row, right)."""
@@ -260,12 +260,13 @@ def _measure(clf: Any, model: Any, backend: str, label: str, precision: str, x: 
     err = float(np.max(np.abs(probs - ref)) / np.max(np.abs(ref)))
     ratio = bound.ratio(probs)
     ok = ratio <= 1.0 and bound.argmax_broken(probs) == 0
-    row = {"backend": backend, "kernel": label, "precision": precision, "batch": batch,
+    row = {"backend": backend, "kernel": kernel, "precision": precision, "batch": batch,
            "max_rel_error": err, "error_vs_bound": ratio,
            "same_argmax": bool(np.all(np.argmax(probs, 1) == np.argmax(ref, 1))),
            "agrees_with_fp32": agrees, "correct": ok}
     if x.dtype == np.uint8:
         row["input"] = "uint8"
+    label = mlp_label(row)
     if not ok:
         print(f"  {label} batch {batch}: WRONG (error {ratio:.3g}x its {precision} bound, "
               f"{bound.argmax_broken(probs)} digits the bound decides read otherwise)", flush=True)
@@ -307,11 +308,11 @@ def run(args: argparse.Namespace) -> int:
                 agrees = None
             u8 = backend in U8_BACKENDS and kernel == DEFAULT_KERNELS[backend]
             for batch in args.batches:
-                for label, x in ((kernel, inputs[batch]),) + (((f"{kernel} · uint8", pixels[batch]),) if u8 else ()):
+                for x in (inputs[batch], pixels[batch]) if u8 else (inputs[batch],):
                     try:
-                        row, ok = _measure(clf, model, backend, label, precision, x, batch, agrees, args.budget_s)
+                        row, ok = _measure(clf, model, backend, kernel, precision, x, batch, agrees, args.budget_s)
                     except KernelUnavailable as exc:  # no row: what would run is not that rung's kernel
-                        print(f"  {label} batch {batch}: {exc}", flush=True)
+                        print(f"  {kernel} batch {batch}: {exc}", flush=True)
                         continue
                     rows.append(row)
                     failures += not ok
@@ -386,8 +387,8 @@ def plot(rows: list[dict[str, Any]], sweep: list[dict[str, Any]], path: Path) ->
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 6))
     timed = [r for r in rows if "e2e_us" in r and r["batch"] == 1]
-    ax1.barh([r["kernel"] for r in timed], [r["e2e_us"] for r in timed], color="tab:gray", label="end to end")
-    ax1.barh([r["kernel"] for r in timed], [r["kernel_us"] for r in timed], color="tab:blue", label="kernel")
+    ax1.barh([mlp_label(r) for r in timed], [r["e2e_us"] for r in timed], color="tab:gray", label="end to end")
+    ax1.barh([mlp_label(r) for r in timed], [r["kernel_us"] for r in timed], color="tab:blue", label="kernel")
     ax1.set_xscale("log")
     ax1.set_xlabel("microseconds per call, batch 1 (log)")
     ax1.tick_params(labelsize=7)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad.bench import roofline
-from gemmpad.bench.headers import ROOT, newest_first, rewrite_headers
+from gemmpad.bench.headers import ROOT, float_input, newest_first, rewrite_headers
 from gemmpad.bench.machine import caption
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import atomic_path, write_text
@@ -150,7 +150,7 @@ ROW_SCHEMAS: dict[str, dict[str, tuple[type, float, float]]] = {
 # Fields present only in some rows (a kernel that gave wrong results has no timing).
 OPTIONAL_FIELDS: dict[str, dict[str, tuple[type, float, float]]] = {
     "gemm": {"ms": _TIME},  # with it, gflops and reference (validate)
-    "mlp": {"kernel_us": _TIME, "e2e_us": _TIME},
+    "mlp": {"kernel_us": _TIME, "e2e_us": _TIME, "input": _NAME},
     "train": {},
 }
 MACHINE_SCHEMA: dict[str, Any] = {
@@ -159,6 +159,7 @@ MACHINE_SCHEMA: dict[str, Any] = {
     "nvidia_smi": {"driver_version": _TEXT},
     "versions": {"gemmpad": _TEXT, "python": _TEXT, "numpy": _TEXT, "torch": _TEXT},
 }
+MLP_INPUTS = ("float32", "uint8")  # what a bench-mlp row's x was (no field: float32)
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_.+\-]+( [A-Za-z0-9_.+\-()/,]+)*")  # what a name in a code span may hold
 MAX_RESULT_DEPTH = 8  # the committed files nest 4 deep
 MAX_RESULTS = 100_000  # rows; the committed files hold ~140
@@ -184,6 +185,8 @@ def validate(name: str, data: dict[str, Any]) -> None:
                 _check_fields(where, r, {"percent_of_reference": _RATE, "reference_gflops": _RATE}, required=True)
         if name == "mlp" and ("kernel_us" in r) != ("e2e_us" in r):
             raise ValueError(f"{where}: kernel_us and e2e_us go together (or neither, for a wrong kernel)")
+        if name == "mlp" and r.get("input", "float32") not in MLP_INPUTS:
+            raise ValueError(f"{where}.input: expected one of {', '.join(MLP_INPUTS)}, got that string")
     columns = {(r["M"], r["N"], r["K"]) if name == "gemm" else r["batch"] for r in rows}
     if len(columns) > MAX_COLUMNS:
         raise ValueError(f"{len(columns):,} {'sizes' if name == 'gemm' else 'batches'}, more than a table "
@@ -451,7 +454,7 @@ def mlp_summary(results: list[dict[str, Any]]) -> str:
         if _layer_by_layer(r) and best.get(r["backend"]) != r["kernel"]:
             continue
         runs = f"{r['backend']}, layer by layer" if _layer_by_layer(r) else r["backend"]
-        row = cells.setdefault((r["kernel"], runs), {})
+        row = cells.setdefault((mlp_label(r), runs), {})
         row[f"batch {r['batch']}"] = f"{r['kernel_us']:.1f} / {r['e2e_us']:.1f}" if "e2e_us" in r else "wrong"
         if _agreement(r):
             row[AGREES] = _agreement(r)
@@ -499,6 +502,12 @@ def train_summary(results: list[dict[str, Any]]) -> str:
     return _table(["engine", "precision"], batches, cells, {}, code=False)
 
 
+def mlp_label(r: dict[str, Any]) -> str:
+    """A bench-mlp row's name in tables, plots and printouts: its kernel, and " · uint8" for a row
+    timed on 8-bit pixels (its `kernel` field stays the registry's name)."""
+    return r["kernel"] + ("" if float_input(r) else f" · {r['input']}")
+
+
 def _layer_by_layer(r: dict[str, Any]) -> bool:
     """A GEMM rung running the network one layer per call (not NumPy, torch or a whole-network kernel)."""
     return r["backend"] in ("cpu", "cuda") and ".mlp_" not in r["kernel"]
@@ -541,14 +550,14 @@ def mlp_table(rows: list[dict[str, Any]]) -> str:
     batches = sorted({r["batch"] for r in rows})
     head = "| backend | kernel | " + " | ".join(f"B={b} kernel / e2e (us)" for b in batches) + f" | {AGREES} |"
     lines = [head, "|---|---|" + "---:|" * (len(batches) + 1)]
-    keys = list(dict.fromkeys((r["backend"], r["kernel"]) for r in rows))
+    keys = list(dict.fromkeys((r["backend"], mlp_label(r)) for r in rows))
     for backend, kernel in keys:
         cells = []
         for b in batches:
-            r = next((r for r in rows if (r["backend"], r["kernel"], r["batch"]) == (backend, kernel, b)), None)
+            r = next((r for r in rows if (r["backend"], mlp_label(r), r["batch"]) == (backend, kernel, b)), None)
             cells.append("" if r is None else "wrong" if "kernel_us" not in r else
                          f"{r['kernel_us']:.1f} / {r['e2e_us']:.1f}")
-        agrees = next((_agreement(r) for r in rows if (r["backend"], r["kernel"]) == (backend, kernel)), "")
+        agrees = next((_agreement(r) for r in rows if (r["backend"], mlp_label(r)) == (backend, kernel)), "")
         lines.append(f"| {backend} | {kernel} | " + " | ".join(cells) + f" | {agrees or '—'} |")
     return "\n".join(lines)
 
