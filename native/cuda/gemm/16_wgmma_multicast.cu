@@ -5,7 +5,7 @@
 // pace; only where TMA reads both operands (not cp.async) and the tiles outnumber the SMs, else unavailable.
 // Run: gemmpad bench gemm --kernels cuda.16_multicast_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.16_multicast_fp16 --sizes 4096x4096x4096
-// Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 747,992 (97.3 %), fp16 728,022 (97.5 %)
+// Figure (H200 2026-11-29, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 736,070 (97.1 %), fp16 714,756 (97.4 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {
