@@ -66,7 +66,8 @@ def test_bench_mlp_gpu(monkeypatch, capsys, tmp_path):
                            "--out", str(tmp_path))
     assert rc == 0
     data = json.loads((tmp_path / "bench-mlp.json").read_text())
-    kinds = {(r["kernel"], r["batch"]) for r in data["results"] if r.get("kernel_us", 0) > 0}
+    report.validate("mlp", data)
+    kinds = {(report.mlp_label(r), r["batch"]) for r in data["results"] if r.get("kernel_us", 0) > 0}
     assert {("cuda.mlp_fused", 1), ("cuda.01_naive", 300), ("cuda.mlp_fused · uint8", 300),
             ("cuda.mlp_resident", 1), ("cuda.mlp_resident", 300)} <= kinds
     assert {("cuda uint8", 64), ("cpu uint8", 64), ("cuda", 64)} <= {(r["backend"], r["batch"]) for r in data["sweep"]}
