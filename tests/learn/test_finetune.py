@@ -37,6 +37,57 @@ def test_every_batch_keeps_each_digit_near_its_tenth(rng: np.random.Generator) -
     assert set(every[every < 40]) == set(range(40))  # every row of the person's is used
 
 
+def test_the_replay_of_the_digits_misread_as_is_weighted_up(rng: np.random.Generator) -> None:
+    """confusers: a person's 9s read as 7s; the replay's 7s come confuser_boost times as often as
+    another digit's replay rows (the 9s' own replay weighted down by user_share, as ever)."""
+    user_y = np.full(40, 9)
+    replay_y = np.repeat(np.arange(10), 3000)
+    s = finetune.Settings(steps=400, batch=128, user_share=0.3, confuser_boost=5.0)
+    orders = finetune.batch_plan(user_y, replay_y, s, rng, confusers=[7])
+    drawn = np.concatenate(orders)
+    counts = np.bincount(replay_y[drawn[drawn >= 40] - 40], minlength=10)
+    assert counts[7] / counts[0] == pytest.approx(5.0, rel=0.1)
+    assert counts[9] / counts[0] == pytest.approx(0.7, rel=0.1)
+    plain = np.concatenate(finetune.batch_plan(user_y, replay_y, finetune.Settings(steps=400), rng, confusers=[7]))
+    plain_counts = np.bincount(replay_y[plain[plain >= 40] - 40], minlength=10)
+    assert plain_counts[7] / plain_counts[0] == pytest.approx(1.0, rel=0.1)  # confuser_boost 1: as before
+
+
+def test_a_too_costly_learn_runs_once_more_gentler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The first fine-tune drops MNIST past MAX_DROP: the second runs with GENTLER and the digits the
+    drawings were misread as; its weights are kept when they pass. Forced, or passing at once: one run."""
+    refs = small_references()
+    model = load_model()
+    ex = [drawings.example_of(drawings.pen_drawing(s, "thin-4px-light"), s.digit) for s in _pen(2)[:4]]
+    runs: list[tuple[finetune.Settings, list[int]]] = []
+    costs = iter([0.005, 0.001])  # MNIST drop of the first and the second fine-tune
+
+    def tune(weights, user, replay, settings, engine="auto", progress=None, should_stop=None, confusers=()):
+        runs.append((settings, list(confusers)))
+        return weights, "numpy", 1
+
+    def figures(weights, held, refs_):
+        return {"MNIST test": 0.99 - next(costs)}
+
+    monkeypatch.setattr(finetune, "tune", tune)
+    monkeypatch.setattr(finetune, "figures", figures)
+    monkeypatch.setattr(finetune.LearnCache, "base", lambda self, w, r: (None, {"MNIST test": 0.99}))
+    out = finetune.learn(model, ex, refs, finetune.Settings(steps=20), "numpy")
+    assert out.accepted and out.gentler and not out.reason
+    assert [r[0].user_share for r in runs] == [0.5, 0.3] and runs[1][0].confuser_boost == 5.0
+    assert runs[0][1] == [] and runs[1][1] == finetune.misread_as(model, ex)
+    card = finetune.save_personal(out, model, ex, tmp_path / "p.npz")
+    assert load_model(card).card["fine_tuned"]["settings"]["user_share"] == 0.3  # what the kept weights ran with
+    runs.clear()
+    costs = iter([0.005, 0.004])
+    refused = finetune.learn(model, ex, refs, finetune.Settings(steps=20), "numpy")
+    assert not refused.accepted and refused.reason.endswith("learning gentler too)") and "98.60 %" in refused.reason
+    runs.clear()
+    costs = iter([0.005])
+    forced = finetune.learn(model, ex, refs, finetune.Settings(steps=20), "numpy", force=True)
+    assert forced.accepted and not forced.gentler and len(runs) == 1
+
+
 def test_holdout_takes_every_kth_drawing_of_a_digit() -> None:
     ex = [drawings.Example(d, Path(f"{d}-{i}"), np.zeros((28, 28), np.float32), None, f"{d}{i}")
           for d, n in ((1, 10), (2, 3)) for i in range(n)]

@@ -14,7 +14,10 @@
    GPU with the native CUDA trainer, else in NumPy (gemmpad.learn.trainers.pick("auto")),
    same arguments and same result on both;
 3. measures before and after: the person's held-out drawings (never trained on), the
-   MNIST test set and unseen real writers; if MNIST test drops by more than MAX_DROP the
+   MNIST test set and unseen real writers; if MNIST test drops by more than MAX_DROP, the
+   fine-tune runs once more, gentler (GENTLER: a smaller share for the person's rows, and the
+   replay of the digits the drawings were misread as weighted up, so the network learns where
+   this person's digit ends and everyone's look-alike begins), and if that too drops more the
    new weights are refused unless forced (`Outcome.accepted`). Unseen writers are shown,
    not ruled on: a personal model may read a few strangers differently (a person whose 1
    has a long flag teaches it that such a stroke is a 1, and some strangers' 7s follow),
@@ -33,7 +36,7 @@ import hashlib
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -51,6 +54,9 @@ from gemmpad.learn.trainer import Trainer
 from gemmpad.learn.rehearsal_sets import Arrays, References
 
 MAX_DROP = 0.003  # accuracy on MNIST test may fall by at most 0.3 points
+# What a refused fine-tune's second try changes (Settings fields). A person's 9 drawn like a 7 taught
+# 69 MNIST 7s to read 9 (MNIST -0.72 points): with these the cost fell to -0.27..-0.45 (NOTES.md).
+GENTLER = {"user_share": 0.3, "confuser_boost": 5.0}
 ENGINES = tuple(c for c in trainers.CHOICES if c != "torch")  # the window never loads torch
 PAINT_BUDGET = 60  # random-pen paintings per Learn, shared by the drawings (Plan)
 WARP_BUDGET = 400  # warped copies per Learn (at least one of each drawing)
@@ -67,6 +73,7 @@ class Settings:
     steps: int = 300
     batch: int = 128
     user_share: float = 0.5  # of a corrected digit's tenth of every batch: the person's rows of it
+    confuser_boost: float = 1.0  # weight of the replay rows of the digits the person's drawings were misread as
     lr: float = 0.005  # of the first epoch, cosine-decayed to final_lr of it by the last
     final_lr: float = 0.05
     momentum: float = 0.9
@@ -94,6 +101,7 @@ class Outcome:
     steps: int
     seconds: dict[str, float] = field(default_factory=dict)
     rehearsal: dict[str, Any] = field(default_factory=dict)  # the sets used (References.origin), for the card
+    gentler: bool = False  # the first fine-tune cost MNIST too much: these are the second, GENTLER try's
 
     def drops(self) -> dict[str, float]:
         """How much each base figure fell (positive = worse)."""
@@ -286,14 +294,15 @@ def _make_rows(examples: Sequence[Example], plan: Plan, seed: int, rng: np.rando
 
 
 def batch_plan(user_y: np.ndarray, replay_y: np.ndarray, settings: Settings,
-               rng: np.random.Generator) -> list[np.ndarray]:
+               rng: np.random.Generator, confusers: Sequence[int] = ()) -> list[np.ndarray]:
     """Per-epoch row orders over [user rows; replay rows], as many epochs as make `steps` steps.
 
     Every digit keeps its tenth of each batch, as in training: a fine-tune on five 9s
     that filled half of every batch with 9s would teach the network that most things
     are 9s. Of a corrected digit's tenth, `user_share` goes to the person's rows of it
     (cycled in shuffled order); replay rows fill the rest, drawn with that digit's
-    replay rows weighted down by the same share.
+    replay rows weighted down by the same share, and the replay rows of `confusers` (the digits
+    the person's drawings were misread as) weighted up by settings.confuser_boost.
     """
     n_user, n = len(user_y), len(user_y) + len(replay_y)
     per_epoch = -(-n // settings.batch)
@@ -305,6 +314,7 @@ def batch_plan(user_y: np.ndarray, replay_y: np.ndarray, settings: Settings,
                            f"the batch size must be at least {len(digits) * k}")
     slot = np.arange(n) % settings.batch
     weight = np.where(np.isin(replay_y, digits), 1.0 - settings.user_share, 1.0)
+    weight *= np.where(np.isin(replay_y, list(confusers)), settings.confuser_boost, 1.0)
     weight /= weight.sum()
     orders = []
     for _ in range(epochs):
@@ -356,7 +366,8 @@ def prepare(weights: dict[str, np.ndarray], replay: Arrays) -> Prepared:
 def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, settings: Settings,
          engine: str | Trainer = "auto",
          progress: Progress | None = None,
-         should_stop: Callable[[], bool] | None = None) -> tuple[dict[str, np.ndarray], str, int]:
+         should_stop: Callable[[], bool] | None = None,
+         confusers: Sequence[int] = ()) -> tuple[dict[str, np.ndarray], str, int]:
     """(new weights for raw inputs, engine used, steps run): SGD from `weights` on the person's
     rows (against their labels) mixed with the replay (against the base's probabilities),
     batches from batch_plan, in normalised inputs as in training."""
@@ -368,7 +379,7 @@ def tune(weights: dict[str, np.ndarray], user: Arrays, replay: Prepared, setting
     x = np.concatenate([((user.x - replay.mean) / replay.std).astype(np.float32), replay.x])
     y = np.concatenate([user.y, replay.y]).astype(np.int32)
     targets = np.concatenate([np.eye(10, dtype=np.float32)[user.y], replay.targets])
-    orders = batch_plan(user.y, replay.y, settings, np.random.default_rng([settings.seed, 1]))
+    orders = batch_plan(user.y, replay.y, settings, np.random.default_rng([settings.seed, 1]), confusers)
     epochs = len(orders)
 
     def on_epoch(epoch: int, loss: float, acc: float, _w: dict[str, np.ndarray]) -> None:
@@ -401,6 +412,20 @@ def held_out(model: Model, held: Sequence[Example]) -> float:
     return accuracy(model, np.stack([e.image28.reshape(784) for e in held]), np.array([e.label for e in held]))
 
 
+def _too_costly(outcome: Outcome) -> dict[str, float]:
+    """The base figures the fine-tune lowered by more than the rule allows (MNIST test, MAX_DROP)."""
+    return {k: v for k, v in outcome.drops().items() if k == "MNIST test" and v > MAX_DROP}
+
+
+def misread_as(model: Model, examples: Sequence[Example]) -> list[int]:
+    """The digits `model` reads the drawings as where it reads them wrong: what the person's digit
+    is taken for, whose replay the gentler fine-tune weights up."""
+    x = np.stack([e.image28.reshape(784) for e in examples])
+    labels = np.array([e.label for e in examples])
+    read = model.forward(x).argmax(axis=1)
+    return sorted(set(read[read != labels].tolist()) - set(labels.tolist()))
+
+
 def learn(model: Model, examples: Sequence[Example], refs: References, settings: Settings = Settings(),
           engine: str = "auto", force: bool = False, progress: Progress | None = None,
           should_stop: Callable[[], bool] | None = None, cache: LearnCache | None = None) -> Outcome:
@@ -422,11 +447,20 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
     after = figures(weights, held, refs)
     outcome = Outcome(weights, before, after, True, "", name, len(train), len(held), len(rows), steps,
                       rehearsal=dict(refs.origin))
-    worse = {k: v for k, v in outcome.drops().items() if k == "MNIST test" and v > MAX_DROP}
+    if not force and _too_costly(outcome):
+        say("that cost others too much: learning again, gentler", 0.5)
+        gentler = replace(settings, **GENTLER)
+        weights, name, steps = tune(model.weights, rows, prepared, gentler, engine, progress, should_stop,
+                                    confusers=misread_as(model, train))
+        outcome = Outcome(weights, before, figures(weights, held, refs), True, "", name, len(train), len(held),
+                          len(rows), steps, rehearsal=dict(refs.origin), gentler=True)
+        t2 = time.perf_counter()
+    worse = _too_costly(outcome)
     if worse:
-        text = ", ".join(f"{k} {100 * before[k]:.2f} -> {100 * after[k]:.2f} %" for k in worse)
+        text = ", ".join(f"{k} {100 * before[k]:.2f} -> {100 * outcome.after[k]:.2f} %" for k in worse)
         outcome.accepted = force
-        outcome.reason = f"it would read others worse ({text}; more than {100 * MAX_DROP:.1f} points)"
+        outcome.reason = (f"it would read others worse ({text}; more than {100 * MAX_DROP:.1f} points"
+                          + (", learning gentler too)" if outcome.gentler else ")"))
     outcome.seconds = {"rows": t1 - t0, "train": t2 - t1, "measure": time.perf_counter() - t2,
                        "total": time.perf_counter() - t0}
     return outcome
@@ -445,7 +479,8 @@ def save_personal(outcome: Outcome, base: Model, examples: Sequence[Example], pa
         "architecture": base.card.get("architecture", "784-100-100-10 MLP") if isinstance(base.card, dict) else "",
         "fine_tuned": {"base": str(base.path) if base.path else None, "drawings": len(examples),
                        "per_digit": {str(d): sum(e.label == d for e in examples) for d in range(10)},
-                       "settings": asdict(settings), **outcome.summary()},
+                       "settings": asdict(replace(settings, **GENTLER) if outcome.gentler else settings),
+                       **outcome.summary()},
         "training": base.card.get("training", {}) if isinstance(base.card, dict) else {},
         "results": {"mnist_test_accuracy": outcome.after["MNIST test"]},
     }

@@ -97,7 +97,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trainer", choices=finetune.ENGINES, default="auto",
                    help="auto: the GPU's native trainer when usable, else NumPy")
     p.add_argument("--insist", action="store_true",
-                   help="keep the model even when it reads MNIST test or unseen writers >0.3 points worse")
+                   help="keep the model even when it reads MNIST test more than 0.3 points worse (after a "
+                        "second, gentler try; unseen writers are shown, not ruled on)")
     p.add_argument("--data", metavar="DIR", help="MNIST IDX directory, for a base model without rehearsal sets")
     p.add_argument("--cache", metavar="DIR", help="keep rehearsal sets built from --data in DIR")
     p.add_argument("--quiet", action="store_true", help="no progress output")
