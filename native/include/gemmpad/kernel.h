@@ -65,7 +65,7 @@ struct KernelInfo {
     // first. nullptr: every problem.
     std::string (*rejects)(const GemmProblem& p) = nullptr;
     // A dispatcher's rungs, the order it prefers them in (cuda.auto_fp32: 19, 07); empty for a rung.
-    std::vector<std::string> routes;
+    std::vector<std::string> routes{};
 };
 
 // Repository-relative source path from __FILE__ (which may be absolute).
