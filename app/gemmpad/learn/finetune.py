@@ -447,7 +447,7 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
     after = figures(weights, held, refs)
     outcome = Outcome(weights, before, after, True, "", name, len(train), len(held), len(rows), steps,
                       rehearsal=dict(refs.origin))
-    if not force and _too_costly(outcome):
+    if _too_costly(outcome):  # forced too: `--insist` and "Use it anyway" keep the gentler weights alike
         say("that cost others too much: learning again, gentler", 0.5)
         gentler = replace(settings, **GENTLER)
         weights, name, steps = tune(model.weights, rows, prepared, gentler, engine, progress, should_stop,
