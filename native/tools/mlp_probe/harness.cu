@@ -110,26 +110,6 @@ ForwardTimes time_forward(Mlp& mlp, const char* kernel, const float* x, float* o
 }
 
 
-// What `enqueue` puts on the stream, captured and instantiated. A throw inside ends the capture
-// first, so that the stream stays usable and the original error is the one reported.
-cudaGraphExec_t capture_exec(cudaStream_t st, const std::function<void()>& enqueue) {
-    cudaGraph_t g = nullptr;
-    CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
-    try {
-        enqueue();
-    } catch (...) {
-        cudaStreamEndCapture(st, &g);
-        if (g) cudaGraphDestroy(g);
-        cudaGetLastError();
-        throw;
-    }
-    CUDA_CHECK(cudaStreamEndCapture(st, &g));
-    cudaGraphExec_t ge;
-    CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-    CUDA_CHECK(cudaGraphDestroy(g));
-    return ge;
-}
-
 // Medians over `reps` calls of `call`, after 50 untimed ones: the span between the events e0 and
 // e1 that it records (divided by `inner`), and its host time. It returns with both complete.
 Timing time_calls(cudaEvent_t e0, cudaEvent_t e1, const std::function<void()>& call, int reps, int inner) {
@@ -153,7 +133,7 @@ Timing time_graph(cudaStream_t st, const std::function<void()>& enqueue, int rep
     cudaEvent_t e0, e1;
     CUDA_CHECK(cudaEventCreate(&e0));
     CUDA_CHECK(cudaEventCreate(&e1));
-    cudaGraphExec_t ge = capture_exec(st, [&] {
+    const Graph graph = Graph::capture(st, cudaStreamCaptureModeRelaxed, [&] {
         if (pre) pre();
         CUDA_CHECK(cudaEventRecordWithFlags(e0, st, cudaEventRecordExternal));
         for (int i = 0; i < inner; ++i) enqueue();
@@ -162,11 +142,10 @@ Timing time_graph(cudaStream_t st, const std::function<void()>& enqueue, int rep
     });
     const Timing t = time_calls(e0, e1, [&] {
         if (before) before();
-        CUDA_CHECK(cudaGraphLaunch(ge, st));
+        graph.launch(st);
         CUDA_CHECK(cudaStreamSynchronize(st));
         if (after) after();
     }, reps, inner);
-    CUDA_CHECK(cudaGraphExecDestroy(ge));
     CUDA_CHECK(cudaEventDestroy(e0));
     CUDA_CHECK(cudaEventDestroy(e1));
     return t;
@@ -191,10 +170,8 @@ Timing time_stream(cudaStream_t st, const std::function<void()>& enqueue, int re
 
 // A graph of the kernel alone, the events recorded on the stream around its launch.
 Timing time_graph_outside(cudaStream_t st, const std::function<void()>& enqueue, int reps) {
-    cudaGraphExec_t ge = capture_exec(st, enqueue);
-    const Timing t = time_stream(st, [&] { CUDA_CHECK(cudaGraphLaunch(ge, st)); }, reps);
-    CUDA_CHECK(cudaGraphExecDestroy(ge));
-    return t;
+    const Graph graph = Graph::capture(st, cudaStreamCaptureModeRelaxed, enqueue);
+    return time_stream(st, [&] { graph.launch(st); }, reps);
 }
 
 void launch_empty(cudaStream_t st, int blocks, int threads, int cluster) {

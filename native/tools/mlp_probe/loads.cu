@@ -301,21 +301,20 @@ void Probe::loads() {
         std::printf("  V1 graph [event, kernel, event] + cudaStreamSynchronize:      kernel %5.2f  e2e %5.2f us\n", t.kernel_us, t.e2e_us);
         auto host_loop = [](const std::function<void()>& call) { return host_median_us(call, 2000, 100); };
         {
-            cudaGraphExec_t ge = capture_exec(st, k);
+            const Graph graph = Graph::capture(st, cudaStreamCaptureModeRelaxed, k);
             std::printf("  V2 graph [kernel] + cudaStreamSynchronize:                              e2e %5.2f us\n",
-                        host_loop([&] { CUDA_CHECK(cudaGraphLaunch(ge, st)); CUDA_CHECK(cudaStreamSynchronize(st)); }));
+                        host_loop([&] { graph.launch(st); CUDA_CHECK(cudaStreamSynchronize(st)); }));
             std::printf("  V7 cudaGraphLaunch alone (host call, then sync untimed):                e2e %5.2f us\n", [&] {
                 std::vector<double> es;
                 for (int i = 0; i < 2100; ++i) {
                     const auto t0 = clk::now();
-                    CUDA_CHECK(cudaGraphLaunch(ge, st));
+                    graph.launch(st);
                     const auto t1 = clk::now();
                     CUDA_CHECK(cudaStreamSynchronize(st));
                     if (i >= 100) es.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
                 }
                 return median(es);
             }());
-            CUDA_CHECK(cudaGraphExecDestroy(ge));
         }
         std::printf("  V3 direct launch + cudaStreamSynchronize:                               e2e %5.2f us\n",
                     host_loop([&] { k(); CUDA_CHECK(cudaStreamSynchronize(st)); }));
@@ -327,20 +326,17 @@ void Probe::loads() {
             CUDA_CHECK(cudaHostAlloc(&flag_h, 64, cudaHostAllocMapped));
             CUDA_CHECK(cudaHostGetDevicePointer((void**)&flag_d, flag_h, 0));
             for (int variant = 0; variant < 2; ++variant) {
-                cudaGraph_t g;
-                cudaGraphExec_t ge;
-                CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
-                CUDA_CHECK(cudaEventRecordWithFlags(e0, st, cudaEventRecordExternal));
-                if (variant == 0) k();
-                else flag_kernel<<<1, 224, 0, st>>>(xm4, out_map, flag_d);
-                CUDA_CHECK(cudaEventRecordWithFlags(e1, st, cudaEventRecordExternal));
-                CUDA_CHECK(cudaStreamEndCapture(st, &g));
-                CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+                const Graph graph = Graph::capture(st, cudaStreamCaptureModeRelaxed, [&] {
+                    CUDA_CHECK(cudaEventRecordWithFlags(e0, st, cudaEventRecordExternal));
+                    if (variant == 0) k();
+                    else flag_kernel<<<1, 224, 0, st>>>(xm4, out_map, flag_d);
+                    CUDA_CHECK(cudaEventRecordWithFlags(e1, st, cudaEventRecordExternal));
+                });
                 std::vector<double> es, es2, ks;
                 for (int i = 0; i < 2100; ++i) {
                     *(volatile unsigned*)flag_h = 0;
                     const auto t0 = clk::now();
-                    CUDA_CHECK(cudaGraphLaunch(ge, st));
+                    graph.launch(st);
                     if (variant == 0) {
                         while (cudaEventQuery(e1) == cudaErrorNotReady) {
                         }
@@ -361,8 +357,6 @@ void Probe::loads() {
                             variant == 0 ? "V4 graph [event, kernel, event], spin on cudaEventQuery:"
                                          : "V5 graph [event, kernel, event], spin on a mapped flag: ",
                             median(ks), median(es), median(es2));
-                CUDA_CHECK(cudaGraphExecDestroy(ge));
-                CUDA_CHECK(cudaGraphDestroy(g));
             }
             // V6: x travels as a kernel parameter (3136 B), updated in the executable graph each call
             {

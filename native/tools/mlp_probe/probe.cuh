@@ -56,8 +56,6 @@ ForwardTimes time_forward(Mlp& mlp, const char* kernel, const float* x, float* o
 struct Timing {
     double kernel_us, e2e_us;
 };
-// What `enqueue` puts on the stream, captured and instantiated (a throw inside ends the capture first).
-cudaGraphExec_t capture_exec(cudaStream_t st, const std::function<void()>& enqueue);
 // Medians over `reps` calls of `call`, after 50 untimed ones: the span between the events e0 and
 // e1 that it records (divided by `inner`), and its host time.
 Timing time_calls(cudaEvent_t e0, cudaEvent_t e1, const std::function<void()>& call, int reps, int inner = 1);
