@@ -4,9 +4,10 @@ plans pick (the split kernel of fused_mlp.cu: 1-, 2-, 4-row FMA tiles, with
 clusters reading x from mapped host memory by slices, without them from device
 memory; 16-row tensor-core tiles, each with and without clusters; the k-split
 kernel of fused_mlp_ksplit.cu, 16-, 32- and 64-row tiles; the row-block kernel
-of fused_mlp_tc.cu, 16- and 32-row tiles; mapped output up to 64). native/tools/mlp_probe/check.cu runs every variant,
+of fused_mlp_tc.cu, 16- and 32-row tiles; mapped output or copied back). native/tools/mlp_probe/check.cu runs every variant,
 under compute-sanitizer too. Each configuration also runs asking for the hidden layers (the
-kernels' own stores of h1/h2) and from uint8 pixels (forward_u8); cuda.mlp_resident's
+kernels' own stores of h1/h2) and from uint8 pixels (forward_u8: read through the mapping, then
+copied, with mapped and copied output); cuda.mlp_resident's
 persistent kernel is stopped explicitly at the end (a kernel left running at exit would keep
 the sanitizer waiting).
 
@@ -31,6 +32,9 @@ _shapes = {"W1": (784, 100), "b1": (100,), "W2": (100, 100), "b2": (100,), "W3":
 _w = {k: _rng.normal(0, 0.1, s).astype(np.float32) for k, s in _shapes.items()}
 _mlp = _cuda.Mlp(*(_w[k] for k in _shapes))
 _names = [s.name for s in registry.kernels(device="cuda", kind="gemm")] + [k["name"] for k in _cuda.mlp_kernels()]
+_default = _mlp.staging
+_all_mapped = {**_default, "mapped_u8_rows": 1 << 30, "mapped_out_rows": 1 << 30}
+_none_mapped = {**_default, "mapped_u8_rows": 0, "mapped_out_rows": 0}
 _pattern = re.compile(os.environ.get("SANITIZE_MLP_KERNELS", "."))
 _batches = [int(b) for b in os.environ.get("SANITIZE_MLP_BATCHES", "1,2,7,33,100,200,300,600,900,1500,3100").split(",")]
 for _name in filter(_pattern.search, _names):
@@ -48,8 +52,12 @@ for _name in filter(_pattern.search, _names):
             _h1, _h2 = np.full((_batch, 100), np.nan, np.float32), np.full((_batch, 100), np.nan, np.float32)
             _mlp.forward(_x, _out, _name, h1=_h1, h2=_h2)
             assert np.all(np.isfinite(_h1)) and np.all(np.isfinite(_h2)), (_name, _batch, "hidden")
-            _mlp.forward_u8((_x * 255).astype(np.uint8), _out, _name)
-            assert np.all(np.isfinite(_out)), (_name, _batch, "uint8")
+            # 8-bit input read through the mapping and copied, output mapped and copied back, whatever the defaults
+            for _mapped in (_all_mapped, _none_mapped):
+                _mlp.set_staging(**_mapped)
+                _mlp.forward_u8((_x * 255).astype(np.uint8), _out, _name)
+                assert np.all(np.isfinite(_out)), (_name, _batch, "uint8", _mapped)
+            _mlp.set_staging(**_default)
         print("ran Mlp", _name, "clusters" if _cuda.fused_used_clusters() else "", flush=True)
     _cuda.set_fused_clusters(True)
 _mlp.resident_stop()

@@ -188,12 +188,12 @@ def test_layer_by_layer_hidden_layers_are_the_rungs_own(cuda_mod, rng):
             assert_hidden_agrees(h1, h2, model.weights, x, precision, f"{kernel} batch {batch}")
 
 
-U8_BATCHES = (1, 3, 64, 65, 257, 4097)
+U8_BATCHES = (1, 3, 64, 65, 257, 1024, 1025, 4097)  # around the default mapped limits too
 
 
 @pytest.mark.parametrize("kernel", FUSED + ("cuda.06_vectorized",))
 def test_u8_input_is_the_float_path_on_x_over_255(cuda_mod, kernel, rng):
-    """forward_u8: bytes over PCIe (read through the mapping up to 64 rows, copied beyond), made
+    """forward_u8: bytes over PCIe (read through the mapping up to mapped_u8_rows, copied beyond), made
     into x * float32(1/255) on the GPU, as gemmpad.inputs.preprocess scales uint8 images. Its answer
     must be the float path's on those floats (within the precision's bound of float64), hidden
     layers included; float and 8-bit calls interleave on one object (separate graphs)."""
@@ -432,6 +432,40 @@ def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
                           f"{kernel} batch {batch} (uint8), chunks of {chunk} bytes over {threads} threads")
     with pytest.raises(ValueError, match="threads >= 1"):
         mlp.set_staging(0, 1 << 20, 0)
+
+
+@pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_tf32", "cuda.06_vectorized"])
+def test_mapped_limits_move_data_either_way(cuda_mod, kernel, rng):
+    """The policy's mapped limits pick, per batch, bytes read in place through the mapping or
+    copied to the device, and probabilities written to mapped memory (the host spinning on
+    markers) or copied back. Every choice on either side of a limit, a mapped input large
+    enough to be copied into pinned memory in chunks over threads, and calls that alternate
+    policies on one object (graphs keyed by what was decided) give the reference's answer."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    default = mlp.staging
+    assert default["mapped_u8_rows"] >= 64 and default["mapped_out_rows"] >= 64, default
+    precision = registry.get(kernel).precision
+    batches = (1, 63, 64, 65, 300, 2049)
+    xs = {b: _inputs(rng, b) for b in batches}
+    for u8_rows, out_rows, chunk in ((0, 0, 1 << 20), (64, 64, 1 << 20), (4096, 4096, 100_003), (300, 65, 65_536),
+                                     (default["mapped_u8_rows"], default["mapped_out_rows"], default["chunk_bytes"])):
+        mlp.set_staging(0, chunk, 3, mapped_u8_rows=u8_rows, mapped_out_rows=out_rows)
+        assert (mlp.staging["mapped_u8_rows"], mlp.staging["mapped_out_rows"]) == (u8_rows, out_rows)
+        for batch in batches:
+            x8 = (xs[batch] * 255).round().astype(np.uint8)
+            for call in ("u8", "f32"):
+                out = np.full((batch, 10), np.nan, dtype=np.float32)
+                if call == "u8":
+                    mlp.forward_u8(x8, out, kernel)
+                    x = x8.astype(np.float32) * np.float32(1 / 255)
+                else:
+                    mlp.forward(xs[batch], out, kernel)
+                    x = xs[batch]
+                assert_agrees(out, model, x, precision,
+                              f"{kernel} batch {batch} ({call}), mapped up to {u8_rows} in / {out_rows} out")
+    with pytest.raises(ValueError, match="mapped_u8_rows >= 0"):
+        mlp.set_staging(0, 1 << 20, 1, mapped_u8_rows=-1)
 
 
 def test_forward_keeps_the_gil_for_a_few_rows_only(cuda_mod, rng):

@@ -139,12 +139,28 @@ void bind_mlp(py::module_& m) {
                                "Whether cuda.mlp_resident's persistent kernel is running.")
         .def(
             "set_staging",
-            [](Mlp& self, size_t min_bytes, size_t chunk_bytes, int threads) {
-                self.set_staging({min_bytes, chunk_bytes, threads});
+            [](Mlp& self, size_t min_bytes, size_t chunk_bytes, int threads, int mapped_u8_rows, int mapped_out_rows) {
+                self.set_staging({min_bytes, chunk_bytes, threads, mapped_u8_rows, mapped_out_rows});
             },
             py::arg("min_bytes"), py::arg("chunk_bytes"), py::arg("threads"),
-            "How forward() moves x of at least min_bytes to the GPU: in chunks of chunk_bytes over `threads` host "
-            "threads, host copies overlapping DMAs (default: 0, 512 KiB, up to 4). For tests and measurements.");
+            py::arg("mapped_u8_rows") = Mlp::kMappedU8Rows, py::arg("mapped_out_rows") = Mlp::kMappedOutRows,
+            "How forward() moves data: x of at least min_bytes goes to the GPU in chunks of chunk_bytes over "
+            "`threads` host threads, host copies overlapping DMAs; 8-bit x of up to mapped_u8_rows rows is read "
+            "in place through the mapping; up to mapped_out_rows rows the fused kernels write the probabilities "
+            "to mapped memory. Default: Mlp.staging of a new Mlp. For tests and measurements.")
+        .def_property_readonly(
+            "staging",
+            [](const Mlp& self) {
+                const Mlp::Staging s = self.staging();
+                py::dict d;
+                d["min_bytes"] = s.min_bytes;
+                d["chunk_bytes"] = s.chunk_bytes;
+                d["threads"] = s.threads;
+                d["mapped_u8_rows"] = s.mapped_u8_rows;
+                d["mapped_out_rows"] = s.mapped_out_rows;
+                return d;
+            },
+            "The data-movement policy in force (set_staging's arguments).");
     m.def(
         "mem_info",
         [] {

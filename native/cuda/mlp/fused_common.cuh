@@ -22,6 +22,15 @@ inline constexpr int kKSteps1 = kIn / 8;         // 98 k-steps of layer 1
 inline constexpr int kKSteps2 = kHiddenPad / 8;  // 14 k-steps of layers 2 and 3
 inline constexpr int kPairs = kHiddenPad / 16;   // 7 column pairs (16 hidden units each)
 
+// Four 8-bit pixels (one 32-bit word, first pixel lowest) as floats x * float32(1/255), a rounded
+// multiply (never contracted): the very floats gemmpad.inputs.preprocess makes of uint8 pixels.
+// The conversion kernel (mlp.cu) and the split kernel's 8-bit x slices (fused_mlp.cu) both use it.
+inline constexpr float kPixelScale = (float)(1.0 / 255.0);
+__device__ __forceinline__ float4 pixel_floats(unsigned w) {
+    return make_float4(__fmul_rn((float)(w & 0xffu), kPixelScale), __fmul_rn((float)((w >> 8) & 0xffu), kPixelScale),
+                       __fmul_rn((float)((w >> 16) & 0xffu), kPixelScale), __fmul_rn((float)(w >> 24), kPixelScale));
+}
+
 // Round to the nearest tf32 (ties away from zero), as bits of an fp32: two integer
 // instructions instead of cvt.rna.tf32.f32. Inf stays Inf, and so does a NaN unless
 // the top 11 bits of its mantissa are all set: then the add carries into the sign

@@ -42,8 +42,9 @@ struct SplitSmem {
 };
 
 template <int BM, Engine E, bool kCluster, int kCols>
-__device__ __forceinline__ void split_body(const FusedWeights& w, const float* __restrict__ x, float* __restrict__ out,
-                                           int batch, float* __restrict__ partials, unsigned* __restrict__ counters,
+__device__ __forceinline__ void split_body(const FusedWeights& w, const float* __restrict__ x,
+                                           const uint8_t* __restrict__ x8, float* __restrict__ out, int batch,
+                                           float* __restrict__ partials, unsigned* __restrict__ counters,
                                            bool x_slices, FusedHidden hid) {
     static_assert(E == Engine::Fma ? BM <= 4 : BM % 16 == 0, "FMA for up to 4 rows, tensor cores for 16k");
     static_assert(kCols == 16 || (kCols == 8 && E == Engine::Fma), "a column pair, or a single n-tile with FMAs");
@@ -77,14 +78,17 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
     // x by slices (clusters, FMA tiles; for x in mapped host memory, so that each byte of it
     // crosses PCIe once, not once per block): block s loads 1/kSlices of the x tile, first of
     // all (the longest wait), and stores it into every block's tile by st.async, counted on
-    // each block's xbar.
+    // each block's xbar. 8-bit x (x8, FusedPlan::x_u8; only by slices) comes as 4 bytes per float4:
+    // a quarter of the PCIe reads, made into floats on the way (pixel_floats).
     x_slices = kCluster && E == Engine::Fma && x_slices;
     constexpr int kQuads = kIn / 4;  // float4s per row of x
     constexpr int kSliceQ = BM * kQuads / kSlices;
     static_assert(BM * kQuads % kSlices == 0 && kSliceQ <= kThreads, "one float4 of a slice per thread");
     const int xi = s * kSliceQ + tid, xr = xi / kQuads, xq = xi % kQuads;  // this thread's float4 of the slice
     float4 xv = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (x_slices && tid < kSliceQ && xr < rows) xv = reinterpret_cast<const float4*>(x + (size_t)(row0 + xr) * kIn)[xq];
+    if (x_slices && tid < kSliceQ && xr < rows)
+        xv = x8 ? pixel_floats(reinterpret_cast<const unsigned*>(x8 + (size_t)(row0 + xr) * kIn)[xq])
+                : reinterpret_cast<const float4*>(x + (size_t)(row0 + xr) * kIn)[xq];
     if constexpr (kCluster) {  // block 0's inbox expects every other block's layer-2 partial
         if (tid == 0) {
             if (s == 0) mbar_init(&inbox, 1);
@@ -311,9 +315,10 @@ __device__ __forceinline__ void split_body(const FusedWeights& w, const float* _
 
 template <int BM, Engine E, bool kCluster, int kCols>
 __global__ void __launch_bounds__(kThreads)
-    split_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
-                 float* __restrict__ partials, unsigned* __restrict__ counters, bool x_slices, FusedHidden hid) {
-    split_body<BM, E, kCluster, kCols>(w, x, out, batch, partials, counters, x_slices, hid);
+    split_kernel(FusedWeights w, const float* __restrict__ x, const uint8_t* __restrict__ x8, float* __restrict__ out,
+                 int batch, float* __restrict__ partials, unsigned* __restrict__ counters, bool x_slices,
+                 FusedHidden hid) {
+    split_body<BM, E, kCluster, kCols>(w, x, x8, out, batch, partials, counters, x_slices, hid);
 }
 
 template <int BM, Engine E, bool kCluster, int kCols>
@@ -336,11 +341,16 @@ struct Split {
                                   kCluster ? L::kSlices : 1, attr);
     }
     static void launch(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
-                       cudaStream_t stream, bool x_slices, const FusedHidden& hid) {
+                       cudaStream_t stream, bool x_slices, bool x_u8, const FusedHidden& hid) {
+        // 8-bit x only where the slices load it (the one path that converts)
+        if (x_u8 && !(kCluster && E == Engine::Fma && x_slices))
+            throw std::logic_error("cuda.mlp_fused: 8-bit x only by slices over a cluster of FMA tiles");
         configure();
         cudaLaunchAttribute attr[1];
         const cudaLaunchConfig_t cfg = config(batch, stream, attr);
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x, out, batch, s.partials, s.counters, x_slices, hid));
+        const uint8_t* x8 = x_u8 ? reinterpret_cast<const uint8_t*>(x) : nullptr;
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x_u8 ? nullptr : x, x8, out, batch, s.partials, s.counters,
+                                      x_slices, hid));
         CUDA_CHECK_LAUNCH("cuda.mlp_fused (split)");
     }
     static int max_clusters() {
@@ -366,7 +376,7 @@ int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* o
     auto run = [&](auto split) {
         using S = decltype(split);
         if (query) return S::max_clusters();
-        S::launch(w, x, out, batch, s, stream, p.x_slices, hid);
+        S::launch(w, x, out, batch, s, stream, p.x_slices, p.x_u8, hid);
         return 0;
     };
     if constexpr (BM <= 2) {  // 8 hidden units per block (14 blocks) pay only for tiles of 1-2 rows

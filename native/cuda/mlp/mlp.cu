@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "fused_common.cuh"  // pixel_floats
 #include "mlp.cuh"
 #include "resident.cuh"
 #include "staging.cuh"
@@ -34,21 +35,14 @@ __global__ void softmax_kernel(const float* __restrict__ logits, float* __restri
     for (int c = lane; c < n; c += 32) probs[(size_t)row * n + c] = expf(z[c] - m) / sum;
 }
 
-// 8-bit pixels to floats, x * float32(1/255) with a rounded multiply (never contracted), the
-// very float gemmpad.inputs.preprocess makes of a uint8 pixel. 16 pixels per thread: one 16-byte load
+// 8-bit pixels to floats (pixel_floats, fused_common.cuh). 16 pixels per thread: one 16-byte load
 // (a row of 784 is 49 of them; src is a cudaMalloc'd or cudaHostAlloc'd base), four float4 stores.
-constexpr float kPixelScale = (float)(1.0 / 255.0);
-
 __global__ void u8_to_f32_kernel(const uint4* __restrict__ src, float4* __restrict__ dst, size_t n16) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
         const uint4 v = src[i];
         const unsigned w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-            dst[4 * i + j] = make_float4(__fmul_rn((float)(w[j] & 0xffu), kPixelScale),
-                                         __fmul_rn((float)((w[j] >> 8) & 0xffu), kPixelScale),
-                                         __fmul_rn((float)((w[j] >> 16) & 0xffu), kPixelScale),
-                                         __fmul_rn((float)(w[j] >> 24), kPixelScale));
+        for (int j = 0; j < 4; ++j) dst[4 * i + j] = pixel_floats(w[j]);
     }
 }
 
@@ -272,8 +266,8 @@ void Mlp::forward_layered(const std::string& kernel, int batch) {
 }
 
 bool Mlp::GraphKey::operator==(const GraphKey& o) const {
-    if (kind != o.kind || batch != o.batch || clusters != o.clusters || staged != o.staged || req.u8 != o.req.u8 ||
-        req.hidden != o.req.hidden)
+    if (kind != o.kind || batch != o.batch || clusters != o.clusters || staged != o.staged ||
+        mapped_u8 != o.mapped_u8 || mapped_out != o.mapped_out || req.u8 != o.req.u8 || req.hidden != o.req.hidden)
         return false;
     for (int i = 0; i < kBuffers; ++i)
         if (buffers[i] != o.buffers[i]) return false;
@@ -285,7 +279,9 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch, Request req) const {
     k.kind = kind;
     k.batch = batch;
     k.clusters = fused_clusters_enabled();
-    k.staged = staged(batch);
+    k.staged = staged(batch, req);
+    k.mapped_u8 = req.u8 && mapped_u8(batch);
+    k.mapped_out = mapped_out(batch);
     k.req = req;
     const void* b[GraphKey::kBuffers] = {x_.ptr,  probs_.ptr, in_.ptr, out_.ptr, scratch_partials_.ptr,
                                          scratch_counters_.ptr, x8_.ptr, in8_.ptr, h1_.ptr, h2_.ptr, hid_.ptr};
@@ -296,8 +292,9 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch, Request req) const {
 void Mlp::enqueue_u8_in(int batch) {
     const size_t n16 = (size_t)batch * kIn / 16;  // 784 = 49 x 16: whole loads per row
     static_assert(kIn % 16 == 0, "a row of pixels is whole 16-byte loads");
-    const void* src = batch <= kMappedInMax ? in8_.device : x8_.ptr;
-    constexpr int kThreadsU8 = 256;
+    const void* src = mapped_u8(batch) ? in8_.device : x8_.ptr;
+    // small blocks: reads through the mapping spread over many SMs, each with its own loads in flight
+    constexpr int kThreadsU8 = 64;
     const size_t blocks = std::min<size_t>((n16 + kThreadsU8 - 1) / kThreadsU8, 65535);
     u8_to_f32_kernel<<<(unsigned)blocks, kThreadsU8, 0, stream_>>>(static_cast<const uint4*>(src),
                                                                   static_cast<float4*>(x_.ptr), n16);
@@ -317,30 +314,37 @@ FusedWeights Mlp::fused_weights() const {
                         f(fbias_[0]), f(fbias_[1]), f(fbias_[2])};
 }
 
-bool Mlp::mapped_out(int batch) const { return batch <= kMappedOutMax; }
+bool Mlp::mapped_out(int batch) const { return batch <= staging_.mapped_out_rows; }
 
-bool Mlp::staged(int batch) const {
-    // (never for batches the kernel may read from mapped memory: those are small anyway)
-    return batch > kMappedInMax && (size_t)batch * kIn * sizeof(float) >= staging_.min_bytes;
+bool Mlp::mapped_u8(int batch) const { return batch <= staging_.mapped_u8_rows; }
+
+bool Mlp::staged(int batch, Request req) const {
+    // (never for batches the kernel may read from mapped memory)
+    const bool mapped = req.u8 ? mapped_u8(batch) : batch <= kMappedInMax;
+    return !mapped && (size_t)batch * kIn * (req.u8 ? 1 : sizeof(float)) >= staging_.min_bytes;
 }
 
 void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     FusedPlan plan = fused_plan(kind, batch);
-    // x from host memory only where the kernel shares it over a cluster (read once, not once per block);
-    // 8-bit input is made into floats in x_ first
-    plan.x_slices = !req.u8 && batch <= kMappedInMax && plan.design == FusedPlan::Split &&
+    // x from host memory only where the kernel shares it over a cluster (read once, not once per block),
+    // 8-bit x there too where the policy reads it in place (the kernel makes the floats as it loads);
+    // other 8-bit input is made into floats in x_ first
+    plan.x_slices = batch <= kMappedInMax && (!req.u8 || mapped_u8(batch)) && plan.design == FusedPlan::Split &&
                     plan.engine == Engine::Fma && fused_split_max_clusters(plan) > 0;
+    plan.x_u8 = req.u8 && plan.x_slices;
     const bool mapped_in = plan.x_slices, out_mapped = mapped_out(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
-    const float* src = mapped_in ? static_cast<const float*>(in_.device) : static_cast<const float*>(x_.ptr);
+    const float* src = plan.x_u8  ? static_cast<const float*>(in8_.device)  // (bytes: FusedPlan::x_u8)
+                       : mapped_in ? static_cast<const float*>(in_.device)
+                                   : static_cast<const float*>(x_.ptr);
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
     if (req.u8) {  // bytes to the device (small batches: read through the mapping), floats made there
-        if (batch > kMappedInMax) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, staged(batch), stream_);
+        if (!mapped_u8(batch)) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, staged(batch, req), stream_);
         CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
-        enqueue_u8_in(batch);
+        if (!plan.x_u8) enqueue_u8_in(batch);
     } else {
-        if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, staged(batch), stream_);
+        if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, staged(batch, req), stream_);
         CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
     }
     const FusedHidden hid{req.hidden & 1 ? static_cast<float*>(h1_.ptr) : nullptr,
@@ -405,9 +409,10 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
     timed_ = false;
     kernel_us_ = -1.0;
     bool spin = false;
-    const bool chunked = staged(batch);
+    const bool chunked = staged(batch, req);
     void* pinned = req.u8 ? in8_.ptr : in_.ptr;
     if (chunked) stage_chunked(x, in_bytes, pinned, req.u8 ? x8_.ptr : x_.ptr);  // queued ahead of graph or layers
+    else if (in_bytes > staging_.chunk_bytes) stage_chunked(x, in_bytes, pinned, nullptr);  // host copies only
     else std::memcpy(pinned, x, in_bytes);  // pinned staging: read mapped or copied to the device
     if (fused) {
         const Graph& graph = fused_graph(kind, batch, req);
@@ -417,7 +422,7 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
         graph.launch(stream_);
     } else {
         if (req.u8) {
-            if (batch > kMappedInMax) copy_in(x8_.ptr, in8_.ptr, in_bytes, chunked, stream_);
+            if (!mapped_u8(batch)) copy_in(x8_.ptr, in8_.ptr, in_bytes, chunked, stream_);
             CUDA_CHECK(cudaEventRecord(start_, stream_));
             enqueue_u8_in(batch);
         } else {

@@ -107,6 +107,7 @@ struct FusedPlan {
     bool cluster = true;  // split: thread-block cluster + DSMEM hand-off where available (else global partials)
     bool x_slices = false;  // split, FMA tiles, clusters: each block loads 1/S of the x tile and shares it (x in host memory)
     bool tma_x = false;  // rows, sm_90: the x tile by TMA boxes instead of cp.async
+    bool x_u8 = false;   // split, x_slices: x points at 8-bit pixels, made into floats as they load (pixel_floats)
 };
 // The plan a kernel runs for a batch (measured choices: fused_dispatch.cu, NOTES.md).
 FusedPlan fused_plan(FusedKind kind, int batch);
@@ -175,7 +176,7 @@ class Mlp {
     double forward(const float* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
     // The same from 8-bit pixels x [batch, 784], read as x * float32(1/255) (gemmpad.inputs.preprocess's
     // scaling of uint8 images): a quarter of the bytes cross PCIe, into pinned staging (batches up
-    // to kMappedInMax: read in place through the mapping), and a kernel makes the floats on the
+    // to Staging::mapped_u8_rows: read in place through the mapping), and a kernel makes the floats on the
     // GPU ahead of the forward pass (inside the timed span: kernel_us() includes it).
     double forward_u8(const uint8_t* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
     // Kernel time of the last forward() in microseconds (CUDA events around the
@@ -195,29 +196,34 @@ class Mlp {
     void resident_stop(double timeout_s);
     bool resident_running() const;
 
-    // How a fused call moves data (the measured best, README.md and NOTES.md):
-    //   batches up to kMappedInMax whose plan splits FMA tiles over a cluster:
+    // How a call moves data (the measured best: README.md and NOTES.md; set_staging changes it):
+    //   float x, batches up to kMappedInMax whose plan splits FMA tiles over a cluster:
     //     the kernel reads x from mapped pinned host memory, each block 1/S of
     //     it, shared over the cluster (FusedPlan::x_slices); others: forward()
-    //     copies x to the device first (set_staging: how).
-    //   batches up to kMappedOutMax: the kernel writes the probabilities to
-    //     mapped pinned host memory, and the host, instead of waiting for the
-    //     stream, spins until every value has replaced the marker it wrote there
+    //     copies x to the device first.
+    //   8-bit x, batches up to Staging::mapped_u8_rows: read in place from mapped pinned
+    //     memory (no DMA, no copy-engine hand-over): by the x_slices plans themselves
+    //     (FusedPlan::x_u8), else by the conversion kernel; beyond, copied to the device first.
+    //   batches up to Staging::mapped_out_rows (fused kernels): the kernel writes the
+    //     probabilities to mapped pinned host memory, and the host, instead of waiting
+    //     for the stream, spins until every value has replaced the marker it wrote there
     //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
-    static constexpr int kMappedInMax = 64, kMappedOutMax = 64;
-    // How forward() moves x to the device where the kernel does not read it from
-    // mapped memory (native/tools/mlp_probe/staging.cu times the
-    // choices): inputs of at least `min_bytes` go in chunks of `chunk_bytes`,
-    // each copied into pinned staging by one of `threads` host threads, which
-    // queues that chunk's DMA at once, so host copies and DMAs overlap; smaller
-    // inputs take one host copy and a memcpy node of the graph.
+    static constexpr int kMappedInMax = 64, kMappedU8Rows = 512, kMappedOutRows = 512;
+    // Copies to the device (native/tools/mlp_probe/staging.cu times the choices): inputs of
+    // at least `min_bytes` go in chunks of `chunk_bytes`, each copied into pinned staging by
+    // one of `threads` host threads, which queues that chunk's DMA at once, so host copies and
+    // DMAs overlap; smaller inputs take one host copy and a memcpy node of the graph. Input
+    // the kernel reads through the mapping is copied into pinned memory the same way, in
+    // chunks over the threads, without the DMAs.
     struct Staging {
         size_t min_bytes, chunk_bytes;
         int threads;
+        int mapped_u8_rows = kMappedU8Rows, mapped_out_rows = kMappedOutRows;
     };
     void set_staging(const Staging& staging);
+    Staging staging() const { return staging_; }
     // The measured choice: every batch the kernel does not read from mapped memory, 512 KiB chunks,
-    // up to 4 threads (half the CPUs this process may run on, at least one).
+    // up to 4 threads (half the CPUs this process may run on, at least one); the mapped limits above.
     static Staging default_staging();
     FusedWeights fused_weights() const;
 
@@ -233,6 +239,7 @@ class Mlp {
         int batch = 0;
         bool clusters = false;
         bool staged = false;  // forward() moved x to the device (stage_chunked), the graph does not
+        bool mapped_u8 = false, mapped_out = false;  // what the policy decided for this batch
         Request req;
         static constexpr int kBuffers = 11;
         const void* buffers[kBuffers] = {};
@@ -248,7 +255,8 @@ class Mlp {
     void enqueue_hidden_out(int batch, int hidden);      // h1_ / h2_ -> hid_ (pinned)
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
     bool mapped_out(int batch) const;                   // whether the kernel writes the probabilities to mapped memory
-    bool staged(int batch) const;                       // whether forward() stages this batch in chunks
+    bool mapped_u8(int batch) const;                    // whether 8-bit x is read in place through the mapping
+    bool staged(int batch, Request req) const;          // whether forward() stages this batch in chunks
     // x -> pinned staging -> device (in_ -> x_ for floats, in8_ -> x8_ for pixels), chunk by chunk
     void stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst);
     std::unique_ptr<StagingPool> pool_;                // stage_chunked's helper threads

@@ -42,7 +42,9 @@ void copy_streaming(void* dst_, const void* src_, size_t n) {
 void Mlp::set_staging(const Staging& staging) {
     if (staging.chunk_bytes == 0 || staging.threads < 1)
         throw std::invalid_argument("staging needs chunk_bytes > 0 and threads >= 1");
-    staging_ = staging;
+    if (staging.mapped_u8_rows < 0 || staging.mapped_out_rows < 0)
+        throw std::invalid_argument("staging needs mapped_u8_rows >= 0 and mapped_out_rows >= 0");
+    staging_ = staging;  // (graphs keep their own decisions in their keys: no recapture needed here)
 }
 
 Mlp::Staging Mlp::default_staging() {
@@ -51,7 +53,7 @@ Mlp::Staging Mlp::default_staging() {
     cpu_set_t allowed;  // the CPUs this process may run on (taskset, a container's cpuset), not all online ones
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) hw = CPU_COUNT(&allowed);
 #endif
-    return {0, size_t{512} << 10, std::clamp(hw / 2, 1, 4)};
+    return {0, size_t{512} << 10, std::clamp(hw / 2, 1, 4), kMappedU8Rows, kMappedOutRows};
 }
 
 // A large x took two serial passes: the host copy into pinned staging (12.8 MB at batch 4096:
@@ -61,7 +63,8 @@ Mlp::Staging Mlp::default_staging() {
 // engine starts after the first chunk and the host copy runs on several cores. Streaming stores
 // keep host copy and DMA from fighting over memory (a plain copy reads every line first and
 // leaves it dirty in the cache). DMAs may be queued out of order; the graph behind them waits for
-// all. Measured: batch 4096 end to end ~3x faster than one copy + one DMA (NOTES.md).
+// all. Measured: batch 4096 end to end ~3x faster than one copy + one DMA (NOTES.md). Without
+// `device_dst` only the host copies run (input the kernel reads through the mapping).
 void Mlp::stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst) {
     const size_t chunk = staging_.chunk_bytes, chunks = (bytes + chunk - 1) / chunk;
     const int n = (int)std::min<size_t>((size_t)staging_.threads, chunks);
@@ -80,7 +83,7 @@ void Mlp::stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* dev
         for (size_t c; e == cudaSuccess && !failed.load(std::memory_order_relaxed) && (c = next.fetch_add(1)) < chunks;) {
             const size_t off = c * chunk, len = std::min(chunk, bytes - off);
             copy_streaming(pinned + off, src + off, len);
-            e = cudaMemcpyAsync(dev + off, pinned + off, len, cudaMemcpyHostToDevice, stream_);
+            if (dev) e = cudaMemcpyAsync(dev + off, pinned + off, len, cudaMemcpyHostToDevice, stream_);
             if (e != cudaSuccess) calls[t] = "cudaMemcpyAsync(x chunk)";
         }
         if (e != cudaSuccess) failed = true;
