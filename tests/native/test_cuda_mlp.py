@@ -188,13 +188,14 @@ def test_layer_by_layer_hidden_layers_are_the_rungs_own(cuda_mod, rng):
             assert_hidden_agrees(h1, h2, model.weights, x, precision, f"{kernel} batch {batch}")
 
 
-U8_BATCHES = (1, 3, 64, 65, 257, 1024, 1025, 4097)  # around the default mapped limits too
+U8_BATCHES = (1, 3, 64, 65, 256, 257, 513, 1025, 4097)  # around the default mapped limits too
 
 
 @pytest.mark.parametrize("kernel", FUSED + ("cuda.06_vectorized",))
 def test_u8_input_is_the_float_path_on_x_over_255(cuda_mod, kernel, rng):
     """forward_u8: bytes over PCIe (read through the mapping up to mapped_u8_rows, copied beyond), made
-    into x * float32(1/255) on the GPU, as gemmpad.inputs.preprocess scales uint8 images. Its answer
+    into x * float32(1/255) on the GPU (by the split kernel's slices and the k-split kernel as they
+    load, else by a conversion kernel), as gemmpad.inputs.preprocess scales uint8 images. Its answer
     must be the float path's on those floats (within the precision's bound of float64), hidden
     layers included; float and 8-bit calls interleave on one object (separate graphs)."""
     model = random_model(rng)
@@ -446,7 +447,7 @@ def test_mapped_limits_move_data_either_way(cuda_mod, kernel, rng):
     default = mlp.staging
     assert default["mapped_u8_rows"] >= 64 and default["mapped_out_rows"] >= 64, default
     precision = registry.get(kernel).precision
-    batches = (1, 63, 64, 65, 300, 2049)
+    batches = (1, 63, 64, 65, 300, 700, 2049)  # FMA slices, k-split tiles of 16 to 64 rows, the row-block kernel
     xs = {b: _inputs(rng, b) for b in batches}
     for u8_rows, out_rows, chunk in ((0, 0, 1 << 20), (64, 64, 1 << 20), (4096, 4096, 100_003), (300, 65, 65_536),
                                      (default["mapped_u8_rows"], default["mapped_out_rows"], default["chunk_bytes"])):

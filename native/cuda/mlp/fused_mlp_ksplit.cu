@@ -24,11 +24,13 @@ constexpr int kThreads = kPairs * 32;      // warp p serves column pair p
 static_assert(kC * kSliceK == kIn, "K splits evenly");
 
 // Shared memory (floats): x slice [2][BM][116] (double buffer) | three inboxes [7 senders][BM][16] |
-// h1 and h2 slices [BM][20].
+// h1 and h2 slices [BM][20] | 8-bit x slice [2][BM][112 bytes] (FusedPlan::x_u8; the same occupancy
+// with or without it, so always there).
 template <int BM>
 struct KSmem {
-    static constexpr size_t xs = (size_t)BM * kXs, inbox = (size_t)kC * BM * 16, h = (size_t)BM * kPs;
-    static constexpr size_t floats = 2 * xs + 3 * inbox + 2 * h;
+    static constexpr size_t xs = (size_t)BM * kXs, inbox = (size_t)kC * BM * 16, h = (size_t)BM * kPs,
+                            x8 = (size_t)BM * kSliceK / 4;
+    static constexpr size_t floats = 2 * xs + 3 * inbox + 2 * h + 2 * x8;
     static constexpr unsigned inbox_bytes = (unsigned)(inbox * sizeof(float));
 };
 
@@ -111,7 +113,8 @@ __device__ __forceinline__ void mma_step(float (&hi)[kMt][2][4], float (&lo)[kMt
 // instantiation, because in the tf32 64-row tile the stores alone cost a 4-byte spill.
 template <int BM, Engine E, bool kHid>
 __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
-    ksplit_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch, FusedHidden hid) {
+    ksplit_kernel(FusedWeights w, const float* __restrict__ x, const uint8_t* __restrict__ x8, float* __restrict__ out,
+                  int batch, FusedHidden hid) {
     constexpr int kMt = BM / 16;  // m-tiles
     using L = KSmem<BM>;
     extern __shared__ __align__(16) float smem[];
@@ -121,6 +124,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     float* in3 = in2 + L::inbox;
     float* h1s = in3 + L::inbox;
     float* h2s = h1s + L::h;
+    uint8_t* bytes = reinterpret_cast<uint8_t*>(h2s + L::h);  // [2][BM][112], 8-bit x only
     __shared__ __align__(8) uint64_t bar[3];  // the three inboxes' arrivals, one phase per tile
     __shared__ float bias[48];                // b1 and b2 of this block's 16 hidden units, b3 (padded to 16)
 
@@ -141,18 +145,39 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     __syncthreads();
     cluster_arrive_relaxed();  // "this block runs and its inboxes are set up"; waited for before the first push
 
-    // this block's 112 columns of x for the rows of `tile` (rows past the batch read as 0)
-    auto load_x = [&](int tile, float* dst) {
+    // this block's 112 columns of x for the rows of `tile` into buffer `buf` (rows past the batch
+    // read as 0). 8-bit x (x8: FusedPlan::x_u8, copied to the device) lands as bytes and to_floats
+    // makes the x slice of them once it is in: no conversion kernel ahead of this one.
+    auto load_x = [&](int tile, int buf) {
         const int row0 = tile * BM, rows = min(BM, batch - row0);
-        for (int i = tid; i < BM * (kSliceK / 4); i += kThreads) {
-            const int r = i / (kSliceK / 4), q = i % (kSliceK / 4);
-            const bool valid = r < rows;
-            cp_async16(dst + r * kXs + 4 * q, x + (size_t)(row0 + (valid ? r : 0)) * kIn + s * kSliceK + 4 * q,
-                       valid ? 16 : 0);
+        if (x8) {
+            for (int i = tid; i < BM * (kSliceK / 16); i += kThreads) {
+                const int r = i / (kSliceK / 16), q = i % (kSliceK / 16);
+                const bool valid = r < rows;
+                cp_async16(bytes + (buf * BM + r) * kSliceK + 16 * q,
+                           x8 + (size_t)(row0 + (valid ? r : 0)) * kIn + s * kSliceK + 16 * q, valid ? 16 : 0);
+            }
+        } else {
+            float* dst = xbuf + buf * L::xs;
+            for (int i = tid; i < BM * (kSliceK / 4); i += kThreads) {
+                const int r = i / (kSliceK / 4), q = i % (kSliceK / 4);
+                const bool valid = r < rows;
+                cp_async16(dst + r * kXs + 4 * q, x + (size_t)(row0 + (valid ? r : 0)) * kIn + s * kSliceK + 4 * q,
+                           valid ? 16 : 0);
+            }
         }
         cp_async_commit();
     };
-    load_x(first, xbuf);
+    auto to_floats = [&](int buf) {  // 8-bit x slice -> x slice (pixel_floats), then a barrier
+        const unsigned* src = reinterpret_cast<const unsigned*>(bytes + buf * BM * kSliceK);
+        float* dst = xbuf + buf * L::xs;
+        for (int i = tid; i < BM * (kSliceK / 4); i += kThreads) {
+            const int r = i / (kSliceK / 4), q = i % (kSliceK / 4);
+            *reinterpret_cast<float4*>(dst + r * kXs + 4 * q) = pixel_floats(src[i]);
+        }
+        __syncthreads();
+    };
+    load_x(first, 0);
     if (tid < 48)
         bias[tid] = __ldg(tid < 16 ? w.b1 + 16 * s + tid : tid < 32 ? w.b2 + 16 * s + tid - 16 : w.b3 + tid - 32);
     // B fragments, kept in registers for every tile: W1 (this pair, this block's 14 k-steps; tf32 in
@@ -191,7 +216,8 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
         cp_async_wait<0>();
         __syncthreads();  // the x slice is in; the other buffer is free
         if (it == 0) stamp(1);
-        if (tile + stride < tiles) load_x(tile + stride, xbuf + ((it + 1) & 1) * L::xs);
+        if (tile + stride < tiles) load_x(tile + stride, (it + 1) & 1);
+        if (x8) to_floats(it & 1);
 
         // ---- layer 1: this block's K slice for pair `pair`, pushed to block `pair`
         float hi[kMt][2][4], lo[kMt][2][4];
@@ -270,7 +296,7 @@ __global__ void __launch_bounds__(kThreads, E == Engine::Tf32 ? 2 : 1)
     stamp(7);
 }
 
-using KernelFn = void (*)(FusedWeights, const float*, float*, int, FusedHidden);
+using KernelFn = void (*)(FusedWeights, const float*, const uint8_t*, float*, int, FusedHidden);
 
 template <int BM, Engine E>
 struct KSplit {
@@ -296,8 +322,8 @@ struct KSplit {
         }
         return n;
     }
-    static int launch(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream, bool query,
-                      const FusedHidden& hid) {
+    static int launch(const FusedWeights& w, const float* x, bool x_u8, float* out, int batch, cudaStream_t stream,
+                      bool query, const FusedHidden& hid) {
         if (query) return max_clusters();
         const int fit = max_clusters();
         if (fit < 1) throw std::runtime_error("cuda.mlp_fused (k-split): no cluster of 7 blocks fits on this device");
@@ -305,7 +331,9 @@ struct KSplit {
         cudaLaunchAttribute attr[1];
         const cudaLaunchConfig_t cfg = make_launch_config(dim3(kC * n), dim3(kThreads), smem, stream, kC, attr);
         // (the clusters loop over the tiles: any grid is correct, and the hidden build fits as many)
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, hid.h1 || hid.h2 ? kernel_hidden : kernel, w, x, out, batch, hid));
+        const uint8_t* x8 = x_u8 ? reinterpret_cast<const uint8_t*>(x) : nullptr;  // (bytes: FusedPlan::x_u8)
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, hid.h1 || hid.h2 ? kernel_hidden : kernel, w, x_u8 ? nullptr : x, x8, out,
+                                      batch, hid));
         CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (k-split)" : "cuda.mlp_fused (k-split, 3xTF32)");
         return 0;
     }
@@ -314,9 +342,9 @@ struct KSplit {
 template <Engine E>
 int ksplit_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
                   cudaStream_t stream, bool query, const FusedHidden& hid) {
-    if (p.bm == 16) return KSplit<16, E>::launch(w, x, out, batch, stream, query, hid);
-    if (p.bm == 32) return KSplit<32, E>::launch(w, x, out, batch, stream, query, hid);
-    if (p.bm == 64) return KSplit<64, E>::launch(w, x, out, batch, stream, query, hid);
+    if (p.bm == 16) return KSplit<16, E>::launch(w, x, p.x_u8, out, batch, stream, query, hid);
+    if (p.bm == 32) return KSplit<32, E>::launch(w, x, p.x_u8, out, batch, stream, query, hid);
+    if (p.bm == 64) return KSplit<64, E>::launch(w, x, p.x_u8, out, batch, stream, query, hid);
     throw std::invalid_argument("k-split kernel: tiles of 16, 32 or 64 rows");
 }
 

@@ -327,15 +327,18 @@ bool Mlp::staged(int batch, Request req) const {
 void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     FusedPlan plan = fused_plan(kind, batch);
     // x from host memory only where the kernel shares it over a cluster (read once, not once per block),
-    // 8-bit x there too where the policy reads it in place (the kernel makes the floats as it loads);
-    // other 8-bit input is made into floats in x_ first
+    // 8-bit x there too where the policy reads it in place. Those slices, and the k-split kernel from
+    // bytes copied to the device, load 8-bit x themselves and make the floats as they go; otherwise a
+    // kernel makes the floats in x_ first (through the mapping, the k-split kernel's cp.async reads
+    // measured 1.2-1.5x slower than that kernel's spread loads: NOTES.md).
     plan.x_slices = batch <= kMappedInMax && (!req.u8 || mapped_u8(batch)) && plan.design == FusedPlan::Split &&
                     plan.engine == Engine::Fma && fused_split_max_clusters(plan) > 0;
-    plan.x_u8 = req.u8 && plan.x_slices;
+    plan.x_u8 = req.u8 && (plan.x_slices || (plan.design == FusedPlan::KSplit && !mapped_u8(batch)));
     const bool mapped_in = plan.x_slices, out_mapped = mapped_out(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
-    const float* src = plan.x_u8  ? static_cast<const float*>(in8_.device)  // (bytes: FusedPlan::x_u8)
+    const void* bytes = mapped_u8(batch) ? in8_.device : x8_.ptr;
+    const float* src = plan.x_u8  ? static_cast<const float*>(bytes)  // (FusedPlan::x_u8)
                        : mapped_in ? static_cast<const float*>(in_.device)
                                    : static_cast<const float*>(x_.ptr);
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);

@@ -107,7 +107,7 @@ struct FusedPlan {
     bool cluster = true;  // split: thread-block cluster + DSMEM hand-off where available (else global partials)
     bool x_slices = false;  // split, FMA tiles, clusters: each block loads 1/S of the x tile and shares it (x in host memory)
     bool tma_x = false;  // rows, sm_90: the x tile by TMA boxes instead of cp.async
-    bool x_u8 = false;   // split, x_slices: x points at 8-bit pixels, made into floats as they load (pixel_floats)
+    bool x_u8 = false;   // k-split, or split with x_slices: x points at 8-bit pixels, made floats as they load
 };
 // The plan a kernel runs for a batch (measured choices: fused_dispatch.cu, NOTES.md).
 FusedPlan fused_plan(FusedKind kind, int batch);
@@ -202,13 +202,14 @@ class Mlp {
     //     it, shared over the cluster (FusedPlan::x_slices); others: forward()
     //     copies x to the device first.
     //   8-bit x, batches up to Staging::mapped_u8_rows: read in place from mapped pinned
-    //     memory (no DMA, no copy-engine hand-over): by the x_slices plans themselves
-    //     (FusedPlan::x_u8), else by the conversion kernel; beyond, copied to the device first.
+    //     memory (no DMA, no copy-engine hand-over); beyond, copied to the device first. The
+    //     x_slices plans and the k-split kernel (copied bytes) load the bytes themselves
+    //     (FusedPlan::x_u8), others after the conversion kernel.
     //   batches up to Staging::mapped_out_rows (fused kernels): the kernel writes the
     //     probabilities to mapped pinned host memory, and the host, instead of waiting
     //     for the stream, spins until every value has replaced the marker it wrote there
     //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
-    static constexpr int kMappedInMax = 64, kMappedU8Rows = 512, kMappedOutRows = 512;
+    static constexpr int kMappedInMax = 64, kMappedU8Rows = 256, kMappedOutRows = 512;
     // Copies to the device (native/tools/mlp_probe/staging.cu times the choices): inputs of
     // at least `min_bytes` go in chunks of `chunk_bytes`, each copied into pinned staging by
     // one of `threads` host threads, which queues that chunk's DMA at once, so host copies and
