@@ -75,10 +75,14 @@ def test_a_too_costly_learn_runs_once_more_gentler(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(finetune.LearnCache, "base", lambda self, w, r: (None, {"MNIST test": 0.99}))
     out = finetune.learn(model, ex, refs, finetune.Settings(steps=20), "numpy")
     assert out.accepted and out.gentler and not out.reason
-    assert [r[0].user_share for r in runs] == [0.5, 0.3] and runs[1][0].confuser_boost == 5.0
+    gentler = finetune.GENTLER
+    assert gentler["user_share"] < finetune.Settings().user_share and gentler["confuser_boost"] > 1.0
+    assert [r[0].user_share for r in runs] == [0.5, gentler["user_share"]]
+    assert runs[1][0].confuser_boost == gentler["confuser_boost"]
     assert runs[0][1] == [] and runs[1][1] == finetune.misread_as(model, ex)
     card = finetune.save_personal(out, model, ex, tmp_path / "p.npz")
-    assert load_model(card).card["fine_tuned"]["settings"]["user_share"] == 0.3  # what the kept weights ran with
+    # what the kept weights ran with
+    assert load_model(card).card["fine_tuned"]["settings"]["user_share"] == finetune.GENTLER["user_share"]
     runs.clear()
     costs = iter([0.005, 0.004])
     refused = finetune.learn(model, ex, refs, finetune.Settings(steps=20), "numpy")
