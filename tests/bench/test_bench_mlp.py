@@ -92,6 +92,25 @@ def test_bench_mlp_judges_by_the_bound_and_reports_agreement_with_fp32(monkeypat
     assert row["correct"] and 0 < row["error_vs_bound"] <= 1 and row["max_rel_error"] > 1e-5
     assert row["agrees_with_fp32"] == 1.0 and data["agreement_on"] == "40 test digits"
     assert "| 100.00 % |" in out
+    assert data["timed_on"] == "the first B of the 40 test digits at batch B"
+    report.validate("mlp", data)
+    block = report.summary_block("mlp", data, tmp_path / "bench-mlp.json", None)
+    assert block.endswith("Timed on the first B of the 40 test digits at batch B.")
+
+
+def test_timing_inputs_are_the_digits_where_there_are_any():
+    """The CPU kernel's time grows with the ink, so every backend is timed on real digits when
+    the bench has them (the first B at batch B, repeated past the end), random pixels otherwise."""
+    from gemmpad.bench import mlp
+
+    rng = np.random.default_rng(0)
+    digits = rng.uniform(0, 1, (5, 784)).astype(np.float32)
+    inputs, note = mlp.timing_inputs(digits, "5 test digits", [1, 3, 12], rng)
+    assert note == "the first B of the 5 test digits at batch B"
+    assert np.array_equal(inputs[3], digits[:3]) and np.array_equal(inputs[12], np.concatenate([digits] * 3)[:12])
+    inputs, note = mlp.timing_inputs(None, "no MNIST data", [2], rng)
+    assert inputs[2].shape == (2, 784) and "random pixels" in note
+    assert 0.1 < np.mean(inputs[2] > 0) < 0.3  # digit_like: ~20 % ink
 
 
 def test_mnist_digits_never_downloads_and_says_why_when_missing(monkeypatch, tmp_path):

@@ -174,6 +174,8 @@ def validate(name: str, data: dict[str, Any]) -> None:
     if len(rows) > MAX_RESULTS:
         raise ValueError(f"{len(rows):,} results, more than {MAX_RESULTS:,}")
     _check_fields("machine", data.get("machine", {}), MACHINE_SCHEMA, required=False)
+    if name == "mlp":
+        _check_fields("file", data, {"timed_on": _TEXT}, required=False)  # under the table
     for i, r in enumerate(rows):
         where = f"results[{i}]"
         _check_fields(where, r, ROW_SCHEMAS[name], required=True)
@@ -299,6 +301,8 @@ def summary_block(name: str, data: dict[str, Any], path: Path, readme: str | Non
 
     table = {"gemm": gemm_summary, "mlp": mlp_summary, "train": train_summary}[name](data["results"])
     block = f"{md(caption(data.get('machine', {})))}; [{md(path.name)}]({link(path)}).\n\n{table}"
+    if name == "mlp" and "timed_on" in data:
+        block += f"\n\nTimed on {md(data['timed_on'])}."
     png = path.with_name(ROOFLINE)
     if name == "gemm" and readme and png.is_file():
         block += (f"\n\n![Roofline of every rung: achieved FLOP/s against FLOPs per byte moved, under the "
