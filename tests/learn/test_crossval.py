@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from gemmpad.data import mnist
 from gemmpad.errors import GemmpadError
+from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.learn import crossval
+from gemmpad.runtime.model import load_model
+from tests.mnist_data import mnist_dir
 
 
 def test_thirty_writers_make_five_folds_of_six() -> None:
@@ -58,3 +64,34 @@ def test_paper_per_digit_is_pooled_by_each_folds_digit_counts_and_folds_say_whom
     assert cv["paper_per_digit"] == {"1": pytest.approx((4 * 0.5 + 12 * 1.0) / 16), "9": 0.25}
     assert cv["folds"][0]["trained_on"] == [2, 3] and cv["folds"][1]["trained_on"] is None
     assert "| on paper | 87.5 | 25.0 |" in crossval.markdown(cv)
+
+
+CV_MODELS = Path(__file__).resolve().parents[2] / "assets" / "cv"
+
+
+def test_the_committed_fold_models_are_the_cards_folds() -> None:
+    """assets/cv holds the five fold models behind the shipped card's cross-validation (and the
+    cells of `bench learn`): each loads with its own card (load_model checks the weights' hash),
+    held out the writers the shipped card's fold names and trained on the rest, and its card's
+    figures are the ones the shipped card pooled."""
+    folds = load_model().card["results"]["cross_validation"]["folds"]
+    assert len(folds) == 5
+    for k, fold in enumerate(folds, start=1):
+        model = load_model(CV_MODELS / f"mnist-mlp.fold{k}.npz")
+        card = model.card
+        assert card["cross_validation_fold"]["fold"] == k and card["cross_validation_fold"]["of"] == 5
+        writers = card["results"]["real_writers"]
+        assert writers["writers"] == fold["writers"] and not set(writers["writers"]) & set(fold["trained_on"])
+        assert sorted(writers["writers"] + fold["trained_on"]) == list(range(1, 31))
+        assert writers["mean"] == fold["mean"] and card["results"]["mnist_test_accuracy"] == fold["mnist_test"]
+
+
+def test_the_committed_fold_models_read_mnist_as_their_cards_say() -> None:
+    """Their MNIST test figures recomputed from the committed weights (NumPy, through preprocess)."""
+    test = mnist.load_split("test", mnist_dir())
+    x, ok = preprocess_batch(test.images)
+    assert ok.all()
+    for k in range(1, 6):
+        model = load_model(CV_MODELS / f"mnist-mlp.fold{k}.npz")
+        acc = float((model.forward(x.reshape(-1, 784)).argmax(1) == test.labels).mean())
+        assert acc == pytest.approx(model.card["results"]["mnist_test_accuracy"], abs=1e-6), k
