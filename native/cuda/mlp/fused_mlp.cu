@@ -342,7 +342,7 @@ struct Split {
     }
     static void launch(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
                        cudaStream_t stream, bool x_slices, bool x_u8, const FusedHidden& hid) {
-        // 8-bit x only where the slices load it (the one path that converts)
+        // 8-bit x only where the slices load it (this kernel's one load that converts)
         if (x_u8 && !(kCluster && E == Engine::Fma && x_slices))
             throw std::logic_error("cuda.mlp_fused: 8-bit x only by slices over a cluster of FMA tiles");
         configure();

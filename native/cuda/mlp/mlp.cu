@@ -292,7 +292,7 @@ Mlp::GraphKey Mlp::fused_key(FusedKind kind, int batch, Request req) const {
 void Mlp::enqueue_u8_in(int batch) {
     const size_t n16 = (size_t)batch * kIn / 16;  // 784 = 49 x 16: whole loads per row
     static_assert(kIn % 16 == 0, "a row of pixels is whole 16-byte loads");
-    const void* src = mapped_u8(batch) ? in8_.device : x8_.ptr;
+    const void* src = u8_source(batch);
     // small blocks: reads through the mapping spread over many SMs, each with its own loads in flight
     constexpr int kThreadsU8 = 64;
     const size_t blocks = std::min<size_t>((n16 + kThreadsU8 - 1) / kThreadsU8, 65535);
@@ -318,6 +318,8 @@ bool Mlp::mapped_out(int batch) const { return batch <= staging_.mapped_out_rows
 
 bool Mlp::mapped_u8(int batch) const { return batch <= staging_.mapped_u8_rows; }
 
+const void* Mlp::u8_source(int batch) const { return mapped_u8(batch) ? in8_.device : x8_.ptr; }
+
 bool Mlp::staged(int batch, Request req) const {
     // (never for batches the kernel may read from mapped memory)
     const bool mapped = req.u8 ? mapped_u8(batch) : batch <= kMappedInMax;
@@ -337,8 +339,7 @@ void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     const bool mapped_in = plan.x_slices, out_mapped = mapped_out(batch);
     const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
-    const void* bytes = mapped_u8(batch) ? in8_.device : x8_.ptr;
-    const float* src = plan.x_u8  ? static_cast<const float*>(bytes)  // (FusedPlan::x_u8)
+    const float* src = plan.x_u8  ? static_cast<const float*>(u8_source(batch))  // (FusedPlan::x_u8)
                        : mapped_in ? static_cast<const float*>(in_.device)
                                    : static_cast<const float*>(x_.ptr);
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);

@@ -176,8 +176,9 @@ class Mlp {
     double forward(const float* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
     // The same from 8-bit pixels x [batch, 784], read as x * float32(1/255) (gemmpad.inputs.preprocess's
     // scaling of uint8 images): a quarter of the bytes cross PCIe, into pinned staging (batches up
-    // to Staging::mapped_u8_rows: read in place through the mapping), and a kernel makes the floats on the
-    // GPU ahead of the forward pass (inside the timed span: kernel_us() includes it).
+    // to Staging::mapped_u8_rows: read in place through the mapping), and the floats are made on the
+    // GPU inside the timed span (kernel_us() includes it): by the fused kernel as it loads x where its
+    // plan can (FusedPlan::x_u8), else by a conversion kernel ahead of the forward pass.
     double forward_u8(const uint8_t* x, float* out, int batch, const std::string& kernel, Hidden hidden = {});
     // Kernel time of the last forward() in microseconds (CUDA events around the
     // forward pass), waiting for its stop event the first time it is asked.
@@ -214,8 +215,8 @@ class Mlp {
     // at least `min_bytes` go in chunks of `chunk_bytes`, each copied into pinned staging by
     // one of `threads` host threads, which queues that chunk's DMA at once, so host copies and
     // DMAs overlap; smaller inputs take one host copy and a memcpy node of the graph. Input
-    // the kernel reads through the mapping is copied into pinned memory the same way, in
-    // chunks over the threads, without the DMAs.
+    // the kernel reads through the mapping, when larger than a chunk, is copied into pinned
+    // memory the same way, in chunks over the threads, without the DMAs.
     struct Staging {
         size_t min_bytes, chunk_bytes;
         int threads;
@@ -257,6 +258,7 @@ class Mlp {
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending
     bool mapped_out(int batch) const;                   // whether the kernel writes the probabilities to mapped memory
     bool mapped_u8(int batch) const;                    // whether 8-bit x is read in place through the mapping
+    const void* u8_source(int batch) const;             // where the device reads 8-bit x: mapped in8_, or x8_
     bool staged(int batch, Request req) const;          // whether forward() stages this batch in chunks
     // x -> pinned staging -> device (in_ -> x_ for floats, in8_ -> x8_ for pixels), chunk by chunk
     void stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst);
