@@ -38,7 +38,7 @@ _none_mapped = {**_default, "mapped_u8_rows": 0, "mapped_out_rows": 0}
 _pattern = re.compile(os.environ.get("SANITIZE_MLP_KERNELS", "."))
 _batches = [int(b) for b in os.environ.get("SANITIZE_MLP_BATCHES", "1,2,7,33,100,200,300,600,900,1500,3100").split(",")]
 for _name in filter(_pattern.search, _names):
-    for _clusters in (True, False) if _name.startswith("cuda.mlp_fused") else (True,):
+    for _clusters in (True, False) if _name.startswith("cuda.mlp_") else (True,):  # resident: both designs too
         _cuda.set_fused_clusters(_clusters)
         for _batch in _batches:
             _x = _rng.uniform(0, 1, (_batch, 784)).astype(np.float32)
@@ -58,6 +58,8 @@ for _name in filter(_pattern.search, _names):
                 _mlp.forward_u8((_x * 255).astype(np.uint8), _out, _name)
                 assert np.all(np.isfinite(_out)), (_name, _batch, "uint8", _mapped)
             _mlp.set_staging(**_default)
-        print("ran Mlp", _name, "clusters" if _cuda.fused_used_clusters() else "", flush=True)
+        _design = f"{_mlp.resident_blocks} block(s)" if _mlp.resident_running else \
+            "clusters" if _cuda.fused_used_clusters() else ""
+        print("ran Mlp", _name, _design, flush=True)
     _cuda.set_fused_clusters(True)
 _mlp.resident_stop()

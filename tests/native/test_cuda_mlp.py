@@ -238,12 +238,27 @@ def test_u8_and_hidden_arguments_checked(cuda_mod, rng):
 RESIDENT = "cuda.mlp_resident"
 
 
-def test_resident_matches_float64_and_fused(cuda_mod, rng):
+@pytest.fixture(params=[True, False], ids=["cluster", "one-block"])
+def resident_blocks(request, cuda_mod):
+    """Both designs of the persistent kernel: a cluster of four blocks holding W1 (sm_90), and the
+    one block that reads W1 through L2 (what other GPUs run; set_fused_clusters(False) on Hopper).
+    Yields the blocks the design must report."""
+    before = cuda_mod.set_fused_clusters(request.param)
+    hopper = float(cuda_mod.status()["compute_capability"]) >= 9.0
+    try:
+        yield 4 if request.param and hopper else 1
+    finally:
+        cuda_mod.set_fused_clusters(before)
+
+
+def test_resident_matches_float64_and_fused(cuda_mod, resident_blocks, rng):
     """The persistent kernel (8 rows per request: larger batches go as several), against float64
     and beside cuda.mlp_fused: probabilities, its own hidden layers, 8-bit input; NaN pixels."""
     model = random_model(rng)
     mlp = _mlp(cuda_mod, model)
     try:
+        mlp.resident_start()
+        assert mlp.resident_blocks == resident_blocks  # the design the case names
         for batch in (1, 2, 7, 8, 9, 17, 300):
             x = _inputs(rng, batch)
             fused = np.full((batch, 10), np.nan, dtype=np.float32)
@@ -269,7 +284,7 @@ def test_resident_matches_float64_and_fused(cuda_mod, rng):
     assert not mlp.resident_running
 
 
-def test_resident_with_non_finite_weights_skips_no_rows(cuda_mod, rng):
+def test_resident_with_non_finite_weights_skips_no_rows(cuda_mod, resident_blocks, rng):
     """0 * Inf is NaN: with an Inf in W1 the kernel must not skip zero pixels (as cpu.mlp_sparse)."""
     model = random_model(rng)
     w1 = model.weights["W1"].copy()
@@ -289,7 +304,7 @@ def test_resident_with_non_finite_weights_skips_no_rows(cuda_mod, rng):
         mlp.resident_stop()
 
 
-def test_resident_start_stop_restart(cuda_mod, rng):
+def test_resident_start_stop_restart(cuda_mod, resident_blocks, rng):
     """Twenty start / answer / stop cycles on one object; stop is idempotent; the fused path and
     buffer growth in between (the object stops its kernel before it frees anything)."""
     model = random_model(rng)
@@ -313,7 +328,7 @@ def test_resident_start_stop_restart(cuda_mod, rng):
         mlp.resident_stop(0.0)
 
 
-def test_resident_leaves_the_gpu_to_other_work(cuda_mod, rng):
+def test_resident_leaves_the_gpu_to_other_work(cuda_mod, resident_blocks, rng):
     """While one object's persistent kernel holds its SM, another object's fused kernels and the
     GEMM rungs still run (their buffers set up before: frees stop it, resident.cuh), and both
     answer right."""
@@ -343,6 +358,31 @@ def test_resident_leaves_the_gpu_to_other_work(cuda_mod, rng):
         assert a.resident_running
     finally:
         a.resident_stop()
+
+
+def test_resident_answers_after_idle_and_across_designs(cuda_mod, rng):
+    """Past its hot window (20 ms without a request) the kernel watches the control word alone and
+    reads x one round trip later: answers stay right after idle gaps. Switching designs
+    (set_fused_clusters) restarts it with the other one; every answer is checked."""
+    import time
+
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    before = cuda_mod.set_fused_clusters(True)
+    hopper = float(cuda_mod.status()["compute_capability"]) >= 9.0
+    try:
+        for clusters, gap_s in ((True, 0.0), (True, 0.03), (False, 0.03), (True, 0.001), (False, 0.0)):
+            cuda_mod.set_fused_clusters(clusters)
+            for i in range(4):
+                x = _inputs(rng, 1 + 3 * i)
+                out = np.full((len(x), 10), np.nan, np.float32)
+                time.sleep(gap_s)
+                mlp.forward(x, out, RESIDENT)
+                assert mlp.resident_blocks == (4 if clusters and hopper else 1)
+                assert_agrees(out, model, x, "fp32", f"resident after {gap_s} s idle, clusters {clusters}")
+    finally:
+        mlp.resident_stop()
+        cuda_mod.set_fused_clusters(before)
 
 
 def test_another_objects_frees_stop_the_resident_kernel_first(cuda_mod, rng):

@@ -330,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
                     rows.append(row)
                     failures += not ok
     if clf is not None:
-        clf.close()  # cuda.mlp_resident's kernel must not hold its SM (nor block a sync) through what follows
+        clf.close()  # cuda.mlp_resident's kernel must not hold its SMs (nor block a sync) through what follows
     torch_version = ""
     if not avail["cuda"]:
         try:

@@ -123,8 +123,9 @@ void bind_mlp(py::module_& m) {
                 py::gil_scoped_release nogil;
                 self.resident_start();
             },
-            "Start cuda.mlp_resident's persistent kernel (one block on one SM, its own stream, polling mapped host "
-            "memory); forward() with that kernel starts it too. No host thread spins while it waits.")
+            "Start cuda.mlp_resident's persistent kernel (on sm_90 a cluster of four blocks, else one block; its own "
+            "stream, polling mapped host memory); forward() with that kernel starts it too. No host thread spins "
+            "while it waits. set_fused_clusters(False) asks for the one-block design.")
         .def(
             "resident_stop",
             [](Mlp& self, double timeout_s) {
@@ -137,6 +138,9 @@ void bind_mlp(py::module_& m) {
             "on timeout, never a hang). Idempotent; deleting the Mlp stops it too.")
         .def_property_readonly("resident_running", &Mlp::resident_running,
                                "Whether cuda.mlp_resident's persistent kernel is running.")
+        .def_property_readonly("resident_blocks", &Mlp::resident_blocks,
+                               "Blocks of the running persistent kernel: 4 (a cluster holding W1 in shared memory) or "
+                               "1; 0 when none runs.")
         .def(
             "set_staging",
             [](Mlp& self, size_t min_bytes, size_t chunk_bytes, int threads, int mapped_u8_rows, int mapped_out_rows) {

@@ -196,6 +196,7 @@ class Mlp {
     void resident_start();
     void resident_stop(double timeout_s);
     bool resident_running() const;
+    int resident_blocks() const;  // the running design's blocks (4: a cluster; 1), 0 when none runs
 
     // How a call moves data (the measured best: README.md and NOTES.md; set_staging changes it):
     //   float x, batches up to kMappedInMax whose plan splits FMA tiles over a cluster:
@@ -265,6 +266,7 @@ class Mlp {
     std::unique_ptr<StagingPool> pool_;                // stage_chunked's helper threads
     double run_resident(const void* x, float* out, int batch, Request req, Hidden hidden);
     std::unique_ptr<Resident> resident_;  // running while set
+    bool resident_clusters_ = true;       // what it was started with (set_fused_clusters)
     bool w1_finite_ = true;               // the resident kernel may skip zero pixels
     std::vector<float> u8_rows_;          // 8-bit input as floats, for the resident kernel
 

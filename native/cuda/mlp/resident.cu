@@ -1,12 +1,11 @@
-// cuda.mlp_resident: the forward pass without a launch. One block stays resident on one SM and
-// polls a word in mapped pinned host memory; the host writes x and bumps it, the block computes
-// the whole network and writes the probabilities back into the same mapped memory.
+// cuda.mlp_resident: the forward pass without a launch. A persistent kernel polls mapped pinned
+// host memory; the host writes x stamped with a sequence number, the kernel computes the network
+// and writes the probabilities back, stamped alike (NCCL's low-latency slots: no fence, no flag).
 // Change from cuda.mlp_fused's graph replay (a launch + sync floor of ~5.8 us on the H200): no
-// launch, no event, no copy engine; one PCIe read of x and posted writes of the answer. W2, W3 and
-// the biases live in shared memory for the kernel's lifetime; W1 rows are read only for nonzero
-// pixels (a drawn digit is ~80 % zeros), through the read-only cache, which keeps the hot ones.
-// Limit: the PCIe round trip (a poll sees the request ~0.5-1 us after the host writes it) and
-// the dependent steps of three layers in one block.
+// launch, no event, no copy engine. The control word and row 0 come in one PCIe round trip. On
+// sm_90 a cluster of four blocks holds W1 in shared memory, a quarter each (layer 1 dense, no
+// zero skipping needed); elsewhere one block reads W1's rows for nonzero pixels through L2.
+// Limit: two PCIe crossings (the request seen, the answer seen) and three layers' barriers.
 // Run: gemmpad bench mlp --kernels cuda.mlp_resident --batches 1
 // Profile: not under ncu (it never returns); the kernel's own globaltimer span is kernel_us.
 #include <algorithm>
@@ -22,6 +21,8 @@
 #include <immintrin.h>
 #endif
 
+#include "../ptx/cluster.cuh"
+#include "../support/device.cuh"
 #include "fused_common.cuh"
 #include "resident.cuh"
 
@@ -30,102 +31,158 @@ namespace {
 
 constexpr int kThreads = 512, kWarps = kThreads / 32;
 constexpr int kR = kResidentRows;
-constexpr int kChunks = (kIn + 31) / 32;  // 25 chunks of 32 pixels for layer 1's zero skipping
+constexpr int kBlocks = 4;                 // the cluster design: W1's rows dealt in four quarters
+constexpr int kQuarter = kIn / kBlocks;    // 196 pixels a block
+constexpr int kPolled = kIn / 2;           // threads reading row 0 in the poll, two slots each
+constexpr int kChunks = (kIn + 31) / 32;   // one-block design: 25 chunks of 32 pixels for zero skipping
 constexpr int kGroups = 4;                 // k-groups of layers 2 and 3 (25 k each)
 constexpr int kGroupK = kHidden / kGroups;
+constexpr uint64_t kHotNs = 20'000'000;    // after a request, poll x with the control word for 20 ms
+static_assert(kBlocks * kQuarter == kIn && kQuarter % 4 == 0 && kPolled <= kThreads, "x splits into quarters");
 static_assert(kGroups * kGroupK == kHidden && kGroups * kHiddenPad <= kThreads && kGroups * kR * kOutPad == kThreads,
               "layer 2: a thread per (group, column); layer 3: a thread per (group, row, output)");
 
 // Shared memory (floats): W2 [100][112] | W3 [100][16] | b1 [112] b2 [112] b3 [16] | x [R][784] |
 // layer-1 partials [16 warps][R][100] (later layer-2 partials [4][R][112], layer-3 [4][R][16]) |
-// h1 [R][100] | h2 [R][100].
+// the block's layer 1 [R][100] | h1 [R][100] | h2 [R][100] | (cluster design) W1's quarter [196][100].
 constexpr size_t kW2 = (size_t)kHidden * kHiddenPad, kW3 = (size_t)kHidden * kOutPad, kB = 2 * kHiddenPad + kOutPad;
 constexpr size_t kXs = (size_t)kR * kIn, kPart = (size_t)kWarps * kR * kHidden, kH = (size_t)kR * kHidden;
+constexpr size_t kW1q = (size_t)kQuarter * kHidden;
 static_assert(kPart >= (size_t)kGroups * kR * (kHiddenPad + kOutPad), "layers 2-3 reuse layer 1's partials");
-constexpr size_t kSmemFloats = kW2 + kW3 + kB + kXs + kPart + 2 * kH;
+constexpr size_t smem_floats(bool cluster) { return kW2 + kW3 + kB + kXs + kPart + 3 * kH + (cluster ? kW1q : 0); }
 
-__device__ __forceinline__ uint64_t load_acquire_sys(const uint64_t* p) {
+__device__ __forceinline__ uint64_t ld_volatile_u64(const uint64_t* p) {
     uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
-__device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+__device__ __forceinline__ void ld_volatile_v2_u64(const uint64_t* p, uint64_t& a, uint64_t& b) {
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+}
+__device__ __forceinline__ void st_volatile_u64(uint64_t* p, uint64_t v) {
+    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ uint64_t globaltimer() {
     uint64_t t;
     asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
     return t;
 }
+__device__ __forceinline__ uint32_t stamp_of(uint64_t slot) { return (uint32_t)(slot >> 32); }
+__device__ __forceinline__ float value_of(uint64_t slot) { return __uint_as_float((uint32_t)slot); }
+__device__ __forceinline__ uint64_t slot_of(float v, uint32_t seq) {
+    return (uint64_t)seq << 32 | __float_as_uint(v);
+}
 
-// W1 [784][100] row-major; w2 [112][112], w3 [112][16] padded (rows past 100 are not read);
-// biases padded. skip_zeros: every W1 row is finite, so a zero pixel may be skipped (0 * Inf is NaN).
-__global__ void __launch_bounds__(kThreads, 1)
-    resident_kernel(ResidentMailbox* box, const float* __restrict__ w1, const float* __restrict__ w2,
-                    const float* __restrict__ w3, const float* __restrict__ b1, const float* __restrict__ b2,
-                    const float* __restrict__ b3, bool skip_zeros) {
-    extern __shared__ __align__(16) float smem[];
-    float* w2s = smem;
-    float* w3s = w2s + kW2;
-    float* bs = w3s + kW3;  // b1 [112] | b2 [112] | b3 [16]
-    float* xs = bs + kB;
-    float* part = xs + kXs;
-    float* h1s = part + kPart;
-    float* h2s = h1s + kH;
-    __shared__ uint32_t cmd[3];  // request (0: stop), rows, hidden
-    __shared__ unsigned nz_mask[kChunks];  // layer 1: which pixels of each 32-pixel chunk are visited
-    __shared__ int nz_off[kChunks], nz_total, nz_idx[kIn];
-    __shared__ uint64_t t_start;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+// The poll's state, in the leader block's shared memory; thread 0 decides, the barriers publish.
+struct PollState {
+    uint64_t control;    // the control word as last read
+    uint64_t hot_until;  // globaltimer: until then x is read with every look at the control word
+    uint64_t t_start;    // when the request was taken (the answer's span starts here)
+};
 
-    // ---- once: W2, W3 and the biases into shared memory
-    for (int i = tid; i < (int)kW2; i += kThreads) w2s[i] = w2[i];
-    for (int i = tid; i < (int)kW3; i += kThreads) w3s[i] = w3[i];
-    for (int i = tid; i < (int)kB; i += kThreads)
-        bs[i] = i < kHiddenPad ? b1[i] : i < 2 * kHiddenPad ? b2[i - kHiddenPad] : b3[i - 2 * kHiddenPad];
-    uint32_t seen = 0;  // requests are numbered from 1 (Resident::forward)
-
+// Rows 1..rows-1 of request `seq` into xs (row 0 is there): reads until every slot carries seq.
+// false when the host moved on meanwhile (a newer request or stop: the caller polls again).
+__device__ bool read_more_rows(const ResidentMailbox* box, uint32_t seq, int rows, float* xs, PollState& st) {
+    const int tid = threadIdx.x;
     for (;;) {
-        // ---- wait: thread 0 polls the request word (PCIe reads pace it; nanosleep backs off while idle)
-        if (tid == 0) {
-            unsigned sleep_ns = 0;
-            for (;;) {
-                const uint64_t v = load_acquire_sys(&box->control);  // one PCIe read per look
-                if (v & kResidentStop) {
-                    cmd[0] = 0;
-                    break;
-                }
-                if ((uint32_t)v != seen) {
-                    t_start = globaltimer();
-                    cmd[0] = (uint32_t)v;
-                    cmd[1] = min(max((int)((v >> 32) & 0xff), 1), kR);
-                    cmd[2] = (v & kResidentHidden) != 0;
-                    break;
-                }
-                if (sleep_ns) __nanosleep(sleep_ns);
-                sleep_ns = min(max(2 * sleep_ns, 32u), 256u);  // at most ~0.25 us added to an answer
-            }
-        }
-        __syncthreads();  // also: the previous request's reads of cmd are done (see the end of the loop)
-        const uint32_t req = cmd[0];
-        if (req == 0) return;
-        const int rows = (int)cmd[1];
-        const bool want_hidden = cmd[2] != 0;
-
-        // ---- x: every row of the request in flight at once (uncached: the host rewrote it); idle rows zero
-        {
-            constexpr int kQuads = kIn / 4;
-            const float4* src = reinterpret_cast<const float4*>(box->x);
-            for (int i = tid; i < kR * kQuads; i += kThreads) {
-                const float4 v = i / kQuads < rows ? __ldcv(src + i) : make_float4(0.f, 0.f, 0.f, 0.f);
-                reinterpret_cast<float4*>(xs)[i] = v;
-            }
+        if (tid == 0) st.control = ld_volatile_u64(&box->control);
+        bool ok = true;
+        for (int i = tid; i < (rows - 1) * kPolled; i += kThreads) {
+            uint64_t a, b;
+            ld_volatile_v2_u64(&box->x[1][2 * i], a, b);
+            ok = ok && stamp_of(a) == seq && stamp_of(b) == seq;
+            xs[kIn + 2 * i] = value_of(a);
+            xs[kIn + 2 * i + 1] = value_of(b);
         }
         __syncthreads();
+        const bool moved = (st.control & kResidentStop) != 0 || (uint32_t)st.control != seq;
+        ok = __syncthreads_and(ok);  // also: every thread has read st.control before it is written again
+        if (moved) return false;
+        if (ok) return true;
+    }
+}
 
-        // ---- layer 1, step 1: the pixels nonzero in some row (NaN counts as nonzero; all of them when
-        // zeros may not be skipped), compacted into nz_idx in order, so that every warp gets an equal
-        // share of W1 rows to read (a digit's ink sits in the middle chunks)
+// Leader block: waits for the next request (or stop) and returns its control word, the request's
+// rows in xs. Hot (within kHotNs of the last request): every look reads the control word and row 0
+// together, one round trip; the request is taken once row 0's slots all carry the control word's
+// sequence number. Cold: thread 0 alone reads the 8-byte control word, with nanosleep between looks,
+// so that an idle kernel moves a few bytes a microsecond over PCIe, not kilobytes.
+__device__ uint64_t wait_for_request(const ResidentMailbox* box, uint32_t seen, float* xs, PollState& st) {
+    const int tid = threadIdx.x;
+    for (;;) {
+        uint64_t a = 0, b = 0;
+        if (tid < kPolled) ld_volatile_v2_u64(&box->x[0][2 * tid], a, b);
+        if (tid == 0) st.control = ld_volatile_u64(&box->control);
+        __syncthreads();
+        const uint64_t c = st.control;
+        const uint32_t seq = (uint32_t)c;
+        const bool stop = (c & kResidentStop) != 0, fresh = seq != seen;
+        const bool mine = tid >= kPolled || (stamp_of(a) == seq && stamp_of(b) == seq);
+        const bool take = __syncthreads_and(stop || (fresh && mine));
+        if (take && stop) return c;
+        if (take) {
+            if (tid < kPolled) {
+                xs[2 * tid] = value_of(a);
+                xs[2 * tid + 1] = value_of(b);
+            }
+            const int rows = min(max((int)((c >> 32) & 0xff), 1), kR);
+            if (rows > 1 && !read_more_rows(box, seq, rows, xs, st)) continue;
+            if (tid == 0) {
+                st.t_start = globaltimer();
+                st.hot_until = st.t_start + kHotNs;
+            }
+            __syncthreads();
+            return c;
+        }
+        if (fresh) continue;  // the request's slots are still on their way: look again at once
+        // idle: past the hot window, thread 0 watches the control word alone until something changes
+        if (tid == 0 && globaltimer() > st.hot_until) {
+            unsigned sleep_ns = 32;
+            for (uint64_t w = c; (uint32_t)w == seen && !(w & kResidentStop); w = ld_volatile_u64(&box->control)) {
+                __nanosleep(sleep_ns);
+                sleep_ns = min(2 * sleep_ns, 1024u);
+            }
+            st.hot_until = globaltimer() + kHotNs;  // then one more round trip reads x with it
+        }
+        __syncthreads();
+    }
+}
+
+// Layer 1 of the block's pixels, one float4 of hidden units per lane (lanes 0-24), summed over the
+// block's warps into `l1` [rows][100] (no bias). Cluster design: W1's quarter in shared memory, every
+// pixel (no branch, no zero test: 0 * Inf stays NaN as in float64). One-block design: the nonzero
+// pixels (NaN counts; all of them unless skip_zeros) compacted so that every warp reads an equal
+// share of W1's rows through L2, eight in flight.
+template <bool kCluster>
+__device__ void layer1(const float* xs, const float* w1, const float* w1q, float* part, float* l1, int rows,
+                       int base, bool skip_zeros) {
+    __shared__ unsigned nz_mask[kChunks];
+    __shared__ int nz_off[kChunks], nz_total, nz_idx[kCluster ? 1 : kIn];
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const bool col_lane = lane < kHidden / 4;
+    float4 acc[kR];
+#pragma unroll
+    for (int r = 0; r < kR; ++r) acc[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+    auto fma_row = [&](int k, float4 wv) {
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+            if (r >= rows) break;  // uniform
+            const float xv = xs[r * kIn + k];
+            acc[r].x = fmaf(xv, wv.x, acc[r].x);
+            acc[r].y = fmaf(xv, wv.y, acc[r].y);
+            acc[r].z = fmaf(xv, wv.z, acc[r].z);
+            acc[r].w = fmaf(xv, wv.w, acc[r].w);
+        }
+    };
+    if constexpr (kCluster) {
+        constexpr int kSteps = (kQuarter + kWarps - 1) / kWarps;  // 13 pixels a warp
+#pragma unroll
+        for (int t = 0; t < kSteps; ++t) {
+            const int j = warp + kWarps * t;
+            if (j < kQuarter && col_lane) fma_row(base + j, reinterpret_cast<const float4*>(w1q + j * kHidden)[lane]);
+        }
+    } else {
+        // the pixels nonzero in some row, compacted into nz_idx in order (a digit's ink sits in the middle chunks)
         for (int c = warp; c < kChunks; c += kWarps) {
             const int i = 32 * c + lane;
             bool nz = !skip_zeros && i < kIn;
@@ -151,21 +208,15 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (mask >> lane & 1u) nz_idx[nz_off[c] + __popc(mask & ((1u << lane) - 1u))] = 32 * c + lane;
         }
         __syncthreads();
-
-        // ---- layer 1, step 2: warp w takes entries w, w + 16, ... of nz_idx, 8 rows of W1 in flight
-        // per step (read-only path: the hot rows stay in L1); lane l < 25 owns hidden units 4l..4l+3
-        float4 acc[kR];
-#pragma unroll
-        for (int r = 0; r < kR; ++r) acc[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-        const bool col_lane = lane < kHidden / 4;
+        // warp w takes entries w, w + 16, ... of nz_idx, 8 rows of W1 in flight (read-only path)
         const int n_nz = nz_total;
-        for (int base = warp; base < n_nz; base += 8 * kWarps) {
+        for (int b0 = warp; b0 < n_nz; b0 += 8 * kWarps) {
             constexpr int kInFlight = 8;
             int k[kInFlight];
             float4 wv[kInFlight];
 #pragma unroll
             for (int j = 0; j < kInFlight; ++j) {
-                const int e = base + j * kWarps;
+                const int e = b0 + j * kWarps;
                 k[j] = e < n_nz ? nz_idx[e] : -1;
                 wv[j] = k[j] >= 0 && col_lane ? __ldg(reinterpret_cast<const float4*>(w1 + (size_t)k[j] * kHidden) + lane)
                                               : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -173,28 +224,137 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int j = 0; j < kInFlight; ++j) {
                 if (k[j] < 0) break;  // warp-uniform
-#pragma unroll
-                for (int r = 0; r < kR; ++r) {
-                    if (r >= rows) break;  // uniform
-                    const float xv = xs[r * kIn + k[j]];
-                    acc[r].x = fmaf(xv, wv[j].x, acc[r].x);
-                    acc[r].y = fmaf(xv, wv[j].y, acc[r].y);
-                    acc[r].z = fmaf(xv, wv[j].z, acc[r].z);
-                    acc[r].w = fmaf(xv, wv[j].w, acc[r].w);
-                }
+                fma_row(k[j], wv[j]);
             }
         }
-        if (col_lane) {
+    }
+    if (col_lane) {
 #pragma unroll
-            for (int r = 0; r < kR; ++r) reinterpret_cast<float4*>(part + (warp * kR + r) * kHidden)[lane] = acc[r];
+        for (int r = 0; r < kR; ++r)
+            if (r < rows) reinterpret_cast<float4*>(part + (warp * kR + r) * kHidden)[lane] = acc[r];
+    }
+    __syncthreads();
+    for (int t = tid; t < rows * kHidden; t += kThreads) {
+        const int r = t / kHidden, c = t % kHidden;
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) v += part[(w * kR + r) * kHidden + c];
+        l1[t] = v;
+    }
+}
+
+// W1 [784][100] row-major; w2 [112][112], w3 [112][16] padded (rows past 100 are not read);
+// biases padded. kCluster: launched as one cluster of kBlocks blocks; block 0 (the leader) polls,
+// every block computes layer 1 of its quarter, the leader gathers the four and runs layers 2-3.
+template <bool kCluster>
+__global__ void __launch_bounds__(kThreads, 1)
+    resident_kernel(ResidentMailbox* box, const float* __restrict__ w1, const float* __restrict__ w2,
+                    const float* __restrict__ w3, const float* __restrict__ b1, const float* __restrict__ b2,
+                    const float* __restrict__ b3, bool skip_zeros) {
+    extern __shared__ __align__(16) float smem[];
+    float* w2s = smem;
+    float* w3s = w2s + kW2;
+    float* bs = w3s + kW3;  // b1 [112] | b2 [112] | b3 [16]
+    float* xs = bs + kB;
+    float* part = xs + kXs;
+    float* l1 = part + kPart;
+    float* h1s = l1 + kH;
+    float* h2s = h1s + kH;
+    float* w1q = h2s + kH;  // cluster design only
+    __shared__ PollState st;
+    __shared__ __align__(16) uint32_t cmd[4];  // the leader's: request control word's low / high half
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const unsigned rank = kCluster ? cluster_rank() : 0;
+    const bool leader = rank == 0;
+    const int base = kCluster ? kQuarter * (int)rank : 0;  // this block's first pixel
+
+    // ---- once: W2, W3, the biases (and the cluster design's W1 quarter) into shared memory
+    for (int i = tid; i < (int)kW2; i += kThreads) w2s[i] = w2[i];
+    for (int i = tid; i < (int)kW3; i += kThreads) w3s[i] = w3[i];
+    for (int i = tid; i < (int)kB; i += kThreads)
+        bs[i] = i < kHiddenPad ? b1[i] : i < 2 * kHiddenPad ? b2[i - kHiddenPad] : b3[i - 2 * kHiddenPad];
+    if constexpr (kCluster)
+        for (int i = tid; i < (int)kW1q; i += kThreads) w1q[i] = w1[(size_t)base * kHidden + i];
+    if (tid == 0) st.hot_until = globaltimer() + kHotNs;
+    __syncthreads();
+    if constexpr (kCluster) {  // every block runs before any reads another's shared memory
+        cluster_arrive_release();
+        cluster_wait_acquire();
+    }
+    uint32_t seen = 0;  // requests are numbered from 1 (Resident::forward)
+
+    for (;;) {
+        // ---- the request: the leader polls; barrier A hands its control word and x to the others
+        if (leader) {
+            const uint64_t c = wait_for_request(box, seen, xs, st);
+            if (tid == 0) {
+                cmd[0] = (uint32_t)c;
+                cmd[1] = (uint32_t)(c >> 32);
+            }
         }
-        __syncthreads();
-        for (int t = tid; t < rows * kHidden; t += kThreads) {  // h1 = relu(b1 + the warps' partials)
-            const int r = t / kHidden, c = t % kHidden;
-            float v = bs[c];
+        uint32_t c_lo, c_hi;
+        if constexpr (kCluster) {
+            cluster_arrive_release();
+            cluster_wait_acquire();  // barrier A
+            const float4 v = ld_cluster_v4(cluster_map_u32(cmd, 0));
+            c_lo = __float_as_uint(v.x);
+            c_hi = __float_as_uint(v.y);
+        } else {
+            __syncthreads();
+            c_lo = cmd[0];
+            c_hi = cmd[1];
+        }
+        const uint64_t control = (uint64_t)c_hi << 32 | c_lo;
+        if (control & kResidentStop) {
+            if constexpr (kCluster) {  // the leader's shared memory stays until every block has read it
+                cluster_arrive_relaxed();
+                cluster_wait_acquire();
+            }
+            return;
+        }
+        const uint32_t req = c_lo;
+        const int rows = min(max((int)((control >> 32) & 0xff), 1), kR);
+        const bool want_hidden = (control & kResidentHidden) != 0;
+
+        // ---- layer 1: the others copy their quarter of x from the leader first
+        if constexpr (kCluster) {
+            if (!leader) {
+                constexpr int kQuads = kQuarter / 4;
+                const unsigned src = cluster_map_u32(xs, 0);
+                for (int i = tid; i < rows * kQuads; i += kThreads) {
+                    const int off = (i / kQuads) * kIn + base + 4 * (i % kQuads);
+                    *reinterpret_cast<float4*>(xs + off) = ld_cluster_v4(src + 4u * off);
+                }
+                __syncthreads();
+            }
+        }
+        layer1<kCluster>(xs, w1, w1q, part, l1, rows, base, skip_zeros);
+        if constexpr (kCluster) {
+            cluster_arrive_release();
+            cluster_wait_acquire();  // barrier B: every block's layer 1 is in its shared memory
+            if (!leader) {  // done until the next request (barrier A: the leader has read l1 by then)
+                seen = req;
+                continue;
+            }
+        } else {
+            __syncthreads();
+        }
+        // h1 = relu(b1 + the blocks' layer 1)
+        for (int t = tid; t < rows * kHidden / 4; t += kThreads) {
+            const int c = 4 * (t % (kHidden / 4));
+            float4 v = reinterpret_cast<const float4*>(l1)[t];
+            if constexpr (kCluster) {
 #pragma unroll
-            for (int w = 0; w < kWarps; ++w) v += part[(w * kR + r) * kHidden + c];
-            h1s[t] = relu(v);
+                for (unsigned b = 1; b < kBlocks; ++b) {
+                    const float4 o = ld_cluster_v4(cluster_map_u32(l1, b) + 16u * t);
+                    v.x += o.x;
+                    v.y += o.y;
+                    v.z += o.z;
+                    v.w += o.w;
+                }
+            }
+            v = make_float4(relu(bs[c] + v.x), relu(bs[c + 1] + v.y), relu(bs[c + 2] + v.z), relu(bs[c + 3] + v.w));
+            reinterpret_cast<float4*>(h1s)[t] = v;
         }
         __syncthreads();
 
@@ -247,22 +407,16 @@ __global__ void __launch_bounds__(kThreads, 1)
             float sum = e;
 #pragma unroll
             for (int off = 8; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-            if (lane < kOut) box->probs[r * kOut + lane] = e / sum;
+            if (lane < kOut) st_volatile_u64(&box->probs[r][lane], slot_of(e / sum, req));
         }
         if (want_hidden) {
             for (int t = tid; t < rows * kHidden; t += kThreads) {
-                box->h1[t] = h1s[t];
-                box->h2[t] = h2s[t];
+                st_volatile_u64(&box->h1[0][0] + t, slot_of(h1s[t], req));
+                st_volatile_u64(&box->h2[0][0] + t, slot_of(h2s[t], req));
             }
         }
-        // ---- answer: every store above, then `done`. The system-scope fence is cumulative (PTX memory
-        // model): the block's stores ordered before it by the barrier reach the host before `done` does.
-        __syncthreads();
-        if (tid == 0) {
-            box->gpu_ns = globaltimer() - t_start;
-            __threadfence_system();
-            store_release_sys(&box->done, req);
-        }
+        // ---- the span, stamped like the rest (the host waits for every slot it reads, in any order)
+        if (tid == 0) st_volatile_u64(&box->span, (uint64_t)req << 32 | (uint32_t)(globaltimer() - st.t_start));
         seen = req;
     }
 }
@@ -294,25 +448,43 @@ const FreeGuard g_previous_free_guard = set_free_guard(stop_all_residents);
 
 // Listed after the fused kernels (source order); Mlp::forward routes the name here before any plan.
 GEMMPAD_REGISTER_FUSED("cuda.mlp_resident", "fp32", FusedKind::Resident,
-                       "a persistent one-block kernel polling mapped host memory: no launch per call; zero pixels "
-                       "skipped, fp32 FMAs, 8 rows per request");
+                       "a persistent kernel polling mapped host memory, no launch per call: on sm_90 a cluster of "
+                       "four blocks with W1 in shared memory, else one block skipping zero pixels; fp32 FMAs, "
+                       "8 rows per request");
 
 Resident::Resident(const float* w1, const float* w2, const float* w3, const float* b1, const float* b2,
-                   const float* b3, bool skip_zeros) {
-    const size_t smem = kSmemFloats * sizeof(float);
+                   const float* b3, bool skip_zeros, bool clusters) {
+    const size_t cluster_smem = smem_floats(true) * sizeof(float), block_smem = smem_floats(false) * sizeof(float);
     try {
-        require_smem(smem, "cuda.mlp_resident");
         static bool configured = false;  // one host thread drives the GPU (common.cuh)
         if (!configured) {
-            CUDA_CHECK(cudaFuncSetAttribute(resident_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            if (cluster_smem <= max_smem_per_block_optin())
+                CUDA_CHECK(cudaFuncSetAttribute(resident_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)cluster_smem));
+            if (block_smem <= max_smem_per_block_optin())
+                CUDA_CHECK(cudaFuncSetAttribute(resident_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)block_smem));
             configured = true;
         }
+        const void* cluster_kernel = reinterpret_cast<const void*>(resident_kernel<true>);
+        blocks_ = clusters && cluster_binary(cluster_kernel) && cluster_smem <= max_smem_per_block_optin() &&
+                          resident_clusters(cluster_kernel, kThreads, cluster_smem, kBlocks) > 0
+                      ? kBlocks
+                      : 1;
+        require_smem(blocks_ > 1 ? cluster_smem : block_smem, "cuda.mlp_resident");
         mailbox_.reserve(sizeof(ResidentMailbox));  // stops every resident kernel first (the free guard)
         box_ = static_cast<ResidentMailbox*>(mailbox_.ptr);
         dbox_ = static_cast<ResidentMailbox*>(mailbox_.device);
         std::memset(box_, 0, sizeof(ResidentMailbox));
         CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));  // never waits on other work
-        resident_kernel<<<1, kThreads, smem, stream_>>>(dbox_, w1, w2, w3, b1, b2, b3, skip_zeros);
+        if (blocks_ > 1) {
+            cudaLaunchAttribute attr[1];
+            const cudaLaunchConfig_t cfg =
+                make_launch_config(dim3(kBlocks), dim3(kThreads), cluster_smem, stream_, dim3(kBlocks), attr);
+            CUDA_CHECK(cudaLaunchKernelEx(&cfg, resident_kernel<true>, dbox_, w1, w2, w3, b1, b2, b3, skip_zeros));
+        } else {
+            resident_kernel<false><<<1, kThreads, block_smem, stream_>>>(dbox_, w1, w2, w3, b1, b2, b3, skip_zeros);
+        }
         CUDA_CHECK_LAUNCH("cuda.mlp_resident");
         running_ = true;
         std::lock_guard<std::mutex> lock(g_mu);
@@ -373,23 +545,59 @@ void Resident::halt(double timeout_s) {
     }
 }
 
+namespace {
+
+// Row `src` [784] into the mailbox's slots, each stamped with `seq` (16-byte stores where x86 has them).
+void write_slots(ResidentSlot* dst, const float* src, uint32_t seq) {
+#if defined(__x86_64__)
+    const __m128i stamp = _mm_set1_epi32((int)seq);
+    for (int i = 0; i < kIn; i += 4) {
+        const __m128i v = _mm_castps_si128(_mm_loadu_ps(src + i));
+        _mm_store_si128(reinterpret_cast<__m128i*>(dst + i), _mm_unpacklo_epi32(v, stamp));
+        _mm_store_si128(reinterpret_cast<__m128i*>(dst + i + 2), _mm_unpackhi_epi32(v, stamp));
+    }
+#else
+    for (int i = 0; i < kIn; ++i) __atomic_store_n(dst + i, resident_slot(src[i], seq), __ATOMIC_RELAXED);
+#endif
+}
+
+// Whether slots [0, n) all carry `seq`; if so their values go to `out` (when not null).
+bool read_slots(const ResidentSlot* src, int n, uint32_t seq, float* out) {
+    for (int i = 0; i < n; ++i)
+        if ((uint32_t)(__atomic_load_n(src + i, __ATOMIC_RELAXED) >> 32) != seq) return false;
+    if (out)
+        for (int i = 0; i < n; ++i) {
+            const uint32_t bits = (uint32_t)__atomic_load_n(src + i, __ATOMIC_RELAXED);
+            std::memcpy(out + i, &bits, sizeof bits);
+        }
+    return true;
+}
+
+}  // namespace
+
 double Resident::forward(const float* x, float* out, int batch, float* h1, float* h2, double timeout_s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!running_)  // stopped by stop_all_residents (another object freed memory): Mlp starts a new one
         throw ResidentStopped("cuda.mlp_resident: the resident kernel is not running");
+    const bool hidden = h1 || h2;
     double gpu_us = 0.0;
     for (int row0 = 0; row0 < batch; row0 += kR) {
         const int rows = std::min(kR, batch - row0);
-        std::memcpy(box_->x, x + (size_t)row0 * kIn, (size_t)rows * kIn * sizeof(float));
         const uint32_t seq = ++seq_ == 0 ? ++seq_ : seq_;  // 0 never names a request
-        control_ = resident_control(seq, rows, h1 || h2);
+        for (int r = 0; r < rows; ++r) write_slots(box_->x[r], x + (size_t)(row0 + r) * kIn, seq);
+        control_ = resident_control(seq, rows, hidden);
         __atomic_store_n(&box_->control, control_, __ATOMIC_RELEASE);  // after x (x86: stores in order)
         // spin ~20 us (an answer takes a few), then yield the core between looks
         const auto t0 = std::chrono::steady_clock::now();
         const auto spin_end = t0 + std::chrono::microseconds(20);
         const auto t_end = t0 + std::chrono::duration<double>(timeout_s);
-        for (unsigned n = 1; __atomic_load_n(&box_->done, __ATOMIC_ACQUIRE) != seq; ++n) {
-            if (n % 256 == 0) {
+        auto answered = [&] {
+            return read_slots(&box_->span, 1, seq, nullptr) && read_slots(box_->probs[0], rows * kOut, seq, nullptr) &&
+                   (!hidden || (read_slots(box_->h1[0], rows * kHidden, seq, nullptr) &&
+                                read_slots(box_->h2[0], rows * kHidden, seq, nullptr)));
+        };
+        for (unsigned n = 1; !answered(); ++n) {
+            if (n % 64 == 0) {
                 const auto now = std::chrono::steady_clock::now();
                 if (now > spin_end) {
                     check_alive("a request was pending");
@@ -403,10 +611,11 @@ double Resident::forward(const float* x, float* out, int batch, float* h1, float
             _mm_pause();
 #endif
         }
-        std::memcpy(out + (size_t)row0 * kOut, box_->probs, (size_t)rows * kOut * sizeof(float));
-        if (h1) std::memcpy(h1 + (size_t)row0 * kHidden, box_->h1, (size_t)rows * kHidden * sizeof(float));
-        if (h2) std::memcpy(h2 + (size_t)row0 * kHidden, box_->h2, (size_t)rows * kHidden * sizeof(float));
-        gpu_us += box_->gpu_ns * 1e-3;
+        // every slot read carries seq: the kernel writes a request's slots once
+        read_slots(box_->probs[0], rows * kOut, seq, out + (size_t)row0 * kOut);
+        if (h1) read_slots(box_->h1[0], rows * kHidden, seq, h1 + (size_t)row0 * kHidden);
+        if (h2) read_slots(box_->h2[0], rows * kHidden, seq, h2 + (size_t)row0 * kHidden);
+        gpu_us += (uint32_t)__atomic_load_n(&box_->span, __ATOMIC_RELAXED) * 1e-3;
     }
     return gpu_us;
 }

@@ -1,12 +1,14 @@
-// cuda.mlp_resident: a persistent kernel that holds the network on one SM and waits for requests
-// in mapped pinned host memory, so that a batch-1 forward pass costs no launch: the host writes
-// the input and bumps a sequence number, the kernel (polling that word over PCIe) computes and
-// writes the probabilities back, then bumps its own counter, which the host spins on.
+// cuda.mlp_resident: a persistent kernel that holds the network on the GPU and waits for
+// requests in mapped pinned host memory, so that a batch-1 forward pass costs no launch: the host
+// writes the input stamped with a sequence number, the kernel (polling over PCIe) computes and
+// writes the probabilities back stamped alike, which the host spins on. On sm_90 a cluster of four
+// blocks holds W1 in shared memory (a quarter each); elsewhere one block reads it through L2.
 // No pybind11 here: mlp.cu owns a Resident per Mlp and bind_mlp.cpp exposes it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 
@@ -17,24 +19,29 @@ namespace gemmpad::cuda {
 // Rows one request carries: Mlp::forward sends larger batches as several requests.
 inline constexpr int kResidentRows = 8;
 
-// Host <-> kernel mailbox, one mapped pinned allocation. The host writes `x`, then the control
-// word in one 8-byte release store (x86 keeps its stores in order): the request's sequence number
-// with its row count and whether to write the hidden layers, so that the kernel's one poll
-// (ld.acquire.sys of that word over PCIe) brings all it needs to start reading x (uncached, ld.cv:
-// L1 does not see host writes). The kernel answers, then stores `done` = the sequence number
-// behind a system-scope fence. The words sit on their own 128-byte lines so the kernel's polling
-// and the host's spinning touch one line each.
+// A stamped value, as NCCL's low-latency protocol moves data: 8 bytes, the float's bits low and
+// the request's sequence number high, written and read as one 8-byte access (atomic on both
+// sides), so a reader that sees its sequence number has that request's value, whatever order
+// PCIe delivered the other slots in. No fence, no second round trip for a flag.
+using ResidentSlot = uint64_t;
+inline ResidentSlot resident_slot(float v, uint32_t seq) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return (uint64_t)seq << 32 | bits;
+}
+
+// Host <-> kernel mailbox, one mapped pinned allocation. The host writes the rows' slots of `x`,
+// then the control word; the kernel reads the control word and row 0 in one round trip and takes
+// the request once every slot carries the control word's sequence number. It answers with
+// `probs` (and `h1`, `h2` when asked) and `span` (its globaltimer span in ns, low 32 bits),
+// every slot stamped.
 struct ResidentMailbox {
-    // written by the host: control() below
-    alignas(128) uint64_t control;
-    // written by the kernel
-    alignas(128) uint32_t done;     // sequence number of the newest request answered
-    uint32_t pad_;
-    uint64_t gpu_ns;                // globaltimer span of that request: request seen to answer written
-    alignas(128) float x[kResidentRows * kIn];
-    float probs[kResidentRows * kOut];
-    float h1[kResidentRows * kHidden];
-    float h2[kResidentRows * kHidden];
+    alignas(128) uint64_t control;  // written by the host: resident_control() below
+    alignas(128) ResidentSlot x[kResidentRows][kIn];
+    alignas(128) ResidentSlot probs[kResidentRows][kOut];
+    ResidentSlot h1[kResidentRows][kHidden];
+    ResidentSlot h2[kResidentRows][kHidden];
+    ResidentSlot span;
 };
 
 // The control word: bits 0-31 the request's sequence number (0: none yet), 32-39 its rows
@@ -53,10 +60,12 @@ class Resident {
   public:
     // Device weights as the GPU Mlp holds them (they must outlive this object): W1 [784][100]
     // row-major, W2 [112][112] and W3 [112][16] padded, biases padded to 112 / 112 / 16.
-    // skip_zeros: W1 is all finite, so zero pixels may be skipped. The kernel starts at once on
-    // its own non-blocking stream, so other work on the GPU is never queued behind it.
+    // skip_zeros: W1 is all finite, so the one-block design may skip zero pixels. clusters: the
+    // four-block design where the device has it (set_fused_clusters(False) asks for one block,
+    // the sm_80-89 design, testable on Hopper). The kernel starts at once on its own non-blocking
+    // stream, so other work on the GPU is never queued behind it.
     Resident(const float* w1, const float* w2, const float* w3, const float* b1, const float* b2, const float* b3,
-             bool skip_zeros);
+             bool skip_zeros, bool clusters);
     // Stops the kernel (stop(), errors swallowed: a destructor must not throw).
     ~Resident();
     Resident(const Resident&) = delete;
@@ -72,6 +81,8 @@ class Resident {
     // still read it). Idempotent.
     void stop(double timeout_s = 2.0);
     bool running() const { return running_.load(std::memory_order_acquire); }
+    // Blocks of the running design: 4 (a cluster, W1 in shared memory) or 1.
+    int blocks() const { return blocks_; }
     // stop() without leaving the process-wide list (stop_all_residents holds it).
     void halt(double timeout_s);
 
@@ -82,6 +93,7 @@ class Resident {
     ResidentMailbox* box_ = nullptr;   // its host address
     ResidentMailbox* dbox_ = nullptr;  // the same, as the kernel sees it
     uint32_t seq_ = 0;
+    int blocks_ = 1;
     uint64_t control_ = 0;  // the last control word written
     std::atomic<bool> running_{false};  // read by other threads (running(), stop_all_residents)
     bool abandoned_ = false;  // stop() timed out: never free the mailbox
