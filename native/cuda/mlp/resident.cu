@@ -448,9 +448,9 @@ const FreeGuard g_previous_free_guard = set_free_guard(stop_all_residents);
 
 // Listed after the fused kernels (source order); Mlp::forward routes the name here before any plan.
 GEMMPAD_REGISTER_FUSED("cuda.mlp_resident", "fp32", FusedKind::Resident,
-                       "a persistent kernel polling mapped host memory, no launch per call: on sm_90 a cluster of "
-                       "four blocks with W1 in shared memory, else one block skipping zero pixels; fp32 FMAs, "
-                       "8 rows per request");
+                       "a persistent kernel polling mapped host memory, no launch per call (sm_90: a cluster of "
+                       "four blocks holding W1; else one block); fp32 FMAs, 8 rows per request. While it runs, "
+                       "OpenGL on the same GPU loses a timeslice every frame");
 
 Resident::Resident(const float* w1, const float* w2, const float* w3, const float* b1, const float* b2,
                    const float* b3, bool skip_zeros, bool clusters) {
