@@ -68,10 +68,15 @@ def main() -> None:
     mlp = _cuda.Mlp(*(rng.normal(0, 0.1, s).astype(np.float32) for s in shapes))
     print("GL alone, 60 fps:", gl_result(gl(binary, 60, 3)), flush=True)
     print("GL alone, back to back:", gl_result(gl(binary, 0, 3)), flush=True)
-    mlp.resident_start()
+    mlp.resident_start(idle_exit_s=0)  # a kernel that never returns on its own
     time.sleep(0.1)
     print("GL beside an idle resident kernel, 60 fps:", gl_result(gl(binary, 60, 3)), flush=True)
     print("GL beside an idle resident kernel, back to back:", gl_result(gl(binary, 0, 3)), flush=True)
+    mlp.resident_start(idle_exit_s=1.0)  # the default: it returns after 1 s without a request
+    calls(mlp, "cuda.mlp_resident", 1, 0.0)
+    time.sleep(1.2)
+    print(f"resident kernel returned after idling: {mlp.resident_idle}", flush=True)
+    print("GL after the resident kernel's idle exit, back to back:", gl_result(gl(binary, 0, 3)), flush=True)
     print("kernel / scene: end to end us, back to back (median / p99) | paced at 60 a second (median / p99) | GL")
     for kernel in ("cuda.mlp_resident", "cuda.mlp_fused"):
         if kernel != "cuda.mlp_resident":

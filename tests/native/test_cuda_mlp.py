@@ -385,6 +385,41 @@ def test_resident_answers_after_idle_and_across_designs(cuda_mod, rng):
         cuda_mod.set_fused_clusters(before)
 
 
+def test_resident_returns_when_idle_and_comes_back(cuda_mod, resident_blocks, rng):
+    """idle_exit_s: the kernel returns after that long without a request (leaving the GPU to other
+    contexts) and the next call starts it again. Gaps around the threshold race an exit against a
+    request (the host then starts it again and it takes the request): every answer stays right."""
+    import time
+
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    try:
+        mlp.resident_start(idle_exit_s=0.05)
+        x = _inputs(rng, 1)
+        out = np.full((1, 10), np.nan, np.float32)
+        mlp.forward(x, out, RESIDENT)
+        assert not mlp.resident_idle
+        time.sleep(0.3)
+        assert mlp.resident_running and mlp.resident_idle
+        mlp.forward(x, out, RESIDENT)
+        assert_agrees(out, model, x, "fp32", "resident after its idle exit")
+        assert not mlp.resident_idle and mlp.resident_blocks == resident_blocks
+        for i, gap_s in enumerate(np.linspace(0.04, 0.07, 16)):  # hot for 20 ms, returns after 50 ms idle
+            time.sleep(gap_s)
+            x = _inputs(rng, 1 + i % 10)
+            out = np.full((len(x), 10), np.nan, np.float32)
+            mlp.forward(x, out, RESIDENT)
+            assert_agrees(out, model, x, "fp32", f"resident {gap_s:.3f} s after the last request")
+        mlp.resident_start(idle_exit_s=0)  # never: a new kernel that stays
+        time.sleep(0.3)
+        assert mlp.resident_running and not mlp.resident_idle
+        with pytest.raises(ValueError, match="idle_exit_s"):
+            mlp.resident_start(idle_exit_s=-1.0)
+    finally:
+        mlp.resident_stop()
+    assert not mlp.resident_running and not mlp.resident_idle
+
+
 def test_another_objects_frees_stop_the_resident_kernel_first(cuda_mod, rng):
     """A free (or pinned allocation) may wait for every kernel on the device, and a resident one
     never ends: another object growing its buffers, or going, stops it first (no hang), and its

@@ -1,6 +1,8 @@
 // Python binding of the GPU MLP (gemmpad._cuda.Mlp) and its kernel list.
 // Shapes and dtypes are checked here so that a wrong array is a ValueError,
 // never an out-of-bounds read on the device.
+#include <optional>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -119,13 +121,19 @@ void bind_mlp(py::module_& m) {
         .def_property_readonly("device_bytes", &Mlp::device_bytes, "Device memory this object holds.")
         .def(
             "resident_start",
-            [](Mlp& self) {
+            [](Mlp& self, std::optional<double> idle_exit_s) {
+                if (idle_exit_s && !(*idle_exit_s >= 0.0 && *idle_exit_s < 1e6))
+                    throw std::invalid_argument("idle_exit_s must be >= 0 seconds (0: never) and < 1e6");
                 py::gil_scoped_release nogil;
-                self.resident_start();
+                self.resident_start(idle_exit_s.value_or(-1.0));
             },
+            py::arg("idle_exit_s") = py::none(),
             "Start cuda.mlp_resident's persistent kernel (on sm_90 a cluster of four blocks, else one block; its own "
             "stream, polling mapped host memory); forward() with that kernel starts it too. No host thread spins "
-            "while it waits. set_fused_clusters(False) asks for the one-block design.")
+            "while it waits. set_fused_clusters(False) asks for the one-block design. idle_exit_s (default: as last "
+            "asked, 1 s at first; 0: never): the kernel returns after that long without a request, so that it leaves "
+            "the GPU to other contexts (OpenGL drawing on the same GPU loses a timeslice per frame beside it), and "
+            "the next call starts it again.")
         .def(
             "resident_stop",
             [](Mlp& self, double timeout_s) {
@@ -138,6 +146,8 @@ void bind_mlp(py::module_& m) {
             "on timeout, never a hang). Idempotent; deleting the Mlp stops it too.")
         .def_property_readonly("resident_running", &Mlp::resident_running,
                                "Whether cuda.mlp_resident's persistent kernel is running.")
+        .def_property_readonly("resident_idle", &Mlp::resident_idle,
+                               "Whether the persistent kernel returned after idling (the next call starts it again).")
         .def_property_readonly("resident_blocks", &Mlp::resident_blocks,
                                "Blocks of the running persistent kernel: 4 (a cluster holding W1 in shared memory) or "
                                "1; 0 when none runs.")

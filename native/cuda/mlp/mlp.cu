@@ -113,14 +113,17 @@ Mlp::Mlp(const float* W1, const float* b1, const float* W2, const float* b2, con
 
 Mlp::~Mlp() { release(); }
 
-void Mlp::resident_start() {
+void Mlp::resident_start(double idle_exit_s) {
+    if (idle_exit_s < 0.0) idle_exit_s = resident_idle_exit_s_;  // as last asked
     const bool clusters = fused_clusters_enabled();
-    if (resident_ && resident_->running() && resident_clusters_ == clusters) return;
-    resident_.reset();  // stopped from elsewhere (stop_all_residents), or the other design asked for: a new one
+    if (resident_ && resident_->running() && resident_clusters_ == clusters && resident_->idle_exit_s() == idle_exit_s)
+        return;
+    resident_.reset();  // stopped from elsewhere (stop_all_residents), or another design asked for: a new one
     auto f = [](const DeviceBuffer& b) { return static_cast<const float*>(b.ptr); };
     resident_ = std::make_unique<Resident>(f(w_[0][0]), f(fw2_), f(fw3_), f(fbias_[0]), f(fbias_[1]), f(fbias_[2]),
-                                           w1_finite_, clusters);
+                                           w1_finite_, clusters, idle_exit_s);
     resident_clusters_ = clusters;
+    resident_idle_exit_s_ = idle_exit_s;
 }
 
 void Mlp::resident_stop(double timeout_s) {
@@ -132,6 +135,8 @@ void Mlp::resident_stop(double timeout_s) {
 bool Mlp::resident_running() const { return resident_ && resident_->running(); }
 
 int Mlp::resident_blocks() const { return resident_running() ? resident_->blocks() : 0; }
+
+bool Mlp::resident_idle() const { return resident_running() && resident_->idle(); }
 
 double Mlp::run_resident(const void* x, float* out, int batch, Request req, Hidden hidden) {
     using clock = std::chrono::steady_clock;

@@ -193,10 +193,13 @@ class Mlp {
     // a free the driver turns into one) would wait for it forever: every free and pinned
     // allocation of a support/buffer.cuh buffer stops all resident kernels first (the free guard), and
     // the Classifier stops it when switching away.
-    void resident_start();
+    // idle_exit_s: its kernel returns after that long without a request (0: never; negative: as
+    // last asked, 1 s at first) and the next call starts it again (resident.cuh says why).
+    void resident_start(double idle_exit_s = -1.0);
     void resident_stop(double timeout_s);
     bool resident_running() const;
     int resident_blocks() const;  // the running design's blocks (4: a cluster; 1), 0 when none runs
+    bool resident_idle() const;   // running, but its kernel returned after idling (the next call starts it)
 
     // How a call moves data (the measured best: README.md and NOTES.md; set_staging changes it):
     //   float x, batches up to kMappedInMax whose plan splits FMA tiles over a cluster:
@@ -267,6 +270,7 @@ class Mlp {
     double run_resident(const void* x, float* out, int batch, Request req, Hidden hidden);
     std::unique_ptr<Resident> resident_;  // running while set
     bool resident_clusters_ = true;       // what it was started with (set_fused_clusters)
+    double resident_idle_exit_s_ = 1.0;   // and after how long idle its kernel returns
     bool w1_finite_ = true;               // the resident kernel may skip zero pixels
     std::vector<float> u8_rows_;          // 8-bit input as floats, for the resident kernel
 

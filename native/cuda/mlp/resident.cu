@@ -77,7 +77,8 @@ __device__ __forceinline__ uint64_t slot_of(float v, uint32_t seq) {
 struct PollState {
     uint64_t control;    // the control word as last read
     uint64_t hot_until;  // globaltimer: until then x is read with every look at the control word
-    uint64_t t_start;    // when the request was taken (the answer's span starts here)
+    uint64_t t_start;    // when the request was taken (the answer's span starts here; at first, the start)
+    bool idle_exit;      // no request for idle_exit_ns: return (the host starts the kernel again)
 };
 
 // Rows 1..rows-1 of request `seq` into xs (row 0 is there): reads until every slot carries seq.
@@ -106,8 +107,10 @@ __device__ bool read_more_rows(const ResidentMailbox* box, uint32_t seq, int row
 // rows in xs. Hot (within kHotNs of the last request): every look reads the control word and row 0
 // together, one round trip; the request is taken once row 0's slots all carry the control word's
 // sequence number. Cold: thread 0 alone reads the 8-byte control word, with nanosleep between looks,
-// so that an idle kernel moves a few bytes a microsecond over PCIe, not kilobytes.
-__device__ uint64_t wait_for_request(const ResidentMailbox* box, uint32_t seen, float* xs, PollState& st) {
+// so that an idle kernel moves a few bytes a microsecond over PCIe, not kilobytes; after
+// idle_exit_ns (0: never) without a request it marks `exited` and returns kResidentStop.
+__device__ uint64_t wait_for_request(ResidentMailbox* box, uint32_t seen, float* xs, PollState& st,
+                                     uint64_t idle_exit_ns) {
     const int tid = threadIdx.x;
     for (;;) {
         uint64_t a = 0, b = 0;
@@ -139,12 +142,18 @@ __device__ uint64_t wait_for_request(const ResidentMailbox* box, uint32_t seen, 
         if (tid == 0 && globaltimer() > st.hot_until) {
             unsigned sleep_ns = 32;
             for (uint64_t w = c; (uint32_t)w == seen && !(w & kResidentStop); w = ld_volatile_u64(&box->control)) {
+                if (idle_exit_ns && globaltimer() - st.t_start > idle_exit_ns) {
+                    st_volatile_u64(&box->exited, uint64_t{1} << 32 | seen);
+                    st.idle_exit = true;
+                    break;
+                }
                 __nanosleep(sleep_ns);
                 sleep_ns = min(2 * sleep_ns, 1024u);
             }
             st.hot_until = globaltimer() + kHotNs;  // then one more round trip reads x with it
         }
         __syncthreads();
+        if (st.idle_exit) return kResidentStop;
     }
 }
 
@@ -246,11 +255,13 @@ __device__ void layer1(const float* xs, const float* w1, const float* w1q, float
 // W1 [784][100] row-major; w2 [112][112], w3 [112][16] padded (rows past 100 are not read);
 // biases padded. kCluster: launched as one cluster of kBlocks blocks; block 0 (the leader) polls,
 // every block computes layer 1 of its quarter, the leader gathers the four and runs layers 2-3.
+// seen: the last request already answered (the kernel takes the next one); idle_exit_ns: see
+// wait_for_request.
 template <bool kCluster>
 __global__ void __launch_bounds__(kThreads, 1)
     resident_kernel(ResidentMailbox* box, const float* __restrict__ w1, const float* __restrict__ w2,
                     const float* __restrict__ w3, const float* __restrict__ b1, const float* __restrict__ b2,
-                    const float* __restrict__ b3, bool skip_zeros) {
+                    const float* __restrict__ b3, bool skip_zeros, uint32_t seen, uint64_t idle_exit_ns) {
     extern __shared__ __align__(16) float smem[];
     float* w2s = smem;
     float* w3s = w2s + kW2;
@@ -275,18 +286,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         bs[i] = i < kHiddenPad ? b1[i] : i < 2 * kHiddenPad ? b2[i - kHiddenPad] : b3[i - 2 * kHiddenPad];
     if constexpr (kCluster)
         for (int i = tid; i < (int)kW1q; i += kThreads) w1q[i] = w1[(size_t)base * kHidden + i];
-    if (tid == 0) st.hot_until = globaltimer() + kHotNs;
+    if (tid == 0) {
+        st.t_start = globaltimer();
+        st.hot_until = st.t_start + kHotNs;
+        st.idle_exit = false;
+    }
     __syncthreads();
     if constexpr (kCluster) {  // every block runs before any reads another's shared memory
         cluster_arrive_release();
         cluster_wait_acquire();
     }
-    uint32_t seen = 0;  // requests are numbered from 1 (Resident::forward)
 
     for (;;) {
         // ---- the request: the leader polls; barrier A hands its control word and x to the others
         if (leader) {
-            const uint64_t c = wait_for_request(box, seen, xs, st);
+            const uint64_t c = wait_for_request(box, seen, xs, st, idle_exit_ns);
             if (tid == 0) {
                 cmd[0] = (uint32_t)c;
                 cmd[1] = (uint32_t)(c >> 32);
@@ -449,13 +463,15 @@ const FreeGuard g_previous_free_guard = set_free_guard(stop_all_residents);
 // Listed after the fused kernels (source order); Mlp::forward routes the name here before any plan.
 GEMMPAD_REGISTER_FUSED("cuda.mlp_resident", "fp32", FusedKind::Resident,
                        "a persistent kernel polling mapped host memory, no launch per call (sm_90: a cluster of "
-                       "four blocks holding W1; else one block); fp32 FMAs, 8 rows per request. While it runs, "
-                       "OpenGL on the same GPU loses a timeslice every frame");
+                       "four blocks holding W1; else one block); fp32 FMAs, 8 rows per request. It returns after "
+                       "1 s without a request: while it runs, OpenGL on the same GPU loses a timeslice every frame");
 
 Resident::Resident(const float* w1, const float* w2, const float* w3, const float* b1, const float* b2,
-                   const float* b3, bool skip_zeros, bool clusters) {
+                   const float* b3, bool skip_zeros, bool clusters, double idle_exit_s)
+    : idle_exit_s_(idle_exit_s), w1_(w1), w2_(w2), w3_(w3), b1_(b1), b2_(b2), b3_(b3), skip_zeros_(skip_zeros) {
     const size_t cluster_smem = smem_floats(true) * sizeof(float), block_smem = smem_floats(false) * sizeof(float);
     try {
+        if (!(idle_exit_s >= 0.0 && idle_exit_s < 1e6)) throw std::invalid_argument("idle_exit_s must be in [0, 1e6)");
         static bool configured = false;  // one host thread drives the GPU (common.cuh)
         if (!configured) {
             if (cluster_smem <= max_smem_per_block_optin())
@@ -471,21 +487,14 @@ Resident::Resident(const float* w1, const float* w2, const float* w3, const floa
                           resident_clusters(cluster_kernel, kThreads, cluster_smem, kBlocks) > 0
                       ? kBlocks
                       : 1;
-        require_smem(blocks_ > 1 ? cluster_smem : block_smem, "cuda.mlp_resident");
+        smem_ = blocks_ > 1 ? cluster_smem : block_smem;
+        require_smem(smem_, "cuda.mlp_resident");
         mailbox_.reserve(sizeof(ResidentMailbox));  // stops every resident kernel first (the free guard)
         box_ = static_cast<ResidentMailbox*>(mailbox_.ptr);
         dbox_ = static_cast<ResidentMailbox*>(mailbox_.device);
         std::memset(box_, 0, sizeof(ResidentMailbox));
         CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));  // never waits on other work
-        if (blocks_ > 1) {
-            cudaLaunchAttribute attr[1];
-            const cudaLaunchConfig_t cfg =
-                make_launch_config(dim3(kBlocks), dim3(kThreads), cluster_smem, stream_, dim3(kBlocks), attr);
-            CUDA_CHECK(cudaLaunchKernelEx(&cfg, resident_kernel<true>, dbox_, w1, w2, w3, b1, b2, b3, skip_zeros));
-        } else {
-            resident_kernel<false><<<1, kThreads, block_smem, stream_>>>(dbox_, w1, w2, w3, b1, b2, b3, skip_zeros);
-        }
-        CUDA_CHECK_LAUNCH("cuda.mlp_resident");
+        launch(0);  // requests are numbered from 1 (forward)
         running_ = true;
         std::lock_guard<std::mutex> lock(g_mu);
         g_running.push_back(this);
@@ -494,6 +503,28 @@ Resident::Resident(const float* w1, const float* w2, const float* w3, const floa
         mailbox_.release();
         throw;
     }
+}
+
+void Resident::launch(uint32_t seen) {
+    const uint64_t idle_ns = (uint64_t)(idle_exit_s_ * 1e9);
+    if (blocks_ > 1) {
+        cudaLaunchAttribute attr[1];
+        const cudaLaunchConfig_t cfg = make_launch_config(dim3(kBlocks), dim3(kThreads), smem_, stream_, dim3(kBlocks), attr);
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, resident_kernel<true>, dbox_, w1_, w2_, w3_, b1_, b2_, b3_, skip_zeros_, seen,
+                                      idle_ns));
+    } else {
+        resident_kernel<false><<<1, kThreads, smem_, stream_>>>(dbox_, w1_, w2_, w3_, b1_, b2_, b3_, skip_zeros_, seen,
+                                                                idle_ns);
+    }
+    CUDA_CHECK_LAUNCH("cuda.mlp_resident");
+}
+
+void Resident::restart_if_idle() {
+    const uint64_t exited = __atomic_load_n(&box_->exited, __ATOMIC_ACQUIRE);
+    if (!exited) return;
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // it has returned, or is about to
+    __atomic_store_n(&box_->exited, 0, __ATOMIC_RELAXED);
+    launch((uint32_t)exited);  // after the last request it answered: a pending one is taken again
 }
 
 Resident::~Resident() {
@@ -510,6 +541,10 @@ Resident::~Resident() {
 void Resident::check_alive(const char* waiting_for) {
     const cudaError_t e = cudaStreamQuery(stream_);
     if (e == cudaErrorNotReady) return;  // still running, as it should
+    if (e == cudaSuccess && idle()) {    // it idled out as the request came: start it again, it takes the request
+        restart_if_idle();
+        return;
+    }
     running_ = false;
     CUDA_CHECK(e);  // the kernel failed: CUDA's error
     throw CudaError(cudaErrorLaunchFailure,
@@ -583,6 +618,7 @@ double Resident::forward(const float* x, float* out, int batch, float* h1, float
     double gpu_us = 0.0;
     for (int row0 = 0; row0 < batch; row0 += kR) {
         const int rows = std::min(kR, batch - row0);
+        restart_if_idle();  // it returned after idling: start it again (a launch, the weights' load)
         const uint32_t seq = ++seq_ == 0 ? ++seq_ : seq_;  // 0 never names a request
         for (int r = 0; r < rows; ++r) write_slots(box_->x[r], x + (size_t)(row0 + r) * kIn, seq);
         control_ = resident_control(seq, rows, hidden);

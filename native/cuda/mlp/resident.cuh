@@ -42,6 +42,9 @@ struct ResidentMailbox {
     ResidentSlot h1[kResidentRows][kHidden];
     ResidentSlot h2[kResidentRows][kHidden];
     ResidentSlot span;
+    // written by the kernel when it returns on its own after idling (Resident's idle_exit_s):
+    // bit 32 set, bits 0-31 the last request it answered; 0 while it runs
+    alignas(128) uint64_t exited;
 };
 
 // The control word: bits 0-31 the request's sequence number (0: none yet), 32-39 its rows
@@ -64,8 +67,11 @@ class Resident {
     // four-block design where the device has it (set_fused_clusters(False) asks for one block,
     // the sm_80-89 design, testable on Hopper). The kernel starts at once on its own non-blocking
     // stream, so other work on the GPU is never queued behind it.
+    // idle_exit_s: the kernel returns after that long without a request (0: never), so that an
+    // idle one leaves the GPU to other contexts (OpenGL drawing loses a timeslice per frame beside
+    // a running one: NOTES.md); the next forward() starts it again.
     Resident(const float* w1, const float* w2, const float* w3, const float* b1, const float* b2, const float* b3,
-             bool skip_zeros, bool clusters);
+             bool skip_zeros, bool clusters, double idle_exit_s);
     // Stops the kernel (stop(), errors swallowed: a destructor must not throw).
     ~Resident();
     Resident(const Resident&) = delete;
@@ -83,17 +89,26 @@ class Resident {
     bool running() const { return running_.load(std::memory_order_acquire); }
     // Blocks of the running design: 4 (a cluster, W1 in shared memory) or 1.
     int blocks() const { return blocks_; }
+    // Whether the kernel returned after idling (forward() starts it again).
+    bool idle() const { return __atomic_load_n(&box_->exited, __ATOMIC_ACQUIRE) != 0; }
+    double idle_exit_s() const { return idle_exit_s_; }
     // stop() without leaving the process-wide list (stop_all_residents holds it).
     void halt(double timeout_s);
 
   private:
-    void check_alive(const char* waiting_for);  // throws if the kernel has ended or failed
+    void launch(uint32_t seen);                 // the kernel, taking requests after `seen`
+    void restart_if_idle();                     // after an idle exit: wait for the kernel's end, launch it again
+    void check_alive(const char* waiting_for);  // throws if the kernel has failed or ended (other than idling)
     cudaStream_t stream_ = nullptr;
     PinnedBuffer mailbox_;             // the ResidentMailbox, mapped
     ResidentMailbox* box_ = nullptr;   // its host address
     ResidentMailbox* dbox_ = nullptr;  // the same, as the kernel sees it
     uint32_t seq_ = 0;
     int blocks_ = 1;
+    double idle_exit_s_ = 0.0;
+    size_t smem_ = 0;
+    const float *w1_ = nullptr, *w2_ = nullptr, *w3_ = nullptr, *b1_ = nullptr, *b2_ = nullptr, *b3_ = nullptr;
+    bool skip_zeros_ = true;
     uint64_t control_ = 0;  // the last control word written
     std::atomic<bool> running_{false};  // read by other threads (running(), stop_all_residents)
     bool abandoned_ = false;  // stop() timed out: never free the mailbox
