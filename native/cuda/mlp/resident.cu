@@ -3,8 +3,9 @@
 // and writes the probabilities back, stamped alike (NCCL's low-latency slots: no fence, no flag).
 // Change from cuda.mlp_fused's graph replay (a launch + sync floor of ~5.8 us on the H200): no
 // launch, no event, no copy engine. The control word and row 0 come in one PCIe round trip. On
-// sm_90 a cluster of four blocks holds W1 in shared memory, a quarter each (layer 1 dense, no
-// zero skipping needed); elsewhere one block reads W1's rows for nonzero pixels through L2.
+// sm_90 a cluster of four blocks holds W1 in shared memory, a quarter each; the leader pushes each
+// its quarter of x and collects their layer 1 by st.async on mbarriers. Elsewhere one block reads
+// W1's rows for nonzero pixels through L2.
 // Limit: two PCIe crossings (the request seen, the answer seen) and three layers' barriers.
 // Run: gemmpad bench mlp --kernels cuda.mlp_resident --batches 1
 // Profile: not under ncu (it never returns); the kernel's own globaltimer span is kernel_us.
@@ -22,6 +23,7 @@
 #endif
 
 #include "../ptx/cluster.cuh"
+#include "../ptx/mbarrier.cuh"
 #include "../support/device.cuh"
 #include "fused_common.cuh"
 #include "resident.cuh"
@@ -42,14 +44,17 @@ static_assert(kBlocks * kQuarter == kIn && kQuarter % 4 == 0 && kPolled <= kThre
 static_assert(kGroups * kGroupK == kHidden && kGroups * kHiddenPad <= kThreads && kGroups * kR * kOutPad == kThreads,
               "layer 2: a thread per (group, column); layer 3: a thread per (group, row, output)");
 
-// Shared memory (floats): W2 [100][112] | W3 [100][16] | b1 [112] b2 [112] b3 [16] | x [R][784] |
+// Shared memory (floats): W2 [100][100] | W3 [100][16] | b1 [112] b2 [112] b3 [16] | x [R][784] |
 // layer-1 partials [16 warps][R][100] (later layer-2 partials [4][R][112], layer-3 [4][R][16]) |
-// the block's layer 1 [R][100] | h1 [R][100] | h2 [R][100] | (cluster design) W1's quarter [196][100].
-constexpr size_t kW2 = (size_t)kHidden * kHiddenPad, kW3 = (size_t)kHidden * kOutPad, kB = 2 * kHiddenPad + kOutPad;
+// the block's layer 1 [R][100] | h1 [R][100] | h2 [R][100] | (cluster design) W1's quarter [196][100] |
+// (cluster design, the leader's) the other blocks' layer 1 [3][R][100].
+constexpr size_t kW2 = (size_t)kHidden * kHidden, kW3 = (size_t)kHidden * kOutPad, kB = 2 * kHiddenPad + kOutPad;
 constexpr size_t kXs = (size_t)kR * kIn, kPart = (size_t)kWarps * kR * kHidden, kH = (size_t)kR * kHidden;
 constexpr size_t kW1q = (size_t)kQuarter * kHidden;
 static_assert(kPart >= (size_t)kGroups * kR * (kHiddenPad + kOutPad), "layers 2-3 reuse layer 1's partials");
-constexpr size_t smem_floats(bool cluster) { return kW2 + kW3 + kB + kXs + kPart + 3 * kH + (cluster ? kW1q : 0); }
+constexpr size_t smem_floats(bool cluster) {
+    return kW2 + kW3 + kB + kXs + kPart + 3 * kH + (cluster ? kW1q + (kBlocks - 1) * kH : 0);
+}
 
 __device__ __forceinline__ uint64_t ld_volatile_u64(const uint64_t* p) {
     uint64_t v;
@@ -159,9 +164,9 @@ __device__ uint64_t wait_for_request(ResidentMailbox* box, uint32_t seen, float*
 
 // Layer 1 of the block's pixels, one float4 of hidden units per lane (lanes 0-24), summed over the
 // block's warps into `l1` [rows][100] (no bias). Cluster design: W1's quarter in shared memory, every
-// pixel (no branch, no zero test: 0 * Inf stays NaN as in float64). One-block design: the nonzero
-// pixels (NaN counts; all of them unless skip_zeros) compacted so that every warp reads an equal
-// share of W1's rows through L2, eight in flight.
+// pixel, warp w taking pixels w, w + 16, ... (a zero test per pixel cost more than it saved: NOTES).
+// One-block design: the nonzero pixels (NaN counts; all of them unless skip_zeros: 0 * Inf is NaN)
+// compacted so that every warp reads an equal share of W1's rows through L2, eight in flight.
 template <bool kCluster>
 __device__ void layer1(const float* xs, const float* w1, const float* w1q, float* part, float* l1, int rows,
                        int base, bool skip_zeros) {
@@ -271,16 +276,21 @@ __global__ void __launch_bounds__(kThreads, 1)
     float* l1 = part + kPart;
     float* h1s = l1 + kH;
     float* h2s = h1s + kH;
-    float* w1q = h2s + kH;  // cluster design only
+    float* w1q = h2s + kH;      // cluster design only
+    float* inbox = w1q + kW1q;  // cluster design, the leader's: blocks 1-3's layer 1
     __shared__ PollState st;
-    __shared__ __align__(16) uint32_t cmd[4];  // the leader's: request control word's low / high half
+    __shared__ __align__(16) uint32_t cmd[4];  // the request's control word: low half, high half
+    // cluster design: the leader's B counts the others' layer 1 (st.async bytes); the others' C and X
+    // count the control word and their quarter of x, pushed by the leader
+    __shared__ __align__(8) uint64_t bar_b, bar_c, bar_x;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const unsigned rank = kCluster ? cluster_rank() : 0;
     const bool leader = rank == 0;
     const int base = kCluster ? kQuarter * (int)rank : 0;  // this block's first pixel
+    constexpr int kQuads = kQuarter / 4;                   // float4s of x in a quarter row
 
     // ---- once: W2, W3, the biases (and the cluster design's W1 quarter) into shared memory
-    for (int i = tid; i < (int)kW2; i += kThreads) w2s[i] = w2[i];
+    for (int i = tid; i < (int)kW2; i += kThreads) w2s[i] = w2[i / kHidden * kHiddenPad + i % kHidden];
     for (int i = tid; i < (int)kW3; i += kThreads) w3s[i] = w3[i];
     for (int i = tid; i < (int)kB; i += kThreads)
         bs[i] = i < kHiddenPad ? b1[i] : i < 2 * kHiddenPad ? b2[i - kHiddenPad] : b3[i - 2 * kHiddenPad];
@@ -290,77 +300,100 @@ __global__ void __launch_bounds__(kThreads, 1)
         st.t_start = globaltimer();
         st.hot_until = st.t_start + kHotNs;
         st.idle_exit = false;
+        if constexpr (kCluster) {
+            mbar_init(&bar_b, 1);
+            mbar_init(&bar_c, 1);
+            mbar_init(&bar_x, 1);
+            mbar_init_fence();
+            if (!leader) mbar_expect_tx(&bar_c, sizeof cmd);  // the first request's control word
+        }
     }
     __syncthreads();
-    if constexpr (kCluster) {  // every block runs before any reads another's shared memory
+    if constexpr (kCluster) {  // every block runs, its barriers set, before any writes into another
         cluster_arrive_release();
         cluster_wait_acquire();
     }
+    unsigned phase = 0;  // cluster design: parity of the barriers' current phase (one per request)
 
     for (;;) {
-        // ---- the request: the leader polls; barrier A hands its control word and x to the others
+        // ---- the request: the leader polls, then pushes the control word and each quarter of x to
+        // the block that owns it (st.async, counted on that block's mbarriers); the others wait
         if (leader) {
             const uint64_t c = wait_for_request(box, seen, xs, st, idle_exit_ns);
             if (tid == 0) {
                 cmd[0] = (uint32_t)c;
                 cmd[1] = (uint32_t)(c >> 32);
             }
+            if constexpr (kCluster) {
+                const int n = (c & kResidentStop) ? 0 : min(max((int)((c >> 32) & 0xff), 1), kR) * kQuads;
+                if (tid == 0 && n) mbar_expect_tx(&bar_b, (kBlocks - 1) * (n / kQuads) * kHidden * sizeof(float));
+                for (int i = tid; i < (kBlocks - 1) * n; i += kThreads) {
+                    const unsigned b = 1 + i / n;
+                    const int off = (i % n / kQuads) * kIn + kQuarter * b + 4 * (i % kQuads);
+                    st_async_v4_f32(cluster_map_u32(xs + off, b), reinterpret_cast<const float4*>(xs)[off / 4],
+                                    cluster_map_u32(&bar_x, b));
+                }
+                if (tid > 0 && tid < kBlocks) {
+                    const float4 v = make_float4(__uint_as_float((uint32_t)c), __uint_as_float((uint32_t)(c >> 32)),
+                                                 0.0f, 0.0f);
+                    st_async_v4_f32(cluster_map_u32(cmd, tid), v, cluster_map_u32(&bar_c, tid));
+                }
+            }
+        } else if constexpr (kCluster) {
+            if (warp == 0) mbar_wait<true>(&bar_c, phase);
         }
-        uint32_t c_lo, c_hi;
-        if constexpr (kCluster) {
-            cluster_arrive_release();
-            cluster_wait_acquire();  // barrier A
-            const float4 v = ld_cluster_v4(cluster_map_u32(cmd, 0));
-            c_lo = __float_as_uint(v.x);
-            c_hi = __float_as_uint(v.y);
-        } else {
-            __syncthreads();
-            c_lo = cmd[0];
-            c_hi = cmd[1];
-        }
-        const uint64_t control = (uint64_t)c_hi << 32 | c_lo;
+        __syncthreads();  // the control word is in cmd
+        stamp(0);  // (phase marks: fused_common.cuh)
+        const uint64_t control = (uint64_t)cmd[1] << 32 | cmd[0];
         if (control & kResidentStop) {
-            if constexpr (kCluster) {  // the leader's shared memory stays until every block has read it
+            if constexpr (kCluster) {  // no block leaves while another may still write into it
                 cluster_arrive_relaxed();
                 cluster_wait_acquire();
             }
             return;
         }
-        const uint32_t req = c_lo;
+        const uint32_t req = (uint32_t)control;
         const int rows = min(max((int)((control >> 32) & 0xff), 1), kR);
         const bool want_hidden = (control & kResidentHidden) != 0;
 
-        // ---- layer 1: the others copy their quarter of x from the leader first
+        // ---- layer 1 of this block's pixels; the others wait for their quarter of x first
         if constexpr (kCluster) {
             if (!leader) {
-                constexpr int kQuads = kQuarter / 4;
-                const unsigned src = cluster_map_u32(xs, 0);
-                for (int i = tid; i < rows * kQuads; i += kThreads) {
-                    const int off = (i / kQuads) * kIn + base + 4 * (i % kQuads);
-                    *reinterpret_cast<float4*>(xs + off) = ld_cluster_v4(src + 4u * off);
+                if (tid == 0) {
+                    mbar_expect_tx(&bar_x, rows * kQuads * sizeof(float4));
+                    mbar_expect_tx(&bar_c, sizeof cmd);  // the next request's control word (a new phase)
                 }
+                if (warp == 0) mbar_wait<true>(&bar_x, phase);
                 __syncthreads();
             }
         }
+        stamp(1);
         layer1<kCluster>(xs, w1, w1q, part, l1, rows, base, skip_zeros);
+        __syncthreads();
+        stamp(2);
         if constexpr (kCluster) {
-            cluster_arrive_release();
-            cluster_wait_acquire();  // barrier B: every block's layer 1 is in its shared memory
-            if (!leader) {  // done until the next request (barrier A: the leader has read l1 by then)
+            if (!leader) {  // layer 1 into the leader's inbox; done until the next request
+                float* slot = inbox + (rank - 1) * kH;
+                for (int t = tid; t < rows * kHidden / 4; t += kThreads)
+                    st_async_v4_f32(cluster_map_u32(slot + 4 * t, 0), reinterpret_cast<const float4*>(l1)[t],
+                                    cluster_map_u32(&bar_b, 0));
+                phase ^= 1;
                 seen = req;
                 continue;
             }
-        } else {
+            if (warp == 0) mbar_wait<true>(&bar_b, phase);  // the others' layer 1 has arrived
+            phase ^= 1;
             __syncthreads();
         }
+        stamp(3);
         // h1 = relu(b1 + the blocks' layer 1)
         for (int t = tid; t < rows * kHidden / 4; t += kThreads) {
             const int c = 4 * (t % (kHidden / 4));
             float4 v = reinterpret_cast<const float4*>(l1)[t];
             if constexpr (kCluster) {
 #pragma unroll
-                for (unsigned b = 1; b < kBlocks; ++b) {
-                    const float4 o = ld_cluster_v4(cluster_map_u32(l1, b) + 16u * t);
+                for (int b = 0; b < kBlocks - 1; ++b) {
+                    const float4 o = reinterpret_cast<const float4*>(inbox + b * kH)[t];
                     v.x += o.x;
                     v.y += o.y;
                     v.z += o.z;
@@ -371,20 +404,21 @@ __global__ void __launch_bounds__(kThreads, 1)
             reinterpret_cast<float4*>(h1s)[t] = v;
         }
         __syncthreads();
+        stamp(4);
 
         // ---- layer 2: thread (g, c) sums k in group g for column c of every row; then h2 = relu(b2 + sum)
-        float* p2 = part;  // [4][R][112]
-        if (tid < kGroups * kHiddenPad) {
+        float* p2 = part;  // [4][R][112], columns past 100 unused
+        if (tid < kGroups * kHiddenPad && tid % kHiddenPad < kHidden) {
             const int g = tid / kHiddenPad, c = tid % kHiddenPad;
             for (int r = 0; r < rows; ++r) {
                 float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll 5
                 for (int k = g * kGroupK; k < (g + 1) * kGroupK - 1; k += 2) {
-                    a0 = fmaf(h1s[r * kHidden + k], w2s[k * kHiddenPad + c], a0);
-                    a1 = fmaf(h1s[r * kHidden + k + 1], w2s[(k + 1) * kHiddenPad + c], a1);
+                    a0 = fmaf(h1s[r * kHidden + k], w2s[k * kHidden + c], a0);
+                    a1 = fmaf(h1s[r * kHidden + k + 1], w2s[(k + 1) * kHidden + c], a1);
                 }
                 const int k = (g + 1) * kGroupK - 1;  // 25 k per group: the odd one
-                a0 = fmaf(h1s[r * kHidden + k], w2s[k * kHiddenPad + c], a0);
+                a0 = fmaf(h1s[r * kHidden + k], w2s[k * kHidden + c], a0);
                 p2[(g * kR + r) * kHiddenPad + c] = a0 + a1;
             }
         }
@@ -398,6 +432,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __syncthreads();
 
+        stamp(5);
         // ---- layer 3: thread (g, r, o); then softmax, warp r for row r (both half-warps hold it)
         float* p3 = part + kGroups * kR * kHiddenPad;  // [4][R][16], apart from p2 (no barrier between)
         {
@@ -429,6 +464,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 st_volatile_u64(&box->h2[0][0] + t, slot_of(h2s[t], req));
             }
         }
+        stamp(6);
         // ---- the span, stamped like the rest (the host waits for every slot it reads, in any order)
         if (tid == 0) st_volatile_u64(&box->span, (uint64_t)req << 32 | (uint32_t)(globaltimer() - st.t_start));
         seen = req;
