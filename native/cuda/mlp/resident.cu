@@ -72,6 +72,8 @@ __device__ __forceinline__ uint64_t globaltimer() {
     asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
     return t;
 }
+// A control word's rows (resident_control, resident.cuh), clamped to 1..kR.
+__device__ __forceinline__ int rows_of(uint64_t control) { return min(max((int)((control >> 32) & 0xff), 1), kR); }
 __device__ __forceinline__ uint32_t stamp_of(uint64_t slot) { return (uint32_t)(slot >> 32); }
 __device__ __forceinline__ float value_of(uint64_t slot) { return __uint_as_float((uint32_t)slot); }
 __device__ __forceinline__ uint64_t slot_of(float v, uint32_t seq) {
@@ -133,7 +135,7 @@ __device__ uint64_t wait_for_request(ResidentMailbox* box, uint32_t seen, float*
                 xs[2 * tid] = value_of(a);
                 xs[2 * tid + 1] = value_of(b);
             }
-            const int rows = min(max((int)((c >> 32) & 0xff), 1), kR);
+            const int rows = rows_of(c);
             if (rows > 1 && !read_more_rows(box, seq, rows, xs, st)) continue;
             if (tid == 0) {
                 st.t_start = globaltimer();
@@ -325,7 +327,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 cmd[1] = (uint32_t)(c >> 32);
             }
             if constexpr (kCluster) {
-                const int n = (c & kResidentStop) ? 0 : min(max((int)((c >> 32) & 0xff), 1), kR) * kQuads;
+                const int n = (c & kResidentStop) ? 0 : rows_of(c) * kQuads;
                 if (tid == 0 && n) mbar_expect_tx(&bar_b, (kBlocks - 1) * (n / kQuads) * kHidden * sizeof(float));
                 for (int i = tid; i < (kBlocks - 1) * n; i += kThreads) {
                     const unsigned b = 1 + i / n;
@@ -353,7 +355,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             return;
         }
         const uint32_t req = (uint32_t)control;
-        const int rows = min(max((int)((control >> 32) & 0xff), 1), kR);
+        const int rows = rows_of(control);
         const bool want_hidden = (control & kResidentHidden) != 0;
 
         // ---- layer 1 of this block's pixels; the others wait for their quarter of x first
