@@ -487,14 +487,15 @@ def test_kernel_list(cuda_mod):
 
 @pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_tf32", "cuda.06_vectorized"])
 def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
-    """x of at least min_bytes goes to the GPU in chunks over several host threads
-    (staging.cu's stage_chunked). Chunks that split rows, a ragged last chunk, more threads
-    than chunks, one thread, and the one-copy path all give the reference's answer."""
+    """x of at least min_bytes goes to the GPU in chunks over several host threads, the DMAs
+    queued over the staged prefix as it grows (staging.cu's stage_chunked). Chunks that split
+    rows, a ragged last chunk, chunks of a few KB (hundreds of them, dozens of DMAs), more
+    threads than chunks, one thread, and the one-copy path all give the reference's answer."""
     model = random_model(rng)
     mlp = _mlp(cuda_mod, model)
     precision = registry.get(kernel).precision
     for min_bytes, chunk, threads in ((0, 100_003, 3), (0, 1 << 20, 8), (0, 4096 * 784 * 4, 4), (0, 65_536, 1),
-                                      (1 << 62, 1 << 20, 4)):
+                                      (0, 4_099, 6), (1 << 62, 1 << 20, 4)):
         mlp.set_staging(min_bytes, chunk, threads)
         for batch in (65, 129, 1000, 4096):
             x = _inputs(rng, batch)

@@ -92,9 +92,7 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
 
 void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
                   const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden) {
-    // (the split kernel checks its own: 8-bit x only by slices, Split::launch in fused_mlp.cu)
-    if (plan.x_u8 && plan.design == FusedPlan::Rows)
-        throw std::logic_error("cuda.mlp_fused: the row-block kernel loads float x only");
+    // (each design checks its own 8-bit x: the split kernel only by slices, the row-block one only by TMA)
     if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream, hidden);
     else if (plan.design == FusedPlan::KSplit) launch_fused_ksplit(plan, w, x, out, batch, stream, hidden);
     else launch_fused_split(plan, w, x, out, batch, scratch, stream, hidden);

@@ -2,7 +2,7 @@
 // or 32-row tile runs all three layers on tensor cores, no hand-off between blocks.
 // Change from a split-K WMMA kernel: no split of K, so layers 2-3 follow layer 1 from shared memory (no
 // global scratch, fence or counter); mma.sync.m16n8k8 with B fragments streamed from L2 in fragment
-// order, 14 k-steps in flight; x by cp.async (a TMA box per chunk on sm_90); 3xTF32 for fp32 accuracy.
+// order, 14 k-steps in flight; x by cp.async (a TMA box per chunk on sm_90, 8-bit x too); 3xTF32 for fp32 accuracy.
 // Limit: W1's 351 KB per block at 16-byte loads; 3xTF32 issues three products where tf32 issues one.
 // Run: gemmpad bench mlp --kernels cuda.mlp_fused --batches 4096
 // Profile: ncu -k regex:rows_kernel gemmpad bench mlp --kernels cuda.mlp_fused --batches 4096
@@ -20,9 +20,10 @@ static_assert(kChunks * kChunkK == kIn && kRing == kKSteps2, "the ring also hold
 
 constexpr int kXt = kChunkK + 4;  // TMA x tile: per chunk [BM][116] (= 20 mod 32 banks), 4 columns of overlap
 
-template <int BM, int kWarps, bool kTma = false>
+template <int BM, int kWarps, bool kTma = false, bool kU8 = false>
 constexpr size_t smem_floats() {
-    return (kTma ? (size_t)kChunks * BM * kXt + 32 : (size_t)BM * kXs) + (size_t)kWarps * BM * kOutPad;  // +32: alignment
+    return (kTma ? (size_t)kChunks * BM * kXt + 32 : (size_t)BM * kXs) + (size_t)kWarps * BM * kOutPad +  // +32: alignment
+           (kU8 ? (size_t)BM * kIn / 4 : 0);  // the bytes TMA lands, [7][BM][112]
 }
 
 // Wait until at most `pending` (0-6) cp.async groups are still in flight (an immediate operand, hence the switch).
@@ -80,7 +81,10 @@ __device__ __forceinline__ void store_relu(const float (&hi)[kMt][2][4], const f
 // `xmap` over x [batch, 784]; rows past the batch and columns past 784 arrive as zeros).
 // kHid: a build that also stores the hidden layers (FusedHidden); separate because the stores
 // alone took the tf32 16-row cp.async tile from 92 to 98 registers, 3 blocks per SM to 2.
-template <int BM, Engine E, bool kTma, bool kHid>
+// kU8 (with kTma; FusedPlan::x_u8): `xmap` is over 8-bit pixels [batch, 784]; each chunk lands as
+// BM x 112 bytes and is made floats (pixel_floats) in the tile before the warps read it, instead of
+// a conversion kernel writing 4 bytes per pixel to global memory that this kernel reads back.
+template <int BM, Engine E, bool kTma, bool kHid, bool kU8 = false>
 __global__ void __launch_bounds__(kPairs * 32)
     rows_kernel(FusedWeights w, const float* __restrict__ x, float* __restrict__ out, int batch,
                 const __grid_constant__ CUtensorMap xmap, FusedHidden hid) {
@@ -94,6 +98,8 @@ __global__ void __launch_bounds__(kPairs * 32)
     float* h1s = smem;
     float* h2s = smem + BM * kHs;
     float* red = smem + (kTma ? kChunks * BM * kXt : BM * kXs);  // [warps][BM][16]: layer-3 partial logits
+    uint8_t* x8s = reinterpret_cast<uint8_t*>(red + kWarps * BM * kOutPad);  // kU8: [7][BM][112] (128-byte aligned)
+    static_assert(!kU8 || kTma, "8-bit x comes by TMA only");
     __shared__ __align__(8) uint64_t xbar[kChunks];             // TMA: one per chunk
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, t = lane % 4;
     const int pair = warp % kPairs, m0 = (warp / kPairs) * kMt;
@@ -107,8 +113,13 @@ __global__ void __launch_bounds__(kPairs * 32)
             mbar_init_fence();
             for (int c = 0; c < kChunks; ++c) {
                 const int cc = (c + rot) % kChunks;
-                mbar_expect_tx(&xbar[cc], BM * kXt * sizeof(float));
-                tma_load_2d(xs + cc * BM * kXt, &xmap, cc * kChunkK, row0, &xbar[cc]);
+                if constexpr (kU8) {
+                    mbar_expect_tx(&xbar[cc], BM * kChunkK);
+                    tma_load_2d(x8s + cc * BM * kChunkK, &xmap, cc * kChunkK, row0, &xbar[cc]);
+                } else {
+                    mbar_expect_tx(&xbar[cc], BM * kXt * sizeof(float));
+                    tma_load_2d(xs + cc * BM * kXt, &xmap, cc * kChunkK, row0, &xbar[cc]);
+                }
             }
         }
         __syncthreads();  // the barriers are initialised before anyone waits on them
@@ -142,6 +153,19 @@ __global__ void __launch_bounds__(kPairs * 32)
         const int cc = (c + rot) % kChunks;
         if constexpr (kTma) {
             mbar_wait(&xbar[cc], 0);
+            if constexpr (kU8) {  // this chunk's bytes into the float tile, 16 pixels a thread, then all warps read it
+                const uint4* src8 = reinterpret_cast<const uint4*>(x8s + cc * BM * kChunkK);
+                float* dst = xs + cc * BM * kXt;
+                for (int i = tid; i < BM * (kChunkK / 16); i += kThreads) {
+                    const uint4 v = src8[i];
+                    float4* d = reinterpret_cast<float4*>(dst + (i / (kChunkK / 16)) * kXt + 16 * (i % (kChunkK / 16)));
+                    d[0] = pixel_floats(v.x);
+                    d[1] = pixel_floats(v.y);
+                    d[2] = pixel_floats(v.z);
+                    d[3] = pixel_floats(v.w);
+                }
+                __syncthreads();
+            }
         } else {
             cp_async_wait_dyn(kChunks - 1 - c);
             __syncthreads();
@@ -221,12 +245,12 @@ __global__ void __launch_bounds__(kPairs * 32)
     }
 }
 
-template <int BM, Engine E, bool kTma>
+template <int BM, Engine E, bool kTma, bool kU8 = false>
 void launch_config(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
                    const FusedHidden& hid) {
     constexpr int kThreads = kPairs * 32;
-    constexpr size_t smem = smem_floats<BM, kPairs, kTma>() * sizeof(float);
-    constexpr auto plain = rows_kernel<BM, E, kTma, false>, hidden = rows_kernel<BM, E, kTma, true>;
+    constexpr size_t smem = smem_floats<BM, kPairs, kTma, kU8>() * sizeof(float);
+    constexpr auto plain = rows_kernel<BM, E, kTma, false, kU8>, hidden = rows_kernel<BM, E, kTma, true, kU8>;
     static bool configured = false;  // one host thread drives the GPU (common.cuh)
     if (!configured) {
         require_smem(smem, "cuda.mlp_fused row-block kernel");
@@ -236,20 +260,26 @@ void launch_config(const FusedWeights& w, const float* x, float* out, int batch,
     }
     const auto kernel = hid.h1 || hid.h2 ? hidden : plain;
     CUtensorMap map{};
-    if constexpr (kTma)  // boxes of BM rows x 116 columns
+    if constexpr (kU8)  // boxes of BM rows x 112 pixels (x points at bytes: FusedPlan::x_u8)
+        map = tensor_map_2d(x, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, batch, kIn, BM, kChunkK, CU_TENSOR_MAP_SWIZZLE_NONE,
+                            "x (uint8)");
+    else if constexpr (kTma)  // boxes of BM rows x 116 columns
         map = tensor_map_2d(x, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), batch, kIn, BM, kXt,
                             CU_TENSOR_MAP_SWIZZLE_NONE, "x (fp32)");
     kernel<<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, x, out, batch, map, hid);
     CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (rows)" : "cuda.mlp_fused (rows, 3xTF32)");
 }
 
-// The launch of one tile size: the x tile by TMA where the plan asks for it (sm_90), else by cp.async.
+// The launch of one tile size: the x tile by TMA where the plan asks for it (sm_90; 8-bit x only so),
+// else by cp.async.
 template <Engine E, int BM>
 void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
                  const FusedHidden& hid) {
+    if (p.x_u8 && !p.tma_x) throw std::logic_error("row-block kernel: 8-bit x comes by TMA only (sm_90)");
     if (p.tma_x) {
         static const bool ok = cluster_binary(reinterpret_cast<const void*>(rows_kernel<BM, E, true, false>));
         if (!ok) throw std::invalid_argument("row-block kernel: the x tile by TMA needs sm_90");
+        if (p.x_u8) return launch_config<BM, E, true, true>(w, x, out, batch, stream, hid);
         return launch_config<BM, E, true>(w, x, out, batch, stream, hid);
     }
     launch_config<BM, E, false>(w, x, out, batch, stream, hid);
@@ -259,8 +289,10 @@ template <Engine E>
 void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
                    cudaStream_t stream, const FusedHidden& hid) {
     int bm = p.bm;
-    // 32-row tiles need 115 KB of shared memory (118 KB with TMA): Hopper and A100, not the 99 KB of sm_86/89.
-    const size_t smem32 = p.tma_x ? smem_floats<32, kPairs, true>() : smem_floats<32, kPairs>();
+    // 32-row tiles need 115 KB of shared memory (118 KB with TMA, 143 KB from bytes): Hopper and A100, not the 99 KB of sm_86/89.
+    const size_t smem32 = p.x_u8 ? smem_floats<32, kPairs, true, true>()
+                          : p.tma_x ? smem_floats<32, kPairs, true>()
+                                    : smem_floats<32, kPairs>();
     if (bm == 32 && smem32 * sizeof(float) > max_smem_per_block_optin()) bm = 16;
     if (bm == 32) return launch_tile<E, 32>(p, w, x, out, batch, stream, hid);
     if (bm == 16) return launch_tile<E, 16>(p, w, x, out, batch, stream, hid);

@@ -54,11 +54,14 @@ __global__ void copy_handoff_kernel() {}
 
 }  // namespace
 
-// x: pinned host staging -> device (unless forward() has queued that already: stage_chunked),
-// then the hand-off kernel above.
-static void copy_in(void* dst, const void* src, size_t bytes, bool staged, cudaStream_t stream) {
-    if (!staged) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
-    copy_handoff_kernel<<<1, 32, 0, stream>>>();
+
+// x: pinned host staging -> device (in_ -> x_, 8-bit: in8_ -> x8_; unless forward() has queued that
+// already: stage_chunked), then the hand-off kernel above.
+void Mlp::copy_in_x(int batch, Request req, bool staged) {
+    if (!staged)
+        CUDA_CHECK(cudaMemcpyAsync(req.u8 ? x8_.ptr : x_.ptr, req.u8 ? in8_.ptr : in_.ptr,
+                                   (size_t)batch * kIn * (req.u8 ? 1 : sizeof(float)), cudaMemcpyHostToDevice, stream_));
+    copy_handoff_kernel<<<1, 32, 0, stream_>>>();
     CUDA_CHECK_LAUNCH("copy hand-off");
 }
 
@@ -338,28 +341,26 @@ bool Mlp::staged(int batch, Request req) const {
 void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     FusedPlan plan = fused_plan(kind, batch);
     // x from host memory only where the kernel shares it over a cluster (read once, not once per block),
-    // 8-bit x there too where the policy reads it in place. Those slices, and the k-split kernel from
-    // bytes copied to the device, load 8-bit x themselves and make the floats as they go; otherwise a
-    // kernel makes the floats in x_ first (through the mapping, the k-split kernel's cp.async reads
-    // measured 1.2-1.5x slower than that kernel's spread loads: NOTES.md).
+    // 8-bit x there too where the policy reads it in place. Those slices, and the k-split and row-block
+    // (TMA) kernels from bytes copied to the device, load 8-bit x themselves and make the floats as they
+    // go; otherwise a kernel makes the floats in x_ first (through the mapping, the k-split kernel's
+    // cp.async reads measured 1.2-1.5x slower than that kernel's spread loads: NOTES.md).
     plan.x_slices = batch <= kMappedInMax && (!req.u8 || mapped_u8(batch)) && plan.design == FusedPlan::Split &&
                     plan.engine == Engine::Fma && fused_split_max_clusters(plan) > 0;
-    plan.x_u8 = req.u8 && (plan.x_slices || (plan.design == FusedPlan::KSplit && !mapped_u8(batch)));
-    const bool mapped_in = plan.x_slices, out_mapped = mapped_out(batch);
-    const size_t in_bytes = (size_t)batch * kIn * sizeof(float), out_bytes = (size_t)batch * kOut * sizeof(float);
+    const bool copied_u8 = req.u8 && !mapped_u8(batch);
+    plan.x_u8 = req.u8 && (plan.x_slices || (copied_u8 && (plan.design == FusedPlan::KSplit ||
+                                                          (plan.design == FusedPlan::Rows && plan.tma_x))));
+    const bool out_mapped = mapped_out(batch);
+    const size_t out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
-    const float* src = plan.x_u8  ? static_cast<const float*>(u8_source(batch))  // (FusedPlan::x_u8)
-                       : mapped_in ? static_cast<const float*>(in_.device)
-                                   : static_cast<const float*>(x_.ptr);
+    const float* src = plan.x_u8       ? static_cast<const float*>(u8_source(batch))  // (FusedPlan::x_u8)
+                       : plan.x_slices ? static_cast<const float*>(in_.device)
+                                       : static_cast<const float*>(x_.ptr);
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
-    if (req.u8) {  // bytes to the device (small batches: read through the mapping), floats made there
-        if (!mapped_u8(batch)) copy_in(x8_.ptr, in8_.ptr, (size_t)batch * kIn, staged(batch, req), stream_);
-        CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
-        if (!plan.x_u8) enqueue_u8_in(batch);
-    } else {
-        if (!mapped_in) copy_in(x_.ptr, in_.ptr, in_bytes, staged(batch, req), stream_);
-        CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
-    }
+    // bytes to the device unless read through the mapping (small batches), floats unless the slices read them there
+    if (req.u8 ? !mapped_u8(batch) : !plan.x_slices) copy_in_x(batch, req, staged(batch, req));
+    CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
+    if (req.u8 && !plan.x_u8) enqueue_u8_in(batch);  // the floats made on the device
     const FusedHidden hid{req.hidden & 1 ? static_cast<float*>(h1_.ptr) : nullptr,
                           req.hidden & 2 ? static_cast<float*>(h2_.ptr) : nullptr};
     launch_fused(plan, fused_weights(), src, dst, batch, s, stream_, hid);
@@ -425,7 +426,7 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
     const bool chunked = staged(batch, req);
     void* pinned = req.u8 ? in8_.ptr : in_.ptr;
     if (chunked) stage_chunked(x, in_bytes, pinned, req.u8 ? x8_.ptr : x_.ptr);  // queued ahead of graph or layers
-    else if (in_bytes > staging_.chunk_bytes) stage_chunked(x, in_bytes, pinned, nullptr);  // host copies only
+    else if (in_bytes > kMappedSplitBytes) stage_chunked(x, in_bytes, pinned, nullptr);  // host copies only
     else std::memcpy(pinned, x, in_bytes);  // pinned staging: read mapped or copied to the device
     if (fused) {
         const Graph& graph = fused_graph(kind, batch, req);
@@ -434,14 +435,9 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
         if (spin) std::fill_n(static_cast<uint32_t*>(out_.ptr), (size_t)batch * kOut, kPending);
         graph.launch(stream_);
     } else {
-        if (req.u8) {
-            if (!mapped_u8(batch)) copy_in(x8_.ptr, in8_.ptr, in_bytes, chunked, stream_);
-            CUDA_CHECK(cudaEventRecord(start_, stream_));
-            enqueue_u8_in(batch);
-        } else {
-            copy_in(x_.ptr, in_.ptr, in_bytes, chunked, stream_);
-            CUDA_CHECK(cudaEventRecord(start_, stream_));
-        }
+        if (!(req.u8 && mapped_u8(batch))) copy_in_x(batch, req, chunked);
+        CUDA_CHECK(cudaEventRecord(start_, stream_));
+        if (req.u8) enqueue_u8_in(batch);
         forward_layered(kernel, batch);
         CUDA_CHECK(cudaEventRecord(stop_, stream_));
         CUDA_CHECK(cudaMemcpyAsync(out_.ptr, probs_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));

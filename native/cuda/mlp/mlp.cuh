@@ -107,7 +107,7 @@ struct FusedPlan {
     bool cluster = true;  // split: thread-block cluster + DSMEM hand-off where available (else global partials)
     bool x_slices = false;  // split, FMA tiles, clusters: each block loads 1/S of the x tile and shares it (x in host memory)
     bool tma_x = false;  // rows, sm_90: the x tile by TMA boxes instead of cp.async
-    bool x_u8 = false;   // k-split, or split with x_slices: x points at 8-bit pixels, made floats as they load
+    bool x_u8 = false;   // k-split, split with x_slices, rows with tma_x: x points at 8-bit pixels, made floats as they load
 };
 // The plan a kernel runs for a batch (measured choices: fused_dispatch.cu, NOTES.md).
 FusedPlan fused_plan(FusedKind kind, int batch);
@@ -208,19 +208,20 @@ class Mlp {
     //     copies x to the device first.
     //   8-bit x, batches up to Staging::mapped_u8_rows: read in place from mapped pinned
     //     memory (no DMA, no copy-engine hand-over); beyond, copied to the device first. The
-    //     x_slices plans and the k-split kernel (copied bytes) load the bytes themselves
-    //     (FusedPlan::x_u8), others after the conversion kernel.
+    //     x_slices plans, the k-split kernel and the row-block kernel's TMA tiles (copied bytes)
+    //     load the bytes themselves (FusedPlan::x_u8), others after the conversion kernel.
     //   batches up to Staging::mapped_out_rows (fused kernels): the kernel writes the
     //     probabilities to mapped pinned host memory, and the host, instead of waiting
     //     for the stream, spins until every value has replaced the marker it wrote there
     //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
     static constexpr int kMappedInMax = 64, kMappedU8Rows = 256, kMappedOutRows = 512;
-    // Copies to the device (native/tools/mlp_probe/staging.cu times the choices): inputs of
-    // at least `min_bytes` go in chunks of `chunk_bytes`, each copied into pinned staging by
-    // one of `threads` host threads, which queues that chunk's DMA at once, so host copies and
-    // DMAs overlap; smaller inputs take one host copy and a memcpy node of the graph. Input
-    // the kernel reads through the mapping, when larger than a chunk, is copied into pinned
-    // memory the same way, in chunks over the threads, without the DMAs.
+    static constexpr size_t kMappedSplitBytes = size_t{512} << 10;  // (at the default limits never reached)
+    // Copies to the device (staging.cu says how; NOTES.md has the sweeps): inputs of at least
+    // `min_bytes` go in chunks of `chunk_bytes`, each copied into pinned staging by one of
+    // `threads` host threads, while the calling thread queues DMAs over the staged prefix, so
+    // host copies and DMAs overlap; smaller inputs take one host copy and a memcpy node of the
+    // graph. Input the kernel reads through the mapping, when larger than kMappedSplitBytes, is
+    // copied into pinned memory the same way, in chunks over the threads, without the DMAs.
     struct Staging {
         size_t min_bytes, chunk_bytes;
         int threads;
@@ -228,8 +229,8 @@ class Mlp {
     };
     void set_staging(const Staging& staging);
     Staging staging() const { return staging_; }
-    // The measured choice: every batch the kernel does not read from mapped memory, 512 KiB chunks,
-    // up to 4 threads (half the CPUs this process may run on, at least one); the mapped limits above.
+    // The measured choice: every batch the kernel does not read from mapped memory, 64 KiB chunks,
+    // up to 8 threads (half the CPUs this process may run on, at least one); the mapped limits above.
     static Staging default_staging();
     FusedWeights fused_weights() const;
 
@@ -257,6 +258,7 @@ class Mlp {
     void forward_layered(const std::string& kernel, int batch);
     GraphKey fused_key(FusedKind kind, int batch, Request req) const;
     void enqueue_fused(FusedKind kind, int batch, Request req);  // copy in (+ hand-off), start, kernel, stop, copy out
+    void copy_in_x(int batch, Request req, bool staged);  // x (float or 8-bit) to the device, then the hand-off
     void enqueue_u8_in(int batch);                       // 8-bit x -> x_ as floats (after the start event)
     void enqueue_hidden_out(int batch, int hidden);      // h1_ / h2_ -> hid_ (pinned)
     void wait_for_output(const float* out, size_t n);  // spin until no value of out[0, n) is kPending

@@ -53,38 +53,52 @@ Mlp::Staging Mlp::default_staging() {
     cpu_set_t allowed;  // the CPUs this process may run on (taskset, a container's cpuset), not all online ones
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) hw = CPU_COUNT(&allowed);
 #endif
-    return {0, size_t{512} << 10, std::clamp(hw / 2, 1, 4), kMappedU8Rows, kMappedOutRows};
+    return {0, size_t{64} << 10, std::clamp(hw / 2, 1, 8), kMappedU8Rows, kMappedOutRows};
 }
 
 // A large x took two serial passes: the host copy into pinned staging (12.8 MB at batch 4096:
-// ~1 ms on one core of the H200's host), then the DMA to the device. Here it goes in chunks:
-// `threads` threads (this one and threads - 1 from the pool) each take the lowest chunk not yet
-// taken, copy it into pinned staging with streaming stores and queue its DMA at once, so the copy
-// engine starts after the first chunk and the host copy runs on several cores. Streaming stores
-// keep host copy and DMA from fighting over memory (a plain copy reads every line first and
-// leaves it dirty in the cache). DMAs may be queued out of order; the graph behind them waits for
-// all. Measured: batch 4096 end to end ~3x faster than one copy + one DMA (NOTES.md). Without
-// `device_dst` only the host copies run (input the kernel reads through the mapping).
+// ~1 ms on one core of the H200's host), then the DMA to the device. Here `threads` threads (this
+// one and threads - 1 from the pool) each take the lowest chunk not yet taken and copy it into
+// pinned staging with streaming stores (they keep host copy and DMA from fighting over memory: a
+// plain copy reads every line first and leaves it dirty in the cache). This thread also queues the
+// DMAs, each over the staged prefix of x not yet queued once that is at least half of what is
+// queued already: the copy engine starts after the first chunk, and a 3.2 MB input takes ~10
+// DMAs, not one per chunk. (One cudaMemcpyAsync per chunk, queued by whichever thread copied it:
+// ~2.6 us per call on the H200's host, more from threads contending for the stream, so 64 KiB
+// chunks cost more than they overlapped and 512 KiB ones started the copy engine late: NOTES.md.)
+// The graph behind the DMAs waits for all. Without `device_dst` only the host copies run (input
+// the kernel reads through the mapping).
 void Mlp::stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst) {
     const size_t chunk = staging_.chunk_bytes, chunks = (bytes + chunk - 1) / chunk;
     const int n = (int)std::min<size_t>((size_t)staging_.threads, chunks);
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
-    const char* src = reinterpret_cast<const char*>(x);
+    const char* src = static_cast<const char*>(x);
     char* pinned = static_cast<char*>(pinned_dst);
     char* dev = static_cast<char*>(device_dst);
+    std::unique_ptr<std::atomic<bool>[]> copied(new std::atomic<bool>[chunks]);
+    for (size_t c = 0; c < chunks; ++c) copied[c].store(false, std::memory_order_relaxed);
     std::atomic<size_t> next{0};
     std::atomic<bool> failed{false};
+    size_t staged = 0, queued = 0;  // (this thread's) chunks known copied in order; bytes whose DMA is queued
+    // this thread: queue a DMA over the staged prefix once it is half what is queued (or all of x)
+    auto queue_dmas = [&](bool all) -> cudaError_t {
+        while (staged < chunks && copied[staged].load(std::memory_order_acquire)) ++staged;
+        const size_t ready = std::min(staged * chunk, bytes), last = queued;
+        if (ready == queued || (!all && ready < bytes && ready - queued < std::max(chunk, last / 2))) return cudaSuccess;
+        queued = ready;
+        return cudaMemcpyAsync(dev + last, pinned + last, ready - last, cudaMemcpyHostToDevice, stream_);
+    };
     std::vector<cudaError_t> errors(n, cudaSuccess);  // per thread: nothing in work() allocates or throws
     std::vector<const char*> calls(n, "");
     const std::function<void(int)> work = [&](int t) noexcept {
         cudaError_t e = cudaSuccess;
         if (t > 0 && (e = cudaSetDevice(device)) != cudaSuccess) calls[t] = "cudaSetDevice (staging thread)";
         for (size_t c; e == cudaSuccess && !failed.load(std::memory_order_relaxed) && (c = next.fetch_add(1)) < chunks;) {
-            const size_t off = c * chunk, len = std::min(chunk, bytes - off);
-            copy_streaming(pinned + off, src + off, len);
-            if (dev) e = cudaMemcpyAsync(dev + off, pinned + off, len, cudaMemcpyHostToDevice, stream_);
-            if (e != cudaSuccess) calls[t] = "cudaMemcpyAsync(x chunk)";
+            const size_t off = c * chunk;
+            copy_streaming(pinned + off, src + off, std::min(chunk, bytes - off));
+            copied[c].store(true, std::memory_order_release);
+            if (t == 0 && dev && (e = queue_dmas(false)) != cudaSuccess) calls[t] = "cudaMemcpyAsync(x)";
         }
         if (e != cudaSuccess) failed = true;
         errors[t] = e;
@@ -97,6 +111,7 @@ void Mlp::stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* dev
     }
     for (int t = 0; t < n; ++t)
         if (errors[t] != cudaSuccess) check(errors[t], calls[t], __FILE__, __LINE__);
+    if (dev) CUDA_CHECK(queue_dmas(true));  // the rest (every chunk is copied now)
 }
 
 }  // namespace gemmpad::cuda

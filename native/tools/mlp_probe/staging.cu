@@ -1,5 +1,6 @@
-// Mode "staging": how a large x reaches the device (host copies, DMAs, a stamped replica of
-// Mlp::stage_chunked per thread count, chunk size and store kind) and Mlp::forward per staging policy.
+// Mode "staging": how a large x reaches the device (host copies, DMAs, a stamped replica of the
+// first Mlp::stage_chunked, a DMA per chunk by the thread that copied it, per thread count, chunk
+// size and store kind; NOTES.md 2026-11-29 says why it changed) and Mlp::forward per staging policy.
 #include "probe.cuh"
 
 namespace probe {
@@ -15,7 +16,7 @@ int Probe::staging() {
                 host_us([&] { CUDA_CHECK(cudaMemcpy(x_dev, x_host, bytes, cudaMemcpyHostToDevice)); }, 30));
     std::printf("  DMA from pageable memory (cudaMemcpy):    %8.1f\n",
                 host_us([&] { CUDA_CHECK(cudaMemcpy(x_dev, x_all.data(), bytes, cudaMemcpyHostToDevice)); }, 30));
-    // Where the time goes: a copy of stage_chunked (staging.cu) with stamps, 4096 rows, us after entry; its
+    // Where the time goes: a copy of the first stage_chunked with stamps, 4096 rows, us after entry; its
     // helper threads are spawned per call, as before stage_chunked kept them in a StagingPool.
     {
         float* dev_x = x_dev;
