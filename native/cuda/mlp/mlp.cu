@@ -54,7 +54,6 @@ __global__ void copy_handoff_kernel() {}
 
 }  // namespace
 
-
 // x: pinned host staging -> device (in_ -> x_, 8-bit: in8_ -> x8_; unless forward() has queued that
 // already: stage_chunked), then the hand-off kernel above.
 void Mlp::copy_in_x(int batch, Request req, bool staged) {
