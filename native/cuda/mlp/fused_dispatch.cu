@@ -90,7 +90,7 @@ FusedPlan fused_plan(FusedKind kind, int batch) {
     return p;
 }
 
-void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_fused(const FusedPlan& plan, const FusedWeights& w, const void* x, float* out, int batch,
                   const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden) {
     // (each design checks its own 8-bit x: the split kernel only by slices, the row-block one only by TMA)
     if (plan.design == FusedPlan::Rows) launch_fused_rows(plan, w, x, out, batch, stream, hidden);

@@ -340,7 +340,7 @@ struct Split {
         return make_launch_config(dim3(ceil_div(batch, BM) * L::kSlices), dim3(kThreads), smem, stream,
                                   kCluster ? L::kSlices : 1, attr);
     }
-    static void launch(const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
+    static void launch(const FusedWeights& w, const void* x, float* out, int batch, const FusedScratch& s,
                        cudaStream_t stream, bool x_slices, bool x_u8, const FusedHidden& hid) {
         // 8-bit x only where the slices load it (this kernel's one load that converts)
         if (x_u8 && !(kCluster && E == Engine::Fma && x_slices))
@@ -348,8 +348,8 @@ struct Split {
         configure();
         cudaLaunchAttribute attr[1];
         const cudaLaunchConfig_t cfg = config(batch, stream, attr);
-        const uint8_t* x8 = x_u8 ? reinterpret_cast<const uint8_t*>(x) : nullptr;
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, x_u8 ? nullptr : x, x8, out, batch, s.partials, s.counters,
+        const FusedInput in = fused_input(x, x_u8);
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, w, in.f32, in.u8, out, batch, s.partials, s.counters,
                                       x_slices, hid));
         CUDA_CHECK_LAUNCH("cuda.mlp_fused (split)");
     }
@@ -366,7 +366,7 @@ struct Split {
 
 // cols x clusters for one (BM, engine); `query`: report max active clusters instead of launching.
 template <int BM, Engine E>
-int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
+int dispatch(const FusedPlan& p, const FusedWeights& w, const void* x, float* out, int batch, const FusedScratch& s,
              cudaStream_t stream, bool query, const FusedHidden& hid) {
     // Per instantiation: whether this binary can use clusters (sm_90).
     static const bool sm90 = cluster_binary(reinterpret_cast<const void*>(split_kernel<BM, E, true, 16>));
@@ -386,7 +386,7 @@ int dispatch(const FusedPlan& p, const FusedWeights& w, const float* x, float* o
     return cluster ? run(Split<BM, E, true, 16>{}) : run(Split<BM, E, false, 16>{});
 }
 
-int split_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, const FusedScratch& s,
+int split_any(const FusedPlan& p, const FusedWeights& w, const void* x, float* out, int batch, const FusedScratch& s,
               cudaStream_t stream, bool query, const FusedHidden& hid = {}) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
     if (p.cols != 8 && p.cols != 16) throw std::invalid_argument("split kernel: 8 or 16 hidden units per block");
@@ -428,7 +428,7 @@ std::pair<size_t, int> fused_scratch_size(int batch) {
     return {(size_t)(batch + 15) * 14 * kHiddenPad, batch};
 }
 
-void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const void* x, float* out, int batch,
                         const FusedScratch& s, cudaStream_t stream, const FusedHidden& hidden) {
     split_any(plan, w, x, out, batch, s, stream, false, hidden);
 }

@@ -322,7 +322,7 @@ struct KSplit {
         }
         return n;
     }
-    static int launch(const FusedWeights& w, const float* x, bool x_u8, float* out, int batch, cudaStream_t stream,
+    static int launch(const FusedWeights& w, const void* x, bool x_u8, float* out, int batch, cudaStream_t stream,
                       bool query, const FusedHidden& hid) {
         if (query) return max_clusters();
         const int fit = max_clusters();
@@ -331,8 +331,8 @@ struct KSplit {
         cudaLaunchAttribute attr[1];
         const cudaLaunchConfig_t cfg = make_launch_config(dim3(kC * n), dim3(kThreads), smem, stream, kC, attr);
         // (the clusters loop over the tiles: any grid is correct, and the hidden build fits as many)
-        const uint8_t* x8 = x_u8 ? reinterpret_cast<const uint8_t*>(x) : nullptr;  // (bytes: FusedPlan::x_u8)
-        CUDA_CHECK(cudaLaunchKernelEx(&cfg, hid.h1 || hid.h2 ? kernel_hidden : kernel, w, x_u8 ? nullptr : x, x8, out,
+        const FusedInput in = fused_input(x, x_u8);
+        CUDA_CHECK(cudaLaunchKernelEx(&cfg, hid.h1 || hid.h2 ? kernel_hidden : kernel, w, in.f32, in.u8, out,
                                       batch, hid));
         CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (k-split)" : "cuda.mlp_fused (k-split, 3xTF32)");
         return 0;
@@ -340,7 +340,7 @@ struct KSplit {
 };
 
 template <Engine E>
-int ksplit_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
+int ksplit_engine(const FusedPlan& p, const FusedWeights& w, const void* x, float* out, int batch,
                   cudaStream_t stream, bool query, const FusedHidden& hid) {
     if (p.bm == 16) return KSplit<16, E>::launch(w, x, p.x_u8, out, batch, stream, query, hid);
     if (p.bm == 32) return KSplit<32, E>::launch(w, x, p.x_u8, out, batch, stream, query, hid);
@@ -348,7 +348,7 @@ int ksplit_engine(const FusedPlan& p, const FusedWeights& w, const float* x, flo
     throw std::invalid_argument("k-split kernel: tiles of 16, 32 or 64 rows");
 }
 
-int ksplit_any(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
+int ksplit_any(const FusedPlan& p, const FusedWeights& w, const void* x, float* out, int batch, cudaStream_t stream,
                bool query, const FusedHidden& hid = {}) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
     if (p.engine == Engine::Tf32x3) return ksplit_engine<Engine::Tf32x3>(p, w, x, out, batch, stream, query, hid);
@@ -358,7 +358,7 @@ int ksplit_any(const FusedPlan& p, const FusedWeights& w, const float* x, float*
 
 }  // namespace
 
-void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const void* x, float* out, int batch,
                          cudaStream_t stream, const FusedHidden& hidden) {
     ksplit_any(plan, w, x, out, batch, stream, false, hidden);
 }

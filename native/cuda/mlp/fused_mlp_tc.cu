@@ -246,7 +246,7 @@ __global__ void __launch_bounds__(kPairs * 32)
 }
 
 template <int BM, Engine E, bool kTma, bool kU8 = false>
-void launch_config(const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
+void launch_config(const FusedWeights& w, const void* x, float* out, int batch, cudaStream_t stream,
                    const FusedHidden& hid) {
     constexpr int kThreads = kPairs * 32;
     constexpr size_t smem = smem_floats<BM, kPairs, kTma, kU8>() * sizeof(float);
@@ -266,14 +266,15 @@ void launch_config(const FusedWeights& w, const float* x, float* out, int batch,
     else if constexpr (kTma)  // boxes of BM rows x 116 columns
         map = tensor_map_2d(x, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), batch, kIn, BM, kXt,
                             CU_TENSOR_MAP_SWIZZLE_NONE, "x (fp32)");
-    kernel<<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, x, out, batch, map, hid);
+    // (x as floats for the cp.async tile; TMA tiles come through `map`)
+    kernel<<<ceil_div(batch, BM), kThreads, smem, stream>>>(w, static_cast<const float*>(x), out, batch, map, hid);
     CUDA_CHECK_LAUNCH(E == Engine::Tf32 ? "cuda.mlp_fused_tf32 (rows)" : "cuda.mlp_fused (rows, 3xTF32)");
 }
 
 // The launch of one tile size: the x tile by TMA where the plan asks for it (sm_90; 8-bit x only so),
 // else by cp.async.
 template <Engine E, int BM>
-void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch, cudaStream_t stream,
+void launch_tile(const FusedPlan& p, const FusedWeights& w, const void* x, float* out, int batch, cudaStream_t stream,
                  const FusedHidden& hid) {
     if (p.x_u8 && !p.tma_x) throw std::logic_error("row-block kernel: 8-bit x comes by TMA only (sm_90)");
     if (p.tma_x) {
@@ -286,7 +287,7 @@ void launch_tile(const FusedPlan& p, const FusedWeights& w, const float* x, floa
 }
 
 template <Engine E>
-void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_engine(const FusedPlan& p, const FusedWeights& w, const void* x, float* out, int batch,
                    cudaStream_t stream, const FusedHidden& hid) {
     int bm = p.bm;
     // 32-row tiles need 115 KB of shared memory (118 KB with TMA, 143 KB from bytes): Hopper and A100, not the 99 KB of sm_86/89.
@@ -301,7 +302,7 @@ void launch_engine(const FusedPlan& p, const FusedWeights& w, const float* x, fl
 
 }  // namespace
 
-void launch_fused_rows(const FusedPlan& p, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_fused_rows(const FusedPlan& p, const FusedWeights& w, const void* x, float* out, int batch,
                        cudaStream_t stream, const FusedHidden& hid) {
     if (batch < 1) throw std::invalid_argument("batch must be >= 1");
     if (p.engine == Engine::Tf32x3) return launch_engine<Engine::Tf32x3>(p, w, x, out, batch, stream, hid);

@@ -352,9 +352,7 @@ void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     const bool out_mapped = mapped_out(batch);
     const size_t out_bytes = (size_t)batch * kOut * sizeof(float);
     FusedScratch s{static_cast<float*>(scratch_partials_.ptr), static_cast<unsigned*>(scratch_counters_.ptr)};
-    const float* src = plan.x_u8       ? static_cast<const float*>(u8_source(batch))  // (FusedPlan::x_u8)
-                       : plan.x_slices ? static_cast<const float*>(in_.device)
-                                       : static_cast<const float*>(x_.ptr);
+    const void* src = plan.x_u8 ? u8_source(batch) : plan.x_slices ? in_.device : x_.ptr;  // (FusedPlan::x_u8)
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
     // bytes to the device unless read through the mapping (small batches), floats unless the slices read them there
     if (req.u8 ? !mapped_u8(batch) : !plan.x_slices) copy_in_x(batch, req, staged(batch, req));

@@ -111,12 +111,21 @@ struct FusedPlan {
 };
 // The plan a kernel runs for a batch (measured choices: fused_dispatch.cu, NOTES.md).
 FusedPlan fused_plan(FusedKind kind, int batch);
-void launch_fused(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+// x [batch, 784]: float32 rows, or 8-bit pixels where the plan loads bytes (FusedPlan::x_u8).
+void launch_fused(const FusedPlan& plan, const FusedWeights& w, const void* x, float* out, int batch,
                   const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden = {});
-void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_fused_split(const FusedPlan& plan, const FusedWeights& w, const void* x, float* out, int batch,
                         const FusedScratch& scratch, cudaStream_t stream, const FusedHidden& hidden = {});
-void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_fused_ksplit(const FusedPlan& plan, const FusedWeights& w, const void* x, float* out, int batch,
                          cudaStream_t stream, const FusedHidden& hidden = {});
+// x as the split and k-split kernels take it: two pointers, the one of the other kind null.
+struct FusedInput {
+    const float* f32;
+    const uint8_t* u8;
+};
+inline FusedInput fused_input(const void* x, bool u8) {
+    return u8 ? FusedInput{nullptr, static_cast<const uint8_t*>(x)} : FusedInput{static_cast<const float*>(x), nullptr};
+}
 // Whether this device and build run the k-split kernel (sm_90 binary, clusters of 7 fit).
 bool fused_ksplit_available();
 // Clusters of this k-split plan that fit on the device at once (its tile size sets the shared memory).
@@ -125,7 +134,7 @@ int fused_ksplit_max_clusters(const FusedPlan& plan);
 // launches them AND its binary was built for sm_90+ (an sm_80 binary running on
 // Hopper has no cluster barrier in it).
 bool cluster_binary(const void* kernel);
-void launch_fused_rows(const FusedPlan& plan, const FusedWeights& w, const float* x, float* out, int batch,
+void launch_fused_rows(const FusedPlan& plan, const FusedWeights& w, const void* x, float* out, int batch,
                        cudaStream_t stream, const FusedHidden& hidden = {});
 // Clusters of this plan that fit on the device at once (0: cannot launch; -1: no clusters here).
 int fused_split_max_clusters(const FusedPlan& plan);
