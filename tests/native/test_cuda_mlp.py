@@ -37,6 +37,11 @@ def cuda_mod():
     return mod
 
 
+def _clusters_run(cuda_mod, clusters: bool) -> bool:
+    """Whether asking for thread-block clusters gets them here: sm_90 only (set_fused_clusters)."""
+    return clusters and float(cuda_mod.status()["compute_capability"]) >= 9.0
+
+
 def _mlp(cuda_mod, model):
     w = model.weights
     return cuda_mod.Mlp(w["W1"], w["b1"], w["W2"], w["b2"], w["W3"], w["b3"])
@@ -68,8 +73,7 @@ def test_fused_both_paths_every_tile(cuda_mod, clusters, rng):
     try:
         _check(mlp, model, "cuda.mlp_fused", "fp32", rng)
         _check(mlp, model, "cuda.mlp_fused", "fp32", rng, batches=(1,))  # the split kernel ran last
-        hopper = float(cuda_mod.status()["compute_capability"]) >= 9.0
-        assert cuda_mod.fused_used_clusters() == (clusters and hopper)  # each case ran the path it names
+        assert cuda_mod.fused_used_clusters() == _clusters_run(cuda_mod, clusters)  # each case ran the path it names
     finally:
         cuda_mod.set_fused_clusters(before)
 
@@ -244,9 +248,8 @@ def resident_blocks(request, cuda_mod):
     one block that reads W1 through L2 (what other GPUs run; set_fused_clusters(False) on Hopper).
     Yields the blocks the design must report."""
     before = cuda_mod.set_fused_clusters(request.param)
-    hopper = float(cuda_mod.status()["compute_capability"]) >= 9.0
     try:
-        yield 4 if request.param and hopper else 1
+        yield 4 if _clusters_run(cuda_mod, request.param) else 1
     finally:
         cuda_mod.set_fused_clusters(before)
 
@@ -369,7 +372,6 @@ def test_resident_answers_after_idle_and_across_designs(cuda_mod, rng):
     model = random_model(rng)
     mlp = _mlp(cuda_mod, model)
     before = cuda_mod.set_fused_clusters(True)
-    hopper = float(cuda_mod.status()["compute_capability"]) >= 9.0
     try:
         for clusters, gap_s in ((True, 0.0), (True, 0.03), (False, 0.03), (True, 0.001), (False, 0.0)):
             cuda_mod.set_fused_clusters(clusters)
@@ -378,7 +380,7 @@ def test_resident_answers_after_idle_and_across_designs(cuda_mod, rng):
                 out = np.full((len(x), 10), np.nan, np.float32)
                 time.sleep(gap_s)
                 mlp.forward(x, out, RESIDENT)
-                assert mlp.resident_blocks == (4 if clusters and hopper else 1)
+                assert mlp.resident_blocks == (4 if _clusters_run(cuda_mod, clusters) else 1)
                 assert_agrees(out, model, x, "fp32", f"resident after {gap_s} s idle, clusters {clusters}")
     finally:
         mlp.resident_stop()
