@@ -50,6 +50,7 @@ GAP_CLEAN = 0.9  # the paper between a form's line and the digit: this much of e
 # (0.85 read more boxed forms of the training writers 7-30, 93.2 % against 91.3 %, but took the rows of a
 # solid block of ink for dark paper: tests/inputs/test_preprocess.py)
 LINE_BAND = 0.25  # share of the image, from each edge, where a form's printed lines are looked for
+LINE_THICK = 0.1  # a printed line (1 px widened by the scanner's blur) is at most this share of the image across it
 TRIM = 0.002  # share of the ink mass a stray speck beyond the digit may carry and still be cut off
 MAX_SLANT = 1.0  # shear per unit height; beyond it the moments describe a shape, not a slant
 # MNIST's stroke width on the MID field (2 x area / perimeter, median over the 60,000
@@ -223,15 +224,10 @@ def _paper_vote(inner: list[int]) -> int | None:
     return None if not inner or 2 * bright == len(inner) else int(2 * bright > len(inner))
 
 
-def _without_printed_lines(img: np.ndarray) -> np.ndarray:
-    """A two-level form with its printed box's lines (and the specks round them) turned to paper.
-
-    A form reader often cuts the box with its lines: rows or columns of one level end to end
-    near the edge, with paper between them and the digit. Left in, they pass for ink: the
-    border votes the wrong polarity and a box frames the digit (the `boxed-32` forms read ~50 %).
-    Paper is the level of the innermost clean row on most sides; a line is a row of the other
-    level end to end with a clean paper row inward of it, so a digit's own bar touching the
-    box (a 7 stretched to fill it), with ink below it, stays."""
+def _lines_by_vote(img: np.ndarray) -> np.ndarray:
+    """Printed lines along one axis at a time, the paper voted per axis (_paper_vote): a line is a
+    row of the other level end to end with a clean paper row inward of it, so a digit's own bar
+    touching the box (a 7 stretched to fill it), with ink below it, stays."""
     lo, hi = img.min(), img.max()
     is_hi = img == hi
     out = img
@@ -252,6 +248,83 @@ def _without_printed_lines(img: np.ndarray) -> np.ndarray:
                 out = img.copy()
             rows = slice(0, last + 1) if side == 0 else slice(length - 1 - last, length)
             out[(rows, slice(None)) if axis == 1 else (slice(None), rows)] = hi if paper else lo
+    return out
+
+
+PAPER_LINE, INK_LINE = 1, 2  # _box_edges' kinds of row
+
+
+def _box_edges(ink: np.ndarray) -> tuple[dict[tuple[int, int], list[int]], bool]:
+    """With `ink` (bool [H, W]) the level taken for ink: from each edge inward ((axis, side): axis 0
+    rows, 1 columns; side 0 from the first), each row's kind while rows are nearly one level:
+    INK_LINE end to end (LINE_FULL), PAPER_LINE (GAP_CLEAN of it, not counting the columns that are
+    ink end to end near the edges); stops at the first mixed row. And whether that reads as a
+    printed box: paper rows crossed by such ink columns on both axes (a box's paper margin is
+    crossed by its perpendicular lines, its lines by nothing: they meet lines of their own level),
+    and the digit met within LINE_BAND inward of every line (paper on the other side of a frame
+    of "lines" all the way in is a solid block of ink with paper round it, read the wrong way)."""
+    kinds: dict[tuple[int, int], list[int]] = {}
+    crossed = [False, False]
+    full = [ink.mean(axis=1) >= LINE_FULL, ink.mean(axis=0) >= LINE_FULL]
+    for axis in (0, 1):
+        rows = ink if axis == 0 else ink.T
+        across = full[1 - axis].copy()
+        edge = max(1, int(LINE_BAND * len(across)))
+        across[edge : len(across) - edge] = False  # a box's lines lie near the edges
+        others = ~across if not across.all() else np.ones_like(across)
+        paper_share = 1.0 - rows[:, others].mean(axis=1)
+        band = max(1, int(LINE_BAND * len(rows)))
+        for side in (0, 1):
+            order = range(band) if side == 0 else range(len(rows) - 1, len(rows) - 1 - band, -1)
+            kinds[axis, side] = []
+            for i in order:
+                if full[axis][i]:
+                    kinds[axis, side].append(INK_LINE)
+                elif paper_share[i] >= GAP_CLEAN:
+                    kinds[axis, side].append(PAPER_LINE)
+                    crossed[axis] |= bool(rows[i, across].any())
+                else:
+                    break
+    held = all(len(k) < max(1, int(LINE_BAND * ink.shape[axis])) for (axis, _), k in kinds.items() if INK_LINE in k)
+    return kinds, crossed[0] and crossed[1] and held
+
+
+def _box_cut(kinds: list[int], thick: int) -> int:
+    """How many rows from an edge are a printed box's line(s) and the paper outward of them (0: none):
+    up to the innermost paper row when one lies inward of a line, else up to the last line (the
+    digit touches it: paper outward of it, or the edge). A run of ink rows thicker than `thick` is
+    a digit's stroke, not a printed line: nothing is cut on that side."""
+    if INK_LINE not in kinds:
+        return 0
+    thickest = run = 0
+    for k in kinds:
+        run = run + 1 if k == INK_LINE else 0
+        thickest = max(thickest, run)
+    return 0 if thickest > thick else len(kinds)
+
+
+def _without_printed_lines(img: np.ndarray) -> np.ndarray:
+    """A two-level form with its printed box's lines (and the specks round them) turned to paper.
+
+    A form reader often cuts the box with its lines: rows or columns of one level end to end
+    near the edge. Left in, they pass for ink: the border votes the wrong polarity and a box
+    frames the digit (the `boxed-32` forms read ~50 %). Where lines cross the paper on both
+    axes, that decides the paper's level and every side's thin lines go, even where the scanner's
+    blur joined the digit to them (_box_edges, _box_cut); lines along one axis only go where
+    clean paper lies between them and the digit (_lines_by_vote)."""
+    lo, hi = img.min(), img.max()
+    is_hi = img == hi
+    boxes = [(paper_hi, kinds) for paper_hi in (True, False)
+             for kinds, crossed in [_box_edges(is_hi == (not paper_hi))] if crossed]
+    if len(boxes) != 1:
+        return _lines_by_vote(img)
+    paper_hi, kinds = boxes[0]
+    out = img.copy()
+    for (axis, side), levels in kinds.items():
+        n = _box_cut(levels, max(1, int(LINE_THICK * img.shape[axis])))
+        if n:
+            rows = slice(0, n) if side == 0 else slice(img.shape[axis] - n, img.shape[axis])
+            out[(rows, slice(None)) if axis == 0 else (slice(None), rows)] = hi if paper_hi else lo
     return out
 
 
