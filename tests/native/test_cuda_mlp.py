@@ -513,6 +513,36 @@ def test_large_inputs_staged_in_chunks(cuda_mod, kernel, rng):
         mlp.set_staging(0, 1 << 20, 0)
 
 
+@pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.06_vectorized"])
+def test_host_copies_over_the_threads(cuda_mod, kernel, rng):
+    """The host's own copies split over the staging threads: input the kernel reads through the mapping
+    (from mapped_split_bytes) into pinned memory, and probabilities and hidden layers (from
+    out_split_bytes) out to the caller's arrays; chunks that split values, more threads than chunks,
+    helpers spinning between jobs or asleep. Every byte as one memcpy writes it, into arrays poisoned first."""
+    model = random_model(rng)
+    mlp = _mlp(cuda_mod, model)
+    default = mlp.staging
+    for batch in (1, 65, 200, 1000, 4096):
+        x8 = (_inputs(rng, batch) * 255).round().astype(np.uint8)
+        mlp.set_staging(**{**default, "mapped_split_bytes": 1 << 62, "out_split_bytes": 1 << 62})
+        want = [np.empty((batch, n), np.float32) for n in (10, 100, 100)]
+        mlp.forward_u8(x8, *want[:1], kernel, *want[1:])
+        for split, chunk, threads, spin in ((1, 4_099, 6, 0), (1024, 65_536, 3, 300), (0, 1 << 20, 8, 50)):
+            mlp.set_staging(**{**default, "mapped_split_bytes": split, "out_split_bytes": split, "chunk_bytes": chunk,
+                               "threads": threads, "spin_us": spin})
+            got_policy = mlp.staging
+            assert (got_policy["mapped_split_bytes"], got_policy["out_split_bytes"], got_policy["spin_us"]) == \
+                (split, split, spin)
+            for hidden in (False, True):
+                got = [np.full((batch, n), np.nan, np.float32) for n in (10, 100, 100)]
+                mlp.forward_u8(x8, got[0], kernel, *(got[1:] if hidden else ()))
+                for g, w in zip(got if hidden else got[:1], want):
+                    np.testing.assert_array_equal(g, w, err_msg=f"{kernel} batch {batch}, split from {split} bytes, "
+                                                                f"{chunk}-byte chunks over {threads} threads")
+    with pytest.raises(ValueError, match="spin_us >= 0"):
+        mlp.set_staging(0, 1 << 20, 1, spin_us=-1)
+
+
 @pytest.mark.parametrize("kernel", ["cuda.mlp_fused", "cuda.mlp_fused_tf32", "cuda.06_vectorized"])
 def test_mapped_limits_move_data_either_way(cuda_mod, kernel, rng):
     """The policy's mapped limits pick, per batch, bytes read in place through the mapping or

@@ -153,15 +153,22 @@ void bind_mlp(py::module_& m) {
                                "1; 0 when none runs.")
         .def(
             "set_staging",
-            [](Mlp& self, size_t min_bytes, size_t chunk_bytes, int threads, int mapped_u8_rows, int mapped_out_rows) {
-                self.set_staging({min_bytes, chunk_bytes, threads, mapped_u8_rows, mapped_out_rows});
+            [](Mlp& self, size_t min_bytes, size_t chunk_bytes, int threads, int mapped_u8_rows, int mapped_out_rows,
+               size_t mapped_split_bytes, size_t out_split_bytes, int spin_us) {
+                self.set_staging({min_bytes, chunk_bytes, threads, mapped_u8_rows, mapped_out_rows, mapped_split_bytes,
+                                  out_split_bytes, spin_us});
             },
             py::arg("min_bytes"), py::arg("chunk_bytes"), py::arg("threads"),
             py::arg("mapped_u8_rows") = Mlp::kMappedU8Rows, py::arg("mapped_out_rows") = Mlp::kMappedOutRows,
+            py::arg("mapped_split_bytes") = Mlp::kMappedSplitBytes, py::arg("out_split_bytes") = Mlp::kOutSplitBytes,
+            py::arg("spin_us") = Mlp::kSpinUs,
             "How forward() moves data: x of at least min_bytes goes to the GPU in chunks of chunk_bytes over "
             "`threads` host threads, host copies overlapping DMAs; 8-bit x of up to mapped_u8_rows rows is read "
             "in place through the mapping; up to mapped_out_rows rows the fused kernels write the probabilities "
-            "to mapped memory. Default: Mlp.staging of a new Mlp. For tests and measurements.")
+            "to mapped memory (its pinned copy split over the threads beyond mapped_split_bytes); outputs of at "
+            "least out_split_bytes go to the caller's arrays over the threads too, "
+            "which look for the next job for spin_us after each before they sleep. Default: Mlp.staging of a new "
+            "Mlp. For tests and measurements.")
         .def_property_readonly(
             "staging",
             [](const Mlp& self) {
@@ -172,6 +179,9 @@ void bind_mlp(py::module_& m) {
                 d["threads"] = s.threads;
                 d["mapped_u8_rows"] = s.mapped_u8_rows;
                 d["mapped_out_rows"] = s.mapped_out_rows;
+                d["mapped_split_bytes"] = s.mapped_split_bytes;
+                d["out_split_bytes"] = s.out_split_bytes;
+                d["spin_us"] = s.spin_us;
                 return d;
             },
             "The data-movement policy in force (set_staging's arguments).");

@@ -423,7 +423,7 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
     const bool chunked = staged(batch, req);
     void* pinned = req.u8 ? in8_.ptr : in_.ptr;
     if (chunked) stage_chunked(x, in_bytes, pinned, req.u8 ? x8_.ptr : x_.ptr);  // queued ahead of graph or layers
-    else if (in_bytes > kMappedSplitBytes) stage_chunked(x, in_bytes, pinned, nullptr);  // host copies only
+    else if (in_bytes > staging_.mapped_split_bytes) stage_chunked(x, in_bytes, pinned, nullptr);  // host copies only
     else std::memcpy(pinned, x, in_bytes);  // pinned staging: read mapped or copied to the device
     if (fused) {
         const Graph& graph = fused_graph(kind, batch, req);
@@ -443,10 +443,10 @@ double Mlp::run(const void* x, float* out, int batch, const std::string& kernel,
     timed_ = true;
     if (spin) wait_for_output(static_cast<const float*>(out_.ptr), (size_t)batch * kOut);
     else CUDA_CHECK(cudaStreamSynchronize(stream_));
-    std::memcpy(out, out_.ptr, out_bytes);
+    copy_out(out, out_.ptr, out_bytes);
     const size_t hn = (size_t)batch * kHidden;
-    if (hidden.h1) std::memcpy(hidden.h1, hid_.ptr, hn * sizeof(float));
-    if (hidden.h2) std::memcpy(hidden.h2, static_cast<const float*>(hid_.ptr) + hn, hn * sizeof(float));
+    if (hidden.h1) copy_out(hidden.h1, hid_.ptr, hn * sizeof(float));
+    if (hidden.h2) copy_out(hidden.h2, static_cast<const float*>(hid_.ptr) + hn, hn * sizeof(float));
     return std::chrono::duration<double, std::micro>(clock::now() - t0).count();
 }
 

@@ -224,17 +224,23 @@ class Mlp {
     //     for the stream, spins until every value has replaced the marker it wrote there
     //     (kPending in mlp.cu); larger ones: a memcpy node copies them back.
     static constexpr int kMappedInMax = 64, kMappedU8Rows = 256, kMappedOutRows = 512;
-    static constexpr size_t kMappedSplitBytes = size_t{512} << 10;  // (at the default limits never reached)
+    static constexpr size_t kMappedSplitBytes = size_t{32} << 10, kOutSplitBytes = size_t{512} << 10;
+    static constexpr int kSpinUs = 200;
     // Copies to the device (staging.cu says how; NOTES.md has the sweeps): inputs of at least
     // `min_bytes` go in chunks of `chunk_bytes`, each copied into pinned staging by one of
     // `threads` host threads, while the calling thread queues DMAs over the staged prefix, so
     // host copies and DMAs overlap; smaller inputs take one host copy and a memcpy node of the
-    // graph. Input the kernel reads through the mapping, when larger than kMappedSplitBytes, is
-    // copied into pinned memory the same way, in chunks over the threads, without the DMAs.
+    // graph. Input the kernel reads through the mapping, when larger than `mapped_split_bytes`, is
+    // copied into pinned memory the same way, in chunks over the threads, without the DMAs; so are
+    // the probabilities and hidden layers on their way out to the caller's arrays, from
+    // `out_split_bytes` each. After a job the helper threads look for the next one for `spin_us`
+    // before they sleep (the copy out follows the staging by the kernel's time).
     struct Staging {
         size_t min_bytes, chunk_bytes;
         int threads;
         int mapped_u8_rows = kMappedU8Rows, mapped_out_rows = kMappedOutRows;
+        size_t mapped_split_bytes = kMappedSplitBytes, out_split_bytes = kOutSplitBytes;
+        int spin_us = kSpinUs;
     };
     void set_staging(const Staging& staging);
     Staging staging() const { return staging_; }
@@ -275,8 +281,10 @@ class Mlp {
     bool mapped_u8(int batch) const;                    // whether 8-bit x is read in place through the mapping
     const void* u8_source(int batch) const;             // where the device reads 8-bit x: mapped in8_, or x8_
     bool staged(int batch, Request req) const;          // whether forward() stages this batch in chunks
-    // x -> pinned staging -> device (in_ -> x_ for floats, in8_ -> x8_ for pixels), chunk by chunk
-    void stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst);
+    // src -> host dst chunk by chunk over the helper threads, and with device_dst the DMAs from dst
+    // there (x: in_ -> x_ for floats, in8_ -> x8_ for pixels)
+    void stage_chunked(const void* src, size_t bytes, void* host_dst, void* device_dst);
+    void copy_out(void* dst, const void* pinned, size_t bytes);  // pinned staging -> the caller's array
     std::unique_ptr<StagingPool> pool_;                // stage_chunked's helper threads
     double run_resident(const void* x, float* out, int batch, Request req, Hidden hidden);
     std::unique_ptr<Resident> resident_;  // running while set

@@ -42,8 +42,8 @@ void copy_streaming(void* dst_, const void* src_, size_t n) {
 void Mlp::set_staging(const Staging& staging) {
     if (staging.chunk_bytes == 0 || staging.threads < 1)
         throw std::invalid_argument("staging needs chunk_bytes > 0 and threads >= 1");
-    if (staging.mapped_u8_rows < 0 || staging.mapped_out_rows < 0)
-        throw std::invalid_argument("staging needs mapped_u8_rows >= 0 and mapped_out_rows >= 0");
+    if (staging.mapped_u8_rows < 0 || staging.mapped_out_rows < 0 || staging.spin_us < 0)
+        throw std::invalid_argument("staging needs mapped_u8_rows >= 0, mapped_out_rows >= 0 and spin_us >= 0");
     staging_ = staging;  // (graphs keep their own decisions in their keys: no recapture needed here)
 }
 
@@ -53,7 +53,7 @@ Mlp::Staging Mlp::default_staging() {
     cpu_set_t allowed;  // the CPUs this process may run on (taskset, a container's cpuset), not all online ones
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) hw = CPU_COUNT(&allowed);
 #endif
-    return {0, size_t{64} << 10, std::clamp(hw / 2, 1, 8), kMappedU8Rows, kMappedOutRows};
+    return {0, size_t{64} << 10, std::clamp(hw / 2, 1, 8), kMappedU8Rows, kMappedOutRows, kMappedSplitBytes, kOutSplitBytes, kSpinUs};
 }
 
 // A large x took two serial passes: the host copy into pinned staging (12.8 MB at batch 4096:
@@ -68,13 +68,13 @@ Mlp::Staging Mlp::default_staging() {
 // chunks cost more than they overlapped and 512 KiB ones started the copy engine late: NOTES.md.)
 // The graph behind the DMAs waits for all. Without `device_dst` only the host copies run (input
 // the kernel reads through the mapping).
-void Mlp::stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* device_dst) {
+void Mlp::stage_chunked(const void* x, size_t bytes, void* host_dst, void* device_dst) {
     const size_t chunk = staging_.chunk_bytes, chunks = (bytes + chunk - 1) / chunk;
     const int n = (int)std::min<size_t>((size_t)staging_.threads, chunks);
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     const char* src = static_cast<const char*>(x);
-    char* pinned = static_cast<char*>(pinned_dst);
+    char* pinned = static_cast<char*>(host_dst);
     char* dev = static_cast<char*>(device_dst);
     std::unique_ptr<std::atomic<bool>[]> copied(new std::atomic<bool>[chunks]);
     for (size_t c = 0; c < chunks; ++c) copied[c].store(false, std::memory_order_relaxed);
@@ -107,11 +107,16 @@ void Mlp::stage_chunked(const void* x, size_t bytes, void* pinned_dst, void* dev
         work(0);
     } else {
         if (!pool_) pool_ = std::make_unique<StagingPool>();
-        pool_->run(n - 1, work);  // where threads are short, the ones running share the chunks
+        pool_->run(n - 1, work, staging_.spin_us);  // where threads are short, the ones running share the chunks
     }
     for (int t = 0; t < n; ++t)
         if (errors[t] != cudaSuccess) check(errors[t], calls[t], __FILE__, __LINE__);
     if (dev) CUDA_CHECK(queue_dmas(true));  // the rest (every chunk is copied now)
+}
+
+void Mlp::copy_out(void* dst, const void* pinned, size_t bytes) {
+    if (bytes >= staging_.out_split_bytes && staging_.threads > 1) stage_chunked(pinned, bytes, dst, nullptr);
+    else std::memcpy(dst, pinned, bytes);
 }
 
 }  // namespace gemmpad::cuda

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -31,8 +32,10 @@ class StagingPool {
         for (auto& t : threads_) t.join();
     }
     // work(1) .. work(helpers) on pool threads (fewer where no more threads can be had) and work(0)
-    // on this one; returns when all have returned. work must not throw.
-    void run(int helpers, const std::function<void(int)>& work) {
+    // on this one; returns when all have returned. work must not throw. Afterwards the helpers look
+    // for the next job for spin_us before they sleep (waking a sleeping one costs microseconds).
+    void run(int helpers, const std::function<void(int)>& work, int spin_us = 0) {
+        spin_us_.store(spin_us, std::memory_order_relaxed);
         while ((int)threads_.size() < helpers) {
             try {
                 threads_.emplace_back([this, i = (int)threads_.size()] { loop(i); });
@@ -57,6 +60,11 @@ class StagingPool {
     void loop(int i) {
         uint64_t seen = 0;
         for (;;) {
+            using clock = std::chrono::steady_clock;
+            const auto until = clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
+            while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed) &&
+                   clock::now() < until)
+                std::this_thread::yield();
             const std::function<void(int)>* job;
             {
                 std::unique_lock<std::mutex> lock(mu_);
@@ -75,8 +83,9 @@ class StagingPool {
     std::condition_variable wake_;
     const std::function<void(int)>* job_ = nullptr;  // the current job (run() waits for it to end)
     int active_ = 0;                                 // helpers 0 .. active_ - 1 take part in it
-    uint64_t generation_ = 0;                        // one per job
-    bool stop_ = false;
+    std::atomic<uint64_t> generation_{0};            // one per job (changed under mu_)
+    std::atomic<bool> stop_{false};                  // (changed under mu_)
+    std::atomic<int> spin_us_{0};
     std::atomic<int> left_{0};                       // helpers still in the job
 };
 
