@@ -224,6 +224,13 @@ def _paper_vote(inner: list[int]) -> int | None:
     return None if not inner or 2 * bright == len(inner) else int(2 * bright > len(inner))
 
 
+def _edge_to_paper(img: np.ndarray, axis: int, side: int, n: int, paper: float) -> None:
+    """The n rows (axis 0) or columns (axis 1) of img from its first (side 0) or last edge set to paper, in place."""
+    if n:
+        span = slice(0, n) if side == 0 else slice(img.shape[axis] - n, img.shape[axis])
+        img[(span, slice(None)) if axis == 0 else (slice(None), span)] = paper
+
+
 def _lines_by_vote(img: np.ndarray) -> np.ndarray:
     """Printed lines along one axis at a time, the paper voted per axis (_paper_vote): a line is a
     row of the other level end to end with a clean paper row inward of it, so a digit's own bar
@@ -243,11 +250,10 @@ def _lines_by_vote(img: np.ndarray) -> np.ndarray:
             clean = [i for i, lv in enumerate(levels) if lv % 2 == paper]
             if not clean or not any(lv % 2 != paper and lv >= 2 for lv in levels[: clean[-1]]):
                 continue
-            last = clean[-1]  # the line(s), and the paper up to the clean row inward of them
             if out is img:
                 out = img.copy()
-            rows = slice(0, last + 1) if side == 0 else slice(length - 1 - last, length)
-            out[(rows, slice(None)) if axis == 1 else (slice(None), rows)] = hi if paper else lo
+            # the line(s), and the paper up to the clean row inward of them
+            _edge_to_paper(out, 1 - axis, side, clean[-1] + 1, hi if paper else lo)
     return out
 
 
@@ -285,7 +291,8 @@ def _box_edges(ink: np.ndarray) -> tuple[dict[tuple[int, int], list[int]], bool]
                     crossed[axis] |= bool(rows[i, across].any())
                 else:
                     break
-    held = all(len(k) < max(1, int(LINE_BAND * ink.shape[axis])) for (axis, _), k in kinds.items() if INK_LINE in k)
+    held = all(len(k) < max(1, int(LINE_BAND * ink.shape[axis])) for (axis, _), k in kinds.items()
+               if INK_LINE in k)
     return kinds, crossed[0] and crossed[1] and held
 
 
@@ -315,16 +322,14 @@ def _without_printed_lines(img: np.ndarray) -> np.ndarray:
     lo, hi = img.min(), img.max()
     is_hi = img == hi
     boxes = [(paper_hi, kinds) for paper_hi in (True, False)
-             for kinds, crossed in [_box_edges(is_hi == (not paper_hi))] if crossed]
+             for kinds, boxed in [_box_edges(is_hi == (not paper_hi))] if boxed]
     if len(boxes) != 1:
         return _lines_by_vote(img)
     paper_hi, kinds = boxes[0]
     out = img.copy()
     for (axis, side), levels in kinds.items():
-        n = _box_cut(levels, max(1, int(LINE_THICK * img.shape[axis])))
-        if n:
-            rows = slice(0, n) if side == 0 else slice(img.shape[axis] - n, img.shape[axis])
-            out[(rows, slice(None)) if axis == 0 else (slice(None), rows)] = hi if paper_hi else lo
+        _edge_to_paper(out, axis, side, _box_cut(levels, max(1, int(LINE_THICK * img.shape[axis]))),
+                       hi if paper_hi else lo)
     return out
 
 
