@@ -21,8 +21,9 @@ namespace {
 
 // Rows a thread must get before another thread joins: a row costs ~0.5-1.5 us and
 // waking the OpenMP team a few us. (A fixed threshold of 64 rows made batch 32 the
-// slowest point of the sweep on a 16-core host: 58.6 us, vs 16.5 us at batch 64.)
-constexpr int kRowsPerThread = 8;
+// slowest point of the sweep on a 16-core host: 58.6 us, vs 16.5 us at batch 64; 8 rows
+// left batch 12 at 21 us and 16 at 17-18 on that host, 2 rows 8-9 us: NOTES.md, 2026-11-30.)
+constexpr int kRowsPerThread = 2;
 
 // Indices i < n with x[i] != 0 (all of them when skipping is not allowed).
 // idx must have room for n + 16 entries.
