@@ -53,7 +53,8 @@ Mlp::Staging Mlp::default_staging() {
     cpu_set_t allowed;  // the CPUs this process may run on (taskset, a container's cpuset), not all online ones
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) hw = CPU_COUNT(&allowed);
 #endif
-    return {0, size_t{64} << 10, std::clamp(hw / 2, 1, 8), kMappedU8Rows, kMappedOutRows, kMappedSplitBytes, kOutSplitBytes, kSpinUs};
+    return {0, size_t{64} << 10, std::clamp(hw / 2, 1, 8), kMappedU8Rows, kMappedOutRows, kMappedSplitBytes,
+            kOutSplitBytes, kSpinUs};
 }
 
 // A large x took two serial passes: the host copy into pinned staging (12.8 MB at batch 4096:
@@ -67,14 +68,14 @@ Mlp::Staging Mlp::default_staging() {
 // ~2.6 us per call on the H200's host, more from threads contending for the stream, so 64 KiB
 // chunks cost more than they overlapped and 512 KiB ones started the copy engine late: NOTES.md.)
 // The graph behind the DMAs waits for all. Without `device_dst` only the host copies run (input
-// the kernel reads through the mapping).
+// the kernel reads through the mapping, outputs on their way to the caller: copy_out).
 void Mlp::stage_chunked(const void* x, size_t bytes, void* host_dst, void* device_dst) {
     const size_t chunk = staging_.chunk_bytes, chunks = (bytes + chunk - 1) / chunk;
     const int n = (int)std::min<size_t>((size_t)staging_.threads, chunks);
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     const char* src = static_cast<const char*>(x);
-    char* pinned = static_cast<char*>(host_dst);
+    char* dst = static_cast<char*>(host_dst);
     char* dev = static_cast<char*>(device_dst);
     std::unique_ptr<std::atomic<bool>[]> copied(new std::atomic<bool>[chunks]);
     for (size_t c = 0; c < chunks; ++c) copied[c].store(false, std::memory_order_relaxed);
@@ -87,7 +88,7 @@ void Mlp::stage_chunked(const void* x, size_t bytes, void* host_dst, void* devic
         const size_t ready = std::min(staged * chunk, bytes), last = queued;
         if (ready == queued || (!all && ready < bytes && ready - queued < std::max(chunk, last / 2))) return cudaSuccess;
         queued = ready;
-        return cudaMemcpyAsync(dev + last, pinned + last, ready - last, cudaMemcpyHostToDevice, stream_);
+        return cudaMemcpyAsync(dev + last, dst + last, ready - last, cudaMemcpyHostToDevice, stream_);
     };
     std::vector<cudaError_t> errors(n, cudaSuccess);  // per thread: nothing in work() allocates or throws
     std::vector<const char*> calls(n, "");
@@ -96,7 +97,7 @@ void Mlp::stage_chunked(const void* x, size_t bytes, void* host_dst, void* devic
         if (t > 0 && (e = cudaSetDevice(device)) != cudaSuccess) calls[t] = "cudaSetDevice (staging thread)";
         for (size_t c; e == cudaSuccess && !failed.load(std::memory_order_relaxed) && (c = next.fetch_add(1)) < chunks;) {
             const size_t off = c * chunk;
-            copy_streaming(pinned + off, src + off, std::min(chunk, bytes - off));
+            copy_streaming(dst + off, src + off, std::min(chunk, bytes - off));
             copied[c].store(true, std::memory_order_release);
             if (t == 0 && dev && (e = queue_dmas(false)) != cudaSuccess) calls[t] = "cudaMemcpyAsync(x)";
         }
