@@ -3,7 +3,8 @@ to what measures them (gemmpad.inputs.preprocess, a test set's generator) rather
 each fold model's card gets its `results.real_writers` from gemmpad.commands.evaluate.real_writer_report
 on its own held-out writers, and the shipped card its `results.cross_validation` pooled again by
 gemmpad.learn.crossval.summary (the recipe kept). Weights, training history and MNIST figures stay.
-Then `python -m pytest tests/learn tests/commands` says whether the README tables need regenerating.
+Then `python -m pytest tests/runtime/test_model.py` says whether models/README.md's card tables need
+regenerating (`gemmpad.commands.evaluate.card_tables`).
 
     python native/tools/remeasure_cv.py [--jobs N] [--models models/mnist-mlp.npz] [--folds assets/cv]
 
