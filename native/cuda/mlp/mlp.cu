@@ -355,7 +355,7 @@ void Mlp::enqueue_fused(FusedKind kind, int batch, Request req) {
     const void* src = plan.x_u8 ? u8_source(batch) : plan.x_slices ? in_.device : x_.ptr;  // (FusedPlan::x_u8)
     float* dst = out_mapped ? static_cast<float*>(out_.device) : static_cast<float*>(probs_.ptr);
     // bytes to the device unless read through the mapping (small batches), floats unless the slices read them there
-    if (req.u8 ? !mapped_u8(batch) : !plan.x_slices) copy_in_x(batch, req, staged(batch, req));
+    if (req.u8 ? copied_u8 : !plan.x_slices) copy_in_x(batch, req, staged(batch, req));
     CUDA_CHECK(cudaEventRecordWithFlags(start_, stream_, cudaEventRecordExternal));
     if (req.u8 && !plan.x_u8) enqueue_u8_in(batch);  // the floats made on the device
     const FusedHidden hid{req.hidden & 1 ? static_cast<float*>(h1_.ptr) : nullptr,
