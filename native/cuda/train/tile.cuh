@@ -32,12 +32,14 @@ __device__ __forceinline__ void tile_zero(TileAcc& acc) {
         for (int j = 0; j < 4; ++j) acc.v[i][j] = 0.0f;
 }
 
-// One staged chunk: L[r][0..32) and R[r][0..32) for r < rc (row stride 32 floats,
-// so the four values a thread needs are one aligned float4).
+// One staged chunk: L[r][0..32) and R[r][0..32) for r < rc (row stride 32 floats, or LS for L:
+// a multiple of 4, so the four values a thread needs are one aligned float4).
+template <int LS = TILE>
 __device__ __forceinline__ void tile_accumulate(const float* L, const float* R, int rc, TileAcc& acc) {
     const int g = threadIdx.x >> 6, lt = threadIdx.x & 63, tm = lt >> 3, tn = lt & 7;
+#pragma unroll 4
     for (int r = g; r < rc; r += 4) {
-        const float4 a = *reinterpret_cast<const float4*>(L + r * TILE + tm * 4);
+        const float4 a = *reinterpret_cast<const float4*>(L + r * LS + tm * 4);
         const float4 b = *reinterpret_cast<const float4*>(R + r * TILE + tn * 4);
         const float av[4] = {a.x, a.y, a.z, a.w};
         const float bv[4] = {b.x, b.y, b.z, b.w};
@@ -70,13 +72,19 @@ __device__ __forceinline__ void tile_reduce(const TileAcc& acc, float* red, Epi 
 
 // SGD with momentum and weight decay, torch.optim.SGD semantics (dampening 0,
 // no Nesterov): g += decay * p; v = mu * v + g; p -= lr * v.
+__device__ __forceinline__ void sgd_step(float& p, float& v, float grad, const Hyper& h, float decay) {
+    const float g = grad + decay * p;
+    v = h.momentum * v + g;
+    p = p - h.lr * v;
+}
+
+// The same on a parameter and its velocity in memory; returns the new parameter.
 __device__ __forceinline__ float sgd_update(float* p, float* v, float grad, const Hyper& h, float decay) {
-    const float g = grad + decay * *p;
-    const float vel = h.momentum * *v + g;
-    *v = vel;
-    const float np = *p - h.lr * vel;
-    *p = np;
-    return np;
+    float pv = *p, vv = *v;
+    sgd_step(pv, vv, grad, h, decay);
+    *v = vv;
+    *p = pv;
+    return pv;
 }
 
 }  // namespace gemmpad::cuda::train
