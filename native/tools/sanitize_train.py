@@ -1,7 +1,7 @@
 # compute-sanitizer driver for the training kernels (SANITIZE_EXTRA=this file in
 # native/tools/gpu_check.sh, or `compute-sanitizer python3 this_file`): a tiny
 # run of every kernel in both precisions, with a short last batch, a batch that
-# is not a multiple of 16 and both the graph and the direct-launch paths, with the labels
+# is not a multiple of 16 and every epoch engine (graph, direct launches, the persistent kernel in fp32), with the labels
 # and with soft targets (a fine-tune's distillation).
 import numpy as np
 
@@ -18,8 +18,8 @@ for _mixed, _soft in ((False, None), (True, None), (False, _q), (True, _q)):
     for _batch in (33, 64):
         _t = _cuda.Trainer(_x, _y, _w, _batch, _mixed, _soft)
         _perm = _rng.permutation(101).astype(np.int32)
-        _t.epoch(_perm, 0.05, 0.9, 1e-4, True)
-        _t.epoch(_perm, 0.05, 0.9, 1e-4, False)
+        for _engine in ("graph", "launches") + (() if _mixed else ("persistent",)):
+            _t.epoch(_perm, 0.05, 0.9, 1e-4, _engine)
         _t.step(_perm[:7], 0.05, 0.9, 0.0)
         _t.profile(1)
         _t.weights()

@@ -164,10 +164,13 @@ class TorchStandIn:
     """gemmpad._cuda.Trainer's interface on torch float64 (CPU), so fit()'s plumbing
     (orders, lr schedule, callback) is checked without a GPU."""
 
+    persistent_max_batch = 256
+
     def __init__(self, x, y, w, batch, mixed, targets):
         self.x, self.y, self.w, self.batch, self.history = x, y, dict(w), batch, []
 
-    def epoch(self, perm, lr, momentum, weight_decay, graph, decay_biases):
+    def epoch(self, perm, lr, momentum, weight_decay, engine, decay_biases):
+        assert engine == "persistent"  # fit's default in fp32
         self.history.append((perm.copy(), lr, momentum, weight_decay))
         orders = [h[0] for h in self.history]
         lrs = [h[1] for h in self.history]
@@ -206,6 +209,13 @@ def test_fit_plumbing_with_a_stand_in_trainer(rng, monkeypatch):
     assert [a[0] for a in seen] == [0, 1, 2] and all(isinstance(a[3], dict) for a in seen)
     with pytest.raises(InputShapeError, match="batch_order"):
         train_native.fit(x, y, w0, epochs=1, batch_order=lambda e: np.arange(89))
+
+
+@pytest.mark.parametrize("options,match", [({"engine": "cuda graph"}, "engine must be one of"),
+                                           ({"engine": "persistent", "precision": "mixed"}, "fp32 only")])
+def test_an_engine_that_cannot_run_is_refused_before_the_gpu(rng, options, match):
+    with pytest.raises(GemmpadError, match=match):
+        train_native.fit(**good_args(rng), **options)
 
 
 # --------------------------------------------------------------- native kernels (GPU)
@@ -300,8 +310,59 @@ def test_mixed_precision_gradients_match_bf16_arithmetic(rng):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("precision,decay_biases", [("fp32", True), ("fp32", False), ("mixed", True)])
-def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
+@pytest.mark.parametrize("n,batch", [(1, 1), (53, 53), (53, 13), (300, 256), (700, 256), (700, 129)])
+def test_persistent_epoch_gradients_match_float64_autograd(rng, n, batch):
+    """lr = momentum = decay = 0: every step leaves the weights and its gradient in the momentum buffers,
+    so after the epoch they hold the last batch's. Its layer-1 sums come from the W1 tiles the step
+    before updated (25 k tiles of 32, the last with the bias row); batches over 128 rows take two
+    passes of the forward, short last batches follow."""
+    from gemmpad.runtime import native
+
+    x, y = random_data(rng, n)
+    w = random_weights(rng, scale=2.0)
+    trainer = native.cuda().Trainer(x, y, w, batch, False)
+    perm = rng.permutation(n).astype(np.int32)
+    trainer.epoch(perm, 0.0, 0.0, 0.0, "persistent")
+    last = perm[(n - 1) // batch * batch :]
+    _, ref = torch_reference(w, x[last], y[last])
+    got = trainer.velocities()
+    for name in NAMES:
+        assert rel_error(got[name], ref[name]) < 1e-5, name
+    after = trainer.weights()
+    for name in NAMES:  # lr = 0: untouched
+        assert np.array_equal(after[name], w[name]), name
+    loss, correct = trainer.samples()
+    ref_loss = [torch_reference(w, x[perm[o : o + batch]], y[perm[o : o + batch]])[0] for o in range(0, n, batch)]
+    sizes = [min(batch, n - o) for o in range(0, n, batch)]
+    assert float(np.mean(loss)) == pytest.approx(np.dot(ref_loss, sizes) / n, rel=1e-5)
+
+
+@pytest.mark.gpu
+def test_persistent_engine_refuses_mixed_precision_large_batches_and_unknown_engines(rng):
+    from gemmpad.runtime import native
+
+    x, y = random_data(rng, 40)
+    perm = np.arange(40, dtype=np.int32)
+    with pytest.raises(ValueError, match="fp32 only"):
+        native.cuda().Trainer(x, y, random_weights(rng), 16, True).epoch(perm, 0.1, 0.0, 0.0, "persistent")
+    with pytest.raises(ValueError, match="engine must be"):
+        native.cuda().Trainer(x, y, random_weights(rng), 16, False).epoch(perm, 0.1, 0.0, 0.0, "graphs")
+    x, y = random_data(rng, 300)
+    big = native.cuda().Trainer(x, y, random_weights(rng), 257, False)
+    assert big.persistent_max_batch == 256
+    with pytest.raises(ValueError, match="at most 256 rows"):
+        big.epoch(np.arange(300, dtype=np.int32), 0.1, 0.0, 0.0, "persistent")
+    with pytest.raises(GemmpadError, match="at most 256 rows"):
+        train_native.fit(x, y, random_weights(rng), epochs=1, batch_size=257, engine="persistent")
+    stats = []  # fit's default for a batch the persistent engine does not take: the graph
+    train_native.fit(x, y, random_weights(rng), epochs=1, batch_size=257, callback=lambda *a: stats.append(a))
+    assert len(stats) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("precision,decay_biases,engine", [("fp32", True, "persistent"), ("fp32", False, "persistent"),
+                                                           ("fp32", True, "graph"), ("mixed", True, "graph")])
+def test_training_matches_torch_sgd_steps(rng, precision, decay_biases, engine):
     """Two epochs of 650 rows, batch 64 (a short last batch), lr schedule, momentum and decay vs torch.optim.SGD."""
     x, y = random_data(rng, 650)
     teacher = random_weights(rng, scale=3.0)  # learnable labels: a random teacher network
@@ -318,7 +379,7 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     stats = []
     got = train_native.fit(x, y, w0, epochs=2, batch_size=64, lr_schedule=lrs, momentum=momentum,
                            weight_decay=decay, decay_biases=decay_biases, seed=seed, precision=precision,
-                           callback=lambda *args: stats.append(args))
+                           engine=engine, callback=lambda *args: stats.append(args))
     order = trainer.batch_orders(650, seed)  # fit's default
     ref, losses = sgd_reference(w0, x, y, [order(0), order(1)], 64, lrs, momentum, decay, decay_biases)
     # bf16 forward moves each step's gradients by 2-6% (see the test above), which at this learning
@@ -339,24 +400,42 @@ def test_training_matches_torch_sgd_steps(rng, precision, decay_biases):
     assert all(np.array_equal(stats[1][3][k], got[k]) for k in NAMES)  # the callback's weights are the epoch's
 
 
+def two_epochs(x, y, w, batch, mixed, engine, perm):
+    trainer = native_trainer(x, y, w, batch, mixed)
+    stats = [trainer.epoch(perm, 0.05, 0.9, 1e-4, engine) for _ in range(2)]
+    return [s["loss"] for s in stats], trainer.weights(), trainer.samples()[0]
+
+
+def native_trainer(*args):
+    from gemmpad.runtime import native
+
+    return native.cuda().Trainer(*args)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mixed", [False, True])
 def test_graph_replay_equals_direct_launches(rng, mixed):
-    from gemmpad.runtime import native
-
     x, y = random_data(rng, 500)
     w = random_weights(rng)
     perm = rng.permutation(500).astype(np.int32)
-    results = []
-    for graph in (True, False):
-        trainer = native.cuda().Trainer(x, y, w, 48, mixed)
-        stats = [trainer.epoch(perm, 0.05, 0.9, 1e-4, graph) for _ in range(2)]
-        results.append((stats, trainer.weights(), trainer.samples()[0]))
-    (s_g, w_g, l_g), (s_d, w_d, l_d) = results
-    assert [s["loss"] for s in s_g] == [s["loss"] for s in s_d]  # deterministic kernels: bit-identical
+    (s_g, w_g, l_g), (s_d, w_d, l_d) = (two_epochs(x, y, w, 48, mixed, e, perm) for e in ("graph", "launches"))
+    assert s_g == s_d  # deterministic kernels: bit-identical
     for name in NAMES:
         assert np.array_equal(w_g[name], w_d[name]), name
     assert np.array_equal(l_g, l_d)
+
+
+@pytest.mark.gpu
+def test_persistent_epochs_repeat_exactly(rng):
+    """Fixed-order sums and no atomics: two runs are bit-identical. (Against torch's float64 SGD:
+    test_training_matches_torch_sgd_steps; against the graph only layer 1's summation order differs.)"""
+    x, y = random_data(rng, 500)
+    w = random_weights(rng)
+    perm = rng.permutation(500).astype(np.int32)
+    (s_a, w_a, l_a), (s_b, w_b, l_b) = (two_epochs(x, y, w, 48, False, "persistent", perm) for _ in range(2))
+    assert s_a == s_b and np.array_equal(l_a, l_b)
+    for name in NAMES:
+        assert np.array_equal(w_a[name], w_b[name]), name
 
 
 @pytest.mark.gpu

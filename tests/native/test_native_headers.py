@@ -28,7 +28,7 @@ MAX_LINES = 12
 KERNELS = sorted([*NATIVE.glob("cpu/gemm/[0-9]*.cpp"), *NATIVE.glob("cuda/gemm/[0-9]*.cu"),
                   NATIVE / "cpu/mlp/mlp_sparse.cpp", *NATIVE.glob("cuda/mlp/fused_mlp*.cu"),
                   *NATIVE.glob("cuda/train/forward_l1_*.cu"), *NATIVE.glob("cuda/train/grad_update_*.cu"),
-                  NATIVE / "cuda/train/rows.cu"])
+                  NATIVE / "cuda/train/rows.cu", NATIVE / "cuda/train/epoch_persistent.cu"])
 PARTS = {"Change": re.compile(r"^// Change\b[^:]*: \S"), "Limit": re.compile(r"^// Limit: \S"),
          "Run": re.compile(r"^// Run: gemmpad bench (gemm|mlp|train) "), "Profile": re.compile(r"^// Profile: \S"),
          "Figure": re.compile(r"^// Figure \([^)]+\): \S")}

@@ -46,9 +46,11 @@ class Mlp:
 
 @dataclass(frozen=True)
 class Train:
-    """A training kernel: the native engine's `key` (per-launch microseconds, or the epoch) at `precision`."""
+    """A training kernel: the native engine's `key` (per-launch microseconds, or the epoch) at `precision`,
+    from the bench rows of `engine` (native: the graph of three launches a step)."""
     precision: str
     key: str
+    engine: str = "native"
 
 
 MLP_FILES = {
@@ -64,6 +66,7 @@ TRAIN_FILES = {
     "native/cuda/train/grad_update_fp32.cu": Train("fp32", "grad_update_us"),
     "native/cuda/train/grad_update_bf16.cu": Train("mixed", "grad_update_us"),
     "native/cuda/train/train.cuh": Train("fp32", "epoch_ms_median"),
+    "native/cuda/train/epoch_persistent.cu": Train("fp32", "epoch_ms_median", "native_persistent"),
 }
 
 
@@ -206,7 +209,7 @@ def _train_line(spec: Train, held: Iterator[tuple[str, dict[str, Any]]]) -> str:
     for source, data in held:
         values = {}
         for r in data["results"]:
-            if r.get("engine") == "native" and r.get("precision") == spec.precision and r.get("batch") in TRAIN_BATCHES:
+            if r.get("engine") == spec.engine and r.get("precision") == spec.precision and r.get("batch") in TRAIN_BATCHES:
                 row = {**r, **r.get("profile_us_per_launch", {})}
                 if spec.key in row:
                     values[r["batch"]] = row[spec.key]
@@ -215,5 +218,6 @@ def _train_line(spec: Train, held: Iterator[tuple[str, dict[str, Any]]]) -> str:
             what = "an epoch of 60,000 images {} ms" if spec.key == "epoch_ms_median" else "{} us per launch"
             times = ", ".join([f"{what.format(f'{values[first]:.1f}')} at batch {first}",
                                *(f"{values[b]:.1f} at batch {b}" for b in rest)])
-            return _label(source, data) + f"native {spec.precision}: {times} ({spec.key})"
-    return f"{MARK}none): no committed {TRAIN_FILE} holds native {spec.precision} {spec.key} at batches {TRAIN_BATCHES}"
+            return _label(source, data) + f"{spec.engine} {spec.precision}: {times} ({spec.key})"
+    return (f"{MARK}none): no committed {TRAIN_FILE} holds {spec.engine} {spec.precision} {spec.key} "
+            f"at batches {TRAIN_BATCHES}")

@@ -492,7 +492,8 @@ def _agreement(r: dict[str, Any]) -> str:
     return f"{100 * a:.2f} %" if isinstance(a, (int, float)) and not isinstance(a, bool) and 0 <= a <= 1 else ""
 
 
-TRAIN_ENGINES = {("native", "fp32"): "native fp32", ("native", "mixed"): "native mixed (bf16 tensor cores)",
+TRAIN_ENGINES = {("native", "fp32"): "native fp32", ("native_persistent", "fp32"): "native fp32, one persistent launch",
+                 ("native", "mixed"): "native mixed (bf16 tensor cores)",
                  ("torch_eager", "fp32"): "torch eager", ("torch_cuda_graph", "fp32"): "torch, one step in a CUDA graph"}
 
 

@@ -70,36 +70,39 @@ def load_mnist(data_dir: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.
 
 
 def _time_native(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, mixed: bool,
-                 a: argparse.Namespace) -> dict[str, Any]:
-    """Epoch times of the native trainer: after one warm-up epoch (which captures the graph),
-    a.epochs timed epochs replaying it and two launching each kernel, each timed from the batch
-    order's upload to the epoch's sums on the host (the order drawn before)."""
+                 a: argparse.Namespace, engine: str = "graph") -> dict[str, Any]:
+    """Epoch times of the native trainer on one engine: after one warm-up epoch (which captures the
+    graph), a.epochs timed epochs, each from the batch order's upload to the epoch's sums on the host
+    (the order drawn before). The graph's row adds two epochs launching each kernel and the per-launch
+    profile; the persistent engine's row is named native_persistent."""
     trainer = cuda_trainer_class()(x, y, w, batch, mixed)
     orders = map(batch_orders(len(x), a.seed, ORDER), itertools.count())
 
-    def epoch(graph: bool) -> Call:
+    def epoch(engine: str) -> Call:
         def call() -> tuple[float, float]:
             perm = next(orders)
             start = time.perf_counter()
-            r = trainer.epoch(perm, a.lr, a.momentum, a.weight_decay, graph)
+            r = trainer.epoch(perm, a.lr, a.momentum, a.weight_decay, engine)
             return 1e3 * r["gpu_ms"], 1e6 * (time.perf_counter() - start)
         return call
 
-    graphed = sample_calls(epoch(True), 0.0, warmup=1, min_reps=a.epochs, max_reps=a.epochs)
-    launched = sample_calls(epoch(False), 0.0, warmup=0, min_reps=2, max_reps=2)
-    assert graphed is not None and launched is not None  # (never cancelled)
-    wall = [us / 1e3 for us in graphed.e2e_us]
-    prof = trainer.profile(200)
+    timed = sample_calls(epoch(engine), 0.0, warmup=1, min_reps=a.epochs, max_reps=a.epochs)
+    assert timed is not None  # (never cancelled)
+    wall = [us / 1e3 for us in timed.e2e_us]
     steps = -(-len(x) // batch)
-    kernel_sum = prof["forward_l1_us"] + prof["rows_us"] + prof["grad_update_us"]
-    return {
-        "engine": "native", "precision": "mixed" if mixed else "fp32", "batch": batch,
-        "epoch_ms_median": float(np.median(wall)), "epoch_ms_min": float(np.min(wall)), "epoch_ms_all": wall,
-        "gpu_ms_median": float(np.median(graphed.kernel_us)) / 1e3,
-        "no_graph_epoch_ms_median": float(np.median(launched.e2e_us)) / 1e3,
-        "steps_per_epoch": steps, "profile_us_per_launch": prof,
-        "kernels_back_to_back_ms_per_epoch": steps * kernel_sum / 1e3,
+    row = {
+        "engine": "native" if engine == "graph" else f"native_{engine}", "precision": "mixed" if mixed else "fp32",
+        "batch": batch, "epoch_ms_median": float(np.median(wall)), "epoch_ms_min": float(np.min(wall)),
+        "epoch_ms_all": wall, "gpu_ms_median": float(np.median(timed.kernel_us)) / 1e3, "steps_per_epoch": steps,
     }
+    if engine == "graph":
+        launched = sample_calls(epoch("launches"), 0.0, warmup=0, min_reps=2, max_reps=2)
+        assert launched is not None
+        prof = trainer.profile(200)
+        kernel_sum = prof["forward_l1_us"] + prof["rows_us"] + prof["grad_update_us"]
+        row.update({"no_graph_epoch_ms_median": float(np.median(launched.e2e_us)) / 1e3,
+                    "profile_us_per_launch": prof, "kernels_back_to_back_ms_per_epoch": steps * kernel_sum / 1e3})
+    return row
 
 
 def _time_torch(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: int, graphs: bool,
@@ -161,7 +164,7 @@ def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[floa
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    engines = ["torch_eager", "torch_cuda_graph", "native fp32", "native mixed"]
+    engines = ["torch_eager", "torch_cuda_graph", "native fp32", "native_persistent fp32", "native mixed"]
     batches = sorted({r["batch"] for r in results})
     width = 0.8 / len(batches)
     for bi, b in enumerate(batches):
@@ -204,14 +207,15 @@ def _save(fig: Any, ax: Any, path: Path, ylabel: str, title: str) -> None:
 
 
 def _goals(results: list[dict[str, Any]], parity: dict[str, Any] | None) -> dict[str, Any]:
-    """The training engine's targets (an fp32 epoch within 15 ms at batch 256 and 40 ms at 64, test
-    accuracy within 0.2 points of torch's) next to what this run measured."""
+    """The training engine's targets (an fp32 epoch within 15 ms at batch 256 and 40 ms at 64 on the
+    graph, within 2.5 ms at batch 256 on the persistent kernel: issue 44; test accuracy within 0.2
+    points of torch's) next to what this run measured."""
     goals: dict[str, Any] = {}
-    for batch, limit in ((256, 15.0), (64, 40.0)):
-        match = [r for r in results if r["engine"] == "native" and r["precision"] == "fp32" and r["batch"] == batch]
+    for engine, batch, limit in (("native", 256, 15.0), ("native", 64, 40.0), ("native_persistent", 256, 2.5)):
+        match = [r for r in results if r["engine"] == engine and r["precision"] == "fp32" and r["batch"] == batch]
         if match:
             ms = match[0]["epoch_ms_median"]
-            goals[f"native_fp32_batch{batch}_epoch_ms<={limit:g}"] = {"measured": ms, "met": ms <= limit}
+            goals[f"{engine}_fp32_batch{batch}_epoch_ms<={limit:g}"] = {"measured": ms, "met": ms <= limit}
     if parity:
         gap = parity["accuracy_gap_points_native_fp32"]
         goals["test_accuracy_gap_points<=0.2"] = {"measured": gap, "met": abs(gap) <= 0.2}
@@ -233,13 +237,13 @@ def run(args: argparse.Namespace | None = None) -> int:
     w0 = init_weights(a.seed, INIT)
     results: list[dict[str, Any]] = []
     for b in a.batches:
-        for mixed in (False, True):
-            results.append(_time_native(x, y, w0, b, mixed, a))
-            print(f"native {'mixed' if mixed else 'fp32 '} batch {b:4d}: {results[-1]['epoch_ms_median']:8.2f} ms/epoch",
-                  flush=True)
+        for mixed, engine in ((False, "graph"), (False, "persistent"), (True, "graph")):
+            results.append(_time_native(x, y, w0, b, mixed, a, engine))
+            name = f"{results[-1]['engine']} {results[-1]['precision']}"
+            print(f"{name:24s} batch {b:4d}: {results[-1]['epoch_ms_median']:8.2f} ms/epoch", flush=True)
         for graphs in (False, True):
             results.append(_time_torch(x, y, w0, b, graphs, a))
-            print(f"{results[-1]['engine']:16s} batch {b:4d}: {results[-1]['epoch_ms_median']:8.2f} ms/epoch", flush=True)
+            print(f"{results[-1]['engine']:24s} batch {b:4d}: {results[-1]['epoch_ms_median']:8.2f} ms/epoch", flush=True)
     for r in results:
         eager = [q for q in results if q["batch"] == r["batch"] and q["engine"] == "torch_eager"]
         if eager:

@@ -3,8 +3,10 @@
 Why a native engine: one SGD step of a 784-100-100-10 network is ~0.1 GFLOP,
 far too little work to hide a framework's per-op launches and allocations.
 Here a step is three fused kernels (native/cuda/train/), the dataset and every
-buffer live on the GPU from the start, and a whole epoch is one CUDA-graph
-launch. `gemmpad bench train` (gemmpad.bench.train) measures that against
+buffer live on the GPU from the start, and a whole epoch is one launch: in fp32
+a persistent kernel that runs every step between grid barriers, in mixed
+precision a CUDA graph of the steps' launches. `gemmpad bench train`
+(gemmpad.bench.train) measures that against
 PyTorch eager and PyTorch with CUDA graphs, and checks that both engines learn
 the same model.
 
@@ -20,9 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad.errors import CudaUnavailable
+from gemmpad.errors import CudaUnavailable, GemmpadError
 from gemmpad.learn.trainer import BatchOrder, EpochCallback, LrSchedule, check_loss, plan
 from gemmpad.runtime import native
+
+
+ENGINES = ("persistent", "graph", "launches")
+
+
+def default_engine(precision: str, trainer: Any) -> str:
+    """The persistent epoch where it runs (fp32, batches up to the trainer's persistent_max_batch), else the
+    graph: one launch an epoch instead of three a step (3.8 against 5.2 ms an epoch at batch 256 on an
+    H200: native/cuda/train/README.md)."""
+    fits = precision == "fp32" and trainer.batch <= trainer.persistent_max_batch
+    return "persistent" if fits else "graph"
 
 
 def cuda_trainer_class() -> Any:
@@ -49,7 +62,7 @@ def fit(
     precision: str = "fp32",
     callback: EpochCallback | None = None,
     should_stop: Callable[[], bool] | None = None,
-    use_graph: bool = True,
+    engine: str | None = None,
     targets: np.ndarray | None = None,
     step_losses: list[float] | None = None,
 ) -> dict[str, np.ndarray]:
@@ -77,9 +90,13 @@ def fit(
     callback(epoch, loss, accuracy, weights) runs after every epoch (epoch
     0-based; loss and accuracy over that epoch's training samples, each taken
     with the weights it was trained with; weights a host copy as returned).
-    should_stop() is polled before each epoch (an epoch is one graph launch).
-    use_graph=False launches the kernels one by one instead of replaying a
-    CUDA graph (same results bit for bit; for measuring launch overhead).
+    should_stop() is polled before each epoch (an epoch is one launch).
+    engine: None for default_engine(); "persistent" runs each epoch as one
+    kernel (fp32, batches up to the trainer's persistent_max_batch); "graph"
+    replays the steps' launches from a CUDA graph (fp32 results equal to the
+    persistent engine's up to float rounding: layer 1's sums are split
+    differently); "launches" launches them one by one (the graph's results bit
+    for bit; for measuring launch overhead).
     step_losses, when given, gets each step's mean batch loss appended (the
     per-step curve of `gemmpad bench train`'s parity run).
 
@@ -88,13 +105,21 @@ def fit(
     touching the GPU), CudaUnavailable without a usable GPU, GemmpadError if
     the loss becomes NaN/Inf (diverged: lower the learning rate).
     """
+    if engine is not None and engine not in ENGINES:
+        raise GemmpadError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    if engine == "persistent" and precision != "fp32":
+        raise GemmpadError("the persistent engine trains fp32 only: use engine='graph' for mixed precision")
     p = plan(x, y, weights, epochs=epochs, batch_size=batch_size, lr_schedule=lr_schedule, momentum=momentum,
              weight_decay=weight_decay, seed=seed, batch_order=batch_order, targets=targets, precision=precision)
     trainer = cuda_trainer_class()(p.x, p.y, p.weights, int(batch_size), precision == "mixed", p.targets)
+    engine = default_engine(precision, trainer) if engine is None else engine
+    if engine == "persistent" and trainer.batch > trainer.persistent_max_batch:
+        raise GemmpadError(f"the persistent engine takes batches of at most {trainer.persistent_max_batch} rows: "
+                           "use engine='graph'")
     for epoch in range(epochs):
         if should_stop is not None and should_stop():
             break
-        result = trainer.epoch(p.order(epoch), p.lrs[epoch], float(momentum), float(weight_decay), use_graph,
+        result = trainer.epoch(p.order(epoch), p.lrs[epoch], float(momentum), float(weight_decay), engine,
                                decay_biases)
         check_loss(epoch, result["loss"])
         if step_losses is not None:
@@ -109,4 +134,4 @@ def _host_weights(trainer: Any) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in trainer.weights().items()}
 
 
-__all__ = ["fit"]
+__all__ = ["ENGINES", "default_engine", "fit"]

@@ -32,6 +32,13 @@ void require(bool ok, const std::string& msg) {
     if (!ok) throw py::value_error(msg);
 }
 
+train::Engine engine_named(const std::string& name) {
+    if (name == "graph") return train::Engine::graph;
+    if (name == "launches") return train::Engine::launches;
+    if (name == "persistent") return train::Engine::persistent;
+    throw py::value_error("engine must be 'graph', 'launches' or 'persistent', not '" + name + "'");
+}
+
 py::dict read(const Trainer& t, bool velocity) {
     std::vector<F32> arrays;
     std::vector<float*> ptrs;
@@ -79,21 +86,25 @@ std::unique_ptr<Trainer> make(F32 x, I32 labels, py::dict params, int batch, boo
 }  // namespace
 
 void bind_train(py::module_& m) {
-    py::class_<Trainer>(m, "Trainer",
-                        "Native CUDA trainer of the 784-100-100-10 MLP (see native/cuda/train/train.cuh).")
+    py::class_<Trainer> cls(m, "Trainer",
+                            "Native CUDA trainer of the 784-100-100-10 MLP (see native/cuda/train/train.cuh).");
+    cls.attr("persistent_max_batch") = train::PERSISTENT_MAX_BATCH;
+    cls
         .def(py::init(&make), py::arg("x"), py::arg("labels"), py::arg("params"), py::arg("batch"),
              py::arg("mixed") = false, py::arg("targets") = py::none(),
              "Uploads x [N,784] f32, labels [N] i32, the params dict and targets (None, or [N,10] f32 soft "
              "targets the loss is taken against instead of the labels); allocates every buffer.")
         .def(
             "epoch",
-            [](Trainer& t, I32 perm, float lr, float momentum, float weight_decay, bool graph, bool decay_biases) {
+            [](Trainer& t, I32 perm, float lr, float momentum, float weight_decay, const std::string& engine,
+               bool decay_biases) {
                 require(perm.ndim() == 1 && perm.shape(0) == t.n(), "perm must have shape [N]");
                 const int32_t* p = perm.data();
+                const train::Engine e = engine_named(engine);
                 train::EpochResult r;
                 {
                     py::gil_scoped_release nogil;
-                    r = t.epoch(p, hyper(lr, momentum, weight_decay, decay_biases), graph);
+                    r = t.epoch(p, hyper(lr, momentum, weight_decay, decay_biases), e);
                 }
                 py::dict d;
                 d["loss"] = r.loss;
@@ -101,10 +112,12 @@ void bind_train(py::module_& m) {
                 d["gpu_ms"] = r.gpu_ms;
                 return d;
             },
-            py::arg("perm"), py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"), py::arg("graph") = true,
+            py::arg("perm"), py::arg("lr"), py::arg("momentum"), py::arg("weight_decay"), py::arg("engine") = "graph",
             py::arg("decay_biases") = true,
-            "One epoch in the order perm; returns {loss, accuracy, gpu_ms}. decay_biases=False exempts b1..b3 "
-            "from the weight decay (the default, True, is torch.optim.SGD over all parameters).")
+            "One epoch in the order perm; returns {loss, accuracy, gpu_ms}. engine: 'graph' (the step's launches "
+            "replayed from a CUDA graph), 'launches' (the same launches one by one) or 'persistent' (one "
+            "launch for the epoch; fp32, batches up to persistent_max_batch). decay_biases=False exempts b1..b3 from the weight decay (the "
+            "default, True, is torch.optim.SGD over all parameters).")
         .def(
             "step",
             [](Trainer& t, I32 idx, float lr, float momentum, float weight_decay, bool decay_biases) {

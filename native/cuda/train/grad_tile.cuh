@@ -28,9 +28,9 @@ __device__ __forceinline__ LayerRef layer_ref(const DeviceState& s, int layer) {
 
 // Tiles of the augmented [in + 1, out] gradient, layer by layer. Layer 1 starts
 // at row `l1_first_row` (0, or IN when tensor cores do its weights).
-__host__ __device__ inline int tiles_of(int in_rows, int out) { return ((in_rows + TILE - 1) / TILE) * ((out + TILE - 1) / TILE); }
+__host__ __device__ constexpr int tiles_of(int in_rows, int out) { return ((in_rows + TILE - 1) / TILE) * ((out + TILE - 1) / TILE); }
 
-__host__ __device__ inline int grad_jobs(int l1_first_row) {
+__host__ __device__ constexpr int grad_jobs(int l1_first_row) {
     return tiles_of(IN + 1 - l1_first_row, H1) + tiles_of(H1 + 1, H2) + tiles_of(H2 + 1, OUT);
 }
 

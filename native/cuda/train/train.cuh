@@ -1,7 +1,8 @@
 // The native training engine for the 784-100-100-10 MLP: shapes, the device
 // state every kernel sees, and the launchers of the step kernels.
 //
-// One SGD step is three launches, whatever the batch size:
+// One SGD step is three launches, whatever the batch size (or, fp32, every step of an epoch in one
+// persistent launch: epoch_persistent.cu):
 //   forward_l1_fp32: layer 1, split over K (X[idx] @ W1, partial sums per K slice)
 //   rows: everything that is row-local: sum the K slices, bias, ReLU, layers 2
 //      and 3, softmax cross-entropy, and the backward pass of the deltas
@@ -18,7 +19,7 @@
 // quarter longer. The epoch is then the sum of the three kernels' latencies: at
 // these sizes each is bound by dependent memory round trips and block-wide syncs,
 // not by FLOPs (~0.1 GFLOP a step). Against torch: the README's training table.
-// Figure (H200 2026-11-29, assets/benchmarks/h200/train.json): native fp32: an epoch of 60,000 images 15.1 ms at batch 64, 5.5 at batch 256 (epoch_ms_median)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native fp32: an epoch of 60,000 images 14.3 ms at batch 64, 5.2 at batch 256 (epoch_ms_median)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -33,6 +34,7 @@ namespace gemmpad::cuda::train {
 inline constexpr int IN = 784, H1 = 100, H2 = 100, OUT = 10;
 inline constexpr int KSLICES = 7;          // layer-1 forward: K = 784 split into 7 slices of 112
 inline constexpr int KSLICE = IN / KSLICES;
+inline constexpr int W1_KTILES = 25;       // the persistent epoch's layer-1 partial sums: one per 32-row tile of W1
 inline constexpr int PN = 112;             // padded row length of the partial sums and of bf16 W1 / dZ1 (7 x 16)
 inline constexpr int ROWS_PER_BLOCK = 8;   // rows: one warp per row for the softmax
 
@@ -52,7 +54,7 @@ struct DeviceState {
     float *v_w1, *v_b1, *v_w2, *v_b2, *v_w3, *v_b3;
     __nv_bfloat16* w1b = nullptr;
     // activations and deltas of one step
-    float* part;   // [KSLICES, batch_pad, PN] layer-1 partial sums
+    float* part;   // [KSLICES (W1_KTILES in fp32 mode), batch_pad, PN] layer-1 partial sums
     float* h1;     // [batch, 100]
     float* h2;     // [batch, 100]
     float* dz1;    // [batch, 100]
@@ -73,6 +75,13 @@ void setup_rows_kernel();
 void launch_grad_update_fp32(const DeviceState& s, int offset, int rows, cudaStream_t st);
 void launch_forward_l1_bf16(const DeviceState& s, int offset, int rows, cudaStream_t st);
 void launch_grad_update_bf16(const DeviceState& s, int offset, int rows, cudaStream_t st);
+// The persistent epoch (fp32): its grid (one block an SM), or 0 where the GPU cannot run it (no cooperative
+// launch, under 120 SMs: a block a gradient tile, or its shared memory does not fit); call before
+// launching (not while capturing).
+int epoch_persistent_grid();
+// Every step of the epoch in one cooperative launch; part must hold W1_KTILES slices, s.batch at most
+// PERSISTENT_MAX_BATCH.
+void launch_epoch_persistent(const DeviceState& s, int grid, cudaStream_t st);
 // Sums loss and correct over the epoch into epoch_sums.
 void launch_epoch_sums(const DeviceState& s, cudaStream_t st);
 // W1 (fp32) -> w1b (bf16, padded to PN columns with zeros).

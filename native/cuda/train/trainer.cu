@@ -29,6 +29,7 @@ struct Trainer::Impl {
     cudaStream_t stream = nullptr;
     cudaEvent_t start = nullptr, stop = nullptr;
     Graph graph;
+    int persistent_grid = -1;  // epoch_persistent_grid(), asked on the first persistent epoch
 
     template <class T>
     T* alloc(size_t count) {
@@ -77,6 +78,15 @@ struct Trainer::Impl {
 
     void launch_epoch() {
         for (int offset = 0; offset < s.n; offset += s.batch) launch_step(offset, std::min(s.batch, s.n - offset));
+        launch_epoch_sums(s, stream);
+    }
+
+    void launch_epoch_persistent() {  // fp32 (Trainer::epoch checks)
+        if (persistent_grid < 0) persistent_grid = epoch_persistent_grid();
+        if (persistent_grid == 0)
+            throw std::runtime_error("this GPU cannot run the persistent epoch (it needs cooperative launch, "
+                                     "120 SMs and 166 KB of shared memory a block): use the graph engine");
+        train::launch_epoch_persistent(s, persistent_grid, stream);
         launch_epoch_sums(s, stream);
     }
 
@@ -135,7 +145,7 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
     s.w1 = p[0]; s.b1 = p[1]; s.w2 = p[2]; s.b2 = p[3]; s.w3 = p[4]; s.b3 = p[5];
     s.v_w1 = v[0]; s.v_b1 = v[1]; s.v_w2 = v[2]; s.v_b2 = v[3]; s.v_w3 = v[4]; s.v_b3 = v[5];
 
-    s.part = m.alloc<float>((size_t)KSLICES * s.batch_pad * PN);
+    s.part = m.alloc<float>((size_t)(mixed ? KSLICES : W1_KTILES) * s.batch_pad * PN);
     s.h1 = m.alloc<float>((size_t)s.batch * H1);
     s.h2 = m.alloc<float>((size_t)s.batch * H2);
     s.dz1 = m.alloc<float>((size_t)s.batch * H1);
@@ -154,16 +164,22 @@ Trainer::Trainer(const float* x, const int32_t* labels, int n, const std::vector
 
 Trainer::~Trainer() = default;
 
-EpochResult Trainer::epoch(const int32_t* perm, const Hyper& hyper, bool use_graph) {
+EpochResult Trainer::epoch(const int32_t* perm, const Hyper& hyper, Engine engine) {
     Impl& m = *impl_;
+    if (engine == Engine::persistent && m.mixed)
+        throw std::invalid_argument("the persistent engine trains fp32 only (mixed precision: the graph)");
+    if (engine == Engine::persistent && m.s.batch > PERSISTENT_MAX_BATCH)
+        throw std::invalid_argument("the persistent engine takes batches of at most " +
+                                    std::to_string(PERSISTENT_MAX_BATCH) + " rows (larger ones: the graph)");
     check_indices(perm, m.s.n, m.s.n);
     CUDA_CHECK(cudaMemcpyAsync(const_cast<int32_t*>(m.s.perm), perm, (size_t)m.s.n * sizeof(int32_t),
                                cudaMemcpyHostToDevice, m.stream));
     m.upload_hyper(hyper);
-    if (use_graph && !m.graph)
+    if (engine == Engine::graph && !m.graph)
         m.graph = Graph::capture(m.stream, cudaStreamCaptureModeThreadLocal, [&] { m.launch_epoch(); });
     CUDA_CHECK(cudaEventRecord(m.start, m.stream));
-    if (use_graph) m.graph.launch(m.stream);
+    if (engine == Engine::graph) m.graph.launch(m.stream);
+    else if (engine == Engine::persistent) m.launch_epoch_persistent();
     else m.launch_epoch();
     CUDA_CHECK(cudaEventRecord(m.stop, m.stream));
     float sums[2] = {0.f, 0.f};

@@ -5,6 +5,7 @@
 // Lifetime: construction uploads the dataset and the initial weights and
 // allocates every buffer; nothing is allocated afterwards. The first graph
 // epoch captures the epoch's launches into a CUDA graph; later epochs replay it.
+// The persistent engine runs the epoch as one kernel instead (epoch_persistent.cu).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,13 @@ struct Hyper {
     float weight_decay;       // on W1, W2, W3
     float bias_weight_decay;  // on b1, b2, b3 (0, or weight_decay for torch.optim.SGD over all parameters)
 };
+
+// The persistent engine's largest batch: each block holds two batches of one W1 tile's X columns.
+inline constexpr int PERSISTENT_MAX_BATCH = 256;
+
+// How an epoch's steps reach the GPU: three launches a step one by one, the same launches replayed from a
+// CUDA graph captured on the first epoch, or one persistent launch for the whole epoch (fp32 only).
+enum class Engine { launches, graph, persistent };
 
 struct EpochResult {
     double loss;      // mean cross-entropy over the epoch's samples (with the weights each saw)
@@ -43,8 +51,10 @@ class Trainer {
     Trainer& operator=(const Trainer&) = delete;
 
     // One pass over perm (a permutation, or any list of n row indices): batches
-    // perm[0:batch], perm[batch:2*batch], ...; the last one may be shorter.
-    EpochResult epoch(const int32_t* perm, const Hyper& hyper, bool use_graph);
+    // perm[0:batch], perm[batch:2*batch], ...; the last one may be shorter. The persistent engine
+    // throws std::invalid_argument in mixed mode or for batches over PERSISTENT_MAX_BATCH,
+    // std::runtime_error on a GPU that cannot run it.
+    EpochResult epoch(const int32_t* perm, const Hyper& hyper, Engine engine);
     // One step on rows idx[0:rows] (rows <= batch), without a graph.
     void step(const int32_t* idx, int rows, const Hyper& hyper);
     // Copies W1 b1 W2 b2 W3 b3 (or their momentum buffers) into out[0..5].
