@@ -165,12 +165,13 @@ class TorchStandIn:
     (orders, lr schedule, callback) is checked without a GPU."""
 
     persistent_max_batch = 256
+    persistent_available = True  # as on the H200; a test sets False for a GPU without the SMs for it
 
     def __init__(self, x, y, w, batch, mixed, targets):
-        self.x, self.y, self.w, self.batch, self.history = x, y, dict(w), batch, []
+        self.x, self.y, self.w, self.batch, self.history, self.engines = x, y, dict(w), batch, [], []
 
     def epoch(self, perm, lr, momentum, weight_decay, engine, decay_biases):
-        assert engine == "persistent"  # fit's default in fp32
+        self.engines.append(engine)
         self.history.append((perm.copy(), lr, momentum, weight_decay))
         orders = [h[0] for h in self.history]
         lrs = [h[1] for h in self.history]
@@ -209,6 +210,29 @@ def test_fit_plumbing_with_a_stand_in_trainer(rng, monkeypatch):
     assert [a[0] for a in seen] == [0, 1, 2] and all(isinstance(a[3], dict) for a in seen)
     with pytest.raises(InputShapeError, match="batch_order"):
         train_native.fit(x, y, w0, epochs=1, batch_order=lambda e: np.arange(89))
+
+
+def test_fit_takes_the_persistent_engine_only_where_it_runs(rng, monkeypatch):
+    """fp32 on a GPU that runs it: persistent; a GPU without the SMs or shared memory for it (an A100, a
+    laptop's): the graph, and asking for it is a clear error, not the kernel's RuntimeError."""
+    x, y = random_data(rng, 40)
+    w0 = random_weights(rng)
+    made = []
+
+    def make(available):
+        def trainer(*args):
+            t = TorchStandIn(*args)
+            t.initial, t.persistent_available = args[2], available
+            made.append(t)
+            return t
+        return trainer
+
+    for available, engine in ((True, "persistent"), (False, "graph")):
+        monkeypatch.setattr(train_native, "cuda_trainer_class", lambda: make(available))
+        train_native.fit(x, y, w0, epochs=2, batch_size=16)
+        assert made[-1].engines == [engine, engine]
+    with pytest.raises(GemmpadError, match="cannot run the persistent engine"):
+        train_native.fit(x, y, w0, epochs=1, batch_size=16, engine="persistent")
 
 
 @pytest.mark.parametrize("options,match", [({"engine": "cuda graph"}, "engine must be one of"),
@@ -347,6 +371,10 @@ def test_persistent_engine_refuses_mixed_precision_large_batches_and_unknown_eng
         native.cuda().Trainer(x, y, random_weights(rng), 16, True).epoch(perm, 0.1, 0.0, 0.0, "persistent")
     with pytest.raises(ValueError, match="engine must be"):
         native.cuda().Trainer(x, y, random_weights(rng), 16, False).epoch(perm, 0.1, 0.0, 0.0, "graphs")
+    details = native.cuda_status().details  # an H100 or H200 of 132 SMs runs it (A100s, H100 PCIe, GeForces do not)
+    if str(details.get("compute_capability")) == "9.0" and details.get("multiprocessors", 0) >= 132:
+        assert native.cuda().Trainer(x, y, random_weights(rng), 16, False).persistent_available
+    assert not native.cuda().Trainer(x, y, random_weights(rng), 16, True).persistent_available
     x, y = random_data(rng, 300)
     big = native.cuda().Trainer(x, y, random_weights(rng), 257, False)
     assert big.persistent_max_batch == 256

@@ -30,11 +30,11 @@ from gemmpad.runtime import native
 ENGINES = ("persistent", "graph", "launches")
 
 
-def default_engine(precision: str, trainer: Any) -> str:
-    """The persistent epoch where it runs (fp32, batches up to the trainer's persistent_max_batch), else the
-    graph: one launch an epoch instead of three a step (3.8 against 5.2 ms an epoch at batch 256 on an
-    H200: native/cuda/train/README.md)."""
-    fits = precision == "fp32" and trainer.batch <= trainer.persistent_max_batch
+def default_engine(trainer: Any) -> str:
+    """The persistent epoch where it runs (fp32, a GPU with the SMs and shared memory it needs, batches up
+    to the trainer's persistent_max_batch), else the graph: one launch an epoch instead of three a step
+    (3.8 against 5.2 ms an epoch at batch 256 on an H200: native/cuda/train/README.md)."""
+    fits = trainer.persistent_available and trainer.batch <= trainer.persistent_max_batch
     return "persistent" if fits else "graph"
 
 
@@ -92,7 +92,8 @@ def fit(
     with the weights it was trained with; weights a host copy as returned).
     should_stop() is polled before each epoch (an epoch is one launch).
     engine: None for default_engine(); "persistent" runs each epoch as one
-    kernel (fp32, batches up to the trainer's persistent_max_batch); "graph"
+    kernel (fp32, batches up to the trainer's persistent_max_batch, GPUs of
+    120+ SMs); "graph"
     replays the steps' launches from a CUDA graph (fp32 results equal to the
     persistent engine's up to float rounding: layer 1's sums are split
     differently); "launches" launches them one by one (the graph's results bit
@@ -112,10 +113,13 @@ def fit(
     p = plan(x, y, weights, epochs=epochs, batch_size=batch_size, lr_schedule=lr_schedule, momentum=momentum,
              weight_decay=weight_decay, seed=seed, batch_order=batch_order, targets=targets, precision=precision)
     trainer = cuda_trainer_class()(p.x, p.y, p.weights, int(batch_size), precision == "mixed", p.targets)
-    engine = default_engine(precision, trainer) if engine is None else engine
+    engine = default_engine(trainer) if engine is None else engine
     if engine == "persistent" and trainer.batch > trainer.persistent_max_batch:
         raise GemmpadError(f"the persistent engine takes batches of at most {trainer.persistent_max_batch} rows: "
                            "use engine='graph'")
+    if engine == "persistent" and not trainer.persistent_available:
+        raise GemmpadError("this GPU cannot run the persistent engine (native/cuda/train/README.md says what it "
+                           "needs): use engine='graph'")
     for epoch in range(epochs):
         if should_stop is not None and should_stop():
             break

@@ -152,6 +152,9 @@ void bind_train(py::module_& m) {
                 return t.profile(reps);
             },
             py::arg("reps") = 200, "Mean microseconds per kernel launch of a full-batch step.")
+        .def_property_readonly("persistent_available", &Trainer::persistent_available,
+                               "Whether the persistent engine runs here (fp32, this GPU; batches up to "
+                               "persistent_max_batch).")
         .def_property_readonly("n", &Trainer::n)
         .def_property_readonly("batch", &Trainer::batch)
         .def_property_readonly("mixed", &Trainer::mixed);

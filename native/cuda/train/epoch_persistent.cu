@@ -3,7 +3,7 @@
 // W1's 100 tiles of 32x32 lives in one block's shared memory with its velocity; while 32 other blocks run
 // rows.cuh, that block stages the next step's 32 columns of X, then takes its gradient, updates the tile and
 // goes on with it to the next step's layer-1 partial sums (25 k tiles), so layer 1's forward is no phase.
-// Limit: batches up to 256 rows, GPUs of 120+ SMs (a block a tile), fp32; a step waits for two barriers.
+// Limit: fp32, batches up to 256 rows, 120+ SMs (a block a tile) and 166 KB of smem; two barriers a step.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:epoch_persistent -c 1 gemmpad bench train --batches 256 --epochs 1 --torch-epochs 1 --parity-epochs 0
 // Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native_persistent fp32: an epoch of 60,000 images 11.7 ms at batch 64, 3.8 at batch 256 (epoch_ms_median)
@@ -179,11 +179,12 @@ __global__ void __launch_bounds__(TILE_THREADS, 1) epoch_persistent(DeviceState 
 }  // namespace
 
 int epoch_persistent_grid() {
-    int dev = 0, coop = 0, sms = 0, per_sm = 0;
+    int dev = 0, coop = 0, sms = 0, smem = 0, per_sm = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (!coop || sms < JOBS) return 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    if (!coop || sms < JOBS || (size_t)smem < SMEM_BYTES) return 0;
     CUDA_CHECK(cudaFuncSetAttribute(epoch_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SMEM_BYTES));
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, epoch_persistent, TILE_THREADS, SMEM_BYTES));
     return per_sm > 0 ? sms : 0;  // one block an SM

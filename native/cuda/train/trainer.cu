@@ -81,9 +81,13 @@ struct Trainer::Impl {
         launch_epoch_sums(s, stream);
     }
 
-    void launch_epoch_persistent() {  // fp32 (Trainer::epoch checks)
+    int persistent_grid_size() {
         if (persistent_grid < 0) persistent_grid = epoch_persistent_grid();
-        if (persistent_grid == 0)
+        return persistent_grid;
+    }
+
+    void launch_epoch_persistent() {  // fp32 (Trainer::epoch checks)
+        if (persistent_grid_size() == 0)
             throw std::runtime_error("this GPU cannot run the persistent epoch (it needs cooperative launch, "
                                      "120 SMs and 166 KB of shared memory a block): use the graph engine");
         train::launch_epoch_persistent(s, persistent_grid, stream);
@@ -268,6 +272,8 @@ std::map<std::string, double> Trainer::profile(int reps) {
     m.drop(backup);
     return out;
 }
+
+bool Trainer::persistent_available() { return !impl_->mixed && impl_->persistent_grid_size() > 0; }
 
 int Trainer::n() const { return impl_->s.n; }
 int Trainer::batch() const { return impl_->s.batch; }

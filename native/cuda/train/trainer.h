@@ -67,6 +67,9 @@ class Trainer {
     // first batch's per-sample records are overwritten.
     std::map<std::string, double> profile(int reps);
 
+    // Whether epoch(..., Engine::persistent) runs here: fp32, and a GPU with cooperative launch, a block
+    // for each gradient tile and the kernel's shared memory (asked once). The batch limit is separate.
+    bool persistent_available();
     int n() const;
     int batch() const;
     bool mixed() const;
