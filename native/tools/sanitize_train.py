@@ -18,7 +18,7 @@ for _mixed, _soft in ((False, None), (True, None), (False, _q), (True, _q)):
     for _batch in (33, 64):
         _t = _cuda.Trainer(_x, _y, _w, _batch, _mixed, _soft)
         _perm = _rng.permutation(101).astype(np.int32)
-        for _engine in ("graph", "launches") + (() if _mixed else ("persistent",)):
+        for _engine in ("graph", "launches") + (("persistent",) if _t.persistent_available else ()):
             _t.epoch(_perm, 0.05, 0.9, 1e-4, _engine)
         _t.step(_perm[:7], 0.05, 0.9, 0.0)
         _t.profile(1)

@@ -28,8 +28,10 @@ def test_native_epoch_times_come_from_the_timed_epochs():
     a = bench_train._defaults()
     a.epochs = 3
     row = bench_train._time_native(x, y, init_weights(0, "torch"), 100, False, a)
-    assert len(row["epoch_ms_all"]) == 3 and row["steps_per_epoch"] == 10
+    assert row is not None and len(row["epoch_ms_all"]) == 3 and row["steps_per_epoch"] == 10
     assert 0 < row["gpu_ms_median"] <= row["epoch_ms_median"] and row["no_graph_epoch_ms_median"] > 0
     persistent = bench_train._time_native(x, y, init_weights(0, "torch"), 100, False, a, "persistent")
+    if persistent is None:
+        pytest.skip("this GPU does not run the persistent epoch")
     assert persistent["engine"] == "native_persistent" and len(persistent["epoch_ms_all"]) == 3
     assert 0 < persistent["gpu_ms_median"] <= persistent["epoch_ms_median"] and "profile_us_per_launch" not in persistent
