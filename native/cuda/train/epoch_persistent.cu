@@ -6,7 +6,7 @@
 // Limit: fp32, batches up to 256 rows, 120+ SMs (a block a tile) and 166 KB of smem; two barriers a step.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:epoch_persistent -c 1 gemmpad bench train --batches 256 --epochs 1 --torch-epochs 1 --parity-epochs 0
-// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native_persistent fp32: an epoch of 60,000 images 11.7 ms at batch 64, 3.8 at batch 256 (epoch_ms_median)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native_persistent fp32: an epoch of 60,000 images 10.6 ms at batch 64, 3.7 at batch 256 (epoch_ms_median)
 #include <cooperative_groups.h>
 
 #include "grad_tile.cuh"
