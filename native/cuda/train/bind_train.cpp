@@ -116,8 +116,9 @@ void bind_train(py::module_& m) {
             py::arg("decay_biases") = true,
             "One epoch in the order perm; returns {loss, accuracy, gpu_ms}. engine: 'graph' (the step's launches "
             "replayed from a CUDA graph), 'launches' (the same launches one by one) or 'persistent' (one "
-            "launch for the epoch; fp32, batches up to persistent_max_batch). decay_biases=False exempts b1..b3 from the weight decay (the "
-            "default, True, is torch.optim.SGD over all parameters).")
+            "launch for the epoch where persistent_available; batches up to persistent_max_batch). "
+            "decay_biases=False exempts b1..b3 from the weight decay (the default, True, is torch.optim.SGD "
+            "over all parameters).")
         .def(
             "step",
             [](Trainer& t, I32 idx, float lr, float momentum, float weight_decay, bool decay_biases) {
