@@ -26,7 +26,7 @@ from gemmpad.inputs.files import atomic_path, write_text
 from gemmpad.runtime.model import SHAPES, accuracy
 from gemmpad.terminal import printable
 from gemmpad.learn import trainers
-from gemmpad.learn.train_native import cuda_trainer_class
+from gemmpad.learn.train_native import cuda_trainer_class, persistent_runs
 from gemmpad.learn.trainer import batch_orders, init_weights
 
 # What the committed figures (assets/benchmarks/*/train.json) were measured with: torch.nn.Linear's
@@ -76,7 +76,7 @@ def _time_native(x: np.ndarray, y: np.ndarray, w: dict[str, np.ndarray], batch: 
     (the order drawn before). The graph's row adds two epochs launching each kernel and the per-launch
     profile; the persistent engine's row is named native_persistent, None where it does not run."""
     trainer = cuda_trainer_class()(x, y, w, batch, mixed)
-    if engine == "persistent" and not (trainer.persistent_available and batch <= trainer.persistent_max_batch):
+    if engine == "persistent" and not persistent_runs(trainer):
         return None
     orders = map(batch_orders(len(x), a.seed, ORDER), itertools.count())
 

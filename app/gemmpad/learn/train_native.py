@@ -30,12 +30,16 @@ from gemmpad.runtime import native
 ENGINES = ("persistent", "graph", "launches")
 
 
+def persistent_runs(trainer: Any) -> bool:
+    """Whether the persistent epoch runs for this trainer: fp32 on a GPU with the SMs and shared memory it
+    needs (persistent_available), and batches up to persistent_max_batch."""
+    return bool(trainer.persistent_available) and trainer.batch <= trainer.persistent_max_batch
+
+
 def default_engine(trainer: Any) -> str:
-    """The persistent epoch where it runs (fp32, a GPU with the SMs and shared memory it needs, batches up
-    to the trainer's persistent_max_batch), else the graph: one launch an epoch instead of three a step
-    (3.8 against 5.2 ms an epoch at batch 256 on an H200: native/cuda/train/README.md)."""
-    fits = trainer.persistent_available and trainer.batch <= trainer.persistent_max_batch
-    return "persistent" if fits else "graph"
+    """The persistent epoch where it runs, else the graph: one launch an epoch instead of three a step
+    (the epoch times of both: native/cuda/train/README.md)."""
+    return "persistent" if persistent_runs(trainer) else "graph"
 
 
 def cuda_trainer_class() -> Any:
@@ -138,4 +142,4 @@ def _host_weights(trainer: Any) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in trainer.weights().items()}
 
 
-__all__ = ["ENGINES", "default_engine", "fit"]
+__all__ = ["ENGINES", "default_engine", "fit", "persistent_runs"]
