@@ -76,9 +76,9 @@ def test_the_torch_trainer_stops_reports_and_refuses(rng: np.random.Generator) -
     assert len(calls) == 3 and not np.array_equal(stopped["W1"], w0["W1"])
     with pytest.raises(GemmpadError, match="diverged in epoch 1"):
         train_torch.fit(x * 1e18, y, random_weights(rng, scale=30.0), epochs=2, batch_size=10, lr_schedule=1e6)
-    with pytest.raises(GemmpadError, match="use_graph"):
-        train_torch.fit(x, y, w0, epochs=1, use_graph=True)
-    with pytest.raises(GemmpadError, match="use_graph needs one learning rate"):  # before the device is asked
+    with pytest.raises(GemmpadError, match="use_graph captures an fp32 step on a CUDA device only"):
+        train_torch.fit(x, y, w0, epochs=1, use_graph=True, device="cpu")
+    with pytest.raises(GemmpadError, match="use_graph with SGD needs one learning rate"):  # before the device is asked
         train_torch.fit(x, y, w0, epochs=2, lr_schedule=[0.1, 0.05], use_graph=True, device="cuda")
     if not torch.cuda.is_available():
         with pytest.raises(CudaUnavailable, match="torch sees no CUDA device"):

@@ -4,7 +4,8 @@ and the reference `gemmpad bench train` and `gemmpad bench learn` measure gemmpa
 One loop for all of them: the same network (x @ W + b, weights in gemmpad.runtime.model's
 layout), the arguments of gemmpad.learn.trainer.Trainer.fit, and what only torch offers bound
 when the trainer is picked (gemmpad.learn.trainers.pick): AdamW, automatic mixed precision, a
-CNN teacher's logits (gemmpad.learn.distill), the device, and one step captured in a CUDA graph.
+CNN teacher's logits (gemmpad.learn.distill), the device, and one step captured in a CUDA graph
+(gemmpad.learn.torch_graph).
 torch is imported inside fit() only: `gemmpad info` and the app never load it.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad.errors import CudaUnavailable, GemmpadError
-from gemmpad.learn import distill
+from gemmpad.learn import distill, torch_graph
 from gemmpad.learn.trainer import BatchOrder, EpochCallback, LrSchedule, check_loss, plan
 
 OPTIMIZERS = ("sgd", "adamw")
@@ -64,9 +65,11 @@ def fit(
     optimizer: "sgd" (torch.optim.SGD with momentum) or "adamw" (torch.optim.AdamW; momentum unused),
     weight decay on every parameter unless decay_biases=False. precision "mixed": autocast to
     bf16 on the CPU, fp16 with a gradient scaler on the GPU. teacher: logits [N, 10] of a CNN;
-    the loss is then gemmpad.learn.distill.loss. use_graph (CUDA, fp32 SGD, labels, a constant
-    learning rate): full batches replay one captured step, the short last batch runs eagerly
-    (how `gemmpad bench train` measures torch with its launches removed). step_losses gets each step's loss appended.
+    the loss is then gemmpad.learn.distill.loss. use_graph (CUDA, fp32): full batches replay one
+    captured step (gemmpad.learn.torch_graph), the short last batch runs eagerly; AdamW then steps
+    on the device (capturable, its rate a device tensor, so any schedule), SGD keeps the rate it was
+    captured with (one rate for every epoch). `gemmpad train` uses it on a GPU; `gemmpad bench train`
+    times torch with and without it. step_losses gets each step's loss appended.
     device: "cpu", "cuda" or "auto" (device_for). progress: a bar on stderr when it is a terminal.
     should_stop is polled between steps.
     """
@@ -78,12 +81,12 @@ def fit(
         raise GemmpadError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
     if teacher is not None and teacher.shape != (len(p.x), 10):
         raise GemmpadError(f"teacher logits must have shape ({len(p.x)}, 10), got {teacher.shape}")
-    if use_graph and len(set(p.lrs)) > 1:  # the captured step keeps the learning rate it was captured with
-        raise GemmpadError("use_graph needs one learning rate for every epoch (the captured step keeps its own)")
+    if use_graph and optimizer == "sgd" and len(set(p.lrs)) > 1:  # SGD's captured step keeps its rate
+        raise GemmpadError("use_graph with SGD needs one learning rate for every epoch (the captured step keeps "
+                           "its own); AdamW's follows a schedule")
     device = device_for(device)  # "cuda" without one: a line saying so, not torch's traceback
-    if use_graph and (device != "cuda" or precision != "fp32" or optimizer != "sgd" or teacher is not None
-                      or p.targets is not None):
-        raise GemmpadError("use_graph captures an fp32 SGD step against the labels on a CUDA device only")
+    if use_graph and (device != "cuda" or precision != "fp32"):
+        raise GemmpadError("use_graph captures an fp32 step on a CUDA device only")
     torch.manual_seed(seed)
     params = {k: torch.tensor(p.weights[k], device=device, requires_grad=True) for k in NAMES}
     groups: Any = [params[k] for k in NAMES]
@@ -92,6 +95,9 @@ def fit(
                   {"params": [params[k] for k in NAMES if k[0] == "b"], "weight_decay": 0.0}]
     if optimizer == "sgd":
         opt: Any = torch.optim.SGD(groups, lr=p.lrs[0], momentum=momentum, weight_decay=weight_decay)
+    elif use_graph:  # steps on the device, its rate read from a device tensor: any schedule replays
+        opt = torch.optim.AdamW(groups, lr=torch_graph.lr_value(torch, p.lrs[0], device), weight_decay=weight_decay,
+                                capturable=True)
     else:
         opt = torch.optim.AdamW(groups, lr=p.lrs[0], weight_decay=weight_decay)
     xt = torch.from_numpy(p.x).to(device)
@@ -122,13 +128,12 @@ def fit(
         scaler.update()
         return loss.detach(), (logits.detach().argmax(1) == yb).sum()
 
-    graph = _GraphStep(torch, step, batch_size, device, params, opt) if use_graph else None
+    graph = torch_graph.GraphStep(torch, step, batch_size, device, params.values(), opt) if use_graph else None
     n = len(p.x)
     steps = -(-n // batch_size)
     host = lambda: {k: v.detach().float().cpu().numpy().astype(np.float32) for k, v in params.items()}  # noqa: E731
     for epoch, lr in enumerate(p.lrs):
-        for g in opt.param_groups:
-            g["lr"] = lr
+        torch_graph.set_lr(opt, lr)
         order = torch.from_numpy(p.order(epoch).astype(np.int64)).to(device)
         losses, sizes, correct = [], [], []  # summed once per epoch: no extra launches per step
         for s in range(steps):
@@ -153,33 +158,3 @@ def fit(
             callback(epoch, mean_loss, float(torch.stack(correct).sum()) / n, host())
     return host()
 
-
-class _GraphStep:
-    """One full-batch SGD step captured in a CUDA graph (the whole step, as in torch's docs),
-    replayed with the batch's rows copied into a static index; its loss and correct count are
-    static outputs. The warm-up's steps are undone, so the weights are those of the eager loop."""
-
-    def __init__(self, torch: Any, step: Callable[[Any], tuple[Any, Any]], batch: int, device: str,
-                 params: dict[str, Any], opt: Any) -> None:
-        self.idx = torch.zeros(batch, dtype=torch.int64, device=device)
-        start = {k: v.detach().clone() for k, v in params.items()}
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):  # warm-up: creates the momentum buffers and gradients outside the capture
-                step(self.idx)
-        torch.cuda.current_stream().wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            self.out = step(self.idx)
-        with torch.no_grad():  # undo the warm-up: a zero momentum buffer steps as SGD's first step does
-            for k, v in params.items():
-                v.copy_(start[k])
-                buffer = opt.state[v].get("momentum_buffer")
-                if buffer is not None:  # none without momentum
-                    buffer.zero_()
-
-    def run(self, idx: Any) -> tuple[Any, Any]:
-        self.idx.copy_(idx)
-        self.graph.replay()
-        return self.out[0].clone(), self.out[1].clone()
