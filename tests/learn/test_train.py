@@ -394,3 +394,17 @@ def test_folds_choose_the_held_out_writers_themselves(tmp_path: Path) -> None:
         train.run(quick_args(tmp_path, "--folds", "5", "--fold", "6"))
     with pytest.raises(GemmpadError, match="--fold 1: one of the folds"):
         train.run(quick_args(tmp_path, "--fold", "1"))
+
+
+def test_torch_replays_a_captured_step_where_it_can() -> None:
+    """gemmpad train's one choice of the graph (gemmpad.learn.torch_graph): torch on a GPU in fp32, with
+    AdamW on any schedule or SGD on one rate (its captured step keeps the rate it was captured with)."""
+    import argparse
+
+    def graphed(device: str = "cuda", lrs: tuple[float, ...] = (0.1, 0.05), **kw: str) -> bool:
+        args = argparse.Namespace(**{"trainer": "torch", "precision": "fp32", "optimizer": "adamw", **kw})
+        return train._graphed(args, device, list(lrs))
+
+    assert graphed() and graphed(optimizer="sgd", lrs=(0.05, 0.05))
+    assert not graphed(optimizer="sgd") and not graphed("cpu") and not graphed(precision="mixed")
+    assert not graphed(trainer="native")

@@ -409,8 +409,9 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
 
     lrs = lr_schedule(args.schedule, lr, args.epochs)
     w0 = init_weights(args.seed)
-    log(f"training {len(x)} images on {args.trainer} ({device}, {args.precision}), {args.optimizer}, "
-        f"{args.epochs} epochs")
+    graphed = _graphed(args, device, lrs)
+    log(f"training {len(x)} images on {args.trainer} ({device}, {args.precision}{', CUDA graph' if graphed else ''}), "
+        f"{args.optimizer}, {args.epochs} epochs")
     teacher_card: dict[str, Any] | None = None
     options: dict[str, Any] = {"precision": args.precision}
     if args.trainer == "torch":
@@ -424,7 +425,7 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
                             "temperature": distill.TEMPERATURE, "soft_weight": distill.SOFT_WEIGHT,
                             "held_out_accuracy": teacher_val, "seconds": round(time.perf_counter() - t_fit, 1)}
         options.update(optimizer=args.optimizer, device=device, teacher=teacher, progress=not args.quiet,
-                       use_graph=_graphed(args, device, lrs))
+                       use_graph=graphed)
     # weight decay on every parameter, biases included, on every trainer, so curves compare
     w = trainers.pick(args.trainer, **options).fit(
         xn, y, w0, epochs=args.epochs, batch_size=args.batch_size, lr_schedule=lrs, momentum=args.momentum,
@@ -433,7 +434,7 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     model = Model(fold_normalisation(w, mean, std))
     card = _card(args, out_path, lr, mean, std, device, train, test, counts, len(train_idx), trained_writers, history)
     card["training"]["teacher"] = teacher_card
-    card["training"]["cuda_graph"] = bool(options.get("use_graph"))
+    card["training"]["cuda_graph"] = graphed
     card["time_s"] = {"data": round(t_data, 1), "train": round(t_train, 1)}
     if fold is not None:
         card["cross_validation_fold"] = fold
