@@ -433,3 +433,25 @@ def test_a_digit_the_frame_cuts_and_a_dot_beside_it_stay(rng: np.random.Generato
     ink = _ink(_lit_photo(one, rng))
     assert ink is not None and ink.shape[0] >= 230 and ink[215:225].max() < 0.1  # the bar, a gap, the dot
     assert ink[:195].min(axis=0).max() > 0.5  # the bar whole, from the photo's top edge
+
+
+def _thresholded_with_shadow(rng: np.random.Generator, shadow: bool = True) -> np.ndarray:
+    """A phone photo thresholded to black and white (uint8 0/255): a drawn digit on the right and, with
+    `shadow`, a shadow over the lower left that the threshold made solid black, dithered along its
+    edge (a band where the paper's tone crosses the threshold, noise deciding each pixel)."""
+    h = w = 300
+    ink = render([s * (300 / 280) + np.array([60.0, 0.0]) for s in FOUR], (h, w), 4.0) > 0.5
+    ys, xs = np.mgrid[0:h, 0:w]
+    tone = np.clip((xs + 0.8 * (h - ys) - 150) / 40.0, 0, 1)  # 0 in the shadow's core, 1 on lit paper
+    dark = (tone + rng.normal(0, 0.12, (h, w)) < 0.5) if shadow else np.zeros((h, w), bool)
+    return np.where(ink | dark, 0, 255).astype(np.uint8)
+
+
+def test_a_thresholded_photos_dithered_shadow_is_paper(rng: np.random.Generator) -> None:
+    """The threshold turns a shadow solid and dithers its edge; the background grid left that edge
+    as a bar beside the digit. Now the photo reads as the same digit without its shadow."""
+    with_shadow = _thresholded_with_shadow(rng)
+    assert np.count_nonzero(with_shadow[:, :150] == 0) > 0.2 * 300 * 150  # the shadow is there
+    a, b = preprocess(_thresholded_with_shadow(rng, shadow=False)), preprocess(with_shadow)
+    assert a is not None and b is not None
+    assert np.abs(a - b).mean() < 0.03
