@@ -455,3 +455,18 @@ def test_a_thresholded_photos_dithered_shadow_is_paper(rng: np.random.Generator)
     a, b = preprocess(_thresholded_with_shadow(rng, shadow=False)), preprocess(with_shadow)
     assert a is not None and b is not None
     assert np.abs(a - b).mean() < 0.03
+
+
+def test_a_clean_edged_shadow_in_a_corner_is_paper() -> None:
+    """A shadow thresholded without dither: a black triangle from a corner reaching up to the digit.
+    The background grid left its edge joined to the digit; it is far wider than the pen's stroke
+    beside it, so it is paper. A form's stretched digit, as thick as its other strokes, is not
+    (test_a_stretched_digit_without_a_box_keeps_its_bars)."""
+    rng = np.random.default_rng(0)
+    clean = _thresholded_with_shadow(rng, shadow=False)
+    ys, xs = np.mgrid[0:300, 0:300]
+    for corner in (xs + (299 - ys) < 200, xs + ys < 150):  # bottom left, and top left
+        photo = np.where(corner, 0, clean).astype(np.uint8)
+        a, b = preprocess(clean), preprocess(photo)
+        assert a is not None and b is not None
+        assert np.abs(a - b).mean() < 0.01

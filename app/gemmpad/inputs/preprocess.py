@@ -58,6 +58,8 @@ SHADOW_WIDTH = 0.025  # in a thresholded photo, ink wider than this share of the
 DITHER_GAP = 4  # the threshold's dither along a shadow's edge: ink closer than 2x this many pixels is one region
 SHADOW_MARGIN = 5  # pixels beyond a shadow's solid core that go with it (its last dither)
 DITHER_SPECKS = 50  # lone ink pixels (at most one neighbour) that say a threshold dithered a shadow
+SOLID_SHADOW = 0.06  # without dither: solid ink this wide (share of the image) from the border is a shadow,
+PEN_RATIO = 6  # where it is this many times wider than the ink beside it (a form's digit is as thick)
 STRAY_FIELD = 128  # a photo's ink is told into pieces on a copy at most this many pixels across
 BORDER_KEEP = 0.3  # ink joined to the border goes when at least this share of the ink is not
 SPECK_MASS = 0.05  # a piece lighter than this share of the largest, and further from it than
@@ -357,25 +359,51 @@ def _box_count(mask: np.ndarray, r: int) -> np.ndarray:
 def _without_shadow(v: np.ndarray) -> np.ndarray:
     """A photo thresholded to two levels (ink bright in v) with its shadow turned to paper.
 
-    The threshold turns a shadow into a solid region of ink, dithered along its edge, which the
-    background grid (cells of 1/16 of the image) leaves as a rim: a bar under the digit or a
-    diagonal beside it. So: the dither merged into the region (a closing, DITHER_GAP), the regions
-    wider than SHADOW_WIDTH of the image every way kept (an opening: a pen's stroke is thinner),
-    and those with SHADOW_MARGIN pixels round them set to paper; only where the threshold left
-    dither (DITHER_SPECKS lone pixels), since a scan whose digit fills its box has bars as wide as
-    a shadow. On a draw of the fold models' own writers' paper photos (seed 777, not the card's)
-    1,735 -> 1,771 of 1,864 two-level photos read right, with _stray_ink after it (learn/NOTES.md)."""
+    The threshold turns a shadow into a solid region of ink, often dithered along its edge, which
+    the background grid (cells of 1/16 of the image) leaves as a rim: a bar under the digit or a
+    diagonal beside it; with little of it on the border the photo even passes for a clean scan and
+    keeps the whole shadow. So the shadow (_dithered_shadow, else _solid_shadow) is set to paper,
+    a margin of SHADOW_MARGIN pixels round it. On a draw of the fold models' own writers' paper
+    photos (seed 777, not the card's) 1,735 -> 1,795 of 1,864 two-level photos read right; every
+    form of the card's five kinds comes out as before (learn/NOTES.md, 2026-11-30)."""
     lo, hi = float(v.min()), float(v.max())
     ink = v > (lo + hi) / 2
+    shadow = _dithered_shadow(ink)
+    if shadow is None:
+        shadow = _solid_shadow(ink)
+    return v if shadow is None else np.where(shadow, np.float32(lo), v).astype(np.float32)
+
+
+def _dithered_shadow(ink: np.ndarray) -> np.ndarray | None:
+    """Where the threshold left dither (DITHER_SPECKS lone pixels): the dither closed into its region
+    (DITHER_GAP), the regions wider than SHADOW_WIDTH of the image every way opened out (a pen's
+    stroke is thinner), with their margin; None without dither or such a region. (A scan whose
+    digit fills its box has bars as wide as that, and no dither.)"""
     if np.count_nonzero(ink & (_box_count(ink, 1) <= 2)) < DITHER_SPECKS:
-        return v  # no dither: a scan whose digit fills its box (its bars are as wide as a shadow)
+        return None
     area = (2 * DITHER_GAP + 1) ** 2
     closed = _box_count(_box_count(ink, DITHER_GAP) > 0, DITHER_GAP) == area
-    k = max(2, round(SHADOW_WIDTH * max(v.shape)))
+    k = max(2, round(SHADOW_WIDTH * max(ink.shape)))
     core = _box_count(closed, k) == (2 * k + 1) ** 2
-    if not core.any():
-        return v
-    return np.where(_box_count(core, k + SHADOW_MARGIN) > 0, np.float32(lo), v).astype(np.float32)
+    return _box_count(core, k + SHADOW_MARGIN) > 0 if core.any() else None
+
+
+def _solid_shadow(ink: np.ndarray) -> np.ndarray | None:
+    """A clean-edged shadow: solid ink wider than SOLID_SHADOW of the image every way, reaching the
+    border (a shadow comes from outside the frame), with its margin; only where ink is left beside
+    it and that ink is thinner by PEN_RATIO (its width 2 x area / boundary): a form's stretched digit
+    is solid too, but its other strokes are as thick. None where it is no shadow."""
+    k = max(2, round(SOLID_SHADOW * max(ink.shape)))
+    core = _box_count(ink, k) == (2 * k + 1) ** 2
+    if not (core[0].any() or core[-1].any() or core[:, 0].any() or core[:, -1].any()):
+        return None
+    shadow = _box_count(core, k + SHADOW_MARGIN) > 0
+    rest = ink & ~shadow
+    left = np.count_nonzero(rest)
+    if left < 0.02 * np.count_nonzero(ink):
+        return None  # nothing beside it: the region is the digit
+    width = 2 * left / max(1, np.count_nonzero(rest & (_box_count(rest, 1) < 9)))
+    return shadow if 2 * k + 1 >= PEN_RATIO * width else None
 
 
 def _pieces(mask: np.ndarray) -> np.ndarray:
@@ -450,7 +478,7 @@ def _ink(image: np.ndarray) -> np.ndarray | None:
     edge = _border(img)
     v = (1.0 - img) if float(edge[len(edge) // 2]) > 0.5 else img  # paper surrounds the digit
     scan = two_level and _clean_binary(edge)  # else a two-level image is a thresholded photo
-    if two_level and not scan:
+    if two_level:  # (a photo with a small shadow in a corner passes for a clean scan)
         v = _without_shadow(v)
     bg = _background(v)
     lit = bg is not None and not scan
