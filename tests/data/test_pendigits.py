@@ -174,3 +174,54 @@ def test_the_shared_file_is_whole(real: list[pendigits.PenDigit]) -> None:
     samples = real
     assert len(samples) == 7494 and pendigits.writers(samples) == list(range(1, 31))
     assert {s.digit for s in samples} == set(range(10))
+
+
+def _length(p: np.ndarray) -> float:
+    return float(np.linalg.norm(np.diff(p.astype(np.float64), axis=0), axis=1).sum())
+
+
+def test_reshaped_is_the_same_digit_moved_a_little_and_depends_on_the_stream_only(real: list[pendigits.PenDigit]) -> None:
+    """Training's writer-to-writer variation: same digit, writer and strokes, every point near where
+    it was (the amounts are fractions of the digit's size), the same copy for the same stream."""
+    for s in real[::250]:
+        a = pendigits.reshaped(s, np.random.default_rng(7))
+        b = pendigits.reshaped(s, np.random.default_rng(7))
+        c = pendigits.reshaped(s, np.random.default_rng(8))
+        assert (a.digit, a.writer, len(a.strokes)) == (s.digit, s.writer, len(s.strokes))
+        assert all(p.dtype == np.float32 and p.ndim == 2 and p.shape[1] == 2 and np.isfinite(p).all() for p in a.strokes)
+        assert all(np.array_equal(p, q) for p, q in zip(a.strokes, b.strokes))
+        assert not all(p.shape == q.shape and np.allclose(p, q) for p, q in zip(a.strokes, c.strokes))
+        pts, new = np.vstack(s.strokes), np.vstack(a.strokes)
+        size = float(np.ptp(pts, axis=0).max())
+        lo, hi = pts.min(axis=0) - 0.4 * size, pts.max(axis=0) + 0.4 * size
+        assert (new >= lo).all() and (new <= hi).all()
+        for p, q in zip(s.strokes, a.strokes):
+            if len(p) >= 3 and _length(p) > 0.2 * size:
+                assert 0.5 < _length(q) / _length(p) < 1.6
+
+
+def test_reshaped_cuts_strokes_short_and_runs_them_on() -> None:
+    """Where a stroke stops is what differs between people: over many copies a straight stroke
+    comes out both shorter and longer, and stays straight (the cut and the run-on follow it)."""
+    line = pendigits.PenDigit(1, 1, [np.column_stack([np.full(11, 200.0), np.linspace(100, 400, 11)]).astype(np.float32)])
+    rng = np.random.default_rng(0)
+    lengths = []
+    for _ in range(200):
+        p = pendigits.reshaped(line, rng).strokes[0].astype(np.float64)
+        lengths.append(_length(p))
+    ratio = np.array(lengths) / 300.0
+    assert ratio.min() < 0.85 and ratio.max() > 1.1  # cut short and run on both happen
+    assert 0.6 < ratio.min() and ratio.max() < 1.45
+    t = np.array([-30.0, 0.0, 150.0, 300.0, 330.0])  # _along: inside by interpolation, straight on past either end
+    arc = np.linspace(0.0, 300.0, 11)
+    np.testing.assert_allclose(pendigits._along(arc, np.linspace(100, 400, 11), t), [70, 100, 250, 400, 430])
+
+
+def test_reshaped_keeps_dots_and_two_point_strokes_and_reads_as_ink(real: list[pendigits.PenDigit]) -> None:
+    odd = pendigits.PenDigit(0, 3, [np.array([[5.0, 5.0]], np.float32), np.array([[0.0, 0.0], [100.0, 100.0]], np.float32)])
+    out = pendigits.reshaped(odd, np.random.default_rng(1))
+    assert [p.shape for p in out.strokes] == [(1, 2), (2, 2)]
+    rng = np.random.default_rng(2)
+    for s in real[::500]:
+        x = preprocess(pendigits.render(pendigits.reshaped(s, rng), pendigits.random_style(rng)))
+        assert x is not None and x.max() > 0.5

@@ -240,6 +240,64 @@ def random_style(rng: np.random.Generator) -> Style:
                  dark_ink=bool(rng.random() < 0.5))
 
 
+def reshaped(sample: PenDigit, rng: np.random.Generator) -> PenDigit:
+    """The same digit as another person might write it: each stroke moved and sized a little on
+    its own, its ends cut short or run on, the whole bent by a smooth displacement.
+
+    A random style only changes the pen and the page; people differ in where a stroke
+    starts and stops (a 4 whose stem rises above the bar or not, a 9 whose tail runs on)
+    and in how the strokes sit together. Amounts are fractions of the digit's size."""
+    pts = [np.asarray(s, dtype=np.float64) for s in sample.strokes]
+    allp = np.vstack(pts)
+    lo, hi = allp.min(axis=0), allp.max(axis=0)
+    size = float(max(hi[1] - lo[1], hi[0] - lo[0], 1.0))
+    out = []
+    for p in pts:
+        if len(p) >= 3:
+            seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
+            arc = np.concatenate([[0.0], np.cumsum(seg)])
+            length = arc[-1]
+            if length > 0:
+                start, end = 0.0, length
+                for side in (0, 1):  # each end: cut short (0-15 % of the stroke) or run on (0-10 %)
+                    u = rng.random()
+                    if u < 0.3:
+                        cut = rng.uniform(0.0, 0.15) * length
+                        start, end = (start + cut, end) if side == 0 else (start, end - cut)
+                    elif u < 0.5:
+                        run = rng.uniform(0.0, 0.1) * length
+                        start, end = (start - run, end) if side == 0 else (start, end + run)
+                if end - start > 0.2 * length:
+                    t = np.concatenate([[start], arc[(arc > start) & (arc < end)], [end]])
+                    p = np.column_stack([_along(arc, p[:, 0], t), _along(arc, p[:, 1], t)])
+        c = p.mean(axis=0)
+        p = (p - c) * np.exp(rng.normal(0.0, 0.08)) + c + rng.normal(0.0, 0.035 * size, 2)
+        out.append(p)
+    bend = rng.normal(0.0, 0.03 * size, (2, 2))  # a smooth displacement: one wave each way
+    phase = rng.uniform(0.0, 2 * np.pi, (2, 2))
+    freq = rng.uniform(0.5, 1.5, (2, 2)) * 2 * np.pi / size
+    out = [p + np.column_stack([bend[0, 0] * np.sin(freq[0, 0] * p[:, 1] + phase[0, 0])
+                                + bend[0, 1] * np.sin(freq[0, 1] * p[:, 0] + phase[0, 1]),
+                                bend[1, 0] * np.sin(freq[1, 0] * p[:, 0] + phase[1, 0])
+                                + bend[1, 1] * np.sin(freq[1, 1] * p[:, 1] + phase[1, 1])]) for p in out]
+    return PenDigit(sample.digit, sample.writer, [p.astype(np.float32) for p in out])
+
+
+def _along(arc: np.ndarray, v: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """v at arc lengths t: linear between the points, straight on past either end."""
+    inside = np.interp(t, arc, v)
+    before, after = t < arc[0], t > arc[-1]
+    if before.any():
+        k = np.searchsorted(arc, arc[0] + 1e-9 + 0.1 * (arc[-1] - arc[0]))  # the first tenth's direction
+        k = min(max(k, 1), len(arc) - 1)
+        inside[before] = v[0] + (v[k] - v[0]) / max(arc[k] - arc[0], 1e-9) * (t[before] - arc[0])
+    if after.any():
+        k = np.searchsorted(arc, arc[-1] - 0.1 * (arc[-1] - arc[0])) - 1
+        k = min(max(k, 0), len(arc) - 2)
+        inside[after] = v[-1] + (v[-1] - v[k]) / max(arc[-1] - arc[k], 1e-9) * (t[after] - arc[-1])
+    return inside
+
+
 def canvas_strokes(sample: PenDigit, style: Style) -> list[np.ndarray]:
     """The sample's strokes in canvas pixels (y down) for `style`: flipped, slanted,
     stretched, rotated, scaled to style.height (shrunk if it would not fit the width) and centred."""

@@ -80,7 +80,7 @@ def _build(task: _Task) -> _Part:
         return _Part(out[ok], y[ok], np.zeros(int(ok.sum()), np.int64))
     if task.source in PEN_SOURCES:
         draw: Callable[[pendigits.PenDigit], np.ndarray] = {
-            "pendigits": lambda s: pendigits.render(s, pendigits.random_style(rng)),
+            "pendigits": lambda s: pendigits.render(pendigits.reshaped(s, rng), pendigits.random_style(rng)),
             "paper": lambda s: paper.on_paper(s, rng),
             "forms": lambda s: forms.on_form(s, forms.training_variant(rng), rng)}[task.source]
         out, ok = _one_by_one([draw(s) for s in task.pen])
