@@ -117,7 +117,7 @@ def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
         (["--batch", "5000"], "--batch must be between 1 and 4096"),
         (["--kernel", "numpy.no_such_kernel", "--backend", "numpy"], "no_such_kernel"),
         (["--screenshot", "/dev/null/shot.png"], "--screenshot /dev/null/shot.png: /dev/null is a file, not a directory"),
-        (["--screenshot", "/tmp/shot"], "--screenshot /tmp/shot: the file type comes from the suffix"),
+        (["--screenshot", "TMP/shot"], "--screenshot TMP/shot: the file type comes from the suffix"),
         (["--screenshot", "/tmp"], "--screenshot /tmp: /tmp is a directory"),
         (["--record", "/dev/null/strokes.json"], "--record /dev/null/strokes.json: /dev/null is a file"),
         (["--record", "/tmp"], "--record /tmp: /tmp is a directory"),
@@ -125,6 +125,8 @@ def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments_give_one_line_errors(display: str, args: list[str], message: str, tmp_path: Path) -> None:
+    """TMP is the test's own empty folder: a fixed /tmp/shot failed where a folder of that name existed."""
+    args, message = [a.replace("TMP", str(tmp_path)) for a in args], message.replace("TMP", str(tmp_path))
     proc = run_app(display, tmp_path, *args, "--exit")
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
