@@ -19,6 +19,7 @@ from gemmpad.errors import DataError
 
 
 REPO = Path(__file__).resolve().parents[1]
+CV_MODELS = REPO / "assets" / "cv"  # the cross-validation's fold models, each trained without six writers
 
 
 def share_beside_the_clone() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,6 +11,7 @@ from gemmpad.inputs.preprocess import preprocess_batch
 from gemmpad.learn import crossval
 from gemmpad.runtime.model import load_model
 from tests.mnist_data import mnist_dir
+from tests.pendigits_data import CV_MODELS
 
 
 def test_thirty_writers_make_five_folds_of_six() -> None:
@@ -64,9 +63,6 @@ def test_paper_per_digit_is_pooled_by_each_folds_digit_counts_and_folds_say_whom
     assert cv["paper_per_digit"] == {"1": pytest.approx((4 * 0.5 + 12 * 1.0) / 16), "9": 0.25}
     assert cv["folds"][0]["trained_on"] == [2, 3] and cv["folds"][1]["trained_on"] is None
     assert "| on paper | 87.5 | 25.0 |" in crossval.markdown(cv)
-
-
-CV_MODELS = Path(__file__).resolve().parents[2] / "assets" / "cv"
 
 
 def test_the_committed_fold_models_are_the_cards_folds() -> None:

@@ -16,9 +16,7 @@ from gemmpad.errors import GemmpadError
 from gemmpad.runtime.model import Model, load_model
 from gemmpad.runtime.model import accuracy, fold_normalisation, unfold_normalisation
 from tests.finetune_data import small_references
-from tests.pendigits_data import pendigits_file
-
-CV = Path(__file__).resolve().parents[2] / "assets" / "cv"  # the cross-validation's fold models
+from tests.pendigits_data import CV_MODELS, pendigits_file
 
 
 def test_every_batch_keeps_each_digit_near_its_tenth(rng: np.random.Generator) -> None:
@@ -247,7 +245,7 @@ def test_five_corrections_teach_a_real_writers_digit() -> None:
     them; Learn with the defaults and the full replay (the fold's sets built from the data folders,
     as `gemmpad bench learn` does). Skips when no fold misreads anyone that badly."""
     samples = pendigits.read_pendigits(pendigits_file())
-    for fold in sorted(CV.glob("mnist-mlp.fold*.npz")):
+    for fold in sorted(CV_MODELS.glob("mnist-mlp.fold*.npz")):
         model = load_model(fold)
         trained = set(model.trained_writers)
         found = cells(model, [s for s in samples if s.writer not in trained], ["brush-18px-280"], 0.8, 5)
