@@ -29,9 +29,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def kernel_marks(spec) -> list:
     """Marks for a test of one registry kernel: `gpu` for CUDA kernels, plus a skip with the
-    reason where the GPU is usable but cannot run this kernel (cuda.10 needs Hopper)."""
+    reason where the GPU is usable but cannot run this kernel (cuda.10 needs Hopper), and for a
+    CPU kernel this CPU cannot run (cpu.mlp_amx needs AMX tiles)."""
     if spec.device != "cuda":
-        return []
+        return [] if spec.available else [pytest.mark.skip(reason=f"{spec.name}: {spec.unavailable_reason}")]
     marks = [pytest.mark.gpu]
     if not spec.available and native.cuda_status().available:
         marks.append(pytest.mark.skip(reason=f"{spec.name}: {spec.unavailable_reason}"))

@@ -26,7 +26,7 @@ MAX_LINES = 12
 # Files that hold one kernel (or one ladder step) each: the numbered rungs, the fused-MLP designs
 # and the training kernels. train.cuh (the engine's overview) carries a generated figure, no template.
 KERNELS = sorted([*NATIVE.glob("cpu/gemm/[0-9]*.cpp"), *NATIVE.glob("cuda/gemm/[0-9]*.cu"),
-                  NATIVE / "cpu/mlp/mlp_sparse.cpp", *NATIVE.glob("cuda/mlp/fused_mlp*.cu"),
+                  *NATIVE.glob("cpu/mlp/mlp_*.cpp"), *NATIVE.glob("cuda/mlp/fused_mlp*.cu"),
                   *NATIVE.glob("cuda/train/forward_l1_*.cu"), *NATIVE.glob("cuda/train/grad_update_*.cu"),
                   NATIVE / "cuda/train/rows.cu", NATIVE / "cuda/train/epoch_persistent.cu"])
 PARTS = {"Change": re.compile(r"^// Change\b[^:]*: \S"), "Limit": re.compile(r"^// Limit: \S"),

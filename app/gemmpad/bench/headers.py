@@ -55,6 +55,7 @@ class Train:
 
 MLP_FILES = {
     "native/cpu/mlp/mlp_sparse.cpp": Mlp("cpu.mlp_sparse", "numpy", 1),
+    "native/cpu/mlp/mlp_amx.cpp": Mlp("cpu.mlp_amx", "ONNX Runtime CPU", 4096),
     "native/cuda/mlp/fused_mlp.cu": Mlp("cuda.mlp_fused", "torch CUDA graph", 1),
     "native/cuda/mlp/fused_mlp_ksplit.cu": Mlp("cuda.mlp_fused", "torch CUDA graph", 256),
     "native/cuda/mlp/fused_mlp_tc.cu": Mlp("cuda.mlp_fused", "torch CUDA graph", 4096),

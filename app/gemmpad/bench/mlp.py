@@ -5,7 +5,8 @@ each result checked against float64 before it is timed (within its precision's
 bound, gemmpad.runtime.precision), and each kernel's agreement with fp32 on the 10,000
 MNIST test digits; then a CPU-vs-GPU batch sweep and, with --soak, a memory soak. Every
 backend is timed on the same inputs: MNIST test digits where there are any (timing_inputs).
-The native backends' default kernels are also timed on 8-bit input (uint8 pixels, what the
+The native backends' default kernels (and every whole-network CPU kernel: cpu.mlp_amx feeds the
+pixels to its tiles as they are) are also timed on 8-bit input (uint8 pixels, what the
 canvas and MNIST are: a quarter of the bytes to move; on the GPU the floats are made there),
 as rows with "input": "uint8" (shown as "<kernel> · uint8") and sweep series "<backend> uint8". cuda.mlp_resident (the
 persistent batch-1 kernel) is timed like any kernel: its kernel time is its own GPU span.
@@ -74,6 +75,12 @@ def _bench_model(path: str | None) -> tuple[Any, str]:
 
 
 U8_BACKENDS = ("cpu", "cuda")  # backends with a native 8-bit input path (NumPy's would be a Python cast)
+
+
+def timed_on_pixels(backend: str, kernel: str, default: str) -> bool:
+    """Whether a kernel also gets rows from uint8 input: a native backend's default kernel, and on the CPU
+    every whole-network kernel (each reads the bytes itself; the GEMM rungs would time a scaled copy)."""
+    return backend in U8_BACKENDS and (kernel == default or backend == "cpu" and registry.get(kernel).kind == "mlp")
 
 
 def as_pixels(x: np.ndarray) -> np.ndarray:
@@ -319,7 +326,7 @@ def run(args: argparse.Namespace) -> int:
                           if digits is not None and digits_ref is not None else None)
             except KernelUnavailable:  # a rung whose step the layers' shapes are outside of: said per batch
                 agrees = None
-            u8 = backend in U8_BACKENDS and kernel == DEFAULT_KERNELS[backend]
+            u8 = timed_on_pixels(backend, kernel, DEFAULT_KERNELS[backend])
             for batch in args.batches:
                 for x in (inputs[batch], pixels[batch]) if u8 else (inputs[batch],):
                     try:

@@ -1,9 +1,11 @@
 // gemmpad._cpu.Mlp: the network's weights held in C++, and a forward pass that
-// runs either cpu.mlp_sparse (mlp_sparse.cpp) or any CPU GEMM kernel of the
-// registry layer by layer, so the app can walk the ladder live.
+// runs a whole-network kernel (cpu.mlp_sparse, mlp_sparse.cpp; cpu.mlp_amx,
+// mlp_amx.cpp) or any CPU GEMM kernel of the registry layer by layer, so the app
+// can walk the ladder live.
 //
 // The object owns everything one call needs: weights copied in once (row-major
-// for the GEMM kernels, padded for the sparse kernel) and hidden-layer scratch
+// for the GEMM kernels, padded for the sparse kernel, as bf16 tiles for the AMX
+// one the first time it runs) and hidden-layer scratch
 // that only grows, so a call at an already-seen batch size allocates nothing.
 // The binding validates every array (ValueError with the shapes, never a
 // crash), then releases the GIL; a mutex makes concurrent calls on one object
@@ -30,6 +32,10 @@ namespace gemmpad::cpu::mlp {
 namespace {
 
 const char* const kSparseName = "cpu.mlp_sparse";
+const char* const kAmxName = "cpu.mlp_amx";
+
+// What runs a forward pass: a whole-network kernel, or a GEMM kernel for each layer.
+enum class Path { Sparse, Tiles, Gemm };
 
 // A row-major [rows, cols] copy padded to [rows, padded_cols] with zeros.
 void copy_padded(const float* src, int rows, int cols, int padded_cols, float* dst) {
@@ -66,14 +72,18 @@ class Mlp {
     }
 
     // probs [batch, 10] from x [batch, 784]; returns the compute time in microseconds.
-    // `gemm` is nullptr for cpu.mlp_sparse, else the registry kernel used for each layer.
+    // `gemm` is the registry kernel used for each layer on Path::Gemm (else unused).
     // hidden.h1 / h2, where given, receive the activations this very pass computed: the GEMM
     // path writes its layer outputs straight into them, the sparse path copies each row's.
-    double forward(Input x, float* probs, int batch, const CpuRegistry::Entry* gemm, Hidden hidden) {
+    double forward(Input x, float* probs, int batch, Path path, const CpuRegistry::Entry* gemm, Hidden hidden) {
         std::lock_guard<std::mutex> lock(mu_);
+        if (path == Path::Tiles && tiles_.W1.empty())  // packed once, outside the timed region
+            tiles_ = pack_tile_weights(W1_.data(), W2_.data(), W3_.data(), sparse_);
         const auto t0 = std::chrono::steady_clock::now();
-        if (gemm == nullptr) {
+        if (path == Path::Sparse) {
             sparse_forward(sparse_, x, probs, batch, hidden);
+        } else if (path == Path::Tiles) {
+            tile_forward(tiles_, x, probs, batch, hidden);
         } else {
             const float* xf = x.f32;
             if (x.u8) {  // the GEMM kernels take float rows: scale the pixels into scratch first
@@ -94,12 +104,12 @@ class Mlp {
             layer_us_ = {us(t0, l1), us(l1, l2), us(l2, l3)};
         }
         const auto t1 = std::chrono::steady_clock::now();
-        if (gemm == nullptr) layer_us_ = {};
+        if (path != Path::Gemm) layer_us_ = {};
         return us(t0, t1);
     }
 
     // Each layer's time in the last forward() on the GEMM path (the window shows where the
-    // time goes); empty after cpu.mlp_sparse, which runs the layers interleaved per row.
+    // time goes); empty after a whole-network kernel, which runs the layers interleaved.
     std::vector<double> layer_us() {
         std::lock_guard<std::mutex> lock(mu_);
         return layer_us_;
@@ -127,6 +137,7 @@ class Mlp {
     std::vector<float> W1_, b1_, W2_, b2_, W3_, b3_;  // row-major, for the GEMM ladder
     GrowBuffer padded_;                                // padded copies, for cpu.mlp_sparse
     SparseWeights sparse_{};
+    TileWeights tiles_;                                // bf16 tiles, for cpu.mlp_amx (empty until it runs)
     GrowBuffer h1_, h2_;                               // hidden activations of the GEMM path (when not asked for)
     GrowBuffer x32_;                                   // 8-bit input as floats, for the GEMM path
     std::vector<double> layer_us_;                     // see layer_us()
@@ -208,11 +219,18 @@ double run_forward(Mlp& self, const py::object& x_obj, bool u8, const py::object
         (name[1] == '1' ? hidden.h1 : hidden.h2) = static_cast<float*>(h.mutable_data());
     }
     const CpuRegistry::Entry* gemm = nullptr;
-    if (kernel != kSparseName) {
+    Path path = Path::Gemm;
+    if (kernel == kSparseName) {
+        path = Path::Sparse;
+    } else if (kernel == kAmxName) {
+        if (!amx_unavailable().empty())
+            throw py::value_error(std::string("kernel 'cpu.mlp_amx' cannot run here: ") + amx_unavailable());
+        path = Path::Tiles;
+    } else {
         try {
             gemm = &CpuRegistry::instance().get(kernel);
         } catch (const std::invalid_argument& e) {
-            throw py::value_error(std::string(e.what()) + ", " + kSparseName);
+            throw py::value_error(std::string(e.what()) + ", " + kSparseName + ", " + kAmxName);
         }
     }
     Input in;
@@ -220,15 +238,15 @@ double run_forward(Mlp& self, const py::object& x_obj, bool u8, const py::object
     else in.f32 = fdata(x);
     float* probs = static_cast<float*>(out.mutable_data());
     const ReleaseGilFor nogil(batch);
-    return self.forward(in, probs, (int)batch, gemm, hidden);
+    return self.forward(in, probs, (int)batch, path, gemm, hidden);
 }
 
 }  // namespace
 
 void bind_mlp(py::module_& m) {
     py::class_<Mlp>(m, "Mlp",
-                    "The 784-100-100-10 MLP with its weights copied into C++; forward() runs cpu.mlp_sparse or "
-                    "any CPU GEMM kernel of the registry.")
+                    "The 784-100-100-10 MLP with its weights copied into C++; forward() runs a whole-network kernel "
+                    "(cpu.mlp_sparse, cpu.mlp_amx) or any CPU GEMM kernel of the registry.")
         .def(py::init([](const py::object& W1, const py::object& b1, const py::object& W2, const py::object& b2,
                          const py::object& W3, const py::object& b3) {
                  return new Mlp(fdata(check_array(W1, "W1", {kIn, kH1})), fdata(check_array(b1, "b1", {kH1})),
@@ -245,7 +263,7 @@ void bind_mlp(py::module_& m) {
             py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName, py::arg("h1") = py::none(),
             py::arg("h2") = py::none(),
             "out = softmax(MLP(x)) for x float32 [B, 784]; out float32 [B, 10] is overwritten. kernel: "
-            "'cpu.mlp_sparse' or a CPU GEMM kernel of the registry (used for each layer). h1, h2: optional "
+            "'cpu.mlp_sparse', 'cpu.mlp_amx' (where mlp_kernels() calls it available) or a CPU GEMM kernel of the registry (used for each layer). h1, h2: optional "
             "float32 [B, 100] arrays that receive the post-ReLU hidden activations this pass computed. Returns "
             "the compute time in microseconds (steady clock, excluding the Python call).")
         .def(
@@ -257,22 +275,30 @@ void bind_mlp(py::module_& m) {
             py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName, py::arg("h1") = py::none(),
             py::arg("h2") = py::none(),
             "forward() for 8-bit pixels: x uint8 [B, 784], read as x * float32(1/255) (what gemmpad.inputs.preprocess "
-            "makes of uint8 images); cpu.mlp_sparse scales each row as it starts it, the GEMM kernels from a "
-            "scaled copy.")
+            "makes of uint8 images); cpu.mlp_sparse scales each row as it starts it, cpu.mlp_amx multiplies "
+            "the integers and scales the sums, the GEMM kernels read a scaled copy.")
         .def("layer_us", &Mlp::layer_us,
              "Each layer's compute time (microseconds) in the last forward() with a GEMM kernel; [] after "
-             "cpu.mlp_sparse (it runs the layers interleaved, row by row).");
+             "a whole-network kernel (it runs the layers interleaved).");
 
     m.def(
         "mlp_kernels",
         [] {
+            const std::string dir = repo_path(__FILE__).substr(0, repo_path(__FILE__).rfind('/'));
             py::list out;
-            py::dict d;
-            d["name"] = kSparseName;
-            d["precision"] = "fp32";
-            d["summary"] = "whole network per input row, zero inputs' weight rows skipped, SIMD, softmax in C++";
-            d["source"] = repo_path(__FILE__).substr(0, repo_path(__FILE__).rfind('/')) + "/mlp_sparse.cpp";
-            out.append(d);
+            py::dict sparse;
+            sparse["name"] = kSparseName;
+            sparse["precision"] = "fp32";
+            sparse["summary"] = "whole network per input row, zero inputs' weight rows skipped, SIMD, softmax in C++";
+            sparse["source"] = dir + "/mlp_sparse.cpp";
+            out.append(sparse);
+            py::dict amx;
+            amx["name"] = kAmxName;
+            amx["precision"] = "bf16";
+            amx["summary"] = "whole network 16 rows at a time on AMX tiles: bf16 products, fp32 sums, softmax in C++";
+            amx["source"] = dir + "/mlp_amx.cpp";
+            amx["unavailable_reason"] = amx_unavailable();
+            out.append(amx);
             return out;
         },
         "The whole-network CPU kernels (kind 'mlp' in gemmpad.runtime.registry).");

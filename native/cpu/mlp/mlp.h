@@ -1,8 +1,11 @@
 // The CPU forward pass of the 784-100-100-10 MLP: shared declarations.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "../simd.h"
 
@@ -48,6 +51,32 @@ struct Hidden {
 // with the zero entries of every layer's input skipped. Threads when batch is large.
 // 8-bit rows are scaled into a row buffer as each row starts (no whole-batch float copy).
 void sparse_forward(const SparseWeights& w, Input x, float* probs, int batch, Hidden hidden = {});
+
+// Weights laid out for cpu.mlp_amx (mlp_amx.cpp): each layer's W rounded to bf16 and cut into AMX B tiles
+// (32 inputs by 16 outputs, 1 KB each, pairs of inputs side by side as TDPBF16PS reads them), inputs padded
+// to whole tiles with zeros; the biases stay float32 (SparseWeights' padded ones).
+struct TileWeights {
+    std::vector<uint16_t> W1, W2, W3;
+    const float *b1 = nullptr, *b2 = nullptr, *b3 = nullptr;
+};
+TileWeights pack_tile_weights(const float* W1, const float* W2, const float* W3, const SparseWeights& padded);
+
+// "" when this CPU and kernel let cpu.mlp_amx run, else why not (one line, asked once).
+const std::string& amx_unavailable();
+
+// sparse_forward's result on AMX tiles: bf16 products summed in float32, 16 rows at a time.
+// Call only where amx_unavailable() is "".
+void tile_forward(const TileWeights& w, Input x, float* probs, int batch, Hidden hidden = {});
+
+// One row's softmax, z [kOut] -> p [kOut], with the steps of gemmpad.runtime.model.softmax, so NaN and
+// Inf come out the same: a NaN anywhere makes the max NaN and with it the whole row.
+GEMMPAD_INLINE void softmax_row(const float* z, float* p) {
+    float m = z[0];
+    for (int j = 1; j < kOut; ++j) m = (z[j] > m || z[j] != z[j]) ? z[j] : m;
+    float e[kOut], s = 0.0f;
+    for (int j = 0; j < kOut; ++j) s += (e[j] = std::exp(z[j] - m));
+    for (int j = 0; j < kOut; ++j) p[j] = e[j] / s;
+}
 
 // Row-wise softmax in place on [rows, kOut], NumPy's NaN/Inf semantics.
 void softmax_rows(float* z, int rows);
