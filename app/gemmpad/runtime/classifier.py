@@ -237,7 +237,10 @@ class Classifier:
             raise GemmpadError(f"kernel {kernel!r} runs only the 784-100-100-10 network (its tiles and registers "
                                f"are sized for 100-unit layers); this model is {shape}: choose a layer-by-layer "
                                f"kernel ({', '.join(names[-2:])}, ...)")
-        raise GemmpadError(f"kernel {kernel!r} is not available on backend {backend!r}; choose one of {', '.join(names)}")
+        unusable = [s for s in registry.kernels(device=backend) if s.name in full_names(backend, kernel)]
+        why = f"kernel {unusable[0].name!r} cannot run here: {unusable[0].unavailable_reason}" if unusable else \
+            f"kernel {kernel!r} is not available on backend {backend!r}"
+        raise GemmpadError(f"{why}; choose one of {', '.join(names)}")
 
     def close(self) -> None:
         """Stop what runs between calls: cuda.mlp_resident's persistent kernel (deleting the
