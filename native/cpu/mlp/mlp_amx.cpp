@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && defined(GEMMPAD_ASSEMBLER_HAS_AMX)
 #define GEMMPAD_AMX 1
 #include <cerrno>
 #include <cpuid.h>
@@ -193,7 +193,10 @@ std::string check_amx() {
     return "";
 }
 #else
-std::string check_amx() { return "AMX tiles need an x86-64 Linux build"; }
+std::string check_amx() {
+    return "this build of gemmpad has no AMX code (it needs x86-64 Linux and an assembler that knows AMX: "
+           "binutils 2.36 or later)";
+}
 #endif
 
 }  // namespace
