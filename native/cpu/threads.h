@@ -103,6 +103,23 @@ inline Range thread_range(int t, int64_t len, int64_t chunk) {
     return {lo, std::min(len, lo + chunk)};
 }
 
+// f(lo, hi) for each thread's range of [0, len) (chunks a multiple of `step`) on `threads` OpenMP
+// threads (threads_for's count); on one thread, or in a build without OpenMP, f(0, len) here.
+template <class F>
+void for_each_range(int64_t len, int threads, int64_t step, F&& f) {
+#if defined(GEMMPAD_HAVE_OPENMP)
+    if (threads > 1) {
+        const int64_t chunk = chunk_for(len, threads, step);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+        for (int t = 0; t < threads; ++t)
+            if (const Range r = thread_range(t, len, chunk); r.lo < r.hi) f(r.lo, r.hi);
+        return;
+    }
+#endif
+    (void)threads, (void)step;
+    f(0, len);
+}
+
 // Every thread's nonempty range, in order (the Python binding exposes them for tests).
 inline std::vector<Range> thread_ranges(int64_t len, int threads, int64_t step) {
     std::vector<Range> out;

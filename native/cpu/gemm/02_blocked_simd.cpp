@@ -346,16 +346,7 @@ void blocked_simd(const GemmProblem& p) {
     const int64_t len = by_rows ? p.M : p.N;
     // No more threads than micro-tile slices (../threads.h has the rest of the policy).
     const int nthreads = (double)p.M * p.N * p.K >= kThreadWork ? threads_for((len + step - 1) / step) : 1;
-    if (nthreads <= 1) {
-        blocked_serial(all, uk);
-        return;
-    }
-#if defined(GEMMPAD_HAVE_OPENMP)
-    const int64_t chunk = chunk_for(len, nthreads, step);
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
-    for (int t = 0; t < nthreads; ++t) {
-        const auto [lo, hi] = thread_range(t, len, chunk);
-        if (lo >= hi) continue;
+    for_each_range(len, nthreads, step, [&](int64_t lo, int64_t hi) {
         Slice s = all;
         if (by_rows) {
             s.M = hi - lo;
@@ -368,8 +359,7 @@ void blocked_simd(const GemmProblem& p) {
             if (s.bias) s.bias += lo;
         }
         blocked_serial(s, uk);
-    }
-#endif
+    });
 }
 
 }  // namespace

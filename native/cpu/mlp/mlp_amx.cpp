@@ -218,18 +218,8 @@ const std::string& amx_unavailable() {
 void tile_forward(const TileWeights& w, Input x, float* probs, int batch, Hidden hidden) {
 #if defined(GEMMPAD_AMX)
     const int nthreads = threads_for((batch + kRows - 1) / kRows);  // the policy: ../threads.h
-    if (nthreads <= 1) {
-        tile_rows(w, x, probs, hidden, 0, batch);
-        return;
-    }
-#if defined(GEMMPAD_HAVE_OPENMP)
-    const int64_t chunk = chunk_for(batch, nthreads, kRows);
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
-    for (int t = 0; t < nthreads; ++t) {
-        const auto [lo, hi] = thread_range(t, batch, chunk);
-        if (lo < hi) tile_rows(w, x, probs, hidden, (int)lo, (int)hi);
-    }
-#endif
+    for_each_range(batch, nthreads, kRows,
+                   [&](int64_t lo, int64_t hi) { tile_rows(w, x, probs, hidden, (int)lo, (int)hi); });
 #else
     (void)w, (void)x, (void)probs, (void)batch, (void)hidden;
 #endif

@@ -143,18 +143,7 @@ RowsFn pick() {
 void sparse_forward(const SparseWeights& w, Input x, float* probs, int batch, Hidden hidden) {
     static const RowsFn rows = pick();
     const int nthreads = threads_for(batch / kRowsPerThread);  // the policy: ../threads.h
-    if (nthreads <= 1) {
-        rows(w, x, probs, hidden, 0, batch);
-        return;
-    }
-#if defined(GEMMPAD_HAVE_OPENMP)
-    const int64_t chunk = chunk_for(batch, nthreads, 1);
-#pragma omp parallel for num_threads(nthreads) schedule(static, 1)
-    for (int t = 0; t < nthreads; ++t) {
-        const auto [lo, hi] = thread_range(t, batch, chunk);
-        if (lo < hi) rows(w, x, probs, hidden, (int)lo, (int)hi);
-    }
-#endif
+    for_each_range(batch, nthreads, 1, [&](int64_t lo, int64_t hi) { rows(w, x, probs, hidden, (int)lo, (int)hi); });
 }
 
 void softmax_rows(float* z, int rows) {
