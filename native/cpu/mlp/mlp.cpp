@@ -263,7 +263,8 @@ void bind_mlp(py::module_& m) {
             py::arg("x"), py::arg("out"), py::arg("kernel") = kSparseName, py::arg("h1") = py::none(),
             py::arg("h2") = py::none(),
             "out = softmax(MLP(x)) for x float32 [B, 784]; out float32 [B, 10] is overwritten. kernel: "
-            "'cpu.mlp_sparse', 'cpu.mlp_amx' (where mlp_kernels() calls it available) or a CPU GEMM kernel of the registry (used for each layer). h1, h2: optional "
+            "'cpu.mlp_sparse', 'cpu.mlp_amx' (where mlp_kernels() calls it available) or a CPU GEMM kernel "
+            "of the registry (used for each layer). h1, h2: optional "
             "float32 [B, 100] arrays that receive the post-ReLU hidden activations this pass computed. Returns "
             "the compute time in microseconds (steady clock, excluding the Python call).")
         .def(

@@ -56,7 +56,8 @@ std::vector<uint16_t> pack(const float* W, int rows, int cols, int chunks, int b
 // The tile instructions as inline assembly, each with a "memory" clobber: GCC's own _tile_loadd does not
 // say that it reads memory, so the stores that fill a tile's rows could be moved past it or dropped.
 #define AMX_LOAD(t, p, stride) asm volatile("tileloadd (%0,%1,1), %%tmm" #t ::"r"(p), "r"((long)(stride)) : "memory")
-#define AMX_STORE(t, p, stride) asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"((long)(stride)) : "memory")
+#define AMX_STORE(t, p, stride) \
+    asm volatile("tilestored %%tmm" #t ", (%0,%1,1)" ::"r"(p), "r"((long)(stride)) : "memory")
 #define AMX_ZERO(t) asm volatile("tilezero %%tmm" #t ::)
 #define AMX_DOT(t) asm volatile("tdpbf16ps %%tmm7, %%tmm6, %%tmm" #t ::)  // tmm t += A (tmm6) . B (tmm7)
 
@@ -125,7 +126,8 @@ AMX_FN void row_to_bf16(Input x, size_t b, uint16_t* dst) {
     if (x.u8) {
         const uint8_t* p = x.u8 + b * kIn;
         for (int i = 0; i < kIn; i += 16) {
-            const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
+            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+            const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
                                 _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
         }
