@@ -3,7 +3,7 @@
 // 32x16 in one instruction), so a weight is read once per 16 rows, not once per row; zero skipping is given up.
 // 8-bit pixels enter as the integers they are (exact in bf16), scaled by 1/255 after the sum.
 // Limit: bf16 operands (its own bound, gemmpad.runtime.precision); an AMX CPU (Xeon since Sapphire Rapids) and
-// Linux 5.16; below ~64 rows slower than cpu.mlp_sparse (a tile product costs the same for 1 row as for 16).
+// Linux 5.16; below ~128 rows slower than cpu.mlp_sparse (a tile product costs the same for 1 row as for 16).
 // Run: gemmpad bench mlp --kernels cpu.mlp_amx cpu.mlp_sparse --batches 256 4096
 // Profile: perf record -g gemmpad bench mlp --kernels cpu.mlp_amx --batches 4096
 // Figure (H200 2026-11-30, assets/benchmarks/h200/bench-mlp.json): batch 4096, kernel / end to end: cpu.mlp_amx 262.2 / 264.8 us, ONNX Runtime CPU 1028.6 / 1028.6 us
