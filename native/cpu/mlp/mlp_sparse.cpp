@@ -25,16 +25,19 @@ namespace {
 // left batch 12 at 21 us and 16 at 17-18 on that host, 2 rows 8-9 us: NOTES.md, 2026-11-30.)
 constexpr int kRowsPerThread = 2;
 
-// Indices i < n with x[i] != 0 (all of them when skipping is not allowed).
-// idx must have room for n + 16 entries.
-int gather_nonzero(const float* x, int n, bool skip, int* idx) {
-    int m = 0;
-    for (int i = 0; i < n; ++i) {
+// Appends to idx[m ..] the indices from <= i < n with x[i] != 0 (all of them when skipping is not
+// allowed); returns the new count. The SIMD gathers below end their last partial step with it.
+int append_nonzero(const float* x, int from, int n, bool skip, int* idx, int m) {
+    for (int i = from; i < n; ++i) {
         idx[m] = i;
         m += !skip || x[i] != 0.0f;
     }
     return m;
 }
+
+// Indices i < n with x[i] != 0 (all of them when skipping is not allowed).
+// idx must have room for n + 16 entries.
+int gather_nonzero(const float* x, int n, bool skip, int* idx) { return append_nonzero(x, 0, n, skip, idx, 0); }
 using GatherFn = int (*)(const float*, int, bool, int*);
 
 #if defined(GEMMPAD_X86)
@@ -52,11 +55,7 @@ GEMMPAD_TARGET_AVX512 int gather_nonzero_avx512(const float* x, int n, bool skip
         m += __builtin_popcount(nz);
         lanes = _mm512_add_epi32(lanes, sixteen);
     }
-    for (; i < n; ++i) {
-        idx[m] = i;
-        m += x[i] != 0.0f;
-    }
-    return m;
+    return append_nonzero(x, i, n, true, idx, m);
 }
 
 // AVX2 has no compress: the 8-bit mask of nonzero lanes picks a row of kLeftPack, the lane numbers of
@@ -84,11 +83,7 @@ GEMMPAD_TARGET_AVX2 int gather_nonzero_avx2(const float* x, int n, bool skip, in
         m += __builtin_popcount(nz);
         base = _mm256_add_epi32(base, eight);
     }
-    for (; i < n; ++i) {
-        idx[m] = i;
-        m += x[i] != 0.0f;
-    }
-    return m;
+    return append_nonzero(x, i, n, true, idx, m);
 }
 #endif
 
