@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from gemmpad import _cpu
+from gemmpad.bench.mlp import as_pixels
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.preprocess import unit_pixels
 from gemmpad.runtime import registry
@@ -62,7 +63,7 @@ def test_forward_keeps_the_bf16_bound(batch, zero_fraction, pixels, rng):
     w = random_weights(rng)
     x = digit_like(rng, batch, zero_fraction)
     if pixels:
-        x = np.round(x * 255).astype(np.uint8)
+        x = as_pixels(x)
     out = run(make_mlp(w), x)
     bound = mlp_bound(w, floats(x), "bf16")
     assert bound.ratio(out) <= 1.0, f"batch {batch}: error {bound.ratio(out):.3g}x the bf16 bound"
@@ -77,7 +78,7 @@ def test_hidden_layers_are_the_kernels_own(batch, pixels, rng):
     w = random_weights(rng)
     x = digit_like(rng, batch)
     if pixels:
-        x = np.round(x * 255).astype(np.uint8)
+        x = as_pixels(x)
     mlp = make_mlp(w)
     plain = run(mlp, x)
     h1 = np.full(batch * 100 + 1, np.nan, np.float32)[1:].reshape(batch, 100)  # 4 bytes off any vector boundary
