@@ -82,7 +82,7 @@ def test_the_reference_is_timed_beside_each_gpu_kernel(monkeypatch, capsys, tmp_
     monkeypatch.setattr(registry, "kernels", lambda device=None, kind=None: specs)
     monkeypatch.setattr(gemm.native, "cuda", lambda: FakeCuda)
     monkeypatch.setattr(gemm.CublasRef, "__init__", lambda self: setattr(self, "backend", "fake") or
-                        setattr(self, "output", {}))
+                        setattr(self, "output", {}) or setattr(self, "mode", {}))
     monkeypatch.setattr(gemm.CublasRef, "time_ms", fake_ref)
     monkeypatch.setattr(gemmpad, "gemm", lambda a, b, *, kernel, out: np.matmul(a, b, out=out))
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "8x8x8", "--reps", "3",
@@ -219,6 +219,44 @@ def test_reference_operands_are_drawn_as_ours():
     assert (values < -0.9).any() and (values > 0.9).any() and abs(values.mean()) < 0.01
 
 
+@pytest.mark.parametrize("has_fast_accum", [True, False])
+def test_the_fp8_reference_runs_cublaslt_in_its_fastest_mode_and_says_so(has_fast_accum: bool) -> None:
+    """Issue 44 compares fp8 with cuBLASLt "in its fastest mode, and say which": fast accumulation
+    where torch._scaled_mm takes it (our fp8 kernels sum in the tensor cores' accumulator too), the
+    plain mode only where it does not, and the row's name says which ran."""
+    calls: list[dict] = []
+
+    class Tensor:
+        def t(self) -> "Tensor":
+            return self
+
+    class Torch:
+        float32 = "float32"
+
+        @staticmethod
+        def ones(*shape, device: str) -> Tensor:
+            return Tensor()
+
+        @staticmethod
+        def empty(*shape, device: str, dtype: str) -> Tensor:
+            return Tensor()
+
+        @staticmethod
+        def _scaled_mm(a, b, *, scale_a, scale_b, out_dtype, out, **kw) -> None:
+            if kw and not has_fast_accum:
+                raise TypeError("_scaled_mm() got an unexpected keyword argument 'use_fast_accum'")
+            calls.append(kw)
+
+    ref = gemm.CublasRef.__new__(gemm.CublasRef)
+    ref.torch, ref.output, ref.mode = Torch, {}, {}
+    ref._uniform = lambda rows, cols, dtype: Tensor()
+    product = ref._fp8(256, 128, 64, "torch.float8_e4m3fn")
+    product()
+    assert calls[-1] == ({"use_fast_accum": True} if has_fast_accum else {})
+    assert ref.name("fp8") == ("cuBLAS fp8 (fast accumulation)" if has_fast_accum else "cuBLAS fp8")
+    assert ref._fp8(256, 100, 64, "torch.float8_e4m3fn") is None  # N % 16: cuBLASLt fp8 cannot
+
+
 @pytest.mark.gpu
 def test_cupy_reference_holds_its_queue(monkeypatch):
     """Where torch has no CUDA, cupy times cuBLAS; its hold is a spin kernel (cupy has no
@@ -229,7 +267,7 @@ def test_cupy_reference_holds_its_queue(monkeypatch):
     timed = gemm.queued
     monkeypatch.setattr(gemm, "queued", lambda *args, **kw: holds.append(args[5]) or timed(*args, **kw))
     ref = gemm.CublasRef.__new__(gemm.CublasRef)
-    ref.backend, ref.cupy, ref.output = f"cupy {cupy.__version__} (cuBLAS)", cupy, {}
+    ref.backend, ref.cupy, ref.output, ref.mode = f"cupy {cupy.__version__} (cuBLAS)", cupy, {}, {}
     times = ref.time_ms(64, 48, 80, gemm.precision("fp16"), 5)
     assert len(times) == 5 and all(t > 0 for t in times)
     (hold,) = holds

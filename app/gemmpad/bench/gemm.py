@@ -12,9 +12,11 @@ The reference does the same work as our kernels, on operands drawn the same way
 clock). float16 and bfloat16 operands give a float32 C there too (cuBLAS
 through torch.mm's out_dtype), where a plain matmul would write half the bytes
 of C; a torch without out_dtype (or cupy) writes C in the operand type, and the
-row's reference name says so. fp8 (e4m3) goes through torch._scaled_mm with
-unit scales, which takes only K and N that are multiples of 16: elsewhere (the
-MLP's N = 100) fp8 rows have no reference.
+row's reference name says so. fp8 (e4m3) goes through cuBLASLt by
+torch._scaled_mm with unit scales in its fastest mode, fast accumulation (the
+products summed in the tensor cores' own accumulator, as our fp8 kernels do,
+without cuBLASLt's periodic promotion to float32); it takes only K and N that
+are multiples of 16: elsewhere (the MLP's N = 100) fp8 rows have no reference.
 
 GPU times, ours and cuBLAS's alike, are the lowest median of SERIES series: a
 single series sometimes catches the card changing clocks, and on an H100 the
@@ -181,6 +183,7 @@ class CublasRef:
     def __init__(self) -> None:
         self.backend = ""
         self.output: dict[str, str] = {}  # operand dtype -> the type cuBLAS wrote C in
+        self.mode: dict[str, str] = {}  # operand dtype -> how the reference ran where it is not plain
         try:
             import torch
 
@@ -209,8 +212,10 @@ class CublasRef:
 
     def name(self, precision_name: str) -> str:
         """The reference's row label: its precision, and C's type where it is not float32 as ours."""
-        out = self.output.get(precision(precision_name).dtype, "float32")
-        return f"cuBLAS {precision_name}" + ("" if out == "float32" else f" ({out} C)")
+        dtype = precision(precision_name).dtype
+        out = self.output.get(dtype, "float32")
+        mode = [self.mode[dtype]] if dtype in self.mode else []
+        return f"cuBLAS {precision_name}" + "".join(f" ({x})" for x in ([] if out == "float32" else [f"{out} C"]) + mode)
 
     def _torch(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float] | None:
         torch = self.torch
@@ -256,8 +261,10 @@ class CublasRef:
 
     def _fp8(self, m: int, n: int, k: int, dtype: Any) -> Callable[[], object] | None:
         """cuBLASLt's fp8 GEMM through torch._scaled_mm with unit scales (our fp8 kernels' semantics),
-        float32 C. It takes only K and N that are multiples of 16 (and B column-major): None elsewhere,
-        as at the MLP's N = 100, where the table then shows no reference."""
+        float32 C, with fast accumulation where this torch offers it (the faster of cuBLASLt's two
+        modes, and our kernels' own: the name says which ran). It takes only K and N that are
+        multiples of 16 (and B column-major): None elsewhere, as at the MLP's N = 100, where the
+        table then shows no reference."""
         torch = self.torch
         if k % 16 or n % 16 or not hasattr(torch, "_scaled_mm"):
             return None
@@ -265,16 +272,24 @@ class CublasRef:
         b = self._uniform(n, k, dtype).t()  # [K, N], column-major
         one = torch.ones((), device="cuda")
         c = torch.empty(m, n, device="cuda", dtype=torch.float32)
+        key = str(dtype).removeprefix("torch.")
+        for fast in (True, False):
 
-        def product() -> None:
-            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32, out=c)
+            def product(fast: bool = fast) -> None:
+                extra = {"use_fast_accum": True} if fast else {}
+                torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float32, out=c, **extra)
 
-        try:
-            product()
-        except (TypeError, RuntimeError):  # a torch or GPU without it (cuBLASLt fp8 needs sm_89+)
-            return None
-        self.output[str(dtype).removeprefix("torch.")] = "float32"
-        return product
+            try:
+                product()
+            except (TypeError, RuntimeError):  # a torch or GPU without it (cuBLASLt fp8 needs sm_89+)
+                continue
+            self.output[key] = "float32"
+            if fast:
+                self.mode[key] = "fast accumulation"
+            else:
+                self.mode.pop(key, None)
+            return product
+        return None
 
     def _uniform(self, rows: int, cols: int, dtype: Any) -> Any:
         """A [rows, cols] operand on the GPU, uniform over OPERAND_RANGE, drawn in float32 and then
