@@ -444,15 +444,24 @@ __global__ void __launch_bounds__(THREADS, 1)
                 unsigned char* box = sC + (c * 2 + jj % 2) * STORE_BOX_BYTES;
                 if (leader) bulk_wait_read<1>();  // the box's previous store has read it
                 named_barrier_sync(2 + c, 128);
+                // A float2 store is served a half-warp (rows g = 0-3 or 4-7) at a time. Were every lane
+                // to write chunk q in turn, a half-warp would meet only 4 of a 128-byte row's 8 swizzled
+                // 16-byte chunks (two wavefronts where one does); lanes of odd g write chunk q ^ 2
+                // instead, so that each half-warp covers all 32 banks once.
+                const bool odd = g & 1;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int r = warp * 16 + g + 8 * h;  // row in the box
 #pragma unroll
-                    for (int q = 0; q < STORE_BOX_COLS / 8; ++q) {
-                        const int j = jj * (STORE_BOX_COLS / 8) + q, col = n0 + 8 * j + 2 * t;
+                    for (int q0 = 0; q0 < STORE_BOX_COLS / 8; ++q0) {
+                        const int q = odd ? q0 ^ 2 : q0;  // acc[] by constant indices: select, not index
+                        const int ja = jj * (STORE_BOX_COLS / 8) + q0, jb = jj * (STORE_BOX_COLS / 8) + (q0 ^ 2);
+                        const float a0 = odd ? acc[4 * jb + 2 * h] : acc[4 * ja + 2 * h];
+                        const float a1 = odd ? acc[4 * jb + 2 * h + 1] : acc[4 * ja + 2 * h + 1];
+                        const int col = n0 + 8 * (jj * (STORE_BOX_COLS / 8) + q) + 2 * t;
                         const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
-                        const float v0 = col < N ? epilogue(acc[4 * j + 2 * h], bias, col, act) : 0.0f;
-                        const float v1 = col + 1 < N ? epilogue(acc[4 * j + 2 * h + 1], bias, col + 1, act) : 0.0f;
+                        const float v0 = col < N ? epilogue(a0, bias, col, act) : 0.0f;
+                        const float v1 = col + 1 < N ? epilogue(a1, bias, col + 1, act) : 0.0f;
                         *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = make_float2(v0, v1);
                     }
                 }
