@@ -30,6 +30,8 @@ TAKES = [
     ("cuda.16_multicast_fp16", (2048, 4352, 320)), ("cuda.14_persistent_bf16", (2048, 4352, 320)),
     ("cuda.16_multicast_fp16", (2048, 4352, 321)),  # odd K: A copied with padded rows, TMA reads the copy
     ("cuda.15_tma_store_bf16", (2048, 4352, 320)), ("cuda.16_multicast_bf16", (2048, 4352, 320)),
+    ("cuda.18_wgmma_fp8", (129, 144, 4112)),  # B^T by the 16-byte transpose, partial tiles both ways
+    ("cuda.18_wgmma_fp8", (129, 132, 4100)),  # K, N not multiples of 16: B^T a byte at a time
     ("cuda.17_small_tiles_fp16", (4096, 100, 784)), ("cuda.17_small_tiles_tf32", (4096, 100, 784)),
     ("cuda.17_small_tiles_bf16", (2048, 4352, 320)),  # small tiles at a large shape: its own kernel still
     ("cuda.19_simt_ring", (4096, 100, 784)), ("cuda.19_simt_ring", (1024, 1024, 512)),

@@ -530,6 +530,40 @@ __global__ void relayout_kernel(const T* __restrict__ src, int rows, int cols, T
     }
 }
 
+// fp8's B^T (dst[c * ld + r] = src[r * cols + c] for bytes; rows, cols and ld multiples of 16): a
+// 128 x 128-byte tile read 16 bytes a thread into shared memory; then each thread turns 16 rows x 4
+// columns around with byte permutes and writes four 16-byte pieces, eight threads covering 128
+// bytes of a row of dst. relayout_kernel moves one byte per thread each way.
+__global__ void transpose_bytes_kernel(const uint4* __restrict__ src, int rows, int cols, uint4* __restrict__ dst,
+                                       int ld) {
+    __shared__ uint32_t tile[128][33];  // [row][word]; the pad spreads a column's words over the banks
+    const int r0 = blockIdx.y * 128, c0 = blockIdx.x * 128;
+    for (int i = threadIdx.x; i < 128 * 8; i += blockDim.x) {
+        const int r = i / 8, q = i % 8;
+        if (r0 + r < rows && c0 + 16 * q < cols) {
+            const uint4 v = src[((size_t)(r0 + r) * cols + c0) / 16 + q];
+            tile[r][4 * q] = v.x, tile[r][4 * q + 1] = v.y, tile[r][4 * q + 2] = v.z, tile[r][4 * q + 3] = v.w;
+        }
+    }
+    __syncthreads();
+    const int g = threadIdx.x % 8, w = threadIdx.x / 8;  // rows 16 g.. 16 g + 15, word w (columns 4 w..)
+    if (r0 + 16 * g >= rows || c0 + 4 * w >= cols) return;
+    uint32_t out[4][4];  // [column x][word j]: bytes of rows 16 g + 4 j .. + 3 in column 4 w + x
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int r = 16 * g + 4 * j;
+        const uint32_t ab01 = __byte_perm(tile[r][w], tile[r + 1][w], 0x5140);
+        const uint32_t ab23 = __byte_perm(tile[r][w], tile[r + 1][w], 0x7362);
+        const uint32_t ef01 = __byte_perm(tile[r + 2][w], tile[r + 3][w], 0x5140);
+        const uint32_t ef23 = __byte_perm(tile[r + 2][w], tile[r + 3][w], 0x7362);
+        out[0][j] = __byte_perm(ab01, ef01, 0x5410), out[1][j] = __byte_perm(ab01, ef01, 0x7632);
+        out[2][j] = __byte_perm(ab23, ef23, 0x5410), out[3][j] = __byte_perm(ab23, ef23, 0x7632);
+    }
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+        dst[((size_t)(c0 + 4 * w + x) * ld + r0 + 16 * g) / 16] = make_uint4(out[x][0], out[x][1], out[x][2], out[x][3]);
+}
+
 // 1 when this binary's code for the running GPU has the wgmma path (sm_90a).
 __global__ void probe_kernel(int* out) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -568,6 +602,15 @@ int round_up(int v, int m) { return ceil_div(v, m) * m; }
 // Copies `src` [rows, cols] into `dst` with rows `ld` apart (transposed with TRANSPOSE).
 template <class T, bool TRANSPOSE>
 void relayout(const void* src, int rows, int cols, void* dst, int ld, cudaStream_t stream) {
+    if constexpr (TRANSPOSE && sizeof(T) == 1) {
+        if (rows % 16 == 0 && cols % 16 == 0 && ld % 16 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+            transpose_bytes_kernel<<<dim3(ceil_div(cols, 128), ceil_div(rows, 128)), 256, 0, stream>>>(
+                static_cast<const uint4*>(src), rows, cols, static_cast<uint4*>(dst), ld);
+            CUDA_CHECK_LAUNCH("cuda wgmma operand transpose (bytes)");
+            return;
+        }
+    }
     const dim3 grid(ceil_div(cols, 32), ceil_div(rows, 32));
     relayout_kernel<T, TRANSPOSE><<<grid, dim3(32, 8), 0, stream>>>(static_cast<const T*>(src), rows, cols,
                                                                     static_cast<T*>(dst), ld);
