@@ -24,12 +24,16 @@ AUTO = [pytest.param(s.name, marks=kernel_marks(s), id=s.name)
 
 
 # Shapes each shape-limited rung must take (its step applies there) on an H200 (132 SMs): 14-16 need
-# at least one 128 x 256 tile per SM (16 x 17 = 272 here) and, for 16, operands TMA reads.
+# at least one 128 x 256 tile per SM (16 x 17 = 272 here) and, for 16, operands TMA reads (fp8's
+# are always: A in place or copied with padded rows, B transposed into the workspace).
 TAKES = [
     ("cuda.14_persistent_fp16", (2048, 4352, 320)), ("cuda.15_tma_store_fp16", (2048, 4352, 320)),
     ("cuda.16_multicast_fp16", (2048, 4352, 320)), ("cuda.14_persistent_bf16", (2048, 4352, 320)),
     ("cuda.16_multicast_fp16", (2048, 4352, 321)),  # odd K: A copied with padded rows, TMA reads the copy
     ("cuda.15_tma_store_bf16", (2048, 4352, 320)), ("cuda.16_multicast_bf16", (2048, 4352, 320)),
+    ("cuda.14_persistent_fp8", (2048, 4352, 320)), ("cuda.15_tma_store_fp8", (2048, 4352, 320)),
+    ("cuda.16_multicast_fp8", (2048, 4352, 320)),  # B^T's 256-row tile in two halves, one from each block
+    ("cuda.16_multicast_fp8", (2048, 4100, 321)),  # the last tile's second half wholly past N; odd K
     ("cuda.18_wgmma_fp8", (129, 144, 4112)),  # B^T by the 16-byte transpose, partial tiles both ways
     ("cuda.18_wgmma_fp8", (129, 132, 4100)),  # K, N not multiples of 16: B^T a byte at a time
     ("cuda.17_small_tiles_fp16", (4096, 100, 784)), ("cuda.17_small_tiles_tf32", (4096, 100, 784)),
@@ -40,6 +44,7 @@ TAKES = [
 REFUSES = [
     ("cuda.14_persistent_fp16", (4096, 100, 784)),  # 32 tiles: split-K, 10's launch
     ("cuda.15_tma_store_bf16", (2048, 4354, 320)),  # N % 4: no 16-byte rows of C for the TMA store
+    ("cuda.16_multicast_fp8", (4096, 100, 784)),  # 32 tiles: 18's launch
     ("cuda.16_multicast_fp16", (2048, 4356, 320)),  # B's rows 8-byte aligned, read by cp.async: no multicast
     ("cuda.17_small_tiles_fp16", (300, 101, 257)),  # odd K and N: 2-byte-aligned 16-bit rows
     ("cuda.19_simt_ring", (300, 102, 257)),  # K not a multiple of 4: no float4 rows

@@ -10,7 +10,8 @@
 //   the GPU without splitting K. There 17 (64 x 64 tiles) wins: 4096x100x784 fp16 49.3 TFLOP/s vs
 //   10's 34.2, tf32 43.7 vs 13's 36.2; and 19 beats 07 in fp32: 20.0 vs 18.9 (256x100x784: 3.65 vs 3.35).
 // - otherwise the big tiles: 16 (728.0 TFLOP/s fp16 at 4096^3; 15 727.7, 14 717.0, 10 705.0), 13 for
-//   tf32 (386.8 vs 12's 336.3), 07 for fp32 (46.4; 19's small tiles were never measured there).
+//   tf32 (386.8 vs 12's 336.3), 07 for fp32 (46.4; 19's small tiles were never measured there); fp8 the
+//   same order (2026-11-30 at 4096^3: 16 1,144, 15 1,150, 14 1,133, 18 1,094 TFLOP/s).
 // After those, the rungs before them in the ladder, for the problems the later ones reject (14-16
 // need tiles that fill the SMs, aligned rows) and for GPUs without wgmma (09 on Ampere and Ada).
 #include <vector>
@@ -65,7 +66,10 @@ void auto_bf16(const GemmProblem& p, cudaStream_t s) {
     run("cuda.auto_bf16",
         {"cuda.16_multicast_bf16", "cuda.15_tma_store_bf16", "cuda.14_persistent_bf16", "cuda.11_wgmma_bf16"}, p, s);
 }
-void auto_fp8(const GemmProblem& p, cudaStream_t s) { run("cuda.auto_fp8", {"cuda.18_wgmma_fp8"}, p, s); }
+void auto_fp8(const GemmProblem& p, cudaStream_t s) {
+    run("cuda.auto_fp8",
+        {"cuda.16_multicast_fp8", "cuda.15_tma_store_fp8", "cuda.14_persistent_fp8", "cuda.18_wgmma_fp8"}, p, s);
+}
 
 }  // namespace
 }  // namespace gemmpad::cuda::dispatch
@@ -87,5 +91,6 @@ GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_bf16", "bf16", gemmpad::InType::BF16,
                            gemmpad::cuda::dispatch::auto_bf16, "cuda.17_small_tiles_bf16", "cuda.16_multicast_bf16",
                            "cuda.15_tma_store_bf16", "cuda.14_persistent_bf16", "cuda.11_wgmma_bf16");
 GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_fp8", "fp8", gemmpad::InType::F8E4M3,
-                           "the fp8 rung, 18, under the name the other precisions' dispatchers share",
-                           gemmpad::cuda::dispatch::auto_fp8, "cuda.18_wgmma_fp8");
+                           "the fastest fp8 rung for the shape: 16 where its tiles outnumber the SMs (15, 14), else 18",
+                           gemmpad::cuda::dispatch::auto_fp8, "cuda.16_multicast_fp8", "cuda.15_tma_store_fp8",
+                           "cuda.14_persistent_fp8", "cuda.18_wgmma_fp8");

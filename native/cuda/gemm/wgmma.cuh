@@ -290,7 +290,11 @@ __global__ void __launch_bounds__(THREADS, 1)
                     if (!a.chunk) tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
                     if (!b.chunk) {
                         if constexpr (Op::B_K_MAJOR) {
-                            tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
+                            if (pair == 2)  // this block's half of the TN rows, into both blocks
+                                tma_load_2d_multicast(sB + s * B_BYTES + rank * (TN / 2) * ROW_BYTES, &map_b, k0,
+                                                      n0 + (int)rank * (TN / 2), &full[s], 0b11);
+                            else
+                                tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
                         } else {
                             constexpr int box_n = BOX_N_BYTES / sizeof(T), boxes = TN / box_n;
                             if (pair == 2) {  // this block's half of the boxes, into both blocks
@@ -644,7 +648,7 @@ struct Multicast : TmaStore {  // 16: block pairs in a cluster share each B tile
 template <class Op, class S>
 const void* ready_kernel() {
     static_assert(!(S::tma_store && Op::SWAP), "the staged store writes C's rows, not C^T's");
-    static_assert(!(S::multicast && (Op::SWAP || Op::B_K_MAJOR)), "multicast shares row-major B boxes");
+    static_assert(!(S::multicast && Op::SWAP), "multicast shares B's tile between blocks one above the other");
     constexpr auto kernel = wgmma_kernel<Op, S::tma_store, S::multicast>;
     static const bool set = [] {  // one host thread drives the GPU (common.cuh)
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<S::tma_store>()));
@@ -774,7 +778,8 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
                               std::string("A (") + Op::type_name + ")", lda);
     if (!b.chunk)
         map_b = Op::B_K_MAJOR
-                    ? tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, TN, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+                    ? tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, r.multicast ? TN / 2 : TN, BK,
+                                    CU_TENSOR_MAP_SWIZZLE_128B,
                                     std::string("B^T (") + Op::type_name + ")", ldb)
                     : tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
                                     CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
