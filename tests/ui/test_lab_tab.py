@@ -68,11 +68,20 @@ def test_the_running_rung_is_plotted_live_at_the_batch(lab: object, tmp_path_fac
     shot(app, tmp_path_factory, "lab-cpu")
 
 
+def committed_gemm() -> dict:
+    """The committed H200 GEMM run (assets/benchmarks/h200/bench-gemm.json)."""
+    return json.loads((ROOT / "assets" / "benchmarks" / "h200" / "bench-gemm.json").read_text(encoding="utf-8"))
+
+
 def committed_tflops(kernel: str, m: int, n: int, k: int) -> str:
     """The committed H200 run's rate for one row, as the Lab writes it (the README's table quotes the same row)."""
-    data = json.loads((ROOT / "assets" / "benchmarks" / "h200" / "bench-gemm.json").read_text(encoding="utf-8"))
-    (row,) = [r for r in data["results"] if (r["kernel"], r["M"], r["N"], r["K"]) == (kernel, m, n, k)]
+    (row,) = [r for r in committed_gemm()["results"] if (r["kernel"], r["M"], r["N"], r["K"]) == (kernel, m, n, k)]
     return f"{row['gflops'] / 1000:.1f}\u00a0TFLOP/s"
+
+
+def committed_date() -> str:
+    """The day the committed run was measured, as the Lab labels its figures."""
+    return committed_gemm()["machine"]["date_utc"][:10]
 
 
 def test_a_rung_this_machine_cannot_run_shows_the_committed_h200_figures(lab: object, monkeypatch: pytest.MonkeyPatch,
@@ -89,7 +98,7 @@ def test_a_rung_this_machine_cannot_run_shows_the_committed_h200_figures(lab: ob
     app.step()
     t = texts(app)
     assert t["title"] == "cuda.07_warptile at batch 4096" and t["rung"] == "cuda.07_warptile"
-    assert t["source"] == "H200, measured 2026-11-29 (committed)"
+    assert t["source"] == f"H200, measured {committed_date()} (committed)"
     assert "H200's datasheet" in t["ceilings"] and "fp16/bf16 989.5 TFLOP/s" in t["ceilings"]
     rows = {r[0]: r for r in t["rows"]}
     assert rows["4096³"][3] == committed_tflops("cuda.07_warptile", 4096, 4096, 4096) and rows["4096³"][2] == "683"
@@ -188,7 +197,7 @@ def test_on_a_gpu_the_lab_is_live_under_its_cards_ceilings_or_its_measured_bandw
 
     layer_us = (10.0, 4.0, 2.0)
     h100 = lab_view("cuda.07_warptile", 32, CudaStatus(True, "", True, "NVIDIA H100 80GB HBM3"), layer_us)
-    assert h100.source.startswith("Live on this H100 80GB HBM3 (orange); blue: H200, measured 2026-11-29")
+    assert h100.source.startswith(f"Live on this H100 80GB HBM3 (orange); blue: H200, measured {committed_date()}")
     assert "H100 SXM's datasheet" in h100.ceiling_note and h100.roofs[0].bandwidth_gbs == 3350.0
     rows = {r[0]: r for r in h100.rows}
     assert rows["L1"][1] == "32x100x784 (live)" and rows["L1"][3] == "502\u00a0GFLOP/s"  # 2*32*100*784 / 10 µs
