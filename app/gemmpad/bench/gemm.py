@@ -211,11 +211,12 @@ class CublasRef:
         return None
 
     def name(self, precision_name: str) -> str:
-        """The reference's row label: its precision, and C's type where it is not float32 as ours."""
+        """The reference's row label: its precision, C's type where it is not float32 as ours, and its
+        mode where it is not the plain one (fp8's fast accumulation)."""
         dtype = precision(precision_name).dtype
-        out = self.output.get(dtype, "float32")
-        mode = [self.mode[dtype]] if dtype in self.mode else []
-        return f"cuBLAS {precision_name}" + "".join(f" ({x})" for x in ([] if out == "float32" else [f"{out} C"]) + mode)
+        notes = [] if self.output.get(dtype, "float32") == "float32" else [f"{self.output[dtype]} C"]
+        notes += [self.mode[dtype]] if dtype in self.mode else []
+        return f"cuBLAS {precision_name}" + "".join(f" ({note})" for note in notes)
 
     def _torch(self, m: int, n: int, k: int, prec: Precision, reps: int) -> list[float] | None:
         torch = self.torch

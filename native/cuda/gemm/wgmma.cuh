@@ -565,7 +565,8 @@ __global__ void transpose_bytes_kernel(const uint4* __restrict__ src, int rows, 
     }
 #pragma unroll
     for (int x = 0; x < 4; ++x)
-        dst[((size_t)(c0 + 4 * w + x) * ld + r0 + 16 * g) / 16] = make_uint4(out[x][0], out[x][1], out[x][2], out[x][3]);
+        dst[((size_t)(c0 + 4 * w + x) * ld + r0 + 16 * g) / 16] =
+            make_uint4(out[x][0], out[x][1], out[x][2], out[x][3]);
 }
 
 // 1 when this binary's code for the running GPU has the wgmma path (sm_90a).
