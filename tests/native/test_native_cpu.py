@@ -293,24 +293,52 @@ def test_constructor_validates(weights, bad):
         make_mlp(good)
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+# Resident memory over many calls, in a child process: the test process's RSS also moves with whatever
+# other tests left running (a large batch gives the GIL up, and their threads allocate meanwhile): RSS
+# grew 675 KB once at cpu.02 batch 64 when tests/native ran after tests/runtime, never alone.
+RSS_CHECK = textwrap.dedent(
+    """
+    import os, sys, numpy as np
+    from tests.native.test_native_cpu import random_weights, digit_like, make_mlp
 
+    def rss_bytes():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc to read the RSS")
-@pytest.mark.parametrize("kernel,batch", [("cpu.mlp_sparse", 1), ("cpu.02_blocked_simd", 1), ("cpu.02_blocked_simd", 64)])
-def test_no_allocation_per_call(weights, rng, kernel, batch):
-    """Resident memory stays flat over many calls at a fixed batch (scratch only grows)."""
-    mlp = make_mlp(weights)
+    kernel, batch, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    rng = np.random.default_rng(seed)
+    mlp = make_mlp(random_weights(rng))
     x = digit_like(rng, batch)
     out = np.empty((batch, 10), np.float32)
     for _ in range(2000):
         mlp.forward(x, out, kernel)
-    before = _rss_bytes()
+    before = rss_bytes()
     for _ in range(20000):
         mlp.forward(x, out, kernel)
-    grown = _rss_bytes() - before
+    print(rss_bytes() - before)
+    """
+)
+
+
+def run_child(script: str, *args: str, **env: str) -> str:
+    """`script` run by this Python in a fresh process with the gemmpad this process imported
+    (installed, or app/ in a developer build) and the tests package; its stdout, stripped (the
+    test fails on a non-zero exit, with its output)."""
+    root = Path(__file__).resolve().parents[2]
+    package_parent = Path(gemmpad.__file__).resolve().parents[1]
+    full_env = dict(os.environ, **env)
+    full_env["PYTHONPATH"] = os.pathsep.join([str(package_parent), str(root), full_env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", script, *args], env=full_env, cwd=root, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return res.stdout.strip()
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc to read the RSS")
+@pytest.mark.parametrize("kernel,batch", [("cpu.mlp_sparse", 1), ("cpu.02_blocked_simd", 1), ("cpu.02_blocked_simd", 64)])
+def test_no_allocation_per_call(rng, kernel, batch):
+    """Resident memory stays flat over many calls at a fixed batch (scratch only grows)."""
+    grown = int(run_child(RSS_CHECK, kernel, str(batch), str(int(rng.integers(2**31)))))
     assert grown < 256 * 1024, f"RSS grew by {grown} bytes over 20000 calls"
 
 
@@ -365,16 +393,7 @@ def _supported_isas() -> list[str]:
 def test_every_isa_path(isa, rng):
     if isa not in _supported_isas():
         pytest.skip(f"this CPU has no {isa}")
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, GEMMPAD_CPU_ISA=isa)
-    # the gemmpad this process imported (installed, or app/ in a developer build), then the tests package
-    package_parent = Path(gemmpad.__file__).resolve().parents[1]
-    env["PYTHONPATH"] = os.pathsep.join([str(package_parent), str(root), env.get("PYTHONPATH", "")])
-    seed = str(int(rng.integers(2**31)))
-    res = subprocess.run(
-        [sys.executable, "-c", ISA_CHECK, isa, seed], env=env, cwd=root, capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr
+    assert run_child(ISA_CHECK, isa, str(int(rng.integers(2**31))), GEMMPAD_CPU_ISA=isa) == "ok"
 
 
 def test_forward_keeps_the_gil_for_a_few_rows_only(weights, rng):
