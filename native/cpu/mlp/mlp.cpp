@@ -287,19 +287,19 @@ void bind_mlp(py::module_& m) {
         [] {
             const std::string dir = repo_path(__FILE__).substr(0, repo_path(__FILE__).rfind('/'));
             py::list out;
-            py::dict sparse;
-            sparse["name"] = kSparseName;
-            sparse["precision"] = "fp32";
-            sparse["summary"] = "whole network per input row, zero inputs' weight rows skipped, SIMD, softmax in C++";
-            sparse["source"] = dir + "/mlp_sparse.cpp";
-            out.append(sparse);
-            py::dict amx;
-            amx["name"] = kAmxName;
-            amx["precision"] = "bf16";
-            amx["summary"] = "whole network 16 rows at a time on AMX tiles: bf16 products, fp32 sums, softmax in C++";
-            amx["source"] = dir + "/mlp_amx.cpp";
-            amx["unavailable_reason"] = amx_unavailable();
-            out.append(amx);
+            // name, precision, source file, summary, why it cannot run here ("" where it can)
+            const auto add = [&](const char* name, const char* precision, const char* file, const char* summary,
+                                 const std::string& unavailable) {
+                py::dict d;
+                d["name"] = name, d["precision"] = precision, d["source"] = dir + file, d["summary"] = summary;
+                d["unavailable_reason"] = unavailable;
+                out.append(d);
+            };
+            add(kSparseName, "fp32", "/mlp_sparse.cpp",
+                "whole network per input row, zero inputs' weight rows skipped, SIMD, softmax in C++", "");
+            add(kAmxName, "bf16", "/mlp_amx.cpp",
+                "whole network 16 rows at a time on AMX tiles: bf16 products, fp32 sums, softmax in C++",
+                amx_unavailable());
             return out;
         },
         "The whole-network CPU kernels (kind 'mlp' in gemmpad.runtime.registry).");
