@@ -34,6 +34,12 @@ TAKES = [
     ("cuda.14_persistent_fp8", (2048, 4352, 320)), ("cuda.15_tma_store_fp8", (2048, 4352, 320)),
     ("cuda.16_multicast_fp8", (2048, 4352, 320)),  # B^T's 256-row tile in two halves, one from each block
     ("cuda.16_multicast_fp8", (2048, 4100, 321)),  # the last tile's second half wholly past N; odd K
+    # N = 16 x 256 + 32: the last column of tiles stores one box, so a block's next tile starts on the
+    # other slot (slots counted over the tiles, not per tile)
+    ("cuda.15_tma_store_bf16", (2048, 4128, 320)), ("cuda.16_multicast_fp8", (2048, 4128, 320)),
+    ("cuda.14_persistent_tf32", (2048, 4352, 320)),  # tf32 tiles are 256 x 128: 8 x 34 of them
+    ("cuda.15_tma_store_tf32", (2048, 4352, 320)),
+    ("cuda.15_tma_store_tf32", (2100, 4132, 322)),  # 36 columns in the last tiles, 52 rows; A by cp.async
     ("cuda.18_wgmma_fp8", (129, 144, 4112)),  # B^T by the 16-byte transpose, partial tiles both ways
     ("cuda.18_wgmma_fp8", (129, 132, 4100)),  # K, N not multiples of 16: B^T a byte at a time
     ("cuda.17_small_tiles_fp16", (4096, 100, 784)), ("cuda.17_small_tiles_tf32", (4096, 100, 784)),
@@ -44,6 +50,8 @@ TAKES = [
 REFUSES = [
     ("cuda.14_persistent_fp16", (4096, 100, 784)),  # 32 tiles: split-K, 10's launch
     ("cuda.15_tma_store_bf16", (2048, 4354, 320)),  # N % 4: no 16-byte rows of C for the TMA store
+    ("cuda.15_tma_store_tf32", (2048, 4354, 320)),
+    ("cuda.14_persistent_tf32", (4096, 100, 784)),  # 16 tiles of 256 x 128: 13's launch, K split
     ("cuda.16_multicast_fp8", (4096, 100, 784)),  # 32 tiles: 18's launch
     ("cuda.16_multicast_fp16", (2048, 4356, 320)),  # B's rows 8-byte aligned, read by cp.async: no multicast
     ("cuda.17_small_tiles_fp16", (300, 101, 257)),  # odd K and N: 2-byte-aligned 16-bit rows

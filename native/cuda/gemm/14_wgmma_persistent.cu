@@ -1,5 +1,5 @@
-// cuda.14_persistent_fp16 / _bf16 / _fp8: 10's, 11's and 18's kernel on a persistent grid, one block per SM.
-// Change from 10/11/18: step Persistent (hopper::launch<Op, Persistent>): min(tiles, SMs) blocks walk the tiles;
+// cuda.14_persistent_fp16 / _bf16 / _fp8 / _tf32: 10's, 11's, 18's and 13's kernel on a persistent grid.
+// Change from 10/11/18/13: step Persistent (hopper::launch<Op, Persistent>): min(tiles, SMs) blocks walk the tiles;
 // stage counters and barrier phases run on, so the producer loads the next tile while this one is stored.
 // Limit: consumers still store from registers (8 rows per float2) while the tensor cores idle; 4096^3 is
 // 3.9 waves of tiles. Unavailable where the tiles do not outnumber the SMs (that is 10's launch).
@@ -13,6 +13,7 @@ namespace {
 using Fp16 = hopper::Rung<hopper::Fp16, hopper::Persistent>;
 using Bf16 = hopper::Rung<hopper::Bf16, hopper::Persistent>;
 using Fp8 = hopper::Rung<hopper::Fp8, hopper::Persistent>;
+using Tf32 = hopper::Rung<hopper::Tf32Swap, hopper::Persistent>;
 void launch_fp16(const GemmProblem& p, cudaStream_t s) {
     hopper::launch<hopper::Fp16, hopper::Persistent>(p, s, "cuda.14_persistent_fp16");
 }
@@ -21,6 +22,9 @@ void launch_bf16(const GemmProblem& p, cudaStream_t s) {
 }
 void launch_fp8(const GemmProblem& p, cudaStream_t s) {
     hopper::launch<hopper::Fp8, hopper::Persistent>(p, s, "cuda.14_persistent_fp8");
+}
+void launch_tf32(const GemmProblem& p, cudaStream_t s) {
+    hopper::launch<hopper::Tf32Swap, hopper::Persistent>(p, s, "cuda.14_persistent_tf32");
 }
 }  // namespace
 }  // namespace gemmpad::cuda
@@ -37,3 +41,7 @@ GEMMPAD_REGISTER_CUDA_RUNG("cuda.14_persistent_fp8", "fp8", gemmpad::InType::F8E
                          "18's fp8 wgmma kernel on a persistent grid (a block per SM walks the tiles)",
                          gemmpad::cuda::launch_fp8, gemmpad::cuda::hopper::unavailable,
                            gemmpad::cuda::Fp8::rejects, gemmpad::cuda::Fp8::anatomy);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.14_persistent_tf32", "tf32", gemmpad::InType::F32,
+                         "13's tf32 kernel (C^T = B^T A^T) on a persistent grid (a block per SM walks the tiles)",
+                         gemmpad::cuda::launch_tf32, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::Tf32::rejects, gemmpad::cuda::Tf32::anatomy);

@@ -1,6 +1,6 @@
-// cuda.15_tma_store_fp16 / _bf16 / _fp8: 14 with C stored through shared memory by the copy engine.
-// Change from 14: step TmaStore (hopper::launch<Op, TmaStore>): each consumer writes its results 32
-// columns at a time into one of two 8 KB swizzled boxes and one thread hands each box to TMA.
+// cuda.15_tma_store_fp16 / _bf16 / _fp8 / _tf32: 14 with C stored through shared memory by the copy engine.
+// Change from 14: step TmaStore (hopper::launch<Op, TmaStore>): each consumer writes its results 8 KB at
+// a time (32 columns; tf32's C^T 32 rows) into one of two swizzled slots; one thread hands each to TMA.
 // Limit: both consumers fill boxes while the tensor cores wait (~6 % of 4096^3, NOTES.md); odd-g lanes
 // write chunk q ^ 2 so a half-warp meets every bank once; unavailable unless C has 16-byte rows and 14 runs.
 // Run: gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
@@ -13,6 +13,7 @@ namespace {
 using Fp16 = hopper::Rung<hopper::Fp16, hopper::TmaStore>;
 using Bf16 = hopper::Rung<hopper::Bf16, hopper::TmaStore>;
 using Fp8 = hopper::Rung<hopper::Fp8, hopper::TmaStore>;
+using Tf32 = hopper::Rung<hopper::Tf32Swap, hopper::TmaStore>;
 void launch_fp16(const GemmProblem& p, cudaStream_t s) {
     hopper::launch<hopper::Fp16, hopper::TmaStore>(p, s, "cuda.15_tma_store_fp16");
 }
@@ -21,6 +22,9 @@ void launch_bf16(const GemmProblem& p, cudaStream_t s) {
 }
 void launch_fp8(const GemmProblem& p, cudaStream_t s) {
     hopper::launch<hopper::Fp8, hopper::TmaStore>(p, s, "cuda.15_tma_store_fp8");
+}
+void launch_tf32(const GemmProblem& p, cudaStream_t s) {
+    hopper::launch<hopper::Tf32Swap, hopper::TmaStore>(p, s, "cuda.15_tma_store_tf32");
 }
 }  // namespace
 }  // namespace gemmpad::cuda
@@ -37,3 +41,7 @@ GEMMPAD_REGISTER_CUDA_RUNG("cuda.15_tma_store_fp8", "fp8", gemmpad::InType::F8E4
                          "14's persistent wgmma kernel on fp8 storing C through shared memory with TMA",
                          gemmpad::cuda::launch_fp8, gemmpad::cuda::hopper::unavailable,
                            gemmpad::cuda::Fp8::rejects, gemmpad::cuda::Fp8::anatomy);
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.15_tma_store_tf32", "tf32", gemmpad::InType::F32,
+                         "14's persistent tf32 kernel (C^T = B^T A^T) storing C through shared memory with TMA",
+                         gemmpad::cuda::launch_tf32, gemmpad::cuda::hopper::unavailable,
+                           gemmpad::cuda::Tf32::rejects, gemmpad::cuda::Tf32::anatomy);

@@ -9,9 +9,10 @@
 // - "small": fewer 128 x 256 (tf32: 256 x 128) tiles than SMs, so the big-tile kernels cannot fill
 //   the GPU without splitting K. There 17 (64 x 64 tiles) wins: 4096x100x784 fp16 49.3 TFLOP/s vs
 //   10's 34.2, tf32 43.7 vs 13's 36.2; and 19 beats 07 in fp32: 20.0 vs 18.9 (256x100x784: 3.65 vs 3.35).
-// - otherwise the big tiles: 16 (728.0 TFLOP/s fp16 at 4096^3; 15 727.7, 14 717.0, 10 705.0), 13 for
-//   tf32 (386.8 vs 12's 336.3), 07 for fp32 (46.4; 19's small tiles were never measured there); fp8 the
-//   same order (2026-11-30 at 4096^3: 16 1,144, 15 1,150, 14 1,133, 18 1,094 TFLOP/s).
+// - otherwise the big tiles: 16 (728.0 TFLOP/s fp16 at 4096^3; 15 727.7, 14 717.0, 10 705.0), 15, 14
+//   and 13 for tf32 (2026-11-30 at 4096^3: 392.7-393.1, 384.8-385.0, 382.3-382.6; 12 336.3), 07 for fp32
+//   (46.4; 19's small tiles were never measured there); fp8 the same order as 16-bit (2026-11-30 at
+//   4096^3: 16 1,144, 15 1,150, 14 1,133, 18 1,094 TFLOP/s).
 // After those, the rungs before them in the ladder, for the problems the later ones reject (14-16
 // need tiles that fill the SMs, aligned rows) and for GPUs without wgmma (09 on Ampere and Ada).
 #include <vector>
@@ -50,7 +51,8 @@ void auto_fp32(const GemmProblem& p, cudaStream_t s) {
 void auto_tf32(const GemmProblem& p, cudaStream_t s) {
     if (small(p, 256, 128))
         return run("cuda.auto_tf32", {"cuda.17_small_tiles_tf32", "cuda.13_wgmma_tf32_swap", "cuda.09_mma_tf32"}, p, s);
-    run("cuda.auto_tf32", {"cuda.13_wgmma_tf32_swap", "cuda.09_mma_tf32"}, p, s);
+    run("cuda.auto_tf32",
+        {"cuda.15_tma_store_tf32", "cuda.14_persistent_tf32", "cuda.13_wgmma_tf32_swap", "cuda.09_mma_tf32"}, p, s);
 }
 void auto_fp16(const GemmProblem& p, cudaStream_t s) {
     if (small(p, 128, 256))
@@ -78,9 +80,9 @@ GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_fp32", "fp32", gemmpad::InType::F32,
                            "the fastest fp32 rung for the shape: 19 where 07's tiles cannot fill the GPU, else 07",
                            gemmpad::cuda::dispatch::auto_fp32, "cuda.19_simt_ring", "cuda.07_warptile");
 GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_tf32", "tf32", gemmpad::InType::F32,
-                           "the fastest tf32 rung for the shape: 17 for small problems, else 13 (09 before Hopper)",
-                           gemmpad::cuda::dispatch::auto_tf32, "cuda.17_small_tiles_tf32", "cuda.13_wgmma_tf32_swap",
-                           "cuda.09_mma_tf32");
+                           "the fastest tf32 rung for the shape: 17 for small problems, else 15 (14, 13, 09)",
+                           gemmpad::cuda::dispatch::auto_tf32, "cuda.17_small_tiles_tf32", "cuda.15_tma_store_tf32",
+                           "cuda.14_persistent_tf32", "cuda.13_wgmma_tf32_swap", "cuda.09_mma_tf32");
 GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_fp16", "fp16", gemmpad::InType::F16,
                            "the fastest fp16 rung for the shape: 17 for small problems, else 16 (15, 14, 10, 09)",
                            gemmpad::cuda::dispatch::auto_fp16, "cuda.17_small_tiles_fp16", "cuda.16_multicast_fp16",

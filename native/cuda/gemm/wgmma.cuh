@@ -36,7 +36,8 @@ constexpr int CONSUMERS = 2;                    // warpgroups that multiply (64 
 constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int BOX_N_BYTES = 128;                // a row-major B tile is loaded as 128-byte-wide boxes
 constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;  // the A and B tiles of one k-tile: 48 KB
-// TMA_STORE (cuda.15): per consumer warpgroup two 64-row x 32-float boxes of C staged for the copy engine.
+// TMA_STORE (cuda.15): per consumer warpgroup two 8 KB slots of C staged for the copy engine, each a 64-row x
+// 32-float box (two 32 x 32 boxes for Tf32Swap, whose warps hold columns of C).
 constexpr int STORE_BOX_COLS = ROW_BYTES / sizeof(float), STORE_BOX_BYTES = 64 * ROW_BYTES;
 constexpr int STORE_BYTES = CONSUMERS * 2 * STORE_BOX_BYTES;
 template <bool TMA_STORE>
@@ -362,6 +363,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
     }
     int it = 0;  // stages consumed so far, over all of this block's tiles
+    int stored = 0;  // TMA_STORE: slots of C this warpgroup handed to the copy engine (the next one's parity)
     for (int unit = first_unit; unit < units; unit += unit_step) {
         const int m0 = origin(unit).x, n0 = origin(unit).y;
 #pragma unroll
@@ -439,14 +441,54 @@ __global__ void __launch_bounds__(THREADS, 1)
             return;
         }
         if (TMA_STORE && store_c) {
-            // cuda.15: through shared memory and the copy engine, 32 columns at a time into two boxes
-            // per warpgroup, so the warpgroup goes on to the next tile while its last boxes are written.
-            const int leader = threadIdx.x % 128 == 0, rows0 = m0 + c * 64;
+            // cuda.15: through shared memory and the copy engine, 8 KB at a time into two slots per
+            // warpgroup, so the warpgroup goes on to the next tile while its last slots are written.
+            // A slot is reused every other hand-over, counted over the tiles (`stored`): a tile may
+            // end on either slot.
+            const int leader = threadIdx.x % 128 == 0;
+            if constexpr (Op::SWAP) {
+                // This warpgroup holds C's columns cols0.. + 63 of the tile's TM rows: 32 rows at a time,
+                // warps 2b and 2b + 1 fill box b (32 x 32 floats) of the slot. Lanes (g, t) write 8
+                // consecutive columns of 4 rows (2t + e), which the swizzle puts on 8 distinct chunks.
+                const int cols0 = n0 + c * 64, q0 = (warp % 2) * 16 + g;
+#pragma unroll  // acc[] stays in registers only with constant indices
+                for (int rr = 0; rr < TM / 32; ++rr) {
+                    if (m0 + 32 * rr >= M || cols0 >= N) break;  // the same for the whole warpgroup
+                    unsigned char* slot = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES;
+                    unsigned char* box = slot + (warp / 2) * (STORE_BOX_BYTES / 2);
+                    if (leader) bulk_wait_read<1>();  // the slot's previous stores have read it
+                    named_barrier_sync(2 + c, 128);
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int q = q0 + 8 * h, col = cols0 + (warp / 2) * 32 + q;  // column in the box, in C
+#pragma unroll
+                        for (int jr = 0; jr < 4; ++jr)
+#pragma unroll
+                            for (int e = 0; e < 2; ++e) {
+                                const unsigned dense = (8 * jr + 2 * t + e) * ROW_BYTES + q * sizeof(float);
+                                const float a = acc[4 * (4 * rr + jr) + 2 * h + e];
+                                const float v = col < N ? epilogue(a, bias, col, act) : 0.0f;
+                                *reinterpret_cast<float*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = v;
+                            }
+                    }
+                    fence_proxy_async_shared();  // our writes, then the copy engine's reads
+                    named_barrier_sync(2 + c, 128);
+                    if (leader) {
+                        const int rows = m0 + 32 * rr;
+                        tma_store_2d(&map_c, slot, cols0, rows);
+                        if (cols0 + 32 < N) tma_store_2d(&map_c, slot + STORE_BOX_BYTES / 2, cols0 + 32, rows);
+                        bulk_commit();  // one group per slot
+                    }
+                    ++stored;
+                }
+                continue;
+            }
+            const int rows0 = m0 + c * 64;
 #pragma unroll  // acc[] stays in registers only with constant indices
             for (int jj = 0; jj < TN / STORE_BOX_COLS; ++jj) {
                 if (rows0 >= M || n0 + jj * STORE_BOX_COLS >= N) break;  // the same for the whole warpgroup
-                unsigned char* box = sC + (c * 2 + jj % 2) * STORE_BOX_BYTES;
-                if (leader) bulk_wait_read<1>();  // the box's previous store has read it
+                unsigned char* box = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES;  // one 64 x 32 box a slot
+                if (leader) bulk_wait_read<1>();  // the slot's previous store has read it
                 named_barrier_sync(2 + c, 128);
                 // A float2 store is served a half-warp (rows g = 0-3 or 4-7) at a time. Were every lane
                 // to write chunk q in turn, a half-warp would meet only 4 of a 128-byte row's 8 swizzled
@@ -471,7 +513,11 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
                 fence_proxy_async_shared();  // our writes, then the copy engine's reads
                 named_barrier_sync(2 + c, 128);
-                if (leader) tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
+                if (leader) {
+                    tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
+                    bulk_commit();
+                }
+                ++stored;
             }
             continue;
         }
@@ -648,7 +694,6 @@ struct Multicast : TmaStore {  // 16: block pairs in a cluster share each B tile
 // The kernel instance of Op and S, its shared-memory opt-in made (once per instance).
 template <class Op, class S>
 const void* ready_kernel() {
-    static_assert(!(S::tma_store && Op::SWAP), "the staged store writes C's rows, not C^T's");
     static_assert(!(S::multicast && Op::SWAP), "multicast shares B's tile between blocks one above the other");
     constexpr auto kernel = wgmma_kernel<Op, S::tma_store, S::multicast>;
     static const bool set = [] {  // one host thread drives the GPU (common.cuh)
@@ -786,8 +831,8 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
                                     CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
     CUtensorMap map_c = {};
     if (r.store_c)
-        map_c = tensor_map_2d(p.C, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), p.M, p.N, 64, STORE_BOX_COLS,
-                              CU_TENSOR_MAP_SWIZZLE_128B, "C (float32)", p.N);
+        map_c = tensor_map_2d(p.C, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), p.M, p.N, Op::SWAP ? 32 : 64,
+                              STORE_BOX_COLS, CU_TENSOR_MAP_SWIZZLE_128B, "C (float32)", p.N);
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg = make_launch_config(dim3(r.blocks, r.splits), dim3(THREADS), smem, stream,
                                                       dim3(r.multicast ? 2 : 1, r.splits), attr);

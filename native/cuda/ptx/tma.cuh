@@ -72,13 +72,18 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
 
 // A 2-D box of shared memory (laid out as the tensor map's box, swizzle included) stored to the
 // global tensor at column c_inner, row c_outer by the copy engine; parts past the tensor's edges
-// are not written. Committed as one bulk group; bulk_wait_read<N> returns once at most N of this
-// thread's groups still read shared memory, bulk_wait<N> once at most N are still writing.
+// are not written. The stores since the last bulk_commit() form one bulk group; bulk_wait_read<N>
+// returns once at most N of this thread's groups still read shared memory, bulk_wait<N> once at
+// most N are still writing.
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c_inner, int c_outer) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map),
                  "r"(c_inner), "r"(c_outer), "r"(smem_u32(src))
                  : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 #endif
 }
