@@ -5,7 +5,7 @@
 // 3.9 waves of tiles. Unavailable where the tiles do not outnumber the SMs (that is 10's launch).
 // Run: gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 718,222 (95.6 %), fp16 697,461 (96.1 %), fp8 1,132,938 (84.6 %)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 738,601 (95.8 %), fp16 719,847 (96.4 %), fp8 1,158,923 (84.9 %), tf32 391,056 (102.5 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {
