@@ -12,7 +12,7 @@ import pytest
 from gemmpad.runtime import registry
 from gemmpad.errors import CudaUnavailable
 from gemmpad.ui import harness, layout
-from gemmpad.ui.lab_panel import ANATOMY, NOT_RECORDED
+from gemmpad.ui.lab_panel import ANATOMY, NOT_RECORDED, fmt_flops
 from tests.ui import layout_check
 from tests.ui.support import BASE, draw, seven, shot, show_lab
 
@@ -76,7 +76,7 @@ def committed_gemm() -> dict:
 def committed_tflops(kernel: str, m: int, n: int, k: int) -> str:
     """The committed H200 run's rate for one row, as the Lab writes it (the README's table quotes the same row)."""
     (row,) = [r for r in committed_gemm()["results"] if (r["kernel"], r["M"], r["N"], r["K"]) == (kernel, m, n, k)]
-    return f"{row['gflops'] / 1000:.1f}\u00a0TFLOP/s"
+    return fmt_flops(row["gflops"] * 1e9)  # as the Lab writes it: 46.4, but 19 for 19.04
 
 
 def committed_date() -> str:

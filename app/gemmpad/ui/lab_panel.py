@@ -69,7 +69,8 @@ class LabView:
 
 
 def fmt_flops(v: float) -> str:
-    """FLOP/s in the unit that suits it: "974 GFLOP/s", "46.4 TFLOP/s", "1.20 PFLOP/s"."""
+    """FLOP/s in the unit that suits it, to three significant digits without trailing zeros:
+    "974 GFLOP/s", "46.4 TFLOP/s", "19 TFLOP/s", "1.2 PFLOP/s"."""
     for scale, unit in ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1e6, "MFLOP/s")):
         if v >= scale:
             x = v / scale
