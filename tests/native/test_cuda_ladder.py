@@ -40,6 +40,9 @@ TAKES = [
     ("cuda.14_persistent_tf32", (2048, 4352, 320)),  # tf32 tiles are 256 x 128: 8 x 34 of them
     ("cuda.15_tma_store_tf32", (2048, 4352, 320)),
     ("cuda.15_tma_store_tf32", (2100, 4132, 322)),  # 36 columns in the last tiles, 52 rows; A by cp.async
+    ("cuda.20_fp8_swap", (2048, 4352, 320)),  # fp8 tiles of C^T: 256 x 128, 8 x 34 of them
+    ("cuda.20_fp8_swap", (2100, 4132, 336)),  # B's rows 4-byte aligned: cp.async; 36 columns in the last tiles
+    ("cuda.20_fp8_swap", (2100, 4128, 322)),  # odd K: A copied with padded rows
     ("cuda.18_wgmma_fp8", (129, 144, 4112)),  # B^T by the 16-byte transpose, partial tiles both ways
     ("cuda.18_wgmma_fp8", (129, 132, 4100)),  # K, N not multiples of 16: B^T a byte at a time
     ("cuda.17_small_tiles_fp16", (4096, 100, 784)), ("cuda.17_small_tiles_tf32", (4096, 100, 784)),
@@ -53,6 +56,8 @@ REFUSES = [
     ("cuda.15_tma_store_tf32", (2048, 4354, 320)),
     ("cuda.14_persistent_tf32", (4096, 100, 784)),  # 16 tiles of 256 x 128: 13's launch, K split
     ("cuda.16_multicast_fp8", (4096, 100, 784)),  # 32 tiles: 18's launch
+    ("cuda.20_fp8_swap", (4096, 100, 784)),  # 16 tiles of 256 x 128
+    ("cuda.20_fp8_swap", (2048, 4354, 320)),  # N % 4: no 16-byte rows of C for the TMA store
     ("cuda.16_multicast_fp16", (2048, 4356, 320)),  # B's rows 8-byte aligned, read by cp.async: no multicast
     ("cuda.17_small_tiles_fp16", (300, 101, 257)),  # odd K and N: 2-byte-aligned 16-bit rows
     ("cuda.19_simt_ring", (300, 102, 257)),  # K not a multiple of 4: no float4 rows

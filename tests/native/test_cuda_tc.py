@@ -20,13 +20,13 @@ from tests.runtime.test_gemm import check, reference
 TC = [
     pytest.param(s.name, marks=kernel_marks(s), id=s.name)
     for s in registry.kernels(device="cuda", kind="gemm")
-    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15", "16", "17", "18")
+    if s.step[:2] in ("08", "09", "10", "11", "12", "13", "14", "15", "16", "17", "18", "20")
 ]
-WGMMA = [p for p in TC if p.id.startswith(tuple(f"cuda.{step}_" for step in range(10, 19)))]
+WGMMA = [p for p in TC if p.id.startswith(tuple(f"cuda.{step}_" for step in (*range(10, 19), 20)))]
 SMALL = [p for p in TC if p.id.startswith("cuda.17_")]
-# Split-K is not the step of 14-16 (their grids need tiles that fill the SMs): they refuse those
-# shapes (tests/native/test_cuda_ladder.py), so the split-K tests leave them out.
-SPLIT_K = [p for p in TC if not p.id.startswith(("cuda.14_", "cuda.15_", "cuda.16_"))]
+# Split-K is not the step of 14-16 and 20 (their grids need tiles that fill the SMs): they refuse
+# those shapes (tests/native/test_cuda_ladder.py), so the split-K tests leave them out.
+SPLIT_K = [p for p in TC if not p.id.startswith(("cuda.14_", "cuda.15_", "cuda.16_", "cuda.20_"))]
 
 pytestmark = pytest.mark.gpu
 
@@ -100,7 +100,7 @@ def test_nan_through_split_k(name: str, rng: np.random.Generator) -> None:
 # 4 pipeline stages; operands read by TMA in place when their rows are 16-byte multiples, by
 # cp.async when 8- or 4-byte multiples, else from padded copies (12's B always, transposed);
 # split-K over a cluster below one wave of tiles; 14 walks several tiles per block above one wave.
-# Shapes around those edges; 14-16 take only those with a wave of tiles (check() lets them refuse).
+# Shapes around those edges; 14-16 and 20 take only those with a wave of tiles (check() lets them refuse).
 WGMMA_SHAPES = [
     (1, 8, 8),  # one element row, one partial k-tile, boxes mostly out of range
     (128, 256, 64),  # exactly one tile, one k-tile

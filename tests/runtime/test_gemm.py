@@ -54,7 +54,7 @@ def reference(a, b, bias, activation, precision="fp32"):
 # The rungs whose step applies to some problems only: 14-16 (tiles that fill the SMs; 15-16 C rows
 # of 16 bytes; 16 operands TMA reads in place), 17 (4-byte-aligned rows), 19 (float4 rows). Elsewhere
 # they raise KernelUnavailable rather than run another rung's kernel; no other kernel may.
-SHAPE_LIMITED = ("cuda.14_", "cuda.15_", "cuda.16_", "cuda.17_", "cuda.19_")
+SHAPE_LIMITED = ("cuda.14_", "cuda.15_", "cuda.16_", "cuda.17_", "cuda.19_", "cuda.20_")
 
 
 def check(name, m, n, k, rng, bias=True, activation="relu") -> bool:

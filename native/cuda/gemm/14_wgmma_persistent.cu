@@ -5,7 +5,7 @@
 // 3.9 waves of tiles. Unavailable where the tiles do not outnumber the SMs (that is 10's launch).
 // Run: gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 738,601 (95.8 %), fp16 719,847 (96.4 %), fp8 1,158,923 (84.9 %), tf32 391,056 (102.5 %)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 730,561 (96.5 %), fp16 706,583 (95.5 %), fp8 1,155,182 (85.3 %), tf32 379,968 (96.0 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -11,8 +11,9 @@
 //   10's 34.2, tf32 43.7 vs 13's 36.2; and 19 beats 07 in fp32: 20.0 vs 18.9 (256x100x784: 3.65 vs 3.35).
 // - otherwise the big tiles: 16 (728.0 TFLOP/s fp16 at 4096^3; 15 727.7, 14 717.0, 10 705.0), 15, 14
 //   and 13 for tf32 (2026-11-30 at 4096^3: 392.7-393.1, 384.8-385.0, 382.3-382.6; 12 336.3), 07 for fp32
-//   (46.4; 19's small tiles were never measured there); fp8 the same order as 16-bit (2026-11-30 at
-//   4096^3: 16 1,144, 15 1,150, 14 1,133, 18 1,094 TFLOP/s).
+//   (46.4; 19's small tiles were never measured there); fp8 20 first (2026-11-30 A/B, TFLOP/s at 4096^3
+//   1,290-1,291 against 15's 1,173-1,175, at 8192^3 1,436-1,438 against 1,379-1,380), then 16-bit's
+//   order (16 1,144, 15 1,150, 14 1,133, 18 1,094 at 4096^3).
 // After those, the rungs before them in the ladder, for the problems the later ones reject (14-16
 // need tiles that fill the SMs, aligned rows) and for GPUs without wgmma (09 on Ampere and Ada).
 #include <vector>
@@ -70,7 +71,9 @@ void auto_bf16(const GemmProblem& p, cudaStream_t s) {
 }
 void auto_fp8(const GemmProblem& p, cudaStream_t s) {
     run("cuda.auto_fp8",
-        {"cuda.16_multicast_fp8", "cuda.15_tma_store_fp8", "cuda.14_persistent_fp8", "cuda.18_wgmma_fp8"}, p, s);
+        {"cuda.20_fp8_swap", "cuda.16_multicast_fp8", "cuda.15_tma_store_fp8", "cuda.14_persistent_fp8",
+         "cuda.18_wgmma_fp8"},
+        p, s);
 }
 
 }  // namespace
@@ -93,6 +96,6 @@ GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_bf16", "bf16", gemmpad::InType::BF16,
                            gemmpad::cuda::dispatch::auto_bf16, "cuda.17_small_tiles_bf16", "cuda.16_multicast_bf16",
                            "cuda.15_tma_store_bf16", "cuda.14_persistent_bf16", "cuda.11_wgmma_bf16");
 GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_fp8", "fp8", gemmpad::InType::F8E4M3,
-                           "the fastest fp8 rung for the shape: 16 where its tiles outnumber the SMs (15, 14), else 18",
-                           gemmpad::cuda::dispatch::auto_fp8, "cuda.16_multicast_fp8", "cuda.15_tma_store_fp8",
-                           "cuda.14_persistent_fp8", "cuda.18_wgmma_fp8");
+                           "the fastest fp8 rung for the shape: 20 where its tiles outnumber the SMs (16, 15, 14), else 18",
+                           gemmpad::cuda::dispatch::auto_fp8, "cuda.20_fp8_swap", "cuda.16_multicast_fp8",
+                           "cuda.15_tma_store_fp8", "cuda.14_persistent_fp8", "cuda.18_wgmma_fp8");

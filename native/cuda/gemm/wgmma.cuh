@@ -1,7 +1,7 @@
-// The Hopper rungs' kernel (cuda.10-16 and 18): warpgroup MMA (wgmma) fed by the TMA copy engine
+// The Hopper rungs' kernel (cuda.10-16, 18 and 20): warpgroup MMA (wgmma) fed by the TMA copy engine
 // through an mbarrier pipeline, one warpgroup that loads and two that multiply. It is ONE kernel
 // with named steps, launch<Op, Steps>: each rung's file picks the operand type (Fp16, Bf16, Tf32,
-// Tf32Swap, Fp8) and its step (Steps, Persistent, TmaStore, Multicast); README.md beside it describes the
+// Tf32Swap, Fp8, Fp8Swap) and its step (Steps, Persistent, TmaStore, Multicast); README.md beside it describes the
 // design, the options and what each step measured.
 #pragma once
 
@@ -94,6 +94,12 @@ struct Operand {
     static constexpr InType in_type = IN;
     static constexpr CUtensorMapDataType tma_type = TMA;
     static constexpr bool B_K_MAJOR = K_MAJOR;
+    // Which of its warpgroup's 64 rows (of C^T with SWAP) accumulator rows g and g + 8 (h = 0, 1) of
+    // warp w hold: 16w + g + 8h, as wgmma lays them out (Fp8Swap renumbers its columns of C).
+    __device__ static int row_of(int warp, int g, int h) { return 16 * warp + g + 8 * h; }
+    struct Fragments {  // SWAP operands: wgmma's A from registers (none here)
+        __device__ Fragments(int, int, int) {}
+    };
 };
 struct Fp16 : Operand<__half, InType::F16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, false> {
     static constexpr const char* type_name = "float16";
@@ -136,9 +142,72 @@ struct Fp8 : Operand<__nv_fp8_e4m3, InType::F8E4M3, CU_TENSOR_MAP_DATA_TYPE_UINT
 // tile, K-major as it lies in memory. Each warpgroup then owns 64 columns of C.
 struct Tf32Swap : Tf32 {
     static constexpr bool B_K_MAJOR = false, SWAP = true;
+    // Lane (g, t) of warp w holds B[k = t, t + 4][n = 16w + g, + 8] of each k8 step (fragment r:
+    // n + 8 (r & 1), k + 4 (r >> 1)), read from 32-column boxes of 128-byte rows whose 16-byte
+    // chunks TMA swizzled by k % 8; k % 8 is the same for every k8 step, so the offsets are fixed
+    // up to 8 rows a step.
+    struct Fragments {
+        unsigned off[4];  // from the stage's B tile
+        __device__ Fragments(int c, int warp, int lane) {
+            constexpr int box_n = BOX_N_BYTES / sizeof(float), bk = ROW_BYTES / sizeof(float);  // 32, 32
+            const int g = lane / 4, t = lane % 4;
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int n = c * 64 + warp * 16 + g + 8 * (r & 1), k = t + 4 * (r >> 1), col = n % box_n;
+                off[r] = (n / box_n) * bk * BOX_N_BYTES + k * ROW_BYTES + ((((col >> 2) ^ k) << 4) | ((col & 3) << 2));
+            }
+        }
+        __device__ void load(unsigned (&frag)[ROW_BYTES / STEP_BYTES][4], unsigned b_tile) const {
+#pragma unroll
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    asm volatile("ld.shared.b32 %0, [%1];\n"
+                                 : "=r"(frag[kk][r])
+                                 : "r"(b_tile + off[r] + kk * 8 * ROW_BYTES));
+        }
+    };
     __device__ static void mma(float (&d)[128], const unsigned (&a)[4], uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1",
+                           "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]),
+                           "l"(desc_b), "r"(1));
+#endif
+    }
+};
+// fp8 without the transpose, as Tf32Swap: a lane's fragment register holds 4 bytes of k for one
+// column n, which the row-major B tile keeps in 4 rows. ldmatrix .trans reads 16-bit pairs of
+// columns from rows k, k + 1 (k = 4t: matrices of rows 0, 1, 4, 5, ... and 2, 3, 6, 7, ...), and two
+// byte permutes per pair make the registers of columns 2g and 2g + 1. So accumulator rows g and
+// g + 8 of warp w hold columns 16w + 2g and 16w + 2g + 1 of the warpgroup's 64 (row_of).
+struct Fp8Swap : Fp8 {
+    static constexpr bool B_K_MAJOR = false, SWAP = true;
+    __device__ static int row_of(int warp, int g, int h) { return 16 * warp + 2 * g + h; }
+    struct Fragments {
+        unsigned off;  // this lane's ldmatrix row in the first k32 step, from the stage's B tile
+        __device__ Fragments(int c, int warp, int lane) {
+            // lane 8m + r: row r of matrix m, k = 16 (m / 2) + 2 (m % 2) + 4 (r / 2) + r % 2; the
+            // warp's 16 columns are 16-byte chunk 4c + w of a 128-byte row, swizzled by k % 8
+            const int m = lane / 8, r = lane % 8, k = 16 * (m / 2) + 2 * (m % 2) + 4 * (r / 2) + r % 2;
+            off = k * ROW_BYTES + (((4 * c + warp) ^ (k & 7)) << 4);
+        }
+        __device__ void load(unsigned (&frag)[ROW_BYTES / STEP_BYTES][4], unsigned b_tile) const {
+#pragma unroll
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {  // k32 steps: 32 rows, k % 8 unchanged
+                unsigned d[4];
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                             : "r"(b_tile + off + kk * 32 * ROW_BYTES));
+                // d[0]: bytes (k 4t, n 2g), (4t, 2g + 1), (4t + 1, 2g), (4t + 1, 2g + 1); d[1] the same of
+                // k 4t + 2, 4t + 3; d[2], d[3] those 16 rows on
+                frag[kk][0] = __byte_perm(d[0], d[1], 0x6420), frag[kk][1] = __byte_perm(d[0], d[1], 0x7531);
+                frag[kk][2] = __byte_perm(d[2], d[3], 0x6420), frag[kk][3] = __byte_perm(d[2], d[3], 0x7531);
+            }
+        }
+    };
+    __device__ static void mma(float (&d)[128], const unsigned (&a)[4], uint64_t desc_b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "1, 1",
                            "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]),
                            "l"(desc_b), "r"(1));
 #endif
@@ -348,20 +417,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int c = wg - 1;
     float acc[128];
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
-    // SWAP: wgmma's A is this warpgroup's 64 columns of B, transposed into registers. Lane (g, t)
-    // of warp w holds B[k = t, t + 4][n = 16w + g, + 8] of each k8 step (fragment r: n + 8 (r & 1),
-    // k + 4 (r >> 1)), read from 32-column boxes of 128-byte rows whose 16-byte chunks TMA swizzled
-    // by k % 8; k % 8 is the same for every k8 step, so the offsets are fixed up to 8 rows a step.
+    // SWAP: wgmma's A is this warpgroup's 64 columns of B, transposed into registers (Op::Fragments).
     const unsigned b_base = smem_u32(sB);
-    unsigned frag_off[4] = {};
-    if constexpr (Op::SWAP) {
-        constexpr int box_n = BOX_N_BYTES / sizeof(T);  // 32 floats
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int n = c * 64 + warp * 16 + g + 8 * (r & 1), k = t + 4 * (r >> 1), col = n % box_n;
-            frag_off[r] = (n / box_n) * BK * BOX_N_BYTES + k * ROW_BYTES + ((((col >> 2) ^ k) << 4) | ((col & 3) << 2));
-        }
-    }
+    const typename Op::Fragments frags(c, warp, lane);
     int it = 0;  // stages consumed so far, over all of this block's tiles
     int stored = 0;  // TMA_STORE: slots of C this warpgroup handed to the copy engine (the next one's parity)
     for (int unit = first_unit; unit < units; unit += unit_step) {
@@ -373,13 +431,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_wait(&full[s], (it / STAGES) & 1);
             if constexpr (Op::SWAP) {
                 unsigned frag[ROW_BYTES / STEP_BYTES][4];
-#pragma unroll
-                for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
-#pragma unroll
-                    for (int r = 0; r < 4; ++r)
-                        asm volatile("ld.shared.b32 %0, [%1];\n"
-                                     : "=r"(frag[kk][r])
-                                     : "r"(b_base + s * B_BYTES + frag_off[r] + kk * 8 * ROW_BYTES));
+                frags.load(frag, b_base + s * B_BYTES);
                 const unsigned a_tile = smem_u32(sA + s * A_BYTES);  // wgmma's B: all TM rows of A, K-major
                 wgmma_fence();  // the fragments are written before wgmma reads them
 #pragma unroll
@@ -424,7 +476,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             named_barrier_sync(1, 128 * CONSUMERS);  // consumers only
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const int i = c * 64 + warp * 16 + g + 8 * h;  // a row of the tile (of C^T with SWAP)
+                const int i = c * 64 + Op::row_of(warp, g, h);  // a row of the tile (of C^T with SWAP)
 #pragma unroll
                 for (int j = 0; j < (Op::SWAP ? TM : TN) / 8; ++j) {
                     if (!Op::SWAP && 8 * j >= N - n0) break;  // only C's columns are reduced
@@ -448,19 +500,20 @@ __global__ void __launch_bounds__(THREADS, 1)
             const int leader = threadIdx.x % 128 == 0;
             if constexpr (Op::SWAP) {
                 // This warpgroup holds C's columns cols0.. + 63 of the tile's TM rows: 32 rows at a time,
-                // warps 2b and 2b + 1 fill box b (32 x 32 floats) of the slot. Lanes (g, t) write 8
-                // consecutive columns of 4 rows (2t + e), which the swizzle puts on 8 distinct chunks.
-                const int cols0 = n0 + c * 64, q0 = (warp % 2) * 16 + g;
+                // warps 2b and 2b + 1 fill box b (32 x 32 floats) of the slot. Tf32Swap's lanes (g, t)
+                // write 8 consecutive columns of 4 rows (2t + e), which the swizzle puts on 8 chunks;
+                // Fp8Swap's every other column (row_of), two lanes to a bank.
+                const int cols0 = n0 + c * 64;
 #pragma unroll  // acc[] stays in registers only with constant indices
                 for (int rr = 0; rr < TM / 32; ++rr) {
                     if (m0 + 32 * rr >= M || cols0 >= N) break;  // the same for the whole warpgroup
                     unsigned char* slot = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES;
-                    unsigned char* box = slot + (warp / 2) * (STORE_BOX_BYTES / 2);
+                    unsigned char* box = slot + (warp / 2) * (STORE_BOX_BYTES / 2);  // row_of stays in the warp's 16
                     if (leader) bulk_wait_read<1>();  // the slot's previous stores have read it
                     named_barrier_sync(2 + c, 128);
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                        const int q = q0 + 8 * h, col = cols0 + (warp / 2) * 32 + q;  // column in the box, in C
+                        const int n = Op::row_of(warp, g, h), q = n % 32, col = cols0 + n;  // in the box, in C
 #pragma unroll
                         for (int jr = 0; jr < 4; ++jr)
 #pragma unroll
@@ -526,7 +579,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             // covering 8 consecutive n (a 32-byte sector) per row m.
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                const int col = n0 + c * 64 + warp * 16 + g + 8 * h;
+                const int col = n0 + c * 64 + Op::row_of(warp, g, h);
                 if (col >= N) continue;
 #pragma unroll
                 for (int j = 0; j < TM / 8; ++j)

@@ -1,0 +1,23 @@
+// cuda.20_fp8_swap: fp8 with no transpose of B, as 13 does for tf32: C^T = B^T A^T, B^T from registers.
+// Change from 15 (fp8): hopper::launch<Fp8Swap, TmaStore>: B's row-major tile read by ldmatrix .trans
+// (column pairs of two k rows) and byte permutes into wgmma's A fragments; A's K-major tile is wgmma's B.
+// Limit: the fragments' reads add to the tensor cores' own from shared memory (2-way bank conflicts: k and
+// k + 8 share a swizzle); a warpgroup waits on each batch before its next loads. Like 15 elsewhere.
+// Run: gemmpad bench gemm --kernels cuda.20_fp8_swap --sizes 4096x4096x4096
+// Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.20_fp8_swap --sizes 4096x4096x4096
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 1,286,689 GFLOP/s = 94.8 % of cuBLAS fp8 (fast accumulation)
+#include "wgmma.cuh"
+
+namespace gemmpad::cuda {
+namespace {
+using This = hopper::Rung<hopper::Fp8Swap, hopper::TmaStore>;
+void launch(const GemmProblem& p, cudaStream_t s) {
+    hopper::launch<hopper::Fp8Swap, hopper::TmaStore>(p, s, "cuda.20_fp8_swap");
+}
+}  // namespace
+}  // namespace gemmpad::cuda
+
+GEMMPAD_REGISTER_CUDA_RUNG("cuda.20_fp8_swap", "fp8", gemmpad::InType::F8E4M3,
+                         "15's fp8 kernel on C^T = B^T A^T: B^T from registers by ldmatrix, no transpose of B",
+                         gemmpad::cuda::launch, gemmpad::cuda::hopper::unavailable, gemmpad::cuda::This::rejects,
+                           gemmpad::cuda::This::anatomy);
