@@ -83,6 +83,9 @@ static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
           "+f"(d[125]), "+f"(d[126]), "+f"(d[127])                                                                     \
         : __VA_ARGS__)
 #define GEMMPAD_SMEM_AB "%128, %129", "%130", "l"(desc_a), "l"(desc_b), "r"(1)
+// The SWAP operand types': A's four registers a[], B's descriptor.
+#define GEMMPAD_REGS_A_SMEM_B \
+    "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1)
 
 // The operand types: the element type, the registry's InType and TMA's name for it, and whether
 // B reaches shared memory transposed (B_K_MAJOR: [N, K], as A is [M, K]; otherwise row-major
@@ -169,9 +172,7 @@ struct Tf32Swap : Tf32 {
     };
     __device__ static void mma(float (&d)[128], const unsigned (&a)[4], uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1",
-                           "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]),
-                           "l"(desc_b), "r"(1));
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "1, 1", GEMMPAD_REGS_A_SMEM_B);
 #endif
     }
 };
@@ -207,13 +208,12 @@ struct Fp8Swap : Fp8 {
     };
     __device__ static void mma(float (&d)[128], const unsigned (&a)[4], uint64_t desc_b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "1, 1",
-                           "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]),
-                           "l"(desc_b), "r"(1));
+        GEMMPAD_WGMMA_N256("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", "1, 1", GEMMPAD_REGS_A_SMEM_B);
 #endif
     }
 };
 #undef GEMMPAD_SMEM_AB
+#undef GEMMPAD_REGS_A_SMEM_B
 #undef GEMMPAD_WGMMA_N256_
 #undef GEMMPAD_WGMMA_N256
 
