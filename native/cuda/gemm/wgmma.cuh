@@ -37,7 +37,7 @@ constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int BOX_N_BYTES = 128;                // a row-major B tile is loaded as 128-byte-wide boxes
 constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;  // the A and B tiles of one k-tile: 48 KB
 // TMA_STORE (cuda.15): per consumer warpgroup two 8 KB slots of C staged for the copy engine, each a 64-row x
-// 32-float box (two 32 x 32 boxes for Tf32Swap, whose warps hold columns of C).
+// 32-float box (two 32 x 32 boxes for the SWAP types, whose warps hold columns of C).
 constexpr int STORE_BOX_COLS = ROW_BYTES / sizeof(float), STORE_BOX_BYTES = 64 * ROW_BYTES;
 constexpr int STORE_BYTES = CONSUMERS * 2 * STORE_BOX_BYTES;
 template <bool TMA_STORE>
