@@ -497,7 +497,22 @@ __global__ void __launch_bounds__(THREADS, 1)
             // warpgroup, so the warpgroup goes on to the next tile while its last slots are written.
             // A slot is reused every other hand-over, counted over the tiles (`stored`): a tile may
             // end on either slot.
+            // hand_over: once the slot's last stores have read it, `fill` writes it; the leader then has
+            // `store` hand it to the copy engine as one bulk group.
             const int leader = threadIdx.x % 128 == 0;
+            const auto hand_over = [&](auto fill, auto store) {
+                unsigned char* slot = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES;
+                if (leader) bulk_wait_read<1>();
+                named_barrier_sync(2 + c, 128);
+                fill(slot);
+                fence_proxy_async_shared();  // our writes, then the copy engine's reads
+                named_barrier_sync(2 + c, 128);
+                if (leader) {
+                    store(slot);
+                    bulk_commit();
+                }
+                ++stored;
+            };
             if constexpr (Op::SWAP) {
                 // This warpgroup holds C's columns cols0.. + 63 of the tile's TM rows: 32 rows at a time,
                 // warps 2b and 2b + 1 fill box b (32 x 32 floats) of the slot. Tf32Swap's lanes (g, t)
@@ -507,32 +522,27 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll  // acc[] stays in registers only with constant indices
                 for (int rr = 0; rr < TM / 32; ++rr) {
                     if (m0 + 32 * rr >= M || cols0 >= N) break;  // the same for the whole warpgroup
-                    unsigned char* slot = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES;
-                    unsigned char* box = slot + (warp / 2) * (STORE_BOX_BYTES / 2);  // row_of stays in the warp's 16
-                    if (leader) bulk_wait_read<1>();  // the slot's previous stores have read it
-                    named_barrier_sync(2 + c, 128);
+                    const auto fill = [&](unsigned char* slot) {
+                        // box warp / 2 of the slot: row_of stays inside the warp's 16 columns
+                        unsigned char* box = slot + (warp / 2) * (STORE_BOX_BYTES / 2);
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int n = Op::row_of(warp, g, h), q = n % 32, col = cols0 + n;  // in the box, in C
+                        for (int h = 0; h < 2; ++h) {
+                            const int n = Op::row_of(warp, g, h), q = n % 32, col = cols0 + n;  // in the box, in C
 #pragma unroll
-                        for (int jr = 0; jr < 4; ++jr)
+                            for (int jr = 0; jr < 4; ++jr)
 #pragma unroll
-                            for (int e = 0; e < 2; ++e) {
-                                const unsigned dense = (8 * jr + 2 * t + e) * ROW_BYTES + q * sizeof(float);
-                                const float a = acc[4 * (4 * rr + jr) + 2 * h + e];
-                                const float v = col < N ? epilogue(a, bias, col, act) : 0.0f;
-                                *reinterpret_cast<float*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = v;
-                            }
-                    }
-                    fence_proxy_async_shared();  // our writes, then the copy engine's reads
-                    named_barrier_sync(2 + c, 128);
-                    if (leader) {
-                        const int rows = m0 + 32 * rr;
-                        tma_store_2d(&map_c, slot, cols0, rows);
-                        if (cols0 + 32 < N) tma_store_2d(&map_c, slot + STORE_BOX_BYTES / 2, cols0 + 32, rows);
-                        bulk_commit();  // one group per slot
-                    }
-                    ++stored;
+                                for (int e = 0; e < 2; ++e) {
+                                    const unsigned dense = (8 * jr + 2 * t + e) * ROW_BYTES + q * sizeof(float);
+                                    const float a = acc[4 * (4 * rr + jr) + 2 * h + e];
+                                    const float v = col < N ? epilogue(a, bias, col, act) : 0.0f;
+                                    *reinterpret_cast<float*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = v;
+                                }
+                        }
+                    };
+                    hand_over(fill, [&](unsigned char* slot) {
+                        tma_store_2d(&map_c, slot, cols0, m0 + 32 * rr);
+                        if (cols0 + 32 < N) tma_store_2d(&map_c, slot + STORE_BOX_BYTES / 2, cols0 + 32, m0 + 32 * rr);
+                    });
                 }
                 continue;
             }
@@ -540,37 +550,32 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll  // acc[] stays in registers only with constant indices
             for (int jj = 0; jj < TN / STORE_BOX_COLS; ++jj) {
                 if (rows0 >= M || n0 + jj * STORE_BOX_COLS >= N) break;  // the same for the whole warpgroup
-                unsigned char* box = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES;  // one 64 x 32 box a slot
-                if (leader) bulk_wait_read<1>();  // the slot's previous store has read it
-                named_barrier_sync(2 + c, 128);
-                // A float2 store is served a half-warp (rows g = 0-3 or 4-7) at a time. Were every lane
-                // to write chunk q in turn, a half-warp would meet only 4 of a 128-byte row's 8 swizzled
-                // 16-byte chunks (two wavefronts where one does); lanes of odd g write chunk q ^ 2
-                // instead, so that each half-warp covers all 32 banks once.
-                const bool odd = g & 1;
+                // One 64 x 32 box a slot. A float2 store is served a half-warp (rows g = 0-3 or 4-7) at a
+                // time. Were every lane to write chunk q in turn, a half-warp would meet only 4 of a
+                // 128-byte row's 8 swizzled 16-byte chunks (two wavefronts where one does); lanes of odd g
+                // write chunk q ^ 2 instead, so that each half-warp covers all 32 banks once.
+                const auto fill = [&](unsigned char* box) {
+                    const bool odd = g & 1;
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = warp * 16 + g + 8 * h;  // row in the box
+                    for (int h = 0; h < 2; ++h) {
+                        const int r = warp * 16 + g + 8 * h;  // row in the box
 #pragma unroll
-                    for (int q0 = 0; q0 < STORE_BOX_COLS / 8; ++q0) {
-                        const int q = odd ? q0 ^ 2 : q0;  // acc[] by constant indices: select, not index
-                        const int ja = jj * (STORE_BOX_COLS / 8) + q0, jb = jj * (STORE_BOX_COLS / 8) + (q0 ^ 2);
-                        const float a0 = odd ? acc[4 * jb + 2 * h] : acc[4 * ja + 2 * h];
-                        const float a1 = odd ? acc[4 * jb + 2 * h + 1] : acc[4 * ja + 2 * h + 1];
-                        const int col = n0 + 8 * (jj * (STORE_BOX_COLS / 8) + q) + 2 * t;
-                        const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
-                        const float v0 = col < N ? epilogue(a0, bias, col, act) : 0.0f;
-                        const float v1 = col + 1 < N ? epilogue(a1, bias, col + 1, act) : 0.0f;
-                        *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = make_float2(v0, v1);
+                        for (int q0 = 0; q0 < STORE_BOX_COLS / 8; ++q0) {
+                            const int q = odd ? q0 ^ 2 : q0;  // acc[] by constant indices: select, not index
+                            const int ja = jj * (STORE_BOX_COLS / 8) + q0, jb = jj * (STORE_BOX_COLS / 8) + (q0 ^ 2);
+                            const float a0 = odd ? acc[4 * jb + 2 * h] : acc[4 * ja + 2 * h];
+                            const float a1 = odd ? acc[4 * jb + 2 * h + 1] : acc[4 * ja + 2 * h + 1];
+                            const int col = n0 + 8 * (jj * (STORE_BOX_COLS / 8) + q) + 2 * t;
+                            const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
+                            const float v0 = col < N ? epilogue(a0, bias, col, act) : 0.0f;
+                            const float v1 = col + 1 < N ? epilogue(a1, bias, col + 1, act) : 0.0f;
+                            *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = make_float2(v0, v1);
+                        }
                     }
-                }
-                fence_proxy_async_shared();  // our writes, then the copy engine's reads
-                named_barrier_sync(2 + c, 128);
-                if (leader) {
+                };
+                hand_over(fill, [&](unsigned char* box) {
                     tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
-                    bulk_commit();
-                }
-                ++stored;
+                });
             }
             continue;
         }
