@@ -55,15 +55,16 @@ for spec in registry.kernels(device="cuda", kind="gemm"):
     if not pat.search(spec.name):
         continue
     # (1, 8, 8) and (257, 264, 520) take the TMA path of cuda.10 (K, N multiples of 8); the last one
-    # has more 128 x 256 tiles (17 x 9) than an H200 has SMs, without split-K: cuda.14-16's blocks walk
-    # on to a second tile, TMA store, multicast pairs (an odd row of tiles; K and N allow TMA at 8 and 16 bits)
+    # has more 128 x 256 tiles (17 x 9) than an H200 has SMs, without split-K: cuda.14-16's and 20's
+    # blocks walk on to a second tile, TMA store, multicast pairs (an odd row of tiles; K and N allow TMA
+    # at 8 and 16 bits)
     ran = 0
     for (m, n, k) in [(1, 1, 1), (127, 97, 131), (7, 100, 784), (300, 10, 100), (257, 129, 1000), (1, 8, 8), (257, 264, 520), (2100, 2112, 144)]:
         a = rng.uniform(-1, 1, (m, k)).astype(np.float32); b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
         bias = rng.uniform(-1, 1, n).astype(np.float32)
         try:
             gemmpad.gemm(a, b, bias=bias, activation="relu", kernel=spec.name)
-        except KernelUnavailable:  # a rung outside its step at this shape (14-17, 19): nothing launched
+        except KernelUnavailable:  # a rung outside its step at this shape (14-17, 19, 20): nothing launched
             continue
         ran += 1
     print("ran", spec.name, "at", ran, "shapes", flush=True)
