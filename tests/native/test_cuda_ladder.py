@@ -42,7 +42,8 @@ TAKES = [
     ("cuda.15_tma_store_tf32", (2100, 4132, 322)),  # 36 columns in the last tiles, 52 rows; A by cp.async
     ("cuda.20_fp8_swap", (2048, 4352, 320)),  # fp8 tiles of C^T: 256 x 128, 8 x 34 of them
     ("cuda.20_fp8_swap", (2100, 4132, 336)),  # B's rows 4-byte aligned: cp.async; 36 columns in the last tiles
-    ("cuda.20_fp8_swap", (2100, 4128, 322)),  # odd K: A copied with padded rows
+    ("cuda.20_fp8_swap", (2100, 4128, 322)),  # odd K: A copied with padded rows, B by cp.async (not 16-row groups)
+    ("cuda.20_fp8_swap", (2100, 4128, 336)),  # B by the 5-D map: last tiles 32 columns wide, last k-tile 80 rows
     ("cuda.18_wgmma_fp8", (129, 144, 4112)),  # B^T by the 16-byte transpose, partial tiles both ways
     ("cuda.18_wgmma_fp8", (129, 132, 4100)),  # K, N not multiples of 16: B^T a byte at a time
     ("cuda.17_small_tiles_fp16", (4096, 100, 784)), ("cuda.17_small_tiles_tf32", (4096, 100, 784)),

@@ -97,6 +97,7 @@ struct Operand {
     static constexpr InType in_type = IN;
     static constexpr CUtensorMapDataType tma_type = TMA;
     static constexpr bool B_K_MAJOR = K_MAJOR;
+    static constexpr bool B_ROWS_REORDERED = false;  // Fp8Swap: B's k rows in ldmatrix_row's order
     // Which of its warpgroup's 64 rows (of C^T with SWAP) accumulator rows g and g + 8 (h = 0, 1) of
     // warp w hold: 16w + g + 8h, as wgmma lays them out (Fp8Swap renumbers its columns of C).
     __device__ static int row_of(int warp, int g, int h) { return 16 * warp + g + 8 * h; }
@@ -122,6 +123,13 @@ struct Bf16 : Operand<__nv_bfloat16, InType::BF16, CU_TENSOR_MAP_DATA_TYPE_BFLOA
 };
 // tf32 reads float32 bit patterns (the tensor cores ignore the low 13 mantissa bits) and
 // takes K-major operands only: B is transposed on the way in (launch()).
+// Fp8Swap's B tile keeps its k rows in the order its ldmatrix reads them: in each group of 16 k,
+// the 8 rows of one ldmatrix matrix (k's bits b3 b2 b0 varying, b1 fixed) lie together, as rows
+// 8 b1 + 4 b3 + 2 b2 + b0, so the 128-byte swizzle (by row % 8) spreads them over all 32 banks.
+__host__ __device__ constexpr int ldmatrix_row(int k) {
+    return (k & ~15) | ((k & 2) << 2) | ((k >> 1) & 6) | (k & 1);
+}
+
 struct Tf32 : Operand<float, InType::F32, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, true> {
     static constexpr const char* type_name = "float32";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
@@ -180,21 +188,32 @@ struct Tf32Swap : Tf32 {
 // column n, which the row-major B tile keeps in 4 rows. ldmatrix .trans reads 16-bit pairs of
 // columns from rows k, k + 1 (k = 4t: matrices of rows 0, 1, 4, 5, ... and 2, 3, 6, 7, ...), and two
 // byte permutes per pair make the registers of columns 2g and 2g + 1. So accumulator rows g and
-// g + 8 of warp w hold columns 16w + 2g and 16w + 2g + 1 of the warpgroup's 64 (row_of).
+// g + 8 of warp w hold columns 16w + 2g and 16w + 2g + 1 of the warpgroup's 64 (row_of). B's rows
+// arrive in ldmatrix_row's order (a 5-D tensor map, or cp.async), so a matrix's 8 rows are 8
+// consecutive rows of the tile, on 8 swizzle phases.
 struct Fp8Swap : Fp8 {
-    static constexpr bool B_K_MAJOR = false, SWAP = true;
+    static constexpr bool B_K_MAJOR = false, SWAP = true, B_ROWS_REORDERED = true;
     __device__ static int row_of(int warp, int g, int h) { return 16 * warp + 2 * g + h; }
+    // Row-major B (K x N bytes, rows ld apart, K a multiple of 16) as 5 dimensions, innermost first:
+    // n, k's bit 0, bits 2-3, bit 1, k / 16, so that a box of 128 k x 128 n lands in ldmatrix_row's order.
+    static CUtensorMap map_b(const void* b, int K, int N, int ld, const std::string& what) {
+        const uint64_t dims[5] = {(uint64_t)N, 2, 4, 2, (uint64_t)K / 16};
+        const uint64_t strides[4] = {(uint64_t)ld, 4ull * ld, 2ull * ld, 16ull * ld};
+        const uint32_t box[5] = {BOX_N_BYTES, 2, 4, 2, ROW_BYTES / 16};
+        return tensor_map(b, tma_type, 5, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                          what + " (" + std::to_string(K) + "x" + std::to_string(N) + ", rows reordered)");
+    }
     struct Fragments {
         unsigned off;  // this lane's ldmatrix row in the first k32 step, from the stage's B tile
         __device__ Fragments(int c, int warp, int lane) {
-            // lane 8m + r: row r of matrix m, k = 16 (m / 2) + 2 (m % 2) + 4 (r / 2) + r % 2; the
-            // warp's 16 columns are 16-byte chunk 4c + w of a 128-byte row, swizzled by k % 8
-            const int m = lane / 8, r = lane % 8, k = 16 * (m / 2) + 2 * (m % 2) + 4 * (r / 2) + r % 2;
-            off = k * ROW_BYTES + (((4 * c + warp) ^ (k & 7)) << 4);
+            // lane 8m + r: row r of matrix m, k = 16 (m / 2) + 2 (m % 2) + 4 (r / 2) + r % 2, which
+            // ldmatrix_row puts at row 8m + r = lane; the warp's 16 columns are 16-byte chunk 4c + w
+            // of a 128-byte row, swizzled by the row % 8
+            off = lane * ROW_BYTES + (((4 * c + warp) ^ (lane & 7)) << 4);
         }
         __device__ void load(unsigned (&frag)[ROW_BYTES / STEP_BYTES][4], unsigned b_tile) const {
 #pragma unroll
-            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {  // k32 steps: 32 rows, k % 8 unchanged
+            for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk) {  // k32 steps: 32 rows on, same phases
                 unsigned d[4];
                 asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                              : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
@@ -237,7 +256,7 @@ struct Source {
 // everything past row_end / col_end is zero-filled: both operands' padding meets there. Rows or
 // columns past M or N are not copied at all (they only reach outputs that are never stored);
 // the chunks copied are spread evenly over the 128 producer threads.
-template <class T, int ROWS, int COLS, int W, bool K_ROWS>
+template <class T, int ROWS, int COLS, int W, bool K_ROWS, bool REORDERED>
 __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, int r0, int row_end, int c0,
                                           int col_end) {
     constexpr int E = W / sizeof(T), BOX = ROW_BYTES / sizeof(T);  // elements per chunk, per 128-byte row
@@ -251,7 +270,8 @@ __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, in
 #pragma unroll 4
     while (r < rows) {
         const int c = cc * E, gr = r0 + r, gc = c0 + c;
-        const unsigned dense = (c / BOX) * ROWS * ROW_BYTES + r * ROW_BYTES + (c % BOX) * sizeof(T);
+        const int at = REORDERED ? ldmatrix_row(r) : r;  // the row's place in the tile
+        const unsigned dense = (c / BOX) * ROWS * ROW_BYTES + at * ROW_BYTES + (c % BOX) * sizeof(T);
         const int valid = gr < row_end ? max(0, min(E, col_end - gc)) : 0;
         cp_async_zfill<W>(dst + (dense ^ (((dense >> 7) & 7) << 4)), valid ? src + (size_t)gr * ld + gc : src,
                           valid * (int)sizeof(T));
@@ -263,11 +283,11 @@ __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, in
         }
     }
 }
-template <class T, int ROWS, int COLS, bool K_ROWS>
+template <class T, int ROWS, int COLS, bool K_ROWS, bool REORDERED = false>
 __device__ __forceinline__ void copy_tile(const Source& from, unsigned dst, int r0, int row_end, int c0, int col_end) {
     const T* src = static_cast<const T*>(from.ptr);
-    if (from.chunk == 8) copy_tile<T, ROWS, COLS, 8, K_ROWS>(dst, src, from.ld, r0, row_end, c0, col_end);
-    else copy_tile<T, ROWS, COLS, 4, K_ROWS>(dst, src, from.ld, r0, row_end, c0, col_end);
+    if (from.chunk == 8) copy_tile<T, ROWS, COLS, 8, K_ROWS, REORDERED>(dst, src, from.ld, r0, row_end, c0, col_end);
+    else copy_tile<T, ROWS, COLS, 4, K_ROWS, REORDERED>(dst, src, from.ld, r0, row_end, c0, col_end);
 }
 
 // Split-K's partial tile in shared memory: [TM][TN + 4] floats (the padding shifts banks).
@@ -365,6 +385,9 @@ __global__ void __launch_bounds__(THREADS, 1)
                                                       n0 + (int)rank * (TN / 2), &full[s], 0b11);
                             else
                                 tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
+                        } else if constexpr (Op::B_ROWS_REORDERED) {  // one BK x 128-byte box, Op::map_b
+                            static_assert(TN * sizeof(T) == BOX_N_BYTES, "the tile is one box wide");
+                            tma_load_5d(sB + s * B_BYTES, &map_b, n0, 0, 0, 0, k0 / 16, &full[s]);
                         } else {
                             constexpr int box_n = BOX_N_BYTES / sizeof(T), boxes = TN / box_n;
                             if (pair == 2) {  // this block's half of the boxes, into both blocks
@@ -386,7 +409,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     if (b.chunk) {
                         const unsigned dst = smem_u32(sB + s * B_BYTES);
                         if constexpr (Op::B_K_MAJOR) copy_tile<T, TN, BK, false>(b, dst, n0, N, k0, K);
-                        else copy_tile<T, BK, TN, true>(b, dst, k0, K, n0, N);
+                        else copy_tile<T, BK, TN, true, Op::B_ROWS_REORDERED>(b, dst, k0, K, n0, N);
                     }
                     cp_async_commit();
                     if (it >= LAG) {
@@ -768,6 +791,7 @@ const void* ready_kernel() {
 struct Plan {
     int align_a = 0, align_b = 0;  // bytes per copy each operand's rows allow (row_alignment)
     bool copy_a = false, copy_b = false;
+    int chunk_a = 0, chunk_b = 0;  // cp.async's bytes per copy for each operand, 0 where TMA reads it
     int tiles = 0, k_tiles = 0, splits = 1, blocks = 0;
     bool multicast = false, store_c = false;
     std::string rejected;
@@ -782,6 +806,10 @@ Plan plan(const GemmProblem& p) {
     r.align_b = row_alignment(p.B, p.N, sizeof(T));
     r.copy_a = r.align_a == 2;
     r.copy_b = Op::B_K_MAJOR || r.align_b == 2;
+    r.chunk_a = r.copy_a || r.align_a == 16 ? 0 : r.align_a;
+    r.chunk_b = r.copy_b || r.align_b == 16 ? 0 : r.align_b;
+    // Op::map_b takes whole groups of 16 rows: with K % 16 != 0 B's (16-byte aligned) rows come by cp.async
+    if (Op::B_ROWS_REORDERED && p.K % 16 != 0 && r.chunk_b == 0) r.chunk_b = 8;
     r.tiles = ceil_div(p.M, tile_rows<Op>()) * ceil_div(p.N, tile_cols<Op>());
     r.k_tiles = ceil_div(p.K, BK);
     r.splits = cluster_splits(kernel, THREADS, smem, r.tiles, r.k_tiles, 1);
@@ -796,7 +824,7 @@ Plan plan(const GemmProblem& p) {
     r.store_c = S::tma_store && r.rejected.empty();
     if (r.rejected.empty() && S::multicast) {
         const int pair_clusters = resident_clusters(kernel, THREADS, smem, 2);
-        if ((!r.copy_a && r.align_a != 16) || (!r.copy_b && r.align_b != 16))
+        if (r.chunk_a || r.chunk_b)
             r.rejected = "multicast needs both operands read by TMA; rows 4- or 8-byte aligned are read by "
                          "cp.async (K and N multiples of " + std::to_string(16 / sizeof(T)) + " are TMA's)";
         else if (pair_clusters == 0)
@@ -865,8 +893,8 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     const size_t a_pad = (a_bytes + 255) / 256 * 256;
     const size_t b_bytes = r.copy_b ? (size_t)(Op::B_K_MAJOR ? p.N : p.K) * ldb * sizeof(T) : 0;
     unsigned char* ws = a_bytes + b_bytes ? static_cast<unsigned char*>(workspace(a_pad + b_bytes)) : nullptr;
-    Source a{p.A, lda, r.copy_a || r.align_a == 16 ? 0 : r.align_a};
-    Source b{p.B, ldb, r.copy_b || r.align_b == 16 ? 0 : r.align_b};
+    Source a{p.A, lda, r.chunk_a};
+    Source b{p.B, ldb, r.chunk_b};
     if (r.copy_a) {
         relayout<T, false>(p.A, p.M, p.K, ws, lda, stream);
         a.ptr = ws;
@@ -880,13 +908,16 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     if (!a.chunk)
         map_a = tensor_map_2d(a.ptr, Op::tma_type, sizeof(T), p.M, p.K, TM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
                               std::string("A (") + Op::type_name + ")", lda);
-    if (!b.chunk)
-        map_b = Op::B_K_MAJOR
-                    ? tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, r.multicast ? TN / 2 : TN, BK,
-                                    CU_TENSOR_MAP_SWIZZLE_128B,
-                                    std::string("B^T (") + Op::type_name + ")", ldb)
-                    : tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
-                                    CU_TENSOR_MAP_SWIZZLE_128B, std::string("B (") + Op::type_name + ")", ldb);
+    if (!b.chunk) {
+        const std::string what = std::string(Op::B_K_MAJOR ? "B^T (" : "B (") + Op::type_name + ")";
+        if constexpr (Op::B_ROWS_REORDERED) map_b = Op::map_b(b.ptr, p.K, p.N, ldb, what);
+        else if constexpr (Op::B_K_MAJOR)
+            map_b = tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, r.multicast ? TN / 2 : TN, BK,
+                                  CU_TENSOR_MAP_SWIZZLE_128B, what, ldb);
+        else
+            map_b = tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.K, p.N, BK, BOX_N_BYTES / sizeof(T),
+                                  CU_TENSOR_MAP_SWIZZLE_128B, what, ldb);
+    }
     CUtensorMap map_c = {};
     if (r.store_c)
         map_c = tensor_map_2d(p.C, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), p.M, p.N, Op::SWAP ? 32 : 64,

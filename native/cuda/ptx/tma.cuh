@@ -20,6 +20,11 @@ namespace gemmpad::cuda {
 CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t elem_bytes, uint64_t rows, uint64_t cols,
                           uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what,
                           uint64_t ld = 0);
+// A TMA tensor map of `rank` (<= 5) dimensions, innermost first: sizes `dims`, the outer ones'
+// strides in bytes (multiples of 16, in any order: a map can visit rows out of order) and a box
+// of `box` elements. tensor_map_2d is this map for a matrix.
+CUtensorMap tensor_map(const void* base, CUtensorMapDataType type, uint32_t rank, const uint64_t* dims,
+                       const uint64_t* strides, const uint32_t* box, CUtensorMapSwizzle swizzle, const std::string& what);
 
 #ifdef __CUDACC__  // device code: .cu files only
 // `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to
@@ -66,6 +71,18 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
             smem_u32(dst)),
         "l"(map), "r"(c_inner), "r"(c_outer), "r"(smem_u32(bar))
+        : "memory");
+#endif
+}
+
+// One 5-D box of a TMA tensor map (tensor_map) into shared memory at coordinates c0 (innermost)..c4.
+__device__ __forceinline__ void tma_load_5d(void* dst, const CUtensorMap* map, int c0, int c1, int c2, int c3, int c4,
+                                            uint64_t* bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(
+            smem_u32(dst)),
+        "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(smem_u32(bar))
         : "memory");
 #endif
 }

@@ -162,9 +162,8 @@ void require_smem(size_t bytes, const std::string& what) {
                                  std::to_string(max_smem_per_block_optin()));
 }
 
-CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t elem_bytes, uint64_t rows, uint64_t cols,
-                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what,
-                          uint64_t ld) {
+CUtensorMap tensor_map(const void* base, CUtensorMapDataType type, uint32_t rank, const uint64_t* dims,
+                       const uint64_t* strides, const uint32_t* box, CUtensorMapSwizzle swizzle, const std::string& what) {
     static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
         void* f = nullptr;
         cudaDriverEntryPointQueryResult q{};
@@ -178,18 +177,25 @@ CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t ele
         return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
     }();
     CUtensorMap map;
-    const cuuint64_t dims[2] = {cols, rows};  // innermost first
-    const cuuint64_t strides[1] = {(ld ? ld : cols) * elem_bytes};
-    const cuuint32_t box[2] = {box_cols, box_rows};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, elem_strides,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+    const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+    const CUresult r = encode(&map, type, rank, const_cast<void*>(base), reinterpret_cast<const cuuint64_t*>(dims),
+                              reinterpret_cast<const cuuint64_t*>(strides), reinterpret_cast<const cuuint32_t*>(box),
+                              elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        throw CudaError(cudaErrorInvalidValue, "cuTensorMapEncodeTiled failed (CUresult " + std::to_string((int)r) +
-                                                   ") for " + what + " (" + std::to_string(rows) + "x" +
-                                                   std::to_string(cols) + ")");
+        throw CudaError(cudaErrorInvalidValue,
+                        "cuTensorMapEncodeTiled failed (CUresult " + std::to_string((int)r) + ") for " + what);
     return map;
+}
+
+CUtensorMap tensor_map_2d(const void* base, CUtensorMapDataType type, size_t elem_bytes, uint64_t rows, uint64_t cols,
+                          uint32_t box_rows, uint32_t box_cols, CUtensorMapSwizzle swizzle, const std::string& what,
+                          uint64_t ld) {
+    const uint64_t dims[2] = {cols, rows};  // innermost first
+    const uint64_t strides[1] = {(ld ? ld : cols) * elem_bytes};
+    const uint32_t box[2] = {box_cols, box_rows};
+    return tensor_map(base, type, 2, dims, strides, box, swizzle,
+                      what + " (" + std::to_string(rows) + "x" + std::to_string(cols) + ")");
 }
 
 namespace {
