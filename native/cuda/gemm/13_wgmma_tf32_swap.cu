@@ -5,7 +5,7 @@
 // next loads; 2-way bank conflicts on those loads; scalar stores down C's columns.
 // Run: gemmpad bench gemm --kernels cuda.13_wgmma_tf32_swap --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.13_wgmma_tf32_swap --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 379,515 GFLOP/s = 97.6 % of cuBLAS tf32
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 382,472 GFLOP/s = 94.8 % of cuBLAS tf32
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -5,7 +5,7 @@
 // 3.9 waves of tiles. Unavailable where the tiles do not outnumber the SMs (that is 10's launch).
 // Run: gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 730,561 (96.5 %), fp16 706,583 (95.5 %), fp8 1,155,182 (85.3 %), tf32 379,968 (96.0 %)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 734,559 (96.5 %), fp16 709,267 (95.9 %), fp8 1,156,271 (85.1 %), tf32 383,086 (95.3 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {
