@@ -39,7 +39,8 @@ TAKES = [
     ("cuda.15_tma_store_bf16", (2048, 4128, 320)), ("cuda.16_multicast_fp8", (2048, 4128, 320)),
     ("cuda.14_persistent_tf32", (2048, 4352, 320)),  # tf32 tiles are 256 x 128: 8 x 34 of them
     ("cuda.15_tma_store_tf32", (2048, 4352, 320)),
-    ("cuda.15_tma_store_tf32", (2100, 4132, 322)),  # 36 columns in the last tiles, 52 rows; A by cp.async
+    ("cuda.15_tma_store_tf32", (2100, 4132, 322)),  # 36 columns in the last tiles, 52 rows; A and B by cp.async
+    ("cuda.15_tma_store_tf32", (2100, 4132, 328)),  # B by the 4-D map: last tiles 36 columns, last k-tile 8 rows
     ("cuda.20_fp8_swap", (2048, 4352, 320)),  # fp8 tiles of C^T: 256 x 128, 8 x 34 of them
     ("cuda.20_fp8_swap", (2100, 4132, 336)),  # B's rows 4-byte aligned: cp.async; 36 columns in the last tiles
     ("cuda.20_fp8_swap", (2100, 4128, 322)),  # odd K: A copied with padded rows, B by cp.async (not 16-row groups)

@@ -90,6 +90,11 @@ static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
 // The operand types: the element type, the registry's InType and TMA's name for it, and whether
 // B reaches shared memory transposed (B_K_MAJOR: [N, K], as A is [M, K]; otherwise row-major
 // [K, N], "N-major" to wgmma, which only 16-bit types may read); each adds its name and its wgmma.
+// B's k rows as they come: row k of a k-tile is row k of the stage's tile.
+struct InOrder {
+    __host__ __device__ static constexpr int row(int k) { return k; }
+};
+
 template <class T_, InType IN, CUtensorMapDataType TMA, bool K_MAJOR>
 struct Operand {
     static constexpr bool SWAP = false;
@@ -97,7 +102,10 @@ struct Operand {
     static constexpr InType in_type = IN;
     static constexpr CUtensorMapDataType tma_type = TMA;
     static constexpr bool B_K_MAJOR = K_MAJOR;
-    static constexpr bool B_ROWS_REORDERED = false;  // Fp8Swap: B's k rows in ldmatrix_row's order
+    // Where row k of B's k-tile lies in the stage. The SWAP types reorder the rows, B_ROW_GROUP at a time,
+    // for their fragment loads' banks, and load B through their own map_b and load_b.
+    using BRows = InOrder;
+    static constexpr int B_ROW_GROUP = 1;
     // Which of its warpgroup's 64 rows (of C^T with SWAP) accumulator rows g and g + 8 (h = 0, 1) of
     // warp w hold: 16w + g + 8h, as wgmma lays them out (Fp8Swap renumbers its columns of C).
     __device__ static int row_of(int warp, int g, int h) { return 16 * warp + g + 8 * h; }
@@ -123,13 +131,6 @@ struct Bf16 : Operand<__nv_bfloat16, InType::BF16, CU_TENSOR_MAP_DATA_TYPE_BFLOA
 };
 // tf32 reads float32 bit patterns (the tensor cores ignore the low 13 mantissa bits) and
 // takes K-major operands only: B is transposed on the way in (launch()).
-// Fp8Swap's B tile keeps its k rows in the order its ldmatrix reads them: in each group of 16 k,
-// the 8 rows of one ldmatrix matrix (k's bits b3 b2 b0 varying, b1 fixed) lie together, as rows
-// 8 b1 + 4 b3 + 2 b2 + b0, so the 128-byte swizzle (by row % 8) spreads them over all 32 banks.
-__host__ __device__ constexpr int ldmatrix_row(int k) {
-    return (k & ~15) | ((k & 2) << 2) | ((k >> 1) & 6) | (k & 1);
-}
-
 struct Tf32 : Operand<float, InType::F32, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, true> {
     static constexpr const char* type_name = "float32";
     __device__ static void mma(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
@@ -155,8 +156,28 @@ struct Tf32Swap : Tf32 {
     static constexpr bool B_K_MAJOR = false, SWAP = true;
     // Lane (g, t) of warp w holds B[k = t, t + 4][n = 16w + g, + 8] of each k8 step (fragment r:
     // n + 8 (r & 1), k + 4 (r >> 1)), read from 32-column boxes of 128-byte rows whose 16-byte
-    // chunks TMA swizzled by k % 8; k % 8 is the same for every k8 step, so the offsets are fixed
-    // up to 8 rows a step.
+    // chunks TMA swizzles by the row % 8. One load takes rows k = 0-3 (or 4-7) of a step, 8 columns
+    // (two chunks) each: BRows puts them at rows 0, 2, 4, 6 (1, 3, 5, 7) of the step, whose swizzles
+    // move the chunk pair to four different places (k's bits 0-1 up one, bit 2 to the bottom).
+    struct BRows {
+        __host__ __device__ static constexpr int row(int k) { return (k & ~7) | ((k & 3) << 1) | ((k >> 2) & 1); }
+    };
+    static constexpr int B_ROW_GROUP = 8;
+    // Row-major B (K x N floats, rows ld apart, K a multiple of 8) as 4 dimensions, innermost first:
+    // n, k's bit 2, bits 0-1, k / 8, so that a box of 32 k x 32 n lands in BRows's order.
+    static CUtensorMap map_b(const void* b, int K, int N, int ld, const std::string& what) {
+        const uint64_t dims[4] = {(uint64_t)N, 2, 4, (uint64_t)K / 8};
+        const uint64_t strides[3] = {16ull * ld, 4ull * ld, 32ull * ld};
+        const uint32_t box[4] = {BOX_N_BYTES / 4, 2, 4, ROW_BYTES / 4 / 8};
+        return tensor_map(b, tma_type, 4, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                          what + " (" + std::to_string(K) + "x" + std::to_string(N) + ", rows reordered)");
+    }
+    // The stage's B tile from k-tile k0 and column n0: BM columns (tile_cols), four 32-column boxes.
+    __device__ static void load_b(unsigned char* dst, const CUtensorMap* map, int n0, int k0, uint64_t* bar) {
+        constexpr int box_n = BOX_N_BYTES / sizeof(float), bk = ROW_BYTES / sizeof(float);
+#pragma unroll
+        for (int j = 0; j < BM / box_n; ++j) tma_load_4d(dst + j * bk * BOX_N_BYTES, map, n0 + j * box_n, 0, 0, k0 / 8, bar);
+    }
     struct Fragments {
         unsigned off[4];  // from the stage's B tile
         __device__ Fragments(int c, int warp, int lane) {
@@ -164,8 +185,9 @@ struct Tf32Swap : Tf32 {
             const int g = lane / 4, t = lane % 4;
 #pragma unroll
             for (int r = 0; r < 4; ++r) {
-                const int n = c * 64 + warp * 16 + g + 8 * (r & 1), k = t + 4 * (r >> 1), col = n % box_n;
-                off[r] = (n / box_n) * bk * BOX_N_BYTES + k * ROW_BYTES + ((((col >> 2) ^ k) << 4) | ((col & 3) << 2));
+                const int n = c * 64 + warp * 16 + g + 8 * (r & 1), row = BRows::row(t + 4 * (r >> 1)), col = n % box_n;
+                off[r] = (n / box_n) * bk * BOX_N_BYTES + row * ROW_BYTES +
+                         ((((col >> 2) ^ (row & 7)) << 4) | ((col & 3) << 2));
             }
         }
         __device__ void load(unsigned (&frag)[ROW_BYTES / STEP_BYTES][4], unsigned b_tile) const {
@@ -188,14 +210,21 @@ struct Tf32Swap : Tf32 {
 // column n, which the row-major B tile keeps in 4 rows. ldmatrix .trans reads 16-bit pairs of
 // columns from rows k, k + 1 (k = 4t: matrices of rows 0, 1, 4, 5, ... and 2, 3, 6, 7, ...), and two
 // byte permutes per pair make the registers of columns 2g and 2g + 1. So accumulator rows g and
-// g + 8 of warp w hold columns 16w + 2g and 16w + 2g + 1 of the warpgroup's 64 (row_of). B's rows
-// arrive in ldmatrix_row's order (a 5-D tensor map, or cp.async), so a matrix's 8 rows are 8
-// consecutive rows of the tile, on 8 swizzle phases.
+// g + 8 of warp w hold columns 16w + 2g and 16w + 2g + 1 of the warpgroup's 64 (row_of).
 struct Fp8Swap : Fp8 {
-    static constexpr bool B_K_MAJOR = false, SWAP = true, B_ROWS_REORDERED = true;
+    static constexpr bool B_K_MAJOR = false, SWAP = true;
     __device__ static int row_of(int warp, int g, int h) { return 16 * warp + 2 * g + h; }
+    // In each group of 16 k, the 8 rows of one ldmatrix matrix (k's bits 3, 2, 0 varying, bit 1 fixed) lie
+    // together, as rows 8 b1 + 4 b3 + 2 b2 + b0, so the 128-byte swizzle (by row % 8) spreads them over
+    // all 32 banks.
+    struct BRows {
+        __host__ __device__ static constexpr int row(int k) {
+            return (k & ~15) | ((k & 2) << 2) | ((k >> 1) & 6) | (k & 1);
+        }
+    };
+    static constexpr int B_ROW_GROUP = 16;
     // Row-major B (K x N bytes, rows ld apart, K a multiple of 16) as 5 dimensions, innermost first:
-    // n, k's bit 0, bits 2-3, bit 1, k / 16, so that a box of 128 k x 128 n lands in ldmatrix_row's order.
+    // n, k's bit 0, bits 2-3, bit 1, k / 16, so that a box of 128 k x 128 n lands in BRows's order.
     static CUtensorMap map_b(const void* b, int K, int N, int ld, const std::string& what) {
         const uint64_t dims[5] = {(uint64_t)N, 2, 4, 2, (uint64_t)K / 16};
         const uint64_t strides[4] = {(uint64_t)ld, 4ull * ld, 2ull * ld, 16ull * ld};
@@ -203,11 +232,16 @@ struct Fp8Swap : Fp8 {
         return tensor_map(b, tma_type, 5, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
                           what + " (" + std::to_string(K) + "x" + std::to_string(N) + ", rows reordered)");
     }
+    // The stage's B tile from k-tile k0 and column n0: one box, BM (tile_cols) bytes wide.
+    __device__ static void load_b(unsigned char* dst, const CUtensorMap* map, int n0, int k0, uint64_t* bar) {
+        static_assert(BM == BOX_N_BYTES, "the tile is one box wide");
+        tma_load_5d(dst, map, n0, 0, 0, 0, k0 / 16, bar);
+    }
     struct Fragments {
         unsigned off;  // this lane's ldmatrix row in the first k32 step, from the stage's B tile
         __device__ Fragments(int c, int warp, int lane) {
             // lane 8m + r: row r of matrix m, k = 16 (m / 2) + 2 (m % 2) + 4 (r / 2) + r % 2, which
-            // ldmatrix_row puts at row 8m + r = lane; the warp's 16 columns are 16-byte chunk 4c + w
+            // BRows puts at row 8m + r = lane; the warp's 16 columns are 16-byte chunk 4c + w
             // of a 128-byte row, swizzled by the row % 8
             off = lane * ROW_BYTES + (((4 * c + warp) ^ (lane & 7)) << 4);
         }
@@ -256,7 +290,7 @@ struct Source {
 // everything past row_end / col_end is zero-filled: both operands' padding meets there. Rows or
 // columns past M or N are not copied at all (they only reach outputs that are never stored);
 // the chunks copied are spread evenly over the 128 producer threads.
-template <class T, int ROWS, int COLS, int W, bool K_ROWS, bool REORDERED>
+template <class T, int ROWS, int COLS, int W, bool K_ROWS, class Rows>
 __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, int r0, int row_end, int c0,
                                           int col_end) {
     constexpr int E = W / sizeof(T), BOX = ROW_BYTES / sizeof(T);  // elements per chunk, per 128-byte row
@@ -270,7 +304,7 @@ __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, in
 #pragma unroll 4
     while (r < rows) {
         const int c = cc * E, gr = r0 + r, gc = c0 + c;
-        const int at = REORDERED ? ldmatrix_row(r) : r;  // the row's place in the tile
+        const int at = Rows::row(r);  // the row's place in the tile
         const unsigned dense = (c / BOX) * ROWS * ROW_BYTES + at * ROW_BYTES + (c % BOX) * sizeof(T);
         const int valid = gr < row_end ? max(0, min(E, col_end - gc)) : 0;
         cp_async_zfill<W>(dst + (dense ^ (((dense >> 7) & 7) << 4)), valid ? src + (size_t)gr * ld + gc : src,
@@ -283,11 +317,11 @@ __device__ __forceinline__ void copy_tile(unsigned dst, const T* src, int ld, in
         }
     }
 }
-template <class T, int ROWS, int COLS, bool K_ROWS, bool REORDERED = false>
+template <class T, int ROWS, int COLS, bool K_ROWS, class Rows = InOrder>
 __device__ __forceinline__ void copy_tile(const Source& from, unsigned dst, int r0, int row_end, int c0, int col_end) {
     const T* src = static_cast<const T*>(from.ptr);
-    if (from.chunk == 8) copy_tile<T, ROWS, COLS, 8, K_ROWS, REORDERED>(dst, src, from.ld, r0, row_end, c0, col_end);
-    else copy_tile<T, ROWS, COLS, 4, K_ROWS, REORDERED>(dst, src, from.ld, r0, row_end, c0, col_end);
+    if (from.chunk == 8) copy_tile<T, ROWS, COLS, 8, K_ROWS, Rows>(dst, src, from.ld, r0, row_end, c0, col_end);
+    else copy_tile<T, ROWS, COLS, 4, K_ROWS, Rows>(dst, src, from.ld, r0, row_end, c0, col_end);
 }
 
 // Split-K's partial tile in shared memory: [TM][TN + 4] floats (the padding shifts banks).
@@ -385,9 +419,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                                                       n0 + (int)rank * (TN / 2), &full[s], 0b11);
                             else
                                 tma_load_2d(sB + s * B_BYTES, &map_b, k0, n0, &full[s]);  // one TN x BK box
-                        } else if constexpr (Op::B_ROWS_REORDERED) {  // one BK x 128-byte box, Op::map_b
-                            static_assert(TN * sizeof(T) == BOX_N_BYTES, "the tile is one box wide");
-                            tma_load_5d(sB + s * B_BYTES, &map_b, n0, 0, 0, 0, k0 / 16, &full[s]);
+                        } else if constexpr (Op::B_ROW_GROUP > 1) {  // rows reordered, Op::map_b
+                            Op::load_b(sB + s * B_BYTES, &map_b, n0, k0, &full[s]);
                         } else {
                             constexpr int box_n = BOX_N_BYTES / sizeof(T), boxes = TN / box_n;
                             if (pair == 2) {  // this block's half of the boxes, into both blocks
@@ -409,7 +442,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     if (b.chunk) {
                         const unsigned dst = smem_u32(sB + s * B_BYTES);
                         if constexpr (Op::B_K_MAJOR) copy_tile<T, TN, BK, false>(b, dst, n0, N, k0, K);
-                        else copy_tile<T, BK, TN, true, Op::B_ROWS_REORDERED>(b, dst, k0, K, n0, N);
+                        else copy_tile<T, BK, TN, true, typename Op::BRows>(b, dst, k0, K, n0, N);
                     }
                     cp_async_commit();
                     if (it >= LAG) {
@@ -808,8 +841,8 @@ Plan plan(const GemmProblem& p) {
     r.copy_b = Op::B_K_MAJOR || r.align_b == 2;
     r.chunk_a = r.copy_a || r.align_a == 16 ? 0 : r.align_a;
     r.chunk_b = r.copy_b || r.align_b == 16 ? 0 : r.align_b;
-    // Op::map_b takes whole groups of 16 rows: with K % 16 != 0 B's (16-byte aligned) rows come by cp.async
-    if (Op::B_ROWS_REORDERED && p.K % 16 != 0 && r.chunk_b == 0) r.chunk_b = 8;
+    // Op::map_b takes whole groups of rows: where K is not a multiple, B's (16-byte aligned) rows come by cp.async
+    if (Op::B_ROW_GROUP > 1 && p.K % Op::B_ROW_GROUP != 0 && r.chunk_b == 0) r.chunk_b = 8;
     r.tiles = ceil_div(p.M, tile_rows<Op>()) * ceil_div(p.N, tile_cols<Op>());
     r.k_tiles = ceil_div(p.K, BK);
     r.splits = cluster_splits(kernel, THREADS, smem, r.tiles, r.k_tiles, 1);
@@ -910,7 +943,7 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
                               std::string("A (") + Op::type_name + ")", lda);
     if (!b.chunk) {
         const std::string what = std::string(Op::B_K_MAJOR ? "B^T (" : "B (") + Op::type_name + ")";
-        if constexpr (Op::B_ROWS_REORDERED) map_b = Op::map_b(b.ptr, p.K, p.N, ldb, what);
+        if constexpr (Op::B_ROW_GROUP > 1) map_b = Op::map_b(b.ptr, p.K, p.N, ldb, what);
         else if constexpr (Op::B_K_MAJOR)
             map_b = tensor_map_2d(b.ptr, Op::tma_type, sizeof(T), p.N, p.K, r.multicast ? TN / 2 : TN, BK,
                                   CU_TENSOR_MAP_SWIZZLE_128B, what, ldb);
