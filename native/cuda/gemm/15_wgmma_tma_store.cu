@@ -5,7 +5,7 @@
 // write chunk q ^ 2 so a half-warp meets every bank once; unavailable unless C has 16-byte rows and 14 runs.
 // Run: gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 744,362 (97.5 %), fp16 722,086 (97.6 %), fp8 1,176,865 (86.4 %), tf32 390,062 (96.8 %)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 738,348 (97.1 %), fp16 716,963 (97.3 %), fp8 1,165,369 (86.5 %), tf32 392,360 (102.6 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {
