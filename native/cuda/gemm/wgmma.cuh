@@ -87,14 +87,14 @@ static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 rows");
 #define GEMMPAD_REGS_A_SMEM_B \
     "{%128, %129, %130, %131}, %132", "%133", "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1)
 
-// The operand types: the element type, the registry's InType and TMA's name for it, and whether
-// B reaches shared memory transposed (B_K_MAJOR: [N, K], as A is [M, K]; otherwise row-major
-// [K, N], "N-major" to wgmma, which only 16-bit types may read); each adds its name and its wgmma.
 // B's k rows as they come: row k of a k-tile is row k of the stage's tile.
 struct InOrder {
     __host__ __device__ static constexpr int row(int k) { return k; }
 };
 
+// The operand types: the element type, the registry's InType and TMA's name for it, and whether
+// B reaches shared memory transposed (B_K_MAJOR: [N, K], as A is [M, K]; otherwise row-major
+// [K, N], "N-major" to wgmma, which only 16-bit types may read); each adds its name and its wgmma.
 template <class T_, InType IN, CUtensorMapDataType TMA, bool K_MAJOR>
 struct Operand {
     static constexpr bool SWAP = false;
