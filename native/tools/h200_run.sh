@@ -24,7 +24,8 @@
 # What comes back in $OUT (at most 8 files): summary.txt (one line per stage: exit status, seconds,
 # pytest's counts), logs.tar.gz (every log), and in bench mode h200.tar.gz: assets/benchmarks/h200/
 # as the benches wrote it (JSON, PNG, the printed tables as .txt, nvidia-smi.txt), to unpack into
-# the repository and regenerate the README tables from (`gemmpad bench report --readme README.md`).
+# the repository and regenerate the README tables from (`gemmpad bench report --readme README.md
+# --readme native/cuda/gemm/README.md`).
 set -uo pipefail
 START=$(date +%s)
 LIMIT=${H200_LIMIT_S:-560}

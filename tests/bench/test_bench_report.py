@@ -69,7 +69,7 @@ def test_report_regenerates_the_readme_tables_from_committed_json(monkeypatch, c
 
 
 def test_the_readme_holds_what_the_committed_json_generates(tmp_path, capsys):
-    """The README's tables (and the training table beside the training engine) are `gemmpad bench
+    """The README's tables (the GEMM and training tables beside their kernels) are `gemmpad bench
     report` byte for byte: a figure edited by hand, or a result file committed without regenerating
     the READMEs, fails here."""
     root = COMMITTED.parent.parent.parent
@@ -77,14 +77,15 @@ def test_the_readme_holds_what_the_committed_json_generates(tmp_path, capsys):
     for d in report.DEFAULT_DIRS:  # the same layout: the captions link relative to each README
         shutil.copytree(root / d, tmp_path / d)
         dirs.append(str(tmp_path / d))
-    readmes = [Path("README.md"), Path("native/cuda/train/README.md")]
+    readmes = [Path("README.md"), Path("native/cuda/gemm/README.md"), Path("native/cuda/train/README.md")]
     for r in readmes:
         (tmp_path / r).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(root / r, tmp_path / r)
     assert report.run(argparse.Namespace(dir=dirs, readme=[str(tmp_path / r) for r in readmes])) == 0
     for r in readmes:
         assert (tmp_path / r).read_bytes() == (root / r).read_bytes(), r
-    assert "bench:train" not in (root / "README.md").read_text()  # one home per table
+    top = (root / "README.md").read_text()
+    assert "bench:train" not in top and "bench:gemm" not in top  # one home per table, beside its kernels
 
 
 def test_each_table_comes_from_the_first_folder_that_holds_its_file(monkeypatch, capsys, tmp_path):

@@ -74,7 +74,7 @@ def committed_gemm() -> dict:
 
 
 def committed_tflops(kernel: str, m: int, n: int, k: int) -> str:
-    """The committed H200 run's rate for one row, as the Lab writes it (the README's table quotes the same row)."""
+    """The committed H200 run's rate for one row, as the Lab writes it (the ladder README's table quotes the same row)."""
     (row,) = [r for r in committed_gemm()["results"] if (r["kernel"], r["M"], r["N"], r["K"]) == (kernel, m, n, k)]
     return fmt_flops(row["gflops"] * 1e9)  # as the Lab writes it: 46.4, but 19 for 19.04
 

@@ -4,8 +4,8 @@ Every run prints its full tables; `--out DIR --readme README.md` also rewrites
 the block between `<!-- bench:gemm begin -->` and `<!-- bench:gemm end -->`
 (or `bench:mlp`, `bench:train`) with the summary table and its caption line,
 so a README shows what the committed JSON holds and nothing typed by hand.
-`--readme` repeats: each file gets the blocks it holds (the training table
-lives beside the training engine, not in the top README). `gemmpad bench
+`--readme` repeats: each file gets the blocks it holds (the GEMM and training
+tables live beside their kernels, not in the top README). `gemmpad bench
 report` does the same from committed JSON, without a GPU.
 """
 
