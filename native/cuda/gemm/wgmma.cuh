@@ -822,8 +822,7 @@ const void* ready_kernel() {
 // and, where a step of S cannot apply at p, why (`rejected`; the rung then raises Unavailable
 // rather than run the rung before it).
 struct Plan {
-    int align_a = 0, align_b = 0;  // bytes per copy each operand's rows allow (row_alignment)
-    bool copy_a = false, copy_b = false;
+    bool copy_a = false, copy_b = false;  // first copied into the workspace with padded rows
     int chunk_a = 0, chunk_b = 0;  // cp.async's bytes per copy for each operand, 0 where TMA reads it
     int tiles = 0, k_tiles = 0, splits = 1, blocks = 0;
     bool multicast = false, store_c = false;
@@ -835,12 +834,11 @@ Plan plan(const GemmProblem& p) {
     const void* kernel = ready_kernel<Op, S>();
     constexpr int smem = smem_bytes<S::tma_store>(), BK = ROW_BYTES / sizeof(T);
     Plan r;
-    r.align_a = row_alignment(p.A, p.K, sizeof(T));
-    r.align_b = row_alignment(p.B, p.N, sizeof(T));
-    r.copy_a = r.align_a == 2;
-    r.copy_b = Op::B_K_MAJOR || r.align_b == 2;
-    r.chunk_a = r.copy_a || r.align_a == 16 ? 0 : r.align_a;
-    r.chunk_b = r.copy_b || r.align_b == 16 ? 0 : r.align_b;
+    const int align_a = row_alignment(p.A, p.K, sizeof(T)), align_b = row_alignment(p.B, p.N, sizeof(T));
+    r.copy_a = align_a == 2;
+    r.copy_b = Op::B_K_MAJOR || align_b == 2;
+    r.chunk_a = r.copy_a || align_a == 16 ? 0 : align_a;
+    r.chunk_b = r.copy_b || align_b == 16 ? 0 : align_b;
     // Op::map_b takes whole groups of rows: where K is not a multiple, B's (16-byte aligned) rows come by cp.async
     if (Op::B_ROW_GROUP > 1 && p.K % Op::B_ROW_GROUP != 0 && r.chunk_b == 0) r.chunk_b = 8;
     r.tiles = ceil_div(p.M, tile_rows<Op>()) * ceil_div(p.N, tile_cols<Op>());
