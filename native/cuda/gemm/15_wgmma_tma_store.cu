@@ -1,8 +1,8 @@
 // cuda.15_tma_store_fp16 / _bf16 / _fp8 / _tf32: 14 with C stored through shared memory by the copy engine.
-// Change from 14: step TmaStore (hopper::launch<Op, TmaStore>): each consumer writes its results 8 KB at
-// a time (32 columns; tf32's C^T 32 rows) into one of two swizzled slots; one thread hands each to TMA.
-// Limit: both consumers fill boxes while the tensor cores wait (~6 % of 4096^3, NOTES.md); odd-g lanes
-// write chunk q ^ 2 so a half-warp meets every bank once; unavailable unless C has 16-byte rows and 14 runs.
+// Change from 14: step TmaStore (hopper::launch<Op, TmaStore>): each warp writes its 16 rows 32 columns at a
+// time (tf32's C^T: a warp pair, 32 x 32) into one of its two swizzled slots; its lane 0 hands each to TMA.
+// Limit: the tensor cores wait while the boxes are filled (~7 % of 4096^3, NOTES.md); odd-g lanes write
+// chunk q ^ 2 so a half-warp meets every bank once; unavailable unless C has 16-byte rows and 14 runs.
 // Run: gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
 // Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 738,348 (97.1 %), fp16 716,963 (97.3 %), fp8 1,165,369 (86.5 %), tf32 392,360 (102.6 %)

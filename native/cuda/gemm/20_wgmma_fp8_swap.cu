@@ -2,7 +2,7 @@
 // Change from 15 (fp8): hopper::launch<Fp8Swap, TmaStore>: B's row-major tile, its k rows in ldmatrix's order
 // (a 5-D tensor map), read by ldmatrix .trans and byte permutes into wgmma's A fragments; A's tile is wgmma's B.
 // Limit: a warpgroup waits on each batch before its next fragment loads (the registers are reused); the
-// fixed cost per call (epilogue, pipeline fill) is ~4 us above cuBLASLt's at 4096^3 (NOTES). Like 15 elsewhere.
+// tensor cores wait while C's boxes are filled (~12 us a call at 4096^3, NOTES). Like 15 elsewhere.
 // Run: gemmpad bench gemm --kernels cuda.20_fp8_swap --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.20_fp8_swap --sizes 4096x4096x4096
 // Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 1,281,124 GFLOP/s = 95.2 % of cuBLAS fp8 (fast accumulation)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -36,9 +37,11 @@ constexpr int CONSUMERS = 2;                    // warpgroups that multiply (64 
 constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int BOX_N_BYTES = 128;                // a row-major B tile is loaded as 128-byte-wide boxes
 constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;  // the A and B tiles of one k-tile: 48 KB
-// TMA_STORE (cuda.15): per consumer warpgroup two 8 KB slots of C staged for the copy engine, each a 64-row x
-// 32-float box (two 32 x 32 boxes for the SWAP types, whose warps hold columns of C).
+// TMA_STORE (cuda.15): per consumer warpgroup two 8 KB slots of C staged for the copy engine, each two 32 x
+// 32-float boxes of the SWAP types (whose warps hold columns of C), or per warp two 2 KB slots, each a 16-row x
+// 32-float box of the warp's own rows.
 constexpr int STORE_BOX_COLS = ROW_BYTES / sizeof(float), STORE_BOX_BYTES = 64 * ROW_BYTES;
+constexpr int WARP_BOX_ROWS = 16, WARP_BOX_BYTES = WARP_BOX_ROWS * ROW_BYTES;
 constexpr int STORE_BYTES = CONSUMERS * 2 * STORE_BOX_BYTES;
 template <bool TMA_STORE>
 constexpr int smem_bytes() {  // stages (+ store boxes) + barriers + alignment slack
@@ -549,89 +552,99 @@ __global__ void __launch_bounds__(THREADS, 1)
             return;
         }
         if (TMA_STORE && store_c) {
-            // cuda.15: through shared memory and the copy engine, 8 KB at a time into two slots per
-            // warpgroup, so the warpgroup goes on to the next tile while its last slots are written.
-            // A slot is reused every other hand-over, counted over the tiles (`stored`): a tile may
-            // end on either slot.
-            // hand_over: once the slot's last stores have read it, `fill` writes it; the leader then has
-            // `store` hand it to the copy engine as one bulk group.
-            const int leader = threadIdx.x % 128 == 0;
-            const auto hand_over = [&](auto fill, auto store) {
-                unsigned char* slot = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES;
-                if (leader) bulk_wait_read<1>();
-                named_barrier_sync(2 + c, 128);
-                fill(slot);
-                fence_proxy_async_shared();  // our writes, then the copy engine's reads
-                named_barrier_sync(2 + c, 128);
-                if (leader) {
-                    store(slot);
-                    bulk_commit();
-                }
-                ++stored;
+            // cuda.15: through shared memory and the copy engine, a box at a time into one of two slots,
+            // so the consumer goes on to the next tile while its last slots are written. A slot is reused
+            // every other hand-over, counted over the tiles (`stored`): a tile may end on either slot.
+            // With neither bias nor activation the values go as they are, from code of their own (`Plain`):
+            // per-value epilogue and column tests cost more than the stores (NOTES.md, 2026-11-30, late
+            // night). The copy engine writes only what lies inside C, so columns past N may hold anything.
+            const auto value = [&](auto plain, float a, int col) {
+                if constexpr (decltype(plain)::value) return a;
+                else return col < N ? epilogue(a, bias, col, act) : 0.0f;
+            };
+            const auto with_plain = [&](auto body) {  // body(Plain), once the tile's choice is a constant
+                if (bias == nullptr && act == Act::None) body(std::true_type{});
+                else body(std::false_type{});
             };
             if constexpr (Op::SWAP) {
-                // This warpgroup holds C's columns cols0.. + 63 of the tile's TM rows: 32 rows at a time,
-                // warps 2b and 2b + 1 fill box b (32 x 32 floats) of the slot. Tf32Swap's lanes (g, t)
-                // write 8 consecutive columns of 4 rows (2t + e), which the swizzle puts on 8 chunks;
-                // Fp8Swap's every other column (row_of), two lanes to a bank.
-                const int cols0 = n0 + c * 64;
+                // This warpgroup holds C's columns n0 + 64c .. + 63 of the tile's TM rows, warp w 16 of them:
+                // warps 2b and 2b + 1 (`duo` b) store box b (32 rows x 32 columns) together, 32 rows at a
+                // time, through two 4 KB slots of their own, meeting at a named barrier of their 64 threads
+                // (the even warp's lane 0 hands each box to the copy engine). Tf32Swap's lanes (g, t) write
+                // 8 consecutive columns of 4 rows (2t + e), which the swizzle puts on 8 chunks; Fp8Swap's
+                // every other column (row_of), two lanes to a bank.
+                const int duo = warp / 2, cols0 = n0 + c * 64 + 32 * duo;
+                const bool leader = warp % 2 == 0 && lane == 0;
 #pragma unroll  // acc[] stays in registers only with constant indices
                 for (int rr = 0; rr < TM / 32; ++rr) {
-                    if (m0 + 32 * rr >= M || cols0 >= N) break;  // the same for the whole warpgroup
-                    const auto fill = [&](unsigned char* slot) {
-                        // box warp / 2 of the slot: row_of stays inside the warp's 16 columns
-                        unsigned char* box = slot + (warp / 2) * (STORE_BOX_BYTES / 2);
+                    if (m0 + 32 * rr >= M || cols0 >= N) break;  // the same for both warps of the duo
+                    unsigned char* const box = sC + (c * 2 + stored % 2) * STORE_BOX_BYTES + duo * (STORE_BOX_BYTES / 2);
+                    if (leader) bulk_wait_read<1>();  // the slot's last store has read it
+                    named_barrier_sync(4 + 2 * c + duo, 64);
+                    with_plain([&](auto plain) {
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {
-                            const int n = Op::row_of(warp, g, h), q = n % 32, col = cols0 + n;  // in the box, in C
+                            const int n = Op::row_of(warp, g, h), q = n % 32, col = n0 + c * 64 + n;  // in the box, in C
 #pragma unroll
                             for (int jr = 0; jr < 4; ++jr)
 #pragma unroll
                                 for (int e = 0; e < 2; ++e) {
                                     const unsigned dense = (8 * jr + 2 * t + e) * ROW_BYTES + q * sizeof(float);
-                                    const float a = acc[4 * (4 * rr + jr) + 2 * h + e];
-                                    const float v = col < N ? epilogue(a, bias, col, act) : 0.0f;
-                                    *reinterpret_cast<float*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = v;
+                                    *reinterpret_cast<float*>(box + (dense ^ (((dense >> 7) & 7) << 4))) =
+                                        value(plain, acc[4 * (4 * rr + jr) + 2 * h + e], col);
                                 }
                         }
-                    };
-                    hand_over(fill, [&](unsigned char* slot) {
-                        tma_store_2d(&map_c, slot, cols0, m0 + 32 * rr);
-                        if (cols0 + 32 < N) tma_store_2d(&map_c, slot + STORE_BOX_BYTES / 2, cols0 + 32, m0 + 32 * rr);
                     });
+                    fence_proxy_async_shared();  // our writes, then the copy engine's reads
+                    named_barrier_sync(4 + 2 * c + duo, 64);
+                    if (leader) {
+                        tma_store_2d(&map_c, box, cols0, m0 + 32 * rr);
+                        bulk_commit();
+                    }
+                    ++stored;
                 }
                 continue;
             }
-            const int rows0 = m0 + c * 64;
+            // Each warp stores its own 16 rows, 32 columns at a time, through two 2 KB slots of its own: only
+            // the warp waits for its slot and hands it over (a warpgroup-wide hand-over stopped all four
+            // warps at two barriers a box).
+            const int rows0 = m0 + c * 64 + warp * WARP_BOX_ROWS;
+            unsigned char* const slots = sC + c * 2 * STORE_BOX_BYTES + warp * 2 * WARP_BOX_BYTES;
 #pragma unroll  // acc[] stays in registers only with constant indices
             for (int jj = 0; jj < TN / STORE_BOX_COLS; ++jj) {
-                if (rows0 >= M || n0 + jj * STORE_BOX_COLS >= N) break;  // the same for the whole warpgroup
-                // One 64 x 32 box a slot. A float2 store is served a half-warp (rows g = 0-3 or 4-7) at a
-                // time. Were every lane to write chunk q in turn, a half-warp would meet only 4 of a
-                // 128-byte row's 8 swizzled 16-byte chunks (two wavefronts where one does); lanes of odd g
-                // write chunk q ^ 2 instead, so that each half-warp covers all 32 banks once.
-                const auto fill = [&](unsigned char* box) {
-                    const bool odd = g & 1;
+                if (rows0 >= M || n0 + jj * STORE_BOX_COLS >= N) break;  // the same for the whole warp
+                unsigned char* const box = slots + (stored % 2) * WARP_BOX_BYTES;
+                if (lane == 0) bulk_wait_read<1>();  // the slot's last store has read it
+                __syncwarp();
+                // A float2 store is served a half-warp (rows g = 0-3 or 4-7) at a time. Were every lane to
+                // write chunk q in turn, a half-warp would meet only 4 of a 128-byte row's 8 swizzled
+                // 16-byte chunks (two wavefronts where one does); lanes of odd g write chunk q ^ 2 instead,
+                // so that each half-warp covers all 32 banks once.
+                const bool odd = g & 1;
+                with_plain([&](auto plain) {
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int r = warp * 16 + g + 8 * h;  // row in the box
+                for (int h = 0; h < 2; ++h) {
+                    const int r = g + 8 * h;  // row in the box
 #pragma unroll
-                        for (int q0 = 0; q0 < STORE_BOX_COLS / 8; ++q0) {
-                            const int q = odd ? q0 ^ 2 : q0;  // acc[] by constant indices: select, not index
-                            const int ja = jj * (STORE_BOX_COLS / 8) + q0, jb = jj * (STORE_BOX_COLS / 8) + (q0 ^ 2);
-                            const float a0 = odd ? acc[4 * jb + 2 * h] : acc[4 * ja + 2 * h];
-                            const float a1 = odd ? acc[4 * jb + 2 * h + 1] : acc[4 * ja + 2 * h + 1];
-                            const int col = n0 + 8 * (jj * (STORE_BOX_COLS / 8) + q) + 2 * t;
-                            const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
-                            const float v0 = col < N ? epilogue(a0, bias, col, act) : 0.0f;
-                            const float v1 = col + 1 < N ? epilogue(a1, bias, col + 1, act) : 0.0f;
-                            *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) = make_float2(v0, v1);
-                        }
+                    for (int q0 = 0; q0 < STORE_BOX_COLS / 8; ++q0) {
+                        const int q = odd ? q0 ^ 2 : q0;  // acc[] by constant indices: select, not index
+                        const int ja = jj * (STORE_BOX_COLS / 8) + q0, jb = jj * (STORE_BOX_COLS / 8) + (q0 ^ 2);
+                        const float a0 = odd ? acc[4 * jb + 2 * h] : acc[4 * ja + 2 * h];
+                        const float a1 = odd ? acc[4 * jb + 2 * h + 1] : acc[4 * ja + 2 * h + 1];
+                        const int col = n0 + 8 * (jj * (STORE_BOX_COLS / 8) + q) + 2 * t;
+                        const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
+                        *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) =
+                            make_float2(value(plain, a0, col), value(plain, a1, col + 1));
                     }
-                };
-                hand_over(fill, [&](unsigned char* box) {
-                    tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
+                }
                 });
+                fence_proxy_async_shared();  // our writes, then the copy engine's reads
+                __syncwarp();
+                if (lane == 0) {
+                    tma_store_2d(&map_c, box, n0 + jj * STORE_BOX_COLS, rows0);
+                    bulk_commit();
+                }
+                ++stored;
             }
             continue;
         }
@@ -664,7 +677,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
         }
     }  // tiles
-    if (TMA_STORE && store_c && threadIdx.x % 128 == 0) bulk_wait<0>();  // the last boxes are written
+    // the last boxes are written (each warp's lane 0 issued them; SWAP: each even warp's)
+    if (TMA_STORE && store_c && threadIdx.x % (Op::SWAP ? 64 : 32) == 0) bulk_wait<0>();
     if (pair == 2) {  // stay until the peer's copies into this block and arrivals on it are done
         cluster_arrive_release();
         cluster_wait_acquire();
@@ -951,7 +965,7 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     }
     CUtensorMap map_c = {};
     if (r.store_c)
-        map_c = tensor_map_2d(p.C, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), p.M, p.N, Op::SWAP ? 32 : 64,
+        map_c = tensor_map_2d(p.C, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), p.M, p.N, Op::SWAP ? 32 : WARP_BOX_ROWS,
                               STORE_BOX_COLS, CU_TENSOR_MAP_SWIZZLE_128B, "C (float32)", p.N);
     cudaLaunchAttribute attr[1];
     const cudaLaunchConfig_t cfg = make_launch_config(dim3(r.blocks, r.splits), dim3(THREADS), smem, stream,
