@@ -37,9 +37,9 @@ constexpr int CONSUMERS = 2;                    // warpgroups that multiply (64 
 constexpr int THREADS = 128 * (1 + CONSUMERS);  // + the producer warpgroup
 constexpr int BOX_N_BYTES = 128;                // a row-major B tile is loaded as 128-byte-wide boxes
 constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;  // the A and B tiles of one k-tile: 48 KB
-// TMA_STORE (cuda.15): per consumer warpgroup two 8 KB slots of C staged for the copy engine, each two 32 x
-// 32-float boxes of the SWAP types (whose warps hold columns of C), or per warp two 2 KB slots, each a 16-row x
-// 32-float box of the warp's own rows.
+// TMA_STORE (cuda.15): 16 KB of C per consumer warpgroup staged for the copy engine: per warp two 2 KB slots,
+// each a 16-row x 32-float box of the warp's own rows; for the SWAP types (whose warps hold columns of C) per
+// warp pair two 4 KB slots, each a 32 x 32 box.
 constexpr int STORE_BOX_COLS = ROW_BYTES / sizeof(float), STORE_BOX_BYTES = 64 * ROW_BYTES;
 constexpr int WARP_BOX_ROWS = 16, WARP_BOX_BYTES = WARP_BOX_ROWS * ROW_BYTES;
 constexpr int STORE_BYTES = CONSUMERS * 2 * STORE_BOX_BYTES;
