@@ -555,9 +555,10 @@ __global__ void __launch_bounds__(THREADS, 1)
             // cuda.15: through shared memory and the copy engine, a box at a time into one of two slots,
             // so the consumer goes on to the next tile while its last slots are written. A slot is reused
             // every other hand-over, counted over the tiles (`stored`): a tile may end on either slot.
-            // With neither bias nor activation the values go as they are, from code of their own (`Plain`):
-            // per-value epilogue and column tests cost more than the stores (NOTES.md, 2026-11-30, late
-            // night). The copy engine writes only what lies inside C, so columns past N may hold anything.
+            // With neither bias nor activation the values go as they are, from code of their own
+            // (`with_plain`: ~40 instructions a box instead of ~270; at 4096^3 within the runs' spread, the
+            // per-warp hand-over below is what bought time, NOTES.md, 2026-11-30, late night). The copy
+            // engine writes only what lies inside C, so columns past N may hold anything.
             const auto value = [&](auto plain, float a, int col) {
                 if constexpr (decltype(plain)::value) return a;
                 else return col < N ? epilogue(a, bias, col, act) : 0.0f;
@@ -623,20 +624,20 @@ __global__ void __launch_bounds__(THREADS, 1)
                 const bool odd = g & 1;
                 with_plain([&](auto plain) {
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = g + 8 * h;  // row in the box
+                    for (int h = 0; h < 2; ++h) {
+                        const int r = g + 8 * h;  // row in the box
 #pragma unroll
-                    for (int q0 = 0; q0 < STORE_BOX_COLS / 8; ++q0) {
-                        const int q = odd ? q0 ^ 2 : q0;  // acc[] by constant indices: select, not index
-                        const int ja = jj * (STORE_BOX_COLS / 8) + q0, jb = jj * (STORE_BOX_COLS / 8) + (q0 ^ 2);
-                        const float a0 = odd ? acc[4 * jb + 2 * h] : acc[4 * ja + 2 * h];
-                        const float a1 = odd ? acc[4 * jb + 2 * h + 1] : acc[4 * ja + 2 * h + 1];
-                        const int col = n0 + 8 * (jj * (STORE_BOX_COLS / 8) + q) + 2 * t;
-                        const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
-                        *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) =
-                            make_float2(value(plain, a0, col), value(plain, a1, col + 1));
+                        for (int q0 = 0; q0 < STORE_BOX_COLS / 8; ++q0) {
+                            const int q = odd ? q0 ^ 2 : q0;  // acc[] by constant indices: select, not index
+                            const int ja = jj * (STORE_BOX_COLS / 8) + q0, jb = jj * (STORE_BOX_COLS / 8) + (q0 ^ 2);
+                            const float a0 = odd ? acc[4 * jb + 2 * h] : acc[4 * ja + 2 * h];
+                            const float a1 = odd ? acc[4 * jb + 2 * h + 1] : acc[4 * ja + 2 * h + 1];
+                            const int col = n0 + 8 * (jj * (STORE_BOX_COLS / 8) + q) + 2 * t;
+                            const unsigned dense = r * ROW_BYTES + (8 * q + 2 * t) * sizeof(float);
+                            *reinterpret_cast<float2*>(box + (dense ^ (((dense >> 7) & 7) << 4))) =
+                                make_float2(value(plain, a0, col), value(plain, a1, col + 1));
+                        }
                     }
-                }
                 });
                 fence_proxy_async_shared();  // our writes, then the copy engine's reads
                 __syncwarp();
