@@ -570,10 +570,11 @@ __global__ void __launch_bounds__(THREADS, 1)
             if constexpr (Op::SWAP) {
                 // This warpgroup holds C's columns n0 + 64c .. + 63 of the tile's TM rows, warp w 16 of them:
                 // warps 2b and 2b + 1 (`duo` b) store box b (32 rows x 32 columns) together, 32 rows at a
-                // time, through two 4 KB slots of their own, meeting at a named barrier of their 64 threads
-                // (the even warp's lane 0 hands each box to the copy engine). Tf32Swap's lanes (g, t) write
-                // 8 consecutive columns of 4 rows (2t + e), which the swizzle puts on 8 chunks; Fp8Swap's
-                // every other column (row_of), two lanes to a bank.
+                // time, through two 4 KB slots of their own, meeting at a named barrier of their 64 threads,
+                // 4 + 2c + duo (0 is __syncthreads, 1 split-K's consumers; the even warp's lane 0 hands each
+                // box to the copy engine). Tf32Swap's lanes (g, t) write 8 consecutive columns of 4 rows
+                // (2t + e), which the swizzle puts on 8 chunks; Fp8Swap's every other column (row_of), two
+                // lanes to a bank.
                 const int duo = warp / 2, cols0 = n0 + c * 64 + 32 * duo;
                 const bool leader = warp % 2 == 0 && lane == 0;
 #pragma unroll  // acc[] stays in registers only with constant indices
