@@ -41,6 +41,10 @@ TAKES = [
     ("cuda.15_tma_store_tf32", (2048, 4352, 320)),
     ("cuda.15_tma_store_tf32", (2100, 4132, 322)),  # 36 columns in the last tiles, 52 rows; A and B by cp.async
     ("cuda.15_tma_store_tf32", (2100, 4132, 328)),  # B by the 4-D map: last tiles 36 columns, last k-tile 8 rows
+    # tf32's pairs lie side by side (8 x 17 pairs of 256 x 128 tiles) and share A's tile, half from each block
+    ("cuda.16_multicast_tf32", (2048, 4352, 320)),
+    ("cuda.16_multicast_tf32", (2100, 4100, 328)),  # 33 tile columns: the last pair's second tile wholly past N
+    ("cuda.16_multicast_tf32", (2100, 4132, 328)),  # 36 columns in the last tiles, 52 rows, last k-tile 8 rows
     ("cuda.20_fp8_swap", (2048, 4352, 320)),  # fp8 tiles of C^T: 256 x 128, 8 x 34 of them
     ("cuda.20_fp8_swap", (2100, 4132, 336)),  # B's rows 4-byte aligned: cp.async; 36 columns in the last tiles
     ("cuda.20_fp8_swap", (2100, 4128, 322)),  # odd K: A copied with padded rows, B by cp.async (not 16-row groups)
@@ -61,6 +65,7 @@ REFUSES = [
     ("cuda.20_fp8_swap", (4096, 100, 784)),  # 16 tiles of 256 x 128
     ("cuda.20_fp8_swap", (2048, 4354, 320)),  # N % 4: no 16-byte rows of C for the TMA store
     ("cuda.16_multicast_fp16", (2048, 4356, 320)),  # B's rows 8-byte aligned, read by cp.async: no multicast
+    ("cuda.16_multicast_tf32", (2100, 4132, 322)),  # K not a multiple of 8: B by cp.async, no multicast
     ("cuda.17_small_tiles_fp16", (300, 101, 257)),  # odd K and N: 2-byte-aligned 16-bit rows
     ("cuda.19_simt_ring", (300, 102, 257)),  # K not a multiple of 4: no float4 rows
 ]

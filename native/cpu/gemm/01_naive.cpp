@@ -3,7 +3,7 @@
 // Limit: one multiply-add per two loads, and every step of k touches a new cache line of B once N is large.
 // Run: gemmpad bench gemm --kernels cpu.01_naive --sizes 256x100x784
 // Profile: perf record -g gemmpad bench gemm --kernels cpu.01_naive --sizes 256x100x784
-// Figure (H200 host 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 256x100x784 3.5 GFLOP/s = 0.8 % of NumPy
+// Figure (H200 host 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 256x100x784 2.6 GFLOP/s = 0.7 % of NumPy
 #include "../cpu.h"
 
 namespace gemmpad::cpu {

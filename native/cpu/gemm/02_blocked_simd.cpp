@@ -7,7 +7,7 @@
 // other jobs share. Single-threaded comparison with OpenBLAS: NOTES.md.
 // Run: gemmpad bench gemm --kernels cpu.02_blocked_simd --sizes 256x100x784
 // Profile: perf record -g gemmpad bench gemm --kernels cpu.02_blocked_simd --sizes 256x100x784
-// Figure (H200 host 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 256x100x784 243 GFLOP/s = 56.2 % of NumPy
+// Figure (H200 host 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 256x100x784 112 GFLOP/s = 31.5 % of NumPy
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

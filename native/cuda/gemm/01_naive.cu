@@ -4,7 +4,7 @@
 // nothing coalesces, and every operand comes from global memory once per use.
 // Run: gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
 // Profile: ncu -k regex:naive_kernel -c 1 gemmpad bench gemm --kernels cuda.01_naive --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 974 GFLOP/s = 1.9 % of cuBLAS fp32
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 972 GFLOP/s = 1.9 % of cuBLAS fp32
 #include "../support/registry.cuh"
 #include "epilogue.cuh"
 

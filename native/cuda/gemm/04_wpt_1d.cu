@@ -4,7 +4,7 @@
 // Limit: A still costs one shared load per FMA; 05 reuses both operands from registers.
 // Run: gemmpad bench gemm --kernels cuda.04_wpt_1d --sizes 4096x4096x4096
 // Profile: ncu -k regex:wpt_1d_kernel -c 1 gemmpad bench gemm --kernels cuda.04_wpt_1d --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 18,987 GFLOP/s = 37.1 % of cuBLAS fp32
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 19,053 GFLOP/s = 37.1 % of cuBLAS fp32
 #include "../support/registry.cuh"
 #include "epilogue.cuh"
 

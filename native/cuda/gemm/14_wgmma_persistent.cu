@@ -5,7 +5,7 @@
 // 3.9 waves of tiles. Unavailable where the tiles do not outnumber the SMs (that is 10's launch).
 // Run: gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.14_persistent_fp16 --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 720,995 (96.4 %), fp16 697,971 (95.3 %), fp8 1,133,237 (84.9 %), tf32 384,045 (96.2 %)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 729,630 (96.8 %), fp16 705,597 (96.0 %), fp8 1,144,409 (85.2 %), tf32 380,658 (98.7 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -5,7 +5,7 @@
 // chunk q ^ 2 so a half-warp meets every bank once; unavailable unless C has 16-byte rows and 14 runs.
 // Run: gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
 // Profile: ncu -k regex:wgmma_kernel -c 1 gemmpad bench gemm --kernels cuda.15_tma_store_fp16 --sizes 4096x4096x4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 740,001 (98.4 %), fp16 719,305 (98.5 %), fp8 1,179,774 (88.2 %), tf32 391,234 (104.9 %)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096^3 GFLOP/s (% of cuBLAS at each precision): bf16 748,513 (98.7 %), fp16 725,685 (99.0 %), fp8 1,191,392 (89.0 %), tf32 394,903 (101.2 %)
 #include "wgmma.cuh"
 
 namespace gemmpad::cuda {

@@ -6,7 +6,7 @@
 // large shapes (cuda.auto_* route those to 16/13); unavailable for 2-byte-aligned rows. Variants: NOTES.md.
 // Run: gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
 // Profile: ncu -k regex:small_kernel -c 1 gemmpad bench gemm --kernels cuda.17_small_tiles_fp16 --sizes 4096x100x784
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 GFLOP/s (% of cuBLAS at each precision): bf16 49,864 (141.0 %), fp16 48,833 (113.5 %), tf32 43,349 (100.0 %)
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 GFLOP/s (% of cuBLAS at each precision): bf16 50,239 (142.4 %), fp16 48,597 (114.8 %), tf32 43,255 (98.9 %)
 #include <algorithm>
 #include <type_traits>
 

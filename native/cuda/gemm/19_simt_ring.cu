@@ -6,7 +6,7 @@
 // 100 of 128 columns. Variants tried: NOTES.md.
 // Run: gemmpad bench gemm --kernels cuda.19_simt_ring --sizes 4096x100x784
 // Profile: ncu -k regex:ring_kernel -c 1 gemmpad bench gemm --kernels cuda.19_simt_ring --sizes 4096x100x784
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 20,101 GFLOP/s = 102.4 % of cuBLAS fp32
+// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-gemm.json): 4096x100x784 20,101 GFLOP/s = 101.6 % of cuBLAS fp32
 #include <algorithm>
 
 #include "../ptx/cp_async.cuh"

@@ -53,7 +53,9 @@ void auto_tf32(const GemmProblem& p, cudaStream_t s) {
     if (small(p, 256, 128))
         return run("cuda.auto_tf32", {"cuda.17_small_tiles_tf32", "cuda.13_wgmma_tf32_swap", "cuda.09_mma_tf32"}, p, s);
     run("cuda.auto_tf32",
-        {"cuda.15_tma_store_tf32", "cuda.14_persistent_tf32", "cuda.13_wgmma_tf32_swap", "cuda.09_mma_tf32"}, p, s);
+        {"cuda.16_multicast_tf32", "cuda.15_tma_store_tf32", "cuda.14_persistent_tf32", "cuda.13_wgmma_tf32_swap",
+         "cuda.09_mma_tf32"},
+        p, s);
 }
 void auto_fp16(const GemmProblem& p, cudaStream_t s) {
     if (small(p, 128, 256))
@@ -83,9 +85,10 @@ GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_fp32", "fp32", gemmpad::InType::F32,
                            "the fastest fp32 rung for the shape: 19 where 07's tiles cannot fill the GPU, else 07",
                            gemmpad::cuda::dispatch::auto_fp32, "cuda.19_simt_ring", "cuda.07_warptile");
 GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_tf32", "tf32", gemmpad::InType::F32,
-                           "the fastest tf32 rung for the shape: 17 for small problems, else 15 (14, 13, 09)",
-                           gemmpad::cuda::dispatch::auto_tf32, "cuda.17_small_tiles_tf32", "cuda.15_tma_store_tf32",
-                           "cuda.14_persistent_tf32", "cuda.13_wgmma_tf32_swap", "cuda.09_mma_tf32");
+                           "the fastest tf32 rung for the shape: 17 for small problems, else 16 (15, 14, 13, 09)",
+                           gemmpad::cuda::dispatch::auto_tf32, "cuda.17_small_tiles_tf32", "cuda.16_multicast_tf32",
+                           "cuda.15_tma_store_tf32", "cuda.14_persistent_tf32", "cuda.13_wgmma_tf32_swap",
+                           "cuda.09_mma_tf32");
 GEMMPAD_REGISTER_CUDA_AUTO("cuda.auto_fp16", "fp16", gemmpad::InType::F16,
                            "the fastest fp16 rung for the shape: 17 for small problems, else 16 (15, 14, 10, 09)",
                            gemmpad::cuda::dispatch::auto_fp16, "cuda.17_small_tiles_fp16", "cuda.16_multicast_fp16",

@@ -357,19 +357,22 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint64_t* full = reinterpret_cast<uint64_t*>(sC + (TMA_STORE ? STORE_BYTES : 0));  // copy engine -> consumers
     uint64_t* empty = full + STAGES;                                      // consumers -> producer
 
-    // Work units: tiles, or with `multicast` (cuda.16) pairs of tiles one above the other, taken by
-    // the two blocks of a cluster (rank r: the pair's tile r), which share the pair's B tiles.
+    // Work units: tiles, or with `multicast` (cuda.16) pairs of tiles taken by the two blocks of a
+    // cluster (rank r: the pair's tile r): one above the other, sharing the pair's B tiles, or with
+    // SWAP side by side, sharing A's (the larger: TM = 256 rows).
     // Grouped raster (as in 09): units running together share A and B panels in L2.
     const int pair = MULTICAST && multicast ? 2 : 1;
     const unsigned rank = pair == 2 ? cluster_rank() : 0;
-    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN), rows_m = ceil_div(tiles_m, pair);
-    const int units = rows_m * tiles_n, first_unit = blockIdx.x / pair, unit_step = gridDim.x / pair;
+    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN);
+    const int rows_m = Op::SWAP ? tiles_m : ceil_div(tiles_m, pair), cols_n = Op::SWAP ? ceil_div(tiles_n, pair) : tiles_n;
+    const int units = rows_m * cols_n, first_unit = blockIdx.x / pair, unit_step = gridDim.x / pair;
     const auto origin = [&](int pid) {  // the first row and column of this block's tile of unit pid
-        const int first_m = (pid / (GROUP_M * tiles_n)) * GROUP_M;
+        const int first_m = (pid / (GROUP_M * cols_n)) * GROUP_M;
         const int group_rows = min(rows_m - first_m, GROUP_M);
-        const int tm = first_m + (pid % (GROUP_M * tiles_n)) % group_rows;
-        const int tn = (pid % (GROUP_M * tiles_n)) / group_rows;
-        return make_int2((tm * pair + (int)rank) * TM, tn * TN);
+        const int tm = first_m + (pid % (GROUP_M * cols_n)) % group_rows;
+        const int tn = (pid % (GROUP_M * cols_n)) / group_rows;
+        if constexpr (Op::SWAP) return make_int2(tm * TM, (tn * pair + (int)rank) * TN);
+        else return make_int2((tm * pair + (int)rank) * TM, tn * TN);
     };
     // A stage is free again once the consumers of every block it was delivered to are done with it.
     const auto release = [&](int stage) {
@@ -378,7 +381,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     };
     const int kt_begin = blockIdx.y * kt_per_split;
     const int k_tiles = min(ceil_div(K, BK) - kt_begin, kt_per_split);  // this block's share
-    const int wg = threadIdx.x / 128;
+    // Warp numbers read from lane 0, as CUTLASS does: ~1 % faster at K = 1,024 (NOTES.md, 2026-11-30 midnight).
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const bool copies = a.chunk || b.chunk, split = gridDim.y > 1;
     const unsigned tma_bytes = (a.chunk ? 0 : A_BYTES) + (b.chunk ? 0 : B_BYTES);
 
@@ -414,7 +418,13 @@ __global__ void __launch_bounds__(THREADS, 1)
                 const int k0 = (kt_begin + kt) * BK;
                 if (threadIdx.x == 0 && tma_bytes) {
                     mbar_expect_tx(&full[s], tma_bytes);  // whole boxes count, zero-filled parts included
-                    if (!a.chunk) tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
+                    if (!a.chunk) {
+                        if (Op::SWAP && pair == 2)  // this block's half of A's TM rows, into both blocks
+                            tma_load_2d_multicast(sA + s * A_BYTES + rank * (TM / 2) * ROW_BYTES, &map_a, k0,
+                                                  m0 + (int)rank * (TM / 2), &full[s], 0b11);
+                        else
+                            tma_load_2d(sA + s * A_BYTES, &map_a, k0, m0, &full[s]);
+                    }
                     if (!b.chunk) {
                         if constexpr (Op::B_K_MAJOR) {
                             if (pair == 2)  // this block's half of the TN rows, into both blocks
@@ -475,10 +485,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     if constexpr (Op::SWAP) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int c = wg - 1;
     float acc[128];
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
+    const int lane = threadIdx.x % 32;
+    const int warp = __shfl_sync(0xffffffffu, (threadIdx.x % 128) / 32, 0), g = lane / 4, t = lane % 4;
     // SWAP: wgmma's A is this warpgroup's 64 columns of B, transposed into registers (Op::Fragments).
     const unsigned b_base = smem_u32(sB);
     const typename Op::Fragments frags(c, warp, lane);
+    unsigned frag0[ROW_BYTES / STEP_BYTES][4], frag1[ROW_BYTES / STEP_BYTES][4];  // SWAP: stages taken in turn
     int it = 0;  // stages consumed so far, over all of this block's tiles
     int stored = 0;  // TMA_STORE: slots of C this warpgroup handed to the copy engine (the next one's parity)
     for (int unit = first_unit; unit < units; unit += unit_step) {
@@ -489,16 +501,19 @@ __global__ void __launch_bounds__(THREADS, 1)
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
             if constexpr (Op::SWAP) {
-                unsigned frag[ROW_BYTES / STEP_BYTES][4];
-                frags.load(frag, b_base + s * B_BYTES);
-                const unsigned a_tile = smem_u32(sA + s * A_BYTES);  // wgmma's B: all TM rows of A, K-major
-                wgmma_fence();  // the fragments are written before wgmma reads them
+                // Two sets of fragments, taken in turn: stage it's are loaded while the batch of stage
+                // it - 1 (the other set) may still be reading its registers.
+                const auto batch = [&](unsigned (&frag)[ROW_BYTES / STEP_BYTES][4]) {
+                    frags.load(frag, b_base + s * B_BYTES);
+                    const unsigned a_tile = smem_u32(sA + s * A_BYTES);  // wgmma's B: all TM rows of A, K-major
+                    wgmma_fence();  // the fragments are written before wgmma reads them
 #pragma unroll
-                for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
-                    Op::mma(acc, frag[kk], smem_desc(a_tile + kk * STEP_BYTES, 16, 1024));
-                wgmma_commit();
-                wgmma_wait<0>();  // the fragments are reused next stage
-                if (lane == 0) release(s);
+                    for (int kk = 0; kk < ROW_BYTES / STEP_BYTES; ++kk)
+                        Op::mma(acc, frag[kk], smem_desc(a_tile + kk * STEP_BYTES, 16, 1024));
+                    wgmma_commit();
+                };
+                if (it & 1) batch(frag1);
+                else batch(frag0);
             } else {
                 const unsigned a_tile = smem_u32(sA + s * A_BYTES + c * 64 * ROW_BYTES);
                 const unsigned b_tile = smem_u32(sB + s * B_BYTES);
@@ -515,12 +530,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                     Op::mma(acc, smem_desc(a_tile + kk * STEP_BYTES, 16, 1024), desc_b);
                 }
                 wgmma_commit();
-                wgmma_wait<1>();  // the batch of stage it-1 has finished reading shared memory
-                if (kt > 0 && lane == 0) release((it - 1) % STAGES);
             }
+            wgmma_wait<1>();  // the batch of stage it-1 has finished reading shared memory (and SWAP's registers)
+            if (kt > 0 && lane == 0) release((it - 1) % STAGES);
         }
         wgmma_wait<0>();
-        if (!Op::SWAP && lane == 0) release((it - 1) % STAGES);  // the tile's last stage
+        if (lane == 0) release((it - 1) % STAGES);  // the tile's last stage
 
         // Epilogue straight from the accumulators. Warp w of the warpgroup holds
         // rows 16w..16w+15; per 8-column chunk j a lane holds rows g, g + 8 and
@@ -817,14 +832,13 @@ struct Persistent : Steps {  // 14: min(tiles, SMs) blocks walk the tiles
 struct TmaStore : Persistent {  // 15: C leaves through shared memory by the copy engine
     static constexpr bool tma_store = true;
 };
-struct Multicast : TmaStore {  // 16: block pairs in a cluster share each B tile (TMA multicast)
+struct Multicast : TmaStore {  // 16: block pairs in a cluster share each B tile (A's when swapped; TMA multicast)
     static constexpr bool multicast = true;
 };
 
 // The kernel instance of Op and S, its shared-memory opt-in made (once per instance).
 template <class Op, class S>
 const void* ready_kernel() {
-    static_assert(!(S::multicast && Op::SWAP), "multicast shares B's tile between blocks one above the other");
     constexpr auto kernel = wgmma_kernel<Op, S::tma_store, S::multicast>;
     static const bool set = [] {  // one host thread drives the GPU (common.cuh)
         CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<S::tma_store>()));
@@ -877,7 +891,8 @@ Plan plan(const GemmProblem& p) {
         else if (pair_clusters == 0)
             r.rejected = "no cluster of two of its blocks fits on this GPU";
         else
-            r.blocks = 2 * std::min(ceil_div(ceil_div(p.M, tile_rows<Op>()), 2) * ceil_div(p.N, tile_cols<Op>()),
+            r.blocks = 2 * std::min(Op::SWAP ? ceil_div(p.M, tile_rows<Op>()) * ceil_div(ceil_div(p.N, tile_cols<Op>()), 2)
+                                             : ceil_div(ceil_div(p.M, tile_rows<Op>()), 2) * ceil_div(p.N, tile_cols<Op>()),
                                     pair_clusters);
     }
     r.multicast = S::multicast && r.rejected.empty();
@@ -953,7 +968,8 @@ void launch(const GemmProblem& p, cudaStream_t stream, const char* name) {
     constexpr int TM = tile_rows<Op>(), TN = tile_cols<Op>();
     CUtensorMap map_a = {}, map_b = {};  // unused (never encoded) for an operand read by cp.async
     if (!a.chunk)
-        map_a = tensor_map_2d(a.ptr, Op::tma_type, sizeof(T), p.M, p.K, TM, BK, CU_TENSOR_MAP_SWIZZLE_128B,
+        map_a = tensor_map_2d(a.ptr, Op::tma_type, sizeof(T), p.M, p.K, r.multicast && Op::SWAP ? TM / 2 : TM, BK,
+                              CU_TENSOR_MAP_SWIZZLE_128B,
                               std::string("A (") + Op::type_name + ")", lda);
     if (!b.chunk) {
         const std::string what = std::string(Op::B_K_MAJOR ? "B^T (" : "B (") + Op::type_name + ")";
