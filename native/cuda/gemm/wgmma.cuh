@@ -278,6 +278,16 @@ template <class Op>
 constexpr int tile_rows() { return Op::SWAP ? BN : BM; }
 template <class Op>
 constexpr int tile_cols() { return Op::SWAP ? BM : BN; }
+// The work units a grid walks, rows x columns of them: tiles, or with multicast (pair 2) pairs of tiles,
+// one above the other (sharing B's tile) or, when Op computes C^T, side by side (sharing A's). The kernel
+// walks them; plan() sizes a multicast grid by them.
+struct UnitGrid {
+    int rows, cols;
+};
+template <class Op>
+__host__ __device__ constexpr UnitGrid unit_grid(int tiles_m, int tiles_n, int pair) {
+    return Op::SWAP ? UnitGrid{tiles_m, ceil_div(tiles_n, pair)} : UnitGrid{ceil_div(tiles_m, pair), tiles_n};
+}
 
 // Where the producer finds an operand: through its tensor map (chunk 0), or, when its rows are
 // not 16-byte aligned as TMA needs (the MLP's N = 100 in 16 bits), with cp.async chunks of
@@ -363,8 +373,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     // Grouped raster (as in 09): units running together share A and B panels in L2.
     const int pair = MULTICAST && multicast ? 2 : 1;
     const unsigned rank = pair == 2 ? cluster_rank() : 0;
-    const int tiles_m = ceil_div(M, TM), tiles_n = ceil_div(N, TN);
-    const int rows_m = Op::SWAP ? tiles_m : ceil_div(tiles_m, pair), cols_n = Op::SWAP ? ceil_div(tiles_n, pair) : tiles_n;
+    const UnitGrid grid = unit_grid<Op>(ceil_div(M, TM), ceil_div(N, TN), pair);
+    const int rows_m = grid.rows, cols_n = grid.cols;
     const int units = rows_m * cols_n, first_unit = blockIdx.x / pair, unit_step = gridDim.x / pair;
     const auto origin = [&](int pid) {  // the first row and column of this block's tile of unit pid
         const int first_m = (pid / (GROUP_M * cols_n)) * GROUP_M;
@@ -890,10 +900,10 @@ Plan plan(const GemmProblem& p) {
                          "cp.async (K and N multiples of " + std::to_string(16 / sizeof(T)) + " are TMA's)";
         else if (pair_clusters == 0)
             r.rejected = "no cluster of two of its blocks fits on this GPU";
-        else
-            r.blocks = 2 * std::min(Op::SWAP ? ceil_div(p.M, tile_rows<Op>()) * ceil_div(ceil_div(p.N, tile_cols<Op>()), 2)
-                                             : ceil_div(ceil_div(p.M, tile_rows<Op>()), 2) * ceil_div(p.N, tile_cols<Op>()),
-                                    pair_clusters);
+        else {
+            const UnitGrid pairs = unit_grid<Op>(ceil_div(p.M, tile_rows<Op>()), ceil_div(p.N, tile_cols<Op>()), 2);
+            r.blocks = 2 * std::min(pairs.rows * pairs.cols, pair_clusters);
+        }
     }
     r.multicast = S::multicast && r.rejected.empty();
     return r;
