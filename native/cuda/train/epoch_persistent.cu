@@ -1,12 +1,12 @@
 // train epoch_persistent: a whole fp32 epoch in one cooperative launch, two grid barriers a step.
 // Change from the graph of three launches a step: blocks stay resident and meet at grid barriers. Each of
-// W1's 100 tiles of 32x32 lives in one block's shared memory with its velocity; while 32 other blocks run
-// rows.cuh, that block stages the next step's 32 columns of X, then takes its gradient, updates the tile and
-// goes on with it to the next step's layer-1 partial sums (25 k tiles), so layer 1's forward is no phase.
+// W1's 100 tiles of 32x32 lives in one block's shared memory with its velocity; while the other 32 blocks run
+// rows.cuh (4 rows a block up to 128 rows, else 8), that block stages the next step's 32 columns of X, takes
+// its gradient, updates the tile and goes on with it to the next step's layer-1 sums: no forward phase.
 // Limit: fp32, batches up to 256 rows, 120+ SMs (a block a tile) and 166 KB of smem; two barriers a step.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:epoch_persistent -c 1 gemmpad bench train --batches 256 --epochs 1 --torch-epochs 1 --parity-epochs 0
-// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native_persistent fp32: an epoch of 60,000 images 10.6 ms at batch 64, 3.7 at batch 256 (epoch_ms_median)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native_persistent fp32: an epoch of 60,000 images 9.0 ms at batch 64, 3.6 at batch 256 (epoch_ms_median)
 #include <cooperative_groups.h>
 
 #include "grad_tile.cuh"
@@ -19,6 +19,7 @@ namespace cg = cooperative_groups;
 
 static_assert(W1_KTILES == (IN + TILE - 1) / TILE, "the partial sums are one slice per 32-row tile of W1");
 constexpr int JOBS = grad_jobs(0);  // W1's 100 tiles (grad_job numbers them first), W2's 16, W3's 4: a block each
+constexpr int W1_TILES = tiles_of(IN + 1, H1);
 constexpr int PMAX = PERSISTENT_MAX_BATCH;
 constexpr int XS = TILE + 4;  // row stride of a row-major tile of X (the gradient's operand): float4-aligned
 constexpr int TS = PMAX + 4;  // row stride of X's tile transposed (the forward's operand)
@@ -146,10 +147,13 @@ __global__ void __launch_bounds__(TILE_THREADS, 1) epoch_persistent(DeviceState 
     int step = 0;
     for (int offset = 0; offset < n; offset += B, ++step) {
         const int rows = min(B, n - offset), next = offset + B, next_rows = next < n ? min(B, n - next) : 0;
-        // Rows on the last blocks, so that W1's blocks are free to stage the next step's X meanwhile.
-        for (int vb = gridDim.x - 1 - blockIdx.x; vb * ROWS_PER_BLOCK < rows; vb += gridDim.x) {
+        // Rows on the last blocks, so that W1's blocks are free to stage the next step's X meanwhile: 4 a block
+        // where the blocks without a W1 tile have room for that (up to 128 rows on 132 SMs), else 8.
+        const int per_block = rows <= 4 * ((int)gridDim.x - W1_TILES) ? 4 : 8;
+        for (int vb = gridDim.x - 1 - blockIdx.x; vb * per_block < rows; vb += gridDim.x) {
             __syncthreads();
-            rows_block<false, W1_KTILES>(s, offset, rows, vb, region);
+            if (per_block == 4) rows_block<false, W1_KTILES, 4>(s, offset, rows, vb, region);
+            else rows_block<false, W1_KTILES, 8>(s, offset, rows, vb, region);
         }
         if (owns_w1 && next_rows > 0) {
             __syncthreads();  // the step before's forward has read XT

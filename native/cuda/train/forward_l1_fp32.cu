@@ -5,7 +5,7 @@
 // Limit: fp32 FMAs and fp32 operands; forward_l1_bf16 is the tensor-core version.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:forward_l1_fp32 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
-// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native fp32: 4.8 us per launch at batch 64, 6.1 at batch 256 (forward_l1_us)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native fp32: 4.2 us per launch at batch 64, 6.2 at batch 256 (forward_l1_us)
 #include "tile.cuh"
 
 namespace gemmpad::cuda::train {

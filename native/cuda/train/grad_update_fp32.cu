@@ -5,7 +5,7 @@
 // Limit: a tile reduces over the whole batch in one block, so time grows with the batch.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:grad_update_fp32 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
-// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native fp32: 5.4 us per launch at batch 64, 9.4 at batch 256 (grad_update_us)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native fp32: 5.4 us per launch at batch 64, 9.5 at batch 256 (grad_update_us)
 #include "grad_tile.cuh"
 
 namespace gemmpad::cuda::train {

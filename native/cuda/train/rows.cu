@@ -6,7 +6,7 @@
 // Limit: latency (two dependent 100-step dot loops, one W2 load): the largest of the three kernels.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:rows_kernel -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
-// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native fp32: 7.7 us per launch at batch 64, 8.0 at batch 256 (rows_us)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native fp32: 7.6 us per launch at batch 64, 8.1 at batch 256 (rows_us)
 #include "rows.cuh"
 
 namespace gemmpad::cuda::train {

@@ -19,7 +19,7 @@
 // quarter longer. The epoch is then the sum of the three kernels' latencies: at
 // these sizes each is bound by dependent memory round trips and block-wide syncs,
 // not by FLOPs (~0.1 GFLOP a step). Against torch: the README's training table.
-// Figure (H200 2026-11-30, assets/benchmarks/h200/train.json): native fp32: an epoch of 60,000 images 14.5 ms at batch 64, 5.3 at batch 256 (epoch_ms_median)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native fp32: an epoch of 60,000 images 14.4 ms at batch 64, 5.2 at batch 256 (epoch_ms_median)
 #pragma once
 
 #include <cuda_bf16.h>
