@@ -5,7 +5,7 @@
 // Limit: at these sizes latency, not math: level with forward_l1_fp32 at batch 64.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:forward_l1_bf16 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
-// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native mixed: 4.3 us per launch at batch 64, 4.2 at batch 256 (forward_l1_us)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native mixed: 3.9 us per launch at batch 64, 4.2 at batch 256 (forward_l1_us)
 #include <mma.h>
 
 #include "train.cuh"

@@ -5,7 +5,7 @@
 // Limit: 49 blocks for W1 instead of 100, so at batch 64 it is slower than grad_update_fp32.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:grad_update_bf16 -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
-// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native mixed: 5.3 us per launch at batch 64, 8.4 at batch 256 (grad_update_us)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native mixed: 5.4 us per launch at batch 64, 8.4 at batch 256 (grad_update_us)
 #include <mma.h>
 
 #include "grad_tile.cuh"

@@ -1,4 +1,4 @@
-// The row-local work of one training step (see rows.cu, whose kernel runs it one block per 8 rows, and
+// The row-local work of one training step (see rows.cu, whose kernel runs it one block per 4 rows, and
 // epoch_persistent.cu, whose epoch kernel runs it between grid barriers): sum of layer 1's partial sums,
 // bias, ReLU, layers 2-3, softmax cross-entropy and the backward deltas dZ3 -> dZ1.
 #pragma once

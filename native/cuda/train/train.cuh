@@ -6,7 +6,7 @@
 //   forward_l1_fp32: layer 1, split over K (X[idx] @ W1, partial sums per K slice)
 //   rows: everything that is row-local: sum the K slices, bias, ReLU, layers 2
 //      and 3, softmax cross-entropy, and the backward pass of the deltas
-//      (dZ3 -> dZ2 -> dZ1), one block per 8 rows of the batch
+//      (dZ3 -> dZ2 -> dZ1), one block per 4 rows of the batch
 //   grad_update_fp32: all weight gradients dW = A^T dZ (bias = an extra input column of
 //      ones) fused with the optimiser update (SGD, momentum, weight decay)
 // The mixed-precision mode swaps forward_l1_fp32 and grad_update_fp32 for bf16 tensor-core versions
@@ -19,7 +19,7 @@
 // quarter longer. The epoch is then the sum of the three kernels' latencies: at
 // these sizes each is bound by dependent memory round trips and block-wide syncs,
 // not by FLOPs (~0.1 GFLOP a step). Against torch: the README's training table.
-// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native fp32: an epoch of 60,000 images 14.4 ms at batch 64, 5.2 at batch 256 (epoch_ms_median)
+// Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native fp32: an epoch of 60,000 images 13.2 ms at batch 64, 4.9 at batch 256 (epoch_ms_median)
 #pragma once
 
 #include <cuda_bf16.h>
@@ -36,7 +36,7 @@ inline constexpr int KSLICES = 7;          // layer-1 forward: K = 784 split int
 inline constexpr int KSLICE = IN / KSLICES;
 inline constexpr int W1_KTILES = 25;       // the persistent epoch's layer-1 partial sums: one per 32-row tile of W1
 inline constexpr int PN = 112;             // padded row length of the partial sums and of bf16 W1 / dZ1 (7 x 16)
-inline constexpr int ROWS_PER_BLOCK = 8;   // rows: one warp per row for the softmax
+inline constexpr int ROWS_PER_BLOCK = 8;   // rows: at most, one warp per row for the softmax
 
 // Everything the step kernels touch. All device pointers, allocated once.
 struct DeviceState {
