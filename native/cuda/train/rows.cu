@@ -3,7 +3,7 @@
 // Change from one kernel per op: the 100x100 and 100x10 layers cannot fill a GPU and each result feeds
 // only the same row's next op, so all stay in shared memory: a framework's eleven ops become one launch;
 // W2 (row stride 101, conflict-free transposed walk) and W3 loaded once per block, used four times.
-// Limit: latency (two dependent 100-step dot loops, one W2 load): the largest of the three kernels.
+// Limit: latency (two dependent 100-step dot loops, one W2 load): the largest of the three kernels at batch 64.
 // Run: gemmpad bench train --batches 64 256 --parity-epochs 0
 // Profile: ncu -k regex:rows_kernel -c 20 gemmpad bench train --batches 64 --epochs 1 --torch-epochs 1 --parity-epochs 0
 // Figure (H200 2026-12-01, assets/benchmarks/h200/train.json): native fp32: 6.2 us per launch at batch 64, 6.5 at batch 256 (rows_us)
