@@ -38,7 +38,7 @@ inline constexpr size_t ROWS_SMEM_BYTES =
 // step on perm[offset, offset + rows), the layer-1 sums read as SLICES partial sums (forward_l1's K slices,
 // or the persistent epoch's k tiles). smem: ROWS_SMEM_BYTES. Callers running it twice in a block put a
 // __syncthreads() between.
-template <bool MIXED, int SLICES, int R = ROWS_PER_BLOCK>
+template <bool MIXED, int SLICES, int R>
 __device__ __forceinline__ void rows_block(const DeviceState& s, int offset, int rows, int block, float* smem) {
     using namespace rows_detail;
     static_assert(R % 4 == 0 && R <= ROWS_PER_BLOCK, "a thread's rows are one float4; the smem is sized for 8");
