@@ -20,6 +20,7 @@ namespace cg = cooperative_groups;
 static_assert(W1_KTILES == (IN + TILE - 1) / TILE, "the partial sums are one slice per 32-row tile of W1");
 constexpr int JOBS = grad_jobs(0);  // W1's 100 tiles (grad_job numbers them first), W2's 16, W3's 4: a block each
 constexpr int W1_TILES = tiles_of(IN + 1, H1);
+constexpr int NARROW = 4;  // rows a block of the row work where the 32 blocks without a W1 tile suffice
 constexpr int PMAX = PERSISTENT_MAX_BATCH;
 constexpr int XS = TILE + 4;  // row stride of a row-major tile of X (the gradient's operand): float4-aligned
 constexpr int TS = PMAX + 4;  // row stride of X's tile transposed (the forward's operand)
@@ -147,13 +148,14 @@ __global__ void __launch_bounds__(TILE_THREADS, 1) epoch_persistent(DeviceState 
     int step = 0;
     for (int offset = 0; offset < n; offset += B, ++step) {
         const int rows = min(B, n - offset), next = offset + B, next_rows = next < n ? min(B, n - next) : 0;
-        // Rows on the last blocks, so that W1's blocks are free to stage the next step's X meanwhile: 4 a block
-        // where the blocks without a W1 tile have room for that (up to 128 rows on 132 SMs), else 8.
-        const int per_block = rows <= 4 * ((int)gridDim.x - W1_TILES) ? 4 : 8;
+        // Rows on the last blocks, so that W1's blocks are free to stage the next step's X meanwhile: NARROW a
+        // block where the blocks without a W1 tile have room for that (up to 128 rows on 132 SMs), else 8.
+        const bool narrow = rows <= NARROW * ((int)gridDim.x - W1_TILES);
+        const int per_block = narrow ? NARROW : ROWS_PER_BLOCK;
         for (int vb = gridDim.x - 1 - blockIdx.x; vb * per_block < rows; vb += gridDim.x) {
             __syncthreads();
-            if (per_block == 4) rows_block<false, W1_KTILES, 4>(s, offset, rows, vb, region);
-            else rows_block<false, W1_KTILES, 8>(s, offset, rows, vb, region);
+            if (narrow) rows_block<false, W1_KTILES, NARROW>(s, offset, rows, vb, region);
+            else rows_block<false, W1_KTILES, ROWS_PER_BLOCK>(s, offset, rows, vb, region);
         }
         if (owns_w1 && next_rows > 0) {
             __syncthreads();  // the step before's forward has read XT
