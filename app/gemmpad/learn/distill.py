@@ -35,25 +35,59 @@ def _network() -> Any:
         nn.Dropout(0.3), nn.Linear(128 * 5 * 5, 256), nn.ReLU(), nn.Dropout(0.3), nn.Linear(256, 10))
 
 
-def teacher_logits(x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray, seed: int, device: str,
-                   log: Callable[[str], None], members: int = 1) -> tuple[np.ndarray, float]:
+class Team:
+    """Trained CNNs that read as one teacher: the mean of their log-probabilities (members that
+    disagree leave the runner-up digits more weight: the softer targets are what the MLP gains from,
+    issue 43)."""
+
+    def __init__(self, nets: list[Any], device: str) -> None:
+        self.nets, self.device = nets, device
+        for net in nets:
+            net.eval()  # dropout off: a teacher reads, it no longer trains
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """Their reading of rows x [N, 784] (normalised as the MLP sees them), float32 [N, 10]: the
+        fixed targets of plain distillation."""
+        import torch
+
+        xt = torch.from_numpy(x).to(self.device).view(-1, 1, 28, 28)
+        out = np.zeros((len(x), 10), np.float32)
+        for net in self.nets:
+            out += _log_probs(_predict(net, xt, self.device)) / len(self.nets)
+        return out
+
+    def read(self, xb: Any) -> Any:
+        """Their reading of a device tensor of rows [B, 784], as a tensor [B, 10], without gradients:
+        what function matching (gemmpad.learn.matching) asks of the teacher every step."""
+        import torch
+        import torch.nn.functional as F
+
+        cuda = self.device == "cuda"
+        images = xb.view(-1, 1, 28, 28).contiguous(memory_format=torch.channels_last if cuda else torch.contiguous_format)
+        with torch.no_grad(), torch.autocast(device_type=self.device, dtype=torch.bfloat16, enabled=cuda):
+            return sum(F.log_softmax(net(images).float(), dim=1) for net in self.nets) / len(self.nets)
+
+
+def train_team(x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray, seed: int, device: str,
+               log: Callable[[str], None], members: int = 1) -> tuple[Team, float]:
     """Train `members` CNNs on x [N, 784] (normalised as the MLP sees it), y, each from its own seed
-    (seed, seed + 1, ...); return their reading of x (float32 [N, 10]: the mean of their
-    log-probabilities, so an ensemble is a teacher like one CNN) and its accuracy on the held-out
-    x_val, y_val (nan when empty). Members that disagree leave the runner-up digits more weight:
-    the softer targets are what the MLP gains from (issue 43)."""
+    (seed, seed + 1, ...); return them as one Team and its accuracy on the held-out x_val, y_val (nan
+    when empty). On a GPU each trains by one captured step replayed (_trained)."""
     import torch
 
     xt = torch.from_numpy(x).to(device).view(-1, 1, 28, 28)
-    xv = torch.from_numpy(x_val).to(device).view(-1, 1, 28, 28)
-    out = np.zeros((len(x), 10), np.float32)
-    out_val = np.zeros((len(x_val), 10), np.float32)
-    for m in range(members):
-        net = _trained(xt, torch.from_numpy(y).to(device), seed + m, device,
-                       log if members == 1 else (lambda s, m=m: log(f"  member {m + 1}/{members}:{s}")))
-        out += _log_probs(_predict(net, xt, device)) / members
-        out_val += _log_probs(_predict(net, xv, device)) / members
-    val = float((out_val.argmax(1) == y_val).mean()) if len(x_val) else float("nan")
+    nets = [_trained(xt, torch.from_numpy(y).to(device), seed + m, device,
+                     log if members == 1 else (lambda s, m=m: log(f"  member {m + 1}/{members}:{s}")))
+            for m in range(members)]
+    team = Team(nets, device)
+    return team, (float((team.logits(x_val).argmax(1) == y_val).mean()) if len(x_val) else float("nan"))
+
+
+def teacher_logits(x: np.ndarray, y: np.ndarray, x_val: np.ndarray, y_val: np.ndarray, seed: int, device: str,
+                   log: Callable[[str], None], members: int = 1) -> tuple[np.ndarray, float]:
+    """train_team, then the team's reading of x (float32 [N, 10]) and its held-out accuracy."""
+    team, val = train_team(x, y, x_val, y_val, seed, device, log, members)
+    out = team.logits(x)
     log(f"  teacher ({describe_team(members)}): training-set accuracy {100 * float((out.argmax(1) == y).mean()):.2f}%, "
         f"held-out {100 * val:.2f}%")
     return out, val
@@ -113,16 +147,16 @@ def _predict(net: Any, xt: Any, device: str) -> np.ndarray:
     return np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, 10), np.float32)
 
 
-def loss(logits: Any, labels: Any, teacher: Any) -> Any:
-    """The student's loss: SOFT_WEIGHT of the tempered KL to the teacher (scaled by T^2 so its
+def loss(logits: Any, labels: Any, teacher: Any, temperature: float = TEMPERATURE,
+         soft_weight: float = SOFT_WEIGHT) -> Any:
+    """The student's loss: soft_weight of the tempered KL to the teacher (scaled by T^2 so its
     gradients keep their size), the rest cross-entropy to the labels."""
     import torch.nn.functional as F
 
-    t = TEMPERATURE
+    t = temperature
     kd = F.kl_div(F.log_softmax(logits / t, dim=1), F.log_softmax(teacher / t, dim=1), log_target=True,
                   reduction="batchmean") * (t * t)
-    return SOFT_WEIGHT * kd + (1 - SOFT_WEIGHT) * F.cross_entropy(logits, labels)
-
+    return kd if soft_weight == 1 else soft_weight * kd + (1 - soft_weight) * F.cross_entropy(logits, labels)
 
 
 def describe() -> str:
@@ -136,7 +170,7 @@ def describe_team(members: int) -> str:
     return "CNN" if members == 1 else f"ensemble of {members} CNNs, log-probabilities averaged"
 
 
-def describe_loss() -> str:
+def describe_loss(temperature: float = TEMPERATURE, soft_weight: float = SOFT_WEIGHT) -> str:
     """The student's loss in words, for the model card."""
-    return (f"{SOFT_WEIGHT:g} x KL(teacher || MLP) at temperature {TEMPERATURE:g} (scaled by T^2) "
-            f"+ {1 - SOFT_WEIGHT:.1f} x softmax cross-entropy")
+    kl = f"KL(teacher || MLP) at temperature {temperature:g} (scaled by T^2)"
+    return kl if soft_weight == 1 else f"{soft_weight:g} x {kl} + {1 - soft_weight:.1f} x softmax cross-entropy"
