@@ -146,6 +146,31 @@ def test_an_ensemble_teacher_averages_its_members(tmp_path: Path, monkeypatch: p
         train.run(quick_args(tmp_path, "--teachers", "2"))
 
 
+@pytest.mark.slow
+def test_a_matching_run_teaches_by_the_views_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--teacher cnn --match: no fixed logits reach the trainer, the teacher team and its views do; the card
+    names the loss and the views."""
+    from gemmpad.learn import distill, matching
+
+    monkeypatch.setattr(distill, "EPOCHS", 1)
+    seen: list = []
+    fit = train_torch.fit
+    monkeypatch.setattr(train_torch, "fit",
+                        lambda x, y, w, **kw: (seen.append((kw["teacher"], kw["match"])), fit(x, y, w, **kw))[1])
+    assert train.run(smoke_args(tmp_path, "run", "--teacher", "cnn", "--match", "--mix", "0.5")) == 0
+    teacher, match = seen[0]
+    assert teacher is None and isinstance(match, matching.Matching) and match.views.mix == 0.5
+    card = json.loads((tmp_path / "run.json").read_text())
+    assert card["training"]["loss"] == "KL(teacher || MLP) at temperature 1 (scaled by T^2)"
+    assert "50 % blended" in card["training"]["teacher"]["matching"]
+    assert card["training"]["teacher"]["held_out_accuracy"] > 0.6
+    assert card["results"]["mnist_test_accuracy"] > 0.6  # one epoch of views read by a one-epoch teacher: it learns
+    with pytest.raises(GemmpadError, match="--match is how a teacher teaches: add --teacher cnn"):
+        train.run(quick_args(tmp_path, "--match"))
+    with pytest.raises(GemmpadError, match="--mix SHARE blends the views of --match"):
+        train.run(quick_args(tmp_path, "--teacher", "cnn", "--mix", "0.3"))
+
+
 def test_bad_options(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="augment"):
         train.run(quick_args(tmp_path, "--augment", "warp,blur"))

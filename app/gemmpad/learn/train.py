@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad.data import mnist, synthetic, paper, pendigits, trainset, userdata
-from gemmpad.learn import crossval, distill, rehearsal, rehearsal_sets, train_torch, trainers
+from gemmpad.learn import crossval, distill, matching, rehearsal, rehearsal_sets, train_torch, trainers
 from gemmpad.learn.trainer import init_weights
 from gemmpad.commands import evaluate
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
@@ -109,6 +109,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the labels (knowledge distillation, --trainer torch only; a GPU is advised)")
     p.add_argument("--teachers", type=integer(1, 16), default=1, metavar="N",
                    help="with --teacher cnn: an ensemble of N CNNs (own seeds, readings averaged) as the teacher")
+    p.add_argument("--match", action="store_true",
+                   help="with --teacher cnn: function matching, each step the MLP learns the teacher's reading of a "
+                        "fresh elastic view of its batch (gemmpad.learn.matching) instead of fixed readings of the "
+                        "arrays; it pays off over more epochs (100)")
+    p.add_argument("--mix", type=number(0, 1), default=0.0, metavar="SHARE",
+                   help="with --match: the share of a batch's views blended with their neighbour (default %(default)s)")
     p.add_argument("--real-weight", type=integer(1, 16), default=1, metavar="N",
                    help="times each real writer's rendering (pendigits, paper) is seen per epoch")
     p.add_argument("--val-writers", metavar="RANGE",
@@ -352,6 +358,10 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
         raise GemmpadError("--teacher needs --trainer torch")
     if args.teachers > 1 and args.teacher != "cnn":
         raise GemmpadError("--teachers N is the size of a --teacher cnn ensemble: add --teacher cnn")
+    if args.match and args.teacher != "cnn":
+        raise GemmpadError("--match is how a teacher teaches: add --teacher cnn")
+    if args.mix and not args.match:
+        raise GemmpadError("--mix SHARE blends the views of --match: add --match")
     trainers.pick(args.trainer)  # --trainer native without a GPU: said now, before the data is built
     device = train_torch.device_for(args.device) if args.trainer == "torch" else "cuda"
     sources = _sources(args.augment)  # a typo here fails now, not after the data has loaded
@@ -418,11 +428,20 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
         teacher = None
         if args.teacher == "cnn":
             log(f"training the teacher ({distill.describe_team(args.teachers)}, {distill.EPOCHS} epochs) on {device}")
-            teacher, teacher_val = distill.teacher_logits(xn, y, ((x_val - mean) / std).astype(np.float32), y_val,
-                                                          args.seed, device, log, members=args.teachers)
+            x_val_n = ((x_val - mean) / std).astype(np.float32)
+            if args.match:
+                team, teacher_val = distill.train_team(xn, y, x_val_n, y_val, args.seed, device, log, args.teachers)
+                log(f"  teacher ({distill.describe_team(args.teachers)}): held-out {100 * teacher_val:.2f}%; "
+                    f"{matching.describe(args.mix)}")
+                options["match"] = matching.Matching(team, matching.Views(-mean / std, device, args.mix))
+            else:
+                teacher, teacher_val = distill.teacher_logits(xn, y, x_val_n, y_val, args.seed, device, log,
+                                                              members=args.teachers)
             teacher_card = {"kind": "cnn", "members": args.teachers, "layers": distill.describe(),
                             "epochs": distill.EPOCHS,
-                            "temperature": distill.TEMPERATURE, "soft_weight": distill.SOFT_WEIGHT,
+                            "temperature": matching.TEMPERATURE if args.match else distill.TEMPERATURE,
+                            "soft_weight": matching.SOFT_WEIGHT if args.match else distill.SOFT_WEIGHT,
+                            "matching": matching.describe(args.mix) if args.match else None,
                             "held_out_accuracy": teacher_val, "seconds": round(time.perf_counter() - t_fit, 1)}
         options.update(optimizer=args.optimizer, device=device, teacher=teacher, progress=not args.quiet,
                        use_graph=graphed)
@@ -518,7 +537,8 @@ def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std:
             "pendigits_writers": trained_writers, "pendigits_copies": args.pen_copies,
             "paper_copies": args.paper_copies, "form_copies": args.form_copies if "forms" in counts else None,
             "real_weight": args.real_weight,
-            "loss": "softmax cross-entropy" if args.teacher == "none" else distill.describe_loss(),
+            "loss": ("softmax cross-entropy" if args.teacher == "none" else
+                     matching.describe_loss() if args.match else distill.describe_loss()),
             "init": "He-uniform, zero biases",
         },
         "results": {},

@@ -4,8 +4,8 @@ and the reference `gemmpad bench train` and `gemmpad bench learn` measure gemmpa
 One loop for all of them: the same network (x @ W + b, weights in gemmpad.runtime.model's
 layout), the arguments of gemmpad.learn.trainer.Trainer.fit, and what only torch offers bound
 when the trainer is picked (gemmpad.learn.trainers.pick): AdamW, automatic mixed precision, a
-CNN teacher's logits (gemmpad.learn.distill), the device, and one step captured in a CUDA graph
-(gemmpad.learn.torch_graph).
+CNN teacher's logits (gemmpad.learn.distill) or its reading of fresh views of each batch
+(gemmpad.learn.matching), the device, and one step captured in a CUDA graph (gemmpad.learn.torch_graph).
 torch is imported inside fit() only: `gemmpad info` and the app never load it.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad.errors import CudaUnavailable, GemmpadError
-from gemmpad.learn import distill, torch_graph
+from gemmpad.learn import distill, matching, torch_graph
 from gemmpad.learn.trainer import BatchOrder, EpochCallback, LrSchedule, check_loss, plan
 
 OPTIMIZERS = ("sgd", "adamw")
@@ -56,6 +56,7 @@ def fit(
     precision: str = "fp32",
     device: str = "cpu",
     teacher: np.ndarray | None = None,
+    match: matching.Matching | None = None,
     use_graph: bool = False,
     step_losses: list[float] | None = None,
     progress: bool = False,
@@ -65,11 +66,12 @@ def fit(
     optimizer: "sgd" (torch.optim.SGD with momentum) or "adamw" (torch.optim.AdamW; momentum unused),
     weight decay on every parameter unless decay_biases=False. precision "mixed": autocast to
     bf16 on the CPU, fp16 with a gradient scaler on the GPU. teacher: logits [N, 10] of a CNN;
-    the loss is then gemmpad.learn.distill.loss. use_graph (CUDA, fp32): full batches replay one
-    captured step (gemmpad.learn.torch_graph), the short last batch runs eagerly; AdamW then steps
-    on the device (capturable, its rate a device tensor, so any schedule), SGD keeps the rate it was
-    captured with (one rate for every epoch). `gemmpad train` uses it on a GPU; `gemmpad bench train`
-    times torch with and without it. step_losses gets each step's loss appended.
+    the loss is then gemmpad.learn.distill.loss. match (instead of teacher): each step trains on its
+    fresh views of the batch, towards its teacher's reading of them. use_graph (CUDA, fp32): full
+    batches replay one captured step (gemmpad.learn.torch_graph), the short last batch runs eagerly;
+    AdamW then steps on the device (capturable, its rate a device tensor, so any schedule), SGD keeps
+    the rate it was captured with (one rate for every epoch). `gemmpad train` uses it on a GPU;
+    `gemmpad bench train` times torch with and without it. step_losses gets each step's loss appended.
     device: "cpu", "cuda" or "auto" (device_for). progress: a bar on stderr when it is a terminal.
     should_stop is polled between steps.
     """
@@ -79,6 +81,8 @@ def fit(
              weight_decay=weight_decay, seed=seed, batch_order=batch_order, targets=targets, precision=precision)
     if optimizer not in OPTIMIZERS:
         raise GemmpadError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
+    if teacher is not None and match is not None:
+        raise GemmpadError("a teacher's fixed logits or function matching, not both")
     if teacher is not None and teacher.shape != (len(p.x), 10):
         raise GemmpadError(f"teacher logits must have shape ({len(p.x)}, 10), got {teacher.shape}")
     if use_graph and optimizer == "sgd" and len(set(p.lrs)) > 1:  # SGD's captured step keeps its rate
@@ -116,9 +120,12 @@ def fit(
     def step(idx: Any) -> tuple[Any, Any]:
         """One optimizer step on rows idx: (its mean loss, how many it read right), device tensors."""
         yb = yt[idx]
+        xb, target = match.step_targets(xt[idx]) if match is not None else (xt[idx], None)
         with torch.autocast(device_type=device, dtype=amp_dtype, enabled=mixed):
-            logits = forward(xt[idx])
-            if tt is not None:
+            logits = forward(xb)
+            if match is not None:
+                loss = match.loss(logits.float(), yb, target)
+            elif tt is not None:
                 loss = distill.loss(logits.float(), yb, tt[idx])
             else:
                 loss = torch.nn.functional.cross_entropy(logits.float(), yb if soft is None else soft[idx])
