@@ -112,7 +112,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--match", action="store_true",
                    help="with --teacher cnn: function matching, each step the MLP learns the teacher's reading of a "
                         "fresh elastic view of its batch (gemmpad.learn.matching) instead of fixed readings of the "
-                        "arrays; it pays off over more epochs (100)")
+                        "arrays (measured with --epochs 100: gemmpad/learn/NOTES.md)")
     p.add_argument("--mix", type=number(0, 1), default=0.0, metavar="SHARE",
                    help="with --match: the share of a batch's views blended with their neighbour (default %(default)s)")
     p.add_argument("--real-weight", type=integer(1, 16), default=1, metavar="N",
