@@ -125,3 +125,28 @@ def test_a_captured_step_draws_fresh_views_on_every_replay() -> None:
         seen.append(out.cpu().numpy().copy())
     assert not np.allclose(seen[0], seen[1]) and not np.allclose(seen[1], seen[2])
     assert np.isfinite(np.stack(seen)).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
+def test_a_captured_matching_step_trains_as_the_eager_one(monkeypatch: pytest.MonkeyPatch,
+                                                          rng: np.random.Generator) -> None:
+    """gemmpad train's matching step captured in a CUDA graph (views, the teacher's reading in bf16, the MLP's
+    AdamW step) against the same step run eagerly. With the views made the identity the random draws do not
+    matter, so the weights must agree to float32 rounding, as test_torch_graph asks of the fixed-logits step;
+    two epochs against three land far apart."""
+    for name in ("ELASTIC_ALPHA", "ROTATION_DEG", "SCALE", "CLEAN"):
+        monkeypatch.setattr(matching, name, 0.0)
+    torch.manual_seed(2)
+    team = distill.Team([distill._network().cuda().to(memory_format=torch.channels_last)], "cuda")
+    x, y = digits(200), rng.integers(0, 10, 200)
+    kw = dict(epochs=3, batch_size=32, lr_schedule=[0.01, 0.005, 0.001], weight_decay=1e-2, optimizer="adamw",
+              seed=4, device="cuda", match=matching.Matching(team, matching.Views(BACKGROUND, "cuda")))
+    w0 = random_weights(rng)
+    eager = train_torch.fit(x, y, w0, **kw)
+    graph = train_torch.fit(x, y, w0, use_graph=True, **kw)
+    fewer = train_torch.fit(x, y, w0, use_graph=True, **{**kw, "epochs": 2, "lr_schedule": [0.01, 0.005]})
+    for k in eager:
+        scale = np.abs(eager[k]).max()
+        assert np.abs(graph[k] - eager[k]).max() < 1e-4 * scale, k
+    assert np.abs(fewer["W1"] - eager["W1"]).max() > 1e-3 * np.abs(eager["W1"]).max()
