@@ -47,13 +47,16 @@ class Team:
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """Their reading of rows x [N, 784] (normalised as the MLP sees them), float32 [N, 10]: the
-        fixed targets of plain distillation."""
+        fixed targets of plain distillation, read 8192 rows at a time."""
         import torch
 
         xt = torch.from_numpy(x).to(self.device).view(-1, 1, 28, 28)
         out = np.zeros((len(x), 10), np.float32)
-        for net in self.nets:
-            out += _log_probs(_predict(net, xt, self.device)) / len(self.nets)
+        with torch.no_grad(), torch.autocast(device_type=self.device, dtype=torch.bfloat16,
+                                             enabled=self.device == "cuda"):
+            for net in self.nets:
+                for i in range(0, len(x), 8192):
+                    out[i : i + 8192] += _log_probs(net(xt[i : i + 8192]).float().cpu().numpy()) / len(self.nets)
         return out
 
     def read(self, xb: Any) -> Any:
@@ -134,17 +137,6 @@ def _trained(xt: Any, yt: Any, seed: int, device: str, log: Callable[[str], None
             (loss,) = graph.run(idx) if graph is not None and len(idx) == BATCH else step(idx)
         log(f"  teacher epoch {epoch + 1}/{EPOCHS}  loss {float(loss):.4f}")
     return net
-
-
-def _predict(net: Any, xt: Any, device: str) -> np.ndarray:
-    import torch
-
-    net.eval()
-    parts = []
-    with torch.no_grad(), torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=device == "cuda"):
-        for i in range(0, len(xt), 8192):
-            parts.append(net(xt[i : i + 8192]).float().cpu().numpy())
-    return np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, 10), np.float32)
 
 
 def loss(logits: Any, labels: Any, teacher: Any, temperature: float = TEMPERATURE,
