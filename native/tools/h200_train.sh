@@ -9,7 +9,8 @@
 # (setsid) and outlives the call that started it while the machine stays warm: each call starts it
 # if it is not running, then reports its progress until the round ends or the call's time does.
 # Call it again, back to back (the machine goes back ~30 s after a call), until summary.txt says
-# "model: done". On a fresh machine the finished folds sent back earlier are kept (runs/h200/).
+# "model: done". On a fresh machine the finished folds sent back earlier are kept (runs/h200/), so a
+# round too long for one session's device time splits by folds: H200_FOLDS="1 2 3" now, the rest later.
 #
 #   WHEEL=.wheelhouse bash native/tools/h200_train.sh --pen-copies 12 --paper-copies 6 ...
 #
@@ -80,8 +81,8 @@ sys.exit(0 if load_model(sys.argv[1]).card.get('results', {}).get(sys.argv[2]) e
 }
 finished() { measured "$1" real_writers; }
 
-pending=()
-for i in $(seq 1 "$K"); do finished "$RUNS/mnist-mlp.fold$i.npz" || pending+=("$i"); done
+pending=()  # H200_FOLDS="1 2 3": only these folds this round (the rest in a later session's round)
+for i in ${H200_FOLDS:-$(seq 1 "$K")}; do finished "$RUNS/mnist-mlp.fold$i.npz" || pending+=("$i"); done
 say "folds to train: ${pending[*]:-none}"
 if [ ${#pending[@]} -gt 0 ]; then
   first=${pending[0]}
