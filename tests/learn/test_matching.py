@@ -127,14 +127,23 @@ def test_a_captured_step_draws_fresh_views_on_every_replay() -> None:
     assert np.isfinite(np.stack(seen)).all()
 
 
+# A seed that once failed the check below, kept as a fixed case beside a fresh random one: under it the captured
+# step's W2 differed from the eager one's by 1.03e-4 of its scale, over the float32 bound of 1e-4 this test first
+# asked (H200, 2026-12-01 07:01 UTC).
+FIXED_SEEDS = [2198472894]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")
-def test_a_captured_matching_step_trains_as_the_eager_one(monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("seed", FIXED_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
+def test_a_captured_matching_step_trains_as_the_eager_one(monkeypatch: pytest.MonkeyPatch, seed: int | None,
                                                           rng: np.random.Generator) -> None:
     """gemmpad train's matching step captured in a CUDA graph (views, the teacher's reading in bf16, the MLP's
     AdamW step) against the same step run eagerly. With the views made the identity the random draws do not
-    matter, so the weights must agree to float32 rounding, as test_torch_graph asks of the fixed-logits step;
-    two epochs against three land far apart."""
+    matter; the teacher reads in bf16, so the two runs' targets (and weights) agree to that rounding, not
+    float32's: within 0.1 % of each weight's scale. A wrong replay (a stale batch or target, a step skipped)
+    lands as far off as one epoch fewer does: 1.9-3.8 % of W1's scale (seeds 1-5 and the fixed one, on the CPU)."""
+    rng = np.random.default_rng(seed) if seed else rng
     for name in ("ELASTIC_ALPHA", "ROTATION_DEG", "SCALE", "CLEAN"):
         monkeypatch.setattr(matching, name, 0.0)
     torch.manual_seed(2)
@@ -148,5 +157,5 @@ def test_a_captured_matching_step_trains_as_the_eager_one(monkeypatch: pytest.Mo
     fewer = train_torch.fit(x, y, w0, use_graph=True, **{**kw, "epochs": 2, "lr_schedule": [0.01, 0.005]})
     for k in eager:
         scale = np.abs(eager[k]).max()
-        assert np.abs(graph[k] - eager[k]).max() < 1e-4 * scale, k
-    assert np.abs(fewer["W1"] - eager["W1"]).max() > 1e-3 * np.abs(eager["W1"]).max()
+        assert np.abs(graph[k] - eager[k]).max() < 1e-3 * scale, k
+    assert np.abs(fewer["W1"] - eager["W1"]).max() > 1e-2 * np.abs(eager["W1"]).max()
