@@ -78,7 +78,9 @@ class Settings:
     lr: float = 0.005  # of the first epoch, cosine-decayed to final_lr of it by the last
     final_lr: float = 0.05
     momentum: float = 0.9
-    restyles: int = 3  # random-pen paintings of each strokes drawing (a picture gets none), at most
+    # random-pen paintings of each strokes drawing (a picture gets none), at most: 6, not 3, since a writer's 8s
+    # at a 32 px brush read 89 % after five corrections with 3 (95 % with 6; learn/NOTES.md, 2026-12-01)
+    restyles: int = 6
     warps: int = 4  # warped copies of each of those images (and one re-stroked), at most
     holdout: float = 0.0  # fraction of each digit's drawings kept out of training to measure on
     seed: int = 0
