@@ -23,6 +23,14 @@ def test_help_lists_every_command(capsys):
         assert re.search(rf"^\s+{name}\s", out, re.M), name
 
 
+def test_learn_is_fine_tune_by_the_windows_name(monkeypatch):
+    """`gemmpad learn` (what the window's L button is called) runs `gemmpad fine-tune`, with its options."""
+    seen = []
+    monkeypatch.setattr("gemmpad.learn.personal.run", lambda args: seen.append(args) or 0)
+    assert cli.main(["learn", "--drawings", "somewhere"]) == 0 and cli.main(["fine-tune", "--drawings", "x"]) == 0
+    assert [a._module for a in seen] == ["gemmpad.learn.personal"] * 2 and seen[0].drawings == "somewhere"
+
+
 def test_version(capsys):
     from gemmpad import __version__
 

@@ -83,6 +83,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("gemmpad.commands.importer", "turn a PyTorch state_dict or ONNX file of a 784-h1-h2-10 MLP into a model file"),
     "export": ("gemmpad.commands.exporter", "write a model as an ONNX file"),
 }
+# other names a command answers to: the window's button for fine-tuning is "Learn" (L)
+ALIASES: dict[str, str] = {"learn": "fine-tune"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -107,8 +109,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gemmpad {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        if command is None or name == command:
+        aliases = [alias for alias, target in ALIASES.items() if target == name]
+        p = sub.add_parser(name, aliases=aliases, help=help_text, description=help_text)
+        if command is None or ALIASES.get(command, command) == name:
             importlib.import_module(module_name).add_arguments(p)
         p.set_defaults(_module=module_name)
     return parser
@@ -151,7 +154,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args_list or args_list[0].startswith("--") and args_list[0] not in ("--help", "--version"):
         args_list.insert(0, "app")  # `gemmpad` alone, or `gemmpad --replay ...`, opens the app
     try:
-        parser = build_parser(args_list[0] if args_list[0] in COMMANDS else "")
+        parser = build_parser(args_list[0] if args_list[0] in COMMANDS or args_list[0] in ALIASES else "")
         args = parser.parse_args(args_list)
         if args.command is None:
             parser.print_help()
