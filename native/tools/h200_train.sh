@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# The shipped model's round on one H200 inside the device's 10-minute calls: `gemmpad train
-# --folds K --resume OPTIONS` with the folds in parallel processes. The first fold builds the
-# training arrays (every core); once they are cached the other folds start beside it (`--fold I`,
-# each a CPU core's worth of Python feeding the GPU), and when all are measured `--folds K --resume`
-# writes the summary and trains the model on every writer.
+# The shipped model's round on the H200s inside the device's 10-minute calls: `gemmpad train
+# --folds K --resume OPTIONS` with the folds and the model in parallel processes, spread over the
+# GPUs. The first job builds the training arrays (every core); once they are cached the others start
+# beside it (`--fold I`, 0 the model on every writer; each a CPU core's worth of Python feeding a
+# GPU), and when all are done `--folds K --resume` writes the summary into the model's card.
 #
-# A fold takes longer than one call (~700 s side by side on the H200), so the round runs detached
+# A fold takes longer than one call (~950 s three side by side on one H200), so the round runs detached
 # (setsid) and outlives the call that started it while the machine stays warm: each call starts it
 # if it is not running, then reports its progress until the round ends or the call's time does.
 # Call it again, back to back (the machine goes back ~30 s after a call), until summary.txt says
 # "model: done". On a fresh machine the finished folds sent back earlier are kept (runs/h200/), so a
-# round too long for one session's device time splits by folds: H200_FOLDS="1 2 3" now, the rest later.
+# round too long for one session's device time splits by jobs: H200_FOLDS="0 1 2" now, the rest later.
+# Two H200s run the five folds and the model of the --match round in ~1,130 s (one: ~2,300 s).
 #
 #   WHEEL=.wheelhouse bash native/tools/h200_train.sh --pen-copies 12 --paper-copies 6 ...
+#
+# WHEEL: a folder of wheels for the machine's Python 3.12: gemmpad's (its compiled modules) and the
+# ones that machine lacks (platformdirs, pooch, unlzw3).
 #
 # Comes back in $OUT: summary.txt, train-logs.tar.gz, runs.tar.gz (unpack into runs/h200/; the
 # model, its card, curve and Learn's sets are then copied into models/ by hand).
@@ -75,38 +79,50 @@ train() {  # train LOGNAME SECONDS ARGS...: one gemmpad train of this recipe, cu
   timeout -k 10 "$secs" python3 -m gemmpad train --cache "$CACHE" --output "$MODEL" --folds "$K" --resume "$@" \
     >"$LOGS/$name.log" 2>&1
 }
-measured() {  # measured FILE RESULT: FILE is a model whose card holds results.RESULT
-  python3 -c "import sys; from gemmpad.runtime.model import load_model
-sys.exit(0 if load_model(sys.argv[1]).card.get('results', {}).get(sys.argv[2]) else 1)" "$1" "$2" 2>/dev/null
+measured() {  # measured FILE KEY: FILE is a model whose card holds results.KEY (or KEY: Learn's sets)
+  python3 -c "import sys; from gemmpad.runtime.model import load_model; card = load_model(sys.argv[1]).card
+sys.exit(0 if card.get('results', {}).get(sys.argv[2]) or card.get(sys.argv[2]) else 1)" "$1" "$2" 2>/dev/null
 }
 finished() { measured "$1" real_writers; }
 
-pending=()  # H200_FOLDS="1 2 3": only these folds this round (the rest in a later session's round)
-for i in ${H200_FOLDS:-$(seq 1 "$K")}; do finished "$RUNS/mnist-mlp.fold$i.npz" || pending+=("$i"); done
-say "folds to train: ${pending[*]:-none}"
+# Jobs: the folds not yet finished and the model on every writer (fold 0, beside its folds: it needs
+# none of them), spread over the GPUs. H200_FOLDS="0 1 2": only these (the rest in a later session).
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') && [ "$GPUS" -gt 0 ] || GPUS=1
+pending=()
+for i in ${H200_FOLDS:-0 $(seq 1 "$K")}; do
+  if [ "$i" = 0 ]; then measured "$MODEL" rehearsal || pending+=(0)
+  else finished "$RUNS/mnist-mlp.fold$i.npz" || pending+=("$i"); fi
+done
+say "jobs (0: the model) on $GPUS GPU(s): ${pending[*]:-none}"
 if [ ${#pending[@]} -gt 0 ]; then
+  name() { [ "$1" = 0 ] && echo model || echo "fold$1"; }
+  curve() { [ "$1" = 0 ] && echo --curve "$RUNS/training-curve.png"; }
   first=${pending[0]}
-  train "fold$first" $(($(left) - 15)) --fold "$first" "$@" &
+  # shellcheck disable=SC2046  # curve's words
+  CUDA_VISIBLE_DEVICES=0 train "$(name "$first")" $(($(left) - 15)) --fold "$first" $(curve "$first") "$@" &
   pids=($!)
   until compgen -G "$CACHE/train-*.npz" >/dev/null || ! kill -0 "${pids[0]}" 2>/dev/null; do sleep 2; done
-  say "training arrays cached: $(ls "$CACHE" | grep -c '^train-') file(s); starting folds ${pending[*]:1}"
+  say "training arrays cached: $(ls "$CACHE" | grep -c '^train-') file(s); starting ${pending[*]:1}"
+  n=1
   for i in "${pending[@]:1}"; do
-    [ "$(left)" -gt 120 ] || { say "fold $i: not started (too little of the round's time left)"; continue; }
-    train "fold$i" $(($(left) - 15)) --fold "$i" --jobs 3 "$@" &
-    pids+=($!)
+    [ "$(left)" -gt 120 ] || { say "$(name "$i"): not started (too little of the round's time left)"; continue; }
+    # shellcheck disable=SC2046
+    CUDA_VISIBLE_DEVICES=$((n % GPUS)) train "$(name "$i")" $(($(left) - 15)) --fold "$i" --jobs 3 $(curve "$i") "$@" &
+    pids+=($!) n=$((n + 1))
   done
   for p in "${pids[@]}"; do wait "$p"; done
   for i in "${pending[@]}"; do
-    finished "$RUNS/mnist-mlp.fold$i.npz" && say "fold $i: done" || say "fold $i: not finished; tail: $(tail -2 "$LOGS/fold$i.log" | tr '\n' ' ')"
+    if [ "$i" = 0 ]; then ok=$(measured "$MODEL" rehearsal && echo 1); else ok=$(finished "$RUNS/mnist-mlp.fold$i.npz" && echo 1); fi
+    [ -n "$ok" ] && say "$(name "$i"): done" || say "$(name "$i"): not finished; tail: $(tail -2 "$LOGS/$(name "$i").log" | tr '\n' ' ')"
   done
 fi
 still=0
 for i in $(seq 1 "$K"); do finished "$RUNS/mnist-mlp.fold$i.npz" || still=1; done
 if [ $still -eq 0 ] && measured "$MODEL" cross_validation; then
   say "model: done (kept from an earlier round)"
-elif [ $still -eq 0 ] && [ "$(left)" -gt 60 ]; then
-  train model $(($(left) - 10)) --force --curve "$RUNS/training-curve.png" "$@"
+elif [ $still -eq 0 ] && [ "$(left)" -gt 60 ]; then  # the summary, into the model's card (trains it if not yet)
+  train model-summary $(($(left) - 10)) --curve "$RUNS/training-curve.png" "$@"
   rc=$?
-  [ $rc -eq 0 ] && say "model: done" || say "model: exit $rc; tail: $(tail -3 "$LOGS/model.log" | tr '\n' ' ')"
+  [ $rc -eq 0 ] && say "model: done" || say "model: exit $rc; tail: $(tail -3 "$LOGS/model-summary.log" | tr '\n' ' ')"
 fi
 say "round ends ($(left) s of its limit left)"

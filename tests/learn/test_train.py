@@ -410,6 +410,37 @@ def test_one_fold_alone_then_resume_trains_the_rest(tmp_path: Path, monkeypatch:
     assert [f["writers"] for f in json.loads((tmp_path / "cv.cv.json").read_text())["folds"]] == [[1], [2], [3]]
 
 
+@pytest.mark.slow
+def test_the_model_alone_beside_its_folds_then_resume_writes_the_summary(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """--fold 0 trains the model on every writer alone (beside its folds, on another GPU); --resume
+    then trains the folds, keeps the model and writes the summary into its card; a model not of the
+    round is never replaced."""
+    seen, args = _three_writer_folds(tmp_path, monkeypatch)
+    assert train.run(argparse.Namespace(**{**vars(args), "fold": 0})) == 0
+    assert seen == [500 + 30] and (tmp_path / "cv.npz").exists() and not list(tmp_path.glob("cv.fold*"))
+    alone = load_model(tmp_path / "cv.npz")
+    assert alone.card["cross_validation_fold"]["fold"] == 0 and "cross_validation" not in alone.card["results"]
+    seen.clear()
+    assert train.run(argparse.Namespace(**{**vars(args), "resume": True})) == 0
+    assert seen == [500 + 20] * 3  # the folds; the model kept
+    final = load_model(tmp_path / "cv.npz")
+    np.testing.assert_array_equal(final.weights["W1"], alone.weights["W1"])
+    cv = json.loads((tmp_path / "cv.cv.json").read_text())
+    assert final.card["results"]["cross_validation"] == cv and final.card["rehearsal"] == alone.card["rehearsal"]
+    shipped = tmp_path / "shipped.npz"  # a model not of this round: refused, whatever its state
+    Model(final.weights).save(shipped, {"name": "shipped"})
+    for k in (1, 2, 3):
+        (tmp_path / f"cv.fold{k}.npz").rename(tmp_path / f"shipped.fold{k}.npz")
+        (tmp_path / f"cv.fold{k}.json").rename(tmp_path / f"shipped.fold{k}.json")
+    with pytest.raises(GemmpadError, match=r"shipped.npz: not the model of a 3-fold round of this recipe"):
+        train.run(argparse.Namespace(**{**vars(args), "resume": True, "output": str(shipped)}))
+    shipped.write_bytes(b"not a model")
+    with pytest.raises(GemmpadError, match=r"is not replaced by --resume"):
+        train.run(argparse.Namespace(**{**vars(args), "resume": True, "output": str(shipped)}))
+    assert shipped.read_bytes() == b"not a model" and seen == [500 + 20] * 3
+
+
 def test_folds_choose_the_held_out_writers_themselves(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match="--folds chooses the held-out writers itself"):
         train.run(quick_args(tmp_path, "--folds", "5", "--val-writers", "1-6"))

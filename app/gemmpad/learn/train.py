@@ -127,9 +127,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true",
                    help="with --folds: keep the fold models a run with the same recipe finished (a cross-validation "
                         "split over several calls, e.g. a GPU machine's 10-minute limit)")
-    p.add_argument("--fold", type=integer(1, 30), metavar="I",
+    p.add_argument("--fold", type=integer(0, 30), metavar="I",
                    help="with --folds K: train and measure fold I alone (OUTPUT.foldI.npz) and stop, so folds can run "
-                        "in parallel processes or on other machines; a later --folds K --resume keeps them")
+                        "in parallel processes or on other machines; 0: the model on every writer (OUTPUT) alone, "
+                        "beside its folds; a later --folds K --resume keeps them and writes the summary")
     p.add_argument("--eval-drawn", type=integer(0, MAX_DRAWN), default=synthetic.EVAL_COUNT, metavar="N", help="drawn test digits (0: skip)")
     p.add_argument("--seed", type=integer(0, MAX_SEED), default=0, help="seeds augmentation, initial weights and batch order")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
@@ -239,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError("--folds chooses the held-out writers itself: leave out --val-writers")
     if args.resume and not args.folds:
         raise GemmpadError("--resume continues a cross-validation: add --folds K")
-    if args.fold and not (args.folds and args.fold <= args.folds):
+    if args.fold is not None and not (args.folds and args.fold <= args.folds):
         raise GemmpadError(f"--fold {args.fold}: one of the folds of --folds K (1 to K)")
     require("torch", "gemmpad train", "'gemmpad[train]'")
     log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))
@@ -251,13 +252,14 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(out_path.with_suffix(".json"), f"--output {out_path} (its card)")
     check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
     outputs = [out_path, out_path.with_suffix(".json"), curve_path]
-    if args.folds and not args.resume:  # --resume keeps the folds and rewrites their summary
+    owned = _fold_path(out_path, args.fold) if args.fold else out_path  # a fold's own files: others train beside it
+    if args.resume:  # keeps the folds and the model a run of this recipe finished (their cards say which)
+        outputs = []
+    elif args.fold:
+        outputs = _outputs(owned)
+    elif args.folds and args.fold is None:  # the whole round: every fold's files and the summary too
         outputs += [p for k in range(1, args.folds + 1) for p in _outputs(_fold_path(out_path, k))]
         outputs += [out_path.with_suffix(".cv.json"), out_path.with_suffix(".cv.md")]
-    owned = out_path
-    if args.fold:  # one fold's files alone: the other folds may be training beside it
-        owned = _fold_path(out_path, args.fold)
-        outputs = [] if args.resume else _outputs(owned)
     with claim(owned, f"--output {owned}"):  # two runs to one --output: the second is refused now
         _refuse_existing(outputs, args.force)
         if args.folds:
@@ -278,9 +280,15 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
                     t_start: float) -> int:
     """--folds: one model per fold of writers (measured on them, no Learn sets), the summary written
     beside --output, then --output on every writer with the summary in its card. The training
-    arrays are built once: every fold drops its own writers' rows from the same cached set."""
+    arrays are built once: every fold drops its own writers' rows from the same cached set. Each
+    card is tagged with its fold of this recipe (0: the model on every writer), so --resume keeps
+    what a run of this recipe finished, and the model can train beside its folds (--fold 0)."""
     groups = crossval.folds(pendigits.writers(pendigits.read_pendigits()), args.folds)
     recipe = json.loads(json.dumps({k: v for k, v in vars(args).items() if k not in _NOT_RECIPE}))
+    final = argparse.Namespace(**{**vars(args), "val_writers": "none"})
+    final_tag = {"fold": 0, "of": len(groups), "recipe": recipe}
+    if args.fold == 0:
+        return _train(final, out_path, curve_path, log, t_start, fold=final_tag)
     cards = []
     for k, held in enumerate(groups, 1):
         if args.fold and k != args.fold:
@@ -305,8 +313,13 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
         tmp.write_text(crossval.markdown(cv))
     log(f"cross-validation over {len(cv['writers'])} writers: mean {100 * cv['mean']:.2f}% over styles, worst style "
         f"{100 * cv['worst_style']:.2f}%" + (f", forms {100 * cv['forms']:.2f}%" if "forms" in cv else ""))
-    final = argparse.Namespace(**{**vars(args), "val_writers": "none"})
-    return _train(final, out_path, curve_path, log, t_start, cross_validation=cv)
+    done = _finished_fold(out_path, final_tag) if args.resume else None
+    if done is None:
+        return _train(final, out_path, curve_path, log, t_start, cross_validation=cv, fold=final_tag)
+    done["results"]["cross_validation"] = cv
+    save_card(out_path, done)
+    log(f"kept {out_path} (--resume: trained on every writer by this recipe); the summary written into its card")
+    return 0
 
 
 _NOT_RECIPE = ("output", "curve", "quiet", "force", "jobs", "cache", "data", "resume", "fold",  # where, not what
@@ -314,17 +327,21 @@ _NOT_RECIPE = ("output", "curve", "quiet", "force", "jobs", "cache", "data", "re
 
 
 def _finished_fold(model: Path, tag: dict[str, Any]) -> dict[str, Any] | None:
-    """The card of a fold model that a run of this recipe finished (trained and measured), else None
-    (absent, unreadable, or stopped before its figures: it is trained again). Another recipe's fold
-    is an error: mixing them would report neither."""
+    """The card of a fold model (fold 0: the model on every writer) that a run of this recipe
+    finished (trained and measured; the model with Learn's sets), else None (absent, unreadable,
+    or stopped before its figures: it is trained again). Any other model is an error: mixing
+    recipes would report neither, and a model not of a round (the shipped one) is never replaced."""
     try:
         card = load_model(model).card
-    except GemmpadError:
+    except GemmpadError as e:
+        if tag["fold"] == 0 and model.exists():  # the file the user named, not one the round made
+            raise GemmpadError(f"{e}; --output {model} is not replaced by --resume: name another or remove it") from None
         return None
     if card.get("cross_validation_fold") != tag:
-        raise GemmpadError(f"{model}: not fold {tag['fold']} of {tag['of']} of this recipe; remove it, name another "
-                           "--output, or leave out --resume")
-    done = card.get("results", {}).get("real_writers")
+        what = f"fold {tag['fold']} of {tag['of']}" if tag["fold"] else f"the model of a {tag['of']}-fold round"
+        raise GemmpadError(f"{model}: not {what} of this recipe; remove it, name another --output, or leave out "
+                           "--resume")
+    done = card.get("results", {}).get("real_writers") if tag["fold"] else card.get("rehearsal")
     return card if done else None
 
 
