@@ -421,6 +421,8 @@ def test_the_model_alone_beside_its_folds_then_resume_writes_the_summary(tmp_pat
     assert seen == [500 + 30] and (tmp_path / "cv.npz").exists() and not list(tmp_path.glob("cv.fold*"))
     alone = load_model(tmp_path / "cv.npz")
     assert alone.card["cross_validation_fold"]["fold"] == 0 and "cross_validation" not in alone.card["results"]
+    assert train.run(argparse.Namespace(**{**vars(args), "fold": 0, "resume": True})) == 0  # finished: kept
+    assert seen == [500 + 30]
     seen.clear()
     assert train.run(argparse.Namespace(**{**vars(args), "resume": True})) == 0
     assert seen == [500 + 20] * 3  # the folds; the model kept

@@ -241,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and not args.folds:
         raise GemmpadError("--resume continues a cross-validation: add --folds K")
     if args.fold is not None and not (args.folds and args.fold <= args.folds):
-        raise GemmpadError(f"--fold {args.fold}: one of the folds of --folds K (1 to K)")
+        raise GemmpadError(f"--fold {args.fold}: one of the folds of --folds K (1 to K; 0: the model on every writer)")
     require("torch", "gemmpad train", "'gemmpad[train]'")
     log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))
     t_start = time.perf_counter()
@@ -288,6 +288,9 @@ def _cross_validate(args: argparse.Namespace, out_path: Path, curve_path: Path, 
     final = argparse.Namespace(**{**vars(args), "val_writers": "none"})
     final_tag = {"fold": 0, "of": len(groups), "recipe": recipe}
     if args.fold == 0:
+        if args.resume and _finished_fold(out_path, final_tag) is not None:
+            log(f"the model on every writer: kept from {out_path} (--resume)")
+            return 0
         return _train(final, out_path, curve_path, log, t_start, fold=final_tag)
     cards = []
     for k, held in enumerate(groups, 1):
