@@ -141,6 +141,13 @@ class MlpBound:
         decided = self.decided()
         return int(np.sum(np.argmax(probs, axis=1)[decided] != np.argmax(self.logits, axis=1)[decided]))
 
+    def kept(self, probs: np.ndarray) -> bool:
+        """A kernel's probabilities within the bound and reading every decided row's digit: the one
+        check of a run. Both, since on inputs far from digits (all ones, random pixels) a model's
+        folded normalisation (weights ~20, biases ~100) makes the probability bound reach 1 everywhere
+        while real digits' rows stay decided."""
+        return self.ratio(probs) <= 1.0 and self.argmax_broken(probs) == 0
+
 
 def mlp_bound(weights: dict[str, np.ndarray], x: np.ndarray, precision: str) -> MlpBound:
     """The bound for softmax(relu(relu(x W1 + b1) W2 + b2) W3 + b3) run by a kernel of `precision`.
