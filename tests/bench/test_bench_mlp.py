@@ -168,9 +168,7 @@ def test_onnx_runtime_rows_say_when_its_output_is_wrong(monkeypatch):
     from gemmpad.learn import rehearsal
 
     model = load_model()  # real digits (MNIST test through preprocess, from its Learn sets): rows the bound decides
-    assert model.path is not None
-    sets = rehearsal.read(model.path.with_name(model.card["rehearsal"]["file"]), model.card["rehearsal"], "mnist-mlp")
-    x = sets.mnist.x[:64].reshape(64, 784).astype(np.float32)
+    x = rehearsal.sets_for(model).mnist.x[:64].reshape(64, 784).astype(np.float32)
     assert mlp._onnxruntime_rows(model, {64: x}, [64], 0.001)[0][0]["correct"]
     monkeypatch.setattr(mlp.OnnxRuntimeMlp, "probs", lambda self, x: np.full((len(x), 10), 0.1, np.float32))
     rows, version = mlp._onnxruntime_rows(model, {64: x}, [64], 0.001)
