@@ -84,15 +84,15 @@ measured() {  # measured FILE KEY: FILE is a model whose card holds results.KEY 
 sys.exit(0 if card.get('results', {}).get(sys.argv[2]) or card.get(sys.argv[2]) else 1)" "$1" "$2" 2>/dev/null
 }
 finished() { measured "$1" real_writers; }
+done_job() {  # done_job I: fold I measured, or (0) the model on every writer with Learn's sets
+  if [ "$1" = 0 ]; then measured "$MODEL" rehearsal; else finished "$RUNS/mnist-mlp.fold$1.npz"; fi
+}
 
 # Jobs: the folds not yet finished and the model on every writer (fold 0, beside its folds: it needs
 # none of them), spread over the GPUs. H200_FOLDS="0 1 2": only these (the rest in a later session).
 GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') && [ "$GPUS" -gt 0 ] || GPUS=1
 pending=()
-for i in ${H200_FOLDS:-0 $(seq 1 "$K")}; do
-  if [ "$i" = 0 ]; then measured "$MODEL" rehearsal || pending+=(0)
-  else finished "$RUNS/mnist-mlp.fold$i.npz" || pending+=("$i"); fi
-done
+for i in ${H200_FOLDS:-0 $(seq 1 "$K")}; do done_job "$i" || pending+=("$i"); done
 say "jobs (0: the model) on $GPUS GPU(s): ${pending[*]:-none}"
 if [ ${#pending[@]} -gt 0 ]; then
   name() { [ "$1" = 0 ] && echo model || echo "fold$1"; }
@@ -112,8 +112,7 @@ if [ ${#pending[@]} -gt 0 ]; then
   done
   for p in "${pids[@]}"; do wait "$p"; done
   for i in "${pending[@]}"; do
-    if [ "$i" = 0 ]; then ok=$(measured "$MODEL" rehearsal && echo 1); else ok=$(finished "$RUNS/mnist-mlp.fold$i.npz" && echo 1); fi
-    [ -n "$ok" ] && say "$(name "$i"): done" || say "$(name "$i"): not finished; tail: $(tail -2 "$LOGS/$(name "$i").log" | tr '\n' ' ')"
+    done_job "$i" && say "$(name "$i"): done" || say "$(name "$i"): not finished; tail: $(tail -2 "$LOGS/$(name "$i").log" | tr '\n' ' ')"
   done
 fi
 still=0
