@@ -23,10 +23,21 @@ def _fit_both(**kw: object) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray
     return eager, graph, eager_losses, graph_losses
 
 
-def test_adamw_on_a_schedule_towards_a_teacher_replays_as_it_runs_eagerly(rng: np.random.Generator) -> None:
+# Seeds that once failed a check below, kept as fixed cases beside a fresh random one. When the eager loop's AdamW
+# was torch's plain one (bias correction on the host) and the captured one's capturable, the two drifted apart
+# through the optimizer's own rounding: under 1817165195 W2 by 1.1e-4 (over the 1e-4 then asked; H200, 2026-12-01
+# 11:41 UTC), under 764 by 7.9e-2 of 1,001 seeds' worst (as far as one epoch fewer). One AdamW for both since.
+FIXED_SEEDS = [1817165195, 764]
+
+
+@pytest.mark.parametrize("seed", FIXED_SEEDS + [None], ids=lambda s: f"seed{s}" if s else "random")
+def test_adamw_on_a_schedule_towards_a_teacher_replays_as_it_runs_eagerly(seed: int | None,
+                                                                          rng: np.random.Generator) -> None:
     """70 rows in batches of 16 (four captured, one short and eager, an epoch), three epochs of a cosine
-    rate: the shipped model's step. Capturable AdamW computes its bias correction on the device; the
-    weights stay within float32 rounding of the eager run's, while two epochs against three land far apart."""
+    rate: the shipped model's step. On a GPU AdamW steps on the device captured or not (capturable), so the
+    replayed run is the eager one bit for bit, every weight and every step's loss; two epochs against three
+    land far apart."""
+    rng = np.random.default_rng(seed) if seed else rng
     w0 = random_weights(rng)
     x, y = random_data(rng, 70)
     teacher = rng.standard_normal((70, 10)).astype(np.float32) * 3
@@ -35,21 +46,22 @@ def test_adamw_on_a_schedule_towards_a_teacher_replays_as_it_runs_eagerly(rng: n
               batch_order=lambda e: orders[e], optimizer="adamw", teacher=teacher)
     eager, graph, le, lg = _fit_both(**kw)
     for k in eager:
-        assert rel_error(graph[k], eager[k].astype(np.float64)) < 1e-4, k
-    assert len(le) == len(lg) == 15 and np.allclose(le, lg, rtol=1e-4)
+        np.testing.assert_array_equal(graph[k], eager[k], err_msg=k)
+    assert len(le) == len(lg) == 15 and le == lg
     fewer = train_torch.fit(**{**kw, "epochs": 2, "lr_schedule": [0.01, 0.005]}, device="cuda", use_graph=True)
-    assert rel_error(fewer["W1"], eager["W1"].astype(np.float64)) > 1e-3  # the tolerance tells runs apart
+    assert rel_error(fewer["W1"], eager["W1"].astype(np.float64)) > 1e-2  # 2.0e-2 to 8.2e-2 over 1,001 seeds
 
 
 def test_sgd_on_soft_targets_replays_as_it_runs_eagerly(rng: np.random.Generator) -> None:
+    """The same for SGD with momentum on soft targets: bit for bit (1,001 seeds on the H200, 2026-12-01)."""
     w0 = random_weights(rng)
     x, y = random_data(rng, 64)
     q = random_targets(rng, 64)
     kw = dict(x=x, y=y, weights=w0, epochs=2, batch_size=16, lr_schedule=0.02, momentum=0.9, targets=q, seed=5)
     eager, graph, le, lg = _fit_both(**kw)
     for k in eager:
-        assert rel_error(graph[k], eager[k].astype(np.float64)) < 1e-5, k
-    assert np.allclose(le, lg, rtol=1e-5)
+        np.testing.assert_array_equal(graph[k], eager[k], err_msg=k)
+    assert le == lg
 
 
 def test_the_teacher_learns_on_the_gpu_through_its_captured_step(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -69,8 +69,9 @@ def fit(
     the loss is then gemmpad.learn.distill.loss. match (instead of teacher): each step trains on its
     fresh views of the batch, towards its teacher's reading of them. use_graph (CUDA, fp32): full
     batches replay one captured step (gemmpad.learn.torch_graph), the short last batch runs eagerly;
-    AdamW then steps on the device (capturable, its rate a device tensor, so any schedule), SGD keeps
-    the rate it was captured with (one rate for every epoch). `gemmpad train` uses it on a GPU;
+    on a GPU AdamW always steps on the device (capturable, its rate a device tensor: any schedule
+    replays, and a replayed step computes what the eager one does, bit for bit), SGD keeps the rate
+    it was captured with (one rate for every epoch). `gemmpad train` uses it on a GPU;
     `gemmpad bench train` times torch with and without it. step_losses gets each step's loss appended.
     device: "cpu", "cuda" or "auto" (device_for). progress: a bar on stderr when it is a terminal.
     should_stop is polled between steps.
@@ -99,11 +100,9 @@ def fit(
                   {"params": [params[k] for k in NAMES if k[0] == "b"], "weight_decay": 0.0}]
     if optimizer == "sgd":
         opt: Any = torch.optim.SGD(groups, lr=p.lrs[0], momentum=momentum, weight_decay=weight_decay)
-    elif use_graph:  # steps on the device, its rate read from a device tensor: any schedule replays
+    else:  # on a GPU it steps on the device, its rate a device tensor, captured or not: a replay is the eager step
         opt = torch.optim.AdamW(groups, lr=torch_graph.lr_value(torch, p.lrs[0], device), weight_decay=weight_decay,
-                                capturable=True)
-    else:
-        opt = torch.optim.AdamW(groups, lr=p.lrs[0], weight_decay=weight_decay)
+                                capturable=device == "cuda")
     xt = torch.from_numpy(p.x).to(device)
     yt = torch.from_numpy(p.y.astype(np.int64)).to(device)
     soft = torch.from_numpy(p.targets).to(device) if p.targets is not None else None
