@@ -6,7 +6,7 @@
 // Linux 5.16; below ~128 rows slower than cpu.mlp_sparse (a tile product costs the same for 1 row as for 16).
 // Run: gemmpad bench mlp --kernels cpu.mlp_amx cpu.mlp_sparse --batches 256 4096
 // Profile: perf record -g gemmpad bench mlp --kernels cpu.mlp_amx --batches 4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-mlp.json): batch 4096, kernel / end to end: cpu.mlp_amx 262.2 / 264.8 us, ONNX Runtime CPU 1028.6 / 1028.6 us
+// Figure (H200 2026-12-01, assets/benchmarks/h200/bench-mlp.json): batch 4096, kernel / end to end: cpu.mlp_amx 317.2 / 325.9 us, ONNX Runtime CPU 1134.8 / 1134.8 us
 #include <algorithm>
 #include <cstring>
 

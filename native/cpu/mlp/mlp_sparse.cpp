@@ -6,7 +6,7 @@
 // Limit: at batch 1 the Python call costs about as much as the kernel; dense inputs gain nothing.
 // Run: gemmpad bench mlp --kernels cpu.mlp_sparse --batches 1
 // Profile: perf record -g gemmpad bench mlp --kernels cpu.mlp_sparse --batches 1
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-mlp.json): batch 1, kernel / end to end: cpu.mlp_sparse 1.3 / 2.7 us, numpy 30.8 / 33.1 us
+// Figure (H200 2026-12-01, assets/benchmarks/h200/bench-mlp.json): batch 1, kernel / end to end: cpu.mlp_sparse 1.6 / 3.2 us, numpy 39.3 / 42.6 us
 #include <algorithm>
 #include <cmath>
 

@@ -6,7 +6,7 @@
 // Limit: a chain of dependent steps on top of the ~2.5-3 us event-timed floor (README.md here).
 // Run: gemmpad bench mlp --kernels cuda.mlp_fused --batches 1
 // Profile: ncu -k regex:split_kernel gemmpad bench mlp --kernels cuda.mlp_fused --batches 1
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-mlp.json): batch 1, kernel / end to end: cuda.mlp_fused 6.3 / 10.9 us, torch CUDA graph 15.3 / 48.7 us
+// Figure (H200 2026-12-01, assets/benchmarks/h200/bench-mlp.json): batch 1, kernel / end to end: cuda.mlp_fused 6.5 / 11.3 us, torch CUDA graph 15.6 / 53.1 us
 #include <algorithm>
 #include <type_traits>
 

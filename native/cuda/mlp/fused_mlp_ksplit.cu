@@ -6,7 +6,7 @@
 // Limit: the three hand-offs, their sums and the softmax (~2.7 us after x is in).
 // Run: gemmpad bench mlp --kernels cuda.mlp_fused --batches 256
 // Profile: ncu -k regex:ksplit_kernel gemmpad bench mlp --kernels cuda.mlp_fused --batches 256
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-mlp.json): batch 256, kernel / end to end: cuda.mlp_fused 10.4 / 50.2 us, torch CUDA graph 27.9 / 121.9 us
+// Figure (H200 2026-12-01, assets/benchmarks/h200/bench-mlp.json): batch 256, kernel / end to end: cuda.mlp_fused 10.3 / 55.8 us, torch CUDA graph 28.0 / 133.9 us
 #include <algorithm>
 #include <type_traits>
 

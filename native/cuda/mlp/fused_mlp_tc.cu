@@ -6,7 +6,7 @@
 // Limit: W1's 351 KB per block at 16-byte loads; 3xTF32 issues three products where tf32 issues one.
 // Run: gemmpad bench mlp --kernels cuda.mlp_fused --batches 4096
 // Profile: ncu -k regex:rows_kernel gemmpad bench mlp --kernels cuda.mlp_fused --batches 4096
-// Figure (H200 2026-11-30, assets/benchmarks/h200/bench-mlp.json): batch 4096, kernel / end to end: cuda.mlp_fused 23.4 / 366.2 us, torch CUDA graph 46.4 / 1211.2 us
+// Figure (H200 2026-12-01, assets/benchmarks/h200/bench-mlp.json): batch 4096, kernel / end to end: cuda.mlp_fused 23.8 / 365.5 us, torch CUDA graph 46.5 / 1434.1 us
 #include "fused_common.cuh"
 
 namespace gemmpad::cuda {
