@@ -69,6 +69,33 @@ def test_replay_screenshot_exit(display: str, tmp_path_factory: pytest.TempPathF
     assert np.abs(shown - painted).mean() < 0.01
 
 
+
+def test_a_network_of_other_hidden_widths_reads_as_its_function(display: str, tmp_path: Path) -> None:
+    """`gemmpad import` writes networks whose hidden layers are not 100 units and says to open them
+    with `gemmpad app --model`: the window died on the first reading ("cannot reshape array of size
+    64 into shape (10,10)"). The window's model widened to 784-107-101-10 by silent units (no
+    weights out of the new first-layer units, none into the new second-layer one) computes the
+    same function: the window must read the drawing as it reads it with the model itself."""
+    w = {k: np.asarray(v, np.float32) for k, v in window_model().weights.items()}
+    wide = {"W1": np.pad(w["W1"], ((0, 0), (0, 7))), "b1": np.pad(w["b1"], (0, 7)),
+            "W2": np.pad(w["W2"], ((0, 7), (0, 1))), "b2": np.pad(w["b2"], (0, 1)),
+            "W3": np.pad(w["W3"], ((0, 1), (0, 0))), "b3": w["b3"]}
+    np.savez(tmp_path / "narrow.npz", **w)
+    np.savez(tmp_path / "wide.npz", **wide)
+    strokes.save(tmp_path / "seven.json", seven(), [18.0, 18.0])
+    readings = []
+    for name in ("narrow.npz", "wide.npz"):
+        proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", "--model", str(tmp_path / name), "--replay",
+                               str(tmp_path / "seven.json"), "--backend", BASE, "--exit", "--no-vsync"],
+                              env=env(display), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        readings.append(json.loads(proc.stdout.splitlines()[-1]))
+    narrow, wide_reading = readings
+    assert wide_reading["error"] == "" and wide_reading["digit"] == narrow["digit"]
+    np.testing.assert_allclose(wide_reading["probs"], narrow["probs"], atol=1e-4)
+    if HAVE_MODEL:
+        assert wide_reading["digit"] == 7
+
 def test_scale_and_size_make_a_larger_window(display: str, tmp_path: Path) -> None:
     """--scale 1.5 (high-DPI screens) with --size: the layout is planned at that scale."""
     from gemmpad.ui.layout import plan

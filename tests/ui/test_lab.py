@@ -140,6 +140,24 @@ def test_inside_the_network_shows_the_hidden_layers(app: object) -> None:
     assert dpg.get_value(app.pred.layer_text) == ""
 
 
+
+def test_hidden_layers_of_any_width_show_as_near_square_grids(app: object) -> None:
+    """`gemmpad import` writes networks whose hidden layers are not 100 units (784-64-32-10): the
+    window died on their first reading (a reshape to 10x10). Now each layer is a grid of
+    ceil(sqrt(n)) square cells a side, row by row, the cells past the last unit transparent."""
+    from gemmpad.ui import style
+
+    h1, h2 = np.linspace(0, 1, 64, dtype=np.float32), np.linspace(2, 1, 30, dtype=np.float32)
+    app.pred.show_hidden((h1, h2), ())
+    for rgba, h, side in zip(app.pred._hidden_rgba, (h1, h2), (8, 6)):
+        centres = ((np.arange(side) + 0.5) * rgba.shape[0] / side).astype(int)
+        expected = np.zeros((side * side, 4), np.float32)
+        style.heat(h, expected[: h.size])
+        np.testing.assert_allclose(rgba[centres][:, centres], expected.reshape(side, side, 4), atol=1e-5)
+    assert (app.pred._hidden_rgba[1][-5:, :, 3] == 0).all()  # 30 units: the sixth row is padding
+    app.pred.show_hidden((np.ones(1, np.float32), np.ones(4096, np.float32)), ())  # the narrowest and widest
+    assert (app.pred._hidden_rgba[0] == app.pred._hidden_rgba[0][0, 0]).all()  # one unit: one cell
+
 def test_the_hidden_layers_name_their_kernel_and_cost(app: object) -> None:
     """Issue 42 item 6: under the hidden layers, the kernel whose activations they are and what
     writing them out cost, in the window's units, in the room the layout leaves."""

@@ -19,8 +19,8 @@ SECTIONS = (
                    "and centred like MNIST); if a reading surprises you, look there first. When the drawing "
                    "does not look like one digit (a scribble, a letter, a shape, two digits), a detector says "
                    "so: ? and the network's best guess instead of a confident number. Below that, the two "
-                   "hidden layers' 100 + 100 activations as the selected kernel wrote them, and what "
-                   "writing them out cost."),
+                   "hidden layers' activations (the shipped model's 100 + 100) as the selected kernel "
+                   "wrote them, and what writing them out cost."),
     ("Engine", "Which backend (NumPy, the C++ CPU kernels, the CUDA GPU kernels) and which kernel runs the "
                "784-100-100-10 network. GEMM kernels run it layer by layer (three matrix products); mlp_ "
                "kernels run all of it in one call. Batch B runs B identical copies in one call: the same "

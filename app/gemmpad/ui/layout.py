@@ -58,7 +58,7 @@ class Layout:
     status_h: int
     learn_h: int = 0  # Learn's section at the bottom of the drawing column
     preview: int = PREVIEW_MAX  # the 28x28 input's side
-    hidden: int = 90  # each hidden layer's 10x10 map's side (two, stacked beside the input)
+    hidden: int = 90  # each hidden layer's map's side (two, stacked beside the input)
 
 
 def pictures(panel_w: int, panel_h: int, scale: float) -> tuple[int, int]:

@@ -4,6 +4,7 @@ says the drawing is not one digit, the big number gives way to "?" and a best gu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import dearpygui.dearpygui as dpg
@@ -22,7 +23,21 @@ PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest
 SURE = 0.8
 BAR_LIMITS = (-0.6, 9.6)  # the bar chart's x range: digits 0..9 with a margin
 BARS_H = 150
-HIDDEN_SIDE, HIDDEN_SCALE = 10, 9  # 100 units as a 10x10 map, each unit a 9x9 block
+# Each hidden layer's texture side: the shipped model's 100 units as a 10x10 map of 9x9 blocks
+HIDDEN_PX = 90
+
+
+def hidden_map(values: np.ndarray, out: np.ndarray) -> None:
+    """Paint one hidden layer's activations into the square texture `out` [P, P, 4] as a grid of
+    ceil(sqrt(n)) x ceil(sqrt(n)) square cells filled row by row, the cells past the last unit
+    transparent. An imported network's layers may have any width from 1 to 4096 units (not only
+    the shipped 100, a 10x10 map), and a padded cell must not pass for a silent unit."""
+    v = np.asarray(values, np.float32).ravel()
+    side = math.ceil(math.sqrt(v.size))
+    cells = np.zeros((side * side, 4), np.float32)
+    style.heat(v, cells[: v.size])
+    at = np.arange(out.shape[0]) * side // out.shape[0]  # each pixel's cell (nearest neighbour: crisp)
+    out[:] = cells.reshape(side, side, 4)[at][:, at]
 
 
 class PredictionPanel:
@@ -84,10 +99,11 @@ class PredictionPanel:
             # layout sets from the height left (layout.pictures), so all of it shows at once.
             tip(heading("What the network sees", fonts),
                 "Left: the 784 inputs, the drawing cropped, scaled into a 20 px box and centred by mass, as "
-                "MNIST digits are. Right: the 100 + 100 hidden units after ReLU, 10 x 10 each, bright = strongly "
+                "MNIST digits are. Right: the two hidden layers' units after ReLU (the shipped model's 100 + 100 "
+                "as 10 x 10 maps; other widths as near-square grids, row by row), bright = strongly "
                 "active (each map scaled to its own maximum). Per-layer times show where the kernel runs the "
                 "network layer by layer and reports them (the CPU's GEMM kernels).")
-            hp = HIDDEN_SIDE * HIDDEN_SCALE
+            hp = HIDDEN_PX
             self._hidden_rgba = [np.zeros((hp, hp, 4), dtype=np.float32) for _ in range(2)]
             with dpg.texture_registry():
                 self.hidden_tex = [dpg.add_raw_texture(hp, hp, rgba, format=dpg.mvFormat_Float_rgba)
@@ -130,12 +146,8 @@ class PredictionPanel:
                     kernel: str = "", hidden_us: float = float("nan")) -> None:
         """The hidden activations as heat maps, the kernel that wrote them and what writing them cost
         (`hidden_us`, NaN: not measured), and the per-layer times when there are some."""
-        n = HIDDEN_SIDE
         for rgba, tex, i in zip(self._hidden_rgba, self.hidden_tex, range(2)):
-            values = np.zeros((n, n), np.float32) if hidden is None else np.asarray(hidden[i], np.float32).reshape(n, n)
-            small = np.empty((n, n, 4), dtype=np.float32)
-            style.heat(values, small)
-            rgba[:] = small.repeat(HIDDEN_SCALE, axis=0).repeat(HIDDEN_SCALE, axis=1)
+            hidden_map(np.zeros(1, np.float32) if hidden is None else hidden[i], rgba)
             dpg.set_value(tex, rgba)
         dpg.set_value(self.source_text, self._source(kernel, hidden_us, bool(layer_us))
                       if hidden is not None and kernel else "")
