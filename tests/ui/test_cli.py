@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -95,6 +96,29 @@ def test_a_network_of_other_hidden_widths_reads_as_its_function(display: str, tm
     np.testing.assert_allclose(wide_reading["probs"], narrow["probs"], atol=1e-4)
     if HAVE_MODEL:
         assert wide_reading["digit"] == 7
+
+
+def test_ctrl_c_in_the_terminal_keeps_the_recorded_drawing(display: str, tmp_path: Path) -> None:
+    """--record wrote the strokes on Ctrl+Q but not on Ctrl-C in the terminal ("gemmpad: interrupted",
+    exit 130): a session ended that way lost its drawing."""
+    replay, record = tmp_path / "seven.json", tmp_path / "recorded.json"
+    strokes.save(replay, seven(), [18.0, 18.0])
+    args = ["--replay", str(replay), "--record", str(record), "--backend", BASE, "--no-vsync"]
+    if not HAVE_MODEL:
+        window_model().save(tmp_path / "random-mlp.npz")
+        args += ["--model", str(tmp_path / "random-mlp.npz")]
+    proc = subprocess.Popen([sys.executable, "-m", "gemmpad", "app", *args], env=env(display),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        json.loads(proc.stdout.readline())  # the replay's summary: the drawing is on the canvas, the loop runs
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err.strip() == "gemmpad: interrupted", err
+    recorded = strokes.load_drawing(record)
+    assert len(recorded.strokes) == 2 and recorded.widths == [18.0, 18.0]
 
 def test_scale_and_size_make_a_larger_window(display: str, tmp_path: Path) -> None:
     """--scale 1.5 (high-DPI screens) with --size: the layout is planned at that scale."""

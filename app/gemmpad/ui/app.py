@@ -9,7 +9,7 @@ the CLI imports every command module just to build its parser.
 replays strokes through the window's own pointer path, waits for the
 prediction, optionally writes a screenshot, prints one JSON line (prediction,
 timings, start-up and frame times) and, with --exit, closes. --record saves
-what was drawn when the window closes.
+what was drawn when the window closes (Ctrl+Q, or Ctrl-C in the terminal).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from gemmpad.commands.args import number
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import check_output_file
 from gemmpad.terminal import printable
-from gemmpad.ui.canvas import BRUSH_RANGE
+from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
 
 _T_IMPORT = time.perf_counter()
 
@@ -298,8 +298,20 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(_finite(summary), allow_nan=False), flush=True)
         if not args.exit:
             app.run()
-        if args.record:
-            strokes.save(args.record, app.canvas.strokes(), app.canvas.widths(), app.canvas.size)
+        record(args.record, app.canvas)
+    except KeyboardInterrupt:
+        # Ctrl-C in the terminal ends the session as Ctrl+Q does, the drawing kept; then the
+        # command says "interrupted" (exit 130)
+        record(args.record, app.canvas)
+        raise
     finally:
         app.close()
     return 0
+
+
+def record(path: str | None, canvas: Canvas) -> None:
+    """--record: the canvas's strokes, their widths and its size to `path` (atomically; None: not asked)."""
+    if path:
+        from gemmpad.inputs import strokes
+
+        strokes.save(path, canvas.strokes(), canvas.widths(), canvas.size)
