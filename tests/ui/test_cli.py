@@ -182,6 +182,20 @@ def test_bad_arguments_give_one_line_errors(display: str, args: list[str], messa
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+
+def test_an_existing_screenshot_is_replaced_only_with_force(display: str, tmp_path: Path) -> None:
+    """--screenshot silently replaced an existing file, where every other output of the command
+    line refuses one unless --force: now refused in one line before the window opens."""
+    shot = tmp_path / "shot.png"
+    shot.write_bytes(b"not yours to lose")
+    proc = run_app(display, tmp_path, "--screenshot", str(shot), "--exit")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == f"gemmpad: error: --screenshot: {shot} already exists; pass --force to replace it"
+    assert shot.read_bytes() == b"not yours to lose"
+    proc = run_app(display, tmp_path, "--screenshot", str(shot), "--exit", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
 def test_hostile_files_for_the_window_are_one_line_errors(display: str, tmp_path: Path) -> None:
     """Issue 20: --replay of a FIFO hung (finding 5), --record replaced special files and
     symlinks (finding 7), a model that overflows showed "nan %" (finding 4)."""
