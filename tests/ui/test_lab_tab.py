@@ -207,6 +207,28 @@ def test_on_a_gpu_the_lab_is_live_under_its_cards_ceilings_or_its_measured_bandw
     assert len(other.roofs) == 1 and other.roofs[0].peak_tflops is None
 
 
+def test_another_networks_layers_are_its_own_gemms_never_the_shipped_figures() -> None:
+    """An imported 784-64-32-10 network: its live rows are its own shapes and FLOPs, and with nothing
+    run here the rows say not measured instead of the committed 784-100-100-10 figures."""
+    from gemmpad.runtime.classifier import Timing
+    from gemmpad.runtime.native import CudaStatus
+    from gemmpad.ui.lab_panel import lab_view
+
+    gpu = CudaStatus(True, "", True, "NVIDIA H100 80GB HBM3")
+    sizes = (784, 64, 32, 10)
+    live = lab_view("cuda.07_warptile", 32, gpu, (10.0, 4.0, 2.0), [Timing(20.0, 30.0, 32)] * 3, sizes=sizes)
+    rows = {r[0]: r for r in live.rows}
+    assert rows["L1"][1] == "32x64x784 (live)" and rows["L1"][3] == "321\u00a0GFLOP/s"  # 2*32*64*784 / 10 µs
+    assert rows["L2"][1] == "32x32x64 (live)" and rows["L3"][1] == "32x10x32 (live)"
+    flops = 2 * 32 * (784 * 64 + 64 * 32 + 32 * 10)
+    assert rows["network"][3] == f"{flops / 20e-6 / 1e9:.3g}\u00a0GFLOP/s"
+    assert [p.label for p in live.live][-1] == "whole 784-64-32-10 network, batch 32 (live)"
+    idle = lab_view("cuda.07_warptile", 32, gpu, sizes=sizes)
+    assert [r[3] for r in idle.rows[:4]] == ["not measured"] * 4
+    shipped = lab_view("cuda.07_warptile", 32, gpu)  # the shipped network: the committed figures where there are some
+    assert [r[1] for r in shipped.rows[:3]] == ["32x100x784", "32x100x100", "32x10x100"]
+
+
 def roofline_roof(m: int, n: int, k: int, bandwidth_gbs: float) -> float:
     from gemmpad.bench import roofline
 

@@ -163,9 +163,12 @@ def anatomy(kernel: str, shape: tuple[int, int, int]) -> tuple[dict[str, Any] | 
 
 
 def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ...] = (),
-             history: list[Timing] | None = None, figures: dict[str, Any] | None = None) -> LabView:
+             history: list[Timing] | None = None, figures: dict[str, Any] | None = None,
+             sizes: tuple[int, ...] = roofline.SHIPPED_SIZES) -> LabView:
     """Everything the Lab tab shows for `kernel` at `batch`: live figures where this machine ran
-    it (`layer_us`, `history`), else the committed ones (`figures`: lab_figures.json)."""
+    it (`layer_us`, `history`), else the committed ones (`figures`: lab_figures.json). `sizes`: the
+    network's widths (an imported one's layers are other GEMMs; the committed figures are the
+    shipped network's, so its rows then show only what ran here)."""
     figures = roofline.committed() if figures is None else figures
     device = kernel.split(".", 1)[0] if "." in kernel else "cpu"
     precision = "fp32"
@@ -183,11 +186,11 @@ def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ..
     live: list[Point] = []
     if len(layer_us) == 3 and all(t > 0 for t in layer_us):
         live = [roofline.gemm_point(kernel, precision, *shape, t / 1e6)
-                for shape, t in zip(roofline.layer_shapes(batch), layer_us)]
+                for shape, t in zip(roofline.layer_shapes(batch, sizes), layer_us)]
     if history:
         median = float(np.median([t.kernel_us for t in history]))
         if median > 0:
-            live.append(roofline.mlp_point(kernel, precision, batch, median / 1e6))
+            live.append(roofline.mlp_point(kernel, precision, batch, median / 1e6, sizes))
     live = [Point(p.kernel, p.precision, p.x, p.y, p.label + " (live)") for p in live]
 
     on_gpu = device == "cuda" and gpu.available
@@ -236,8 +239,8 @@ def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ..
 
     rows: list[tuple[str, str, str, str, str]] = []
     wanted = [] if kind == "mlp" else [(name, "x".join(map(str, shape)))
-                                       for name, shape in zip(LAYERS, roofline.layer_shapes(batch))]
-    wanted += [("network", f"whole network, batch {batch}")]
+                                       for name, shape in zip(LAYERS, roofline.layer_shapes(batch, sizes))]
+    wanted += [("network", roofline.mlp_point(kernel, precision, batch, 1.0, sizes).label)]
     if device == "cuda" and kind == "gemm":
         wanted += [("4096³", "x".join(map(str, roofline.REFERENCE_SHAPE)))]
     for name, label in wanted:
@@ -249,7 +252,7 @@ def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ..
             rows.append((name, shape + (" (live)" if p in live else ""), f"{p.x:.3g}", fmt_flops(p.y), share(p)))
 
     benched = sorted({int(p.label.split("x")[0]) for p in this if p.label.split("x")[1:] in
-                      [[str(n), str(k)] for _, n, k in roofline.layer_shapes(batch)]} |
+                      [[str(n), str(k)] for _, n, k in roofline.layer_shapes(batch, sizes)]} |
                      {int(p.label.rsplit(" ", 1)[1]) for p in this if p.label.startswith("whole network")})
     if any(r[3] == "not measured" for r in rows) and benched:
         missing = f"Committed figures at batch {', '.join(map(str, benched))} (on the plot): pick one of those " \
@@ -262,7 +265,7 @@ def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ..
     note = "" if device == "cuda" else f"Anatomy: {'NumPy calls BLAS' if kernel == 'numpy' else 'a CPU rung'}; " \
                                          "the tiles and occupancy of a CUDA rung show here."
     if device == "cuda":
-        at_layer, note1 = anatomy(kernel, roofline.layer_shapes(batch)[0])
+        at_layer, note1 = anatomy(kernel, roofline.layer_shapes(batch, sizes)[0])
         at_ref, note2 = anatomy(kernel, roofline.REFERENCE_SHAPE)
         anat = [(label, _cell(key, (at_layer or {}).get(key)), _cell(key, (at_ref or {}).get(key)))
                 for key, label in ANATOMY]

@@ -296,7 +296,7 @@ class App:
                                     and now - self._lab_at < LAB_REFRESH_S):
             return
         self._lab_key, self._lab_at = key, now
-        self.engine.lab.show(lab_view(rung, shown.batch, self.gpu, layer_us, history), rung)
+        self.engine.lab.show(lab_view(rung, shown.batch, self.gpu, layer_us, history, sizes=self._model.layers), rung)
 
     def show_tab(self, tab: int | str) -> None:
         """Open one of the engine's tabs. Dear PyGui writes the tab bar's drawn choice back into
