@@ -20,7 +20,7 @@ from gemmpad.commands.args import MAX_BATCH, MAX_SEED, integer, number
 from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
-from gemmpad.inputs.files import check_output_file, claim
+from gemmpad.inputs.files import check_output_file, check_writable_dir, claim
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import printable
 
@@ -116,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
     base = load_model(args.base)
     output = Path(args.output) if args.output else userdata.personal_model_path()
     check_target(output, base, args.force)
+    if args.cache:  # written after the fine-tune: a file or device here must fail now, as train's --cache does
+        check_writable_dir(args.cache, f"--cache {args.cache}")
     given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
     settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
     log: Log = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))  # lines name paths
