@@ -34,7 +34,7 @@ from gemmpad.commands import evaluate
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets, trainers
 from gemmpad.commands.args import integer, number
 from gemmpad.bench.machine import machine
-from gemmpad.errors import GemmpadError
+from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import write_text
 from gemmpad.runtime.model import Model, accuracy, load_model
 
@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corrections", type=integer(1, 20), default=5)
     p.add_argument("--max-cells", type=integer(0, 10_000), default=0, metavar="N", help="at most N cells (0: all)")
     p.add_argument("--drawings", type=integer(1, 5000), nargs="*", default=[5, 50, 200], metavar="N",
-                   help="drawing counts to time Learn with (none: skip the timing)")
+                   help="drawing counts to time Learn with, next to torch (none: skip the timing, and torch)")
     p.add_argument("--repeats", type=integer(1, 100), default=3)
     p.add_argument("--trainer", choices=finetune.ENGINES, default="auto")
     p.add_argument("--out", metavar="DIR", help="write learn.json and learn.md here")
@@ -236,6 +236,9 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}, so they are not new "
                            "people to it; name writers it never saw, or a cross-validation fold's model (`gemmpad "
                            "train --folds K` writes OUTPUT.foldI.npz) and its writers")
+    if args.drawings:  # the timing's reference is the same fine-tune in torch: said now, not after the cells
+        require("torch", "gemmpad bench learn's timing (Learn next to the same fine-tune in torch)", "torch",
+                "or pass --drawings with no counts to skip the timing")
     pen = [s for s in pendigits.read_pendigits() if s.writer in ids]
     refs = rehearsal.sets_for(model, args.data, args.cache or None, log=print)
     found = cells(model, pen, styles, args.below, args.corrections)
