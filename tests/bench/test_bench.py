@@ -34,6 +34,7 @@ def test_bench_kernels_that_cannot_run_here_are_an_error(monkeypatch, capsys):
 def test_bench_learn_on_writers_the_model_trained_on_says_what_to_do(monkeypatch, capsys):
     """Learn's bench corrects people the model never saw: a model trained on every writer (the
     shipped one, since the cross-validation) is refused in one line that names the way out."""
+    from gemmpad.bench import learn
     from gemmpad.runtime.model import Model, load_model
 
     everyone = Model(load_model().weights, {"training": {"pendigits_writers": list(range(1, 31))}})
@@ -42,6 +43,10 @@ def test_bench_learn_on_writers_the_model_trained_on_says_what_to_do(monkeypatch
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and "the model trained on writers [1, 2, 3, 4, 5, 6]" in err
     assert "gemmpad train --folds K" in err
+    # in a checkout it names the fold model to pass, which never saw those writers (the default `bench learn`
+    # could never run, and the line said only how to train one)
+    fold = learn.FOLD_MODEL
+    assert f"--model {fold} --writers 1-6" in err and not set(load_model(fold).trained_writers) & set(range(1, 7))
 
 
 def test_bench_learn_without_torch_says_so_before_the_cells(monkeypatch, capsys):

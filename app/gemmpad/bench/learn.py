@@ -33,6 +33,7 @@ from gemmpad.data import drawings, pendigits, userdata
 from gemmpad.commands import evaluate
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets, trainers
 from gemmpad.commands.args import integer, number
+from gemmpad.bench.headers import ROOT
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import write_text
@@ -42,10 +43,14 @@ LIGHT_STYLES = [k for k, s in pendigits.STYLES.items() if not s.dark_ink]  # the
 # The unseen writers' figure of a model whose Learn sets hold none (trained without pendigits, or no pendigits
 # file): said in the cells and the table alike, not as a change of 0 in one and NaN in the other.
 NOT_MEASURED = "not measured (no unseen writers in the Learn sets)"
+# What the bench runs on in a source checkout: the shipped model has seen every writer, and fold 1 of its
+# cross-validation never saw --writers' default 1-6 (models/README.md's tables come from the folds).
+FOLD_MODEL = ROOT / "assets" / "cv" / "mnist-mlp.fold1.npz"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", help="model to correct (default: the shipped model)")
+    p.add_argument("--model", help="model to correct, one that never saw --writers (default: the shipped model, which "
+                                    "saw every writer: in a checkout, assets/cv/mnist-mlp.fold1.npz never saw 1-6)")
     p.add_argument("--data", help="MNIST folder (default: $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s; see gemmpad.data.datafind)")
     p.add_argument("--cache", default=str(userdata.cache_dir()), help="replay/test arrays cache ('' disables)")
     p.add_argument("--writers", default="1-6", help="writers the model never trained on, to correct (a fold model's held-out ones)")
@@ -239,9 +244,10 @@ def run(args: argparse.Namespace) -> int:
     ids = set(evaluate.writer_range(args.writers))
     seen = ids & set(model.trained_writers)
     if seen:
+        fold = f"--model {FOLD_MODEL} --writers 1-6, or " if FOLD_MODEL.is_file() else ""
         raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}, so they are not new "
-                           "people to it; name writers it never saw, or a cross-validation fold's model (`gemmpad "
-                           "train --folds K` writes OUTPUT.foldI.npz) and its writers")
+                           f"people to it; name writers it never saw, or a cross-validation fold's model and its writers "
+                           f"({fold}the OUTPUT.foldI.npz that `gemmpad train --folds K` writes)")
     if args.drawings:  # the timing's reference is the same fine-tune in torch: said now, not after the cells
         require("torch", "gemmpad bench learn's timing (Learn next to the same fine-tune in torch)", "torch",
                 "or pass --drawings with no counts to skip the timing")
