@@ -113,8 +113,11 @@ def run(args: argparse.Namespace) -> int:
         if not Path(args.drawings).is_dir():
             raise GemmpadError(f"no drawings yet in {args.drawings}: draw and correct digits in the window "
                                "(`gemmpad`), or name a folder with --drawings DIR")
+    if args.output == "":  # Path("") is ".", and `--output ''` read as no --output wrote the personal model
+        raise GemmpadError("--output '': an empty path names no file; name one, or leave --output out for the "
+                           "personal model in the user folder")
     base = load_model(args.base)
-    output = Path(args.output) if args.output else userdata.personal_model_path()
+    output = Path(args.output) if args.output is not None else userdata.personal_model_path()
     check_target(output, base, args.force)
     if args.cache:  # written after the fine-tune: a file or device here must fail now, as train's --cache does
         check_writable_dir(args.cache, f"--cache {args.cache}")
