@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import gemmpad
 import pytest
 
@@ -32,6 +34,7 @@ def test_bench_kernels_that_cannot_run_here_are_an_error(monkeypatch, capsys):
 def test_bench_learn_on_writers_the_model_trained_on_says_what_to_do(monkeypatch, capsys):
     """Learn's bench corrects people the model never saw: a model trained on every writer (the
     shipped one, since the cross-validation) is refused in one line that names the way out."""
+    from gemmpad.bench import learn
     from gemmpad.runtime.model import Model, load_model
 
     everyone = Model(load_model().weights, {"training": {"pendigits_writers": list(range(1, 31))}})
@@ -40,3 +43,23 @@ def test_bench_learn_on_writers_the_model_trained_on_says_what_to_do(monkeypatch
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and "the model trained on writers [1, 2, 3, 4, 5, 6]" in err
     assert "gemmpad train --folds K" in err
+    # in a checkout it names the fold model to pass, which never saw those writers (the default `bench learn`
+    # could never run, and the line said only how to train one)
+    fold = learn.FOLD_MODEL
+    assert f"--model {fold} --writers 1-6" in err and not set(load_model(fold).trained_writers) & set(range(1, 7))
+
+
+def test_bench_learn_without_torch_says_so_before_the_cells(monkeypatch, capsys):
+    """Its timing runs the same fine-tune in torch: without torch, the standard line at the start (and
+    how to skip the timing), not an internal error after the cells were learned and nothing written."""
+    from gemmpad.learn import rehearsal
+    from gemmpad.runtime.model import Model, load_model
+    from tests.finetune_data import small_references
+
+    others = Model(load_model().weights, {"training": {"pendigits_writers": list(range(7, 31))}})
+    monkeypatch.setattr("gemmpad.bench.learn.load_model", lambda path=None: others)
+    monkeypatch.setattr(rehearsal, "sets_for", lambda model, *a, **k: small_references())
+    monkeypatch.setitem(sys.modules, "torch", None)  # import now raises ImportError, as when not installed
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "learn", "--writers", "1", "--below", "0")
+    assert rc == 2 and out == "", err
+    assert err.count("\n") == 1 and "needs torch" in err and "pip install torch" in err and "--drawings" in err

@@ -20,7 +20,7 @@ from gemmpad.commands.args import MAX_BATCH, MAX_SEED, integer, number
 from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
-from gemmpad.inputs.files import check_output_file, claim
+from gemmpad.inputs.files import check_output_file, check_writable_dir, claim
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import printable
 
@@ -113,9 +113,14 @@ def run(args: argparse.Namespace) -> int:
         if not Path(args.drawings).is_dir():
             raise GemmpadError(f"no drawings yet in {args.drawings}: draw and correct digits in the window "
                                "(`gemmpad`), or name a folder with --drawings DIR")
+    if args.output == "":  # Path("") is ".", and `--output ''` read as no --output wrote the personal model
+        raise GemmpadError("--output '': an empty path names no file; name one, or leave --output out for the "
+                           "personal model in the user folder")
     base = load_model(args.base)
-    output = Path(args.output) if args.output else userdata.personal_model_path()
+    output = Path(args.output) if args.output is not None else userdata.personal_model_path()
     check_target(output, base, args.force)
+    if args.cache:  # written after the fine-tune: a file or device here must fail now, as train's --cache does
+        check_writable_dir(args.cache, f"--cache {args.cache}")
     given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
     settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
     log: Log = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))  # lines name paths
