@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             raise GemmpadError(f"no drawings yet in {args.drawings}: draw and correct digits in the window "
                                "(`gemmpad`), or name a folder with --drawings DIR")
     base = load_model(args.base)
+    finetune.check_base(base)  # before the replay sets' minutes and before --output's folder is made
     output = Path(args.output) if args.output else userdata.personal_model_path()
     check_target(output, base, args.force)
     given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
