@@ -24,6 +24,7 @@ def test_bench_mlp_numpy(monkeypatch, capsys, tmp_path):
     assert {r["batch"] for r in data["sweep"]} == {1, 2}
     (soak,) = [s for s in data["soak"] if s["backend"] == "numpy"] or [None]
     assert soak["calls"] == 50 and soak["rss_end_mb"] > 0
+    assert "  soak numpy (numpy): 50 batch-1 calls, " in out and "{" not in out  # a line, not the dict
     assert (tmp_path / "bench-mlp.png").stat().st_size > 0
 
 
@@ -118,8 +119,26 @@ def test_mnist_digits_never_downloads_and_says_why_when_missing(monkeypatch, tmp
 
     monkeypatch.delenv("GEMMPAD_DATA", raising=False)
     assert mlp.mnist_digits(None) == (None, "no MNIST data (--data DIR or $GEMMPAD_DATA)")
-    digits, why = mlp.mnist_digits(str(tmp_path))
-    assert digits is None and why
+
+
+@pytest.mark.parametrize("data", ["/nonexistent", "empty folder"])
+def test_bench_mlp_refuses_bad_data_before_timing(data, monkeypatch, capsys, tmp_path):
+    """A --data that holds no MNIST files was a line in the header and exit 0 (the agreement quietly
+    left out); every other command stops on it, and so does the benchmark, before any timing."""
+    monkeypatch.delenv("GEMMPAD_DATA", raising=False)
+    data = str(tmp_path) if data == "empty folder" else data
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "numpy", "--batches", "1",
+                           "--budget-s", "0.01", "--data", data)
+    assert rc == 2 and out == "" and err.startswith(f"gemmpad: error: {'--data ' * (data != str(tmp_path))}{data}")
+    assert err.count("\n") == 1
+
+
+def test_bench_mlp_without_data_says_the_agreement_is_left_out(monkeypatch, capsys):
+    monkeypatch.delenv("GEMMPAD_DATA", raising=False)
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "numpy", "--batches", "1",
+                           "--budget-s", "0.01")
+    assert rc == 0, out + err
+    assert out.splitlines()[0].endswith("; agreement with fp32 left out: no MNIST data (--data DIR or $GEMMPAD_DATA)")
 
 
 def test_bench_mlp_skips_a_rung_outside_its_step(monkeypatch, capsys, tmp_path):

@@ -194,3 +194,48 @@ def test_card_tables_show_forms_and_a_cross_validation_in_place_of_one_held_out_
     text = evaluate.card_tables(everyone)
     assert "pendigits writers" not in text and "| **all** | 2 writers |" in text and "| MNIST test |" in text
     assert Model(load_model(default_model_path()).weights, everyone).scores()[0] == f"unseen writers {100 * cv['mean']:.1f} %"
+
+
+def _small_pendigits(tmp_path: Path) -> Path:
+    """A pendigits file of writers 1 and 2, four digits each: a run of seconds."""
+    from tests.pendigits_data import unipen
+
+    samples = pendigits.read_pendigits(pendigits_file())
+    few = [s for s in samples if s.writer == 1][:4] + [s for s in samples if s.writer == 2][:4]
+    path = tmp_path / "small.tra"
+    path.write_text(unipen(few))
+    return path
+
+
+def test_save_paper_tests_only_this_runs_set_and_refuses_a_used_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder is tested whole after the paper set is written into it: a second run into
+    the same folder measured the first run's images as its own (8 of 8, not writer 2's 4)."""
+    small, out = _small_pendigits(tmp_path), tmp_path / "paper"
+    args = ["eval", "--pendigits", str(small), "--styles", "brush-18px-280", "--jobs", "1", "--save-paper", str(out)]
+    assert main([*args, "--writers", "1"]) == 0
+    assert _tested(capsys.readouterr().out, out) == 4 and len(list(out.rglob("*.png"))) == 4
+    assert main([*args, "--writers", "2"]) == 2
+    assert capsys.readouterr().err == (f"gemmpad: error: --save-paper {out}: {out} is not empty (its files would be "
+                                       "counted as this run's); name a new or empty folder\n")
+    assert sorted(p.name[:3] for p in out.rglob("*.png")) == ["w01"] * 4  # nothing written
+    fresh = tmp_path / "empty"
+    fresh.mkdir()
+    assert main([*args[:-1], str(fresh), "--writers", "2"]) == 0
+    assert _tested(capsys.readouterr().out, fresh) == 4
+
+
+def _tested(out: str, folder: Path) -> int:
+    """How many images eval's headline says it tested in `folder`."""
+    (line,) = [line for line in out.splitlines() if line.startswith(f"{folder}: ")]
+    return int(line.rsplit(" of ", 1)[1])
+
+
+@pytest.mark.parametrize("bad", [["--pendigits", "/nonexistent/pendigits.tra"], ["--writers", "29"],
+                                 ["--drawn-styles", "felt-tip"]])
+def test_save_paper_makes_no_folder_when_an_input_is_bad(bad: list[str], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "a" / "b"
+    args = ["--pendigits", str(_small_pendigits(tmp_path)), *bad]
+    assert main(["eval", "--jobs", "1", "--save-paper", str(out), *args]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "a").exists()

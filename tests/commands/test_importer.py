@@ -105,7 +105,7 @@ def test_non_finite_or_overflowing_weights_are_refused(tmp_path: Path) -> None:
     with torch.no_grad():
         net[0].weight[3, 5] = float("nan")
     torch.save(net.state_dict(), tmp_path / "nan.pt")
-    with pytest.raises(ModelFileError, match="NaN or Inf"):
+    with pytest.raises(ModelFileError, match=f"^{tmp_path / 'nan.pt'}: W1 contains NaN or Inf$"):  # the file, not "weights"
         import_file(tmp_path / "nan.pt")
 
 

@@ -118,7 +118,7 @@ def test_table_output(monkeypatch, capsys, images, model_file):
     # the columns line up whatever the names' lengths (the temporary paths here pass 40 characters)
     width = max(len(str(images["wide.jpg"])), len(str(images["dark.png"].parent / "nope.bmp")))
     assert width > 40
-    assert out.splitlines()[0] == f"model {model_file}; no unsure detector: no unsure detector beside the model " \
+    assert out.splitlines()[0] == f"model {model_file}; no unsure detector: none beside the model " \
         "(m.unsure.json: make it with `gemmpad unsure --fit`)"
     header, good, bad = out.splitlines()[2:5]
     assert header.index("digit") == width + 1

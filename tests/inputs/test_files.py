@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from gemmpad.errors import GemmpadError
-from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, write_text
+from gemmpad.inputs.files import atomic_path, check_empty_dir, check_output_file, check_writable_dir, write_text
 
 
 def test_write_replaces_and_leaves_no_temp(tmp_path):
@@ -52,6 +52,18 @@ def test_check_writable_dir_names_the_option(tmp_path):
     assert (tmp_path / "plain").read_text() == "a file, not a directory"
     with pytest.raises(GemmpadError, match=r"^--cache plain: .*plain is a file, not a directory"):
         check_writable_dir(tmp_path / "plain", "--cache plain")
+
+
+def test_check_empty_dir_takes_a_new_or_empty_folder_and_creates_nothing(tmp_path):
+    assert check_empty_dir(tmp_path / "a" / "b", "--save-paper a/b") == tmp_path / "a" / "b"
+    assert not (tmp_path / "a").exists()
+    assert check_empty_dir(tmp_path, "--save-paper t") == tmp_path
+    (tmp_path / "3").mkdir()
+    with pytest.raises(GemmpadError, match=r"^--save-paper t: .* is not empty"):
+        check_empty_dir(tmp_path, "--save-paper t")
+    (tmp_path / "plain").write_text("a file")
+    with pytest.raises(GemmpadError, match=r"^--save-paper p: .*plain is a file, not a directory"):
+        check_empty_dir(tmp_path / "plain", "--save-paper p")
 
 
 def test_check_output_file(tmp_path):

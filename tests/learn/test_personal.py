@@ -129,6 +129,20 @@ def test_bad_arguments_are_one_line(tmp_path: Path, argv: list[str], message: st
     assert rc == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_base_of_other_widths_is_refused_first_naming_its_file(folder: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Every trainer takes 784-100-100-10 only: an imported 784-64-64-10 base was refused after the
+    replay sets' minutes, as "weights: W1 has shape (784, 64), expected (784, 100)"."""
+    from gemmpad.runtime.model import Model, shapes
+
+    base = tmp_path / "h64.npz"
+    Model({k: np.full(s, 0.01, np.float32) for k, s in shapes(64, 64).items()}).save(base)
+    rc, _, err = _train(capsys, "--drawings", str(folder), "--base", str(base), "--output", str(tmp_path / "new" / "p.npz"))
+    assert rc == 2 and err == (f"gemmpad: error: {base}: a 784-64-64-10 network; Learn fine-tunes only "
+                               "784-100-100-10 networks (other widths are read, not fine-tuned)\n")
+    assert not (tmp_path / "new").exists()
+
+
 def test_train_with_base_points_to_fine_tune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Fine-tuning was `gemmpad train --drawings D --base M`; now its own command, which the old
     spelling names in one line (issue 41)."""

@@ -77,6 +77,24 @@ def test_corrupt_arrays(tmp_path: Path, rng: np.random.Generator, corrupt, messa
         load_model(tmp_path / "m.npz")
 
 
+@pytest.mark.parametrize("where", ["file", "memory"])
+def test_a_misshapen_layer_is_told_the_width_it_may_choose(where: str, tmp_path: Path, rng: np.random.Generator) -> None:
+    """The hidden widths are read from W1's and W2's columns: a W1 stored transposed, (100, 784),
+    was told "expected (784, 784)", its own width echoed back."""
+    w = random_weights(rng)
+    w["W1"] = np.ascontiguousarray(w["W1"].T)
+    _save_raw(tmp_path / "m.npz", w)
+    source = str(tmp_path / "m.npz") if where == "file" else "weights"
+    with pytest.raises(ModelFileError) as info:
+        load_model(tmp_path / "m.npz") if where == "file" else Model(w)
+    assert str(info.value) == (f"{source}: W1 has shape (100, 784), expected (784, first hidden width) "
+                               "(stored transposed?)")
+    w = random_weights(rng)
+    w["W2"] = np.zeros((64, 99), np.float32)
+    with pytest.raises(ModelFileError, match=r"^weights: W2 has shape \(64, 99\), expected \(100, second hidden width\)$"):
+        Model(w)
+
+
 def test_not_a_zip_truncated_missing_and_pickles(tmp_path: Path, rng: np.random.Generator) -> None:
     (tmp_path / "text.npz").write_text("hello")
     with pytest.raises(ModelFileError, match="not an .npz model file") as info:
@@ -107,6 +125,16 @@ def test_bad_card_json(tmp_path: Path, rng: np.random.Generator) -> None:
     (tmp_path / "m.json").write_text("{not json")
     with pytest.raises(ModelFileError, match="JSON"):
         load_model(tmp_path / "m.npz")
+
+
+@pytest.mark.parametrize("text,kind", [("[1, 2]", "an array"), ('"card"', "a string"), ("7", "a number"),
+                                       ("null", "null")])
+def test_a_card_that_is_not_an_object_is_refused(text: str, kind: str, tmp_path: Path, rng: np.random.Generator) -> None:
+    Model(random_weights(rng)).save(tmp_path / "m.npz")
+    (tmp_path / "m.json").write_text(text)
+    with pytest.raises(ModelFileError) as info:
+        load_model(tmp_path / "m.npz")
+    assert str(info.value) == f"{tmp_path / 'm.json'}: not a valid model card (JSON) ({kind}, expected an object of fields)"
 
 
 def test_not_a_zip_is_badzip_not_crash(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def add_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument("--model", default=None, help="model file (default: shipped model, else random weights)")
     m.add_argument("--data", default=None, metavar="DIR",
                    help="MNIST IDX files, for each kernel's agreement with fp32 on the 10,000 test digits "
-                        "(default: $GEMMPAD_DATA; without them the agreement is left out)")
+                        "(default: $GEMMPAD_DATA; with neither the agreement is left out)")
     m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
     add_readme_argument(m)
 
@@ -110,16 +110,15 @@ def digit_like(rng: np.random.Generator, batch: int) -> np.ndarray:
 
 def mnist_digits(data_dir: str | None) -> tuple[np.ndarray | None, str]:
     """The 10,000 MNIST test digits as the app reads a drawing (gemmpad.inputs.preprocess), [N, 784];
-    (None, why) without the files: the agreement is what a user cares about, but timing needs no data."""
+    (None, why) when no data is named: the agreement is what a user cares about, but timing needs
+    no data. Data named (--data or $GEMMPAD_DATA) that cannot be read raises DataError, as in every
+    other command: a typo must not quietly cost the agreement column."""
     from gemmpad.data import mnist
     from gemmpad.inputs.preprocess import preprocess
 
     if not (data_dir or os.environ.get("GEMMPAD_DATA")):  # never a download from a benchmark
         return None, "no MNIST data (--data DIR or $GEMMPAD_DATA)"
-    try:
-        split = mnist.load_split("test", data_dir)
-    except GemmpadError as exc:
-        return None, str(exc)
+    split = mnist.load_split("test", data_dir)
     rows = [preprocess(img) for img in split.images]
     kept = [r.reshape(784) for r in rows if r is not None]
     return np.asarray(kept, dtype=np.float32), f"{len(kept):,} MNIST test digits through gemmpad.inputs.preprocess"
@@ -269,6 +268,14 @@ def soak(clf: Any, calls: int, rng: np.random.Generator) -> dict[str, Any]:
             "gpu_used_growth_kb": (gpu0 - gpu1) / 1024 if cuda_mod else None}
 
 
+def soak_line(s: dict[str, Any]) -> str:
+    """One soak's result as a line for a person (the dict itself goes into --out's JSON)."""
+    gpu = f", GPU memory {s['gpu_used_growth_kb']:+,.0f} KB" if s["gpu_used_growth_kb"] is not None else ""
+    return (f"soak {s['backend']} ({s['kernel']}): {s['calls']:,} batch-1 calls, "
+            f"{1e6 * s['seconds'] / s['calls']:.1f} us each; host memory "
+            f"{s['rss_start_mb']:.1f} -> {s['rss_end_mb']:.1f} MB ({s['rss_growth_kb']:+,.0f} KB){gpu}")
+
+
 def _measure(clf: Any, model: Any, backend: str, kernel: str, precision: str, x: np.ndarray, batch: int,
              agrees: float | None, budget_s: float) -> tuple[dict[str, Any], bool]:
     """One result row: x checked against float64 within the precision's bound (uint8 x: on the
@@ -312,7 +319,8 @@ def run(args: argparse.Namespace) -> int:
     inputs, timed_on = timing_inputs(digits, digits_note, sorted(set(args.batches) | set(args.sweep or [])), rng)
     pixels = {b: as_pixels(x) for b, x in inputs.items()}
     print(f"MLP benchmark ({model_name}); backends: "
-          + ", ".join(f"{b} ({r or 'ok'})" for b, r in avail.items()) + f"; agreement with fp32 on {digits_note}",
+          + ", ".join(f"{b} ({r or 'ok'})" for b, r in avail.items())
+          + f"; agreement with fp32 {'on' if digits is not None else 'left out:'} {digits_note}",
           flush=True)
     clf: Classifier | None = None
     usable = [b for b in BACKENDS if not avail[b]]
@@ -362,7 +370,7 @@ def run(args: argparse.Namespace) -> int:
         for backend in usable:
             s_clf = Classifier(model, backend=backend)
             soaks.append(soak(s_clf, args.soak, rng))
-            print(f"  soak {backend}: {soaks[-1]}", flush=True)
+            print(f"  {soak_line(soaks[-1])}", flush=True)
     print()
     print(mlp_table(rows))
     if sweep:

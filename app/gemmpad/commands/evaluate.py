@@ -37,7 +37,7 @@ from gemmpad.data import pendigits
 from gemmpad.commands.args import MAX_BATCH, integer
 from gemmpad.runtime.classifier import jitter
 from gemmpad.errors import GemmpadError
-from gemmpad.inputs.files import check_writable_dir
+from gemmpad.inputs.files import check_empty_dir, check_writable_dir
 from gemmpad.runtime.model import Model, load_model
 from gemmpad.data.pool import default_jobs, ordered_map
 from gemmpad.inputs.preprocess import preprocess
@@ -331,7 +331,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "'european' (the default) or 'all'")
     p.add_argument("--drawn-count", type=integer(1, 100_000), default=DRAWN_PER_STYLE, metavar="N",
                    help="drawn digits per style for --drawn-styles")
-    p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png (then test DIR)")
+    p.add_argument("--save-paper", metavar="DIR", help="write that paper set as DIR/<digit>/*.png into a new or empty DIR (then test DIR)")
     p.add_argument("--tta", type=integer(1, MAX_BATCH), default=1, metavar="N", help="test-time augmentation: average N copies shifted by up to 2 pixels")
     p.add_argument("--jobs", type=integer(1, 1024), default=default_jobs(), metavar="N",
                    help="processes reading the writer sets, one set each (default: every core)")
@@ -385,11 +385,23 @@ def run(args: argparse.Namespace) -> int:
     if not wanted and not args.dirs and args.drawn_styles is None:
         raise GemmpadError("nothing to evaluate: name image folders, --pendigits, --paper, --forms, "
                            "--drawn-styles or --save-paper")
-    if args.save_paper:  # before the minutes of reading, not after
+    if args.save_paper:  # the folder is tested whole: an earlier run's images would count as this one's
+        check_empty_dir(args.save_paper, f"--save-paper {args.save_paper}")
+    drawn_names = _drawn_names(args.drawn_styles) if args.drawn_styles is not None else []
+    samples: list[pendigits.PenDigit] = []
+    if wanted:
+        ids = writer_range(args.writers)
+        samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
+        if not samples:
+            raise GemmpadError(f"--writers {args.writers}: no such writers in the pendigits file")
+        seen = sorted(set(ids) & set(model.trained_writers))
+        if seen:
+            print(f"gemmpad eval: note: the model trained on writers {seen}: not a test on new people",
+                  file=sys.stderr)
+    if args.save_paper:  # made once the inputs are good (a failed run leaves no folder), before the minutes of reading
         check_writable_dir(args.save_paper, f"--save-paper {args.save_paper}")
     results: dict[str, Scores] = {}
-    if args.drawn_styles is not None:
-        drawn_names = _drawn_names(args.drawn_styles)
+    if drawn_names:
         results.update({f"drawn {k}": v for k, v in
                         drawn_style_scores(model, drawn_names, args.drawn_count, args.tta).items()})
         if args.forms:
@@ -400,14 +412,6 @@ def run(args: argparse.Namespace) -> int:
                     pred = classify(model, forms.drawn_on_form(name, v, args.drawn_count), args.tta)
                     results[f"drawn {name} on forms, {v}"] = Scores(np.full(len(pred), int(name[0])), pred)
     if wanted:
-        ids = writer_range(args.writers)
-        samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
-        if not samples:
-            raise GemmpadError(f"--writers {args.writers}: no such writers in the pendigits file")
-        seen = sorted(set(ids) & set(model.trained_writers))
-        if seen:
-            print(f"gemmpad eval: note: the model trained on writers {seen}: not a test on new people",
-                  file=sys.stderr)
         from gemmpad.data.forms import VARIANTS
 
         names = [*styles * (args.pendigits is not None), *[PAPER] * args.paper,

@@ -74,7 +74,7 @@ def import_file(source: str | Path, input_mean: float = 0.0, input_std: float = 
     onnx_file = p.suffix.lower() == ".onnx" or not (data[:2] == b"PK" or data[:1] == b"\x80")  # zip or pickle: torch
     layers = onnx_layers(data, str(p)) if onnx_file else torch_layers(data, str(p))
     weights = fold_normalisation(chain(layers, str(p)), input_mean, input_std)
-    model = Model(weights=weights)  # validates shapes, finiteness, and overflow on probe inputs
+    model = Model(weights=weights, source=str(p))  # validates shapes, finiteness, and overflow on probe inputs
     shape = "-".join(map(str, model.layers))
     card: dict[str, Any] = {
         "name": p.stem,

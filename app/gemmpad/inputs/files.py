@@ -7,7 +7,8 @@ FIFO or socket is refused rather than swapped for a regular file.
 
 Outputs are claimed and written in one policy:
 - before the work, check_output_file / check_writable_dir prove every output can be
-  written (a card path that is a directory fails in the first second, not after training);
+  written (a card path that is a directory fails in the first second, not after training),
+  and check_empty_dir refuses a folder whose old files would be read back as new ones;
 - where two writers can meet (two fine-tunes to one --output; the window's Learn and
   `gemmpad train` on the personal model), `claim` holds a filelock on the name for the
   whole run, so the second is refused at once instead of both saying "wrote" and one
@@ -144,6 +145,24 @@ def check_writable_dir(directory: str | os.PathLike[str], what: str) -> Path:
             pass
     except OSError as exc:
         raise GemmpadError(f"{what}: cannot write to {d}: {exc.strerror or exc}") from None
+    return d
+
+
+def check_empty_dir(directory: str | os.PathLike[str], what: str) -> Path:
+    """Raise GemmpadError naming `what` unless `directory` is missing or an empty folder; creates
+    nothing. For an output folder a command then reads back whole (`gemmpad eval --save-paper`
+    tests every image in it): files already there would be counted as this run's. The caller
+    makes it with check_writable_dir once its other inputs are checked, so a failed run leaves
+    no folder behind."""
+    d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise GemmpadError(f"{what}: {d} is a file, not a directory")
+    try:
+        if d.is_dir() and any(d.iterdir()):
+            raise GemmpadError(f"{what}: {d} is not empty (its files would be counted as this run's); "
+                               "name a new or empty folder")
+    except OSError as exc:
+        raise GemmpadError(f"{what}: cannot read {d}: {exc.strerror or exc}") from None
     return d
 
 

@@ -429,11 +429,21 @@ def misread_as(model: Model, examples: Sequence[Example]) -> list[int]:
     return sorted(set(read[read != labels].tolist()) - set(labels.tolist()))
 
 
+def check_base(model: Model) -> None:
+    """Raise GemmpadError naming the model's file unless it is 784-100-100-10: every trainer
+    (gemmpad.learn.trainer.check_inputs) is written for that shape, and an imported network of
+    other widths was refused there, after the replay sets were made, as "weights: W1 ..."."""
+    if not model.standard:
+        raise GemmpadError(f"{model.name}: a {'-'.join(map(str, model.layers))} network; Learn fine-tunes only "
+                           "784-100-100-10 networks (other widths are read, not fine-tuned)")
+
+
 def learn(model: Model, examples: Sequence[Example], refs: References, settings: Settings = Settings(),
           engine: str = "auto", force: bool = False, progress: Progress | None = None,
           should_stop: Callable[[], bool] | None = None, cache: LearnCache | None = None) -> Outcome:
     """Fine-tune `model` on `examples` with the replay of `refs`; measure; accept or refuse.
     `cache` keeps the work that the next Learn can reuse (LearnCache)."""
+    check_base(model)
     say = progress or (lambda s, f: None)
     cache = cache or LearnCache()
     t0 = time.perf_counter()

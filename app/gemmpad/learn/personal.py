@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError("--output '': an empty path names no file; name one, or leave --output out for the "
                            "personal model in the user folder")
     base = load_model(args.base)
+    finetune.check_base(base)  # before the replay sets' minutes and before --output's folder is made
     output = Path(args.output) if args.output is not None else userdata.personal_model_path()
     check_target(output, base, args.force)
     if args.cache:  # written after the fine-tune: a file or device here must fail now, as train's --cache does

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         det, found, why = unsure.find(model)
         if det is None or found is None:
-            raise GemmpadError(why)
+            raise GemmpadError(f"no unsure detector: {why}")
         path = found
         measured = measure(model, det, args.data, args.pendigits)
     if args.json:

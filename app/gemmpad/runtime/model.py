@@ -48,6 +48,16 @@ def _hidden_widths(w1_shape: tuple[int, ...], w2_shape: tuple[int, ...], source:
         if not 1 <= h <= MAX_HIDDEN:
             raise ModelFileError(f"{source}: the {name} hidden layer has {h} units; gemmpad runs 1 to {MAX_HIDDEN}")
     return h1, h2
+def _shape_error(source: str, name: str, shape: tuple[int, ...], expected: tuple[int, ...]) -> ModelFileError:
+    """`name` has the wrong shape. The hidden widths are read from W1's and W2's own columns, so
+    their expected shape names that width rather than echoing the array's value back (a W1 stored
+    transposed, (100, 784), was told "expected (784, 784)")."""
+    free = {"W1": "first hidden width", "W2": "second hidden width"}
+    want = f"({expected[0]}, {free[name]})" if name in free else str(expected)
+    hint = " (stored transposed?)" if name in free and len(shape) == 2 and shape[1] == expected[0] else ""
+    return ModelFileError(f"{source}: {name} has shape {shape}, expected {want}{hint}")
+
+
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 
 
@@ -66,6 +76,7 @@ class Model:
     weights: dict[str, np.ndarray]
     card: dict[str, Any] = field(default_factory=dict)
     path: Path | None = None
+    source: str = ""  # what messages call weights with no path (an imported file): the file the user gave
 
     def __post_init__(self) -> None:
         validate(self.weights, source=self.name)
@@ -78,7 +89,7 @@ class Model:
     @property
     def name(self) -> str:
         """How messages name these weights: the file they came from, if any."""
-        return str(self.path) if self.path is not None else "weights"
+        return str(self.path) if self.path is not None else self.source or "weights"
 
     def check_output(self, probs: np.ndarray) -> np.ndarray:
         """`probs`, or ModelFileError when any is NaN or Inf: the weights overflowed float32 on
@@ -196,7 +207,7 @@ def validate(weights: dict[str, np.ndarray], source: str = "weights") -> None:
     for name, shape in expected.items():
         arr = weights[name]
         if arr.shape != shape:
-            raise ModelFileError(f"{source}: {name} has shape {arr.shape}, expected {shape}")
+            raise _shape_error(source, name, arr.shape, shape)
         if arr.dtype != np.float32:
             raise ModelFileError(f"{source}: {name} has dtype {arr.dtype}, expected float32")
         if not np.all(np.isfinite(arr)):
@@ -222,7 +233,10 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
     card_path = p.with_suffix(".json")
     if card_path != p and card_path.exists():
         card = load_json(card_path, MAX_CARD_BYTES, ModelFileError, "model card (JSON)")
-        named = card.get(CARD_HASH) if isinstance(card, dict) else None
+        if not isinstance(card, dict):  # every reader asks it for fields: a list would pass for a card with none
+            kind = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}.get(type(card), "a number")
+            raise ModelFileError(f"{card_path}: not a valid model card (JSON) ({kind}, expected an object of fields)")
+        named = card.get(CARD_HASH)
         if named is not None and named != hashlib.sha256(data).hexdigest():
             raise ModelFileError(f"{card_path} describes other weights than {p} (a save was cut off between "
                                  "the two files?): save the model again, or remove the card")
@@ -247,7 +261,7 @@ def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
             expected = shapes(*_hidden_widths(headers["W1"][0], headers["W2"][0], source))
             for name, (shape, _, _) in headers.items():
                 if shape != expected[name]:
-                    raise ModelFileError(f"{source}: {name} has shape {shape}, expected {expected[name]}")
+                    raise _shape_error(source, name, shape, expected[name])
             return {name: _npy_data(zf, members[name], *headers[name], source) for name in SHAPES}
     except ModelFileError:
         raise
@@ -283,7 +297,7 @@ def _npy_header(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> tupl
     if dtype.kind != "f" or dtype.itemsize != 4:
         raise ModelFileError(f"{source}: {name} has dtype {dtype}, expected float32")
     if len(shape) != len(SHAPES[name]):
-        raise ModelFileError(f"{source}: {name} has shape {tuple(shape)}, expected {SHAPES[name]}")
+        raise _shape_error(source, name, tuple(shape), SHAPES[name])
     return tuple(int(d) for d in shape), bool(fortran), dtype
 
 

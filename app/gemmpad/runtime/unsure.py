@@ -186,11 +186,12 @@ def for_model(model: Model) -> tuple[Detector | None, str]:
 
 
 def find(model: Model) -> tuple[Detector | None, Path | None, str]:
-    """for_model, with the file the detector came from."""
+    """for_model, with the file the detector came from. The reason is said after "no unsure
+    detector: " (predict, the window, `gemmpad unsure`), so it does not repeat those words."""
     if model.path is None:
-        return None, None, "weights given in memory have no unsure detector"
+        return None, None, "the weights were given in memory, not read from a file"
     beside = path_for(model.path)
-    why = f"no unsure detector beside the model ({beside.name}: make it with `gemmpad unsure --fit`)"
+    why = f"none beside the model ({beside.name}: make it with `gemmpad unsure --fit`)"
     for path in (user_path_for(model), beside):  # the user's own fit (gemmpad unsure --fit) first: they asked for it
         if not path.exists():
             continue
