@@ -119,9 +119,11 @@ else
   # `gemmpad bench TXT WHAT ARGS...`, its printed tables kept beside its JSON as committed (bench-gemm.txt, ...)
   bench=(bash -o pipefail -c 'txt=$1; shift; python3 -m gemmpad bench "$@" --out "$0" 2>&1 | tee "$0/$txt"' "$RESULTS")
   # MIN_S MAX_S RESERVE_S per bench: the reserve keeps time for the benches after it in BENCHES
-  declare -A plan=([gemm]="${GEMM_MIN_S:-240} 330 150" [mlp]="40 150 70" [train]="30 120 30" [learn]="20 90 0")
+  declare -A plan=([gemm]="${GEMM_MIN_S:-240} 330 150" [mlp]="40 150 70" [train]="30 120 30" [learn]="20 150 0")
   declare -A txt=([gemm]=bench-gemm.txt [mlp]=bench-mlp.txt [train]=train.txt [learn]=learn.txt)
-  declare -A args=([gemm]="${GEMM_BUDGET_S:+--budget-s $GEMM_BUDGET_S}" [mlp]="" [train]="${TRAIN_ARGS:-}" [learn]="")
+  # bench learn asks for people its model never saw: fold 1's model and its writers 1-6 (models/README.md)
+  declare -A args=([gemm]="${GEMM_BUDGET_S:+--budget-s $GEMM_BUDGET_S}" [mlp]="" [train]="${TRAIN_ARGS:-}"
+                   [learn]="--model assets/cv/mnist-mlp.fold1.npz --writers 1-6 --below 0")
   for b in ${BENCHES:-gemm mlp train learn}; do
     [ -n "${plan[$b]:-}" ] || { summary "bench-$b: no such bench (BENCHES takes gemm mlp train learn)"; continue; }
     [ "$b" != gemm ] && [ -n "${GEMMPAD_DATA:-}" ] && args[$b]+=" --data $GEMMPAD_DATA"
