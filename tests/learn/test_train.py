@@ -213,6 +213,15 @@ def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pyt
     assert dirs == [f"--cache {userdata.cache_dir()}"]  # the user's cache folder, never ./runs/cache (issue 40 #9)
 
 
+def test_a_run_that_fails_before_training_makes_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gemmpad train` without MNIST said so, and left an empty runs/ in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    for output in ((), ("--output", "new/dir/m.npz")):
+        with pytest.raises(DataError, match="absent: not a directory"):
+            train.run(parse("--data", str(tmp_path / "absent"), "--cache", "", "--quiet", *output))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
     w = trainer.init_weights(int(rng.integers(1 << 30)))
     w = {k: v + rng.normal(0, 0.05, v.shape).astype(np.float32) for k, v in w.items()}
@@ -312,7 +321,7 @@ def test_a_ctrl_c_while_measuring_leaves_nothing_and_the_rerun_writes_everything
             "--drawn", "0", "--eval-drawn", "0", "--cache", "", "--output", str(out / "m.npz"))
     with pytest.raises(KeyboardInterrupt):
         train.run(parse(*argv))
-    assert not list(out.iterdir())
+    assert not out.exists()  # not even its folder
     monkeypatch.setattr(rehearsal_sets, "references", references)
     capsys.readouterr()
     assert train.run(parse(*argv)) == 0
