@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -55,3 +56,12 @@ def test_the_export_command_writes_once_and_refuses_to_replace(tmp_path: Path, c
     assert "already exists" in capsys.readouterr().err
     assert cli.main(["export", "--onnx", str(tmp_path / "m.txt")]) == 2  # the format comes from the suffix
     assert not (tmp_path / "m.txt").exists()
+
+
+def test_without_onnx_the_export_says_so_and_makes_no_folder(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gemmpad export --onnx new/dir/c.onnx` without onnx said so, and left new/dir/ behind empty."""
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import now raises ImportError, as when not installed
+    assert cli.main(["export", "--onnx", str(tmp_path / "new" / "dir" / "c.onnx")]) == 2
+    assert "needs onnx" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

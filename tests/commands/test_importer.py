@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +183,32 @@ def test_the_import_command_writes_a_model_that_predict_reads(tmp_path: Path, ca
     assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out)]) == 2  # no silent replace
     assert "already exists" in capsys.readouterr().err
     assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out), "--force"]) == 0
+
+
+def test_a_normalisation_no_pixels_have_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """--input-std 1e-30 wrote a model that read every image as "0 at 1.0000"; --input-mean 1e39 was refused as
+    "b1 contains NaN or Inf"."""
+    torch.save(torch_mlp(100, 100).state_dict(), tmp_path / "net.pt")
+    for option, value, message in (("--input-std", "1e-30", "--input-std 1e-30: must be between 0.001 and 10"),
+                                   ("--input-std", "0", "--input-std 0.0: must be between"),
+                                   ("--input-std", "78.5", "0-255 pixels: 1/255"),  # 0-255 units
+                                   ("--input-std", "nan", "--input-std nan: must be between"),
+                                   ("--input-mean", "1e39", "--input-mean 1e+39: must be between -10 and 10"),
+                                   ("--input-mean", "-inf", "--input-mean -inf: must be between")):
+        assert cli.main(["import", str(tmp_path / "net.pt"), "-o", str(tmp_path / "q.npz"), f"{option}={value}"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == [tmp_path / "net.pt"]
+    for mean, std in ((0.0, 1 / 255), (0.5, 0.5), (-10.0, 10.0)):  # a network fed 0-255 pixels, [-1, 1], the bounds
+        assert import_file(tmp_path / "net.pt", mean, std)[0].layers == (784, 100, 100, 10)
+
+
+def test_an_output_that_is_no_file_is_named_for_what_it_is(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """-o DIR and -o /dev/full said "a model file ends in .npz, not no suffix"."""
+    torch.save(torch_mlp(100, 100).state_dict(), tmp_path / "net.pt")
+    fifo = tmp_path / "fifo"  # stands in for /dev/full: a device is refused as a FIFO is
+    os.mkfifo(fifo)
+    for output, message in ((tmp_path, "is a directory; name a file"), (fifo, "not a regular file (a device"),
+                            (tmp_path / "q", "a model file ends in .npz, not no suffix")):
+        assert cli.main(["import", str(tmp_path / "net.pt"), "-o", str(output)]) == 2
+        assert message in capsys.readouterr().err

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from gemmpad.commands import cli, predict
-from gemmpad.errors import ModelFileError
+from gemmpad.errors import GemmpadError, ModelFileError
 from gemmpad.inputs.files import claim
 from gemmpad.runtime.model import Model, default_model_path, load_model
 
@@ -56,6 +56,16 @@ def test_claim_is_released_after_the_block(tmp_path: Path) -> None:
         pass
     with claim(tmp_path / "m.npz", "second"):  # not refused: the first has finished
         pass
+
+
+def test_claim_makes_no_folder(tmp_path: Path) -> None:
+    """A name is claimed before the work: a run that fails then must not leave its folder behind."""
+    out = tmp_path / "new" / "m.npz"
+    with claim(out, "--output"):
+        assert list(tmp_path.iterdir()) == []
+        (tmp_path / "new").mkdir()  # as the writer does: the name locked before is still the one locked
+        with pytest.raises(GemmpadError, match="another gemmpad is writing"), claim(out, "a second run"):
+            pass
 
 
 # ---------------------------------------------------------------- weights and card as one unit (items 8, 15)

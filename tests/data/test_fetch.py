@@ -139,6 +139,21 @@ def test_each_failure_is_one_line_and_leaves_nothing(server: _Server, tmp_path: 
     assert leftovers(tmp_path / "pendigits") == []  # no partial file under the real name, nor a temporary one
 
 
+def test_a_failed_fetch_leaves_no_folder_it_made(server: _Server, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gemmpad data fetch pendigits --dir D` with no network left D/pendigits/ behind, empty."""
+    catalog(monkeypatch, ("a.bin", GOOD), ("b.bin", OTHER))
+    server.files["/a.bin"] = ("good", GOOD)  # b.bin is not served
+    (tmp_path / "mine").mkdir()
+    for folder in (tmp_path / "new" / "df", tmp_path / "mine"):
+        with pytest.raises(DataError, match="could not fetch a.bin"):
+            get(server, folder, server.base + "/missing/")
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "mine"] and leftovers(tmp_path / "mine") == []
+    with pytest.raises(DataError, match="could not fetch b.bin"):  # a.bin came: kept, and its folders with it
+        get(server, tmp_path / "new")
+    assert leftovers(tmp_path / "new" / "pendigits") == ["a.bin"]
+
+
 def test_every_mirror_is_named_with_its_status(server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     catalog(monkeypatch, ("a.bin", GOOD))
     server.files["/b/a.bin"] = ("good", OTHER)

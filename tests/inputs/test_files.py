@@ -66,8 +66,22 @@ def test_check_empty_dir_takes_a_new_or_empty_folder_and_creates_nothing(tmp_pat
         check_empty_dir(tmp_path / "plain", "--save-paper p")
 
 
+def test_check_writable_dir_can_make_nothing(tmp_path):
+    """A file's folder is made when the file is written: a run that fails before left it empty."""
+    assert check_writable_dir(tmp_path / "a" / "b", "--out a/b", make=False) == tmp_path / "a" / "b"
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "plain").write_text("a file, not a directory")
+    with pytest.raises(GemmpadError, match=r"^--out x: .*plain is a file, not a directory"):
+        check_writable_dir(tmp_path / "plain" / "sub" / "deeper", "--out x", make=False)
+    (tmp_path / "shut").mkdir(mode=0o500)
+    if not os.access(tmp_path / "shut", os.W_OK):  # (root writes anywhere)
+        with pytest.raises(GemmpadError, match=r"^--out y: cannot write to .*shut/new"):
+            check_writable_dir(tmp_path / "shut" / "new", "--out y", make=False)
+
+
 def test_check_output_file(tmp_path):
     assert check_output_file(tmp_path / "new" / "a.PNG", "--x", {".png"}) == tmp_path / "new" / "a.PNG"
+    assert list(tmp_path.iterdir()) == []  # its folder is made when it is written
     with pytest.raises(GemmpadError, match=r"^--x: .* is a directory"):
         check_output_file(tmp_path, "--x", {".png"})
     for name, shown in (("a", "no suffix"), ("a.tmp", ".tmp")):

@@ -213,6 +213,15 @@ def test_default_output_never_the_shipped_model(tmp_path: Path, monkeypatch: pyt
     assert dirs == [f"--cache {userdata.cache_dir()}"]  # the user's cache folder, never ./runs/cache (issue 40 #9)
 
 
+def test_a_run_that_fails_before_training_makes_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`gemmpad train` without MNIST said so, and left an empty runs/ in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    for output in ((), ("--output", "new/dir/m.npz")):
+        with pytest.raises(DataError, match="absent: not a directory"):
+            train.run(parse("--data", str(tmp_path / "absent"), "--cache", "", "--quiet", *output))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_fold_normalisation_is_exact(rng: np.random.Generator) -> None:
     w = trainer.init_weights(int(rng.integers(1 << 30)))
     w = {k: v + rng.normal(0, 0.05, v.shape).astype(np.float32) for k, v in w.items()}
@@ -279,7 +288,7 @@ def test_existing_outputs_are_not_replaced_without_force(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_the_model_is_saved_before_evaluation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_measurement_keeps_the_trained_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Finding 9: an evaluation failing after training (--eval-drawn 10^9) lost the trained model."""
     from gemmpad.data import synthetic
 
@@ -293,6 +302,34 @@ def test_the_model_is_saved_before_evaluation(tmp_path: Path, monkeypatch: pytes
         train.run(args)
     m = load_model(tmp_path / "m.npz")
     assert m.card["training"]["epochs"] == 1 and m.card["results"] == {}
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_while_measuring_leaves_nothing_and_the_rerun_writes_everything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Ctrl-C after training left the model and a card without results under --output's name
+    (no curve, no Learn sets), and the rerun was refused without --force."""
+    from gemmpad.learn import rehearsal_sets
+
+    def ctrl_c(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    references = rehearsal_sets.references
+    monkeypatch.setattr(rehearsal_sets, "references", ctrl_c)  # the last step before the files are written
+    out = tmp_path / "out"
+    argv = ("--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "1", "--augment", "none",
+            "--drawn", "0", "--eval-drawn", "0", "--cache", "", "--output", str(out / "m.npz"))
+    with pytest.raises(KeyboardInterrupt):
+        train.run(parse(*argv))
+    assert not out.exists()  # not even its folder
+    monkeypatch.setattr(rehearsal_sets, "references", references)
+    capsys.readouterr()
+    assert train.run(parse(*argv)) == 0
+    written = [out / name for name in ("m.npz", "m.json", "m.png", "m.rehearsal.npz")]
+    assert sorted(out.iterdir()) == sorted(written)
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"wrote {written[0]}, {written[1]}, {written[2]} and {written[3]} (")
+    assert load_model(written[0]).card["rehearsal"]["file"] == "m.rehearsal.npz"
 
 
 def test_a_diverging_run_stops_with_a_line_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

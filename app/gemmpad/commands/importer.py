@@ -31,6 +31,11 @@ from gemmpad.inputs.reads import read_input
 from gemmpad.runtime.model import LAYERS, MAX_HIDDEN, Model, fold_normalisation
 
 MAX_IMPORT_BYTES = 512 << 20  # 784-4096-4096-10 in float32 is 80 MB; a cap keeps a hostile file bounded
+# The normalisation's bounds, in the [0, 1] pixels the model reads: real ones lie well inside (MNIST's 0.1307 /
+# 0.3081, [-1, 1]'s 0.5 / 0.5, a network fed 0-255 pixels 0 / 1/255 = 0.0039). A mean or std past 10 is in 0-255
+# units, and a std of 1e-30 folds into a W1 that reads every image as one digit (float32 keeps no digit's detail).
+MAX_INPUT_MEAN = 10.0
+INPUT_STD = (1e-3, 10.0)
 INPUT = ("gemmpad.inputs.preprocess output flattened row-major: 28x28 float32 in [0,1], ink bright (white digit on "
          "black), the digit's mass centred in a 20x20 box as MNIST does")
 
@@ -48,10 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Path(args.output)
+    out = check_output_file(args.output, "--output")  # first: a directory or a device is that, whatever its suffix
     if out.suffix.lower() != ".npz":
         raise OutputFileError(f"--output: a model file ends in .npz, not {out.suffix or 'no suffix'}")
-    check_output_file(out, "--output")
     check_output_file(out.with_suffix(".json"), "--output's card")
     if not args.force and (out.exists() or out.with_suffix(".json").exists()):
         raise OutputFileError(f"--output: {out} already exists; pass --force to replace it")
@@ -66,11 +70,15 @@ def run(args: argparse.Namespace) -> int:
 
 def import_file(source: str | Path, input_mean: float = 0.0, input_std: float = 1.0) -> tuple[Model, dict[str, Any]]:
     """(model, card) from a PyTorch state_dict or ONNX file, the input normalisation folded in."""
+    if not abs(input_mean) <= MAX_INPUT_MEAN:  # (NaN too)
+        raise ModelFileError(f"--input-mean {input_mean}: must be between -{MAX_INPUT_MEAN:g} and {MAX_INPUT_MEAN:g}, "
+                             "in the [0, 1] pixels gemmpad reads (MNIST's is 0.1307; 0-255 units: divide by 255)")
+    if not INPUT_STD[0] <= input_std <= INPUT_STD[1]:
+        raise ModelFileError(f"--input-std {input_std}: must be between {INPUT_STD[0]:g} and {INPUT_STD[1]:g}, in the "
+                             "[0, 1] pixels gemmpad reads (MNIST's is 0.3081; a network fed 0-255 pixels: 1/255 = "
+                             "0.0039)")
     p = Path(source)
     data = read_input(p, MAX_IMPORT_BYTES, ModelFileError, "network file")
-    if not (np.isfinite(input_mean) and np.isfinite(input_std) and input_std > 0):
-        raise ModelFileError(f"--input-std must be a positive number and --input-mean finite, "
-                             f"got mean {input_mean} and std {input_std}")
     onnx_file = p.suffix.lower() == ".onnx" or not (data[:2] == b"PK" or data[:1] == b"\x80")  # zip or pickle: torch
     layers = onnx_layers(data, str(p)) if onnx_file else torch_layers(data, str(p))
     weights = fold_normalisation(chain(layers, str(p)), input_mean, input_std)

@@ -4,16 +4,17 @@
 (datafind.MIRRORS: folders holding the file, or .Z/.zip archives holding it):
 pooch streams into a temporary file beside the destination, checks the hash, and
 only then renames it into place, so a failed or interrupted download never leaves
-a partial file under the real name. A file already there with the right hash is
-kept, so a second run resumes a set file by file where the first stopped; a file
-cut off half-way is not resumed byte by byte but downloaded again from the start,
-as is one with the wrong hash. Each failure is said in one line: the host, and the
+a partial file under the real name, nor an empty folder it made. A file already
+there with the right hash is kept, so a second run resumes a set file by file where
+the first stopped; a file cut off half-way is not resumed byte by byte but
+downloaded again from the start, as is one with the wrong hash. Each failure is said in one line: the host, and the
 HTTP status, the timeout, the short body or the checksum mismatch.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -180,17 +181,33 @@ def fetch(which: str, directory: str | None = None, mirrors: dict[str, Sequence[
     root = Path(directory) if directory else datafind.fetch_root()
     got = []
     for name in SETS if which == "all" else (which,):
+        new = _missing(root / name)
         dest = check_writable_dir(root / name, "--dir" if directory else "the data folder")  # before any download
-        for remote in CATALOG[name]:
-            target = dest / remote.name
-            if target.is_file() and datafind.file_hash(target, remote.known_hash) == remote.known_hash:
-                say(f"{name}: {remote.name} already there and checked")
-                got.append(target)
-                continue
-            say(f"{name}: downloading {remote.name} ({remote.size / 1e6:.1f} MB)")
-            got.append(fetch_file(remote, dest, (mirrors or MIRRORS)[name], timeout, retries, progress))
+        try:
+            for remote in CATALOG[name]:
+                target = dest / remote.name
+                if target.is_file() and datafind.file_hash(target, remote.known_hash) == remote.known_hash:
+                    say(f"{name}: {remote.name} already there and checked")
+                    got.append(target)
+                    continue
+                say(f"{name}: downloading {remote.name} ({remote.size / 1e6:.1f} MB)")
+                got.append(fetch_file(remote, dest, (mirrors or MIRRORS)[name], timeout, retries, progress))
+        except BaseException:  # a failure or a Ctrl-C: the folders made for this set go again if nothing came
+            for folder in new:
+                with contextlib.suppress(OSError):  # (not empty: a file of the set came, kept for the next run)
+                    folder.rmdir()
+            raise
         say(f"{name}: done, in {dest}")
     return got
+
+
+def _missing(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    while not os.path.lexists(folder) and folder.parent != folder:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,8 @@ Outputs are claimed and written in one policy:
 - before the work, check_output_file / check_writable_dir prove every output can be
   written (a card path that is a directory fails in the first second, not after training),
   and check_empty_dir refuses a folder whose old files would be read back as new ones;
+  check_output_file makes no folder: atomic_path makes a new file's folders when it writes,
+  so a run that fails or is stopped before that leaves no empty folder behind;
 - where two writers can meet (two fine-tunes to one --output; the window's Learn and
   `gemmpad train` on the personal model), `claim` holds a filelock on the name for the
   whole run, so the second is refused at once instead of both saying "wrote" and one
@@ -85,7 +87,6 @@ def claim(path: str | os.PathLike[str], what: str) -> Iterator[Path]:
     """
     try:
         target = write_target(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
         lock = filelock.FileLock(_lock_dir() / f"{hashlib.sha256(bytes(target.resolve())).hexdigest()[:32]}.lock")
         lock.acquire(timeout=0)
     except filelock.Timeout:
@@ -132,16 +133,22 @@ def write_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def check_writable_dir(directory: str | os.PathLike[str], what: str) -> Path:
-    """Create `directory` if needed and prove a file can be made there, or raise
-    GemmpadError naming `what` (the option, e.g. "--out results"). Called before
-    minutes of training or benchmarking, so a bad path fails first, not last."""
+def check_writable_dir(directory: str | os.PathLike[str], what: str, make: bool = True) -> Path:
+    """Prove a file can be made in `directory`, or raise GemmpadError naming `what` (the
+    option, e.g. "--out results"). Called before minutes of training or benchmarking, so a
+    bad path fails first, not last. With `make` the folder is created now; without, nothing
+    is: a folder not there yet is proved possible in its nearest existing parent, and the
+    writer makes it when it writes, so a run that fails first leaves no empty folder."""
     d = Path(directory)
-    if d.exists() and not d.is_dir():
-        raise GemmpadError(f"{what}: {d} is a file, not a directory")
+    probe = d
+    while not make and not os.path.exists(probe) and probe.parent != probe:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise GemmpadError(f"{what}: {probe} is a file, not a directory")
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=d):
+        if make:
+            d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as exc:
         raise GemmpadError(f"{what}: cannot write to {d}: {exc.strerror or exc}") from None
@@ -169,7 +176,7 @@ def check_empty_dir(directory: str | os.PathLike[str], what: str) -> Path:
 def check_output_file(path: str | os.PathLike[str], what: str, suffixes: Collection[str] | None = None) -> Path:
     """Prove `path` can be written as a file of one of `suffixes` (".png", ...: the
     writers pick the format by suffix), or raise GemmpadError naming `what`; like
-    check_writable_dir, before the work rather than after it."""
+    check_writable_dir, before the work rather than after it, and making no folder."""
     p = Path(path)
     try:
         write_target(p)
@@ -179,7 +186,7 @@ def check_output_file(path: str | os.PathLike[str], what: str, suffixes: Collect
         examples = [s for s in (".png", ".jpg", ".pdf", ".svg") if s in suffixes] or sorted(suffixes)[:3]
         raise GemmpadError(f"{what}: the file type comes from the suffix, and {p.suffix or 'no suffix'} is not one "
                            f"that can be written here (e.g. {', '.join(examples)})")
-    check_writable_dir(write_target(p).parent, what)
+    check_writable_dir(write_target(p).parent, what, make=False)
     return p
 
 

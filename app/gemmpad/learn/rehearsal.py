@@ -77,15 +77,6 @@ def write(model_path: str | Path, refs: References) -> dict[str, Any]:
                    "sample of the unseen pendigits writers at each style, all through gemmpad.inputs.preprocess"}
 
 
-def build_for(model: Model, model_path: str | Path, mnist: str | Path | None = None, log: Log = lambda s: None,
-              replay_rows: int | None = None, writers: bool = True) -> dict[str, Any]:
-    """Build `model`'s sets from the data folders (gemmpad.learn.rehearsal_sets; the unseen writers' test with
-    `writers`) and write them beside it (`gemmpad train` calls this for every model it trains);
-    the card's entry."""
-    refs = rehearsal_sets.references(model, mnist, None, replay_rows, log, writers)
-    return write(model_path, refs)
-
-
 def read(path: Path, entry: dict[str, Any], name: str, fix: str = FIX) -> References:
     """The sets in `path`, verified against the card's `entry` (hash, counts) and checked (shapes,
     labels 0-9); DataError in one line naming what is wrong and `fix` otherwise."""

@@ -12,9 +12,11 @@ Steps, each a function below:
    AdamW; optionally towards a CNN teacher's readings, gemmpad.learn.distill) or the native CUDA
    trainer, from the same initial weights, batch order and per-epoch learning rates
    (gemmpad.learn.trainer), so the trainers' curves are comparable;
-4. fold the input normalisation into W1/b1, save weights + model card atomically,
-   measure the saved file with NumPy alone (`measure`: MNIST test, drawn digits per
-   style, the held-out writers) and draw the loss/accuracy curves.
+4. fold the input normalisation into W1/b1, measure the weights with NumPy alone (`measure`:
+   MNIST test, drawn digits per style, the held-out writers), build the sets Learn needs and
+   draw the loss/accuracy curves, then write them all, weights + model card last: nothing
+   appears under --output's name before it is measured (a Ctrl-C leaves none of it), and a
+   failure after training still saves the trained weights, with the card's results so far.
 torch is imported inside functions only: `gemmpad info` and the app never load it.
 Over 500 lines on purpose: one pipeline whose steps share the options and the card;
 the trainers (trainers, train_torch, train_native, train_numpy, distill) and the data (trainset,
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import math
 import platform
@@ -42,7 +45,7 @@ from gemmpad.learn.trainer import init_weights
 from gemmpad.commands import evaluate
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.errors import GemmpadError, require
-from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim
+from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim, write_bytes
 from gemmpad.data.trainset import SOURCES
 from gemmpad.runtime.model import Model, accuracy, fold_normalisation, load_model, save_card
 from gemmpad.data.pool import default_jobs
@@ -188,8 +191,9 @@ def lr_schedule(kind: str, lr: float, epochs: int) -> list[float]:
 # ---------------------------------------------------------------- model file
 
 
-def plot_curves(history: list[dict[str, float]], path: Path, title: str) -> None:
-    """Loss and accuracy per epoch, written atomically as a PNG."""
+def curve_image(history: list[dict[str, float]], suffix: str, title: str) -> bytes:
+    """Loss and accuracy per epoch, as the bytes of an image of `suffix`'s type (.png, ...): made
+    before any output is written, so that the model's files arrive together."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -207,9 +211,10 @@ def plot_curves(history: list[dict[str, float]], path: Path, title: str) -> None
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=suffix.lstrip(".").lower(), dpi=110)
     plt.close(fig)
+    return buf.getvalue()
 
 
 def _plot_types() -> set[str] | None:
@@ -477,22 +482,30 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
     card["time_s"] = {"data": round(t_data, 1), "train": round(t_train, 1)}
     if fold is not None:
         card["cross_validation_fold"] = fold
-    model.save(out_path, card)  # before any evaluation: if one fails, the trained weights are kept
-    log(f"wrote {out_path} (measuring it next)")
-
-    card["results"] = measure(model, test, args.eval_drawn, held, args.val_writers, args.jobs, log)
-    if cross_validation is not None:
-        card["results"]["cross_validation"] = cross_validation
-    test_acc = card["results"]["mnist_test_accuracy"]
-    if learn_sets:
-        log("building the sets Learn needs, to ship beside the model")
-        card["rehearsal"] = rehearsal.build_for(Model(model.weights, card), out_path, mnist.data_dir(args.data), log,
-                                                min(rehearsal_sets.REPLAY_ROWS, len(train_idx)), writers=bool(pen))
-    card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
-    save_card(out_path, card)
-    plot_curves(history, curve_path, f"{out_path.name}: {args.trainer}/{args.optimizer}/{args.precision}, "
-                                     f"MNIST test {100 * test_acc:.2f}%")
-    log(f"wrote {out_path}, {out_path.with_suffix('.json')} and {curve_path} ({card['time_s']['total']:.0f} s)")
+    log(f"measuring it (written to {out_path} once measured)")
+    try:  # every byte made before the first is written: a Ctrl-C or a kill until then leaves nothing under its name
+        card["results"] = measure(model, test, args.eval_drawn, held, args.val_writers, args.jobs, log)
+        if cross_validation is not None:
+            card["results"]["cross_validation"] = cross_validation
+        test_acc = card["results"]["mnist_test_accuracy"]
+        sets: rehearsal_sets.References | None = None
+        if learn_sets:
+            log("building the sets Learn needs, to ship beside the model")
+            sets = rehearsal_sets.references(Model(model.weights, card), mnist.data_dir(args.data), None,
+                                             min(rehearsal_sets.REPLAY_ROWS, len(train_idx)), log, writers=bool(pen))
+        curve = curve_image(history, curve_path.suffix, f"{out_path.name}: {args.trainer}/{args.optimizer}/"
+                                                        f"{args.precision}, MNIST test {100 * test_acc:.2f}%")
+        written = [out_path, out_path.with_suffix(".json"), curve_path]
+        if sets is not None:
+            card["rehearsal"] = rehearsal.write(out_path, sets)
+            written.append(rehearsal.path_for(out_path))
+        card["time_s"]["total"] = round(time.perf_counter() - t_start, 1)
+        write_bytes(curve_path, curve)
+    except Exception:  # a failure after training keeps the trained weights, the card saying how far it got
+        model.save(out_path, card)
+        raise
+    model.save(out_path, card)  # last: the weights' arrival means the run is done
+    log(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]} ({card['time_s']['total']:.0f} s)")
     return 0
 
 

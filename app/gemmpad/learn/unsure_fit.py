@@ -4,7 +4,8 @@
 
 --fit fits on digits the measurement never uses, and writes --output (default: the
 user's data folder, unsure.user_path_for; never inside the installed package, and an
-existing file only with --force), showing progress (tqdm) through the minutes of rendering:
+existing file only with --force), saying each step on stderr as it starts (minutes of rendering on a
+small machine; a bar through each on a terminal):
 - digits: the first FIT_MNIST MNIST training images and FIT_PEN pendigits digits of the
   writers outside the held-out range (drawn at random pens, sizes and polarities);
 - non-digits: gemmpad.data.nondigits at seed FIT_SEED.
@@ -21,7 +22,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from collections.abc import Iterable
+import sys
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +46,7 @@ FIT_NONDIGITS = 1_500  # per kind
 FIT_SEED = 1
 HELD_OUT_WRITERS = "1-6"  # the real-writer validation: never fitted on (nor trained on, by gemmpad train's default)
 SEEN = "; the model was trained on these writers"  # said beside their rate when the card says so (trained_on)
+Log = Callable[[str], None]
 
 
 def _rows(images: Iterable[np.ndarray], total: int, what: str) -> np.ndarray:
@@ -55,17 +59,21 @@ def _rows(images: Iterable[np.ndarray], total: int, what: str) -> np.ndarray:
     return np.stack(kept).reshape(-1, 784).astype(np.float32)
 
 
-def fit_sets(data_dir: str | None, pen_file: str | None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """(digits, non-digits, what they are) to fit on; none of it is measured on."""
+def fit_sets(data_dir: str | None, pen_file: str | None,
+             log: Log = lambda s: None) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """(digits, non-digits, what they are) to fit on; none of it is measured on. `log` hears each step."""
     train = mnist.load_split("train", data_dir)
+    log(f"fit: preprocessing {min(FIT_MNIST, len(train.images)):,} MNIST training images")
     mnist_rows, ok = preprocess_batch(train.images[:FIT_MNIST])
     held = set(writer_range(HELD_OUT_WRITERS))
     pen = [s for s in pendigits.read_pendigits(pen_file) if s.writer not in held]
     rng = np.random.default_rng(FIT_SEED)
     picked = rng.choice(len(pen), min(FIT_PEN, len(pen)), replace=False)
+    log(f"fit: drawing {len(picked):,} pendigits digits of writers outside {HELD_OUT_WRITERS} at random pens")
     pen_rows = _rows((pendigits.render(pen[i], pendigits.random_style(rng)) for i in picked), len(picked),
                      "fit: pendigits")
     digits = np.vstack([mnist_rows[ok].reshape(-1, 784), pen_rows])
+    log(f"fit: making {FIT_NONDIGITS:,} non-digits of each of {len(nondigits.KINDS)} kinds")
     nd = nondigits.generate(FIT_NONDIGITS, seed=FIT_SEED)
     about = {"mnist_train": int(ok.sum()), "pendigits_writers_not": HELD_OUT_WRITERS, "pendigits": len(pen_rows),
              "nondigits_seed": FIT_SEED}
@@ -79,21 +87,26 @@ def trained_on(model: Model, writers: Iterable[int]) -> bool:
     return bool(set(writers) & set(model.trained_writers))
 
 
-def measure(model: Model, det: unsure.Detector, data_dir: str | None, pen_file: str | None) -> dict[str, Any]:
+def measure(model: Model, det: unsure.Detector, data_dir: str | None, pen_file: str | None,
+            log: Log = lambda s: None) -> dict[str, Any]:
     """Shares flagged of real digits (MNIST test; writers HELD_OUT_WRITERS per style, marked when the
-    model trained on them) and of non-digits (per kind). The detector never fits on those writers."""
+    model trained on them) and of non-digits (per kind). The detector never fits on those writers.
+    `log` hears each step."""
     test = mnist.load_split("test", data_dir)
+    log(f"measuring: {len(test.images):,} MNIST test images")
     x, ok = preprocess_batch(test.images)
     out: dict[str, Any] = {"mnist_test": {"n": int(ok.sum()), "flagged": float(det.unsure(model, x[ok].reshape(-1, 784)).mean())}}
     held = set(writer_range(HELD_OUT_WRITERS))
     pen = [s for s in pendigits.read_pendigits(pen_file) if s.writer in held]
     styles = {}
-    for name in pendigits.STYLES:
+    for i, name in enumerate(pendigits.STYLES, 1):
+        log(f"measuring: {len(pen):,} digits of writers {HELD_OUT_WRITERS} drawn {name} ({i}/{len(pendigits.STYLES)})")
         rows = _rows((pendigits.render(s, name) for s in pen), len(pen), f"measure: {name}")
         styles[name] = float(det.unsure(model, rows).mean())
     out[f"pendigits_writers_{HELD_OUT_WRITERS}"] = {"n": len(pen), "flagged": float(np.mean(list(styles.values()))),
                                                    "worst_style": max(styles.values()), "styles": styles,
                                                    "seen_in_training": trained_on(model, held)}
+    log("measuring: non-digits")
     nd = nondigits.generate(seed=nondigits.SEED)
     caught = det.unsure(model, nd.images.reshape(-1, 784))
     out["nondigits"] = {"n": len(caught), "caught": float(caught.mean()),
@@ -145,14 +158,20 @@ def run(args: argparse.Namespace) -> int:
     if (args.output or args.force) and not args.fit:
         raise GemmpadError("--output and --force are for --fit")
     path = Path(args.output) if args.output else unsure.user_path_for(model)
+    t_start = time.perf_counter()
+
+    def log(line: str) -> None:  # on stderr: stdout is the result (one JSON object with --json)
+        print(printable(f"{line}  ({time.perf_counter() - t_start:.0f} s)"), file=sys.stderr, flush=True)
+
     if args.fit:  # the output checked and held before minutes of fitting, not after
         check_output_file(path, f"--output {path}", {".json"})
         with claim(path, f"--output {path}"):
             if path.exists() and not args.force:
                 raise GemmpadError(f"{path} already exists: name another --output, or pass --force to replace it")
-            digits, nd, about = fit_sets(args.data, args.pendigits)
+            digits, nd, about = fit_sets(args.data, args.pendigits, log)
+            log(f"fitting the detector on {len(digits):,} digits and {len(nd):,} non-digits")
             det = unsure.fit(model, digits, nd, about=about)
-            det = dataclasses.replace(det, measured=measure(model, det, args.data, args.pendigits))
+            det = dataclasses.replace(det, measured=measure(model, det, args.data, args.pendigits, log))
             unsure.save(det, path)
         measured = det.measured
     else:
@@ -160,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         if det is None or found is None:
             raise GemmpadError(f"no unsure detector: {why}")
         path = found
-        measured = measure(model, det, args.data, args.pendigits)
+        measured = measure(model, det, args.data, args.pendigits, log)
     if args.json:
         print(json.dumps({"model": str(model.path), "detector": str(path), "measured": measured}))
     else:
