@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,20 @@ def test_every_count_is_bounded_before_any_work(argv: list[str], capsys: pytest.
         cli.build_parser().parse_args(argv)
     assert info.value.code == 2
     assert f"argument {argv[-2]}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["fine-tune", "--drawings", "."], ["train"], ["unsure", "--fit"], ["import", "x.pt"]])
+def test_an_empty_output_path_is_refused_not_taken_for_the_default(command: list[str], tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Path("") is "." and `if args.output` read `--output ''` as the option left out: fine-tune wrote
+    the personal model. (Run in an empty folder: without the check a command would start its work.)"""
+    from gemmpad.commands import cli
+
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(SystemExit) as stop:  # argparse's usage error, as for any bad option value
+        cli.main([*command, "--output", ""])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert err.strip().endswith("an empty path names no file") and "argument --output" in err and "Traceback" not in err

@@ -49,3 +49,11 @@ def number(minimum: float = 0.0, maximum: float = math.inf, *, above: bool = Fal
         return value
 
     return parse
+
+
+def output_path(text: str) -> str:
+    """A file to write. An empty name is refused: Path("") is ".", and a command reading
+    `if args.output` would take `--output ''` for the option left out and write its default file."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file")
+    return text

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad import __version__
+from gemmpad.commands.args import output_path
 from gemmpad.errors import ModelFileError, OutputFileError, require
 from gemmpad.inputs.files import check_output_file
 from gemmpad.inputs.reads import read_input
@@ -43,7 +44,7 @@ INPUT = ("gemmpad.inputs.preprocess output flattened row-major: 28x28 float32 in
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="FILE", help="a PyTorch state_dict (.pt/.pth, torch.save(model.state_dict())) "
                         "or an ONNX file of a 784-h1-h2-10 MLP with ReLU between its layers")
-    parser.add_argument("--output", "-o", required=True, metavar="PATH", help="the model file to write (.npz; its card "
+    parser.add_argument("--output", "-o", required=True, type=output_path, metavar="PATH", help="the model file to write (.npz; its card "
                         "is written beside it as .json)")
     parser.add_argument("--input-mean", type=float, default=0.0, metavar="M",
                         help="the mean your network's inputs were normalised with, e.g. 0.1307 (default 0: none)")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from gemmpad.commands.args import MAX_BATCH, MAX_SEED, integer, number
+from gemmpad.commands.args import MAX_BATCH, MAX_SEED, integer, number, output_path
 from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
@@ -86,7 +86,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the person's drawings, DIR/<digit>/*.json (strokes) or *.png (default: the ones the window "
                         "saved and corrected, in the user folder)")
     p.add_argument("--base", metavar="MODEL", help="the model to fine-tune (default: the shipped model)")
-    p.add_argument("--output", metavar="PATH", help="model file to write (default: the personal model in the user folder)")
+    p.add_argument("--output", type=output_path, metavar="PATH", help="model file to write (default: the personal model in the user folder)")
     p.add_argument("--force", action="store_true", help="replace --output and its .json card when they exist")
     p.add_argument("--steps", type=integer(1, 100_000), metavar="N",
                    help="steps (default 300), rounded up to whole passes over the person's rows and the rehearsal "
@@ -113,9 +113,6 @@ def run(args: argparse.Namespace) -> int:
         if not Path(args.drawings).is_dir():
             raise GemmpadError(f"no drawings yet in {args.drawings}: draw and correct digits in the window "
                                "(`gemmpad`), or name a folder with --drawings DIR")
-    if args.output == "":  # Path("") is ".", and `--output ''` read as no --output wrote the personal model
-        raise GemmpadError("--output '': an empty path names no file; name one, or leave --output out for the "
-                           "personal model in the user folder")
     base = load_model(args.base)
     finetune.check_base(base)  # before the replay sets' minutes and before --output's folder is made
     output = Path(args.output) if args.output is not None else userdata.personal_model_path()

@@ -43,7 +43,7 @@ from gemmpad.data import mnist, synthetic, paper, pendigits, trainset, userdata
 from gemmpad.learn import crossval, distill, matching, rehearsal, rehearsal_sets, train_torch, trainers
 from gemmpad.learn.trainer import init_weights
 from gemmpad.commands import evaluate
-from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
+from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number, output_path
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim, write_bytes
 from gemmpad.data.trainset import SOURCES
@@ -70,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of `gemmpad train`."""
     p.add_argument("--data", metavar="DIR",
                    help="MNIST IDX directory (default $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s)")
-    p.add_argument("--output", metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
+    p.add_argument("--output", type=output_path, metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
     p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
     p.add_argument("--force", action="store_true",
                    help="replace --output, its .json card and --curve when they exist (default: refuse)")

@@ -34,6 +34,7 @@ from tqdm import tqdm
 from gemmpad.data import mnist, nondigits, pendigits
 from gemmpad.runtime import unsure
 from gemmpad.errors import GemmpadError
+from gemmpad.commands.args import output_path
 from gemmpad.commands.evaluate import writer_range
 from gemmpad.inputs.files import check_output_file, claim
 from gemmpad.runtime.model import Model, load_model
@@ -117,7 +118,7 @@ def measure(model: Model, det: unsure.Detector, data_dir: str | None, pen_file: 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", help="model .npz file (default: the shipped model)")
     p.add_argument("--fit", action="store_true", help="fit the detector for this model and write it (see --output)")
-    p.add_argument("--output", metavar="FILE", help="where --fit writes the detector (default: in the user data "
+    p.add_argument("--output", type=output_path, metavar="FILE", help="where --fit writes the detector (default: in the user data "
                                                     "folder, where the window finds it; never the installed package)")
     p.add_argument("--force", action="store_true", help="let --fit replace an existing --output")
     p.add_argument("--data", metavar="DIR", help="MNIST IDX files (default: $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s)")
