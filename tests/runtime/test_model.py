@@ -391,8 +391,6 @@ def test_a_model_that_is_neither_a_model_nor_a_path_is_named():
 def test_one_accuracy_for_training_fine_tuning_and_the_benchmark() -> None:
     """gemmpad.runtime.model.accuracy replaced three copies (train, finetune, bench train): the
     same figure from weights or a Model, whatever the chunk size, and NaN with nothing to read."""
-    from gemmpad.runtime.model import SHAPES, accuracy
-
     rng = np.random.default_rng(41)
     w = {k: rng.normal(0, 0.3, s).astype(np.float32) for k, s in SHAPES.items()}
     x = rng.random((257, 784), dtype=np.float32)

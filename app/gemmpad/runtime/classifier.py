@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from gemmpad.runtime import backends, registry
-from gemmpad.runtime.backends import available_backends, backend_of, full_names
+from gemmpad.runtime.backends import available_backends, full_names
 from gemmpad.runtime.gemm import gemm
 from gemmpad.errors import CudaUnavailable, GemmpadError, InputShapeError, InputTypeError
 from gemmpad.inputs.preprocess import preprocess, unit_pixels

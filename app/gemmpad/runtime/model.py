@@ -48,6 +48,8 @@ def _hidden_widths(w1_shape: tuple[int, ...], w2_shape: tuple[int, ...], source:
         if not 1 <= h <= MAX_HIDDEN:
             raise ModelFileError(f"{source}: the {name} hidden layer has {h} units; gemmpad runs 1 to {MAX_HIDDEN}")
     return h1, h2
+
+
 def _shape_error(source: str, name: str, shape: tuple[int, ...], expected: tuple[int, ...]) -> ModelFileError:
     """`name` has the wrong shape. The hidden widths are read from W1's and W2's own columns, so
     their expected shape names that width rather than echoing the array's value back (a W1 stored

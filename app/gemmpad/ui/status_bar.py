@@ -12,7 +12,6 @@ import time
 import dearpygui.dearpygui as dpg
 
 from gemmpad.ui import style
-from gemmpad.ui.style import Fonts
 
 MESSAGE_S = 6.0
 
