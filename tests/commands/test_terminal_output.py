@@ -85,7 +85,8 @@ def test_fine_tune_log_lines_are_printable(monkeypatch, capsys):
 
     monkeypatch.setattr(personal, "fine_tune_folder", fake_fine_tune)
     monkeypatch.setattr(personal, "check_target", lambda *a: None)
-    monkeypatch.setattr(personal, "load_model", lambda path: None)
+    shipped = personal.load_model(None)  # a base fine-tune takes (784-100-100-10), whatever --base names
+    monkeypatch.setattr(personal, "load_model", lambda path: shipped)
     args = argparse.Namespace(base="m.npz", output="o.npz", force=False, steps=None, lr=None, batch_size=None, seed=None,
                               quiet=False, drawings="dr", trainer="auto", insist=False, data=None, cache=None)
     with pytest.raises(SystemExit):
