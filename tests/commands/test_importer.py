@@ -91,7 +91,9 @@ def test_a_checkpoint_dict_wrapping_the_state_dict_is_read(tmp_path: Path) -> No
     (lambda: torch.nn.Sequential(torch.nn.Linear(700, 50), torch.nn.Linear(50, 50), torch.nn.Linear(50, 10)).state_dict(),
      "layer 1 maps 700 inputs"),
     (lambda: {"conv.weight": torch.zeros(4, 1, 3, 3), "conv.bias": torch.zeros(4)}, "not a linear layer"),
-    (lambda: torch.nn.Linear(784, 10), "not a PyTorch state_dict that can be read safely"),  # a pickled module
+    (lambda: torch.nn.Linear(784, 10),  # a pickled module: torch's advice, in colour, was cut off mid-sentence
+     r"not a PyTorch state_dict that can be read safely \(it holds pickled Python objects, not only tensors: a whole "
+     r"model saved with torch.save\(model\)\); save it with torch.save\(model.state_dict\(\), PATH\)$"),
     (lambda: [1, 2, 3], "not a state_dict"),
 ])
 def test_what_is_not_an_mlp_state_dict_is_refused_in_one_line(tmp_path: Path, make, message: str) -> None:
@@ -108,6 +110,13 @@ def test_non_finite_or_overflowing_weights_are_refused(tmp_path: Path) -> None:
     torch.save(net.state_dict(), tmp_path / "nan.pt")
     with pytest.raises(ModelFileError, match=f"^{tmp_path / 'nan.pt'}: W1 contains NaN or Inf$"):  # the file, not "weights"
         import_file(tmp_path / "nan.pt")
+
+
+@pytest.mark.parametrize("name", ["empty.pt", "empty.onnx"])
+def test_an_empty_file_is_called_empty(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_bytes(b"")  # it was "found 0 linear layers": ONNX reads no bytes as an empty graph
+    with pytest.raises(ModelFileError, match=f"^{tmp_path / name}: the file is empty$"):
+        import_file(tmp_path / name)
 
 
 def test_truncated_and_foreign_files_are_refused(tmp_path: Path) -> None:

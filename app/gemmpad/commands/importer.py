@@ -19,6 +19,7 @@ import argparse
 import datetime
 import hashlib
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,8 @@ def import_file(source: str | Path, input_mean: float = 0.0, input_std: float = 
                              "0.0039)")
     p = Path(source)
     data = read_input(p, MAX_IMPORT_BYTES, ModelFileError, "network file")
+    if not data:  # ONNX parses no bytes as an empty graph: "found 0 linear layers" would blame the network
+        raise ModelFileError(f"{p}: the file is empty")
     onnx_file = p.suffix.lower() == ".onnx" or not (data[:2] == b"PK" or data[:1] == b"\x80")  # zip or pickle: torch
     layers = onnx_layers(data, str(p)) if onnx_file else torch_layers(data, str(p))
     weights = fold_normalisation(chain(layers, str(p)), input_mean, input_std)
@@ -101,6 +104,7 @@ def import_file(source: str | Path, input_mean: float = 0.0, input_std: float = 
 
 
 Layer = tuple[np.ndarray, np.ndarray]  # (W [in, out], b [out]) as y = x @ W + b
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def chain(layers: list[Layer], source: str) -> dict[str, np.ndarray]:
@@ -133,8 +137,13 @@ def torch_layers(data: bytes, source: str) -> list[Layer]:
     try:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # torch reports a pickled module, a bad zip or a truncated file with many types
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelFileError(f"{source}: not a PyTorch state_dict that can be read safely ({first[:200]}); save "
+        text = _ANSI.sub("", str(exc)).strip()  # torch's message carries terminal colour codes
+        if text.startswith("Weights only load failed"):  # its long advice on unpickling, for a whole saved model
+            why = "it holds pickled Python objects, not only tensors: a whole model saved with torch.save(model)"
+        else:
+            first = text.splitlines()[0] if text else type(exc).__name__
+            why = first if len(first) <= 200 else first[:197] + "..."
+        raise ModelFileError(f"{source}: not a PyTorch state_dict that can be read safely ({why}); save "
                              "it with torch.save(model.state_dict(), PATH)") from None
     if isinstance(state, dict):
         for key in ("state_dict", "model_state_dict", "model"):  # checkpoints wrap it
