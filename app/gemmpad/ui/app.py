@@ -76,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", metavar="STROKES_JSON", help="draw these strokes, then print a JSON line")
     parser.add_argument("--record", metavar="STROKES_JSON", help="save the drawing's strokes here on exit")
     parser.add_argument("--screenshot", metavar="PNG", help="write a screenshot after --replay (or at start)")
-    parser.add_argument("--force", action="store_true", help="replace --screenshot if it exists")
+    parser.add_argument("--force", action="store_true", help="replace --screenshot and --record if they exist")
     parser.add_argument("--exit", action="store_true", help="close after --replay/--screenshot instead of staying open")
     parser.add_argument("--drawings", metavar="DIR", type=Path, default=None,
                         help="folder for saved drawings and corrections (default: $GEMMPAD_DRAWINGS, else drawings/ in "
@@ -244,10 +244,11 @@ def run(args: argparse.Namespace) -> int:
 
         image_types = {ext for ext, fmt in Image.registered_extensions().items() if fmt in Image.SAVE}
         check_output_file(args.screenshot, f"--screenshot {args.screenshot}", image_types)
-        if Path(args.screenshot).exists() and not args.force:  # as every other output of the command line
-            raise OutputFileError(f"--screenshot: {args.screenshot} already exists; pass --force to replace it")
     if args.record:
         check_output_file(args.record, f"--record {args.record}")
+    for option, path in (("--screenshot", args.screenshot), ("--record", args.record)):
+        if path and Path(path).exists() and not args.force:  # as every other output of the command line
+            raise OutputFileError(f"{option}: {path} already exists; pass --force to replace it")
     age = _process_age_s()
     started_at = time.perf_counter() - age if age is not None else _T_IMPORT
 
