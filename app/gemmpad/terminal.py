@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
+Log = Callable[[str], None]  # where a long step's progress lines go: print, a window's status line, or nowhere
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 

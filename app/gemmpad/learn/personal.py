@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from threadpoolctl import threadpool_limits
@@ -22,9 +21,7 @@ from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import check_output_file, check_writable_dir, claim
 from gemmpad.runtime.model import Model, default_model_path, load_model
-from gemmpad.terminal import printable
-
-Log = Callable[[str], None]
+from gemmpad.terminal import Log, printable
 
 
 def check_target(output: Path, base: Model, replace: bool) -> None:

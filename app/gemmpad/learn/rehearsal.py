@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import io
 import zipfile
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,13 +33,13 @@ from gemmpad.errors import DataError, GemmpadError
 from gemmpad.inputs.files import write_bytes
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.learn.rehearsal_sets import Arrays, References
+from gemmpad.terminal import Log
 
 SUFFIX = ".rehearsal.npz"
 MAX_BYTES = 16 << 20  # the shipped file is 5.4 MB: anything far larger is not one of ours
 MAX_INFLATED = 64 << 20  # its arrays are 17 MB inflated: a file declaring more is refused before inflating
 NAMES = ("replay_x", "replay_y", "mnist_x", "mnist_y", "writers_x", "writers_y", "writer_ids")
 FIX = "reinstall gemmpad (pip install --force-reinstall gemmpad), or Learn from the shipped model"
-Log = Callable[[str], None]
 
 
 def path_for(model_path: str | Path) -> Path:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,13 +28,13 @@ from gemmpad.data import arraycache, mnist, datafind, pendigits, trainset
 from gemmpad.commands import evaluate
 from gemmpad.runtime.model import Model
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
+from gemmpad.terminal import Log
 
 REPLAY_ROWS = 8192  # about 3 % of the shipped model's training set; ~25 MB as float32
 REPLAY_SEED = 11  # never a training seed's augmentation of the same images
 WRITER_STEP = 4  # the real-writer test takes every 4th sample of the unseen writers...
 WRITER_STYLES = tuple(pendigits.STYLES)  # ...drawn at each named style
 CACHE_VERSION = 1
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from gemmpad.commands.evaluate import writer_range
 from gemmpad.inputs.files import check_output_file, claim
 from gemmpad.runtime.model import Model, load_model
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
-from gemmpad.terminal import printable
+from gemmpad.terminal import Log, printable
 
 FIT_MNIST = 12_000
 FIT_PEN = 4_000
@@ -47,7 +47,6 @@ FIT_NONDIGITS = 1_500  # per kind
 FIT_SEED = 1
 HELD_OUT_WRITERS = "1-6"  # the real-writer validation: never fitted on (nor trained on, by gemmpad train's default)
 SEEN = "; the model was trained on these writers"  # said beside their rate when the card says so (trained_on)
-Log = Callable[[str], None]
 
 
 def _rows(images: Iterable[np.ndarray], total: int, what: str) -> np.ndarray:
