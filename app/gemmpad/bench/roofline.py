@@ -149,13 +149,17 @@ def gemm_point(kernel: str, precision: str, m: int, n: int, k: int, seconds: flo
     return Point(kernel, precision, intensity(m, n, k, precision), achieved(m, n, k, seconds), f"{m}x{n}x{k}")
 
 
+def mlp_label(batch: int, sizes: tuple[int, ...] = SHIPPED_SIZES) -> str:
+    """A whole forward pass's label; another network's names its widths, so it never reads as (or is
+    compared with) a committed figure of the shipped 784-100-100-10."""
+    what = "whole network" if sizes == SHIPPED_SIZES else f"whole {'-'.join(map(str, sizes))} network"
+    return f"{what}, batch {batch}"
+
+
 def mlp_point(kernel: str, precision: str, batch: int, seconds: float,
               sizes: tuple[int, ...] = SHIPPED_SIZES) -> Point:
-    """A whole forward pass; another network's label names its widths, so it never reads as (or is
-    compared with) a committed figure of the shipped 784-100-100-10."""
     x = mlp_flops(batch, sizes) / mlp_min_bytes(batch, sizes)
-    what = "whole network" if sizes == SHIPPED_SIZES else f"whole {'-'.join(map(str, sizes))} network"
-    return Point(kernel, precision, x, mlp_flops(batch, sizes) / seconds, f"{what}, batch {batch}")
+    return Point(kernel, precision, x, mlp_flops(batch, sizes) / seconds, mlp_label(batch, sizes))
 
 
 def best_bandwidth_gbs(points: Iterable[Point]) -> float | None:

@@ -240,7 +240,7 @@ def lab_view(kernel: str, batch: int, gpu: CudaStatus, layer_us: tuple[float, ..
     rows: list[tuple[str, str, str, str, str]] = []
     wanted = [] if kind == "mlp" else [(name, "x".join(map(str, shape)))
                                        for name, shape in zip(LAYERS, roofline.layer_shapes(batch, sizes))]
-    wanted += [("network", roofline.mlp_point(kernel, precision, batch, 1.0, sizes).label)]
+    wanted += [("network", roofline.mlp_label(batch, sizes))]
     if device == "cuda" and kind == "gemm":
         wanted += [("4096³", "x".join(map(str, roofline.REFERENCE_SHAPE)))]
     for name, label in wanted:
