@@ -53,7 +53,7 @@ def test_the_export_command_writes_once_and_refuses_to_replace(tmp_path: Path, c
     assert cli.main(["export", "--onnx", str(out)]) == 0
     onnx.checker.check_model(onnx.load(str(out)))
     assert cli.main(["export", "--onnx", str(out)]) == 2
-    assert "already exists" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == f"gemmpad: error: --onnx: {out} already exists; pass --force to replace it"
     assert cli.main(["export", "--onnx", str(tmp_path / "m.txt")]) == 2  # the format comes from the suffix
     assert not (tmp_path / "m.txt").exists()
 

@@ -190,7 +190,8 @@ def test_the_import_command_writes_a_model_that_predict_reads(tmp_path: Path, ca
     assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out)]) == 0
     assert "784-64-32-10" in capsys.readouterr().out and load_model(out).layers == (784, 64, 32, 10)
     assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out)]) == 2  # no silent replace
-    assert "already exists" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == (f"gemmpad: error: --output: {out}, {out.with_suffix('.json')} already "
+                                               "exist; pass --force to replace them")  # the card is in the way too
     assert cli.main(["import", str(tmp_path / "net.pt"), "--output", str(out), "--force"]) == 0
 
 

@@ -7,8 +7,9 @@ import stat
 
 import pytest
 
-from gemmpad.errors import GemmpadError
-from gemmpad.inputs.files import atomic_path, check_empty_dir, check_output_file, check_writable_dir, write_text
+from gemmpad.errors import GemmpadError, OutputFileError
+from gemmpad.inputs.files import (atomic_path, check_empty_dir, check_output_file, check_writable_dir, refuse_existing,
+                                  write_text)
 
 
 def test_write_replaces_and_leaves_no_temp(tmp_path):
@@ -88,6 +89,23 @@ def test_check_output_file(tmp_path):
         with pytest.raises(GemmpadError, match=rf"^--x: the file type comes from the suffix, and {shown} .*e\.g\. \.png"):
             check_output_file(tmp_path / name, "--x", {".png", ".bmp"})
     assert check_output_file(tmp_path / "strokes", "--record") == tmp_path / "strokes"  # any suffix when none is asked
+
+
+def test_refuse_existing_has_one_wording_for_one_file_or_several(tmp_path):
+    """Six commands each wrote their own "already exists" line (two said "name another --output",
+    one named the model but not the card that was in the way): now one, in the command's error type."""
+    model, card = tmp_path / "a.npz", tmp_path / "a.json"
+    refuse_existing([model, card], "--output", force=False)  # neither there: nothing to refuse
+    card.write_text("{}")
+    with pytest.raises(GemmpadError) as info:
+        refuse_existing([model, card, card], "--output", force=False)
+    assert str(info.value) == f"--output: {card} already exists; pass --force to replace it"
+    model.write_text("x")
+    with pytest.raises(OutputFileError) as info:
+        refuse_existing([model, card], "--output", force=False, error=OutputFileError)
+    assert str(info.value) == f"--output: {model}, {card} already exist; pass --force to replace them"
+    refuse_existing([model, card], "--output", force=True)
+
 
 def test_symlinks_are_written_through_to_their_target(tmp_path):
     """Issue 20, finding 7: --record replaced a symlink with a regular file."""

@@ -153,7 +153,7 @@ def test_train_with_base_points_to_fine_tune(tmp_path: Path, capsys: pytest.Capt
 
 def test_check_target_refuses_an_existing_file(tmp_path: Path) -> None:
     (tmp_path / "me.json").write_text("{}")
-    with pytest.raises(GemmpadError, match="already exists"):
+    with pytest.raises(GemmpadError, match=f"^--output: {tmp_path / 'me.json'} already exists; pass --force"):
         personal.check_target(tmp_path / "me.npz", load_model(), replace=False)
     personal.check_target(tmp_path / "me.npz", load_model(), replace=True)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from gemmpad import __version__
 from gemmpad.errors import OutputFileError, require
-from gemmpad.inputs.files import check_output_file, write_bytes
+from gemmpad.inputs.files import check_output_file, refuse_existing, write_bytes
 from gemmpad.runtime.model import Model, load_model
 
 OPSET = 17  # ONNX 1.12 (2022) and newer: every runtime of the last years reads it
@@ -33,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = check_output_file(args.onnx, "--onnx", {".onnx"})
-    if out.exists() and not args.force:
-        raise OutputFileError(f"--onnx: {out} already exists; pass --force to replace it")
+    refuse_existing([out], "--onnx", force=args.force, error=OutputFileError)
     model = load_model(args.model)
     write_bytes(out, to_onnx(model))
     print(f"wrote {out}: {'-'.join(map(str, model.layers))} MLP, input 'image28' [batch, 784] float32, "

@@ -28,7 +28,7 @@ import numpy as np
 from gemmpad import __version__
 from gemmpad.commands.args import output_path
 from gemmpad.errors import ModelFileError, OutputFileError, require
-from gemmpad.inputs.files import check_output_file
+from gemmpad.inputs.files import check_output_file, refuse_existing
 from gemmpad.inputs.reads import read_input
 from gemmpad.runtime.model import LAYERS, MAX_HIDDEN, Model, fold_normalisation
 
@@ -59,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() != ".npz":
         raise OutputFileError(f"--output: a model file ends in .npz, not {out.suffix or 'no suffix'}")
     check_output_file(out.with_suffix(".json"), "--output's card")
-    if not args.force and (out.exists() or out.with_suffix(".json").exists()):
-        raise OutputFileError(f"--output: {out} already exists; pass --force to replace it")
+    refuse_existing([out, out.with_suffix(".json")], "--output", force=args.force, error=OutputFileError)
     model, card = import_file(args.source, args.input_mean, args.input_std)
     model.save(out, card)
     shape = "-".join(map(str, model.layers))

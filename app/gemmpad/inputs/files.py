@@ -11,6 +11,8 @@ Outputs are claimed and written in one policy:
   and check_empty_dir refuses a folder whose old files would be read back as new ones;
   check_output_file makes no folder: atomic_path makes a new file's folders when it writes,
   so a run that fails or is stopped before that leaves no empty folder behind;
+- an existing output is replaced only when the user says so: refuse_existing is every
+  command's "already exists; pass --force" line;
 - where two writers can meet (two fine-tunes to one --output; the window's Learn and
   `gemmpad train` on the personal model), `claim` holds a filelock on the name for the
   whole run, so the second is refused at once instead of both saying "wrote" and one
@@ -29,7 +31,7 @@ import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 import filelock
@@ -188,6 +190,21 @@ def check_output_file(path: str | os.PathLike[str], what: str, suffixes: Collect
                            f"that can be written here (e.g. {', '.join(examples)})")
     check_writable_dir(write_target(p).parent, what, make=False)
     return p
+
+
+def refuse_existing(paths: Iterable[str | os.PathLike[str]], option: str, *, force: bool,
+                    error: type[GemmpadError] = GemmpadError) -> None:
+    """Raise `error` naming `option` and every one of `paths` that exists, unless `force`: no
+    command replaces a file it was not told to (the shipped model may be among them). One wording
+    for every command, for one file ("--onnx: m.onnx already exists; pass --force to replace it")
+    or several (a model and its card). `error` keeps each command's exception type."""
+    if force:
+        return
+    existing = [str(p) for p in dict.fromkeys(map(Path, paths)) if p.exists()]
+    if len(existing) == 1:
+        raise error(f"{option}: {existing[0]} already exists; pass --force to replace it")
+    if existing:
+        raise error(f"{option}: {', '.join(existing)} already exist; pass --force to replace them")
 
 
 def _umask() -> int:

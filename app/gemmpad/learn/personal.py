@@ -19,7 +19,7 @@ from gemmpad.commands.args import MAX_BATCH, MAX_SEED, integer, number, output_p
 from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
-from gemmpad.inputs.files import check_output_file, check_writable_dir, claim
+from gemmpad.inputs.files import check_output_file, check_writable_dir, claim, refuse_existing
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import Log, printable
 
@@ -33,10 +33,7 @@ def check_target(output: Path, base: Model, replace: bool) -> None:
     if output.resolve() in protected:
         raise GemmpadError(f"--output {output}: that is the model being fine-tuned or the shipped model; "
                            "a personal model is always a new file")
-    existing = [str(f) for f in (output, output.with_suffix(".json")) if f.exists()]
-    if existing and not replace:
-        raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
-                           "name another --output, or pass --force to replace")
+    refuse_existing([output, output.with_suffix(".json")], "--output", force=replace)
 
 
 def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,

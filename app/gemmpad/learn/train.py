@@ -45,7 +45,7 @@ from gemmpad.learn.trainer import init_weights
 from gemmpad.commands import evaluate
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number, output_path
 from gemmpad.errors import GemmpadError, require
-from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim, write_bytes
+from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim, refuse_existing, write_bytes
 from gemmpad.data.trainset import SOURCES
 from gemmpad.runtime.model import Model, accuracy, fold_normalisation, load_model, save_card
 from gemmpad.data.pool import default_jobs
@@ -266,7 +266,9 @@ def run(args: argparse.Namespace) -> int:
         outputs += [p for k in range(1, args.folds + 1) for p in _outputs(_fold_path(out_path, k))]
         outputs += [out_path.with_suffix(".cv.json"), out_path.with_suffix(".cv.md")]
     with claim(owned, f"--output {owned}"):  # two runs to one --output: the second is refused now
-        _refuse_existing(outputs, args.force)
+        # the shipped model may be among them: one run must not silently replace it
+        refuse_existing(outputs, "--output and --curve" if args.curve and curve_path in outputs else "--output",
+                        force=args.force)
         if args.folds:
             return _cross_validate(args, out_path, curve_path, log, t_start)
         return _train(args, out_path, curve_path, log, t_start)
@@ -351,15 +353,6 @@ def _finished_fold(model: Path, tag: dict[str, Any]) -> dict[str, Any] | None:
                            "--resume")
     done = card.get("results", {}).get("real_writers") if tag["fold"] else card.get("rehearsal")
     return card if done else None
-
-
-def _refuse_existing(paths: list[Path], force: bool) -> None:
-    """GemmpadError when any of `paths` exists and --force was not given: the shipped model may be
-    among them, and one run must not silently replace it."""
-    existing = [str(f) for f in dict.fromkeys(paths) if f.exists()]
-    if existing and not force:
-        raise GemmpadError(f"{', '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
-                           "name another --output (and --curve), or pass --force to replace")
 
 
 def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Callable[[str], None],

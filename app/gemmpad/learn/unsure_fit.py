@@ -36,7 +36,7 @@ from gemmpad.runtime import unsure
 from gemmpad.errors import GemmpadError
 from gemmpad.commands.args import output_path
 from gemmpad.commands.evaluate import writer_range
-from gemmpad.inputs.files import check_output_file, claim
+from gemmpad.inputs.files import check_output_file, claim, refuse_existing
 from gemmpad.runtime.model import Model, load_model
 from gemmpad.inputs.preprocess import preprocess, preprocess_batch
 from gemmpad.terminal import Log, printable
@@ -166,8 +166,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fit:  # the output checked and held before minutes of fitting, not after
         check_output_file(path, f"--output {path}", {".json"})
         with claim(path, f"--output {path}"):
-            if path.exists() and not args.force:
-                raise GemmpadError(f"{path} already exists: name another --output, or pass --force to replace it")
+            refuse_existing([path], "--output", force=args.force)
             digits, nd, about = fit_sets(args.data, args.pendigits, log)
             log(f"fitting the detector on {len(digits):,} digits and {len(nd):,} non-digits")
             det = unsure.fit(model, digits, nd, about=about)

@@ -28,7 +28,7 @@ from typing import Any
 from gemmpad.runtime import backends
 from gemmpad.commands.args import number
 from gemmpad.errors import GemmpadError, OutputFileError, require
-from gemmpad.inputs.files import check_output_file
+from gemmpad.inputs.files import check_output_file, refuse_existing
 from gemmpad.terminal import printable
 from gemmpad.ui.canvas import BRUSH_RANGE, Canvas
 
@@ -247,8 +247,8 @@ def run(args: argparse.Namespace) -> int:
     if args.record:
         check_output_file(args.record, f"--record {args.record}")
     for option, path in (("--screenshot", args.screenshot), ("--record", args.record)):
-        if path and Path(path).exists() and not args.force:  # as every other output of the command line
-            raise OutputFileError(f"{option}: {path} already exists; pass --force to replace it")
+        if path:
+            refuse_existing([path], option, force=args.force, error=OutputFileError)
     age = _process_age_s()
     started_at = time.perf_counter() - age if age is not None else _T_IMPORT
 
