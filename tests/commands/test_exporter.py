@@ -53,9 +53,21 @@ def test_the_export_command_writes_once_and_refuses_to_replace(tmp_path: Path, c
     assert cli.main(["export", "--onnx", str(out)]) == 0
     onnx.checker.check_model(onnx.load(str(out)))
     assert cli.main(["export", "--onnx", str(out)]) == 2
-    assert capsys.readouterr().err.strip() == f"gemmpad: error: --onnx: {out} already exists; pass --force to replace it"
+    err = capsys.readouterr().err
+    assert err.strip() == f"gemmpad: error: --onnx: {out} already exists; pass --force to replace it"
     assert cli.main(["export", "--onnx", str(tmp_path / "m.txt")]) == 2  # the format comes from the suffix
     assert not (tmp_path / "m.txt").exists()
+
+
+def test_the_export_command_names_a_missing_onnx_first(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without onnx, export loaded --model and checked --onnx first: a user was sent to mend those,
+    then told that the command could not run here at all."""
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    assert cli.main(["export", "--onnx", str(tmp_path / "m.onnx"), "--model", str(tmp_path / "absent.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gemmpad: error: gemmpad export needs onnx, which cannot be imported here")
+    assert "absent" not in err and err.strip().endswith("pip install onnx") and list(tmp_path.iterdir()) == []
 
 
 def test_without_onnx_the_export_says_so_and_makes_no_folder(tmp_path: Path, capsys: pytest.CaptureFixture,

@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("onnx", "gemmpad export", "onnx")  # first: without it, nothing else the command checks can matter
     out = check_output_file(args.onnx, "--onnx", {".onnx"})
     refuse_existing([out], "--onnx", force=args.force, error=OutputFileError)
     model = load_model(args.model)
