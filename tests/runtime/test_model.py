@@ -14,7 +14,7 @@ import pytest
 from gemmpad.data import mnist, synthetic, pendigits
 from gemmpad.commands import evaluate
 from gemmpad.errors import ModelFileError
-from gemmpad.runtime.model import CARD_HASH, SHAPES, Model, default_model_path, accuracy, load_model, softmax
+from gemmpad.runtime.model import CARD_HASH, SHAPES, Model, default_model_path, accuracy, load_model, shapes, softmax
 from gemmpad.inputs.preprocess import preprocess_batch
 from tests.hostile_files import allocation_peak
 from tests.mnist_data import mnist_dir
@@ -93,6 +93,23 @@ def test_a_misshapen_layer_is_told_the_width_it_may_choose(where: str, tmp_path:
     w["W2"] = np.zeros((64, 99), np.float32)
     with pytest.raises(ModelFileError, match=r"^weights: W2 has shape \(64, 99\), expected \(100, second hidden width\)$"):
         Model(w)
+
+
+@pytest.mark.parametrize("where", ["file", "memory"])
+@pytest.mark.parametrize(("name", "shape", "want"), [("b1", (64, 1), "(64,)"), ("b2", (), "(32,)"),
+                                                     ("W3", (32,), "(32, 10)")])
+def test_a_misshapen_array_is_told_the_shape_of_its_own_network(where: str, name: str, shape: tuple[int, ...],
+                                                                want: str, tmp_path: Path) -> None:
+    """A file's ranks were checked against the shipped 784-100-100-10 before its widths were read:
+    a 784-64-32-10 file's b1 of shape (64, 1) was told "expected (100,)"; weights in memory were
+    told "(64,)". Both now name what the file's own W1 and W2 make of it."""
+    w = {k: np.zeros(s, np.float32) for k, s in shapes(64, 32).items()}
+    w[name] = np.zeros(shape, np.float32)
+    _save_raw(tmp_path / "m.npz", w)
+    source = str(tmp_path / "m.npz") if where == "file" else "weights"
+    with pytest.raises(ModelFileError) as info:
+        load_model(tmp_path / "m.npz") if where == "file" else Model(w)
+    assert str(info.value) == f"{source}: {name} has shape {shape}, expected {want}"
 
 
 def test_not_a_zip_truncated_missing_and_pickles(tmp_path: Path, rng: np.random.Generator) -> None:
