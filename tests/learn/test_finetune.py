@@ -262,3 +262,30 @@ def test_five_corrections_teach_a_real_writers_digit() -> None:
     print(f"{fold.name}, writer {cell.writer} digit {cell.digit}: others {before:.2f} -> {after:.2f}; {outcome.summary()}")
     assert before < 0.8 and after >= 0.9, (fold.name, cell.writer, cell.digit, before, after)
     assert outcome.drops()["MNIST test"] <= 0.003 and outcome.accepted
+
+
+def test_the_personal_model_gets_its_bases_unsure_detector(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Learn carries the base's detector over to the new weights (unsure.carried) and save_personal writes it
+    beside them, where the next start finds it; a base without one leaves none, and removes one that an
+    earlier Learn left there for other weights."""
+    from gemmpad.runtime import unsure
+
+    refs = small_references()
+    model = load_model()
+    ex = [drawings.example_of(drawings.pen_drawing(s, "thin-4px-light"), s.digit) for s in _pen(2)[:3]]
+    rng = np.random.default_rng(3)
+    nudged = {k: (v + 0.01 * rng.standard_normal(v.shape)).astype(np.float32) for k, v in model.weights.items()}
+    monkeypatch.setattr(finetune, "tune", lambda weights, *a, **k: (nudged, "numpy", 1))
+    out = finetune.learn(model, ex, refs, finetune.Settings(steps=20), "numpy")
+    assert out.detector is not None and out.detector.model_sha256 == unsure.fingerprint(Model(nudged))
+    assert "detector" not in out.summary()
+    path = finetune.save_personal(out, model, ex, tmp_path / "p.npz")
+    mine = load_model(path)
+    found, why = unsure.for_model(mine)
+    assert found == out.detector, why
+    assert mine.card["unsure"] == {"file": "p.unsure.json", "carried_from": unsure.fingerprint(model)}
+    in_memory = Model(model.weights)  # no file, so no detector beside it
+    plain = finetune.learn(in_memory, ex, refs, finetune.Settings(steps=20), "numpy")
+    assert plain.detector is None
+    finetune.save_personal(plain, in_memory, ex, tmp_path / "p.npz")
+    assert not unsure.path_for(tmp_path / "p.npz").exists() and "unsure" not in load_model(path).card

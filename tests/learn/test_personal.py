@@ -67,7 +67,9 @@ def test_fine_tune_skips_bad_input_and_writes_a_new_file(folder: Path, tmp_path:
     assert model.card["fine_tuned"]["drawings"] == 6 and model.card["fine_tuned"]["per_digit"]["5"] == 3
     assert not np.array_equal(model.weights["W1"], load_model(shipped).weights["W1"])
     assert _md5(shipped) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["drawings", "me.json", "me.npz"]  # no temporaries left
+    # the shipped model's unsure detector carried over beside it; no temporaries left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["drawings", "me.json", "me.npz", "me.unsure.json"]
+    assert f"wrote {out}, {tmp_path / 'me.json'} and {tmp_path / 'me.unsure.json'}" in text
 
     rc, _, err = _train(capsys, "--drawings", str(folder), "--base", str(shipped), "--output", str(out))
     assert rc == 2 and "already exist" in err and "--force" in err
@@ -156,6 +158,10 @@ def test_check_target_refuses_an_existing_file(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match=f"^--output: {tmp_path / 'me.json'} already exists; pass --force"):
         personal.check_target(tmp_path / "me.npz", load_model(), replace=False)
     personal.check_target(tmp_path / "me.npz", load_model(), replace=True)
+    (tmp_path / "me.json").unlink()
+    (tmp_path / "me.unsure.json").write_text("{}")  # the detector beside the model is replaced too
+    with pytest.raises(GemmpadError, match=f"^--output: {tmp_path / 'me.unsure.json'} already exists; pass --force"):
+        personal.check_target(tmp_path / "me.npz", load_model(), replace=False)
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ to one set of weights and is refused for others, or when broken, in one line."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -107,3 +108,28 @@ def test_the_shipped_detector_fits_the_shipped_model_and_meets_the_targets() -> 
     assert pen["worst_style"] <= 0.01 and pen["flagged"] <= 0.01
     assert m["nondigits"]["caught"] > 0.5
     assert json.loads(unsure.path_for(default_model_path()).read_text())["model_sha256"] == det.model_sha256
+
+
+
+def test_a_detector_carried_to_tuned_weights_is_found_beside_them(tmp_path: Path) -> None:
+    """unsure.carried: the base's classifier and threshold under the tuned weights' fingerprint, saying
+    where it came from; saved beside the tuned model it is found there (the base's file is refused there),
+    and the tooltip says its rates were measured on the base."""
+    base = load_model()
+    det, why = unsure.for_model(base)
+    assert det is not None, why
+    rng = np.random.default_rng(5)
+    tuned = type(base)({k: (v + 0.01 * rng.standard_normal(v.shape)).astype(np.float32) for k, v in base.weights.items()})
+    got = unsure.carried(det, tuned)
+    assert got.model_sha256 == unsure.fingerprint(tuned) != det.model_sha256
+    assert replace(got, model_sha256=det.model_sha256, fitted=det.fitted) == det
+    assert got.fitted == {**det.fitted, "carried_from": det.model_sha256}
+    weights = tmp_path / "me.npz"
+    tuned.save(weights)
+    unsure.save(det, unsure.path_for(weights))
+    assert unsure.for_model(load_model(weights))[0] is None
+    unsure.save(got, unsure.path_for(weights))
+    found, why = unsure.for_model(load_model(weights))
+    assert found == got, why
+    assert "Carried over by Learn from the base model, measured there: it flags" in unsure_note(found, "")
+    assert "Carried over" not in unsure_note(det, "")

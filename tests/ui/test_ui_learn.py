@@ -1,8 +1,9 @@
 """The Learn panel in a real window under Xvfb (tests/ui/ui_learn_script.py, a process of its own), with
 no data folder anywhere (package data only):
 replay drawings of a real writer's digit the model misreads, correct them (a click on the digit's
-bar, its key), Learn, replay a second drawing of that style: read right; the shipped model file
-unchanged (checksum); Reset reads with the shipped model again."""
+bar, its key), Learn, replay a second drawing of that style: read right, with the unsure detector
+carried over to the new weights; the shipped model file unchanged (checksum); Reset reads with the
+shipped model and its detector again."""
 
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def test_correct_learn_read_right_reset(tmp_path: Path) -> None:
     assert len(r["saved"]) == 5  # the bar click and four key presses each saved a correction
     assert r["second_after"] == d  # a drawing it never saw, of the style it was taught
     assert r["personal_exists"] and r["model_line"].startswith("personal-model.npz")
+    # the unsure detector goes with the weights: Learn's carried one, found again at the next start; Reset's the base's
+    after, reset = r["detector_after"], r["detector_after_reset"]
+    assert after["sha256"] == after["model_sha256"] and "Carried over" in after["tooltip"]
+    assert r["detector_next_start"]
+    assert reset["sha256"] == reset["model_sha256"] != after["sha256"] and "Carried over" not in reset["tooltip"]
     assert r["second_after_reset"] == r["second_before"]  # the shipped model reads again...
     assert not r["personal_after_reset"] and r["previous_kept"]  # ...at the next start too; nothing deleted
     assert r["shipped_md5_after"] == r["shipped_md5"]

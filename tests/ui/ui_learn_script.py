@@ -20,6 +20,7 @@ from pathlib import Path
 import dearpygui.dearpygui as dpg
 
 from gemmpad.bench.learn import cells
+from gemmpad.runtime import unsure
 from gemmpad.runtime.classifier import Classifier
 from gemmpad.runtime.model import default_model_path, load_model
 from gemmpad.ui import harness
@@ -72,16 +73,27 @@ def main(home: Path, pendigits_path: Path) -> dict:
         out["second_after"] = read(second)
         out["personal_exists"] = (home / "personal-model.npz").exists()
         out["model_line"] = dpg.get_value(app.engine.model_text)
+        out["detector_after"] = _detector(app)
+        personal, _ = unsure.for_model(load_model(home / "personal-model.npz"))  # what the next start finds
+        out["detector_next_start"] = personal is not None and personal.model_sha256 == out["detector_after"]["sha256"]
         app.learn.reset()
+        out["detector_after_reset"] = _detector(app)
         out["second_after_reset"] = read(second)
         out["personal_after_reset"] = (home / "personal-model.npz").exists()
-        out["previous_kept"] = (home / "personal-model.previous.npz").exists()
+        out["previous_kept"] = all((home / f"personal-model.previous{s}").exists() for s in (".npz", ".unsure.json"))
         out["shipped_md5_after"] = hashlib.md5(shipped.read_bytes()).hexdigest()
         out["help_mentions_folder"] = str(home / "drawings") in json.dumps(
             [dpg.get_value(t) for t in app.help.texts])
     finally:
         app.close()
     return out
+
+
+def _detector(app: App) -> dict:
+    """The unsure detector the window reads with now: whose weights it belongs to, and its tooltip."""
+    det = app.detector
+    return {"sha256": det.model_sha256 if det else None, "model_sha256": unsure.fingerprint(app._model),
+            "tooltip": dpg.get_value(app.pred._digit_tip)}
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@
    and 0.3 points of the 3,000 real-writer images are 9 digits: 300 steps on the replay
    alone moved them by 0.5-1.0 points (the shipped model, 2026-11-26); MNIST's 10,000
    measure the forgetting this rule guards against.
-Saving is the caller's choice (`save_personal`): atomically, never over the shipped model.
+Saving is the caller's choice (`save_personal`): atomically, never over the shipped model, with
+the base's unsure detector carried over to the new weights (unsure.carried) beside them.
 A `LearnCache` kept between presses holds what the next Learn can reuse (the drawings'
 rows, the prepared replay, the base's figures), so a Learn after one more correction
 costs the new drawing and the fine-tune.
@@ -52,6 +53,7 @@ from gemmpad.inputs.preprocess import preprocess, preprocess_batch
 from gemmpad.learn import trainers
 from gemmpad.learn.trainer import Trainer
 from gemmpad.learn.rehearsal_sets import Arrays, References
+from gemmpad.runtime import unsure
 
 MAX_DROP = 0.003  # accuracy on MNIST test may fall by at most 0.3 points
 # What a refused fine-tune's second try changes (Settings fields). A person's 9 drawn like a 7 taught
@@ -105,6 +107,7 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
     rehearsal: dict[str, Any] = field(default_factory=dict)  # the sets used (References.origin), for the card
     gentler: bool = False  # the first fine-tune cost MNIST too much: these are the second, GENTLER try's
+    detector: unsure.Detector | None = None  # the base's unsure detector carried over to these weights (none: base had none)
 
     def drops(self) -> dict[str, float]:
         """How much each base figure fell (positive = worse)."""
@@ -112,7 +115,7 @@ class Outcome:
 
     def summary(self) -> dict[str, Any]:
         d = asdict(self)
-        del d["weights"]
+        del d["weights"], d["detector"]
         return d
 
 
@@ -474,6 +477,9 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
         outcome.accepted = force
         outcome.reason = (f"it would read others worse ({text}; more than {100 * MAX_DROP:.1f} points"
                           + (", learning gentler too)" if outcome.gentler else ")"))
+    detector, _ = unsure.for_model(model)
+    if detector is not None:  # the personal model reads "unsure" as its base did, also after a restart
+        outcome.detector = unsure.carried(detector, Model(outcome.weights))
     outcome.seconds = {"rows": t1 - t0, "train": t2 - t1, "measure": time.perf_counter() - t2,
                        "total": time.perf_counter() - t0}
     return outcome
@@ -481,8 +487,10 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
 
 def save_personal(outcome: Outcome, base: Model, examples: Sequence[Example], path: str | Path,
                   settings: Settings = Settings()) -> Path:
-    """Write the fine-tuned weights and a card saying what they were tuned from, atomically.
-    Refuses to write over the base model's own file."""
+    """Write the fine-tuned weights and a card saying what they were tuned from, atomically,
+    and the carried unsure detector beside them (a detector left there for weights this
+    replaces is removed: it could only say "fitted for other weights"). Refuses to write over
+    the base model's own file."""
     target = Path(path)
     if base.path is not None and target.resolve() == Path(base.path).resolve():
         raise GemmpadError(f"{target} is the model being fine-tuned: name another file")
@@ -497,5 +505,12 @@ def save_personal(outcome: Outcome, base: Model, examples: Sequence[Example], pa
         "training": base.card.get("training", {}) if isinstance(base.card, dict) else {},
         "results": {"mnist_test_accuracy": outcome.after["MNIST test"]},
     }
+    beside = unsure.path_for(target)
+    if outcome.detector is not None:  # what the model's card lists of it (the file holds the rest)
+        card["unsure"] = {"file": beside.name, "carried_from": outcome.detector.fitted["carried_from"]}
     Model(outcome.weights).save(target, card)
+    if outcome.detector is not None:
+        unsure.save(outcome.detector, beside)
+    else:
+        beside.unlink(missing_ok=True)
     return target

@@ -20,6 +20,7 @@ from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import check_output_file, check_writable_dir, claim, refuse_existing
+from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import Log, printable
 
@@ -29,11 +30,12 @@ def check_target(output: Path, base: Model, replace: bool) -> None:
     existing file not to be replaced, or a place that cannot be written."""
     check_output_file(output, f"--output {output}", {".npz"})
     check_output_file(output.with_suffix(".json"), f"--output {output} (its card)")
+    check_output_file(unsure.path_for(output), f"--output {output} (its unsure detector)")
     protected = {default_model_path().resolve()} | ({Path(base.path).resolve()} if base.path else set())
     if output.resolve() in protected:
         raise GemmpadError(f"--output {output}: that is the model being fine-tuned or the shipped model; "
                            "a personal model is always a new file")
-    refuse_existing([output, output.with_suffix(".json")], "--output", force=replace)
+    refuse_existing([output, output.with_suffix(".json"), unsure.path_for(output)], "--output", force=replace)
 
 
 def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,
@@ -69,7 +71,8 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
         log(("kept anyway (insisted): " if outcome.accepted else "not saved: ") + outcome.reason)
     if outcome.accepted and output is not None:
         finetune.save_personal(outcome, base, examples, output, settings)
-        log(f"wrote {output} and {Path(output).with_suffix('.json')}")
+        written = [Path(output), Path(output).with_suffix(".json")] + ([unsure.path_for(output)] if outcome.detector else [])
+        log(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
     return outcome
 
 

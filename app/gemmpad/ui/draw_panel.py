@@ -23,10 +23,11 @@ def heading(text: str, fonts: Fonts) -> int | str:
     return t
 
 
-def tip(item: int | str, text: str, wrap: int = 420) -> None:
-    """A tooltip on `item`: every control says what it does when hovered."""
+def tip(item: int | str, text: str, wrap: int = 420) -> int | str:
+    """A tooltip on `item`: every control says what it does when hovered. Returns its text item
+    (for a tooltip whose words change: dpg.set_value)."""
     with dpg.tooltip(item):
-        dpg.add_text(text, wrap=wrap)
+        return dpg.add_text(text, wrap=wrap)
 
 
 class DrawPanel:

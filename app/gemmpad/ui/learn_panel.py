@@ -12,7 +12,8 @@
   the progress. A fifth of each digit's drawings (where it has five or more) are held
   out, and the panel shows before/after on them and on MNIST test (the figure the new
   model's card records; the model line shows the card's figures, the one source of them).
-  An accepted model is saved atomically as the personal model (gemmpad.data.userdata) and
+  An accepted model is saved atomically as the personal model (gemmpad.data.userdata), with
+  the base's unsure detector carried over to it (gemmpad.runtime.unsure.carried), and
   reads the next frame; one the 0.3-point MNIST rule refuses is shown with the reason and
   a "Use it anyway" button.
 - A Learn that fails says why and what to do in the panel, in red, until dismissed (or the
@@ -41,6 +42,7 @@ from gemmpad.inputs import strokes
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import claim
 from gemmpad.inputs.images import SUFFIXES, load_image
+from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.ui import style
 from gemmpad.ui.canvas import Canvas
@@ -50,6 +52,11 @@ from gemmpad.ui.state import State
 from gemmpad.ui.status_bar import StatusBar
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.workers.learner import SETTINGS, Learner
+
+# The window's use_model: read with this model from the next frame, with its unsure detector and
+# why there is none (None: the one found beside the model, gemmpad.runtime.unsure.for_model).
+UseModel = Callable[[Model, tuple[unsure.Detector | None, str] | None], None]
+
 
 def help_section() -> tuple[str, str]:
     """The help overlay's paragraph on corrections, naming this person's data folder."""
@@ -117,7 +124,7 @@ class LearnPanel:
 
     def __init__(self, fonts: Fonts, scale: float, learner: Learner, personal_path: Path, parent: int | str, *,
                  state: State, canvas: Canvas, drawings_dir: Path, base: Model, status: StatusBar,
-                 save: Callable[[int], Path | None], use_model: Callable[[Model], None]) -> None:
+                 save: Callable[[int], Path | None], use_model: UseModel) -> None:
         self.learner = learner
         self.personal_path = personal_path
         self.state, self.canvas, self.drawings_dir, self.status = state, canvas, drawings_dir, status
@@ -305,12 +312,14 @@ class LearnPanel:
         if self.learner.running:
             self.learner.cancel()
             self.learner.take()
-        for suffix in (".npz", ".json"):
-            f = self.personal_path.with_suffix(suffix)
+        mine, previous = self.personal_path, self.personal_path.with_name(f"{self.personal_path.stem}.previous.npz")
+        aside = {mine: previous, mine.with_suffix(".json"): previous.with_suffix(".json"),
+                 unsure.path_for(mine): unsure.path_for(previous)}  # the model, its card, its detector
+        for f, to in aside.items():
             if f.exists():
-                os.replace(f, f.with_name(f"{f.stem}.previous{suffix}"))
+                os.replace(f, to)
         base = self.base_model()
-        self._use_model(base)
+        self._use_model(base, None)
         self.outcome = None
         self._show_figures("")
         dpg.configure_item(self.insist_btn, show=False)
@@ -334,7 +343,8 @@ class LearnPanel:
         except (GemmpadError, OSError) as exc:
             self.status.say(f"The new model reads now but was not saved: {exc}", error=True)
         self._base = base  # (the shipped model, where the window started with the personal one)
-        self._use_model(model)
+        # the detector carried over by Learn, also where the weights could not be saved beside it
+        self._use_model(model, (outcome.detector, "" if outcome.detector else "its base model had none"))
 
     # ------------------------------------------------------------ every frame
     def poll(self) -> bool:

@@ -78,8 +78,7 @@ class PredictionPanel:
                     dpg.bind_item_font(self.conf, fonts.figure)
                     self.caption = dpg.add_text("", color=style.MUTED)
                     self.runner = dpg.add_text("", color=style.MUTED)
-            tip(self.digit, "The digit with the highest probability (the mean over the batch's copies), or ? when "
-                            f"the drawing does not look like one digit. {unsure_note}")
+            self._digit_tip = tip(self.digit, self._digit_text(unsure_note))
             with dpg.plot(height=round(BARS_H * s), width=-1, no_title=True, no_menus=True, no_box_select=True,
                           no_mouse_pos=True, no_inputs=True) as self.bars_plot:
                 x = dpg.add_plot_axis(dpg.mvXAxis, no_gridlines=True, no_tick_marks=True, no_menus=True)
@@ -196,6 +195,15 @@ class PredictionPanel:
             dpg.configure_item(self.caption, color=style.WARM)
         else:
             self.show(*self._shown)
+
+    @staticmethod
+    def _digit_text(unsure_note: str) -> str:
+        return ("The digit with the highest probability (the mean over the batch's copies), or ? when the drawing "
+                f"does not look like one digit. {unsure_note}")
+
+    def show_unsure_note(self, unsure_note: str) -> None:
+        """What the digit's tooltip says of the unsure detector, for a new model (Learn, Reset)."""
+        dpg.set_value(self._digit_tip, self._digit_text(unsure_note))
 
     def show(self, p: Prediction | None, unsure: bool | None = None) -> None:
         """A reading (None: nothing drawn); `unsure` True shows it as a guess, not an answer."""

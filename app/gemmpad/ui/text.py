@@ -95,7 +95,10 @@ def unsure_note(detector: Detector | None, why: str) -> str:
         _, pen = writers_entry(m)
         # the model after --folds trained on every writer: not "unseen" (gemmpad.learn.unsure_fit.trained_on)
         writers = "pen writers' digits it trained on" if pen.get("seen_in_training") else "unseen writers' digits"
-        rates = (f" Measured: it flags {100 * m['mnist_test']['flagged']:.1f} % of MNIST test digits and "
+        # Learn's (unsure.carried) holds the base's rates; `gemmpad unsure --model` measures the new weights
+        measured = " Carried over by Learn from the base model, measured there:" if "carried_from" in detector.fitted \
+            else " Measured:"
+        rates = (f"{measured} it flags {100 * m['mnist_test']['flagged']:.1f} % of MNIST test digits and "
                  f"{100 * pen['flagged']:.1f} % of {writers}, and catches "
                  f"{100 * m['nondigits']['caught']:.0f} % of generated scribbles, letters, shapes and pairs.")
     except (KeyError, StopIteration, TypeError):

@@ -560,10 +560,14 @@ class App:
         self.learn.learner.prefetch()  # painted now, in the background, not when L is pressed
         return png
 
-    def use_model(self, model: Model) -> None:
-        """Read with `model` from the next frame on (Learn's new weights, or Reset's)."""
+    def use_model(self, model: Model, found: tuple[unsure.Detector | None, str] | None = None) -> None:
+        """Read with `model` from the next frame on (Learn's new weights, or Reset's), with its unsure
+        detector: `found` (Learn's carried one, and why there is none) or the one beside the model.
+        The old model's detector would read the new weights' hidden layers uncalibrated."""
+        self.detector, self._no_detector = found if found is not None else unsure.for_model(model)
         shown = self.state.reading
-        self.worker.use(Classifier(model, backend=shown.backend, kernel=shown.kernel))
+        self.worker.use(Classifier(model, backend=shown.backend, kernel=shown.kernel), self.detector)
+        self.pred.show_unsure_note(unsure_note(self.detector, self._no_detector))
         self._model = model
         self.engine.show_model(self._model_line())
         self._submitted_version = -1  # the drawing on the canvas is read again by the new weights

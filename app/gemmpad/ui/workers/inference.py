@@ -89,11 +89,11 @@ class InferenceWorker:
             self._cond.notify_all()
             return self._submitted
 
-    def use(self, classifier: Classifier) -> None:
-        """Run later requests on `classifier` (new weights); the request running now finishes
-        on the old one."""
+    def use(self, classifier: Classifier, detector: Detector | None) -> None:
+        """Run later requests on `classifier` (new weights) and its `detector`; the request
+        running now finishes on the old pair."""
         with self._cond:
-            self._clf = classifier
+            self._clf, self._detector = classifier, detector
             self._config = None  # a new model: the latency plot starts again
 
     def take(self) -> Result | None:
@@ -135,7 +135,7 @@ class InferenceWorker:
 
     def _run(self, req: Request) -> Result:
         with self._cond:
-            clf = self._clf
+            clf, detector = self._clf, self._detector  # a pair: a detector belongs to one set of weights
         error = ""
         if req.backend != clf.backend or (req.kernel is not None and req.kernel != clf.kernel):
             try:
@@ -167,9 +167,9 @@ class InferenceWorker:
         if prediction is not None and prediction.h1 is not None and prediction.h2 is not None:
             # the kernel's own activations, for the panel and for the detector alike
             hidden, hidden_us = (prediction.h1, prediction.h2), prediction.hidden_us
-            if self._detector is not None:  # after the timed pass: its cost is not in the figures
+            if detector is not None:  # after the timed pass: its cost is not in the figures
                 x = prediction.image28.reshape(1, -1)
-                unsure = bool(self._detector.unsure(clf.model, x, (hidden[0][None], hidden[1][None]))[0])
+                unsure = bool(detector.unsure(clf.model, x, (hidden[0][None], hidden[1][None]))[0])
         layer_us = clf.layer_times() if prediction is not None else ()
         return Result(req.seq, clf.backend, clf.kernel, prediction, history, error, hidden=hidden, layer_us=layer_us,
                       hidden_us=hidden_us, unsure=unsure)
