@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -176,6 +177,12 @@ def _training_arrays(args: argparse.Namespace, images: np.ndarray, labels: np.nd
 
 
 # ---------------------------------------------------------------- fitting
+
+
+def soft_targets(args: argparse.Namespace) -> ModuleType:
+    """The module whose teacher targets this run learns from (its TEMPERATURE, SOFT_WEIGHT and
+    describe_loss() go on the card): gemmpad.learn.matching with --match, else gemmpad.learn.distill."""
+    return matching if args.match else distill
 
 
 def lr_schedule(kind: str, lr: float, epochs: int) -> list[float]:
@@ -457,8 +464,7 @@ def _train(args: argparse.Namespace, out_path: Path, curve_path: Path, log: Call
                                                               members=args.teachers)
             teacher_card = {"kind": "cnn", "members": args.teachers, "layers": distill.describe(),
                             "epochs": distill.EPOCHS,
-                            "temperature": matching.TEMPERATURE if args.match else distill.TEMPERATURE,
-                            "soft_weight": matching.SOFT_WEIGHT if args.match else distill.SOFT_WEIGHT,
+                            "temperature": soft_targets(args).TEMPERATURE, "soft_weight": soft_targets(args).SOFT_WEIGHT,
                             "matching": matching.describe(args.mix) if args.match else None,
                             "held_out_accuracy": teacher_val, "seconds": round(time.perf_counter() - t_fit, 1)}
         options.update(optimizer=args.optimizer, device=device, teacher=teacher, progress=not args.quiet,
@@ -564,7 +570,7 @@ def _card(args: argparse.Namespace, out_path: Path, lr: float, mean: float, std:
             "paper_copies": args.paper_copies, "form_copies": args.form_copies if "forms" in counts else None,
             "real_weight": args.real_weight,
             "loss": ("softmax cross-entropy" if args.teacher == "none" else
-                     matching.describe_loss() if args.match else distill.describe_loss()),
+                     soft_targets(args).describe_loss()),
             "init": "He-uniform, zero biases",
         },
         "results": {},
