@@ -107,7 +107,7 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
     rehearsal: dict[str, Any] = field(default_factory=dict)  # the sets used (References.origin), for the card
     gentler: bool = False  # the first fine-tune cost MNIST too much: these are the second, GENTLER try's
-    detector: unsure.Detector | None = None  # the base's unsure detector carried over to these weights (none: base had none)
+    detector: unsure.Detector | None = None  # the base's unsure detector carried over (None: it had none)
 
     def drops(self) -> dict[str, float]:
         """How much each base figure fell (positive = worse)."""

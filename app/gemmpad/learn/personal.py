@@ -71,7 +71,8 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
         log(("kept anyway (insisted): " if outcome.accepted else "not saved: ") + outcome.reason)
     if outcome.accepted and output is not None:
         finetune.save_personal(outcome, base, examples, output, settings)
-        written = [Path(output), Path(output).with_suffix(".json")] + ([unsure.path_for(output)] if outcome.detector else [])
+        written = [Path(output), Path(output).with_suffix(".json")]
+        written += [unsure.path_for(output)] if outcome.detector else []
         log(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
     return outcome
 

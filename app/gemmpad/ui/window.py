@@ -562,8 +562,8 @@ class App:
 
     def use_model(self, model: Model, found: tuple[unsure.Detector | None, str] | None = None) -> None:
         """Read with `model` from the next frame on (Learn's new weights, or Reset's), with its unsure
-        detector: `found` (Learn's carried one, and why there is none) or the one beside the model.
-        The old model's detector would read the new weights' hidden layers uncalibrated."""
+        detector: `found` (Learn's carried one, and why there is none) or the one beside the model (a
+        detector belongs to one set of weights: the old one's stays with the old weights)."""
         self.detector, self._no_detector = found if found is not None else unsure.for_model(model)
         shown = self.state.reading
         self.worker.use(Classifier(model, backend=shown.backend, kernel=shown.kernel), self.detector)
