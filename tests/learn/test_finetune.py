@@ -286,6 +286,7 @@ def test_the_personal_model_gets_its_bases_unsure_detector(monkeypatch: pytest.M
     assert mine.card["unsure"] == {"file": "p.unsure.json", "carried_from": unsure.fingerprint(model)}
     in_memory = Model(model.weights)  # no file, so no detector beside it
     plain = finetune.learn(in_memory, ex, refs, finetune.Settings(steps=20), "numpy")
-    assert plain.detector is None
+    assert plain.detector is None and plain.no_detector.startswith("none carried over from the base model (")
+    assert "no_detector" not in plain.summary()
     finetune.save_personal(plain, in_memory, ex, tmp_path / "p.npz")
     assert not unsure.path_for(tmp_path / "p.npz").exists() and "unsure" not in load_model(path).card

@@ -187,3 +187,19 @@ def test_steps_rounded_up_to_whole_passes_are_said(folder: Path, tmp_path: Path,
                            str(tmp_path / "me.npz"), "--insist", "--steps", "1")
     assert rc == 0, err
     assert "(1 asked for, rounded up to whole passes over these rows and the replay)" in text
+
+
+def test_a_base_whose_detector_is_broken_is_said_and_leaves_none(folder: Path, tmp_path: Path, fast: None,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """fine-tune from a base with a broken unsure detector wrote the model without one, said nothing, and
+    removed the output's own earlier detector: the person's non-digits then read as digits."""
+    base = tmp_path / "base.npz"
+    load_model().save(base)
+    (tmp_path / "base.unsure.json").write_text("{")
+    out = tmp_path / "me.npz"
+    rc, text, err = _train(capsys, "--drawings", str(folder), "--base", str(base), "--output", str(out), "--insist")
+    assert rc == 0, err
+    assert f"wrote {out} and {tmp_path / 'me.json'}" in text
+    assert f"no unsure detector for {out}: none carried over from the base model (" in text
+    assert "base.unsure.json: not a valid unsure detector file" in text
+    assert not (tmp_path / "me.unsure.json").exists()

@@ -124,6 +124,8 @@ def test_a_detector_carried_to_tuned_weights_is_found_beside_them(tmp_path: Path
     assert got.model_sha256 == unsure.fingerprint(tuned) != det.model_sha256
     assert replace(got, model_sha256=det.model_sha256, fitted=det.fitted) == det
     assert got.fitted == {**det.fitted, "carried_from": det.model_sha256}
+    again = unsure.carried(got, base)  # Learn from a personal model: the rates are still the first weights'
+    assert again.fitted["carried_from"] == det.model_sha256 and again.measured == det.measured
     weights = tmp_path / "me.npz"
     tuned.save(weights)
     unsure.save(det, unsure.path_for(weights))

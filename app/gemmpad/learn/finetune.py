@@ -107,7 +107,8 @@ class Outcome:
     seconds: dict[str, float] = field(default_factory=dict)
     rehearsal: dict[str, Any] = field(default_factory=dict)  # the sets used (References.origin), for the card
     gentler: bool = False  # the first fine-tune cost MNIST too much: these are the second, GENTLER try's
-    detector: unsure.Detector | None = None  # the base's unsure detector carried over (None: it had none)
+    detector: unsure.Detector | None = None  # the base's unsure detector carried over (None: see no_detector)
+    no_detector: str = ""  # why none was carried over (the base has none, or a broken one)
 
     def drops(self) -> dict[str, float]:
         """How much each base figure fell (positive = worse)."""
@@ -115,7 +116,7 @@ class Outcome:
 
     def summary(self) -> dict[str, Any]:
         d = asdict(self)
-        del d["weights"], d["detector"]
+        del d["weights"], d["detector"], d["no_detector"]
         return d
 
 
@@ -477,9 +478,11 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
         outcome.accepted = force
         outcome.reason = (f"it would read others worse ({text}; more than {100 * MAX_DROP:.1f} points"
                           + (", learning gentler too)" if outcome.gentler else ")"))
-    detector, _ = unsure.for_model(model)
+    detector, why = unsure.for_model(model)
     if detector is not None:  # the personal model reads "unsure" as its base did, also after a restart
         outcome.detector = unsure.carried(detector, Model(outcome.weights))
+    else:
+        outcome.no_detector = f"none carried over from the base model ({why})"
     outcome.seconds = {"rows": t1 - t0, "train": t2 - t1, "measure": time.perf_counter() - t2,
                        "total": time.perf_counter() - t0}
     return outcome

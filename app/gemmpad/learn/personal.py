@@ -74,6 +74,8 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
         written = [Path(output), Path(output).with_suffix(".json")]
         written += [unsure.path_for(output)] if outcome.detector else []
         log(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
+        if outcome.detector is None:  # it reads every drawing as a digit: say so, and why
+            log(f"no unsure detector for {output}: {outcome.no_detector}")
     return outcome
 
 

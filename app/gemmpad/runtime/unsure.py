@@ -148,12 +148,14 @@ def fit(model: Model, digits: np.ndarray, nondigits: np.ndarray, about: dict[str
 
 def carried(det: Detector, tuned: Model) -> Detector:
     """`det` for weights fine-tuned from the ones it was fitted for (Learn): the same classifier and
-    threshold under the new weights' fingerprint, its `measured` rates still the base's (`fitted`
-    says so). Fitting again takes minutes (rendering, 1,500 Adam steps); a Learn moves the features
-    the classifier reads little: over three Learns it flagged 0.30-0.33 % of MNIST test and caught
-    87.8-88.0 % of non-digits on the new weights, one fitted again for them 0.27-0.36 % and
-    88.6-89.3 % (gemmpad/learn/NOTES.md, 2026-12-01)."""
-    return replace(det, model_sha256=fingerprint(tuned), fitted={**det.fitted, "carried_from": det.model_sha256})
+    threshold under the new weights' fingerprint, its `measured` rates still those of the weights
+    it was fitted for (`fitted["carried_from"]` names them, also after a second carry). Fitting
+    again takes minutes (rendering, 1,500 Adam steps); a Learn moves the features the classifier
+    reads little: over three Learns it flagged 0.30-0.33 % of MNIST test and caught 87.8-88.0 %
+    of non-digits on the new weights, one fitted again for them 0.27-0.36 % and 88.6-89.3 %
+    (gemmpad/learn/NOTES.md, 2026-12-01)."""
+    measured_on = det.fitted.get("carried_from", det.model_sha256)
+    return replace(det, model_sha256=fingerprint(tuned), fitted={**det.fitted, "carried_from": measured_on})
 
 
 def writers_entry(measured: dict[str, Any]) -> tuple[str, dict[str, Any]]:
