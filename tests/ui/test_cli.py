@@ -247,3 +247,20 @@ def test_replay_and_record_of_a_costly_or_sparse_file(display: str, tmp_path: Pa
     assert proc.returncode == 0, proc.stderr
     back = strokes.load_drawing(record)
     assert len(back.strokes) > 1 and max(map(len, back.strokes)) <= strokes.MAX_STROKE_POINTS
+
+
+def test_a_personal_model_that_cannot_be_used_is_said_in_the_window(display: str, tmp_path: Path) -> None:
+    """A corrupt personal model: the window starts with the shipped model and says why in its status line,
+    in red (it said so only on stderr, which a window started from a desktop has nowhere to show)."""
+    if not HAVE_MODEL:
+        pytest.skip("no shipped model to fall back on")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "personal-model.npz").write_bytes(b"PK\x03\x04 not a model")
+    proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", "--backend", BASE, "--exit"],
+                          env={**env(display), "GEMMPAD_HOME": str(home)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    said = "your personal model cannot be used ("
+    assert f"gemmpad: {said}" in proc.stderr
+    status = json.loads(proc.stdout.splitlines()[-1])["status"]
+    assert status.startswith("Your personal model cannot be used (") and status.endswith("starting with the shipped model")

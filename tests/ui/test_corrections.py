@@ -145,3 +145,28 @@ def _leaves(item: int | str) -> list[int | str]:
     for child in dpg.get_item_children(item, 1) or []:
         out += [child] if not dpg.get_item_children(child, 1) else _leaves(child)
     return out
+
+
+def test_hidden_buttons_have_no_tooltip_over_the_text_before_them(app: object) -> None:
+    """With "Use it anyway" and "Dismiss" hidden, hovering the corrections hint popped up their tooltips
+    (Dear PyGui draws a tooltip when the item drawn last is hovered): hidden with their buttons now."""
+    from gemmpad.ui.draw_panel import _TOOLTIPS
+
+    panel = app.learn
+    assert not dpg.is_item_shown(panel.insist_btn) and not dpg.is_item_shown(panel.dismiss_btn)
+    xt = real_input()
+    try:
+        harness.settle(app)
+        vx, vy = dpg.get_viewport_pos()
+        x, y = dpg.get_item_rect_min(panel.count_text)
+        w, h = dpg.get_item_rect_size(panel.count_text)
+        assert w > 0 and h > 0
+        xt.move(int(vx + x + min(40, w / 2)), int(vy + y + h / 2))
+        for _ in range(40):  # past the tooltip's delay
+            app.step()
+        assert dpg.is_item_hovered(panel.count_text)
+        for button in (panel.insist_btn, panel.dismiss_btn):
+            assert not dpg.get_item_state(_TOOLTIPS[button])["visible"]
+    finally:
+        xt.move(0, 0)
+        xt.close()

@@ -53,9 +53,11 @@ def test_a_learn_error_stays_in_the_panel_until_dismissed(app: object, monkeypat
         assert dpg.get_value(panel.error_text).startswith(shown)
         assert "site-packages" not in dpg.get_value(panel.error_text)
         assert app.status.message.startswith(shown)  # red, until replaced: not faded
+        assert dpg.get_item_configuration(panel.progress)["overlay"] == "not learned"
         panel.dismiss()
         app.step()
         assert not dpg.is_item_shown(panel.error_text) and not dpg.is_item_shown(panel.dismiss_btn)
+        assert not dpg.is_item_shown(panel.progress)  # the "not learned" bar goes with the error
         assert not app.status.message.startswith("Not learned")
     finally:
         (app.drawings_dir / "1" / "error-test.json").unlink()
@@ -133,3 +135,78 @@ def test_a_learns_outcome_is_brought_into_view(app: object) -> None:
         for path in made:
             path.unlink()
         app.learn.refresh()
+
+
+def _outcome(accepted: bool) -> finetune.Outcome:
+    """A finished Learn's outcome as the panel takes it (the shipped weights stand in for new ones)."""
+    from gemmpad.runtime.model import load_model
+
+    return finetune.Outcome(load_model().weights, {"MNIST test": 0.99}, {"MNIST test": 0.985 if accepted else 0.98},
+                            accepted, "" if accepted else "it would read others worse (MNIST test 99.00 -> 98.00 %)",
+                            "numpy", 5, 0, 40, 300, seconds={"total": 1.0})
+
+
+def test_a_learn_that_could_not_be_saved_says_so_in_red(app: object, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """A read-only data folder: the new model reads, and the panel and status line say it was not saved
+    (the status line said "the new model reads now", over the error it had just shown)."""
+    monkeypatch.setattr(app.learn, "personal_path", tmp_path / "personal-model.npz")
+
+    def refuse(*_a: object, **_k: object) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(finetune, "save_personal", refuse)
+    monkeypatch.setattr(status_bar, "MESSAGE_S", 0.0)
+    before = app.model
+    try:
+        app.learn.learner._result = (_outcome(True), [], [])
+        app.learn.poll()
+        app.step()
+        overlay = dpg.get_item_configuration(app.learn.progress)["overlay"]
+        assert overlay.startswith("learned in") and overlay.endswith(", not saved")
+        assert "was not saved (Read-only file system)" in app.status.message and app.status._msg_error
+        assert app.model.path is None  # the new weights read, from memory
+    finally:
+        app.learn.reset()
+        app.use_model(before)
+
+
+def test_use_it_anyway_says_it_is_used(app: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """After "Use it anyway" the bar said "not used" and the figures "Not used: ..." while the model line
+    showed the new model."""
+    monkeypatch.setattr(app.learn, "personal_path", tmp_path / "personal-model.npz")
+    before = app.model
+    try:
+        app.learn.learner._result = (_outcome(False), [], [])
+        app.learn.poll()
+        assert dpg.get_item_configuration(app.learn.progress)["overlay"] == "not used"
+        assert "Not used:" in dpg.get_value(app.learn.figures_text)
+        app.learn.insist()
+        app.step()
+        assert dpg.get_item_configuration(app.learn.progress)["overlay"] == "used anyway"
+        assert "Not used" not in dpg.get_value(app.learn.figures_text)
+        assert not dpg.is_item_shown(app.learn.insist_btn)
+        assert app.status.message.startswith("Using the model it made anyway: it reads now, saved as personal-model.npz")
+        assert (tmp_path / "personal-model.npz").exists() and app.model.path == tmp_path / "personal-model.npz"
+    finally:
+        app.learn.reset()
+        app.use_model(before)
+
+
+def test_reset_that_cannot_move_the_personal_model_aside_moves_nothing(app: object, monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path) -> None:
+    """Reset with a read-only folder (or a folder where a .previous name should be) closed the window
+    ("Read-only file system", exit 2; "IsADirectoryError", exit 3) after moving the model but not its
+    card: now all three stay where they were, the base model reads, and the status line says why."""
+    mine = tmp_path / "personal-model.npz"
+    monkeypatch.setattr(app.learn, "personal_path", mine)
+    files = {mine: b"model", mine.with_suffix(".json"): b"card", tmp_path / "personal-model.unsure.json": b"detector"}
+    for f, data in files.items():
+        f.write_bytes(data)
+    (tmp_path / "personal-model.previous.json").mkdir()  # where the card should go: a folder
+    app.learn.reset()
+    app.step()
+    assert {f: f.read_bytes() for f in files} == files
+    assert not (tmp_path / "personal-model.previous.npz").exists()
+    assert "could not be moved aside" in app.status.message and app.status._msg_error
+    assert app.model.path != mine

@@ -41,24 +41,26 @@ def default_drawings_dir() -> Path:
     return drawings_dir()
 
 
-def start_model(explicit: str | None) -> str | None:
+def start_model(explicit: str | None) -> tuple[str | None, str]:
     """The model file the window starts with: --model, else the personal model of an
-    earlier Learn when it exists and loads, else None (the shipped model)."""
+    earlier Learn when it exists and loads, else None (the shipped model); and why the
+    personal model is not used, or "" (said on stderr and in the window's status line: a
+    window started from a desktop has no terminal)."""
     if explicit:
-        return explicit
+        return explicit, ""
     from gemmpad.runtime.model import load_model
     from gemmpad.data.userdata import personal_model_path
 
     personal = personal_model_path()
     if not personal.exists():
-        return None
+        return None, ""
     try:
         load_model(personal)
     except GemmpadError as exc:
-        print(f"gemmpad: your personal model cannot be used ({printable(str(exc))}); starting with the shipped model",
-              file=sys.stderr)
-        return None
-    return str(personal)
+        why = f"your personal model cannot be used ({printable(str(exc))}); starting with the shipped model"
+        print(f"gemmpad: {why}", file=sys.stderr)
+        return None, why
+    return str(personal), ""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -257,7 +259,8 @@ def run(args: argparse.Namespace) -> int:
 
     drawing = strokes.load_drawing(args.replay) if args.replay else None
     backend = backends.pick(args.backend, args.kernel)  # the fastest usable: the GPU, else the CPU's code, else NumPy
-    classifier = Classifier(start_model(args.model), backend=backend, kernel=args.kernel)
+    model_path, not_personal = start_model(args.model)
+    classifier = Classifier(model_path, backend=backend, kernel=args.kernel)
 
     from gemmpad.ui import harness
     from gemmpad.ui.layout import DEFAULT_WINDOW
@@ -283,6 +286,7 @@ def run(args: argparse.Namespace) -> int:
         cpu_threads=args.threads,
         size=size,
         started_at=started_at,
+        notice=not_personal,
     )
     try:
         app.step()  # the first frame: start-up ends here

@@ -23,11 +23,24 @@ def heading(text: str, fonts: Fonts) -> int | str:
     return t
 
 
+_TOOLTIPS: dict[int | str, int | str] = {}  # item -> its tooltip (tip), for set_shown()
+
+
 def tip(item: int | str, text: str, wrap: int = 420) -> int | str:
     """A tooltip on `item`: every control says what it does when hovered. Returns its text item
     (for a tooltip whose words change: dpg.set_value)."""
-    with dpg.tooltip(item):
+    with dpg.tooltip(item) as tooltip:
+        _TOOLTIPS[item] = tooltip
         return dpg.add_text(text, wrap=wrap)
+
+
+def set_shown(item: int | str, shown: bool) -> None:
+    """Show or hide `item` with its tooltip: Dear PyGui draws a tooltip when the item drawn last is
+    hovered, so a hidden button's tooltip popped up over the text before it ("Use it anyway" over the
+    Learn section's hint)."""
+    dpg.configure_item(item, show=shown)
+    if item in _TOOLTIPS:
+        dpg.configure_item(_TOOLTIPS[item], show=shown)
 
 
 class DrawPanel:

@@ -137,6 +137,7 @@ def summary(app: App) -> dict[str, Any]:
             "scale": app.scale,
             "gpu": str(app.gpu),
             "error": app.error,
+            "status": app.status.message,
         }
     )
     return out

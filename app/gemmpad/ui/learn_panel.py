@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -46,7 +47,7 @@ from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.ui import style
 from gemmpad.ui.canvas import Canvas
-from gemmpad.ui.draw_panel import heading, tip
+from gemmpad.ui.draw_panel import heading, set_shown, tip
 from gemmpad.ui.layout import INNER, SCROLLBAR, Layout
 from gemmpad.ui.state import State
 from gemmpad.ui.status_bar import StatusBar
@@ -132,6 +133,7 @@ class LearnPanel:
         self._base = base  # the model the window started with (base_model() says what Learn starts from)
         self.outcome: finetune.Outcome | None = None  # the last result (refused ones wait for "Use it anyway")
         self._examples: list[drawings.Example] = []
+        self._skipped: list[str] = []  # the last Learn's files it could not read, for its figures
         self.figures = ""
         self.scale = scale
         self.fonts = fonts
@@ -155,12 +157,14 @@ class LearnPanel:
             self.progress = dpg.add_progress_bar(default_value=0.0, width=-1, overlay="", show=False)
             self.figures_text = dpg.add_text("", wrap=round(380 * s), show=False)
             dpg.bind_item_font(self.figures_text, fonts.small)
-            self.insist_btn = dpg.add_button(label="Use it anyway", show=False)
+            self.insist_btn = dpg.add_button(label="Use it anyway")
             tip(self.insist_btn, "Use and keep the model this Learn made, although it reads MNIST test worse.")
+            set_shown(self.insist_btn, False)
             # a failed Learn says why and what to do here, until dismissed: a status line fades
             self.error_text = dpg.add_text("", wrap=round(380 * s), color=style.BAD, show=False)
-            self.dismiss_btn = dpg.add_button(label="Dismiss", show=False)
+            self.dismiss_btn = dpg.add_button(label="Dismiss")
             tip(self.dismiss_btn, "Take this message down (a new Learn does too).")
+            set_shown(self.dismiss_btn, False)
             # the corrections, as Learn will read them: a thumbnail each; a click relabels or deletes
             self.list_group = dpg.add_group()
             with dpg.theme() as tight, dpg.theme_component(dpg.mvAll):
@@ -296,55 +300,93 @@ class LearnPanel:
         if saved is not None:
             self._last = (saved, self.canvas.version)
             n = sum(1 for _ in (self.drawings_dir / str(digit)).glob("*.json"))
-            self.status.say(f"Saved as a {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
+            self.status.say(f"Saved as {'an' if digit == 8 else 'a'} {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
                     + f": {n} drawing{'s' if n != 1 else ''} of {digit}. L learns; Ctrl+Z takes it back.")
 
     def learn(self) -> None:
         if self.learner.start(self.base_model()):
             self.dismiss()
-            dpg.configure_item(self.insist_btn, show=False)
+            set_shown(self.insist_btn, False)
             self._show_figures("")
         else:
             self.status.say("Learning already")
 
     def reset(self) -> None:
-        """Back to the base model, now and at the next start; the personal model is kept aside."""
+        """Back to the base model, now and at the next start; the personal model is kept aside (where
+        it cannot be, it stays in place, whole, and the window says so: the base reads now all the same)."""
         if self.learner.running:
             self.learner.cancel()
             self.learner.take()
-        mine, previous = self.personal_path, self.personal_path.with_name(f"{self.personal_path.stem}.previous.npz")
-        aside = {mine: previous, mine.with_suffix(".json"): previous.with_suffix(".json"),
-                 unsure.path_for(mine): unsure.path_for(previous)}  # the model, its card, its detector
-        for f, to in aside.items():
-            if f.exists():
-                os.replace(f, to)
+        kept = self._put_aside()
         base = self.base_model()
         self._use_model(base, None)
         self.outcome = None
         self._show_figures("")
-        dpg.configure_item(self.insist_btn, show=False)
+        set_shown(self.insist_btn, False)
         # "learned in 2.3 s" described the model just put aside
         dpg.configure_item(self.progress, overlay="", show=False)
-        self.status.say(f"Reading with {base.path.name if base.path else 'the base model'} again")
+        name = base.path.name if base.path else "the base model"
+        if kept:
+            self.status.say(f"Reading with {name} now, but your personal model could not be moved aside ({kept}): "
+                            "the next start reads with it again", error=True)
+        else:
+            self.status.say(f"Reading with {name} again")
+
+    def _put_aside(self) -> str:
+        """Move the personal model, its card and its detector to their .previous names, all or none
+        (one moved and the others not would pair a model with another's card or detector); returns
+        why they stay where they are, or ""."""
+        mine, previous = self.personal_path, self.personal_path.with_name(f"{self.personal_path.stem}.previous.npz")
+        aside = {mine: previous, mine.with_suffix(".json"): previous.with_suffix(".json"),
+                 unsure.path_for(mine): unsure.path_for(previous)}
+        moved: list[tuple[Path, Path]] = []
+        try:
+            with claim(mine, "the personal model"):  # `gemmpad train` or fine-tune may be writing it
+                for f, to in aside.items():
+                    if f.exists():
+                        os.replace(f, to)
+                        moved.append((f, to))
+        except (GemmpadError, OSError) as exc:
+            for f, to in reversed(moved):
+                with contextlib.suppress(OSError):
+                    os.replace(to, f)
+            return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return ""
 
     def insist(self) -> None:
+        """"Use it anyway": the refused model reads from now on, and the panel says so."""
         if self.outcome is not None and not self.outcome.accepted:
             self.outcome = replace(self.outcome, accepted=True)
-            self._use(self.outcome)
-            dpg.configure_item(self.insist_btn, show=False)
+            unsaved = self._use(self.outcome)
+            set_shown(self.insist_btn, False)
+            dpg.configure_item(self.progress, overlay="used anyway" + (", not saved" if unsaved else ""))
+            self._show_figures(self._figures_text(self.outcome, self._skipped))
+            self._say_used("Using the model it made anyway", unsaved)
 
-    def _use(self, outcome: finetune.Outcome) -> None:
+    def _use(self, outcome: finetune.Outcome) -> str:
+        """Save `outcome` as the personal model and read with it; returns why it could not be saved
+        (it reads all the same, until the window closes), or ""."""
         base = self.base_model()
-        model = Model(outcome.weights)
+        model, unsaved = Model(outcome.weights), ""
         try:
             with claim(self.personal_path, "the personal model"):  # `gemmpad train` may be writing it
                 finetune.save_personal(outcome, base, self._examples, self.personal_path, SETTINGS)
             model = load_model(self.personal_path)  # with its card: the engine panel shows what it scored
         except (GemmpadError, OSError) as exc:
-            self.status.say(f"The new model reads now but was not saved: {exc}", error=True)
+            unsaved = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         self._base = base  # (the shipped model, where the window started with the personal one)
         # the detector carried over by Learn, also where the weights could not be saved beside it
-        self._use_model(model, (outcome.detector, "" if outcome.detector else "its base model had none"))
+        self._use_model(model, (outcome.detector, outcome.no_detector))
+        return unsaved
+
+    def _say_used(self, what: str, unsaved: str) -> None:
+        """The status line once a Learn's model reads: saved, or why not (then in red: it is gone at the
+        next start, which reads with the model before)."""
+        if unsaved:
+            self.status.say(f"{what}: it reads now but was not saved ({unsaved}); the next start reads with "
+                            "the model before", error=True)
+        else:
+            self.status.say(f"{what}: it reads now, saved as {self.personal_path.name}")
 
     # ------------------------------------------------------------ every frame
     def poll(self) -> bool:
@@ -367,19 +409,18 @@ class LearnPanel:
             dpg.configure_item(self.progress, overlay="not learned")
             self.show_error(result)
             return False
-        outcome, self._examples, skipped = result
+        outcome, self._examples, self._skipped = result
         self.outcome = outcome
-        self._show_figures(self._figures_text(outcome, skipped))
+        self._show_figures(self._figures_text(outcome, self._skipped))
         self._reveal = (self.progress, self.figures_text if outcome.accepted else self.insist_btn, REVEAL_FRAMES)
         if outcome.accepted:
-            self._use(outcome)
+            unsaved = self._use(outcome)
             took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
-            dpg.configure_item(self.progress, overlay=f"learned in {took:.1f} s")
-            self.status.say(f"Learned {outcome.trained_on} drawings in {took:.1f} s on {outcome.engine}: "
-                    "the new model reads now")
+            dpg.configure_item(self.progress, overlay=f"learned in {took:.1f} s" + (", not saved" if unsaved else ""))
+            self._say_used(f"Learned {outcome.trained_on} drawings in {took:.1f} s on {outcome.engine}", unsaved)
         else:
             dpg.configure_item(self.progress, overlay="not used")
-            dpg.configure_item(self.insist_btn, show=True)
+            set_shown(self.insist_btn, True)
             self.status.say(f"Not used: {outcome.reason}")
         return False
 
@@ -406,17 +447,19 @@ class LearnPanel:
                 "please report this at the project's issue tracker.")
         dpg.set_value(self.error_text, text)
         dpg.configure_item(self.error_text, show=True)
-        dpg.configure_item(self.dismiss_btn, show=True)
+        set_shown(self.dismiss_btn, True)
         self._reveal = (self.error_text, self.dismiss_btn, REVEAL_FRAMES)
         self.status.say(text, error=True)
 
     def dismiss(self) -> None:
-        """Take the Learn error down, here and in the status bar (Dismiss, or the next Learn)."""
+        """Take the Learn error down, here and in the status bar (Dismiss, or the next Learn), and
+        the "not learned" bar with it (it stayed under the corrections made after)."""
         if dpg.is_item_shown(self.error_text):
             self.status.clear_error()
+            dpg.configure_item(self.progress, overlay="", show=False)
         dpg.set_value(self.error_text, "")
         dpg.configure_item(self.error_text, show=False)
-        dpg.configure_item(self.dismiss_btn, show=False)
+        set_shown(self.dismiss_btn, False)
 
     def _show_figures(self, text: str) -> None:
         """Learn's before -> after figures; no line at all when there are none."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from gemmpad.runtime.classifier import HIDDEN_SECOND_PASS_MAX_US, Prediction
 from gemmpad.ui import layout, style
-from gemmpad.ui.draw_panel import heading, tip
+from gemmpad.ui.draw_panel import heading, set_shown, tip
 from gemmpad.ui.layout import Layout
 from gemmpad.ui.style import Fonts
 from gemmpad.ui.text import fmt_us, hidden_source
@@ -68,6 +68,7 @@ class PredictionPanel:
                                                 callback=lambda: to_engine())
                 tip(self.to_engine, "The engine panel (backend, kernel, latency, race) is below the prediction in "
                                     "this window size: scroll down, or click here.")
+                set_shown(self.to_engine, False)  # (layout() shows it in two columns)
             with dpg.group(horizontal=True, horizontal_spacing=round(18 * s)):
                 with dpg.group():
                     self.digit = dpg.add_text("?", color=style.FRAME_ACTIVE)
@@ -131,7 +132,7 @@ class PredictionPanel:
             self.show_hidden(None, ())
 
     def layout(self, L: Layout) -> None:
-        dpg.configure_item(self.to_engine, show=L.mode == "two")
+        set_shown(self.to_engine, L.mode == "two")
         # never a scrollbar: the picture block is sized to fit (layout.pictures)
         dpg.configure_item(self.root, width=L.prediction_w, height=L.right_h if L.mode == "wide" else 0,
                            auto_resize_y=L.mode != "wide", no_scrollbar=True)

@@ -89,7 +89,10 @@ class App:
         cpu_threads: int | None = None,
         size: tuple[int, int] = layout.DEFAULT_WINDOW,
         started_at: float | None = None,
+        notice: str = "",
     ) -> None:
+        """`notice`: a problem found before the window opened (the personal model could not be
+        used), said in the status line in red until the next message."""
         self._t_start = time.perf_counter() if started_at is None else started_at
         self.startup_s: float | None = None
         self.scale = float(scale)
@@ -151,6 +154,8 @@ class App:
         dpg.show_viewport()
         dpg.set_primary_window(self._root, True)
         self._refresh_controls()
+        if notice:
+            self.status.say(notice[0].upper() + notice[1:], error=True)
 
     # ------------------------------------------------------------------ layout
     def _build(self) -> None:
