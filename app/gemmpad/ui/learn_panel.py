@@ -113,6 +113,11 @@ def thumbnail(path: Path) -> list[float]:
     return rgba.ravel().tolist()
 
 
+def _reason(exc: Exception) -> str:
+    """What went wrong, for a status line: an OSError's words without its errno and paths."""
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
 class LearnPanel:
     """The widgets, a section at the bottom of the drawing column (`parent`), and what their
     buttons do. It was a window of its own over the engine panel: opened, it hid the latency
@@ -300,8 +305,9 @@ class LearnPanel:
         if saved is not None:
             self._last = (saved, self.canvas.version)
             n = sum(1 for _ in (self.drawings_dir / str(digit)).glob("*.json"))
-            self.status.say(f"Saved as {'an' if digit == 8 else 'a'} {digit}" + (f" (it read {read})" if read is not None and read != digit else "")
-                    + f": {n} drawing{'s' if n != 1 else ''} of {digit}. L learns; Ctrl+Z takes it back.")
+            misread = f" (it read {read})" if read is not None and read != digit else ""
+            self.status.say(f"Saved as {'an' if digit == 8 else 'a'} {digit}{misread}: {n} drawing{'s' if n != 1 else ''} "
+                            f"of {digit}. L learns; Ctrl+Z takes it back.")
 
     def learn(self) -> None:
         if self.learner.start(self.base_model()):
@@ -350,7 +356,7 @@ class LearnPanel:
             for f, to in reversed(moved):
                 with contextlib.suppress(OSError):
                     os.replace(to, f)
-            return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return _reason(exc)
         return ""
 
     def insist(self) -> None:
@@ -373,7 +379,7 @@ class LearnPanel:
                 finetune.save_personal(outcome, base, self._examples, self.personal_path, SETTINGS)
             model = load_model(self.personal_path)  # with its card: the engine panel shows what it scored
         except (GemmpadError, OSError) as exc:
-            unsaved = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            unsaved = _reason(exc)
         self._base = base  # (the shipped model, where the window started with the personal one)
         # the detector carried over by Learn, also where the weights could not be saved beside it
         self._use_model(model, (outcome.detector, outcome.no_detector))
