@@ -67,8 +67,8 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
                if outcome.steps != settings.steps else "")  # --steps 1 ran 67 steps without a word
     log(f"{outcome.rows} rows from the drawings, {outcome.steps} steps on {outcome.engine}{rounded}, "
         f"{outcome.seconds['total']:.2f} s")
-    if outcome.reason:
-        log(("kept anyway (insisted): " if outcome.accepted else "not saved: ") + outcome.reason)
+    if outcome.reason and outcome.accepted:  # a refusal is the caller's to say (run: once, on stderr)
+        log(f"kept anyway (insisted): {outcome.reason}")
     if outcome.accepted and output is not None:
         finetune.save_personal(outcome, base, examples, output, settings)
         written = [Path(output), Path(output).with_suffix(".json")]
