@@ -100,3 +100,30 @@ def test_info_lists_the_ladder_without_the_cuda_module(monkeypatch, capsys):
     assert not wgmma["available"] and wgmma["source"] == "native/cuda/gemm/10_wgmma_tma.cu"
     assert wgmma["unavailable_reason"].startswith("this install has no CUDA module: ")
     assert {f["machine"] for f in wgmma["figures"]} == {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}
+
+
+def test_info_names_the_unsure_detectors(monkeypatch, capsys, tmp_path):
+    """Which unsure detector the shipped and the personal model read with, or why there is none: a model
+    without one reads scribbles as digits, and info said nothing of it."""
+    from gemmpad.runtime import unsure
+    from gemmpad.runtime.model import load_model
+
+    shipped = load_model()
+    det, why = unsure.for_model(shipped)
+    assert det is not None, why
+    monkeypatch.setenv("GEMMPAD_HOME", str(tmp_path))
+    rc, out, _ = run_cli(monkeypatch, capsys, "info")
+    assert rc == 0 and "unsure detector: mnist-mlp.unsure.json\n" in out
+    assert "personal model's unsure detector" not in out  # no personal model yet
+    personal = tmp_path / "personal-model.npz"
+    shipped.save(personal)
+    rc, out, _ = run_cli(monkeypatch, capsys, "info")
+    assert "your personal model's unsure detector: none: none beside the model (personal-model.unsure.json" in out
+    tuned = type(shipped)({k: v + np.float32(1e-3) for k, v in shipped.weights.items()})
+    tuned.save(personal)
+    unsure.save(unsure.carried(det, tuned), unsure.path_for(personal))
+    rc, out, _ = run_cli(monkeypatch, capsys, "info", "--json")
+    entry = json.loads(out)["user_data"]["personal_unsure_detector"]
+    assert entry == {"path": str(unsure.path_for(personal)), "carried_over": True}
+    rc, out, _ = run_cli(monkeypatch, capsys, "info")
+    assert "your personal model's unsure detector: personal-model.unsure.json (carried over by Learn)\n" in out

@@ -10,16 +10,17 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gemmpad import __version__
 from gemmpad.data import datafind, userdata
-from gemmpad.runtime import native, registry
+from gemmpad.runtime import native, registry, unsure
 from gemmpad.runtime.classifier import available_backends
 from gemmpad.errors import GemmpadError
-from gemmpad.runtime.model import default_model_path, load_model
+from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import printable
 
 # Optional packages worth naming in a report; read from metadata, never imported.
@@ -65,12 +66,20 @@ def collect() -> dict[str, Any]:
         m = load_model()
         model["card"] = {k: v for k, v in m.card.items() if isinstance(v, (str, int, float, bool))}
         model["scores"] = m.scores()
+        model["unsure_detector"] = detector_entry(m)
     except GemmpadError as exc:
         model["error"] = str(exc)
     personal = userdata.personal_model_path()
+    personal_detector = None
+    if personal.exists():
+        try:
+            personal_detector = detector_entry(load_model(personal))
+        except GemmpadError as exc:
+            personal_detector = {"path": None, "why_none": f"the personal model cannot be used ({exc})"}
     return {
         "user_data": {"folder": str(userdata.data_dir()), "drawings": str(userdata.drawings_dir()),
-                      "personal_model": str(personal) if personal.exists() else None},
+                      "personal_model": str(personal) if personal.exists() else None,
+                      "personal_unsure_detector": personal_detector},
         "versions": versions,
         "platform": platform.platform(),
         "cpu_features": list(native.cpu.cpu_features()),
@@ -80,6 +89,21 @@ def collect() -> dict[str, Any]:
         "model": model,
         "data": datafind.status(),
     }
+
+
+def detector_entry(model: Model) -> dict[str, Any]:
+    """Where the model's unsure detector is, and whether Learn carried it over; or why there is none
+    (a model without one reads scribbles as digits: the window and predict say so too)."""
+    det, path, why = unsure.find(model)
+    if det is None:
+        return {"path": None, "why_none": why}
+    return {"path": str(path), "carried_over": "carried_from" in det.fitted}
+
+
+def _detector_text(entry: dict[str, Any]) -> str:
+    if entry["path"] is None:
+        return f"none: {entry['why_none']}"
+    return Path(entry["path"]).name + (" (carried over by Learn)" if entry.get("carried_over") else "")
 
 
 def data_section(status: dict[str, dict[str, Any]]) -> str:
@@ -147,8 +171,11 @@ def run(args: argparse.Namespace) -> int:
         out(f"model: the shipped model: {card}\n")  # its path, inside the installed package, is in --json
         if m["scores"]:
             out(f"model scores: {', '.join(m['scores'])}\n")
+        out(f"unsure detector: {_detector_text(m['unsure_detector'])}\n")
     u = info["user_data"]
     out(f"your data: {u['folder']} (drawings in {u['drawings']}; personal model: "
         f"{u['personal_model'] or 'none yet'})\n")
+    if u["personal_unsure_detector"] is not None:
+        out(f"your personal model's unsure detector: {_detector_text(u['personal_unsure_detector'])}\n")
     out(data_section(info["data"]))
     return 0
