@@ -488,13 +488,20 @@ def learn(model: Model, examples: Sequence[Example], refs: References, settings:
     return outcome
 
 
+def personal_files(path: str | Path) -> tuple[Path, Path, Path]:
+    """The files a personal model is: its weights (`path`), its card and its unsure detector, as
+    save_personal writes them, `gemmpad fine-tune` checks them and Reset moves them aside together."""
+    model = Path(path)
+    return model, model.with_suffix(".json"), unsure.path_for(model)
+
+
 def save_personal(outcome: Outcome, base: Model, examples: Sequence[Example], path: str | Path,
                   settings: Settings = Settings()) -> Path:
     """Write the fine-tuned weights and a card saying what they were tuned from, atomically,
     and the carried unsure detector beside them (a detector left there for weights this
     replaces is removed: it could only say "fitted for other weights"). Refuses to write over
     the base model's own file."""
-    target = Path(path)
+    target, _, beside = personal_files(path)
     if base.path is not None and target.resolve() == Path(base.path).resolve():
         raise GemmpadError(f"{target} is the model being fine-tuned: name another file")
     card = {
@@ -508,7 +515,6 @@ def save_personal(outcome: Outcome, base: Model, examples: Sequence[Example], pa
         "training": base.card.get("training", {}) if isinstance(base.card, dict) else {},
         "results": {"mnist_test_accuracy": outcome.after["MNIST test"]},
     }
-    beside = unsure.path_for(target)
     if outcome.detector is not None:  # what the model's card lists of it (the file holds the rest)
         card["unsure"] = {"file": beside.name, "carried_from": outcome.detector.fitted["carried_from"]}
     Model(outcome.weights).save(target, card)

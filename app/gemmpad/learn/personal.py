@@ -20,7 +20,6 @@ from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import check_output_file, check_writable_dir, claim, refuse_existing
-from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import Log, printable
 
@@ -28,14 +27,15 @@ from gemmpad.terminal import Log, printable
 def check_target(output: Path, base: Model, replace: bool) -> None:
     """Refuse, before any work, an output that is the base model, the shipped model, an
     existing file not to be replaced, or a place that cannot be written."""
-    check_output_file(output, f"--output {output}", {".npz"})
-    check_output_file(output.with_suffix(".json"), f"--output {output} (its card)")
-    check_output_file(unsure.path_for(output), f"--output {output} (its unsure detector)")
+    files = finetune.personal_files(output)
+    check_output_file(files[0], f"--output {output}", {".npz"})
+    check_output_file(files[1], f"--output {output} (its card)")
+    check_output_file(files[2], f"--output {output} (its unsure detector)")
     protected = {default_model_path().resolve()} | ({Path(base.path).resolve()} if base.path else set())
     if output.resolve() in protected:
         raise GemmpadError(f"--output {output}: that is the model being fine-tuned or the shipped model; "
                            "a personal model is always a new file")
-    refuse_existing([output, output.with_suffix(".json"), unsure.path_for(output)], "--output", force=replace)
+    refuse_existing(files, "--output", force=replace)
 
 
 def fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None, settings: finetune.Settings,
@@ -71,8 +71,7 @@ def _fine_tune_folder(base: Model, folder: str | Path, output: str | Path | None
         log(f"kept anyway (insisted): {outcome.reason}")
     if outcome.accepted and output is not None:
         finetune.save_personal(outcome, base, examples, output, settings)
-        written = [Path(output), Path(output).with_suffix(".json")]
-        written += [unsure.path_for(output)] if outcome.detector else []
+        written = finetune.personal_files(output)[: 3 if outcome.detector else 2]
         log(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
         if outcome.detector is None:  # it reads every drawing as a digit: say so, and why
             log(f"no unsure detector for {output}: {outcome.no_detector}")

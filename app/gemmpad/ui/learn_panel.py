@@ -342,9 +342,9 @@ class LearnPanel:
         """Move the personal model, its card and its detector to their .previous names, all or none
         (one moved and the others not would pair a model with another's card or detector); returns
         why they stay where they are, or ""."""
-        mine, previous = self.personal_path, self.personal_path.with_name(f"{self.personal_path.stem}.previous.npz")
-        aside = {mine: previous, mine.with_suffix(".json"): previous.with_suffix(".json"),
-                 unsure.path_for(mine): unsure.path_for(previous)}
+        mine = self.personal_path
+        aside = dict(zip(finetune.personal_files(mine),
+                         finetune.personal_files(mine.with_name(f"{mine.stem}.previous.npz"))))
         moved: list[tuple[Path, Path]] = []
         try:
             with claim(mine, "the personal model"):  # `gemmpad train` or fine-tune may be writing it
