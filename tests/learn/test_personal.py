@@ -164,6 +164,18 @@ def test_check_target_refuses_an_existing_file(tmp_path: Path) -> None:
     with pytest.raises(GemmpadError, match=f"^--output: {tmp_path / 'me.unsure.json'} already exists; pass --force"):
         personal.check_target(tmp_path / "me.npz", load_model(), replace=False)
 
+    (tmp_path / "me.unsure.json").unlink()
+
+
+def test_check_target_refuses_a_name_whose_card_is_another_models_detector(tmp_path: Path) -> None:
+    """me.unsure.npz's card would be me.unsure.json, me.npz's detector: refused even with --force."""
+    (tmp_path / "me.unsure.json").write_text("{}")
+    for replace in (False, True):
+        with pytest.raises(GemmpadError, match="^--output .*me.unsure.npz: me.unsure.npz's card would be named "
+                                               "me.unsure.json, the name of me.npz's unsure detector"):
+            personal.check_target(tmp_path / "me.unsure.npz", load_model(), replace=replace)
+    assert (tmp_path / "me.unsure.json").read_text() == "{}"
+    personal.check_target(tmp_path / "me.unsured.npz", load_model(), replace=False)  # only the exact suffix
 
 @pytest.mark.slow
 def test_drawings_without_base_join_a_full_training_run(folder: Path, tmp_path: Path) -> None:

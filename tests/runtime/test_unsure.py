@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gemmpad.data import synthetic, nondigits
+from gemmpad.errors import GemmpadError
 from gemmpad.runtime import unsure
 from gemmpad.runtime.model import default_model_path, load_model
 from gemmpad.learn import unsure_fit
@@ -135,3 +136,14 @@ def test_a_detector_carried_to_tuned_weights_is_found_beside_them(tmp_path: Path
     assert found == got, why
     assert "Carried over by Learn from the base model, measured there: it flags" in unsure_note(found, "")
     assert "Carried over" not in unsure_note(det, "")
+
+
+@pytest.mark.parametrize("name, clash", [("x.unsure.npz", "x.npz"), ("a.b.unsure.npz", "a.b.npz"), ("x.npz", None),
+                                         ("unsure.npz", None), ("x.unsured.npz", None)])
+def test_a_model_whose_card_would_take_a_detectors_name_is_refused(name: str, clash: str | None) -> None:
+    if clash is None:
+        unsure.refuse_card_clash(Path(name), "--output")
+        return
+    with pytest.raises(GemmpadError, match=f"^--output: {name}'s card would be named .*, the name of {clash}'s "
+                                           "unsure detector; name the model otherwise$"):
+        unsure.refuse_card_clash(Path(name), "--output")

@@ -30,6 +30,7 @@ from gemmpad.commands.args import output_path
 from gemmpad.errors import ModelFileError, OutputFileError, require
 from gemmpad.inputs.files import check_output_file, refuse_existing
 from gemmpad.inputs.reads import read_input
+from gemmpad.runtime import unsure
 from gemmpad.runtime.model import LAYERS, MAX_HIDDEN, Model, fold_normalisation
 
 MAX_IMPORT_BYTES = 512 << 20  # 784-4096-4096-10 in float32 is 80 MB; a cap keeps a hostile file bounded
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_file(args.output, "--output")  # first: a directory or a device is that, whatever its suffix
     if out.suffix.lower() != ".npz":
         raise OutputFileError(f"--output: a model file ends in .npz, not {out.suffix or 'no suffix'}")
+    unsure.refuse_card_clash(out, "--output", OutputFileError)
     check_output_file(out.with_suffix(".json"), "--output's card")
     refuse_existing([out, out.with_suffix(".json")], "--output", force=args.force, error=OutputFileError)
     model, card = import_file(args.source, args.input_mean, args.input_std)

@@ -20,6 +20,7 @@ from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import check_output_file, check_writable_dir, claim, refuse_existing
+from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import Log, printable
 
@@ -29,6 +30,7 @@ def check_target(output: Path, base: Model, replace: bool) -> None:
     existing file not to be replaced, or a place that cannot be written."""
     files = finetune.personal_files(output)
     check_output_file(files[0], f"--output {output}", {".npz"})
+    unsure.refuse_card_clash(output, f"--output {output}")
     check_output_file(files[1], f"--output {output} (its card)")
     check_output_file(files[2], f"--output {output} (its unsure detector)")
     protected = {default_model_path().resolve()} | ({Path(base.path).resolve()} if base.path else set())

@@ -48,6 +48,7 @@ from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, numb
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import atomic_path, check_output_file, check_writable_dir, claim, refuse_existing, write_bytes
 from gemmpad.data.trainset import SOURCES
+from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, accuracy, fold_normalisation, load_model, save_card
 from gemmpad.data.pool import default_jobs
 from gemmpad.inputs.preprocess import preprocess_batch
@@ -261,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
     curve_path = Path(args.curve) if args.curve else out_path.with_suffix(".png")
     # before training, not after it
     check_output_file(out_path, f"--output {out_path}", {".npz"})
+    unsure.refuse_card_clash(out_path, f"--output {out_path}")
     check_output_file(out_path.with_suffix(".json"), f"--output {out_path} (its card)")
     check_output_file(curve_path, f"--curve {curve_path}", _plot_types())
     outputs = [out_path, out_path.with_suffix(".json"), curve_path]

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from gemmpad.errors import ModelFileError
+from gemmpad.errors import GemmpadError, ModelFileError
 from gemmpad.inputs.files import write_text
 from gemmpad.inputs.reads import load_json
 from gemmpad.runtime.model import SHAPES, Model
@@ -169,6 +169,17 @@ def path_for(model_path: str | os.PathLike[str]) -> Path:
     """Where a model's detector lives: beside it, models/mnist-mlp.unsure.json."""
     p = Path(model_path)
     return p.with_name(p.stem + ".unsure.json")
+
+
+def refuse_card_clash(model_path: str | os.PathLike[str], option: str,
+                      error: type[GemmpadError] = GemmpadError) -> None:
+    """Refuse a model file named X.unsure.npz: its card, X.unsure.json, would take the name of
+    X.npz's unsure detector (and with --force replace it, leaving X.npz's detector a card)."""
+    p = Path(model_path)
+    if p.stem.endswith(".unsure"):
+        owner = p.with_name(p.stem[: -len(".unsure")] + p.suffix)
+        raise error(f"{option}: {p.name}'s card would be named {p.with_suffix('.json').name}, the name of "
+                    f"{owner.name}'s unsure detector; name the model otherwise")
 
 
 def save(detector: Detector, path: str | os.PathLike[str]) -> None:
