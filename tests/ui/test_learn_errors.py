@@ -13,6 +13,7 @@ import pytest
 from gemmpad.learn import finetune, rehearsal
 from gemmpad.inputs import strokes
 from gemmpad.errors import DataError
+from gemmpad.runtime.model import default_model_path
 from gemmpad.ui import status_bar
 from gemmpad.ui.workers.learner import Learner
 
@@ -200,7 +201,9 @@ def test_reset_that_cannot_move_the_personal_model_aside_moves_nothing(app: obje
     card: now all three stay where they were, the base model reads, and the status line says why."""
     mine = tmp_path / "personal-model.npz"
     monkeypatch.setattr(app.learn, "personal_path", mine)
-    files = {mine: b"model", mine.with_suffix(".json"): b"card", tmp_path / "personal-model.unsure.json": b"detector"}
+    files = {mine: default_model_path().read_bytes(),  # a readable model: its place is .previous
+             mine.with_suffix(".json"): default_model_path().with_suffix(".json").read_bytes(),
+             tmp_path / "personal-model.unsure.json": b"detector"}
     for f, data in files.items():
         f.write_bytes(data)
     (tmp_path / "personal-model.previous.json").mkdir()  # where the card should go: a folder
@@ -210,3 +213,23 @@ def test_reset_that_cannot_move_the_personal_model_aside_moves_nothing(app: obje
     assert not (tmp_path / "personal-model.previous.npz").exists()
     assert "could not be moved aside" in app.status.message and app.status._msg_error
     assert app.model.path != mine
+
+
+def test_reset_of_an_unreadable_personal_model_keeps_the_good_one_put_aside_before(
+        app: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A Reset of a corrupt personal model replaced the readable personal-model.previous.npz the Reset
+    before had kept: now the unreadable one goes to .broken names and the window says where."""
+    mine = tmp_path / "personal-model.npz"
+    monkeypatch.setattr(app.learn, "personal_path", mine)
+    good = {tmp_path / "personal-model.previous.npz": default_model_path().read_bytes(),
+            tmp_path / "personal-model.previous.json": b"good card"}
+    for f, data in {**good, mine: b"not a model", mine.with_suffix(".json"): b"card"}.items():
+        f.write_bytes(data)
+    app.learn.reset()
+    app.step()
+    assert {f: f.read_bytes() for f in good} == good
+    assert (tmp_path / "personal-model.broken.npz").read_bytes() == b"not a model"
+    assert (tmp_path / "personal-model.broken.json").read_bytes() == b"card"
+    assert not mine.exists() and not mine.with_suffix(".json").exists()
+    assert app.status.message.endswith("your personal model could not be read and is kept as personal-model.broken.npz")
+    assert not app.status._msg_error and app.model.path != mine

@@ -20,8 +20,10 @@
   next Learn); the time it shows runs from the key press, the first Learn's loading of the
   sets it compares with (gemmpad.learn.rehearsal) included, unless the window loaded them at start.
 - Reset: the base model reads again, and the personal model file is moved aside
-  (personal-model.previous.npz), so the next start uses the base model too; nothing is
-  deleted, and the last Learn's figures and time are taken down.
+  (personal-model.previous.npz; one that cannot be read goes to personal-model.broken.npz
+  instead, so that it never replaces a good one kept by the Reset before), so the next start
+  uses the base model too; nothing is deleted, and the last Learn's figures and time are
+  taken down.
 """
 
 from __future__ import annotations
@@ -323,7 +325,7 @@ class LearnPanel:
         if self.learner.running:
             self.learner.cancel()
             self.learner.take()
-        kept = self._put_aside()
+        kept, aside = self._put_aside()
         base = self.base_model()
         self._use_model(base, None)
         self.outcome = None
@@ -335,16 +337,26 @@ class LearnPanel:
         if kept:
             self.status.say(f"Reading with {name} now, but your personal model could not be moved aside ({kept}): "
                             "the next start reads with it again", error=True)
+        elif aside.stem.endswith(".broken"):
+            self.status.say(f"Reading with {name} again; your personal model could not be read and is kept as "
+                            f"{aside.name}")
         else:
             self.status.say(f"Reading with {name} again")
 
-    def _put_aside(self) -> str:
+    def _put_aside(self) -> tuple[str, Path]:
         """Move the personal model, its card and its detector to their .previous names, all or none
-        (one moved and the others not would pair a model with another's card or detector); returns
-        why they stay where they are, or ""."""
+        (one moved and the others not would pair a model with another's card or detector); a model
+        that cannot be read goes to .broken names instead, leaving a readable one put aside before
+        where it is. Returns why they stay where they are (or "") and where the model went."""
         mine = self.personal_path
-        aside = dict(zip(finetune.personal_files(mine),
-                         finetune.personal_files(mine.with_name(f"{mine.stem}.previous.npz"))))
+        kind = "previous"
+        if mine.exists():
+            try:
+                load_model(mine)
+            except (GemmpadError, OSError):
+                kind = "broken"
+        where = mine.with_name(f"{mine.stem}.{kind}.npz")
+        aside = dict(zip(finetune.personal_files(mine), finetune.personal_files(where)))
         moved: list[tuple[Path, Path]] = []
         try:
             with claim(mine, "the personal model"):  # `gemmpad train` or fine-tune may be writing it
@@ -356,8 +368,8 @@ class LearnPanel:
             for f, to in reversed(moved):
                 with contextlib.suppress(OSError):
                     os.replace(to, f)
-            return _reason(exc)
-        return ""
+            return _reason(exc), where
+        return "", where
 
     def insist(self) -> None:
         """"Use it anyway": the refused model reads from now on, and the panel says so."""
