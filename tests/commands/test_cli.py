@@ -120,6 +120,29 @@ def test_bug_is_one_line_unless_debugging(monkeypatch, capsys):
         cli.main(["info"])
 
 
+
+@pytest.mark.parametrize(("sizes", "message"), [
+    (["-1x5x5"], "size '-1x5x5': every dimension must be >= 1"),
+    (["5x5x5", "-0x5x5"], "size '-0x5x5': every dimension must be >= 1"),
+    (["-1x5"], "size '-1x5' is not MxNxK (e.g. 1024x1024x768)"),
+])
+def test_a_size_with_a_minus_is_the_sizes_one_line_error(monkeypatch, capsys, sizes, message):
+    """`bench gemm --sizes -1x5x5` was argparse's usage and "expected at least one argument" (a word
+    of a minus and a digit read as an unknown option), the bad size unnamed."""
+    from tests.cli_helpers import run_cli
+
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", *sizes)
+    assert (rc, out, err) == (2, "", f"gemmpad: error: {message}\n")
+
+
+def test_a_value_with_a_minus_reaches_its_options_check(capsys):
+    """The same rule for every option: `--budget-s -1e-3` is the option's own "must be above 0",
+    not "expected one argument"."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["bench", "gemm", "--budget-s", "-1e-3"])
+    assert exc.value.code == 2
+    assert "argument --budget-s: must be a finite number above 0, got '-1e-3'" in capsys.readouterr().err
+
 def test_unknown_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["frobnicate"])

@@ -63,8 +63,9 @@ import argparse  # noqa: E402  (after the handler, on purpose)
 import contextlib  # noqa: E402
 import errno  # noqa: E402
 import importlib  # noqa: E402
+import re  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
-from typing import NoReturn  # noqa: E402
+from typing import Any, NoReturn  # noqa: E402
 
 from gemmpad.errors import GemmpadError
 from gemmpad.terminal import printable
@@ -90,7 +91,16 @@ ALIASES: dict[str, str] = {"learn": "fine-tune"}
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, with usage errors made printable: they quote what was typed
     ("unrecognized arguments: ..."), control characters included. Subcommands' parsers
-    are made by the same class."""
+    are made by the same class.
+
+    A word that starts with a minus and a digit is a value, never an option (no option of
+    gemmpad's looks so), as argparse has it from Python 3.14 on: before, only a plain negative
+    number was, and `bench gemm --sizes -1x5x5` ended in "expected at least one argument" under
+    the usage, the bad size unnamed, where the size's own check says what is wrong in one line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"-\.?\d")  # Python 3.14's, matched at a word's start
 
     def error(self, message: str) -> NoReturn:
         super().error(printable(message))
