@@ -12,7 +12,7 @@ import pytest
 
 from gemmpad.data import drawings
 from gemmpad.ui import harness
-from gemmpad.ui.learn_panel import corrections
+from gemmpad.ui.learn_panel import corrections, thumbnail
 from tests.ui.support import draw, one, real_input, seven
 
 
@@ -66,9 +66,40 @@ def test_the_list_shows_what_learn_reads_and_relabels_and_deletes(empty_folder: 
     app.learn.delete(app.learn.listed[2][1])
     harness.settle(app)
     learned = drawings.read_folder(app.drawings_dir, say=lambda _line: None)
-    assert [(e.label, e.path) for e in learned] == app.learn.listed == corrections(app.drawings_dir)
+    assert [(e.label, e.path) for e in learned] == app.learn.listed == corrections(app.drawings_dir, thumbnail)[0]
     assert len(learned) == 2 and len(_files(app)) == 4  # each a strokes file and its PNG
 
+
+
+def test_the_count_leaves_out_and_names_the_files_learn_cannot_read(empty_folder: object) -> None:
+    """A corrupt strokes file was counted ("3 corrections") while Learn trained on 2 and skipped it,
+    and the list showed 2. Now the count is what Learn trains on, the file it skips named; a correction
+    whose strokes cannot be read but whose picture can is listed as the picture, as Learn reads it."""
+    app = empty_folder
+    for digit, drawing in ((7, seven), (5, one)):
+        draw(app, drawing())
+        app.learn.correct(digit)
+        app.clear()
+    (bad := app.drawings_dir / "3" / "bad.json").parent.mkdir()
+    bad.write_text("{not json", encoding="utf-8")
+    (strokes_only := next((app.drawings_dir / "5").glob("*.json"))).write_text("[", encoding="utf-8")
+    app.learn.refresh()
+    harness.settle(app)
+    learned = drawings.read_folder(app.drawings_dir, say=lambda _line: None)
+    assert [(e.label, e.path) for e in learned] == app.learn.listed
+    assert [d for d, p in app.learn.listed] == [5, 7] and app.learn.listed[0][1] == strokes_only.with_suffix(".png")
+    assert app.learn.unreadable == [bad]
+    thumbs = [c for c in dpg.get_all_items() if dpg.get_item_type(c).endswith("mvImageButton")
+              and dpg.is_item_shown(c)]
+    assert len(thumbs) == 2
+    assert dpg.get_value(app.learn.count_text) == ("2 corrections (1 more file cannot be read: 3/bad.json): "
+                                                   "click one to relabel or delete it")
+    draw(app, seven())
+    app.shortcut(dpg.mvKey_3)  # the status line counts a digit's drawings as Learn reads them too
+    assert ": 1 drawing of 3. L learns" in app.status.message
+    for _d, path in app.learn.listed:
+        app.learn.delete(path)
+    assert dpg.get_value(app.learn.count_text).startswith("No corrections yet (1 file cannot be read: 3/bad.json). ")
 
 def test_a_thumbnails_menu_deletes_and_relabels_through_its_widgets(empty_folder: object) -> None:
     """Real clicks: the thumbnail opens its menu, Delete deletes; the relabel list's callback as

@@ -4,8 +4,8 @@
   chart, or its key); the drawing is saved under that digit in the drawings folder
   (strokes with brush widths and canvas size, and a PNG: the window's save, handed to the
   panel). The section, under the canvas, lists the corrections as Learn reads them
-  (`corrections`), each relabelled or deleted with a click; Ctrl+Z right after a correction
-  takes it back.
+  (`corrections`), each relabelled or deleted with a click, and names the files Learn cannot read
+  (it skips them); Ctrl+Z right after a correction takes it back.
 - Learn (button or L): `Learner` fine-tunes in a background thread, always from the
   base model (the shipped one, or --model) on every correction so far, so Learns do not
   compound each other's drift; the window keeps drawing and reading meanwhile and shows
@@ -47,6 +47,7 @@ from gemmpad.inputs.files import claim
 from gemmpad.inputs.images import SUFFIXES, load_image
 from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
+from gemmpad.terminal import printable
 from gemmpad.ui import style
 from gemmpad.ui.canvas import Canvas
 from gemmpad.ui.draw_panel import heading, set_shown, tip
@@ -77,10 +78,14 @@ LABEL_W = 10  # the digit it is filed as, beside it (small font), at scale 1
 REVEAL_FRAMES = 4  # frames to bring a Learn's outcome into view in (it is laid out within two)
 
 
-def corrections(folder: Path) -> list[tuple[int, Path]]:
-    """The labelled drawings Learn reads (gemmpad.data.drawings.read_folder): per digit folder, one
-    file a name, the strokes file where there is one, else the picture; in Learn's order."""
+def corrections(folder: Path, read: Callable[[Path], object]) -> tuple[list[tuple[int, Path]], list[Path]]:
+    """The labelled drawings Learn reads (gemmpad.data.drawings.read_folder), in its order, and the
+    files it skips. Per digit folder, one file a name: the strokes file where `read` can read it,
+    else the picture (`read` raises OSError or GemmpadError for a file it cannot read); a name
+    none of whose files can be read is skipped, its first file named. Listed without reading,
+    a corrupt file was counted as a correction that Learn then skipped."""
     out: list[tuple[int, Path]] = []
+    unreadable: list[Path] = []
     for digit in range(10):
         sub = folder / str(digit)
         try:
@@ -91,9 +96,18 @@ def corrections(folder: Path) -> list[tuple[int, Path]]:
         for f in files:
             if f.suffix.lower() == ".json" or f.suffix.lower() in SUFFIXES:
                 by_stem.setdefault(f.stem, []).append(f)
-        out += [(digit, sorted(by_stem[stem], key=lambda p: p.suffix.lower() != ".json")[0])
-                for stem in sorted(by_stem)]
-    return out
+        for stem in sorted(by_stem):
+            tries = sorted(by_stem[stem], key=lambda p: p.suffix.lower() != ".json")
+            for f in tries:
+                try:
+                    read(f)
+                except (OSError, GemmpadError):
+                    continue
+                out.append((digit, f))
+                break
+            else:
+                unreadable.append(tries[0])
+    return out, unreadable
 
 
 def _siblings(path: Path) -> list[Path]:
@@ -182,6 +196,7 @@ class LearnPanel:
             pass
         self._thumbs: dict[tuple[Path, float], int | str] = {}  # (file, mtime) -> its texture
         self.listed: list[tuple[int, Path]] = []  # what the list shows: (digit, file), in Learn's order
+        self.unreadable: list[Path] = []  # the corrections' files Learn cannot read (it skips them)
         self._per_row = 8
         self._menus: list[int | str] = []  # each thumbnail's menu
         self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
@@ -210,31 +225,40 @@ class LearnPanel:
     # ------------------------------------------------------------ the corrections
     def refresh(self) -> None:
         """Read the drawings folder again: the count and the list (after a save, delete, relabel)."""
-        self.listed = corrections(self.drawings_dir)
-        self._show_count()
+        self._read()
         self._show_list()
+
+    def _read(self) -> None:
+        """The corrections as Learn will read them, and the files it will skip; the count says both."""
+        self.listed, self.unreadable = corrections(self.drawings_dir, self._texture)
+        self._show_count()
+
+    def _texture(self, path: Path) -> int | str:
+        """A correction's thumbnail, made once for each version of the file: reading the folder reads
+        every correction through here (OSError or GemmpadError where it cannot be read)."""
+        key = (path, path.stat().st_mtime)
+        if key not in self._thumbs:
+            self._thumbs[key] = dpg.add_static_texture(THUMB_PX, THUMB_PX, thumbnail(path), parent=self._textures)
+        return self._thumbs[key]
 
     def _show_list(self) -> None:
         dpg.delete_item(self.list_group, children_only=True)
         self._menus = []
         side = round(THUMB * self.scale)
-        keep: set[tuple[Path, float]] = set()
+        keep: set[int | str] = set()
         row: int | str | None = None
         for i, (digit, path) in enumerate(self.listed):
             if i % self._per_row == 0:
                 row = dpg.add_group(horizontal=True, parent=self.list_group)
             try:
-                key = (path, path.stat().st_mtime)
-                if key not in self._thumbs:
-                    self._thumbs[key] = dpg.add_static_texture(THUMB_PX, THUMB_PX, thumbnail(path),
-                                                               parent=self._textures)
-            except (OSError, GemmpadError):  # unreadable: Learn skips it too, and says so
+                texture = self._texture(path)
+            except (OSError, GemmpadError):  # changed since it was read: the next read names it
                 continue
-            keep.add(key)
+            keep.add(texture)
             # the digit beside its thumbnail, not under it: under it, one correction at the default
             # size made the section scroll, the digit it is filed as out of sight
             with dpg.group(parent=row, horizontal=True, horizontal_spacing=round(2 * self.scale)):
-                btn = dpg.add_image_button(self._thumbs[key], width=side, height=side)
+                btn = dpg.add_image_button(texture, width=side, height=side)
                 tip(btn, f"Filed as a {digit} ({path.name}): click to relabel or delete it.")
                 dpg.bind_item_font(dpg.add_text(str(digit), color=style.MUTED), self.fonts.small)
             with dpg.popup(btn, mousebutton=dpg.mvMouseButton_Left) as menu:
@@ -246,7 +270,7 @@ class LearnPanel:
                 tip(relabel, "File this drawing under another digit (Learn then trains on it as that digit).")
                 delete = dpg.add_button(label="Delete", callback=lambda _s, _v, p: self.delete(p), user_data=path)
                 tip(delete, "Delete this correction (its strokes and its picture): Learn no longer trains on it.")
-        for key in [k for k in self._thumbs if k not in keep]:
+        for key in [k for k, texture in self._thumbs.items() if texture not in keep]:
             dpg.delete_item(self._thumbs.pop(key))
 
     def _changed(self) -> None:
@@ -254,8 +278,7 @@ class LearnPanel:
         in this frame, the open menu stayed open in ImGui's popup stack and swallowed the next click."""
         for menu in self._menus:
             dpg.configure_item(menu, show=False)
-        self.listed = corrections(self.drawings_dir)
-        self._show_count()
+        self._read()
         self._rebuild = True
 
     def delete(self, path: Path) -> None:
@@ -306,7 +329,7 @@ class LearnPanel:
         saved = self._save(digit)
         if saved is not None:
             self._last = (saved, self.canvas.version)
-            n = sum(1 for _ in (self.drawings_dir / str(digit)).glob("*.json"))
+            n = sum(d == digit for d, _ in self.listed)  # as Learn reads them (the save read the folder again)
             misread = f" (it read {read})" if read is not None and read != digit else ""
             self.status.say(f"Saved as {'an' if digit == 8 else 'a'} {digit}{misread}: {n} drawing{'s' if n != 1 else ''} "
                             f"of {digit}. L learns; Ctrl+Z takes it back.")
@@ -502,7 +525,12 @@ class LearnPanel:
         return "\n".join(lines)
 
     def _show_count(self) -> None:
-        n = len(self.listed)
-        dpg.set_value(self.count_text, f"{n} correction{'s' if n != 1 else ''}: click one to relabel or delete it" if n
-                      else "No corrections yet. Wrong answer? Click the right digit's bar or press its key: the "
-                           "drawing is kept as a correction, listed here.")
+        """How many corrections Learn trains on, and the files it skips (not in the list: no thumbnail)."""
+        n, bad = len(self.listed), self.unreadable
+        skipped = (f" ({len(bad)} {'more ' if n else ''}file{'s' if len(bad) != 1 else ''} cannot be read: "
+                   f"{printable(str(bad[0].relative_to(self.drawings_dir)))}{', ...' if len(bad) > 1 else ''})"
+                   if bad else "")
+        dpg.set_value(self.count_text, f"{n} correction{'s' if n != 1 else ''}{skipped}: click one to relabel or "
+                                       "delete it" if n
+                      else f"No corrections yet{skipped}. Wrong answer? Click the right digit's bar or press its key: "
+                           "the drawing is kept as a correction, listed here.")
