@@ -64,6 +64,35 @@ def test_a_learn_error_stays_in_the_panel_until_dismissed(app: object, monkeypat
         (app.drawings_dir / "1" / "error-test.json").unlink()
 
 
+
+def test_l_with_no_corrections_keeps_the_buttons_in_sight(app: object) -> None:
+    """At the default size, L with no corrections showed "Not learned: no corrections yet" below the
+    section's fold and scrolled the section to it: the Learn and Reset buttons went out of sight. Now
+    nothing starts; the count under the buttons says what to do."""
+    from gemmpad.ui import harness, layout
+    from tests.ui.layout_check import region_rect
+
+    app.learn.refresh()  # (tests before this one put drawings in the folder and took them out behind its back)
+    assert not app.learn.listed and not app.learn.unreadable
+    dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
+    dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
+    for _ in range(3):
+        app.step()
+    try:
+        _learn_and_wait(app)
+        for _ in range(8):  # past the frames a Learn's outcome or error is brought into view in
+            app.step()
+        region = region_rect(app.learn.root)
+        for item in (app.learn.learn_btn, app.learn.reset_btn, app.learn.count_text):
+            x, y, w, h = harness.rect(item)
+            assert dpg.is_item_visible(item) and region[1] <= y and y + h <= region[1] + region[3], \
+                (dpg.get_item_label(item), (y, h), region, dpg.get_y_scroll(app.learn.root))
+        assert not dpg.is_item_shown(app.learn.error_text) and not dpg.is_item_shown(app.learn.progress)
+        assert app.status.message == "Nothing to learn: no corrections yet"
+    finally:
+        app.learn.dismiss()
+        dpg.set_y_scroll(app.learn.root, 0.0)
+
 def test_the_time_shown_runs_from_the_key_press(app: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A Learn that spends 0.3 s before learn() (first-time work) reports it in its time."""
     learner = app.learn.learner

@@ -335,6 +335,14 @@ class LearnPanel:
                             f"of {digit}. L learns; Ctrl+Z takes it back.")
 
     def learn(self) -> None:
+        """Fine-tune on the corrections in the background. With none, nothing starts: the count under
+        the buttons says what to do, and the error a Learn on nothing showed below it scrolled the
+        section to it, the Learn and Reset buttons out of sight."""
+        if not self.listed:
+            self.refresh()  # (drawings put in the folder by hand since it was read)
+            if not self.listed:
+                self.status.say("Nothing to learn: no corrections yet")  # short: whole at the default size
+                return
         if self.learner.start(self.base_model()):
             self.dismiss()
             set_shown(self.insist_btn, False)
