@@ -2,7 +2,8 @@
 # native/tools/gpu_check.sh, or `compute-sanitizer python3 this_file`): a tiny
 # run of every kernel in both precisions, with a short last batch, a batch that
 # is not a multiple of 16 and every epoch engine (graph, direct launches, the persistent kernel in fp32), with the labels
-# and with soft targets (a fine-tune's distillation).
+# and with soft targets (a fine-tune's distillation); then fp32 batches over 128 rows (the persistent
+# epoch's row work 8 rows a block, its layer-1 forward in two passes).
 import numpy as np
 
 from gemmpad.runtime import native
@@ -25,3 +26,11 @@ for _mixed, _soft in ((False, None), (True, None), (False, _q), (True, _q)):
         _t.weights()
         _t.samples()
         print("sanitized trainer mixed=%s soft=%s batch=%d" % (_mixed, _soft is not None, _batch), flush=True)
+_x = _rng.uniform(0, 1, (300, 784)).astype(np.float32)
+_y = _rng.integers(0, 10, 300).astype(np.int32)
+_t = _cuda.Trainer(_x, _y, _w, 256, False)
+_perm = _rng.permutation(300).astype(np.int32)
+for _engine in ("graph", "launches") + (("persistent",) if _t.persistent_available else ()):
+    _t.epoch(_perm, 0.05, 0.9, 1e-4, _engine)
+_t.weights()
+print("sanitized trainer fp32 batch=256 of 300 rows", flush=True)
