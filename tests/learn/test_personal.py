@@ -100,6 +100,11 @@ def test_without_options_it_is_the_windows_learn(folder: Path, tmp_path: Path, f
     assert "6 drawings (2: 3, 5: 3)" in text
     model = load_model(userdata.personal_model_path())
     assert model.card["fine_tuned"]["drawings"] == 6
+    # again, after one more drawing: the personal model is replaced, as Learn replaces it (no --force asked)
+    strokes.save(folder / "2" / "more.json", [np.array([[60.0, 40.0], [200.0, 40.0], [60.0, 240.0], [220.0, 240.0]])])
+    rc, text, err = _train(capsys, "--steps", "40", "--insist")
+    assert rc == 0, err
+    assert load_model(userdata.personal_model_path()).card["fine_tuned"]["drawings"] == 7
 
 
 def test_refused_by_the_safety_rule_writes_nothing(folder: Path, tmp_path: Path, fast: None,

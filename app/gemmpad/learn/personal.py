@@ -88,7 +88,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "saved and corrected, in the user folder)")
     p.add_argument("--base", metavar="MODEL", help="the model to fine-tune (default: the shipped model)")
     p.add_argument("--output", type=output_path, metavar="PATH", help="model file to write (default: the personal model in the user folder)")
-    p.add_argument("--force", action="store_true", help="replace --output and its .json card when they exist")
+    p.add_argument("--force", action="store_true",
+                   help="replace --output and its .json card when they exist (without --output the personal "
+                        "model is replaced, as the window's Learn replaces it)")
     p.add_argument("--steps", type=integer(1, 100_000), metavar="N",
                    help="steps (default 300), rounded up to whole passes over the person's rows and the rehearsal "
                         "sample (one pass is about 70 steps)")
@@ -108,7 +110,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """`gemmpad fine-tune [--drawings DIR] [--base MODEL]`: exit 0 when the personal model was written,
     1 when the safety rule refused it. Without options it does what the window's Learn does: the
-    shipped model, tuned on the drawings the window saved."""
+    shipped model, tuned on the drawings the window saved, replacing the personal model (a second
+    run asked for --force, a name the person never gave); a named --output is never replaced
+    without --force."""
     if args.drawings is None:
         args.drawings = str(userdata.drawings_dir())
         if not Path(args.drawings).is_dir():
@@ -117,14 +121,15 @@ def run(args: argparse.Namespace) -> int:
     base = load_model(args.base)
     finetune.check_base(base)  # before the replay sets' minutes and before --output's folder is made
     output = Path(args.output) if args.output is not None else userdata.personal_model_path()
-    check_target(output, base, args.force)
+    replace = args.force or args.output is None
+    check_target(output, base, replace)
     if args.cache:  # written after the fine-tune: a file or device here must fail now, as train's --cache does
         check_writable_dir(args.cache, f"--cache {args.cache}")
     given = {"steps": args.steps, "lr": args.lr, "batch": args.batch_size, "seed": args.seed}
     settings = finetune.Settings(**{k: v for k, v in given.items() if v is not None})
     log: Log = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))  # lines name paths
     with claim(output, f"--output {output}"):  # the window's Learn and other runs write this name too
-        check_target(output, base, args.force)  # again, held: a run that just ended may have written it
+        check_target(output, base, replace)  # again, held: a run that just ended may have written it
         outcome = fine_tune_folder(base, args.drawings, output, settings,
                                    args.trainer,
                                    args.insist, args.data, args.cache or None, log)
