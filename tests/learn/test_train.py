@@ -487,9 +487,9 @@ def test_folds_choose_the_held_out_writers_themselves(tmp_path: Path) -> None:
         train.run(quick_args(tmp_path, "--folds", "5", "--val-writers", "1-6"))
     with pytest.raises(GemmpadError, match="--resume continues a cross-validation: add --folds K"):
         train.run(quick_args(tmp_path, "--resume"))
-    with pytest.raises(GemmpadError, match="--fold 6: one of the folds of --folds K"):
+    with pytest.raises(GemmpadError, match=r"--fold 6: one of the folds of --folds 5 \(1 to 5; "):
         train.run(quick_args(tmp_path, "--folds", "5", "--fold", "6"))
-    with pytest.raises(GemmpadError, match="--fold 1: one of the folds"):
+    with pytest.raises(GemmpadError, match="--fold 1 runs one fold of a cross-validation: add --folds K"):
         train.run(quick_args(tmp_path, "--fold", "1"))
 
 

@@ -253,8 +253,11 @@ def run(args: argparse.Namespace) -> int:
         raise GemmpadError("--folds chooses the held-out writers itself: leave out --val-writers")
     if args.resume and not args.folds:
         raise GemmpadError("--resume continues a cross-validation: add --folds K")
-    if args.fold is not None and not (args.folds and args.fold <= args.folds):
-        raise GemmpadError(f"--fold {args.fold}: one of the folds of --folds K (1 to K; 0: the model on every writer)")
+    if args.fold is not None and not args.folds:
+        raise GemmpadError(f"--fold {args.fold} runs one fold of a cross-validation: add --folds K")
+    if args.fold is not None and args.fold > args.folds:
+        raise GemmpadError(f"--fold {args.fold}: one of the folds of --folds {args.folds} (1 to {args.folds}; "
+                           "0: the model on every writer)")
     require("torch", "gemmpad train", "'gemmpad[train]'")
     log: Callable[[str], None] = (lambda s: None) if args.quiet else (lambda s: print(printable(s), flush=True))
     t_start = time.perf_counter()
