@@ -51,3 +51,18 @@ def test_info_names_the_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     (tmp_path / "personal-model.npz").write_bytes(b"")
     rc, out, _ = run_cli(monkeypatch, capsys, "info", "--json")
     assert '"personal_model": "' + str(tmp_path / "personal-model.npz") in out
+
+
+def test_a_gemmpad_home_that_is_a_file_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Not "no drawings yet in FILE/drawings" from fine-tune, or a save failing later in the window."""
+    from gemmpad.commands import cli
+    from gemmpad.errors import GemmpadError
+
+    home = tmp_path / "seven.png"
+    home.write_bytes(b"an image")
+    monkeypatch.setenv("GEMMPAD_HOME", str(home))
+    monkeypatch.delenv("GEMMPAD_DRAWINGS", raising=False)
+    with pytest.raises(GemmpadError, match=f"^GEMMPAD_HOME={home}: not a folder"):
+        userdata.data_dir()
+    assert cli.main(["fine-tune", "--quiet"]) == 2
+    assert home.read_bytes() == b"an image"

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import platformdirs
 
+from gemmpad.errors import GemmpadError
+
 APP = "gemmpad"
 PERSONAL_MODEL = "personal-model.npz"
 
@@ -31,6 +33,9 @@ def data_dir() -> Path:
     """The per-user data folder (not created here: nothing is written until there is something to keep)."""
     forced = os.environ.get("GEMMPAD_HOME")
     if forced:
+        if Path(forced).exists() and not Path(forced).is_dir():  # else "no drawings yet in FILE/drawings"
+            raise GemmpadError(f"GEMMPAD_HOME={forced}: not a folder (it names the folder gemmpad keeps your "
+                               "drawings and personal model in)")
         return Path(forced)
     folder = platformdirs.user_data_path(APP, appauthor=False, roaming=True)
     # The XDG spec says a relative $XDG_DATA_HOME is to be ignored; platformdirs would use it
