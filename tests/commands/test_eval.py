@@ -123,6 +123,10 @@ def test_cli_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "nothing to evaluate" in capsys.readouterr().err
     assert main(["eval", "--model", str(model), "--pendigits", "--styles", "felt-tip"]) == 2
     assert "unknown ['felt-tip']" in capsys.readouterr().err
+    # a bad --writers is refused even where no pendigits set is asked for (it was accepted unread)
+    assert main(["eval", "--model", str(model), "--writers", "abc", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "writer range 'abc'" in err
 
 
 def test_writer_sets_read_the_same_in_any_number_of_processes() -> None:

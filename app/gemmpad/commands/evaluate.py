@@ -388,9 +388,9 @@ def run(args: argparse.Namespace) -> int:
     if args.save_paper:  # the folder is tested whole: an earlier run's images would count as this one's
         check_empty_dir(args.save_paper, f"--save-paper {args.save_paper}")
     drawn_names = _drawn_names(args.drawn_styles) if args.drawn_styles is not None else []
+    ids = writer_range(args.writers)  # checked whatever is asked for, as --styles is: not accepted unread
     samples: list[pendigits.PenDigit] = []
     if wanted:
-        ids = writer_range(args.writers)
         samples = pendigits.split_by_writer(pendigits.read_pendigits(args.pendigits or None), ids)[1]
         if not samples:
             raise GemmpadError(f"--writers {args.writers}: no such writers in the pendigits file")
