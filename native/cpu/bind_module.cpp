@@ -7,7 +7,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <climits>
+#include <csignal>
+#include <mutex>
 
 #include "cpu.h"
 #include "bind.h"
@@ -18,6 +21,34 @@ using namespace gemmpad;
 namespace {
 
 using F32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// Ctrl-C during a long product (cpu.h): a SIGINT handler in front of Python's, counting presses and passing
+// each on. signal.signal() puts Python's own back whenever it is called (the command line does as it starts),
+// so it is asked for again before each long product; where SIGINT is ignored, default or another library's
+// (SA_SIGINFO) handler, nothing changes and the product finishes before Python hears the press, as before.
+std::atomic<void (*)(int)> g_passed_on{nullptr};  // the handler each press is passed on to
+
+void count_sigint(int sig, siginfo_t*, void*) {
+    cpu::sigint_presses().fetch_add(1, std::memory_order_relaxed);  // lock-free atomics: async-signal-safe
+    g_passed_on.load()(sig);
+}
+
+bool watch_sigint() {
+    static std::mutex installing;
+    std::lock_guard<std::mutex> lock(installing);
+    struct sigaction now;
+    if (sigaction(SIGINT, nullptr, &now) != 0) return false;
+    if (now.sa_flags & SA_SIGINFO) return now.sa_sigaction == count_sigint;
+    if (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN) return false;
+    g_passed_on.store(now.sa_handler);
+    struct sigaction counting = now;
+    counting.sa_flags |= SA_SIGINFO;
+    counting.sa_sigaction = count_sigint;
+    return sigaction(SIGINT, &counting, nullptr) == 0;
+}
+
+// Products from this size take milliseconds or more: watched for Ctrl-C (a sigaction call, ~1 us).
+constexpr double kWatched = 1 << 26;
 
 py::list list_kernels() {
     py::list out;
@@ -52,8 +83,17 @@ void run_gemm(const std::string& name, py::array_t<float, py::array::c_style> a,
     p.bias = bias ? bias->data() : nullptr;
     p.C = out.mutable_data();
     p.act = static_cast<Act>(act);
-    py::gil_scoped_release nogil;
-    entry.launch(p);
+    p.presses = (double)M * N * K >= kWatched && watch_sigint() ? cpu::sigint_presses().load()
+                                                                 : GemmProblem::kUnwatched;
+    {
+        py::gil_scoped_release nogil;
+        entry.launch(p);
+    }
+    if (cpu::stopped(p.presses)) {  // C may be part-written: never returned as a result
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Python's handler (KeyboardInterrupt)
+        PyErr_SetNone(PyExc_KeyboardInterrupt);  // a thread other than the main one, or a handler that went on
+        throw py::error_already_set();
+    }
 }
 
 }  // namespace

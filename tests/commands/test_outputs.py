@@ -193,6 +193,25 @@ def test_ctrl_c_during_a_pool_is_one_line_and_exit_130(presses: int) -> None:
     assert proc.returncode in ((130, -signal.SIGINT) if presses > 1 else (130,))
 
 
+def test_ctrl_c_during_a_long_cpu_product_is_heard_at_once() -> None:
+    """`bench gemm --kernels cpu.01_naive --sizes 3000x3000x3000` (a stranger's run) went on for 142 s after
+    Ctrl-C: Python hears a signal between bytecodes, and the kernel ran for minutes. Now the module counts
+    the press and the kernel stops between rows: one line and exit 130 within seconds."""
+    proc = subprocess.Popen([sys.executable, "-m", "gemmpad", "bench", "gemm", "--kernels", "cpu.01_naive",
+                             "--sizes", "3000x3000x3000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env(), start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("GEMM benchmark:"), proc.communicate()[1]
+        time.sleep(1.0)  # into the product (its first check alone runs for a minute or two here)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (proc.returncode, err) == (130, "gemmpad: interrupted\n")
+
+
 def test_ctrl_c_while_the_command_is_still_loading_is_one_line(tmp_path: Path) -> None:
     """Item 7: a Ctrl-C in the first ~0.1 s, while `gemmpad` was still importing NumPy and the native
     modules, printed a traceback. The command's script (here a file named gemmpad, as pip writes it)

@@ -12,6 +12,11 @@ any error worth finding.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -83,6 +88,38 @@ def test_shapes(name, shape, rng):
     if name == "cpu.01_naive" and m * n * k > 3e8:
         pytest.skip("the naive CPU loop takes seconds at this size; covered by the smaller shapes")
     check(name, m, n, k, rng)
+
+
+def _interrupted(name: str, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> float:
+    """gemm interrupted by a real SIGINT 0.3 s in: seconds from the signal to its KeyboardInterrupt."""
+    sent: list[float] = []
+    timer = threading.Timer(0.3, lambda: (sent.append(time.perf_counter()), os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            gemmpad.gemm(a, b, kernel=name, out=out)
+            time.sleep(5)  # (a call that returned before the signal: the test fails as it should)
+    finally:
+        timer.cancel()
+    return time.perf_counter() - sent[0]
+
+
+def test_ctrl_c_stops_the_naive_loop_between_rows(rng):
+    """cpu.01_naive at 3000^3 kept Ctrl-C waiting for minutes, until it returned: now it stops between
+    rows, and the call raises KeyboardInterrupt (its first rows written, the last still the poison)."""
+    a = rng.uniform(-1, 1, (300, 1024)).astype(np.float32)
+    b = rng.uniform(-1, 1, (1024, 4096)).astype(np.float32)
+    out = np.full((300, 4096), np.nan, np.float32)
+    _interrupted("cpu.01_naive", a, b, out)
+    assert not np.isnan(out[0]).any() and np.isnan(out[-1]).all()
+
+
+def test_ctrl_c_stops_the_blocked_kernel_between_blocks(rng):
+    """cpu.02_blocked_simd at 6000 x 6000 x 4000 runs ~8 s on the 2-core CI machine (every row of C holds
+    partial sums after the first K block, so the poison cannot tell): KeyboardInterrupt within 2.5 s."""
+    a = rng.uniform(-1, 1, (6000, 4000)).astype(np.float32)
+    b = rng.uniform(-1, 1, (4000, 6000)).astype(np.float32)
+    assert _interrupted("cpu.02_blocked_simd", a, b, np.empty((6000, 6000), np.float32)) < 2.5
 
 
 @pytest.mark.parametrize("name", kernel_params())

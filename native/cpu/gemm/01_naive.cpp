@@ -12,7 +12,7 @@ namespace {
 void naive(const GemmProblem& p) {
     const float* A = static_cast<const float*>(p.A);
     const float* B = static_cast<const float*>(p.B);
-    for (int i = 0; i < p.M; ++i) {
+    for (int i = 0; i < p.M && !stopped(p.presses); ++i) {  // Ctrl-C: between rows (cpu.h)
         for (int j = 0; j < p.N; ++j) {
             float acc = 0.0f;
             for (int k = 0; k < p.K; ++k) acc += A[(size_t)i * p.K + k] * B[(size_t)k * p.N + j];

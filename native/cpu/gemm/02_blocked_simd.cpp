@@ -196,6 +196,7 @@ struct Slice {
     ptrdiff_t ldc;
     const float* bias;  // already offset to column 0 of the slice, or nullptr
     bool relu;
+    unsigned presses;  // Ctrl-C: checked between blocks (cpu.h)
 };
 
 // Small M (at most two A panels, e.g. the MLP at batch 1..24): nothing would
@@ -213,7 +214,7 @@ void small_m(const Slice& s, const MicroKernels& uk) {
     // registers, so B's rows are read once, whole, front to back (the GEMV
     // access pattern) instead of once per 2-vector panel.
     const int step = M == 1 ? kRowNV * W : NR;
-    for (ptrdiff_t j0 = 0; j0 < N; j0 += step) {
+    for (ptrdiff_t j0 = 0; j0 < N && !stopped(s.presses); j0 += step) {
         const int cols = (int)std::min<ptrdiff_t>(step, N - j0);
         const int nvec = (cols + W - 1) / W;
         const int width = nvec * W;
@@ -293,7 +294,7 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
             for (int jp = 0; jp < npanels_b; ++jp)
                 pack_b(s.B + pc * s.ldb + jc + jp * NR, s.ldb, std::min(NR, nc - jp * NR), kc, NR,
                        Bp + (size_t)jp * kc * NR);
-            for (ptrdiff_t ic = 0; ic < M; ic += MC) {
+            for (ptrdiff_t ic = 0; ic < M && !stopped(s.presses); ic += MC) {
                 const int mc = (int)std::min<ptrdiff_t>(MC, M - ic);
                 const int npanels_a = (mc + MR - 1) / MR;
                 for (int ip = 0; pack_a_block && ip < npanels_a; ++ip)
@@ -335,7 +336,7 @@ void blocked_serial(const Slice& s, const MicroKernels& uk) {
 void blocked_simd(const GemmProblem& p) {
     const MicroKernels& uk = micro_kernels();
     const Slice all{p.M, p.N, p.K, static_cast<const float*>(p.A), p.K, static_cast<const float*>(p.B), p.N,
-                    static_cast<const float*>(p.B) + (size_t)p.K * p.N, p.C, p.N, p.bias, p.act == Act::Relu};
+                    static_cast<const float*>(p.B) + (size_t)p.K * p.N, p.C, p.N, p.bias, p.act == Act::Relu, p.presses};
     // Each thread takes a slice of C (rows if M is the long side, else columns,
     // in whole micro-tiles) and runs the serial nest on it, packing its own
     // copy of the operand they share. Packing twice costs O(K*N) against

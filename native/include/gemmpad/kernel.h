@@ -36,6 +36,9 @@ struct GemmProblem {
     float* C = nullptr;           // [M, N] row-major, float32
     Act act = Act::None;
     InType in_type = InType::F32;
+    // CPU: the Ctrl-C count when the call began, or kUnwatched (cpu.h's stopped()); CUDA kernels ignore it.
+    static constexpr unsigned kUnwatched = ~0u;
+    unsigned presses = kUnwatched;
 };
 
 // What a user reads about a kernel. `precision` is the arithmetic:
