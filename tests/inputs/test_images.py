@@ -86,6 +86,43 @@ def test_large_images_are_reduced_before_conversion(tmp_path: Path) -> None:
     assert max(load_image(tmp_path / "wide.jpg")[0].shape) <= MAX_SIDE  # JPEG: decoded small (draft)
 
 
+def stroke_on_clear(colour: tuple[int, int, int], size: int = 64) -> Image.Image:
+    """A slanted bar of `colour`, anti-aliased edges and all, on a fully transparent canvas."""
+    im = Image.new("RGBA", (size, size), (*colour, 0))
+    ImageDraw.Draw(im).line([(size * 0.55, size * 0.15), (size * 0.45, size * 0.85)], fill=(*colour, 255),
+                            width=size // 8)
+    return im.resize((size // 2, size // 2), Image.Resampling.LANCZOS)  # partial alpha along the edges
+
+
+@pytest.mark.parametrize("mode", ["RGBA", "LA"])
+def test_strokes_on_a_transparent_background_are_read_by_their_alpha(tmp_path: Path, mode: str) -> None:
+    """White ink on a transparent background, composited over white paper, read as "no ink found":
+    where the alpha varies and the strokes are of one tone, the alpha is the ink, whatever the
+    colour. Black ink reads as compositing made it (within a level of rounding)."""
+    from gemmpad.inputs.preprocess import preprocess
+
+    black = stroke_on_clear((0, 0, 0))
+    alpha = np.asarray(black.getchannel("A"))
+    old = np.asarray(Image.alpha_composite(Image.new("RGBA", black.size, (255,) * 4), black).convert("L"))
+    for name, colour in (("white", (255, 255, 255)), ("yellow", (250, 240, 120)), ("black", (0, 0, 0))):
+        stroke_on_clear(colour).convert(mode).save(tmp_path / f"{name}.png")
+        pixels, _ = load_image(tmp_path / f"{name}.png")
+        assert pixels.dtype == np.uint8 and preprocess(pixels) is not None, name
+        np.testing.assert_array_equal(pixels, 255 - alpha, err_msg=name)
+    assert np.abs(load_image(tmp_path / "black.png")[0].astype(int) - old).max() <= 1
+
+
+def test_a_sheet_with_transparent_corners_is_read_by_its_colours(tmp_path: Path) -> None:
+    """An opaque white sheet with dark ink and transparent rounded corners: its alpha outlines the
+    sheet, not the strokes, so the colours are read (by the alpha the sheet would be one blob of ink)."""
+    sheet = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    ImageDraw.Draw(sheet).rounded_rectangle((0, 0, 63, 63), radius=12, fill=(255, 255, 255, 255))
+    ImageDraw.Draw(sheet).line([(35, 10), (29, 54)], fill=(0, 0, 0, 255), width=8)
+    sheet.save(tmp_path / "sheet.png")
+    pixels, _ = load_image(tmp_path / "sheet.png")
+    assert pixels[32, 32] == 0 and pixels[32, 10] == 255 and pixels[0, 0] == 255  # ink, sheet, corner
+
+
 def test_float_pixels_beyond_float32_are_named_as_such(tmp_path: Path) -> None:
     im = Image.fromarray(np.full((8, 8), 3e38, np.float32), mode="F")
     im.save(tmp_path / "f.tif")

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gemmpad.errors import GemmpadError, ImageError
+from gemmpad.inputs.preprocess import MIN_CONTRAST
 from gemmpad.inputs.reads import open_input
 
 if TYPE_CHECKING:
@@ -57,9 +58,9 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
 
     Pixels are 2-D, upright as the camera meant (EXIF orientation): uint8, or
     float32 in [0, 1] for 16-bit and floating-point images, which an 8-bit
-    conversion would clip to blank. Transparent areas become white paper, so a
-    dark-ink drawing saved with an alpha channel still reads. Notes are the
-    decoder's warnings about this file, one line each.
+    conversion would clip to blank. Strokes on a transparent background are read by
+    their alpha, whatever their colour; other transparent areas become white paper
+    (see _on_paper). Notes are the decoder's warnings about this file, one line each.
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -142,8 +143,6 @@ def _transparent(im: PilImage) -> bool:
 
 
 def _pixels(im: PilImage) -> np.ndarray:
-    from PIL import Image
-
     if im.mode == "F":
         arr = np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], or 0..255 when above 1
         if not np.all(np.isfinite(arr)):
@@ -152,10 +151,35 @@ def _pixels(im: PilImage) -> np.ndarray:
     if im.mode.startswith("I"):  # 16- or 32-bit integer grey
         return np.asarray(im, dtype=np.float32) / np.float32(65535.0)
     if _transparent(im):
-        rgba = im.convert("RGBA")
-        paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        im = Image.alpha_composite(paper, rgba)
+        return _on_paper(im.convert("RGBA"))
     return np.asarray(im.convert("L"), dtype=np.uint8)
+
+
+def _on_paper(rgba: PilImage) -> np.ndarray:
+    """Grey pixels, dark ink on white paper, of an image with an alpha channel.
+
+    Where the alpha varies and the opaque pixels are all of one tone (strokes drawn on a
+    transparent background), the alpha is the drawing and is read as ink (255 - alpha): strokes
+    of any colour read, where white or light ones composited over white paper vanished ("no ink
+    found"). Black strokes come out as compositing made them. Otherwise the colours carry the
+    drawing (constant alpha, or ink on a sheet whose transparent corners the alpha outlines,
+    which read by alpha would turn the whole sheet into ink): composited over white paper.
+    """
+    from PIL import Image
+
+    alpha = np.asarray(rgba.getchannel("A"))
+    if alpha.min() != alpha.max() and _strokes_of_one_tone(rgba, alpha):
+        return 255 - alpha
+    paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return np.asarray(Image.alpha_composite(paper, rgba).convert("L"), dtype=np.uint8)
+
+
+def _strokes_of_one_tone(rgba: PilImage, alpha: np.ndarray) -> bool:
+    """Whether the pixels at least half as opaque as the most opaque one differ in grey by less
+    than preprocess's MIN_CONTRAST, so that their colour cannot tell ink from paper. (Its own
+    function, so the grey copy is freed before a composite needs the memory.)"""
+    opaque = np.asarray(rgba.convert("L"))[alpha >= (int(alpha.max()) + 1) // 2]
+    return int(opaque.max()) - int(opaque.min()) < MIN_CONTRAST * 255
 
 
 @contextlib.contextmanager
