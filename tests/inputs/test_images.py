@@ -123,6 +123,19 @@ def test_a_sheet_with_transparent_corners_is_read_by_its_colours(tmp_path: Path)
     assert pixels[32, 32] == 0 and pixels[32, 10] == 255 and pixels[0, 0] == 255  # ink, sheet, corner
 
 
+@pytest.mark.parametrize(("top", "scale"), [(255, 255), (50_000, 65535), (65535, 65535), (200_000, 200_000)])
+def test_integer_images_are_scaled_by_the_range_their_values_use(tmp_path: Path, top: int, scale: int) -> None:
+    """A 32-bit TIFF of 0..255 was divided by 65535 and read as blank: 8-bit values are scaled
+    as 8-bit, 16-bit ones as 16-bit, and anything larger by its own maximum."""
+    from gemmpad.inputs.preprocess import preprocess
+
+    grey = np.asarray(Image.open(io.BytesIO(digit_png())), dtype=np.int64) * top // 255  # ink 0, paper `top`
+    Image.fromarray(grey.astype(np.int32), mode="I").save(tmp_path / "i32.tif")
+    pixels, _ = load_image(tmp_path / "i32.tif")
+    assert pixels.dtype == np.float32 and pixels.max() == np.float32(top / scale)
+    assert preprocess(pixels) is not None
+
+
 def test_float_pixels_beyond_float32_are_named_as_such(tmp_path: Path) -> None:
     im = Image.fromarray(np.full((8, 8), 3e38, np.float32), mode="F")
     im.save(tmp_path / "f.tif")

@@ -56,11 +56,11 @@ _REDUCIBLE = ("L", "LA", "RGB", "RGBA", "CMYK", "YCbCr", "I", "F", "I;16")
 def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
     """(pixels, notes) for one image file; raises ImageError naming the file and the reason.
 
-    Pixels are 2-D, upright as the camera meant (EXIF orientation): uint8, or
-    float32 in [0, 1] for 16-bit and floating-point images, which an 8-bit
-    conversion would clip to blank. Strokes on a transparent background are read by
-    their alpha, whatever their colour; other transparent areas become white paper
-    (see _on_paper). Notes are the decoder's warnings about this file, one line each.
+    Pixels are 2-D, upright as the camera meant (EXIF orientation): uint8, or float32
+    in [0, 1] for 16- and 32-bit integer (see _integer_grey) and floating-point images,
+    which an 8-bit conversion would clip to blank. Strokes on a transparent background
+    are read by their alpha, whatever their colour; other transparent areas become white
+    paper (see _on_paper). Notes are the decoder's warnings about this file, one line each.
     """
     from PIL import Image, UnidentifiedImageError
 
@@ -149,10 +149,19 @@ def _pixels(im: PilImage) -> np.ndarray:
             raise ImageError("pixel values are NaN, Inf or beyond float32's range (about 3.4e38)")
         return arr
     if im.mode.startswith("I"):  # 16- or 32-bit integer grey
-        return np.asarray(im, dtype=np.float32) / np.float32(65535.0)
+        return _integer_grey(np.asarray(im, dtype=np.float32))
     if _transparent(im):
         return _on_paper(im.convert("RGBA"))
     return np.asarray(im.convert("L"), dtype=np.uint8)
+
+
+def _integer_grey(arr: np.ndarray) -> np.ndarray:
+    """16- or 32-bit integer grey as float32, white at 1, scaled by the range its values use: the
+    8-bit range when none is above 255, the 16-bit one when none is above 65535, else its own
+    maximum. The container's width says nothing of the values (a 32-bit TIFF of 0..255 divided
+    by 65535 read as blank), so the values choose."""
+    top = float(arr.max())
+    return arr / np.float32(255.0 if top <= 255 else 65535.0 if top <= 65535 else top)
 
 
 def _on_paper(rgba: PilImage) -> np.ndarray:
