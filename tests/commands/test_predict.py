@@ -76,6 +76,20 @@ def test_json_for_every_image_in_a_directory(monkeypatch, capsys, images, model_
         assert r["latency_us"] > 0
 
 
+def test_a_directory_is_scanned_for_every_format_a_named_file_reads(monkeypatch, capsys, tmp_path, model_file):
+    """`predict DIR` passed over .gif, .tif, .tiff and .webp files that `predict FILE` read, and
+    --help named only PNG/JPEG/BMP: the scan and the help follow the loader's one list."""
+    names = [f"one{suffix}" for suffix in (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")]
+    for name in names:
+        draw_one((64, 64), True).save(tmp_path / name)
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), "--json",
+                           str(tmp_path))
+    assert rc == 0 and sorted(Path(r["file"]).name for r in json_lines(out)) == sorted(names), err
+    with pytest.raises(SystemExit):
+        run_cli(monkeypatch, capsys, "predict", "--help")
+    assert "image files (PNG/JPEG/BMP/GIF/TIFF/WebP)" in " ".join(capsys.readouterr().out.split())
+
+
 def test_polarity_does_not_matter(monkeypatch, capsys, tmp_path, model_file):
     draw_one((200, 200), True).save(tmp_path / "a.png")
     draw_one((200, 200), False).save(tmp_path / "b.png")

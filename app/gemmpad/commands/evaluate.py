@@ -38,6 +38,7 @@ from gemmpad.commands.args import MAX_BATCH, integer
 from gemmpad.runtime.classifier import jitter
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import check_empty_dir, check_writable_dir
+from gemmpad.inputs.images import FORMAT_NAMES, SUFFIXES, load_image
 from gemmpad.runtime.model import Model, load_model
 from gemmpad.data.pool import default_jobs, ordered_map
 from gemmpad.inputs.preprocess import preprocess
@@ -167,10 +168,8 @@ def labelled_files(root: str | Path, suffixes: Sequence[str]) -> list[tuple[int,
 
 def directory_scores(model: Model, directory: str | Path, tta: int = 1,
                      warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> Scores:
-    """Scores on DIR/<digit>/* images (PNG, JPEG, BMP); a file that cannot be read is
+    """Scores on DIR/<digit>/* images (images.FORMATS); a file that cannot be read is
     passed over with one line through `warn` (it is not a misread digit)."""
-    from gemmpad.inputs.images import SUFFIXES, load_image
-
     labels, pred = [], []
     files = labelled_files(directory, SUFFIXES)
     with progress(len(files), "image", Path(directory).name or str(directory)) as bar:
@@ -314,7 +313,7 @@ def _ranges(ids: Sequence[int]) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dirs", nargs="*", metavar="DIR", help="folders of labelled images, DIR/<digit>/*.png")
+    p.add_argument("dirs", nargs="*", metavar="DIR", help=f"folders of labelled images, DIR/<digit>/* ({FORMAT_NAMES})")
     p.add_argument("--model", help="model .npz file (default: the shipped model)")
     p.add_argument("--pendigits", nargs="?", const="", metavar="FILE",
                    help="real writers' digits drawn at every style (default file: $GEMMPAD_PENDIGITS, else `gemmpad data fetch pendigits`'s)")

@@ -27,14 +27,14 @@ from gemmpad.runtime import unsure
 from gemmpad.runtime import backends
 from gemmpad.runtime.classifier import BACKENDS, N_IN, Classifier
 from gemmpad.errors import GemmpadError, require
-from gemmpad.inputs.images import SUFFIXES, image_paths, load_image
+from gemmpad.inputs.images import FORMAT_NAMES, image_paths, load_image
 from gemmpad.runtime.model import Model
 from gemmpad.inputs.preprocess import MIN_CONTRAST
 from gemmpad.terminal import printable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="image files (PNG/JPEG/BMP) or directories of them")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help=f"image files ({FORMAT_NAMES}) or directories of them")
     parser.add_argument(
         "--backend", choices=BACKENDS, default=None,
         help="where the network runs (default: the --kernel's backend, else cpu, else numpy)"
@@ -68,7 +68,7 @@ def image_files(paths: list[str]) -> Iterator[tuple[str, Path | None, str]]:
             count += 1
             yield str(f), (None if error else f), error
         if not count:
-            yield raw, None, f"no {'/'.join(s[1:].upper() for s in SUFFIXES)} images in this directory or below"
+            yield raw, None, f"no {FORMAT_NAMES} images in this directory or below"
 
 
 SHOW_SCALE = 8  # the 28x28 input written as 8x8 blocks: 224 px, crisp

@@ -42,7 +42,13 @@ from gemmpad.inputs.reads import open_input
 if TYPE_CHECKING:
     from PIL.Image import Image as PilImage
 
-SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")  # what a directory scan picks up
+# The formats gemmpad reads, as people name them, and their files' suffixes: the one list that every
+# directory scan (predict, eval, train --drawings, Learn) picks files up by and every help text names.
+# A file named on its own is read whatever its suffix: Pillow tells the format from the bytes.
+FORMATS = {"PNG": (".png",), "JPEG": (".jpg", ".jpeg"), "BMP": (".bmp",), "GIF": (".gif",),
+           "TIFF": (".tif", ".tiff"), "WebP": (".webp",)}
+SUFFIXES = tuple(suffix for suffixes in FORMATS.values() for suffix in suffixes)
+FORMAT_NAMES = "/".join(FORMATS)  # "PNG/JPEG/BMP/GIF/TIFF/WebP"
 MAX_BYTES = 256 << 20  # a file (or what comes through a pipe, read whole) of at most this much
 MAX_SIDE = 4096  # longer side kept after decoding; preprocess needs ~20 px of ink
 MAX_DECODE_BYTES = 512 << 20  # one decoded frame at most
