@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -85,12 +86,26 @@ def load_image(path: str | os.PathLike[str]) -> tuple[np.ndarray, list[str]]:
             notes.extend(str(w.message) for w in caught)
         except GemmpadError as exc:  # too large, or pixels out of range: said here, named here
             raise ImageError(f"{path}: {exc}") from None
+        except Image.DecompressionBombError as exc:  # more pixels than Pillow opens: in gemmpad's words
+            raise ImageError(f"{path}: {_too_many_pixels(exc)}") from None
         except UnidentifiedImageError:
             raise ImageError(f"{path}: cannot read image: not a format Pillow knows, or its header is corrupt") from None
         except Exception as exc:  # any decoder failure is this file's, not the batch's
             text = str(exc).splitlines()[0] if str(exc) else ""
             raise ImageError(f"{path}: cannot read image: {type(exc).__name__}{': ' + text if text else ''}") from None
     return pixels, list(dict.fromkeys(n.strip() for n in notes if n.strip()))
+
+
+def _too_many_pixels(exc: Exception) -> str:
+    """Pillow's DecompressionBombError as one line of gemmpad's, with the figures it names. The
+    exception carries them only in its text ("Image size (N pixels) exceeds limit of L pixels,
+    ..."), so they are read from there; should that wording change, the limit alone is said."""
+    from PIL import Image
+
+    figures = [int(n) for n in re.findall(r"\d+", str(exc))]
+    limit = 2 * (Image.MAX_IMAGE_PIXELS or 0)  # Pillow refuses at twice its limit (and warns above it)
+    found = f"{figures[0]:,} pixels; at most {figures[1]:,}" if len(figures) == 2 else f"over {limit:,} pixels"
+    return f"the image is too large ({found}): scale it down (a digit needs a few hundred pixels a side)"
 
 
 def _decoded(im: PilImage) -> PilImage:
