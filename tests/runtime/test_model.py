@@ -137,6 +137,24 @@ def test_not_a_zip_truncated_missing_and_pickles(tmp_path: Path, rng: np.random.
         load_model(tmp_path / "pickle.npz")  # allow_pickle=False: never runs code
 
 
+def test_a_network_of_another_framework_is_named_with_the_command_that_converts_it(tmp_path: Path) -> None:
+    """`predict --model net.pt` said "unexpected member 'net/data.pkl' (a model file holds exactly W1.npy...)":
+    a PyTorch file (torch.save's zip, or its older pickle) or an ONNX file is named as such, with the import
+    command that makes a gemmpad model of it."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    from gemmpad.commands.exporter import to_onnx
+
+    torch.save(torch.nn.Linear(784, 10).state_dict(), tmp_path / "net.pt")
+    torch.save(torch.nn.Linear(784, 10).state_dict(), tmp_path / "old.pth", _use_new_zipfile_serialization=False)
+    (tmp_path / "net.onnx").write_bytes(to_onnx(load_model()))
+    for name, kind in (("net.pt", "a PyTorch"), ("old.pth", "a PyTorch"), ("net.onnx", "an ONNX")):
+        with pytest.raises(ModelFileError) as info:
+            load_model(tmp_path / name)
+        assert str(info.value) == (f"{tmp_path / name} is {kind} file, not a gemmpad model: convert it with "
+                                   f"`gemmpad import {tmp_path / name} -o model.npz`")
+
+
 def test_bad_card_json(tmp_path: Path, rng: np.random.Generator) -> None:
     Model(random_weights(rng)).save(tmp_path / "m.npz")
     (tmp_path / "m.json").write_text("{not json")

@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import struct
 import warnings
 import zipfile
@@ -230,6 +231,10 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
         raise ModelFileError(f"the bundled model is missing (looked for {MODELS_DIR / p.name} and {p}): "
                              "reinstall gemmpad, or name a model file")
     data = read_input(p, MAX_FILE_BYTES, ModelFileError, "model file")
+    kind = network_format(data)
+    if kind is not None:  # a network saved by another framework: it says "unexpected member 'net/data.pkl'" below
+        raise ModelFileError(f"{p} is {'an' if kind == 'ONNX' else 'a'} {kind} file, not a gemmpad model: convert "
+                             f"it with `gemmpad import {shlex.quote(str(p))} -o model.npz`")
     weights = read_npz(data, str(p))
     card: dict[str, Any] = {}
     card_path = p.with_suffix(".json")
@@ -243,6 +248,74 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
             raise ModelFileError(f"{card_path} describes other weights than {p} (a save was cut off between "
                                  "the two files?): save the model again, or remove the card")
     return Model(weights=weights, card=card, path=p)
+
+
+# ModelProto's top-level fields (onnx.proto) by number, each with its protobuf wire type (0: varint,
+# 2: length-delimited); 7 is the graph. Exporters write ir_version (1) first, so the file starts 0x08.
+_ONNX_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2, 26: 2}
+_ONNX_GRAPH = 7
+# A model's top level is a handful of fields (opset imports and metadata entries repeat): a walk past
+# this many is no network gemmpad imports, and stops so that a hostile file costs milliseconds.
+MAX_ONNX_FIELDS = 10_000
+
+
+def network_format(data: bytes) -> str | None:
+    """"PyTorch", "ONNX" or None: which other framework's network file `data` is, told from its
+    bytes alone (neither torch nor onnx need be installed), so that `gemmpad import` refuses a
+    file of neither kind in one line before asking for a package to read it, and load_model
+    names a network given where a gemmpad model belongs rather than listing its zip members.
+
+    PyTorch: torch.save's zip, which holds <name>/data.pkl, or the pickle it wrote before torch
+    1.6 (first byte 0x80, pickle's PROTO opcode). ONNX: a serialised ModelProto, whose top-level
+    protobuf fields, of ModelProto's numbers and wire types, fill the file exactly, its graph
+    among them. A gemmpad .npz is a zip without data.pkl: None.
+    """
+    if data[:1] == b"\x80" or (data[:4] == b"PK\x03\x04" and any(
+            name == "data.pkl" or name.endswith("/data.pkl") for name in _zip_names(data))):
+        return "PyTorch"
+    return "ONNX" if _onnx_model(data) else None
+
+
+def _zip_names(data: bytes) -> list[str]:
+    """The member names of the zip `data`; of one cut short (its central directory, at the end, lost),
+    the first local header's name: torch.save writes data.pkl first, so a truncated .pt is still one."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return zf.namelist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, struct.error):  # read_npz says why, if it is read
+        return [data[30 : 30 + int.from_bytes(data[26:28], "little")].decode("utf-8", "replace")]
+
+
+def _onnx_model(data: bytes) -> bool:
+    """Whether `data` walks as a ModelProto's top-level fields to its last byte, the graph among them."""
+    seen: set[int] = set()
+    at = 0
+    for _ in range(MAX_ONNX_FIELDS):
+        if at == len(data):
+            return _ONNX_GRAPH in seen
+        key, at = _varint(data, at)
+        if key is None or _ONNX_FIELDS.get(key >> 3) != key & 7:
+            return False
+        value, at = _varint(data, at)
+        if value is None:
+            return False
+        at += value if key & 7 == 2 else 0  # past the end: the next varint is not found
+        seen.add(key >> 3)
+    return False
+
+
+def _varint(data: bytes, at: int) -> tuple[int | None, int]:
+    """(value, the index after it) of the protobuf varint at `at`; (None, at) where none ends within the data."""
+    value = 0
+    for shift in range(0, 70, 7):  # at most 10 bytes, as protobuf's 64-bit varints
+        if at >= len(data):
+            return None, at
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+    return None, at
 
 
 def read_npz(data: bytes, source: str) -> dict[str, np.ndarray]:
