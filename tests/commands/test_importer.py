@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +129,30 @@ def test_truncated_and_foreign_files_are_refused(tmp_path: Path) -> None:
     (tmp_path / "junk.onnx").write_bytes(b"\x08\x07garbage" * 50)
     with pytest.raises(ModelFileError, match="junk.onnx"):
         import_file(tmp_path / "junk.onnx")
+
+
+@pytest.mark.parametrize("onnx_installed", [True, False])
+def test_a_file_of_neither_kind_is_refused_before_any_package_is_asked_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, onnx_installed: bool) -> None:
+    """A PNG (renamed c.pt, or as it is) was taken for ONNX: "importing an ONNX file needs onnx, which cannot be
+    imported here" without onnx, "not an ONNX model (and not a PyTorch file): DecodeError" with it. Its bytes
+    are neither, and say so in one line; only a file that may be ONNX asks for the onnx package."""
+    from PIL import Image
+
+    (tmp_path / "m.onnx").write_bytes(to_onnx(load_model()))
+    if not onnx_installed:
+        monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError, as when not installed
+    png = io.BytesIO()
+    Image.new("L", (28, 28)).save(png, "PNG")
+    for name in ("c.pt", "c.png"):
+        (tmp_path / name).write_bytes(png.getvalue())
+        with pytest.raises(ModelFileError) as info:
+            import_file(tmp_path / name)
+        assert str(info.value) == (f"{tmp_path / name}: not a PyTorch file and not an ONNX model (gemmpad imports a "
+                                   "network saved with torch.save(model.state_dict(), PATH) or exported to ONNX)")
+    if not onnx_installed:
+        with pytest.raises(GemmpadError, match="^importing an ONNX file needs onnx, which cannot be imported here"):
+            import_file(tmp_path / "m.onnx")
 
 
 # -------------------------------------------------------------------------------- ONNX

@@ -31,7 +31,7 @@ from gemmpad.errors import ModelFileError, OutputFileError, require
 from gemmpad.inputs.files import check_output_file, refuse_existing
 from gemmpad.inputs.reads import read_input
 from gemmpad.runtime import unsure
-from gemmpad.runtime.model import LAYERS, MAX_HIDDEN, Model, fold_normalisation
+from gemmpad.runtime.model import LAYERS, MAX_HIDDEN, Model, fold_normalisation, network_format
 
 MAX_IMPORT_BYTES = 512 << 20  # 784-4096-4096-10 in float32 is 80 MB; a cap keeps a hostile file bounded
 # The normalisation's bounds, in the [0, 1] pixels the model reads: real ones lie well inside (MNIST's 0.1307 /
@@ -84,7 +84,11 @@ def import_file(source: str | Path, input_mean: float = 0.0, input_std: float = 
     data = read_input(p, MAX_IMPORT_BYTES, ModelFileError, "network file")
     if not data:  # ONNX parses no bytes as an empty graph: "found 0 linear layers" would blame the network
         raise ModelFileError(f"{p}: the file is empty")
-    onnx_file = p.suffix.lower() == ".onnx" or not (data[:2] == b"PK" or data[:1] == b"\x80")  # zip or pickle: torch
+    kind = network_format(data)  # first: only a file that may be ONNX asks for the onnx package
+    if kind is None:
+        raise ModelFileError(f"{p}: not a PyTorch file and not an ONNX model (gemmpad imports a network saved with "
+                             "torch.save(model.state_dict(), PATH) or exported to ONNX)")
+    onnx_file = kind == "ONNX"
     layers = onnx_layers(data, str(p)) if onnx_file else torch_layers(data, str(p))
     weights = fold_normalisation(chain(layers, str(p)), input_mean, input_std)
     model = Model(weights=weights, source=str(p))  # validates shapes, finiteness, and overflow on probe inputs
