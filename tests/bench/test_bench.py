@@ -15,7 +15,8 @@ def test_bench_unwritable_out_fails_before_the_run(monkeypatch, capsys, tmp_path
     (tmp_path / "plain").write_text("a file")
     rc, out, err = run_cli(monkeypatch, capsys, "bench", what, "--out", str(tmp_path / "plain" / "res"))
     assert rc == 2 and out == ""  # nothing measured, so nothing lost
-    assert err.startswith("gemmpad: error: --out ") and "cannot write" in err and "Traceback" not in err
+    assert err.startswith("gemmpad: error: --out ") and "plain is a file, not a directory" in err
+    assert "Traceback" not in err
 
 
 def test_bench_kernels_that_match_nothing_are_an_error(monkeypatch, capsys):
@@ -66,3 +67,22 @@ def test_bench_learn_without_torch_says_so_before_the_cells(monkeypatch, capsys)
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "learn", "--writers", "1", "--below", "0")
     assert rc == 2 and out == "", err
     assert err.count("\n") == 1 and "needs torch" in err and "pip install torch" in err and "--drawings" in err
+
+
+def test_bench_learn_that_measures_nothing_says_why_and_writes_nothing(monkeypatch, capsys, tmp_path):
+    """No cell below --below and no --drawings to time: empty tables, learn.json and learn.md and
+    exit 0 said nothing; now one line that says what to change, exit 2, nothing written."""
+    from gemmpad.bench import learn
+    from gemmpad.learn import rehearsal
+    from gemmpad.runtime.model import Model, load_model
+    from tests.finetune_data import small_references
+
+    others = Model(load_model().weights, {"training": {"pendigits_writers": list(range(7, 31))}})
+    monkeypatch.setattr("gemmpad.bench.learn.load_model", lambda path=None: others)
+    monkeypatch.setattr(rehearsal, "sets_for", lambda model, *a, **k: small_references())
+    monkeypatch.setattr(learn, "cells", lambda *a, **k: [])
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "learn", "--writers", "1", "--drawings", "--out",
+                           str(tmp_path / "res"))
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "nothing measured: no cell of writers 1 reads below 80 %" in err and "--drawings" in err
+    assert not (tmp_path / "res").exists()

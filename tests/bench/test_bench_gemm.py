@@ -52,6 +52,36 @@ def test_bench_gemm_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
     assert not (tmp_path / "bench-gemm.png").exists() and "nothing timed" in out  # no chart of nothing
 
 
+def test_bench_gemm_that_would_time_nothing_says_why_and_writes_nothing(monkeypatch, capsys, tmp_path):
+    """CPU rungs are held back above CPU_MAX_MNK unless named in full: a run holding back every
+    kernel printed an empty table, wrote an empty bench-gemm.json and exited 0; now one line that
+    says how to run them, exit 2, no file and no folder. Another size still runs, the rest said."""
+    res = tmp_path / "res"
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "2000x2000x2000", "--kernels", "cpu",
+                           "--out", str(res))
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("gemmpad: error: nothing to time: cpu.01_naive") and "not run at 2000x2000x2000" in err
+    assert "named in full in --kernels (e.g. --kernels cpu.01_naive)" in err and not res.exists()
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "2000x2000x2000", "8x8x8", "--kernels",
+                           "cpu.01", "--reps", "3", "--budget-s", "0.01", "--out", str(res))
+    assert rc == 0 and "  cpu.01_naive not run at 2000x2000x2000: " in out
+    assert [r["M"] for r in json.loads((res / "bench-gemm.json").read_text())["results"]] == [8]
+
+
+def test_bench_gemm_where_every_rung_refuses_every_shape_writes_nothing(monkeypatch, capsys, tmp_path):
+    """A rung refuses a shape outside its step (KernelUnavailable): when all did, an empty table,
+    file and exit 0 said nothing; now one line with each refusal, exit 2, nothing written."""
+    def refuse(name, m, n, k, rng):
+        raise gemmpad.errors.KernelUnavailable(f"{name} takes only K % 16 == 0, got {k}")
+
+    monkeypatch.setattr(gemm, "check", refuse)
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "17x13x29", "--kernels", "cpu.01_naive",
+                           "--out", str(tmp_path / "res"))
+    assert rc == 2 and err.count("\n") == 1 and "|" not in out, err
+    assert err == "gemmpad: error: nothing timed: cpu.01_naive 17x13x29: cpu.01_naive takes only K % 16 == 0, got 29\n"
+    assert not (tmp_path / "res").exists()
+
+
 @pytest.mark.gpu
 def test_bench_gemm_gpu(monkeypatch, capsys, tmp_path):
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "127x97x131", "--kernels", "cuda.01_naive", "--reps", "5",

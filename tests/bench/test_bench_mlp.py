@@ -60,6 +60,24 @@ def test_bench_mlp_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
     assert row["correct"] is False and "kernel_us" not in row
 
 
+def test_bench_mlp_that_times_no_kernel_asked_for_says_why_and_writes_nothing(monkeypatch, capsys, tmp_path):
+    """A model of another shape runs no whole-network kernel: `--kernels cpu.mlp_sparse` on it timed
+    ONNX Runtime alone and wrote that as the run (exit 0); now one line saying why, exit 2, no file."""
+    from gemmpad.runtime.classifier import available_backends
+    from gemmpad.runtime.model import Model
+
+    if available_backends()["cpu"]:
+        pytest.skip(available_backends()["cpu"])
+    rng = np.random.default_rng(0)
+    shapes = {"W1": (784, 32), "b1": (32,), "W2": (32, 32), "b2": (32,), "W3": (32, 10), "b3": (10,)}
+    Model(weights={k: rng.normal(0, 0.1, s).astype(np.float32) for k, s in shapes.items()}).save(tmp_path / "m.npz")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--model", str(tmp_path / "m.npz"), "--kernels",
+                           "cpu.mlp_sparse", "--batches", "1", "--sweep", "--budget-s", "0.01", "--out", str(tmp_path / "res"))
+    assert rc == 2 and err.count("\n") == 1 and "|" not in out, err
+    assert "nothing timed: --kernels cpu.mlp_sparse names only whole-network kernels" in err and "784-32-32-10" in err
+    assert not (tmp_path / "res").exists()
+
+
 @pytest.mark.gpu
 def test_bench_mlp_gpu(monkeypatch, capsys, tmp_path):
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "mlp", "--kernels", "cuda.mlp_fused", "cuda.01_naive",

@@ -7,7 +7,9 @@ checked for correctness before it is timed: a fast wrong kernel is no result.
 Each command prints markdown tables; with --out it writes JSON carrying the
 machine's description (`machine`) plus a PNG chart when matplotlib is
 installed, and with --readme it rewrites the README's table from that JSON
-(`report`, which also regenerates the tables from committed JSON).
+(`report`, which also regenerates the tables from committed JSON). A run that
+measures nothing (every kernel held back or refused) is an error that says why,
+exit 2, and writes nothing: an empty table and file with exit 0 read as a result.
 
 One module per command: `gemm`, `mlp`, `train`, `report`; `machine` is the one
 description of the machine that every result file carries.
@@ -51,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
             raise GemmpadError("--readme needs --out DIR: the table is made from the JSON written there")
         for block in ([args.what] if args.what != "report" else []):
             check_readmes(args.readme, block)  # before the run, not after it
-    if getattr(args, "out", None):
-        check_writable_dir(args.out, f"--out {args.out}")
+    if getattr(args, "out", None):  # made when written: a run that fails or measures nothing leaves no folder
+        check_writable_dir(args.out, f"--out {args.out}", make=False)
     if getattr(args, "kernels", None):  # a typo, or kernels this machine lacks, would measure nothing and exit 0
         specs = registry.kernels(kind="gemm" if args.what == "gemm" else None)
         numpy_ = [] if args.what == "gemm" else ["numpy"]

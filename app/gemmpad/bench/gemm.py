@@ -369,79 +369,97 @@ def time_cpu(fn: Callable[[], object], reps: int) -> list[float]:
     return times
 
 
+def plan(sizes: list[tuple[int, int, int]], names: list[str], by_name: dict[str, registry.KernelSpec],
+         explicit: set[str]) -> tuple[list[tuple[tuple[int, int, int], str]], str]:
+    """The (size, kernel) pairs to time, in order, and a line naming those held back ("" when none):
+    a CPU rung above CPU_MAX_MNK takes minutes (the naive one ~1 s per GFLOP), so it runs there only
+    when named in full in --kernels (`explicit`). The line says how, since it is also the error of a
+    run that holds back everything."""
+    big = [s for s in sizes if s[0] * s[1] * s[2] > CPU_MAX_MNK]
+    held = [n for n in names if by_name[n].device == "cpu" and n not in explicit] if big else []
+    todo = [(s, n) for s in sizes for n in names if not (n in held and s in big)]
+    if not held:
+        return todo, ""
+    return todo, (f"{', '.join(held)} not run at {', '.join('x'.join(map(str, s)) for s in big)}: CPU kernels above "
+                  f"{CPU_MAX_MNK:.2g} M*N*K run only when named in full in --kernels (e.g. --kernels {held[0]})")
+
+
 def run(args: argparse.Namespace) -> int:
     import gemmpad
 
     sizes = [parse_size(s) for s in args.sizes]
     specs = [s for s in registry.kernels(kind="gemm") if s.available]
     names = select([s.name for s in specs], args.kernels)
-    explicit = set(args.kernels or [])
     by_name = {s.name: s for s in specs}
     for name in names:
         precision(by_name[name].precision)  # an unknown precision fails before anything is timed
-    cuda_mod = native.cuda() if any(by_name[n].device == "cuda" for n in names) else None
+    todo, held_back = plan(sizes, names, by_name, set(args.kernels or []))
+    if not todo:  # said before any output: an empty table and an empty result file would say nothing
+        raise GemmpadError(f"nothing to time: {held_back}")
+    cuda_mod = native.cuda() if any(by_name[n].device == "cuda" for _, n in todo) else None
     ref = CublasRef() if cuda_mod is not None else None
     rng = np.random.default_rng(0)  # the same operands every run: a wrong result can be replayed
     results: list[dict[str, Any]] = []
     failures = 0
     print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
           f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
+    if held_back:
+        print(f"  {held_back}", flush=True)
+    untimed = [held_back] if held_back else []  # why each kernel and size without a row has none
     numpy_ms: dict[tuple[int, int, int], float] = {}  # the CPU rows' reference, once per shape
     numpy_blas: list[dict[str, Any]] = []  # the BLAS the reference ran
-    for m, n, k in sizes:
+    for (m, n, k), name in todo:
         flop = 2.0 * m * n * k
-        for name in names:
-            spec = by_name[name]
-            if spec.device == "cpu" and m * n * k > CPU_MAX_MNK and name not in explicit:
-                print(f"  {name} {m}x{n}x{k}: skipped (CPU kernels above {CPU_MAX_MNK:.2g} M*N*K run only when "
-                      "named in full in --kernels)", flush=True)
-                continue
-            row: dict[str, Any] = {"kernel": name, "device": spec.device, "precision": spec.precision,
-                                   "M": m, "N": n, "K": k}
-            try:
-                err, ratio = check(name, m, n, k, rng)
-            except KernelUnavailable as exc:  # a rung outside its step: no row, it is not that rung's kernel
-                print(f"  {name} {m}x{n}x{k}: {exc}", flush=True)
-                continue
-            if spec.routes:  # a dispatcher: the rung it picked at this shape
-                row["rung"] = registry.dispatched()
-            row.update(rel_error=err, error_vs_bound=ratio, correct=bool(ratio <= 1.0))
-            if not row["correct"]:
-                failures += 1
-                print(f"  {name} {m}x{n}x{k}: WRONG (error {ratio:.3g}x its {spec.precision} bound, relative "
-                      f"error {err:.3g}); not timed", flush=True)
-                results.append(row)
-                continue
-            if spec.device == "cuda":
-                assert cuda_mod is not None and ref is not None
-                series, ref_medians = [], []
-                for _ in range(SERIES):  # kernel and reference alternate (module docstring)
-                    series.append(adaptive(lambda r: list(cuda_mod.bench_gemm(name, m, n, k, reps=r,
-                                                                              warmup=2 if r == 1 else 5)),
-                                           args.reps, args.budget_s / SERIES))
-                    rt = ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
-                    if rt:
-                        ref_medians.append(statistics.median(rt))
-                times = min(series, key=statistics.median)
-                ref_ms, ref_name = (min(ref_medians) if ref_medians else None), ref.name(spec.precision)
-            else:
-                a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-                b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-                out = np.empty((m, n), dtype=np.float32)
-                times = adaptive(lambda r: time_cpu(lambda: gemmpad.gemm(a, b, kernel=name, out=out), r),
-                                 args.reps, args.budget_s)
-                if (m, n, k) not in numpy_ms:
-                    numpy_ms[(m, n, k)], numpy_blas = numpy_reference(m, n, k, min(args.budget_s, 1.0))
-                    print(f"  NumPy {m}x{n}x{k}: {flop / numpy_ms[(m, n, k)] / 1e6:.1f} GFLOP/s with "
-                          f"{blas_label(numpy_blas)}", flush=True)
-                ref_ms, ref_name = numpy_ms[(m, n, k)], "NumPy"
-            ms = statistics.median(times)
-            row.update(ms=ms, reps=len(times), gflops=flop / ms / 1e6, reference=ref_name, reference_ms=ref_ms,
-                       reference_gflops=flop / ref_ms / 1e6 if ref_ms else None,
-                       percent_of_reference=100.0 * ref_ms / ms if ref_ms else None)
+        spec = by_name[name]
+        row: dict[str, Any] = {"kernel": name, "device": spec.device, "precision": spec.precision,
+                               "M": m, "N": n, "K": k}
+        try:
+            err, ratio = check(name, m, n, k, rng)
+        except KernelUnavailable as exc:  # a rung outside its step: no row, it is not that rung's kernel
+            print(f"  {name} {m}x{n}x{k}: {exc}", flush=True)
+            untimed.append(f"{name} {m}x{n}x{k}: {exc}")
+            continue
+        if spec.routes:  # a dispatcher: the rung it picked at this shape
+            row["rung"] = registry.dispatched()
+        row.update(rel_error=err, error_vs_bound=ratio, correct=bool(ratio <= 1.0))
+        if not row["correct"]:
+            failures += 1
+            print(f"  {name} {m}x{n}x{k}: WRONG (error {ratio:.3g}x its {spec.precision} bound, relative "
+                  f"error {err:.3g}); not timed", flush=True)
             results.append(row)
-            versus = f"{row['percent_of_reference']:6.1f}% of {ref_name}" if ref_ms else f"no {ref_name} at this shape"
-            print(f"  {name:<28} {m}x{n}x{k:<6} {row['gflops']:10.1f} GFLOP/s  {versus}  (err {err:.2g})", flush=True)
+            continue
+        if spec.device == "cuda":
+            assert cuda_mod is not None and ref is not None
+            series, ref_medians = [], []
+            for _ in range(SERIES):  # kernel and reference alternate (module docstring)
+                series.append(adaptive(lambda r: list(cuda_mod.bench_gemm(name, m, n, k, reps=r,
+                                                                          warmup=2 if r == 1 else 5)),
+                                       args.reps, args.budget_s / SERIES))
+                rt = ref.time_ms(m, n, k, precision(spec.precision), max(5, min(args.reps, 30)))
+                if rt:
+                    ref_medians.append(statistics.median(rt))
+            times = min(series, key=statistics.median)
+            ref_ms, ref_name = (min(ref_medians) if ref_medians else None), ref.name(spec.precision)
+        else:
+            a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+            b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+            out = np.empty((m, n), dtype=np.float32)
+            times = adaptive(lambda r: time_cpu(lambda: gemmpad.gemm(a, b, kernel=name, out=out), r),
+                             args.reps, args.budget_s)
+            if (m, n, k) not in numpy_ms:
+                numpy_ms[(m, n, k)], numpy_blas = numpy_reference(m, n, k, min(args.budget_s, 1.0))
+                print(f"  NumPy {m}x{n}x{k}: {flop / numpy_ms[(m, n, k)] / 1e6:.1f} GFLOP/s with "
+                      f"{blas_label(numpy_blas)}", flush=True)
+            ref_ms, ref_name = numpy_ms[(m, n, k)], "NumPy"
+        ms = statistics.median(times)
+        row.update(ms=ms, reps=len(times), gflops=flop / ms / 1e6, reference=ref_name, reference_ms=ref_ms,
+                   reference_gflops=flop / ref_ms / 1e6 if ref_ms else None,
+                   percent_of_reference=100.0 * ref_ms / ms if ref_ms else None)
+        results.append(row)
+        versus = f"{row['percent_of_reference']:6.1f}% of {ref_name}" if ref_ms else f"no {ref_name} at this shape"
+        print(f"  {name:<28} {m}x{n}x{k:<6} {row['gflops']:10.1f} GFLOP/s  {versus}  (err {err:.2g})", flush=True)
+    if not results:  # every rung refused every shape: no table, no file, and not exit 0
+        raise GemmpadError(f"nothing timed: {'; '.join(untimed)}")
     print()
     print(gemm_table(results))
     if args.out:

@@ -256,6 +256,10 @@ def run(args: argparse.Namespace) -> int:
     found = cells(model, pen, styles, args.below, args.corrections)
     if args.max_cells:
         found = found[: args.max_cells]
+    if not found and not args.drawings:  # empty tables, learn.json and learn.md, and exit 0, said nothing
+        raise GemmpadError(f"nothing measured: no cell of writers {args.writers} reads below {100 * args.below:.0f} % "
+                           f"with {args.corrections} misread samples to correct, and --drawings names no count to "
+                           "time: raise --below, name other --writers, or give --drawings counts")
     print(f"{len(found)} cells read below {100 * args.below:.0f} % (writers {args.writers}, {len(styles)} styles)")
     rows = quality(model, found, refs, args.trainer)
     times = timing(model, pen, args.cache or None, args.data, args.drawings, args.repeats,

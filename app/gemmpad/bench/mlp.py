@@ -324,6 +324,7 @@ def run(args: argparse.Namespace) -> int:
           flush=True)
     clf: Classifier | None = None
     usable = [b for b in BACKENDS if not avail[b]]
+    untimed: list[str] = []  # why a kernel of --kernels has no row at a batch
     for backend in usable:
         clf = Classifier(model, backend=backend) if clf is None else clf
         for kernel in select(clf.kernels(backend), args.kernels):
@@ -341,11 +342,14 @@ def run(args: argparse.Namespace) -> int:
                         row, ok = _measure(clf, model, backend, kernel, precision, x, batch, agrees, args.budget_s)
                     except KernelUnavailable as exc:  # no row: what would run is not that rung's kernel
                         print(f"  {kernel} batch {batch}: {exc}", flush=True)
+                        untimed.append(f"{kernel} batch {batch}: {exc}")
                         continue
                     rows.append(row)
                     failures += not ok
     if clf is not None:
         clf.close()  # cuda.mlp_resident's kernel must not hold its SMs (nor block a sync) through what follows
+    if not rows:  # torch's and ONNX Runtime's rows alone: a table (and README block) without a kernel asked for
+        raise GemmpadError(nothing_timed(model, args.kernels or [], untimed))
     torch_version = ""
     if not avail["cuda"]:
         try:
@@ -385,6 +389,19 @@ def run(args: argparse.Namespace) -> int:
         write(args.out, "bench-mlp", payload, (lambda p: plot(rows, sweep, p)) if timed else None,
               args.readme, "mlp" if timed else None)
     return 1 if failures else 0
+
+
+def nothing_timed(model: Any, patterns: list[str], untimed: list[str]) -> str:
+    """The one line of a run in which no kernel of --kernels (`patterns`) got a row: each refusal
+    (`untimed`), or, with none, that the patterns match only whole-network kernels on a model of
+    another shape (a backend leaves those out of its kernels for it: Classifier.kernels)."""
+    if untimed:
+        return f"nothing timed: {'; '.join(untimed)}"
+    if not model.standard:
+        return (f"nothing timed: --kernels {' '.join(patterns)} names only whole-network kernels, which run only "
+                f"the 784-100-100-10 network, and this model is {'-'.join(map(str, model.layers))}: name a "
+                "layer-by-layer kernel")
+    return f"nothing timed: --kernels {' '.join(patterns)} names no kernel of a backend usable here"
 
 
 def _predict_all(clf: Any, x: np.ndarray, chunk: int = 4096) -> np.ndarray:
