@@ -87,10 +87,10 @@ fi
 
 if want bench; then
   echo "== bench gemm"
-  python3 -m gemmpad bench gemm ${GEMM_ARGS:---sizes 1024x1024x768 4096x4096x4096} --out "$OUT" >"$OUT/bench-gemm.log" 2>&1 \
+  python3 -m gemmpad bench gemm ${GEMM_ARGS:---sizes 1024x1024x768 4096x4096x4096} --out "$OUT" --force >"$OUT/bench-gemm.log" 2>&1 \
     || { rc=1; tail -20 "$OUT/bench-gemm.log"; }
   echo "== bench mlp"
-  python3 -m gemmpad bench mlp ${MLP_ARGS:-} --out "$OUT" >"$OUT/bench-mlp.log" 2>&1 || { rc=1; tail -20 "$OUT/bench-mlp.log"; }
+  python3 -m gemmpad bench mlp ${MLP_ARGS:-} --out "$OUT" --force >"$OUT/bench-mlp.log" 2>&1 || { rc=1; tail -20 "$OUT/bench-mlp.log"; }
   [ -f "$OUT/bench-mlp.json" ] && python3 - "$OUT/bench-mlp.json" assets/benchmarks/h200/bench-mlp.json <<'PY'
 import json, sys
 def kernel_us(path):

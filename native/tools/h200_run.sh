@@ -117,7 +117,7 @@ if [ "$mode" = check ]; then
 else
   cp "$LOGS/nvidia-smi.txt" "$RESULTS/nvidia-smi.txt"
   # `gemmpad bench TXT WHAT ARGS...`, its printed tables kept beside its JSON as committed (bench-gemm.txt, ...)
-  bench=(bash -o pipefail -c 'txt=$1; shift; python3 -m gemmpad bench "$@" --out "$0" 2>&1 | tee "$0/$txt"' "$RESULTS")
+  bench=(bash -o pipefail -c 'txt=$1; shift; python3 -m gemmpad bench "$@" --out "$0" --force 2>&1 | tee "$0/$txt"' "$RESULTS")
   # MIN_S MAX_S RESERVE_S per bench: the reserve keeps time for the benches after it in BENCHES
   declare -A plan=([gemm]="${GEMM_MIN_S:-240} 330 150" [mlp]="40 150 70" [train]="30 120 30" [learn]="20 150 0")
   declare -A txt=([gemm]=bench-gemm.txt [mlp]=bench-mlp.txt [train]=train.txt [learn]=learn.txt)

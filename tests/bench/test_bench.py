@@ -19,6 +19,23 @@ def test_bench_unwritable_out_fails_before_the_run(monkeypatch, capsys, tmp_path
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("what, result, args", [
+    ("gemm", "bench-gemm.json", ["--sizes", "8x8x8", "--kernels", "cpu.01_naive", "--budget-s", "0.01"]),
+    ("mlp", "bench-mlp.json", ["--kernels", "numpy", "--batches", "1", "--sweep", "--budget-s", "0.01"]),
+    ("train", "train_parity.png", ["--parity-epochs", "0"]),
+    ("learn", "learn.md", ["--drawings"]),
+])
+def test_bench_out_refuses_an_existing_result_without_force(monkeypatch, capsys, tmp_path, what, result, args):
+    """A second run into a folder replaced the first's results in silence: every bench --out now
+    refuses a file it would write, before the run, in the CLI's one wording (refuse_existing)."""
+    kept = tmp_path / result
+    kept.write_text("an earlier run's")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", what, *args, "--out", str(tmp_path))
+    assert (rc, out) == (2, "")
+    assert err == f"gemmpad: error: --out: {kept} already exists; pass --force to replace it\n"
+    assert kept.read_text() == "an earlier run's"
+
+
 def test_bench_kernels_that_match_nothing_are_an_error(monkeypatch, capsys):
     for what, pattern, message in (("gemm", "nomatch_xyz", "matches no kernel"), ("mlp", "cpu.((", "regular expression")):
         rc, out, err = run_cli(monkeypatch, capsys, "bench", what, "--kernels", pattern)

@@ -198,6 +198,35 @@ def test_bench_gemm_rewrites_the_readme_block(monkeypatch, capsys, tmp_path):
     assert "old table" not in text and "| `cpu.01_naive` | fp32 |" in text and "(res/bench-gemm.json)" in text
 
 
+def test_bench_gemm_replaces_its_results_only_with_force(monkeypatch, capsys, tmp_path):
+    """Run twice into one folder: the second is refused, naming both files, until --force. --readme
+    names the file to edit and needs no --force, but the roofline it draws into --out does."""
+    res = tmp_path / "res"
+
+    def bench(*extra: str) -> tuple[int, str, str]:
+        return run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "8x8x8", "--kernels", "cpu.01_naive",
+                       "--reps", "3", "--budget-s", "0.01", "--out", str(res), *extra)
+
+    assert bench()[0] == 0
+    (res / "bench-gemm.json").write_text("{}")
+    rc, out, err = bench()
+    assert (rc, out) == (2, "") and (res / "bench-gemm.json").read_text() == "{}"
+    json_png = f"{res / 'bench-gemm.json'}, {res / 'bench-gemm.png'}"
+    assert err == f"gemmpad: error: --out: {json_png} already exist; pass --force to replace them\n"
+    rc, out, err = bench("--force")
+    assert rc == 0 and json.loads((res / "bench-gemm.json").read_text())["results"][0]["kernel"] == "cpu.01_naive"
+
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- bench:gemm begin -->\nold\n<!-- bench:gemm end -->\n")
+    res = tmp_path / "drawn"
+    res.mkdir()
+    (res / "roofline.png").write_bytes(b"an earlier roofline")
+    rc, out, err = bench("--readme", str(readme))
+    assert rc == 2 and err == f"gemmpad: error: --out: {res / 'roofline.png'} already exists; pass --force to replace it\n"
+    assert "old" in readme.read_text()
+    assert bench()[0] == 0 and (res / "roofline.png").read_bytes() == b"an earlier roofline"  # not drawn: not refused
+
+
 def test_bench_gemm_readme_without_markers_fails_before_the_run(monkeypatch, capsys, tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("no markers\n")

@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+from pathlib import Path
 
 from gemmpad.runtime import registry
-from gemmpad.errors import GemmpadError
-from gemmpad.inputs.files import check_writable_dir
+from gemmpad.errors import GemmpadError, OutputFileError
+from gemmpad.inputs.files import check_writable_dir, refuse_existing
 
 # subcommand -> help; each is the module gemmpad.bench.<name> with add_arguments(parser) and run(args)
 COMMANDS = {
@@ -41,6 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _module(name).add_arguments(sub.add_parser(name, help=help_text, description=help_text))
 
 
+def add_out_argument(parser: argparse.ArgumentParser, files: tuple[str, ...]) -> None:
+    """--out DIR and --force, one definition for every bench command that writes result files:
+    `files` are the names a run may write in DIR, and run() refuses one that exists before the
+    run unless --force, as every other output of the CLI (refuse_existing): a second run into a
+    folder silently replaced the first's results, committed ones included."""
+    parser.add_argument("--out", default=None, metavar="DIR", help=f"write {', '.join(files)} here")
+    parser.add_argument("--force", action="store_true", help="replace those files in --out if they exist")
+    parser.set_defaults(out_files=files)
+
+
 def _module(name: str):  # noqa: ANN202  (a module)
     return importlib.import_module(f"gemmpad.bench.{name}")
 
@@ -55,6 +66,13 @@ def run(args: argparse.Namespace) -> int:
             check_readmes(args.readme, block)  # before the run, not after it
     if getattr(args, "out", None):  # made when written: a run that fails or measures nothing leaves no folder
         check_writable_dir(args.out, f"--out {args.out}", make=False)
+        # --readme needs no --force: it names the file to edit, and only its bench block changes;
+        # the roofline drawn for the README's GEMM block goes into --out, so it is refused there
+        from gemmpad.bench.report import ROOFLINE
+
+        drawn = [ROOFLINE] if args.what == "gemm" and args.readme else []
+        refuse_existing([Path(args.out) / f for f in [*args.out_files, *drawn]], "--out", force=args.force,
+                        error=OutputFileError)
     if getattr(args, "kernels", None):  # a typo, or kernels this machine lacks, would measure nothing and exit 0
         specs = registry.kernels(kind="gemm" if args.what == "gemm" else None)
         numpy_ = [] if args.what == "gemm" else ["numpy"]

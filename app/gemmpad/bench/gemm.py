@@ -47,7 +47,7 @@ import numpy as np
 
 from gemmpad.runtime import native, registry
 from gemmpad.commands.args import MAX_REPS, integer, number
-from gemmpad.bench import select
+from gemmpad.bench import add_out_argument, select
 from gemmpad.bench.machine import BLAS_ENV, blas_label, machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError, KernelUnavailable
@@ -93,7 +93,7 @@ def add_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
     g.add_argument("--reps", type=integer(1, MAX_REPS), default=50, help="timed repetitions per measurement at most")
     g.add_argument("--budget-s", type=number(0, above=True), default=2.0, help="time budget per measurement (fewer reps if slow)")
-    g.add_argument("--out", default=None, metavar="DIR", help="write bench-gemm.json (+ .png) here")
+    add_out_argument(g, ("bench-gemm.json", "bench-gemm.png"))
     add_readme_argument(g)
 
 

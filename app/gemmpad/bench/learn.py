@@ -14,7 +14,7 @@ this machine's engine (NumPy on a CPU, the native CUDA trainer on a GPU), next t
 same fine-tune (same rows, targets, orders and learning rates) in PyTorch; for a first
 Learn (nothing kept) and for a Learn after one more correction (the window's case).
 
-    gemmpad bench learn --model MODEL [--out DIR]    (the table of models/README.md)
+    gemmpad bench learn --model MODEL [--out DIR [--force]]    (the table of models/README.md)
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from gemmpad.data import drawings, pendigits, userdata
 from gemmpad.commands import evaluate
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets, trainers
 from gemmpad.commands.args import integer, number
+from gemmpad.bench import add_out_argument
 from gemmpad.bench.headers import ROOT
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError, require
@@ -62,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="drawing counts to time Learn with, next to torch (none: skip the timing, and torch)")
     p.add_argument("--repeats", type=integer(1, 100), default=3)
     p.add_argument("--trainer", choices=finetune.ENGINES, default="auto")
-    p.add_argument("--out", metavar="DIR", help="write learn.json and learn.md here")
+    add_out_argument(p, ("learn.json", "learn.md"))
 
 
 @dataclass(frozen=True)

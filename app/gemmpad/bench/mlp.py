@@ -30,7 +30,7 @@ import numpy as np
 
 from gemmpad.runtime import native, registry
 from gemmpad.commands.args import MAX_BATCH, MAX_REPS, integer, number
-from gemmpad.bench import select
+from gemmpad.bench import add_out_argument, select
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, mlp_label, mlp_table, sweep_table, write
 from gemmpad.bench.timing import classifier_call, time_calls
@@ -52,7 +52,7 @@ def add_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument("--data", default=None, metavar="DIR",
                    help="MNIST IDX files, for each kernel's agreement with fp32 on the 10,000 test digits "
                         "(default: $GEMMPAD_DATA; with neither the agreement is left out)")
-    m.add_argument("--out", default=None, metavar="DIR", help="write bench-mlp.json (+ .png) here")
+    add_out_argument(m, ("bench-mlp.json", "bench-mlp.png"))
     add_readme_argument(m)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
+from gemmpad.bench import add_out_argument
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, rewrite_blocks
 from gemmpad.bench.timing import Call, sample_calls
@@ -36,7 +37,7 @@ INIT, ORDER = "torch", "stream"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `gemmpad bench train`."""
-    parser.add_argument("--out", default=None, metavar="DIR", help="write train.json and the PNGs here")
+    add_out_argument(parser, ("train.json", "train.png", "train_parity.png"))
     parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data.mnist)")
     parser.add_argument("--batches", type=integer(1, MAX_BATCH), nargs="+", default=[64, 256], help="batch sizes to time")
     parser.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=5, help="timed epochs per engine and batch (after one warm-up)")
