@@ -19,6 +19,7 @@ def test_bench_gemm_cpu(monkeypatch, capsys, tmp_path):
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "17x13x29", "5x100x784", "--kernels", "cpu.01_naive",
                  "--reps", "5", "--budget-s", "0.05", "--out", str(tmp_path))
     assert rc == 0
+    assert out.startswith("GEMM benchmark: 1 kernel, sizes 17x13x29, 5x100x784; ")  # not "1 kernels"
     assert "| cpu.01_naive | fp32 | 17x13x29 |" in out
     data = json.loads((tmp_path / "bench-gemm.json").read_text())
     assert data["machine"]["versions"]["gemmpad"]

@@ -19,3 +19,11 @@ def test_caption_names_device_driver_cuda_versions_and_date():
     assert machine.caption(m) == ("NVIDIA H200, 132 SMs, driver 580.159.04, CUDA 13.0, host Xeon, 16 cores, "
                                   "gemmpad 0.1.0, numpy 2.5.2, torch 2.11.0; 2026-11-23")
     assert machine.caption({"cuda": {"available": False}, "versions": {"numpy": "2"}}) == "numpy 2"
+
+
+def test_counts_in_the_caption_and_the_blas_line_agree_in_number():
+    """One core, one thread: the caption said "1 cores" and NumPy's BLAS line "1 threads"."""
+    assert machine.caption({"cpu": "Xeon", "host_cores": 1}) == "host Xeon, 1 core"
+    assert machine.caption({"host_cores": 2}) == "host 2 cores"
+    libs = [{"internal_api": "openblas", "version": "0.3.31", "architecture": "Haswell", "num_threads": 1}]
+    assert machine.blas_label(libs) == "openblas 0.3.31 (Haswell kernel, 1 thread)"

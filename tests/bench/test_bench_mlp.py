@@ -49,6 +49,14 @@ def test_bench_mlp_times_the_8bit_path_of_the_native_backends(monkeypatch, capsy
     assert "cpu.mlp_sparse · uint8" in out
 
 
+def test_soak_line_says_one_call_in_the_singular():
+    from gemmpad.bench import mlp
+
+    s = {"backend": "cpu", "kernel": "cpu.mlp_sparse", "calls": 1, "seconds": 1e-5, "rss_start_mb": 50.0,
+         "rss_end_mb": 50.0, "rss_growth_kb": 0.0, "gpu_used_growth_kb": None}
+    assert mlp.soak_line(s).startswith("soak cpu (cpu.mlp_sparse): 1 batch-1 call, 10.0 us each; ")
+
+
 def test_bench_mlp_wrong_kernel_is_not_timed(monkeypatch, capsys, tmp_path):
     from gemmpad.runtime.classifier import Classifier
 

@@ -118,7 +118,7 @@ def test_rewrite_takes_the_newest_run_and_touches_only_the_figure_line(tmp_path,
                                 "// Figure (H200 2026-12-01, assets/benchmarks/h200/bench-gemm.json): "
                                 "4096^3 50,123 GFLOP/s = 90.0 % of cuBLAS fp32\n"
                                 "#include \"x\"\n// Figure (not the header)\n")
-    assert "rewrote the figure line of 1 kernel file(s)" in capsys.readouterr().out
+    assert "rewrote the figure line of 1 kernel file: " in capsys.readouterr().out
     headers.rewrite_headers(dirs, report._load, report._run_date, root=tmp_path)  # up to date: nothing to say
     assert capsys.readouterr().out == ""
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from gemmpad.runtime import native, registry
 from gemmpad.commands.args import MAX_REPS, integer, number
-from gemmpad.bench import add_out_argument, select
+from gemmpad.bench import add_out_argument, counted, select
 from gemmpad.bench.machine import BLAS_ENV, blas_label, machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError, KernelUnavailable
@@ -401,7 +401,7 @@ def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(0)  # the same operands every run: a wrong result can be replayed
     results: list[dict[str, Any]] = []
     failures = 0
-    print(f"GEMM benchmark: {len(names)} kernels, sizes {', '.join(args.sizes)}; reference: "
+    print(f"GEMM benchmark: {counted(len(names), 'kernel')}, sizes {', '.join(args.sizes)}; reference: "
           f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
     if held_back:
         print(f"  {held_back}", flush=True)

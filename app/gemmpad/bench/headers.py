@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gemmpad.bench import counted
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import write_text
 
@@ -119,7 +120,7 @@ def rewrite_headers(dirs: list[str], load: Load, run_date: Callable[[Path], str]
             write_text(path, text.replace(old + "\n", line + "\n", 1))
             changed.append(rel)
     if changed:
-        print(f"rewrote the figure line of {len(changed)} kernel file(s): {', '.join(changed)}")
+        print(f"rewrote the figure line of {counted(len(changed), 'kernel file')}: {', '.join(changed)}")
 
 
 def figure_line(text: str, where: str) -> str:

@@ -33,7 +33,7 @@ from gemmpad.data import drawings, pendigits, userdata
 from gemmpad.commands import evaluate
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets, trainers
 from gemmpad.commands.args import integer, number
-from gemmpad.bench import add_out_argument
+from gemmpad.bench import add_out_argument, counted
 from gemmpad.bench.headers import ROOT
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError, require
@@ -204,7 +204,7 @@ def timing(model: Model, pen: list[pendigits.PenDigit], cache: str | None, mnist
                "parts_last": o.seconds, "seconds_all": {f"{c}/{w}": v for (c, w), v in times.items()},
                **{f"{c}_{w}": float(np.median(v)) for (c, w), v in times.items()}}
         out.append(row)
-        log(f"  {n:4d} drawings, {name} / torch ({device}): "
+        log(f"  {counted(n, 'drawing', '4d')}, {name} / torch ({device}): "
             + ", ".join(f"{c} {row[f'{c}_ours']:.2f} / {row[f'{c}_torch']:.2f} s" for c in CASES)
             + f" (last: rows {o.seconds['rows']:.2f}, train {o.seconds['train']:.2f}, "
               f"measure {o.seconds['measure']:.2f})")
@@ -259,15 +259,16 @@ def run(args: argparse.Namespace) -> int:
         found = found[: args.max_cells]
     if not found and not args.drawings:  # empty tables, learn.json and learn.md, and exit 0, said nothing
         raise GemmpadError(f"nothing measured: no cell of writers {args.writers} reads below {100 * args.below:.0f} % "
-                           f"with {args.corrections} misread samples to correct, and --drawings names no count to "
-                           "time: raise --below, name other --writers, or give --drawings counts")
-    print(f"{len(found)} cells read below {100 * args.below:.0f} % (writers {args.writers}, {len(styles)} styles)")
+                           f"with {counted(args.corrections, 'misread sample')} to correct, and --drawings names no "
+                           "count to time: raise --below, name other --writers, or give --drawings counts")
+    print(f"{counted(len(found), 'cell')} read below {100 * args.below:.0f} % (writers {args.writers}, "
+          f"{counted(len(styles), 'style')})")
     rows = quality(model, found, refs, args.trainer)
     times = timing(model, pen, args.cache or None, args.data, args.drawings, args.repeats,
                    args.trainer) if args.drawings else []
     text = summary(rows, times)
     print(text)
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average {os.getloadavg()[0]:.1f} on {counted(os.cpu_count() or 0, 'core')}")
     if args.out:
         out = Path(args.out)
         write_text(out / "learn.json", json.dumps({"machine": machine(), "model": str(model.path), "cells": rows,

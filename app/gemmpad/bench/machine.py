@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from gemmpad.bench import counted
+
 SMI_FIELDS = "name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit"
 # Read by OpenBLAS when it loads: some images pin an older core type (and L2 size) there, which
 # keeps a current NumPy off the processor's best kernel. The NumPy reference runs without them.
@@ -53,7 +55,7 @@ def blas() -> list[dict[str, Any]]:
 def blas_label(libs: list[dict[str, Any]]) -> str:
     """One line for a BLAS description: "openblas 0.3.31 (SkylakeX kernel, 16 threads)"."""
     return "; ".join(f"{b.get('internal_api')} {b.get('version')} ({b.get('architecture')} kernel, "
-                     f"{b.get('num_threads')} threads)" for b in libs) or "no BLAS found"
+                     f"{counted(b['num_threads'], 'thread')})" for b in libs) or "no BLAS found"
 
 
 def caption(m: dict[str, Any]) -> str:
@@ -61,7 +63,7 @@ def caption(m: dict[str, Any]) -> str:
     cuda, smi, v = m.get("cuda", {}), m.get("nvidia_smi", {}), m.get("versions", {})
     parts = []
     if cuda.get("available"):
-        sms = f", {cuda['multiprocessors']} SMs" if cuda.get("multiprocessors") else ""
+        sms = f", {counted(cuda['multiprocessors'], 'SM')}" if cuda.get("multiprocessors") else ""
         parts.append(f"{cuda.get('device', 'GPU')}{sms}")
         if smi.get("driver_version"):
             parts.append(f"driver {smi['driver_version']}")
@@ -70,7 +72,8 @@ def caption(m: dict[str, Any]) -> str:
             parts.append(f"CUDA {rt // 1000}.{rt % 1000 // 10}")
     host = m.get("cpu", "")
     if m.get("host_cores"):
-        host = f"{host}, {m['host_cores']} cores" if host else f"{m['host_cores']} cores"
+        cores = counted(m["host_cores"], "core")
+        host = f"{host}, {cores}" if host else cores
     if host:
         parts.append(f"host {host}")
     parts += [f"{name} {v[name]}" for name in ("gemmpad", "python", "numpy", "torch") if v.get(name)]

@@ -30,7 +30,7 @@ import numpy as np
 
 from gemmpad.runtime import native, registry
 from gemmpad.commands.args import MAX_BATCH, MAX_REPS, integer, number
-from gemmpad.bench import add_out_argument, select
+from gemmpad.bench import add_out_argument, counted, select
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, mlp_label, mlp_table, sweep_table, write
 from gemmpad.bench.timing import classifier_call, time_calls
@@ -271,7 +271,7 @@ def soak(clf: Any, calls: int, rng: np.random.Generator) -> dict[str, Any]:
 def soak_line(s: dict[str, Any]) -> str:
     """One soak's result as a line for a person (the dict itself goes into --out's JSON)."""
     gpu = f", GPU memory {s['gpu_used_growth_kb']:+,.0f} KB" if s["gpu_used_growth_kb"] is not None else ""
-    return (f"soak {s['backend']} ({s['kernel']}): {s['calls']:,} batch-1 calls, "
+    return (f"soak {s['backend']} ({s['kernel']}): {counted(s['calls'], 'batch-1 call')}, "
             f"{1e6 * s['seconds'] / s['calls']:.1f} us each; host memory "
             f"{s['rss_start_mb']:.1f} -> {s['rss_end_mb']:.1f} MB ({s['rss_growth_kb']:+,.0f} KB){gpu}")
 
@@ -296,7 +296,7 @@ def _measure(clf: Any, model: Any, backend: str, kernel: str, precision: str, x:
     label = mlp_label(row)
     if not ok:
         print(f"  {label} batch {batch}: WRONG (error {ratio:.3g}x its {precision} bound, "
-              f"{bound.argmax_broken(probs)} digits the bound decides read otherwise)", flush=True)
+              f"{counted(bound.argmax_broken(probs), 'digit')} the bound decides read otherwise)", flush=True)
         return row, False
 
     k_us, e_us, reps = time_calls(classifier_call(clf, x), budget_s)
