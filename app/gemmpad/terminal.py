@@ -18,3 +18,9 @@ def printable(text: str) -> str:
     recolour the terminal."""
     text = os.fsencode(text).decode("utf-8", "backslashreplace")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def counted(n: int, noun: str, fmt: str = ",") -> str:
+    """`n` and `noun` agreeing in number ("1 kernel", "2 kernels", "1,000 batch-1 calls"): the bench's
+    lines said "1 kernels". `fmt` formats n ("4d" to align)."""
+    return f"{n:{fmt}} {noun if n == 1 else noun + 's'}"

@@ -36,15 +36,6 @@ def test_bench_out_refuses_an_existing_result_without_force(monkeypatch, capsys,
     assert kept.read_text() == "an earlier run's"
 
 
-def test_counts_agree_in_number():
-    """The bench's lines said "1 kernels": every count goes through counted."""
-    from gemmpad.bench import counted
-
-    assert [counted(n, "kernel") for n in (0, 1, 2)] == ["0 kernels", "1 kernel", "2 kernels"]
-    assert counted(1000, "batch-1 call") == "1,000 batch-1 calls" and counted(1, "batch-1 call") == "1 batch-1 call"
-    assert counted(5, "drawing", "4d") == "   5 drawings"
-
-
 def test_bench_kernels_that_match_nothing_are_an_error(monkeypatch, capsys):
     for what, pattern, message in (("gemm", "nomatch_xyz", "matches no kernel"), ("mlp", "cpu.((", "regular expression")):
         rc, out, err = run_cli(monkeypatch, capsys, "bench", what, "--kernels", pattern)

@@ -93,3 +93,12 @@ def test_fine_tune_log_lines_are_printable(monkeypatch, capsys):
         personal.run(args)
     out = capsys.readouterr().out
     assert seen and "\x1b" not in out and "\\x1b[2J" in out
+
+
+def test_counts_agree_in_number():
+    """The bench's lines said "1 kernels": every count goes through gemmpad.terminal.counted."""
+    from gemmpad.terminal import counted
+
+    assert [counted(n, "kernel") for n in (0, 1, 2)] == ["0 kernels", "1 kernel", "2 kernels"]
+    assert counted(1000, "batch-1 call") == "1,000 batch-1 calls" and counted(1, "batch-1 call") == "1 batch-1 call"
+    assert counted(5, "drawing", "4d") == "   5 drawings"

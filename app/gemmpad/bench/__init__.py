@@ -86,12 +86,6 @@ def run(args: argparse.Namespace) -> int:
     return int(_module(args.what).run(args) or 0)
 
 
-def counted(n: int, noun: str, fmt: str = ",") -> str:
-    """`n` and `noun` agreeing in number ("1 kernel", "2 kernels", "1,000 batch-1 calls"), for
-    every count in the bench's lines: they said "1 kernels". `fmt` formats n ("4d" to align)."""
-    return f"{n:{fmt}} {noun if n == 1 else noun + 's'}"
-
-
 def select(names: list[str], patterns: list[str] | None) -> list[str]:
     """The names matching any pattern (a full name or a regular expression); all of them without patterns."""
     if not patterns:

@@ -47,12 +47,13 @@ import numpy as np
 
 from gemmpad.runtime import native, registry
 from gemmpad.commands.args import MAX_REPS, integer, number
-from gemmpad.bench import add_out_argument, counted, select
+from gemmpad.bench import add_out_argument, select
 from gemmpad.bench.machine import BLAS_ENV, blas_label, machine
 from gemmpad.bench.report import add_readme_argument, gemm_table, write
 from gemmpad.errors import GemmpadError, KernelUnavailable
 from gemmpad.runtime.gemm import MAX_ELEMENTS
 from gemmpad.runtime.precision import bound_ratio, format_of, gemm_bound
+from gemmpad.terminal import counted
 
 SERIES = 3  # GPU timings: the lowest median of this many series (module docstring)
 DEFAULT_SIZES = ["256x100x784", "4096x100x784", "4096x100x100", "4096x4096x4096", "8192x8192x8192"]

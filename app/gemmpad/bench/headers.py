@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gemmpad.bench import counted
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import write_text
+from gemmpad.terminal import counted
 
 ROOT = Path(__file__).resolve().parents[3]  # a source checkout: the package beside native/ and assets/
 MARK = "// Figure ("

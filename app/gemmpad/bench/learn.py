@@ -33,12 +33,13 @@ from gemmpad.data import drawings, pendigits, userdata
 from gemmpad.commands import evaluate
 from gemmpad.learn import finetune, rehearsal, rehearsal_sets, trainers
 from gemmpad.commands.args import integer, number
-from gemmpad.bench import add_out_argument, counted
+from gemmpad.bench import add_out_argument
 from gemmpad.bench.headers import ROOT
 from gemmpad.bench.machine import machine
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import write_text
 from gemmpad.runtime.model import Model, accuracy, load_model
+from gemmpad.terminal import counted
 
 LIGHT_STYLES = [k for k, s in pendigits.STYLES.items() if not s.dark_ink]  # the app's canvas: light ink
 # The unseen writers' figure of a model whose Learn sets hold none (trained without pendigits, or no pendigits

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from gemmpad.bench import counted
+from gemmpad.terminal import counted
 
 SMI_FIELDS = "name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit"
 # Read by OpenBLAS when it loads: some images pin an older core type (and L2 size) there, which

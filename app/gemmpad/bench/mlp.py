@@ -30,13 +30,14 @@ import numpy as np
 
 from gemmpad.runtime import native, registry
 from gemmpad.commands.args import MAX_BATCH, MAX_REPS, integer, number
-from gemmpad.bench import add_out_argument, counted, select
+from gemmpad.bench import add_out_argument, select
 from gemmpad.bench.machine import machine
 from gemmpad.bench.report import add_readme_argument, mlp_label, mlp_table, sweep_table, write
 from gemmpad.bench.timing import classifier_call, time_calls
 from gemmpad.errors import GemmpadError, KernelUnavailable
 from gemmpad.inputs.preprocess import unit_pixels
 from gemmpad.runtime.precision import argmax_agreement, mlp_bound
+from gemmpad.terminal import counted
 
 MLP_BATCHES = [1, 16, 256, 4096]
 SWEEP_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
