@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -65,20 +66,24 @@ def test_a_learn_error_stays_in_the_panel_until_dismissed(app: object, monkeypat
 
 
 
-def test_l_with_no_corrections_keeps_the_buttons_in_sight(app: object) -> None:
+def test_l_with_no_corrections_keeps_the_buttons_in_sight(app: object, tmp_path: Path) -> None:
     """At the default size, L with no corrections showed "Not learned: no corrections yet" below the
     section's fold and scrolled the section to it: the Learn and Reset buttons went out of sight. Now
     nothing starts; the count under the buttons says what to do."""
     from gemmpad.ui import harness, layout
     from tests.ui.layout_check import region_rect
 
-    app.learn.refresh()  # (tests before this one put drawings in the folder and took them out behind its back)
-    assert not app.learn.listed and not app.learn.unreadable
-    dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
-    dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
-    for _ in range(3):
-        app.step()
+    kept = tmp_path / "kept"  # the corrections earlier tests of the session saved, put back after
+    kept.mkdir()
+    for digit in app.drawings_dir.iterdir() if app.drawings_dir.is_dir() else []:
+        shutil.move(digit, kept / digit.name)
     try:
+        app.learn.refresh()
+        assert not app.learn.listed and not app.learn.unreadable
+        dpg.set_viewport_width(layout.DEFAULT_WINDOW[0])
+        dpg.set_viewport_height(layout.DEFAULT_WINDOW[1])
+        for _ in range(3):
+            app.step()
         _learn_and_wait(app)
         for _ in range(8):  # past the frames a Learn's outcome or error is brought into view in
             app.step()
@@ -92,6 +97,10 @@ def test_l_with_no_corrections_keeps_the_buttons_in_sight(app: object) -> None:
     finally:
         app.learn.dismiss()
         dpg.set_y_scroll(app.learn.root, 0.0)
+        for digit in kept.iterdir():
+            shutil.move(digit, app.drawings_dir / digit.name)
+        app.learn.refresh()
+
 
 def test_the_time_shown_runs_from_the_key_press(app: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A Learn that spends 0.3 s before learn() (first-time work) reports it in its time."""
