@@ -231,11 +231,15 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
         raise ModelFileError(f"the bundled model is missing (looked for {MODELS_DIR / p.name} and {p}): "
                              "reinstall gemmpad, or name a model file")
     data = read_input(p, MAX_FILE_BYTES, ModelFileError, "model file")
-    kind = network_format(data)
-    if kind is not None:  # a network saved by another framework: it says "unexpected member 'net/data.pkl'" below
+    try:
+        weights = read_npz(data, str(p))
+    except ModelFileError:
+        kind = network_format(data)  # only a file that is no model is sniffed: not every start's
+        if kind is None:
+            raise
+        # a network saved by another framework: read_npz said "unexpected member 'net/data.pkl'"
         raise ModelFileError(f"{p} is {'an' if kind == 'ONNX' else 'a'} {kind} file, not a gemmpad model: convert "
-                             f"it with `gemmpad import {shlex.quote(str(p))} -o model.npz`")
-    weights = read_npz(data, str(p))
+                             f"it with `gemmpad import {shlex.quote(str(p))} -o model.npz`") from None
     card: dict[str, Any] = {}
     card_path = p.with_suffix(".json")
     if card_path != p and card_path.exists():
