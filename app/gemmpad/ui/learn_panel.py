@@ -47,7 +47,7 @@ from gemmpad.inputs.files import claim
 from gemmpad.inputs.images import SUFFIXES, load_image
 from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
-from gemmpad.terminal import printable
+from gemmpad.terminal import counted, printable
 from gemmpad.ui import style
 from gemmpad.ui.canvas import Canvas
 from gemmpad.ui.draw_panel import heading, set_shown, tip
@@ -331,7 +331,7 @@ class LearnPanel:
             self._last = (saved, self.canvas.version)
             n = sum(d == digit for d, _ in self.listed)  # as Learn reads them (the save read the folder again)
             misread = f" (it read {read})" if read is not None and read != digit else ""
-            self.status.say(f"Saved as {'an' if digit == 8 else 'a'} {digit}{misread}: {n} drawing{'s' if n != 1 else ''} "
+            self.status.say(f"Saved as {'an' if digit == 8 else 'a'} {digit}{misread}: {counted(n, 'drawing', 'd')} "
                             f"of {digit}. L learns; Ctrl+Z takes it back.")
 
     def learn(self) -> None:
@@ -535,10 +535,10 @@ class LearnPanel:
     def _show_count(self) -> None:
         """How many corrections Learn trains on, and the files it skips (not in the list: no thumbnail)."""
         n, bad = len(self.listed), self.unreadable
-        skipped = (f" ({len(bad)} {'more ' if n else ''}file{'s' if len(bad) != 1 else ''} cannot be read: "
+        skipped = (f" ({counted(len(bad), ('more ' if n else '') + 'file', 'd')} cannot be read: "
                    f"{printable(str(bad[0].relative_to(self.drawings_dir)))}{', ...' if len(bad) > 1 else ''})"
                    if bad else "")
-        dpg.set_value(self.count_text, f"{n} correction{'s' if n != 1 else ''}{skipped}: click one to relabel or "
+        dpg.set_value(self.count_text, f"{counted(n, 'correction', 'd')}{skipped}: click one to relabel or "
                                        "delete it" if n
                       else f"No corrections yet{skipped}. Wrong answer? Click the right digit's bar or press its key: "
                            "the drawing is kept as a correction, listed here.")
