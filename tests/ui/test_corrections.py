@@ -8,7 +8,9 @@ from __future__ import annotations
 import shutil
 
 import dearpygui.dearpygui as dpg
+import numpy as np
 import pytest
+from PIL import Image
 
 from gemmpad.data import drawings
 from gemmpad.ui import harness
@@ -88,18 +90,39 @@ def test_the_count_leaves_out_and_names_the_files_learn_cannot_read(empty_folder
     learned = drawings.read_folder(app.drawings_dir, say=lambda _line: None)
     assert [(e.label, e.path) for e in learned] == app.learn.listed
     assert [d for d, p in app.learn.listed] == [5, 7] and app.learn.listed[0][1] == strokes_only.with_suffix(".png")
-    assert app.learn.unreadable == [bad]
+    assert app.learn.skipped == [(bad, "cannot be read")]
     thumbs = [c for c in dpg.get_all_items() if dpg.get_item_type(c).endswith("mvImageButton")
               and dpg.is_item_shown(c)]
     assert len(thumbs) == 2
-    assert dpg.get_value(app.learn.count_text) == ("2 corrections (1 more file cannot be read: 3/bad.json): "
+    assert dpg.get_value(app.learn.count_text) == ("2 corrections (1 more file skipped: 3/bad.json cannot be read): "
                                                    "click one to relabel or delete it")
     draw(app, seven())
     app.shortcut(dpg.mvKey_3)  # the status line counts a digit's drawings as Learn reads them too
     assert ": 1 drawing of 3. L learns" in app.status.message
     for _d, path in app.learn.listed:
         app.learn.delete(path)
-    assert dpg.get_value(app.learn.count_text).startswith("No corrections yet (1 file cannot be read: 3/bad.json). ")
+    assert dpg.get_value(app.learn.count_text).startswith("No corrections yet (1 file skipped: 3/bad.json cannot be read). ")
+
+def test_the_count_leaves_out_and_names_a_drawing_with_no_ink(empty_folder: object) -> None:
+    """A drawing that reads but holds no ink (a blank picture) was counted and listed as a correction
+    ("2 corrections") while Learn skipped it ("no ink in it") and trained on 1. Now the count is what
+    Learn trains on and the blank file is named as skipped, for that reason."""
+    app = empty_folder
+    draw(app, seven())
+    app.learn.correct(7)
+    app.clear()
+    (blank := app.drawings_dir / "4" / "blank.png").parent.mkdir()
+    Image.fromarray(np.zeros((28, 28), np.uint8)).save(blank)
+    app.learn.refresh()
+    harness.settle(app)
+    skipped: list[str] = []
+    learned = drawings.read_folder(app.drawings_dir, say=skipped.append)
+    assert [(e.label, e.path) for e in learned] == app.learn.listed and [d for d, _ in app.learn.listed] == [7]
+    assert skipped[0] == f"skipped {blank}: no ink in it"  # (then: "no drawings in" 4/)
+    assert app.learn.skipped == [(blank, "has no ink")]
+    assert dpg.get_value(app.learn.count_text) == ("1 correction (1 more file skipped: 4/blank.png has no ink): "
+                                                   "click one to relabel or delete it")
+
 
 def test_a_thumbnails_menu_deletes_and_relabels_through_its_widgets(empty_folder: object) -> None:
     """Real clicks: the thumbnail opens its menu, Delete deletes; the relabel list's callback as

@@ -133,17 +133,33 @@ def read_example(path: Path, label: int, known: dict[str, Example] | None = None
     return replace(hit, label=label, path=path)
 
 
-def _read(path: Path, label: int, key: str | None = None) -> Example:
+class NoInk(GemmpadError):
+    """A drawing file that reads but holds no ink: Learn skips it (the window's Learn panel names it so)."""
+
+
+def pixels(path: Path) -> tuple[np.ndarray, strokes.Drawing | None]:
+    """A drawing file's pixels as Learn reads them, and its strokes (None for a picture): a strokes file
+    painted on the window's canvas (the size load_drawing priced), a picture as it is. OSError or
+    GemmpadError where it cannot be read."""
     if path.suffix.lower() == ".json":
-        drawing: strokes.Drawing | None = strokes.load_drawing(path)
-        image = drawing.on_canvas(strokes.CANVAS).render()  # as the window shows it: the size load_drawing priced
-    else:
-        drawing = None
-        image, _ = load_image(path)
+        drawing = strokes.load_drawing(path)
+        return drawing.on_canvas(strokes.CANVAS).render(), drawing
+    image, _ = load_image(path)
+    return image, None
+
+
+def inked(image: np.ndarray) -> np.ndarray:
+    """What the model reads of a drawing's pixels (gemmpad.inputs.preprocess), or NoInk where there is no
+    ink: the one test by which Learn skips a readable drawing, and the window's list of corrections too."""
     image28 = preprocess(image)
     if image28 is None:
-        raise GemmpadError("no ink in it")
-    return Example(label, path, image28, drawing, key or _content_key(path))
+        raise NoInk("no ink in it")
+    return image28
+
+
+def _read(path: Path, label: int, key: str | None = None) -> Example:
+    image, drawing = pixels(path)
+    return Example(label, path, inked(image), drawing, key or _content_key(path))
 
 
 def _content_key(path: Path) -> str:
@@ -163,9 +179,7 @@ def pen_drawing(sample: pendigits.PenDigit, style: pendigits.Style | str) -> str
 
 def example_of(drawing: strokes.Drawing, label: int, path: Path | None = None) -> Example:
     """An Example of a drawing held in memory (the window's canvas, a pendigits sample)."""
-    image28 = preprocess(drawing.render())
-    if image28 is None:
-        raise GemmpadError("no ink in it")
+    image28 = inked(drawing.render())
     key = hashlib.sha1(b"".join(np.asarray(s, np.float64).tobytes() for s in drawing.strokes)
                        + np.asarray(drawing.widths, np.float64).tobytes()).hexdigest()[:20]
     return Example(label, path or Path(f"<drawing {key}>"), image28, drawing, key)

@@ -4,8 +4,8 @@
   chart, or its key); the drawing is saved under that digit in the drawings folder
   (strokes with brush widths and canvas size, and a PNG: the window's save, handed to the
   panel). The section, under the canvas, lists the corrections as Learn reads them
-  (`corrections`), each relabelled or deleted with a click, and names the files Learn cannot read
-  (it skips them); Ctrl+Z right after a correction takes it back.
+  (`corrections`), each relabelled or deleted with a click, and names the files Learn skips
+  (it cannot read them, or they hold no ink); Ctrl+Z right after a correction takes it back.
 - Learn (button or L): `Learner` fine-tunes in a background thread, always from the
   base model (the shipped one, or --model) on every correction so far, so Learns do not
   compound each other's drift; the window keeps drawing and reading meanwhile and shows
@@ -41,10 +41,9 @@ from PIL import Image
 
 from gemmpad.data import drawings, userdata
 from gemmpad.learn import finetune
-from gemmpad.inputs import strokes
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import claim
-from gemmpad.inputs.images import SUFFIXES, load_image
+from gemmpad.inputs.images import SUFFIXES
 from gemmpad.runtime import unsure
 from gemmpad.runtime.model import Model, default_model_path, load_model
 from gemmpad.terminal import counted, printable
@@ -76,16 +75,22 @@ THUMB = 36  # a correction's thumbnail on screen, at scale 1
 THUMB_PX = 28  # its texture: the drawing as small as MNIST's
 LABEL_W = 10  # the digit it is filed as, beside it (small font), at scale 1
 REVEAL_FRAMES = 4  # frames to bring a Learn's outcome into view in (it is laid out within two)
+# why Learn skips a file (Skipped's second half), in the panel's words
+UNREADABLE, NO_INK = "cannot be read", "has no ink"
+Skipped = tuple[Path, str]  # a file Learn skips, and why (UNREADABLE or NO_INK)
 
 
-def corrections(folder: Path, read: Callable[[Path], object]) -> tuple[list[tuple[int, Path]], list[Path]]:
+def corrections(folder: Path, read: Callable[[Path], object]) -> tuple[list[tuple[int, Path]], list[Skipped]]:
     """The labelled drawings Learn reads (gemmpad.data.drawings.read_folder), in its order, and the
-    files it skips. Per digit folder, one file a name: the strokes file where `read` can read it,
-    else the picture (`read` raises OSError or GemmpadError for a file it cannot read); a name
-    none of whose files can be read is skipped, its first file named. Listed without reading,
-    a corrupt file was counted as a correction that Learn then skipped."""
+    files it skips. Per digit folder, one file a name: the strokes file where `read` can use it,
+    else the picture (`read` raises drawings.NoInk for a file that holds no ink, OSError or
+    GemmpadError for one it cannot read: Learn's own tests, as `thumbnail` makes them); a name
+    none of whose files can be used is skipped, named by its file with no ink where it has one
+    (the drawing is there, but blank), else by its first. Listed without reading, a corrupt file
+    was counted as a correction that Learn then skipped; read without Learn's ink test, so was a
+    blank one."""
     out: list[tuple[int, Path]] = []
-    unreadable: list[Path] = []
+    skipped: list[Skipped] = []
     for digit in range(10):
         sub = folder / str(digit)
         try:
@@ -98,16 +103,20 @@ def corrections(folder: Path, read: Callable[[Path], object]) -> tuple[list[tupl
                 by_stem.setdefault(f.stem, []).append(f)
         for stem in sorted(by_stem):
             tries = sorted(by_stem[stem], key=lambda p: p.suffix.lower() != ".json")
+            blank: Path | None = None
             for f in tries:
                 try:
                     read(f)
+                except drawings.NoInk:
+                    blank = blank or f
+                    continue
                 except (OSError, GemmpadError):
                     continue
                 out.append((digit, f))
                 break
             else:
-                unreadable.append(tries[0])
-    return out, unreadable
+                skipped.append((blank, NO_INK) if blank is not None else (tries[0], UNREADABLE))
+    return out, skipped
 
 
 def _siblings(path: Path) -> list[Path]:
@@ -116,12 +125,12 @@ def _siblings(path: Path) -> list[Path]:
 
 
 def thumbnail(path: Path) -> list[float]:
-    """A drawing as THUMB_PX x THUMB_PX RGBA floats, coloured as the canvas is."""
-    if path.suffix.lower() == ".json":
-        image = strokes.load_drawing(path).render()
-    else:
-        pixels, _ = load_image(path)
-        image = pixels / 255.0 if pixels.dtype == np.uint8 else pixels
+    """A drawing as Learn reads it (gemmpad.data.drawings.pixels), THUMB_PX x THUMB_PX RGBA floats
+    coloured as the canvas is; raises where Learn skips it, by Learn's own tests: drawings.NoInk
+    where it holds no ink (drawings.inked), OSError or GemmpadError where it cannot be read."""
+    pixels, _ = drawings.pixels(path)
+    drawings.inked(pixels)
+    image = pixels / 255.0 if pixels.dtype == np.uint8 else pixels
     ink = Image.fromarray(np.uint8(np.round(np.clip(image, 0.0, 1.0) * 255)))
     small = np.asarray(ink.resize((THUMB_PX, THUMB_PX), Image.BILINEAR), np.float32)
     rgba = np.empty((THUMB_PX, THUMB_PX, 4), np.float32)
@@ -196,7 +205,7 @@ class LearnPanel:
             pass
         self._thumbs: dict[tuple[Path, float], int | str] = {}  # (file, mtime) -> its texture
         self.listed: list[tuple[int, Path]] = []  # what the list shows: (digit, file), in Learn's order
-        self.unreadable: list[Path] = []  # the corrections' files Learn cannot read (it skips them)
+        self.skipped: list[Skipped] = []  # the files in the corrections' folders that Learn skips, and why
         self._per_row = 8
         self._menus: list[int | str] = []  # each thumbnail's menu
         self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
@@ -230,12 +239,12 @@ class LearnPanel:
 
     def _read(self) -> None:
         """The corrections as Learn will read them, and the files it will skip; the count says both."""
-        self.listed, self.unreadable = corrections(self.drawings_dir, self._texture)
+        self.listed, self.skipped = corrections(self.drawings_dir, self._texture)
         self._show_count()
 
     def _texture(self, path: Path) -> int | str:
         """A correction's thumbnail, made once for each version of the file: reading the folder reads
-        every correction through here (OSError or GemmpadError where it cannot be read)."""
+        every correction through here (raising, as `thumbnail` does, where Learn skips it)."""
         key = (path, path.stat().st_mtime)
         if key not in self._thumbs:
             self._thumbs[key] = dpg.add_static_texture(THUMB_PX, THUMB_PX, thumbnail(path), parent=self._textures)
@@ -533,11 +542,12 @@ class LearnPanel:
         return "\n".join(lines)
 
     def _show_count(self) -> None:
-        """How many corrections Learn trains on, and the files it skips (not in the list: no thumbnail)."""
-        n, bad = len(self.listed), self.unreadable
-        skipped = (f" ({counted(len(bad), ('more ' if n else '') + 'file', 'd')} cannot be read: "
-                   f"{printable(str(bad[0].relative_to(self.drawings_dir)))}{', ...' if len(bad) > 1 else ''})"
-                   if bad else "")
+        """How many corrections Learn trains on, and the files it skips (not in the list: no thumbnail),
+        the first named with why."""
+        n, bad = len(self.listed), self.skipped
+        skipped = (f" ({counted(len(bad), ('more ' if n else '') + 'file', 'd')} skipped: "
+                   f"{printable(str(bad[0][0].relative_to(self.drawings_dir)))} {bad[0][1]}"
+                   f"{', ...' if len(bad) > 1 else ''})" if bad else "")
         dpg.set_value(self.count_text, f"{counted(n, 'correction', 'd')}{skipped}: click one to relabel or "
                                        "delete it" if n
                       else f"No corrections yet{skipped}. Wrong answer? Click the right digit's bar or press its key: "
