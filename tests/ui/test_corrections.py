@@ -6,6 +6,7 @@ a correction deletes it, and the list is exactly what Learn reads."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 
 import dearpygui.dearpygui as dpg
 import numpy as np
@@ -134,40 +135,84 @@ def test_a_thumbnails_menu_deletes_and_relabels_through_its_widgets(empty_folder
         app.clear()
     harness.settle(app)
     xt = real_input()
-    vx, vy = dpg.get_viewport_pos()
-
-    def click(item: int | str) -> None:
-        x, y, w, h = harness.rect(item)
-        xt.move(int(vx + x + w // 2), int(vy + y + h // 2))
-        for _ in range(3):
-            app.step()
-        xt.button(True)
-        app.step()
-        app.step()
-        xt.button(False)
-        for _ in range(4):
-            app.step()
-
-    def shown(kind: str, label: str | None = None) -> list[int | str]:
-        return [c for c in dpg.get_all_items() if dpg.get_item_type(c).endswith(kind) and dpg.is_item_visible(c)
-                and (label is None or dpg.get_item_label(c) == label)]
-
     try:
-        click(shown("mvImageButton")[0])
-        (delete,) = shown("mvButton", "Delete")
-        (relabel,) = shown("mvCombo", "relabel as")
+        _click(app, xt, _shown("mvImageButton")[0])
+        (delete,) = _shown("mvButton", "Delete".__eq__)
+        (relabel,) = _shown("mvCombo", "relabel as".__eq__)
         dpg.get_item_callback(relabel)(relabel, "8", dpg.get_item_user_data(relabel))
         assert [d for d, _ in app.learn.listed] == [5, 8]
         for _ in range(3):
             app.step()
-        click(shown("mvImageButton")[0])
-        click(shown("mvButton", "Delete")[0])
+        _click(app, xt, _shown("mvImageButton")[0])
+        _click(app, xt, _shown("mvButton", "Delete".__eq__)[0])
         assert [d for d, _ in app.learn.listed] == [8]
     finally:
         xt.move(0, 0)
         xt.close()
         for _ in range(3):
             app.step()
+
+
+def test_a_skipped_file_is_listed_and_deleted_through_its_menu(empty_folder: object) -> None:
+    """A file Learn skips was only named in the count ("1 more file skipped: 3/bad.json ..."): nothing
+    to click, so deleting it meant finding the folder by hand. Now each skipped file is listed under the
+    thumbnails and a click opens its menu, whose Delete deletes it (its picture too), as a correction's."""
+    app = empty_folder
+    draw(app, seven())
+    app.learn.correct(7)
+    app.clear()
+    (bad := app.drawings_dir / "3" / "bad.json").parent.mkdir()
+    bad.write_text("{not json", encoding="utf-8")
+    bad.with_suffix(".png").write_bytes(b"not a picture either")
+    (blank := app.drawings_dir / "4" / "blank.png").parent.mkdir()
+    Image.fromarray(np.zeros((28, 28), np.uint8)).save(blank)
+    app.learn.refresh()
+    for _ in range(3):
+        app.step()
+    assert app.learn.skipped == [(bad, "cannot be read"), (blank, "has no ink")]
+    xt = real_input()
+    try:
+        for path, rest in ((bad, [(blank, "has no ink")]), (blank, [])):
+            name = str(path.relative_to(app.drawings_dir))
+            dpg.set_y_scroll(app.learn.root, dpg.get_y_scroll_max(app.learn.root))  # under the thumbnails
+            for _ in range(3):
+                app.step()
+            (entry,) = _shown("mvButton", lambda label: label.startswith(name))
+            _click(app, xt, entry)
+            (delete,) = _shown("mvButton", "Delete".__eq__)
+            _click(app, xt, delete)
+            assert not path.exists() and not path.with_suffix(".png").exists() and app.learn.skipped == rest
+            for _ in range(3):
+                app.step()
+        assert [d for d, _ in app.learn.listed] == [7]  # the correction stays
+        assert dpg.get_value(app.learn.count_text).startswith("1 correction: ")
+    finally:
+        xt.move(0, 0)
+        xt.close()
+        dpg.set_y_scroll(app.learn.root, 0.0)
+        for _ in range(3):
+            app.step()
+
+
+def _shown(kind: str, label: Callable[[str], bool] = lambda _label: True) -> list[int | str]:
+    """The widgets of a kind (mvButton, mvImageButton, ...) visible now, whose label passes `label`."""
+    return [c for c in dpg.get_all_items() if dpg.get_item_type(c).endswith(kind) and dpg.is_item_visible(c)
+            and label(dpg.get_item_label(c) or "")]
+
+
+def _click(app: object, xt: object, item: int | str) -> None:
+    """A real click in the middle of `item`, and the frames it takes to land."""
+    vx, vy = dpg.get_viewport_pos()
+    x, y, w, h = harness.rect(item)
+    xt.move(int(vx + x + w // 2), int(vy + y + h // 2))
+    for _ in range(3):
+        app.step()
+    xt.button(True)
+    app.step()
+    app.step()
+    xt.button(False)
+    for _ in range(4):
+        app.step()
 
 
 def test_one_correction_shows_whole_at_the_default_size(empty_folder: object) -> None:

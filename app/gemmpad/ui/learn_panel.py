@@ -4,8 +4,9 @@
   chart, or its key); the drawing is saved under that digit in the drawings folder
   (strokes with brush widths and canvas size, and a PNG: the window's save, handed to the
   panel). The section, under the canvas, lists the corrections as Learn reads them
-  (`corrections`), each relabelled or deleted with a click, and names the files Learn skips
-  (it cannot read them, or they hold no ink); Ctrl+Z right after a correction takes it back.
+  (`corrections`), each relabelled or deleted with a click, and lists the files Learn skips
+  (it cannot read them, or they hold no ink), each deleted with a click; Ctrl+Z right after a
+  correction takes it back.
 - Learn (button or L): `Learner` fine-tunes in a background thread, always from the
   base model (the shipped one, or --model) on every correction so far, so Learns do not
   compound each other's drift; the window keeps drawing and reading meanwhile and shows
@@ -200,6 +201,7 @@ class LearnPanel:
             with dpg.theme() as tight, dpg.theme_component(dpg.mvAll):
                 dpg.add_theme_style(dpg.mvStyleVar_FramePadding, 2 * s, 2 * s, category=dpg.mvThemeCat_Core)
                 dpg.add_theme_style(dpg.mvStyleVar_ItemSpacing, 6 * s, 2 * s, category=dpg.mvThemeCat_Core)
+                dpg.add_theme_style(dpg.mvStyleVar_ButtonTextAlign, 0, 0.5, category=dpg.mvThemeCat_Core)
             dpg.bind_item_theme(self.list_group, tight)
         with dpg.texture_registry() as self._textures:
             pass
@@ -270,17 +272,33 @@ class LearnPanel:
                 btn = dpg.add_image_button(texture, width=side, height=side)
                 tip(btn, f"Filed as a {digit} ({path.name}): click to relabel or delete it.")
                 dpg.bind_item_font(dpg.add_text(str(digit), color=style.MUTED), self.fonts.small)
-            with dpg.popup(btn, mousebutton=dpg.mvMouseButton_Left) as menu:
-                self._menus.append(menu)
-                dpg.add_text(f"{path.name}, filed as a {digit}", color=style.MUTED)
+            self._menu(btn, f"{path.name}, filed as a {digit}", path, digit)
+        # the files Learn skips, under the thumbnails, each with a Delete in its menu: named only in the
+        # count, a skipped file had to be found in the folder by hand
+        for path, why in self.skipped:
+            name = printable(str(path.relative_to(self.drawings_dir)))
+            # as wide as the section, its words from the left and cut at its edge (the tooltip has them all)
+            entry = dpg.add_button(label=f"{name} {why}", width=-1, parent=self.list_group)
+            dpg.bind_item_font(entry, self.fonts.small)
+            tip(entry, f"Learn skips {printable(path.name)}: it {why}. Click to delete it.")
+            self._menu(entry, f"{name}: Learn skips it, it {why}", path)
+        for key in [k for k, texture in self._thumbs.items() if texture not in keep]:
+            dpg.delete_item(self._thumbs.pop(key))
+
+    def _menu(self, anchor: int | str, title: str, path: Path, digit: int | None = None) -> None:
+        """The menu a click on a listed file opens: what it is, relabel (a correction, filed as `digit`)
+        and Delete."""
+        with dpg.popup(anchor, mousebutton=dpg.mvMouseButton_Left) as menu:
+            self._menus.append(menu)
+            dpg.add_text(title, color=style.MUTED)
+            if digit is not None:
                 relabel = dpg.add_combo([str(d) for d in range(10)], default_value=str(digit), label="relabel as",
                                         width=round(60 * self.scale),
                                         callback=lambda _s, v, p: self.relabel(p, int(v)), user_data=path)
                 tip(relabel, "File this drawing under another digit (Learn then trains on it as that digit).")
-                delete = dpg.add_button(label="Delete", callback=lambda _s, _v, p: self.delete(p), user_data=path)
-                tip(delete, "Delete this correction (its strokes and its picture): Learn no longer trains on it.")
-        for key in [k for k, texture in self._thumbs.items() if texture not in keep]:
-            dpg.delete_item(self._thumbs.pop(key))
+            delete = dpg.add_button(label="Delete", callback=lambda _s, _v, p: self.delete(p), user_data=path)
+            tip(delete, "Delete this correction (its strokes and its picture): Learn no longer trains on it."
+                if digit is not None else "Delete this file (and its other files of the same name in its folder).")
 
     def _changed(self) -> None:
         """After a menu's Delete or relabel: the list and count now, the widgets next frame. Deleted
@@ -291,10 +309,11 @@ class LearnPanel:
         self._rebuild = True
 
     def delete(self, path: Path) -> None:
-        """Delete a correction: every file of its name in its digit's folder (strokes and PNG)."""
+        """Delete a correction, or a file Learn skips: every file of its name in its digit's folder
+        (strokes and PNG)."""
         for f in _siblings(path):
             f.unlink(missing_ok=True)
-        self.status.say(f"Deleted the correction {path.stem}")
+        self.status.say(f"Deleted {printable(path.stem)}")
         self._changed()
 
     def relabel(self, path: Path, digit: int) -> None:
