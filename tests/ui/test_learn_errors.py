@@ -130,10 +130,11 @@ def test_the_time_shown_runs_from_the_key_press(app: object, monkeypatch: pytest
         app.learn.reset()
 
 
-def test_a_learns_outcome_is_brought_into_view(app: object) -> None:
+def test_a_learns_outcome_shows_with_the_buttons_in_sight(app: object) -> None:
     """At the default size the outcome of a Learn (its figures, "Use it anyway", or an error and Dismiss)
-    appeared below the fold of Learn's section: a new user saw nothing happen. Now the section scrolls
-    to it."""
+    appeared below the fold of Learn's section: a new user saw nothing happen. Then the section scrolled to
+    it, and the Learn and Reset buttons went out of sight. Now the outcome shows under the buttons, and
+    the section scrolls no further than keeps them in sight."""
     from gemmpad.ui import harness, layout
     from tests.ui.layout_check import region_rect
     from tests.ui.support import seven
@@ -144,36 +145,43 @@ def test_a_learns_outcome_is_brought_into_view(app: object) -> None:
     for path in made:
         strokes.save(path, seven(), [18.0, 18.0], strokes.CANVAS)
     app.learn.refresh()
+    panel = app.learn
+
+    def in_sight(*items: int | str) -> None:
+        top, bottom = region_rect(panel.root)[1], sum(region_rect(panel.root)[1::2])
+        for item in (panel.learn_btn, panel.reset_btn, *items):
+            x, y, w, h = harness.rect(item)
+            assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, \
+                (dpg.get_item_label(item) or dpg.get_value(item), (y, h), (top, bottom), dpg.get_y_scroll(panel.root))
+
     try:
         for _ in range(3):
             app.step()
-        app.learn.show_error(DataError(FIX))
+        panel.show_error(DataError(FIX))
         for _ in range(6):
             app.step()
-        top, bottom = region_rect(app.learn.root)[1], sum(region_rect(app.learn.root)[1::2])
-        for item in (app.learn.error_text, app.learn.dismiss_btn):
-            x, y, w, h = harness.rect(item)
-            assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, (item, (y, h), (top, bottom))
-        app.learn.dismiss()
-        # a Learn whose model is refused: its figures and "Use it anyway" in view
-        dpg.set_y_scroll(app.learn.root, 0.0)
-        refused = finetune.Outcome(weights={}, before={"MNIST test": 0.991}, after={"MNIST test": 0.985},
-                                   accepted=False, reason="it would read others worse", engine="numpy",
-                                   trained_on=5, held_out=0, rows=5, steps=10, seconds={"total": 1.0})
-        app.learn.learner._result = (refused, [], [])
+        in_sight(panel.error_text, panel.dismiss_btn)
+        panel.dismiss()
+        # a Learn whose model is refused: its bar, figures and "Use it anyway" in view
+        dpg.set_y_scroll(panel.root, 0.0)
+        dpg.configure_item(panel.progress, show=True)  # as the Learn that ran showed it
+        refused = finetune.Outcome(weights={}, before={"held-out": 0.6, "MNIST test": 0.991},
+                                   after={"held-out": 1.0, "MNIST test": 0.985}, accepted=False,
+                                   reason="it would read others worse", engine="numpy", trained_on=5, held_out=1,
+                                   rows=5, steps=10, seconds={"total": 1.0})
+        panel.learner._result = (refused, [], [])
         for _ in range(6):
             app.step()
-        assert app.learn.outcome is refused
-        for item in (app.learn.figures_text, app.learn.insist_btn):
-            x, y, w, h = harness.rect(item)
-            assert dpg.is_item_visible(item) and top <= y and y + h <= bottom, (item, (y, h), (top, bottom))
+        assert panel.outcome is refused
+        in_sight(panel.bar_row, panel.figures_text, panel.insist_btn)  # (a progress bar has no rectangle of its own)
     finally:
-        app.learn.outcome = None
-        for item in (app.learn.progress, app.learn.figures_text, app.learn.insist_btn):
+        panel.outcome = None
+        for item in (panel.progress, panel.figures_text, panel.insist_btn):
             dpg.configure_item(item, show=False)
+        dpg.set_y_scroll(panel.root, 0.0)
         for path in made:
             path.unlink()
-        app.learn.refresh()
+        panel.refresh()
 
 
 def _outcome(accepted: bool) -> finetune.Outcome:

@@ -76,6 +76,7 @@ THUMB = 36  # a correction's thumbnail on screen, at scale 1
 THUMB_PX = 28  # its texture: the drawing as small as MNIST's
 LABEL_W = 10  # the digit it is filed as, beside it (small font), at scale 1
 REVEAL_FRAMES = 4  # frames to bring a Learn's outcome into view in (it is laid out within two)
+ACTION_W = 112  # "Use it anyway" and Dismiss, beside the bar, at scale 1
 # why Learn skips a file (Skipped's second half), in the panel's words
 UNREADABLE, NO_INK = "cannot be read", "has no ink"
 Skipped = tuple[Path, str]  # a file Learn skips, and why (UNREADABLE or NO_INK)
@@ -174,28 +175,30 @@ class LearnPanel:
             tip(heading("Teach it your handwriting", fonts),
                 "When a reading is wrong, click the right digit's bar or press its key: the drawing is kept as a "
                 "correction, listed here. Learn fine-tunes the model on exactly these.")
-            with dpg.group(horizontal=True):
+            with dpg.group(horizontal=True) as self.buttons:
                 self.learn_btn = dpg.add_button(label="Learn (L)")
                 tip(self.learn_btn, "Fine-tune the model on your corrections, mixed with a replay of its training "
                                     "data so it keeps reading everyone else (L).")
                 self.reset_btn = dpg.add_button(label="Reset")
                 tip(self.reset_btn, "Read with the model you started from (the shipped one) again; your personal "
                                     "model is moved aside (personal-model.previous.npz), your drawings stay.")
+            # A Learn's outcome right under the buttons, before the count and the list: below them, at the
+            # default size it showed only once the section scrolled to it, the buttons out of sight.
+            with dpg.group(horizontal=True, show=False) as self.bar_row:  # shown with what it holds (`_offer`)
+                # shown only while a Learn runs, and after: idle and empty it looked like a text field
+                self.progress = dpg.add_progress_bar(default_value=0.0, width=-1, overlay="", show=False)
+                # what the outcome asks of the person, beside the bar (`_offer`)
+                self.insist_btn = dpg.add_button(label="Use it anyway", width=round(ACTION_W * s))
+                tip(self.insist_btn, "Use and keep the model this Learn made, although it reads MNIST test worse.")
+                self.dismiss_btn = dpg.add_button(label="Dismiss", width=round(ACTION_W * s))
+                tip(self.dismiss_btn, "Take this message down (a new Learn does too).")
+            self.figures_text = dpg.add_text("", wrap=round(380 * s), show=False)
+            dpg.bind_item_font(self.figures_text, fonts.small)
+            # a failed Learn says why and what to do here, until dismissed: a status line fades
+            self.error_text = dpg.add_text("", wrap=round(380 * s), color=style.BAD, show=False)
             # how many, and what to do: on a line of its own (beside the buttons it was cut at scale 2)
             self.count_text = dpg.add_text("", wrap=round(380 * s), color=style.MUTED)
             dpg.bind_item_font(self.count_text, fonts.small)
-            # shown only while a Learn runs: idle and empty it looked like a text field
-            self.progress = dpg.add_progress_bar(default_value=0.0, width=-1, overlay="", show=False)
-            self.figures_text = dpg.add_text("", wrap=round(380 * s), show=False)
-            dpg.bind_item_font(self.figures_text, fonts.small)
-            self.insist_btn = dpg.add_button(label="Use it anyway")
-            tip(self.insist_btn, "Use and keep the model this Learn made, although it reads MNIST test worse.")
-            set_shown(self.insist_btn, False)
-            # a failed Learn says why and what to do here, until dismissed: a status line fades
-            self.error_text = dpg.add_text("", wrap=round(380 * s), color=style.BAD, show=False)
-            self.dismiss_btn = dpg.add_button(label="Dismiss")
-            tip(self.dismiss_btn, "Take this message down (a new Learn does too).")
-            set_shown(self.dismiss_btn, False)
             # the corrections, as Learn will read them: a thumbnail each; a click relabels or deletes
             self.list_group = dpg.add_group()
             with dpg.theme() as tight, dpg.theme_component(dpg.mvAll):
@@ -212,9 +215,10 @@ class LearnPanel:
         self._menus: list[int | str] = []  # each thumbnail's menu
         self._rebuild = False  # the list's widgets are rebuilt next frame (poll), after its menu closed
         self._last: tuple[Path, int] | None = None  # the newest correction and the canvas version it saved
-        # shown this frame, scrolled into view the next (when it has a place): a Learn's outcome
-        # and figures, or its error, appeared below the section's fold at the default size
-        self._reveal: tuple[int | str, int | str, int] | None = None  # (first item, last, frames left to try)
+        # shown this frame, scrolled into view the next (when it has a place): a Learn's figures, or
+        # its error, can reach below the section's fold at the default size
+        self._reveal: tuple[int | str, int] | None = None  # (the outcome's last item, frames left to try)
+        self._offer(None)
         dpg.configure_item(self.learn_btn, callback=lambda: self.learn())
         dpg.configure_item(self.reset_btn, callback=lambda: self.reset())
         dpg.configure_item(self.insist_btn, callback=lambda: self.insist())
@@ -372,8 +376,7 @@ class LearnPanel:
                 self.status.say("Nothing to learn: no corrections yet")  # short: whole at the default size
                 return
         if self.learner.start(self.base_model()):
-            self.dismiss()
-            set_shown(self.insist_btn, False)
+            self.dismiss()  # (and "Use it anyway" with it: `_offer`)
             self._show_figures("")
         else:
             self.status.say("Learning already")
@@ -389,9 +392,9 @@ class LearnPanel:
         self._use_model(base, None)
         self.outcome = None
         self._show_figures("")
-        set_shown(self.insist_btn, False)
         # "learned in 2.3 s" described the model just put aside
         dpg.configure_item(self.progress, overlay="", show=False)
+        self._offer(None)
         name = base.path.name if base.path else "the base model"
         if kept:
             self.status.say(f"Reading with {name} now, but your personal model could not be moved aside ({kept}): "
@@ -435,7 +438,7 @@ class LearnPanel:
         if self.outcome is not None and not self.outcome.accepted:
             self.outcome = replace(self.outcome, accepted=True)
             unsaved = self._use(self.outcome)
-            set_shown(self.insist_btn, False)
+            self._offer(None)
             dpg.configure_item(self.progress, overlay="used anyway" + (", not saved" if unsaved else ""))
             self._show_figures(self._figures_text(self.outcome, self._skipped))
             self._say_used("Using the model it made anyway", unsaved)
@@ -477,6 +480,7 @@ class LearnPanel:
             text, fraction = self.learner.status
             dpg.set_value(self.progress, fraction)
             dpg.configure_item(self.progress, overlay=text[:60], show=True)
+            dpg.configure_item(self.bar_row, show=True)
             return True
         result = self.learner.take()
         if result is None:
@@ -489,7 +493,7 @@ class LearnPanel:
         outcome, self._examples, self._skipped = result
         self.outcome = outcome
         self._show_figures(self._figures_text(outcome, self._skipped))
-        self._reveal = (self.progress, self.figures_text if outcome.accepted else self.insist_btn, REVEAL_FRAMES)
+        self._reveal = (self.figures_text, REVEAL_FRAMES)
         if outcome.accepted:
             unsaved = self._use(outcome)
             took = time.perf_counter() - self.learner.pressed_at  # from the key press to the new model reading
@@ -497,24 +501,25 @@ class LearnPanel:
             self._say_used(f"Learned {outcome.trained_on} drawings in {took:.1f} s on {outcome.engine}", unsaved)
         else:
             dpg.configure_item(self.progress, overlay="not used")
-            set_shown(self.insist_btn, True)
+            self._offer(self.insist_btn)
             self.status.say(f"Not used: {outcome.reason}")
         return False
 
     def _bring_into_view(self) -> None:
-        """Scroll the section so the outcome's last item shows whole, its first too where they fit. Tried
-        for a few frames: an item's place, and how far the section scrolls, are known a frame or two after
-        the frame that shows it (a position in a child window is within its content; the window's own
-        padding below the last item added)."""
+        """Scroll the section so the outcome's last item shows whole, but never past the Learn and Reset
+        buttons (scrolled to the outcome, they went out of sight): the outcome starts under them, so where
+        it is too long to show whole, its start shows. Tried for a few frames: an item's place, and how
+        far the section scrolls, are known a frame or two after the frame that shows it (a position in a
+        child window is within its content; the window's own padding below the last item added)."""
         assert self._reveal is not None
-        first, last, frames = self._reveal
-        self._reveal = (first, last, frames - 1) if frames > 1 else None
+        last, frames = self._reveal
+        self._reveal = (last, frames - 1) if frames > 1 else None
         size = dpg.get_item_state(last).get("rect_size", (0, 0))[1]
         height, most = dpg.get_item_state(self.root).get("rect_size", (0, 0))[1], dpg.get_y_scroll_max(self.root)
         bottom = dpg.get_item_pos(last)[1] + size + 8 * self.scale
         if dpg.is_item_shown(last) and size and most > 0 and bottom > dpg.get_y_scroll(self.root) + height:
-            top = dpg.get_item_pos(first)[1] - 4 * self.scale
-            dpg.set_y_scroll(self.root, max(0.0, min(top, bottom - height, most)))
+            buttons = dpg.get_item_pos(self.buttons)[1] - 4 * self.scale
+            dpg.set_y_scroll(self.root, max(0.0, min(bottom - height, buttons, most)))
 
     def show_error(self, error: Exception) -> None:
         """Say in the panel, until dismissed, why the Learn failed and what to do (a GemmpadError's
@@ -524,8 +529,8 @@ class LearnPanel:
                 "please report this at the project's issue tracker.")
         dpg.set_value(self.error_text, text)
         dpg.configure_item(self.error_text, show=True)
-        set_shown(self.dismiss_btn, True)
-        self._reveal = (self.error_text, self.dismiss_btn, REVEAL_FRAMES)
+        self._offer(self.dismiss_btn)
+        self._reveal = (self.error_text, REVEAL_FRAMES)
         self.status.say(text, error=True)
 
     def dismiss(self) -> None:
@@ -536,7 +541,17 @@ class LearnPanel:
             dpg.configure_item(self.progress, overlay="", show=False)
         dpg.set_value(self.error_text, "")
         dpg.configure_item(self.error_text, show=False)
-        set_shown(self.dismiss_btn, False)
+        self._offer(None)
+
+    def _offer(self, action: int | str | None) -> None:
+        """Show `action` ("Use it anyway", or Dismiss) beside the bar, or neither (a new Learn, Reset): the
+        bar leaves it its room. The row shows only with something in it: empty, it still took a line's
+        spacing, and at the default size one correction made the section scroll."""
+        for button in (self.insist_btn, self.dismiss_btn):
+            set_shown(button, button == action)
+        room = round((ACTION_W + 8) * self.scale) if action is not None else 1  # the button and the spacing
+        dpg.configure_item(self.progress, width=-room)
+        dpg.configure_item(self.bar_row, show=action is not None or dpg.is_item_shown(self.progress))
 
     def _show_figures(self, text: str) -> None:
         """Learn's before -> after figures; no line at all when there are none."""
