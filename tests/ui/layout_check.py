@@ -64,10 +64,32 @@ def _clip(r: tuple[int, int, int, int], box: tuple[int, int, int, int]) -> tuple
     return (x0, y0, x1 - x0, y1 - y0) if x1 > x0 and y1 > y0 else None
 
 
+def scrolled_to_reading(app: object) -> tuple[int, int]:
+    """In one column: scroll the window until the prediction panel's digit is at its top, as far as it
+    scrolls, and return where the digit's top and the probabilities' bottom then are (window pixels);
+    scrolled back after. A few hops: the panels below the fold take their height only once in sight (a
+    frame or two after), so how far the window scrolls grows as it does."""
+    pad = round(14 * app.scale)  # the window's padding
+    for _ in range(8):
+        now = dpg.get_y_scroll(app._root)
+        want = max(0.0, min(now + harness.rect(app.pred.digit)[1] - pad, dpg.get_y_scroll_max(app._root)))
+        if abs(want - now) <= 1:
+            break
+        dpg.set_y_scroll(app._root, float(want))
+        for _ in range(5):  # the scroll, the panels' new height, then how far the window scrolls
+            app.step()
+    digit, bars = harness.rect(app.pred.digit), harness.rect(app.pred.bars_plot)
+    dpg.set_y_scroll(app._root, 0.0)
+    for _ in range(3):
+        app.step()
+    return digit[1], bars[1] + bars[3]
+
+
 def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
     """Resize the window to `size` and list what is wrong: a floating window over the panels,
     widgets of two panels overlapping, a widget cut by the window's edge (or, where nothing
-    scrolls, by its bottom), no reading in sight, the canvas hint wider than the canvas."""
+    scrolls, by its bottom), no reading in sight, the digit read and its probabilities not in sight
+    together when scrolled to (where the window says they fit), the canvas hint wider than the canvas."""
     dpg.set_viewport_width(size[0])
     dpg.set_viewport_height(size[1])
     for _ in range(frames):
@@ -127,6 +149,10 @@ def problems(app: object, size: tuple[int, int], frames: int = 6) -> list[str]:
     if app.state.reading.prediction is not None and not (dpg.is_item_shown(reading) and 0 <= r[1] and r[1] + r[3] <= vh
                                            and r[0] + r[2] <= vw):
         out.append(f"the reading is out of sight {r} {at}")
+    if L.mode == "one" and L.reading_fits and app.state.reading.prediction is not None:
+        top, bottom = scrolled_to_reading(app)
+        if top < 0 or bottom > vh:
+            out.append(f"the digit read ({top}) and its probabilities (to {bottom}) do not show together {at}")
     if app.canvas.empty:
         hint, canvas = harness.rect(app.draw.hint), harness.rect(app.draw.image)
         if _clip(hint, canvas) != hint:

@@ -150,6 +150,24 @@ def test_a_size_larger_than_the_screen_is_honoured_as_far_as_the_screen_allows(d
     assert json.loads(fits.stdout.splitlines()[-1])["viewport"] == [900, 600] and "--size" not in fits.stderr
 
 
+def test_a_scale_too_large_for_the_window_says_which_fits(display: str, tmp_path: Path) -> None:
+    """--scale 4 in a 1280x720 window: the digit read and its probabilities cannot show together however the
+    window scrolls, even with the chart at its least; the window scrolled them out of sight, saying
+    nothing. Now one line says so and names the largest scale that fits, on the terminal and in the
+    window's status line; at a scale that fits nothing is said."""
+    from gemmpad.ui.layout import fitting_scale, plan
+
+    assert not plan(1280, 720, 4.0).reading_fits and fitting_scale(1280, 720, 4.0) == 2.75
+    proc = run_app(display, tmp_path, "--exit", "--scale", "4", "--size", "1280x720")
+    assert proc.returncode == 0, proc.stderr
+    line = ("at UI scale 4 the digit read and its ten probabilities cannot show together in a window 720 px high: "
+            "start gemmpad with --scale 2.75 (or make the window taller)")
+    assert [s for s in proc.stderr.splitlines() if "--scale" in s] == [f"gemmpad: {line}"]
+    assert json.loads(proc.stdout.splitlines()[-1])["status"] == line[0].upper() + line[1:]
+    fits = run_app(display, tmp_path, "--exit", "--scale", "2.75", "--size", "1280x720")
+    assert fits.returncode == 0 and "--scale" not in fits.stderr, fits.stderr
+
+
 def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "gemmpad", "app", "--exit"], env=env(None),
                           capture_output=True, text=True, timeout=60)

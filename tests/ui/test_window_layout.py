@@ -48,20 +48,34 @@ def test_nothing_overlaps_or_is_cut_at_any_size(app: object, tmp_path_factory: p
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("scale", [1.5, 2.0])
-def test_nothing_overlaps_or_is_cut_at_larger_scales(display: str, scale: float) -> None:
-    """Another process: fonts are built for one scale, and Dear PyGui has one context a process.
-    The first two sizes with the canvas empty, the rest with a drawing (layout_check.main)."""
+def _problems_at(display: str, scale: float, sizes: list[tuple[int, int]]) -> list[str]:
+    """layout_check's problems at `scale` and each size, in another process: fonts are built for one scale,
+    and Dear PyGui has one context a process. The first two sizes with the canvas empty, the rest with a
+    drawing (layout_check.main)."""
     root = Path(__file__).resolve().parents[2]
     e = env(display)
     e["PYTHONPATH"] = f"{e['PYTHONPATH']}{':' if e['PYTHONPATH'] else ''}{root}"
     proc = subprocess.run([sys.executable, "-m", "tests.ui.layout_check", str(scale),
-                           *(f"{w}x{h}" for w, h in SIZES)], env=e, cwd=root, capture_output=True, text=True,
+                           *(f"{w}x{h}" for w, h in sizes)], env=e, cwd=root, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    assert len(lines) == len(SIZES), proc.stdout[-2000:]  # one report a size
-    found = [p for line in lines for p in json.loads(line)]
+    assert len(lines) == len(sizes), proc.stdout[-2000:]  # one report a size
+    return [p for line in lines for p in json.loads(line)]
+
+
+@pytest.mark.parametrize("scale", [1.5, 2.0])
+def test_nothing_overlaps_or_is_cut_at_larger_scales(display: str, scale: float) -> None:
+    found = _problems_at(display, scale, SIZES)
+    assert not found, "\n".join(found)
+
+
+def test_at_scale_4_on_a_1600x1000_screen_the_digit_shows_with_its_probabilities(display: str) -> None:
+    """`gemmpad app --scale 4` on a 1600x1000 screen: one column, and the digit read (448 px) with its
+    ten bars (600 px) was taller than the window, so no scroll showed the digit with its probabilities.
+    Now the chart gives up height (layout.BARS_MIN the least) and they show together once scrolled to;
+    the sizes after the empty canvas's two are drawn on (layout_check)."""
+    found = _problems_at(display, 4.0, [(1600, 1000), (1600, 1000), (1600, 1000), (2560, 1440)])
     assert not found, "\n".join(found)
 
 
@@ -72,6 +86,23 @@ def test_the_window_never_opens_larger_than_the_screen() -> None:
     assert fit_screen((1200, 716), (1600, 1000)) == (1200, 716)
     assert fit_screen((1200, 716), None) == (1200, 716)
     assert fit_screen((1200, 716), (320, 240)) == layout.MIN_WINDOW
+
+
+def test_the_chart_gives_up_height_only_where_the_reading_would_not_fit() -> None:
+    """In one column the digit and its ten bars fit the window's height together (the window's own check,
+    Layout.reading_fits); the chart keeps its height where there is room for it."""
+    pad = round(layout.PAD * 4.0)
+    big = layout.plan(1600, 1000, 4.0)
+    assert big.mode == "one" and big.reading_fits and big.bars < round(layout.BARS_H * 4.0)
+    assert round(layout.DIGIT_ROW * 4.0) + big.bars <= 1000 - 2 * pad
+    for size, scale in (((1600, 1000), 2.0), (layout.DEFAULT_WINDOW, 1.0), ((900, 600), 1.5)):
+        L = layout.plan(*size, scale)
+        assert L.reading_fits and L.bars == round(layout.BARS_H * scale), (size, scale, L)
+    small = layout.plan(1280, 720, 4.0)
+    assert not small.reading_fits and small.bars == round(layout.BARS_MIN * 4.0)
+    fits = layout.fitting_scale(1280, 720, 4.0)
+    assert fits is not None and layout.plan(1280, 720, fits).reading_fits
+    assert not layout.plan(1280, 720, fits + 0.25).reading_fits
 
 
 def test_the_pictures_grow_with_the_window() -> None:

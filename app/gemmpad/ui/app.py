@@ -290,6 +290,8 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         app.step()  # the first frame: start-up ends here
+        if app.reading_note:  # a UI scale too large for the screen (the window's status line says it too)
+            print(f"gemmpad: {app.reading_note}", file=sys.stderr)
         if drawing is not None:
             harness.replay(app, drawing)
             if app.canvas.full:  # what was drawn stays, and --record writes it: a file the loader takes

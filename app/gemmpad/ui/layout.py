@@ -13,11 +13,15 @@ drawing column, under the canvas's controls, and keeps at least LEARN_MIN of its
 The prediction column's "what the network sees" block (the 28x28 input, the hidden
 layers beside it) takes what the height leaves, so the hidden layers show without
 scrolling at the default size. In one column, where the prediction panel is below the
-fold, the drawing column's heading says what it reads.
+fold, the drawing column's heading says what it reads, and the chart of the ten
+probabilities gives up height so that the digit read and its probabilities show together
+once scrolled to; where even that cannot be (a UI scale too large for the window),
+`Layout.reading_fits` says so and `fitting_scale` names one that fits.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 MIN_WINDOW = (400, 300)  # the viewport's minimum size
@@ -40,6 +44,11 @@ LEARN_MIN = 124  # Learn's section under the canvas: heading, count, buttons, a 
 # and 2).
 PRED_ABOVE, PRED_BELOW = 366, 77
 PREVIEW_MIN, PREVIEW_MAX = 84, 224  # the 28x28 input's side on screen
+# The prediction panel's reading: the big digit (its confidence beside it) and the spacing under it, from
+# the digit's top to the chart's (measured: the same in scale units at scales 1, 1.5, 2 and 3); then the
+# chart of the ten probabilities, BARS_H high, in one column down to BARS_MIN to fit the window's height.
+DIGIT_ROW = 131
+BARS_H, BARS_MIN = 150, 90
 HIDDEN_LABEL = 16  # "hidden 1" over each map
 SPACING = 8  # between stacked widgets (style's ItemSpacing)
 HIDDEN_GAP = 12  # between the input and the hidden maps beside it
@@ -59,6 +68,10 @@ class Layout:
     learn_h: int = 0  # Learn's section at the bottom of the drawing column
     preview: int = PREVIEW_MAX  # the 28x28 input's side
     hidden: int = 90  # each hidden layer's map's side (two, stacked beside the input)
+    bars: int = BARS_H  # the chart of the ten probabilities' height
+    # the digit read and its probabilities fit the window's height together (scrolled to, in one column):
+    # false only in one column, at a UI scale too large for the window (fitting_scale)
+    reading_fits: bool = True
 
 
 def pictures(panel_w: int, panel_h: int, scale: float) -> tuple[int, int]:
@@ -96,7 +109,7 @@ def plan(width: int, height: int, scale: float = 1.0) -> Layout:
         draw_w = canvas + 2 * inner
         right_w = width - 2 * pad - gap - draw_w
         return Layout("wide", canvas, draw_w, body_h, right_w, body_h, pred_w, right_w - gap - pred_w, status,
-                      body_h - canvas - below - 2 * inner, *pictures(pred_w, body_h, s))
+                      body_h - canvas - below - 2 * inner, *pictures(pred_w, body_h, s), bars=round(BARS_H * s))
 
     # two columns: the right one needs the prediction column's width at least
     by_width = width - 2 * pad - gap - pred_w - SCROLLBAR - 2 * inner
@@ -106,10 +119,25 @@ def plan(width: int, height: int, scale: float = 1.0) -> Layout:
         right_w = width - 2 * pad - gap - draw_w
         panel_w = right_w - SCROLLBAR - inner
         return Layout("two", canvas, draw_w, body_h, right_w, body_h, panel_w, panel_w, status,
-                      body_h - canvas - below - 2 * inner, *pictures(panel_w, 0, s))
+                      body_h - canvas - below - 2 * inner, *pictures(panel_w, 0, s), bars=round(BARS_H * s))
 
     # one column: the canvas as large as the window shows whole (the window scrolls to the rest)
     col_w = width - 2 * pad - SCROLLBAR
     canvas = max(min(col_w - 2 * inner, body_h - 2 * inner - round(HEADING * s), cmax), round(CANVAS_TINY * s))
     draw_h = canvas + below + 2 * inner + learn
-    return Layout("one", canvas, col_w, draw_h, col_w, 0, col_w, col_w, status, learn, *pictures(col_w, 0, s))
+    # Side by side the reading is at the top of a column at least BELOW_CANVAS + LEARN_MIN + CANVAS_MIN
+    # high, room enough for it at any scale. Here the window scrolls to it: the chart gives up height so
+    # the digit and the ten bars show together (at --scale 4 on a 1000 px screen they were 1124 px tall,
+    # and no scroll showed the digit with its probabilities); below BARS_MIN they do not fit.
+    room = height - 2 * pad - round(DIGIT_ROW * s)
+    bars = max(min(room, round(BARS_H * s)), round(BARS_MIN * s))
+    return Layout("one", canvas, col_w, draw_h, col_w, 0, col_w, col_w, status, learn, *pictures(col_w, 0, s),
+                  bars=bars, reading_fits=room >= round(BARS_MIN * s))
+
+
+def fitting_scale(width: int, height: int, scale: float) -> float | None:
+    """The largest UI scale below `scale`, in quarters down to 0.5 (--scale's least), at which the digit
+    read and its probabilities fit a window of width x height together (Layout.reading_fits); None
+    where none does."""
+    steps = (q / 4 for q in range(math.ceil(scale * 4) - 1, 1, -1))
+    return next((s for s in steps if plan(width, height, s).reading_fits), None)

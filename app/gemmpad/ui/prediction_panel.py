@@ -22,7 +22,6 @@ PREVIEW_SCALE = 8  # the 28x28 input drawn as 8x8 blocks: 224 px, crisp (nearest
 # big and bright as a 99.9 % one reads as an answer it is not
 SURE = 0.8
 BAR_LIMITS = (-0.6, 9.6)  # the bar chart's x range: digits 0..9 with a margin
-BARS_H = 150
 # Each hidden layer's texture side: the shipped model's 100 units as a 10x10 map of 9x9 blocks
 HIDDEN_PX = 90
 
@@ -80,7 +79,7 @@ class PredictionPanel:
                     self.caption = dpg.add_text("", color=style.MUTED)
                     self.runner = dpg.add_text("", color=style.MUTED)
             self._digit_tip = tip(self.digit, self._digit_text(unsure_note))
-            with dpg.plot(height=round(BARS_H * s), width=-1, no_title=True, no_menus=True, no_box_select=True,
+            with dpg.plot(height=round(layout.BARS_H * s), width=-1, no_title=True, no_menus=True, no_box_select=True,
                           no_mouse_pos=True, no_inputs=True) as self.bars_plot:
                 x = dpg.add_plot_axis(dpg.mvXAxis, no_gridlines=True, no_tick_marks=True, no_menus=True)
                 dpg.set_axis_limits(x, *BAR_LIMITS)
@@ -137,6 +136,7 @@ class PredictionPanel:
         dpg.configure_item(self.root, width=L.prediction_w, height=L.right_h if L.mode == "wide" else 0,
                            auto_resize_y=L.mode != "wide", no_scrollbar=True)
         dpg.configure_item(self.preview, width=L.preview, height=L.preview)
+        dpg.configure_item(self.bars_plot, height=L.bars)  # (in one column, what fits the window's height)
         for img in self.hidden_img:
             dpg.configure_item(img, width=L.hidden, height=L.hidden)
         for t in (self.source_text, self.layer_text):

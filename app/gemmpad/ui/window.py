@@ -199,6 +199,7 @@ class App:
         w, h = dpg.get_viewport_client_width(), dpg.get_viewport_client_height()
         self._viewport_size = (w, h)
         L = layout.plan(w, h, self.scale)
+        fitted = self._layout is None or self._layout.reading_fits
         if self._layout is not None and L.mode != self._layout.mode:
             # a new arrangement gives the tab bar a new identity in Dear PyGui, which opens its
             # first tab: the one open stays open
@@ -215,6 +216,9 @@ class App:
         self.engine.show_model(self._model_line())
         self.learn.layout(L)
         self.help.layout(w, h)
+        if fitted and not L.reading_fits:  # said when it stops fitting
+            note = self.reading_note
+            self.status.say(note[0].upper() + note[1:])
 
     def show_engine(self) -> None:
         """Scroll the right column to the engine panel (two columns: it is below the prediction)."""
@@ -223,6 +227,21 @@ class App:
     @property
     def layout(self) -> layout.Layout | None:
         return self._layout
+
+    @property
+    def reading_note(self) -> str:
+        """"" while the digit read and its probabilities fit the window together (Layout.reading_fits), else
+        the one line that says they do not and what to do (the status line says it when it happens, and
+        `gemmpad app` on the terminal at start): at too large a UI scale for the screen the window scrolled
+        them out of sight, saying nothing."""
+        L = self._layout
+        if L is None or L.reading_fits:
+            return ""
+        w, h = self._viewport_size
+        fits = layout.fitting_scale(w, h, self.scale)
+        return (f"at UI scale {self.scale:g} the digit read and its ten probabilities cannot show together in a "
+                f"window {h} px high: " + (f"start gemmpad with --scale {fits:g} (or make the window taller)"
+                                           if fits is not None else "make the window taller"))
 
     @property
     def model(self) -> Model:
