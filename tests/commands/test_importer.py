@@ -198,6 +198,19 @@ def test_an_onnx_matmul_add_mlp_reads_as_onnxruntime_does(tmp_path: Path, rng: n
     assert max_rel_error(Classifier(model, backend="cpu").predict(x), np.exp(log_probs.astype(np.float64))) < 1e-4
 
 
+def test_an_onnx_file_damaged_inside_is_said_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A model's start is ONNX's, but its graph does not parse (a byte gone wrong inside it): the line
+    ended in protobuf's "DecodeError". It says the file is damaged, exit 2, and nothing is written."""
+    data = bytearray(to_onnx(load_model()))
+    graph = onnx.load_model_from_string(bytes(data)).graph.SerializeToString()
+    data[bytes(data).index(graph)] = 0x0F  # the graph's first field key: field 1 of wire type 7, which no field has
+    (tmp_path / "x.onnx").write_bytes(data)
+    assert cli.main(["import", str(tmp_path / "x.onnx"), "-o", str(tmp_path / "m.npz")]) == 2
+    assert capsys.readouterr().err == (f"gemmpad: error: {tmp_path / 'x.onnx'}: not a readable ONNX model (damaged "
+                                       "or truncated); export or copy it again\n")
+    assert list(tmp_path.iterdir()) == [tmp_path / "x.onnx"]
+
+
 def test_an_onnx_graph_with_other_operations_is_refused_naming_the_node(tmp_path: Path, rng: np.random.Generator) -> None:
     from onnx import helper
 

@@ -187,8 +187,9 @@ def onnx_layers(data: bytes, source: str) -> list[Layer]:
 
     try:
         graph = onnx.load_model_from_string(data).graph
-    except Exception as exc:  # protobuf's DecodeError and friends
-        raise ModelFileError(f"{source}: not an ONNX model (and not a PyTorch file): {type(exc).__name__}") from None
+    except Exception:  # protobuf's DecodeError and friends: network_format saw a model's fields, they do not parse
+        raise ModelFileError(f"{source}: not a readable ONNX model (damaged or truncated); "
+                             "export or copy it again") from None
     consts = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute:
