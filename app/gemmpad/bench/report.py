@@ -594,6 +594,20 @@ def out_refusal(force: bool) -> str | None:
     return None if force else "--out"
 
 
+def can_plot(charts: list[str]) -> bool:
+    """Whether matplotlib can draw the PNG `charts` (set to draw into files). It is optional (gemmpad[bench]):
+    the JSON is the result and a chart only shows it, so without it the run goes on, and one line says
+    which charts it will not have."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+    except ImportError:
+        print(f"(matplotlib not installed: no {' or '.join(charts)}; pip install matplotlib for charts)", flush=True)
+        return False
+    return True
+
+
 def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path], None] | None,
           readmes: list[str] | None = None, block: str | None = None, *, force: bool) -> None:
     """The JSON, the PNG drawn by `plot` (None: nothing was timed, so no chart), and
@@ -604,16 +618,11 @@ def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path
     write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n", refuse_as)
     if plot is None:
         print(f"wrote {printable(str(d / stem))}.json (nothing timed: no {stem}.png)")
+    elif can_plot([f"{stem}.png"]):
+        with atomic_path(d / f"{stem}.png", refuse_as) as tmp:
+            plot(tmp)
+        print(f"wrote {printable(str(d / stem))}.json and {printable(str(d / stem))}.png")
     else:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-        except ImportError:
-            print(f"(matplotlib not installed: no {stem}.png)")
-        else:
-            with atomic_path(d / f"{stem}.png", refuse_as) as tmp:
-                plot(tmp)
-            print(f"wrote {printable(str(d / stem))}.json and {printable(str(d / stem))}.png")
+        print(f"wrote {printable(str(d / stem))}.json")
     if readmes and block:
         rewrite_blocks(readmes, block, payload, d / f"{stem}.json", refuse_as=refuse_as)

@@ -21,7 +21,7 @@ import numpy as np
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.bench import add_out_argument
 from gemmpad.bench.machine import machine
-from gemmpad.bench.report import add_readme_argument, out_refusal, rewrite_blocks
+from gemmpad.bench.report import add_readme_argument, can_plot, out_refusal, rewrite_blocks
 from gemmpad.bench.timing import Call, sample_calls
 from gemmpad.inputs.files import atomic_path, write_text
 from gemmpad.runtime.model import SHAPES, accuracy
@@ -33,11 +33,12 @@ from gemmpad.learn.trainer import batch_orders, init_weights
 # What the committed figures (assets/benchmarks/*/train.json) were measured with: torch.nn.Linear's
 # initialisation and one generator's successive permutations (gemmpad.learn.trainer names both).
 INIT, ORDER = "torch", "stream"
+CHARTS = ("train.png", "train_parity.png")  # drawn beside train.json when matplotlib is installed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `gemmpad bench train`."""
-    add_out_argument(parser, ("train.json", "train.png", "train_parity.png"))
+    add_out_argument(parser, ("train.json", *CHARTS))
     parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data.mnist)")
     parser.add_argument("--batches", type=integer(1, MAX_BATCH), nargs="+", default=[64, 256], help="batch sizes to time")
     parser.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=5, help="timed epochs per engine and batch (after one warm-up)")
@@ -162,9 +163,8 @@ def _parity(data: tuple[np.ndarray, ...], a: argparse.Namespace) -> tuple[dict[s
 
 def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[float]] | None, parity: dict | None,
            refuse_as: str | None) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+    """train.png (epoch times) and, when the parity run ran, train_parity.png (its loss curves); called
+    once can_plot has said matplotlib is there."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -231,12 +231,14 @@ def run(args: argparse.Namespace | None = None) -> int:
     """`gemmpad bench train`: epoch times of native fp32/mixed vs torch eager / CUDA graphs, and the parity run.
 
     Writes train.json, train.png (epoch times) and train_parity.png (loss curves)
-    under --out when given. Missing attributes on `args` take add_arguments()'s defaults.
+    under --out when given; the charts only with matplotlib, which is asked for before the
+    run, not after it. Missing attributes on `args` take add_arguments()'s defaults.
     """
     a = _defaults()
     for key, value in vars(args or argparse.Namespace()).items():
         setattr(a, key, value)
     cuda_trainer_class()  # no GPU: say so before loading anything
+    charts = bool(a.out) and can_plot(list(CHARTS))
     data = load_mnist(a.data)
     x, y = data[0], data[1]
     w0 = init_weights(a.seed, INIT)
@@ -275,7 +277,8 @@ def run(args: argparse.Namespace | None = None) -> int:
     if a.out:
         out, refuse_as = Path(a.out), out_refusal(a.force)
         write_text(out / "train.json", json.dumps(report, indent=2) + "\n", refuse_as)
-        _plots(out, results, curves, parity, refuse_as)
+        if charts:
+            _plots(out, results, curves, parity, refuse_as)
         print(f"wrote {printable(str(out / 'train.json'))}", flush=True)
         if a.readme:
             rewrite_blocks(a.readme, "train", report, out / "train.json", refuse_as=refuse_as)
