@@ -470,7 +470,8 @@ def mlp_summary(results: list[dict[str, Any]]) -> str:
 
 def agreement_line(results: list[dict[str, Any]]) -> str:
     """Every rung's agreement with fp32, the table's rows or not, as one sentence under it: the
-    rungs that read some digit otherwise by name, the rest counted ("" when none was measured)."""
+    rungs that read some digit otherwise by name, the rest counted ("all 3", "the other 2"), or named
+    where there is one (it read "all 1"); "" when none was measured."""
     share: dict[str, float] = {}
     for r in results:
         a = r.get("agrees_with_fp32")
@@ -482,8 +483,11 @@ def agreement_line(results: list[dict[str, Any]]) -> str:
     for kernel, a in share.items():
         by_value.setdefault(round(a, 4), []).append(kernel)
     parts = [f"{100 * a:.2f} % {', '.join(f'`{md(k)}`' for k in sorted(ks))}" for a, ks in sorted(by_value.items()) if a < 1]
-    rest = len(by_value.get(1.0, []))
-    parts += [f"100.00 % the other {rest}" if parts else f"100.00 % all {rest}"] if rest else []
+    rest = by_value.get(1.0, [])
+    if len(rest) == 1:
+        parts.append(f"100.00 % `{md(rest[0])}`")
+    elif rest:
+        parts.append(f"100.00 % the other {len(rest)}" if parts else f"100.00 % all {len(rest)}")
     return (f"\n\nEvery kernel's agreement with fp32 (the share of the 10,000 MNIST test digits it reads as the fp32 "
             f"network does): {'; '.join(parts)}.")
 
