@@ -228,6 +228,26 @@ def test_bench_gemm_replaces_its_results_only_with_force(monkeypatch, capsys, tm
     assert bench()[0] == 0 and (res / "roofline.png").read_bytes() == b"an earlier roofline"  # not drawn: not refused
 
 
+def test_a_result_file_made_during_the_run_is_not_replaced(monkeypatch, capsys, tmp_path):
+    """--out is checked before the run; a bench-gemm.json made there while it ran (another run into the
+    same folder) was replaced at its end. Now it stays, in the same one line, and this run's results
+    are kept in the file the line names."""
+    def check_and_meanwhile(*args, **kwargs):
+        if not (tmp_path / "bench-gemm.json").exists():
+            (tmp_path / "bench-gemm.json").write_text("another run's")
+        return check(*args, **kwargs)
+
+    check = gemm.check
+    monkeypatch.setattr(gemm, "check", check_and_meanwhile)
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "8x8x8", "--kernels", "cpu.01_naive",
+                           "--reps", "3", "--budget-s", "0.01", "--out", str(tmp_path))
+    assert rc == 2 and (tmp_path / "bench-gemm.json").read_text() == "another run's"
+    kept = [p for p in tmp_path.iterdir() if p.name != "bench-gemm.json"]
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["results"][0]["kernel"] == "cpu.01_naive"
+    assert err == (f"gemmpad: error: --out: {tmp_path / 'bench-gemm.json'} already exists; pass --force to replace "
+                   f"it (it appeared during the run: this run's bench-gemm.json is kept as {kept[0]})\n")
+
+
 def test_bench_gemm_readme_without_markers_fails_before_the_run(monkeypatch, capsys, tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("no markers\n")

@@ -294,6 +294,20 @@ def test_every_kernels_agreement_is_named_under_the_mlp_table():
     assert report.agreement_line([{"backend": "numpy", "kernel": "numpy", "batch": 1}]) == ""
 
 
+def test_a_lone_kernel_in_full_agreement_is_named_not_counted():
+    """One kernel at 100 % read "100.00 % all 1." (alone) or "100.00 % the other 1." (after others): named as
+    the others are."""
+    def row(kernel: str, agrees: float) -> dict:
+        return {"backend": "cuda", "kernel": kernel, "batch": 1, "kernel_us": 1.0, "e2e_us": 2.0,
+                "agrees_with_fp32": agrees}
+
+    assert report.agreement_line([row("cuda.mlp_fused", 1.0)]).endswith(": 100.00 % `cuda.mlp_fused`.")
+    line = report.agreement_line([row("cuda.18_wgmma_fp8", 0.9985), row("cuda.mlp_fused", 1.0)])
+    assert line.endswith(": 99.85 % `cuda.18_wgmma_fp8`; 100.00 % `cuda.mlp_fused`.")
+    line = report.agreement_line([row("cuda.07_warptile", 1.0), row("cuda.mlp_fused", 1.0)])
+    assert line.endswith(": 100.00 % all 2.")
+
+
 def test_the_readme_gets_a_roofline_drawn_from_the_gemm_results(monkeypatch, capsys, tmp_path):
     """Under the GEMM table, a roofline PNG drawn (with Pillow: matplotlib is optional) beside the JSON
     it comes from, and linked relative to the README; printed tables (no README) draw nothing."""

@@ -198,6 +198,52 @@ def test_an_onnx_matmul_add_mlp_reads_as_onnxruntime_does(tmp_path: Path, rng: n
     assert max_rel_error(Classifier(model, backend="cpu").predict(x), np.exp(log_probs.astype(np.float64))) < 1e-4
 
 
+def test_an_onnx_file_damaged_inside_is_said_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A model's start is ONNX's, but its graph does not parse (a byte gone wrong inside it): the line
+    ended in protobuf's "DecodeError". It says the file is damaged, exit 2, and nothing is written."""
+    data = bytearray(to_onnx(load_model()))
+    graph = onnx.load_model_from_string(bytes(data)).graph.SerializeToString()
+    data[bytes(data).index(graph)] = 0x0F  # the graph's first field key: field 1 of wire type 7, which no field has
+    (tmp_path / "x.onnx").write_bytes(data)
+    assert cli.main(["import", str(tmp_path / "x.onnx"), "-o", str(tmp_path / "m.npz")]) == 2
+    assert capsys.readouterr().err == (f"gemmpad: error: {tmp_path / 'x.onnx'}: not a readable ONNX model (damaged "
+                                       "or truncated); export or copy it again\n")
+    assert list(tmp_path.iterdir()) == [tmp_path / "x.onnx"]
+
+
+@pytest.mark.parametrize("damage", ["shape", "type"])
+def test_an_onnx_tensor_that_cannot_be_read_is_said_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                    damage: str) -> None:
+    """A weight whose bytes do not fill its shape, or of a type ONNX has no number for, parses as protobuf:
+    the import ended in an internal error (ValueError "cannot reshape", KeyError 99), exit 3."""
+    model = onnx.load_model_from_string(to_onnx(load_model()))
+    if damage == "shape":
+        model.graph.initializer[0].dims[0] += 1
+    else:
+        model.graph.initializer[0].data_type = 99
+    (tmp_path / "x.onnx").write_bytes(model.SerializeToString())
+    assert cli.main(["import", str(tmp_path / "x.onnx"), "-o", str(tmp_path / "m.npz")]) == 2
+    assert capsys.readouterr().err == (f"gemmpad: error: {tmp_path / 'x.onnx'}: not a readable ONNX model (damaged "
+                                       "or truncated): its tensor 'W1' does not hold what its shape and type say; "
+                                       "export or copy it again\n")
+    assert list(tmp_path.iterdir()) == [tmp_path / "x.onnx"]
+
+
+def test_an_onnx_model_with_its_weights_in_another_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """ONNX's external data keeps a tensor's values in a file the model names: the import read it from the
+    current folder (an internal error elsewhere), a file the user never named. It asks for one file."""
+    model = onnx.load_model_from_string(to_onnx(load_model()))
+    onnx.save_model(model, str(tmp_path / "x.onnx"), save_as_external_data=True, location="x.data", size_threshold=0)
+    for cwd in (tmp_path.parent, tmp_path):
+        monkeypatch.chdir(cwd)
+        assert cli.main(["import", str(tmp_path / "x.onnx"), "-o", str(tmp_path / "m.npz")]) == 2
+        assert capsys.readouterr().err == (f"gemmpad: error: {tmp_path / 'x.onnx'}: its tensor 'W1' keeps its values "
+                                           "in another file (ONNX external data); gemmpad imports one file: make it "
+                                           "one with onnx.save(onnx.load(FILE), 'one.onnx')\n")
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "x.data", tmp_path / "x.onnx"]
+
+
 def test_an_onnx_graph_with_other_operations_is_refused_naming_the_node(tmp_path: Path, rng: np.random.Generator) -> None:
     from onnx import helper
 

@@ -41,6 +41,31 @@ def test_temp_keeps_suffix_and_permissions_are_ordinary(tmp_path):
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
 
 
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_refuse_as_keeps_a_file_made_during_the_work_and_the_work(tmp_path, monkeypatch, hard_links):
+    """refuse_existing is asked before a long run; a file made at the name meanwhile was replaced at
+    the end. With refuse_as it stays, and the written temporary is kept and named in the line (also
+    where the file system has no hard links: FAT, some network file systems)."""
+    if not hard_links:
+        def no_link(src, dst):
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(os, "link", no_link)
+    target = tmp_path / "bench-gemm.json"
+    write_text(target, "new", refuse_as="--out")  # nothing there: written
+    assert target.read_text() == "new" and os.listdir(tmp_path) == ["bench-gemm.json"]
+    target.unlink()
+    with pytest.raises(OutputFileError) as info:
+        with atomic_path(target, "--out") as tmp:
+            tmp.write_text("this run's results")
+            target.write_text("another run's")  # appears while this one works
+    assert target.read_text() == "another run's"
+    kept = [p for p in tmp_path.iterdir() if p != target]
+    assert len(kept) == 1 and kept[0].read_text() == "this run's results"
+    assert str(info.value) == (f"--out: {target} already exists; pass --force to replace it (it appeared during the "
+                               f"run: this run's bench-gemm.json is kept as {kept[0]})")
+
+
 def test_check_writable_dir_creates_and_leaves_nothing(tmp_path):
     d = check_writable_dir(tmp_path / "a" / "b", "--out a/b")
     assert d.is_dir() and list(d.iterdir()) == []

@@ -136,6 +136,26 @@ def test_integer_images_are_scaled_by_the_range_their_values_use(tmp_path: Path,
     assert preprocess(pixels) is not None
 
 
+@pytest.mark.parametrize(("ink", "paper", "bits"), [(-32768, 32767, 16), (-128, 127, 16), (-255, 0, 16),
+                                                     (-100_000, 100_000, 32)])
+def test_signed_integer_images_are_read_from_their_minimum(tmp_path: Path, ink: int, paper: int, bits: int) -> None:
+    """A signed 16-bit TIFF (SampleFormat 2) or a 32-bit one with negative values kept them negative
+    (-32768..32767 became -0.5..0.5): the darkest value is now 0 and the span is scaled as an unsigned
+    image's values are, so the digit reads as its 8-bit original."""
+    from gemmpad.inputs.preprocess import preprocess
+
+    grey = np.asarray(Image.open(io.BytesIO(digit_png())), dtype=np.int64)
+    values = ink + grey * (paper - ink) // 255
+    if bits == 16:  # written as 16-bit samples marked signed: Pillow's own int16 arrays become 32-bit "I"
+        Image.frombytes("I;16", grey.shape[::-1], values.astype("<i2").tobytes()).save(tmp_path / "s.tif",
+                                                                                          tiffinfo={339: 2})
+    else:
+        Image.fromarray(values.astype(np.int32), mode="I").save(tmp_path / "s.tif")
+    pixels, _ = load_image(tmp_path / "s.tif")
+    assert pixels.dtype == np.float32 and pixels.min() == 0.0 and pixels.max() == 1.0
+    np.testing.assert_allclose(preprocess(pixels), preprocess(grey.astype(np.uint8)), atol=0.02)
+
+
 def test_float_pixels_beyond_float32_are_named_as_such(tmp_path: Path) -> None:
     im = Image.fromarray(np.full((8, 8), 3e38, np.float32), mode="F")
     im.save(tmp_path / "f.tif")

@@ -64,6 +64,20 @@ def test_grey_paper_and_faint_ink() -> None:
     np.testing.assert_allclose(preprocess(paper), preprocess(ink), atol=1e-4)
 
 
+@pytest.mark.parametrize("paper", [0.3, 0.4, 0.48])
+def test_black_ink_on_dark_grey_paper(paper: float, rng: np.random.Generator) -> None:
+    """A photo of dark grey paper (at or below half brightness) with black ink: the polarity came from
+    the border's brightness against 0.5, so the paper was taken for bright ink (a blob read as a 1),
+    where it is the ink's contrast with the border that tells them apart."""
+    ink = drawing(shift=(20.0, -15.0))
+    xs = np.linspace(-0.5, 0.5, ink.shape[1], dtype=np.float32)[None, :]
+    sheet = (paper + 0.06 * xs) * (1 - ink) + 0.03 * ink + rng.normal(0, 0.01, ink.shape)  # a lighting gradient
+    photo = np.round(np.clip(sheet, 0, 1) * 255).astype(np.uint8)
+    out = preprocess(photo)
+    assert out is not None
+    assert np.abs(out - preprocess(ink)).mean() < 0.02
+
+
 @pytest.mark.parametrize("blank", [np.zeros((280, 280)), np.ones((280, 280)), np.full((50, 90), 0.5),
                                    np.zeros((280, 280), np.uint8), np.full((1, 1), 255, np.uint8)])
 def test_empty_canvas_is_none(blank: np.ndarray) -> None:

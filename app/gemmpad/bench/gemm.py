@@ -469,7 +469,7 @@ def run(args: argparse.Namespace) -> int:
             payload["numpy_reference"] = {"blas": numpy_blas, "unset": [k for k in BLAS_ENV if k in os.environ]}
         timed = any("ms" in r for r in results)
         write(args.out, "bench-gemm", payload, (lambda p: plot(results, p)) if timed else None,
-              args.readme, "gemm" if timed else None)
+              args.readme, "gemm" if timed else None, force=args.force)
     return 1 if failures else 0
 
 

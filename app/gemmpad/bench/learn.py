@@ -36,6 +36,7 @@ from gemmpad.commands.args import integer, number
 from gemmpad.bench import add_out_argument
 from gemmpad.bench.headers import ROOT
 from gemmpad.bench.machine import machine
+from gemmpad.bench.report import out_refusal
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.files import write_text
 from gemmpad.runtime.model import Model, accuracy, load_model
@@ -271,8 +272,8 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     print(f"load average {os.getloadavg()[0]:.1f} on {counted(os.cpu_count() or 0, 'core')}")
     if args.out:
-        out = Path(args.out)
+        out, refuse_as = Path(args.out), out_refusal(args.force)
         write_text(out / "learn.json", json.dumps({"machine": machine(), "model": str(model.path), "cells": rows,
-                                                   "timing": times}, indent=1) + "\n")
-        write_text(out / "learn.md", text + "\n")
+                                                   "timing": times}, indent=1) + "\n", refuse_as)
+        write_text(out / "learn.md", text + "\n", refuse_as)
     return 0

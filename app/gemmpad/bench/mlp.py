@@ -388,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
                    "sweep": sweep, "soak": soaks}
         timed = sweep or any("e2e_us" in r for r in rows)
         write(args.out, "bench-mlp", payload, (lambda p: plot(rows, sweep, p)) if timed else None,
-              args.readme, "mlp" if timed else None)
+              args.readme, "mlp" if timed else None, force=args.force)
     return 1 if failures else 0
 
 

@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     for name, path in found.items():
         data = _load(path, name)
         print(summary_block(name, data, path, None) + "\n")
-        if name == "gemm" and any(name in plan[r] for r in readmes):
-            render_roofline(data, path.with_name(ROOFLINE))
+        if name == "gemm" and any(name in plan[r] for r in readmes):  # the committed figure, regenerated
+            render_roofline(data, path.with_name(ROOFLINE), refuse_as=None)
         for r in readmes:
             if name in plan[r]:
                 rewrite_block(r, name, summary_block(name, data, path, r))
@@ -281,11 +281,12 @@ def rewrite_block(readme: str, name: str, block: str) -> None:
     print(f"rewrote the {name} block of {printable(readme)}")
 
 
-def rewrite_blocks(readmes: list[str], name: str, data: dict[str, Any], path: Path) -> None:
-    """The block `name`, made from the result `data` saved at `path`, in each of `readmes` that holds it."""
+def rewrite_blocks(readmes: list[str], name: str, data: dict[str, Any], path: Path, *, refuse_as: str | None) -> None:
+    """The block `name`, made from the result `data` saved at `path`, in each of `readmes` that holds it
+    (the roofline drawn beside `path` is put there as atomic_path's `refuse_as` says)."""
     holding = [r for r in readmes if holds_block(r, name)]
     if name == "gemm" and holding:
-        render_roofline(data, path.with_name(ROOFLINE))
+        render_roofline(data, path.with_name(ROOFLINE), refuse_as=refuse_as)
     for r in holding:
         rewrite_block(r, name, summary_block(name, data, path, r))
 
@@ -321,10 +322,11 @@ def _device(data: dict[str, Any]) -> str:
     return str(cuda.get("device", "")) if isinstance(cuda, dict) else ""
 
 
-def render_roofline(data: dict[str, Any], out: Path) -> None:
+def render_roofline(data: dict[str, Any], out: Path, *, refuse_as: str | None) -> None:
     """The GPU rungs of a bench-gemm result on a log-log roofline under their card's datasheet
     ceilings (gemmpad.bench.roofline), drawn with Pillow (a dependency: matplotlib is optional, and a
-    README figure must not depend on what happens to be installed), written atomically."""
+    README figure must not depend on what happens to be installed), written atomically (replacing
+    a file at `out` unless `refuse_as`: see atomic_path)."""
     from PIL import Image, ImageDraw, ImageFont
 
     import gemmpad.ui
@@ -393,7 +395,7 @@ def render_roofline(data: dict[str, Any], out: Path) -> None:
         ly += 26
     d.text((left + 16, ly + 4), "large dots: 4096³, 8192³; small: the MLP's layers", font=small, fill="black",
            anchor="lm")
-    with atomic_path(out) as tmp:
+    with atomic_path(out, refuse_as) as tmp:
         img.save(tmp, format="PNG", optimize=True)
     print(f"wrote {printable(str(out))}")
 
@@ -468,7 +470,8 @@ def mlp_summary(results: list[dict[str, Any]]) -> str:
 
 def agreement_line(results: list[dict[str, Any]]) -> str:
     """Every rung's agreement with fp32, the table's rows or not, as one sentence under it: the
-    rungs that read some digit otherwise by name, the rest counted ("" when none was measured)."""
+    rungs that read some digit otherwise by name, the rest counted ("all 3", "the other 2"), or named
+    where there is one (it read "all 1"); "" when none was measured."""
     share: dict[str, float] = {}
     for r in results:
         a = r.get("agrees_with_fp32")
@@ -480,8 +483,11 @@ def agreement_line(results: list[dict[str, Any]]) -> str:
     for kernel, a in share.items():
         by_value.setdefault(round(a, 4), []).append(kernel)
     parts = [f"{100 * a:.2f} % {', '.join(f'`{md(k)}`' for k in sorted(ks))}" for a, ks in sorted(by_value.items()) if a < 1]
-    rest = len(by_value.get(1.0, []))
-    parts += [f"100.00 % the other {rest}" if parts else f"100.00 % all {rest}"] if rest else []
+    rest = by_value.get(1.0, [])
+    if len(rest) == 1:
+        parts.append(f"100.00 % `{md(rest[0])}`")
+    elif rest:
+        parts.append(f"100.00 % the other {len(rest)}" if parts else f"100.00 % all {len(rest)}")
     return (f"\n\nEvery kernel's agreement with fp32 (the share of the 10,000 MNIST test digits it reads as the fp32 "
             f"network does): {'; '.join(parts)}.")
 
@@ -585,24 +591,42 @@ def sweep_table(sweep: list[dict[str, Any]]) -> str:
 
 
 # ------------------------------------------------------------------ output
+def out_refusal(force: bool) -> str | None:
+    """How a bench command puts a result file into --out at the end of its run (atomic_path's
+    refuse_as): a file that appeared there during the run is refused, as gemmpad.bench.run refused
+    one there before it, and the result kept, unless --force."""
+    return None if force else "--out"
+
+
+def can_plot(charts: list[str]) -> bool:
+    """Whether matplotlib can draw the PNG `charts` (set to draw into files). It is optional (gemmpad[bench]):
+    the JSON is the result and a chart only shows it, so without it the run goes on, and one line says
+    which charts it will not have."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+    except ImportError:
+        print(f"(matplotlib not installed: no {' or '.join(charts)}; pip install matplotlib for charts)", flush=True)
+        return False
+    return True
+
+
 def write(out_dir: str, stem: str, payload: dict[str, Any], plot: Callable[[Path], None] | None,
-          readmes: list[str] | None = None, block: str | None = None) -> None:
+          readmes: list[str] | None = None, block: str | None = None, *, force: bool) -> None:
     """The JSON, the PNG drawn by `plot` (None: nothing was timed, so no chart), and
-    with `readmes` the README block `block` rewritten from the JSON just written."""
+    with `readmes` the README block `block` rewritten from the JSON just written. A file that
+    appeared in `out_dir` during the run is replaced only with `force` (out_refusal)."""
+    refuse_as = out_refusal(force)
     d = Path(out_dir)
-    write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n")
+    write_text(d / f"{stem}.json", json.dumps(payload, indent=2) + "\n", refuse_as)
     if plot is None:
         print(f"wrote {printable(str(d / stem))}.json (nothing timed: no {stem}.png)")
+    elif can_plot([f"{stem}.png"]):
+        with atomic_path(d / f"{stem}.png", refuse_as) as tmp:
+            plot(tmp)
+        print(f"wrote {printable(str(d / stem))}.json and {printable(str(d / stem))}.png")
     else:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-        except ImportError:
-            print(f"(matplotlib not installed: no {stem}.png)")
-        else:
-            with atomic_path(d / f"{stem}.png") as tmp:
-                plot(tmp)
-            print(f"wrote {printable(str(d / stem))}.json and {printable(str(d / stem))}.png")
+        print(f"wrote {printable(str(d / stem))}.json")
     if readmes and block:
-        rewrite_blocks(readmes, block, payload, d / f"{stem}.json")
+        rewrite_blocks(readmes, block, payload, d / f"{stem}.json", refuse_as=refuse_as)

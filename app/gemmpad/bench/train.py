@@ -21,7 +21,7 @@ import numpy as np
 from gemmpad.commands.args import MAX_BATCH, MAX_EPOCHS, MAX_SEED, integer, number
 from gemmpad.bench import add_out_argument
 from gemmpad.bench.machine import machine
-from gemmpad.bench.report import add_readme_argument, rewrite_blocks
+from gemmpad.bench.report import add_readme_argument, can_plot, out_refusal, rewrite_blocks
 from gemmpad.bench.timing import Call, sample_calls
 from gemmpad.inputs.files import atomic_path, write_text
 from gemmpad.runtime.model import SHAPES, accuracy
@@ -33,11 +33,12 @@ from gemmpad.learn.trainer import batch_orders, init_weights
 # What the committed figures (assets/benchmarks/*/train.json) were measured with: torch.nn.Linear's
 # initialisation and one generator's successive permutations (gemmpad.learn.trainer names both).
 INIT, ORDER = "torch", "stream"
+CHARTS = ("train.png", "train_parity.png")  # drawn beside train.json when matplotlib is installed
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `gemmpad bench train`."""
-    add_out_argument(parser, ("train.json", "train.png", "train_parity.png"))
+    add_out_argument(parser, ("train.json", *CHARTS))
     parser.add_argument("--data", default=None, help="directory of the MNIST IDX files (see gemmpad.data.mnist)")
     parser.add_argument("--batches", type=integer(1, MAX_BATCH), nargs="+", default=[64, 256], help="batch sizes to time")
     parser.add_argument("--epochs", type=integer(1, MAX_EPOCHS), default=5, help="timed epochs per engine and batch (after one warm-up)")
@@ -160,10 +161,10 @@ def _parity(data: tuple[np.ndarray, ...], a: argparse.Namespace) -> tuple[dict[s
     return report, curves
 
 
-def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[float]] | None, parity: dict | None) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[float]] | None, parity: dict | None,
+           refuse_as: str | None) -> None:
+    """train.png (epoch times) and, when the parity run ran, train_parity.png (its loss curves); called
+    once can_plot has said matplotlib is there."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -179,7 +180,8 @@ def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[floa
         bars = ax.bar(np.arange(len(engines)) + bi * width, vals, width, label=f"batch {b}")
         ax.bar_label(bars, fmt="%.1f", fontsize=7)
     ax.set_xticks(np.arange(len(engines)) + width * (len(batches) - 1) / 2, engines)
-    _save(fig, ax, out / "train.png", "ms per epoch (60,000 images), log scale", "MLP 784-100-100-10 training epoch time")
+    _save(fig, ax, out / "train.png", "ms per epoch (60,000 images), log scale", "MLP 784-100-100-10 training epoch time",
+          refuse_as)
 
     if curves:
         fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -192,11 +194,11 @@ def _plots(out: Path, results: list[dict[str, Any]], curves: dict[str, list[floa
             ax.plot(np.arange(len(c)) + k, c, color=colour, lw=lw, label=f"{label} (test acc {acc:.2f}%)")
         ax.set_xlabel("step")
         _save(fig, ax, out / "train_parity.png", f"training loss (mean of {k} batches)",
-              "Loss parity: same initial weights and batch order")
+              "Loss parity: same initial weights and batch order", refuse_as)
 
 
-def _save(fig: Any, ax: Any, path: Path, ylabel: str, title: str) -> None:
-    """Log-scale y, labels and legend; the PNG written atomically."""
+def _save(fig: Any, ax: Any, path: Path, ylabel: str, title: str, refuse_as: str | None) -> None:
+    """Log-scale y, labels and legend; the PNG written atomically (see atomic_path for `refuse_as`)."""
     import matplotlib.pyplot as plt
 
     ax.set_yscale("log")
@@ -204,7 +206,7 @@ def _save(fig: Any, ax: Any, path: Path, ylabel: str, title: str) -> None:
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
-    with atomic_path(path) as tmp:
+    with atomic_path(path, refuse_as) as tmp:
         fig.savefig(tmp, dpi=120)
     plt.close(fig)
 
@@ -229,12 +231,14 @@ def run(args: argparse.Namespace | None = None) -> int:
     """`gemmpad bench train`: epoch times of native fp32/mixed vs torch eager / CUDA graphs, and the parity run.
 
     Writes train.json, train.png (epoch times) and train_parity.png (loss curves)
-    under --out when given. Missing attributes on `args` take add_arguments()'s defaults.
+    under --out when given; the charts only with matplotlib, which is asked for before the
+    run, not after it. Missing attributes on `args` take add_arguments()'s defaults.
     """
     a = _defaults()
     for key, value in vars(args or argparse.Namespace()).items():
         setattr(a, key, value)
     cuda_trainer_class()  # no GPU: say so before loading anything
+    charts = bool(a.out) and can_plot(list(CHARTS))
     data = load_mnist(a.data)
     x, y = data[0], data[1]
     w0 = init_weights(a.seed, INIT)
@@ -271,10 +275,11 @@ def run(args: argparse.Namespace | None = None) -> int:
         "parity": parity,
     }
     if a.out:
-        out = Path(a.out)
-        write_text(out / "train.json", json.dumps(report, indent=2) + "\n")
-        _plots(out, results, curves, parity)
+        out, refuse_as = Path(a.out), out_refusal(a.force)
+        write_text(out / "train.json", json.dumps(report, indent=2) + "\n", refuse_as)
+        if charts:
+            _plots(out, results, curves, parity, refuse_as)
         print(f"wrote {printable(str(out / 'train.json'))}", flush=True)
         if a.readme:
-            rewrite_blocks(a.readme, "train", report, out / "train.json")
+            rewrite_blocks(a.readme, "train", report, out / "train.json", refuse_as=refuse_as)
     return 0

@@ -183,16 +183,16 @@ def onnx_layers(data: bytes, source: str) -> list[Layer]:
     between them, nothing else but shape-only nodes at the start and a softmax at the end."""
     require("onnx", "importing an ONNX file", "onnx")
     import onnx
-    from onnx import numpy_helper
 
     try:
         graph = onnx.load_model_from_string(data).graph
-    except Exception as exc:  # protobuf's DecodeError and friends
-        raise ModelFileError(f"{source}: not an ONNX model (and not a PyTorch file): {type(exc).__name__}") from None
-    consts = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in graph.initializer}
+    except Exception:  # protobuf's DecodeError and friends: network_format saw a model's fields, they do not parse
+        raise ModelFileError(f"{source}: not a readable ONNX model (damaged or truncated); "
+                             "export or copy it again") from None
+    consts = {t.name: _array(t, source) for t in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.attribute:
-            consts[node.output[0]] = numpy_helper.to_array(node.attribute[0].t).astype(np.float64)
+            consts[node.output[0]] = _array(node.attribute[0].t, source)
     layers: list[Layer] = []
     pending: np.ndarray | None = None  # a MatMul's W waiting for its Add
     relus = 0
@@ -228,6 +228,23 @@ def onnx_layers(data: bytes, source: str) -> list[Layer]:
         raise ModelFileError(f"{source}: found {relus} Relu between the 3 layers; gemmpad's MLP has one after each "
                              "hidden layer")
     return layers
+
+
+def _array(tensor: Any, source: str) -> np.ndarray:
+    """An ONNX tensor's values in float64, or ModelFileError. What is imported is the file named: a
+    tensor whose values ONNX keeps in another file (external data, at a path the model names, which
+    onnx reads from the current folder) is refused, not looked for; one whose bytes do not fit its
+    shape or type (protobuf parses it) is damage, said as such rather than as numpy's reshape error."""
+    from onnx import TensorProto, numpy_helper
+
+    if tensor.data_location == TensorProto.EXTERNAL:
+        raise ModelFileError(f"{source}: its tensor {tensor.name!r} keeps its values in another file (ONNX external "
+                             "data); gemmpad imports one file: make it one with onnx.save(onnx.load(FILE), 'one.onnx')")
+    try:
+        return numpy_helper.to_array(tensor).astype(np.float64)
+    except Exception:  # ValueError (a shape its bytes do not fill), KeyError (a type number ONNX lacks), ...
+        raise ModelFileError(f"{source}: not a readable ONNX model (damaged or truncated): its tensor {tensor.name!r} "
+                             "does not hold what its shape and type say; export or copy it again") from None
 
 
 def _bias(b: np.ndarray, w: np.ndarray, where: str) -> np.ndarray:

@@ -12,7 +12,9 @@ Outputs are claimed and written in one policy:
   check_output_file makes no folder: atomic_path makes a new file's folders when it writes,
   so a run that fails or is stopped before that leaves no empty folder behind;
 - an existing output is replaced only when the user says so: refuse_existing is every
-  command's "already exists; pass --force" line;
+  command's "already exists; pass --force" line, said before the work; where the work is
+  long and the folder shared (bench's --out), atomic_path's refuse_as says it again for a
+  file that appeared meanwhile, keeping what was written;
 - where two writers can meet (two fine-tunes to one --output; the window's Learn and
   `gemmpad train` on the personal model), `claim` holds a filelock on the name for the
   whole run, so the second is refused at once instead of both saying "wrote" and one
@@ -40,11 +42,17 @@ from gemmpad.errors import GemmpadError, OutputFileError
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], refuse_as: str | None = None) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` on success.
 
     The temporary file keeps the target's suffix so that writers which pick a
     format by extension (Pillow, matplotlib, numpy.savez) still do.
+
+    With `refuse_as` (the option that named the file, e.g. "--out"), a file at `path` by then is
+    not replaced: refuse_existing checked before the work, and a file made since (a second run into
+    the same folder during a long one) was silently replaced at the end. The temporary is put in
+    place by a hard link, which fails where a file exists (see _put_new), and is then kept, named
+    in refuse_existing's line (OutputFileError), so that the work written to it is not lost.
     """
     target = write_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -59,11 +67,36 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             mode = 0o666 & ~_umask()
         os.chmod(tmp_path, mode)
         yield tmp_path
-        os.replace(tmp_path, target)
+        if refuse_as is None:
+            os.replace(tmp_path, target)
+        elif not _put_new(tmp_path, target):
+            kept, tmp_path = tmp_path, None
+            raise OutputFileError(f"{refuse_as}: {path} already exists; pass --force to replace it (it appeared "
+                                  f"during the run: this run's {target.name} is kept as {kept})")
     finally:
         if tmp_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 tmp_path.unlink()
+
+
+def _put_new(tmp: Path, target: Path) -> bool:
+    """Put the file `tmp` at `target` unless a file is there (False then, `tmp` left as it is): a hard
+    link, which the file system refuses atomically where the name exists, then `tmp` unlinked. Where
+    the file system has no hard links (FAT, some network file systems), the name is claimed by an
+    exclusive create and the file renamed onto the claim."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        return False
+    except OSError:  # no hard links here
+        try:
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return False
+        os.replace(tmp, target)
+        return True
+    os.unlink(tmp)
+    return True
 
 
 @contextlib.contextmanager
@@ -213,12 +246,12 @@ def _umask() -> int:
     return mask
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` to `path` atomically."""
-    with atomic_path(path) as tmp:
+def write_bytes(path: str | os.PathLike[str], data: bytes, refuse_as: str | None = None) -> None:
+    """Write `data` to `path` atomically (replacing a file there unless `refuse_as`: see atomic_path)."""
+    with atomic_path(path, refuse_as) as tmp:
         tmp.write_bytes(data)
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write `text` (UTF-8) to `path` atomically."""
-    write_bytes(path, text.encode("utf-8"))
+def write_text(path: str | os.PathLike[str], text: str, refuse_as: str | None = None) -> None:
+    """Write `text` (UTF-8) to `path` atomically (replacing a file there unless `refuse_as`: see atomic_path)."""
+    write_bytes(path, text.encode("utf-8"), refuse_as)

@@ -177,12 +177,15 @@ def _pixels(im: PilImage) -> np.ndarray:
 
 
 def _integer_grey(arr: np.ndarray) -> np.ndarray:
-    """16- or 32-bit integer grey as float32, white at 1, scaled by the range its values use: the
-    8-bit range when none is above 255, the 16-bit one when none is above 65535, else its own
-    maximum. The container's width says nothing of the values (a 32-bit TIFF of 0..255 divided
-    by 65535 read as blank), so the values choose."""
-    top = float(arr.max())
-    return arr / np.float32(255.0 if top <= 255 else 65535.0 if top <= 65535 else top)
+    """16- or 32-bit integer grey as float32 in [0, 1], white at 1, scaled by the range its values
+    use: from 0, or from its minimum when that is negative (a signed image: a signed 16-bit TIFF,
+    or one shifted from unsigned, has no other black), over the 8-bit span when they span no more
+    than 255, the 16-bit one when no more than 65535, else their own. The container's width says
+    nothing of the values (a 32-bit TIFF of 0..255 divided by 65535 read as blank), so the values
+    choose; and divided alone, negative values stayed negative (-32768..32767 read as -0.5..0.5)."""
+    low = min(float(arr.min()), 0.0)
+    span = float(arr.max()) - low
+    return (arr - np.float32(low)) / np.float32(255.0 if span <= 255 else 65535.0 if span <= 65535 else span)
 
 
 def _on_paper(rgba: PilImage) -> np.ndarray:

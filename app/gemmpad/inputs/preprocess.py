@@ -8,7 +8,8 @@ differences (a model can only be as good as the match between what it trained on
 what it is shown):
 
 1. ink: a two-level form's printed box turned to paper (its lines would pass for ink);
-   polarity from the border (paper surrounds the digit); the background, estimated
+   polarity by contrast with the border (paper surrounds the digit: the ink is what differs
+   most from the border's median, darker or brighter); the background, estimated
    on a coarse grid (paper tone, lighting gradients, shadows), is subtracted (not from a
    two-level scan: it has no lighting, and a wide block of ink would pass for some),
    whatever stays within the paper's own noise (texture, JPEG) is taken as paper, and on
@@ -194,6 +195,17 @@ def _background(v: np.ndarray) -> np.ndarray | None:
     if float(opened.max() - opened.min()) < FLAT:
         return None
     return _upsample_matrix(h, gh) @ opened @ _upsample_matrix(w, gw).T
+
+
+def _dark_ink(img: np.ndarray, paper: float) -> bool:
+    """Whether the ink is darker than the paper, by contrast with the border: `paper` is the border's
+    median (paper surrounds the digit), and the ink is what differs most from it, so the image
+    reaching further below it than above it says dark ink. Not by brightness: black ink on paper at
+    or below half brightness (a dim photo of grey paper) was taken for white ink on black, and the
+    paper read as the digit. (Measured past the border's spread rather than its median, a wide
+    lighting gradient would mislead it less, but ink along a side of the frame, a shadow's rim,
+    would make that spread and turn the polarity.)"""
+    return paper - float(img.min()) > float(img.max()) - paper
 
 
 def _clean_binary(edge: np.ndarray) -> bool:
@@ -478,7 +490,7 @@ def _ink(image: np.ndarray) -> np.ndarray | None:
     if two_level:
         img = _without_printed_lines(img)
     edge = _border(img)
-    v = (1.0 - img) if float(edge[len(edge) // 2]) > 0.5 else img  # paper surrounds the digit
+    v = (1.0 - img) if _dark_ink(img, float(edge[len(edge) // 2])) else img
     scan = two_level and _clean_binary(edge)  # else a two-level image is a thresholded photo
     if two_level:  # (a photo with a small shadow in a corner passes for a clean scan)
         v = _without_shadow(v)
