@@ -81,8 +81,47 @@ def test_an_empty_output_path_is_refused_not_taken_for_the_default(command: list
 
     monkeypatch.chdir(tmp_path)
 
-    with pytest.raises(SystemExit) as stop:  # argparse's usage error, as for any bad option value
+    with pytest.raises(SystemExit) as stop:  # the parser's one-line error, as for any bad option value
         cli.main([*command, "--output", ""])
     err = capsys.readouterr().err
     assert stop.value.code == 2
-    assert err.strip().endswith("an empty path names no file") and "argument --output" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1 and "argument --output" in err and "Traceback" not in err
+    assert f"an empty path names no file (see gemmpad {command[0]} --help)" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog", "message"),
+    [
+        (["bench", "gemm", "--reps", "0"], "gemmpad bench gemm",
+         "argument --reps: must be between 1 and 100,000,000, got 0"),
+        (["bench", "gemm", "--bogus"], "gemmpad bench gemm", "unrecognized arguments: --bogus"),
+        (["bench"], "gemmpad bench", "the following arguments are required: WHAT"),
+        (["bench", "nope"], "gemmpad bench", "argument WHAT: invalid choice: 'nope' (choose from 'gemm', 'mlp', "
+                                             "'train', 'learn', 'report')"),
+        (["predict", "x.png", "--model"], "gemmpad predict", "argument --model: expected one argument"),
+        (["predict", "x.png", "--backend", "gpu"], "gemmpad predict",
+         "argument --backend: invalid choice: 'gpu' (choose from 'numpy', 'cpu', 'cuda')"),
+        (["predict"], "gemmpad predict", "the following arguments are required: PATH"),
+        (["eval", "--bogus", "-x"], "gemmpad eval", "unrecognized arguments: --bogus -x"),
+        (["train", "--epochs", "0"], "gemmpad train", "argument --epochs: must be between 1 and 10,000, got 0"),
+        (["data", "fetch", "zzz"], "gemmpad data fetch",
+         "argument which: invalid choice: 'zzz' (choose from 'mnist', 'pendigits', 'all')"),
+        (["export"], "gemmpad export", "the following arguments are required: --onnx"),
+        (["--bogus"], "gemmpad app", "unrecognized arguments: --bogus"),  # options alone open the window
+        (["frobnicate"], "gemmpad", "argument COMMAND: invalid choice: 'frobnicate' (choose from 'app', 'predict', "
+                                    "'info', 'train', 'fine-tune', 'learn', 'eval', 'unsure', 'bench', 'data', "
+                                    "'import', 'export')"),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_command_and_its_help(argv: list[str], prog: str, message: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse printed its usage block and then the error, two lines or more, and a subcommand's
+    unknown option was reported by the top parser as `gemmpad: error: ...`. Every parser's error is now
+    one line: the command as typed, argparse's message, and where that command's help is; exit 2."""
+    from gemmpad.commands import cli
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    captured = capsys.readouterr()
+    assert stop.value.code == 2 and captured.out == ""
+    assert captured.err == f"{prog}: error: {message} (see {prog} --help)\n"
