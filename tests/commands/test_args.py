@@ -125,3 +125,49 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_help(argv: list[st
     captured = capsys.readouterr()
     assert stop.value.code == 2 and captured.out == ""
     assert captured.err == f"{prog}: error: {message} (see {prog} --help)\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["export", "--onnx", "nodir/x.onnx"], "--onnx"),
+        (["fine-tune", "--drawings", ".", "--output", "nodir/sub/x.npz"], "--output"),
+        (["train", "--output", "nodir/x.npz"], "--output"),
+        (["train", "--curve", "nodir/curve.png"], "--curve"),
+        (["unsure", "--fit", "--output", "nodir/x.unsure.json"], "--output"),
+        (["import", "net.pt", "--output", "nodir/x.npz"], "--output/-o"),
+        (["app", "--record", "nodir/strokes.json"], "--record"),
+        (["app", "--screenshot", "nodir/shot.png"], "--screenshot"),
+    ],
+)
+def test_an_output_file_in_a_missing_folder_is_refused(argv: list[str], option: str, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Commands made the missing folders of an output file they were given (`export --onnx nodir/x.onnx`
+    wrote nodir/x.onnx): a typo in a folder's name became a new tree the user never asked for. Every
+    output file option now needs its folder to exist, as cp and gcc -o do: one line naming the folder,
+    at parse time, so before any work; nothing is made."""
+    from gemmpad.commands import cli
+
+    monkeypatch.chdir(tmp_path)
+    path = argv[argv.index(option.split("/")[0]) + 1]
+    with pytest.raises(SystemExit) as stop:
+        cli.build_parser(argv[0]).parse_args(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (f"gemmpad {argv[0]}: error: argument {option}: {path}: folder "
+                                       f"{path.rsplit('/', 1)[0]} does not exist; create it first "
+                                       f"(see gemmpad {argv[0]} --help)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_file_may_be_in_the_current_folder_or_one_that_exists(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare name is in the current folder; a folder that is a file, or cannot be read, is left to the
+    command's own check (gemmpad.inputs.files.check_output_file), which says what is there."""
+    from gemmpad.commands.args import output_path
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "plain").write_text("")
+    for name in ("x.npz", "sub/x.npz", str(tmp_path / "sub" / "x.npz"), "plain/x.npz"):
+        assert output_path(name) == name
