@@ -28,7 +28,7 @@ from gemmpad.runtime import backends
 from gemmpad.runtime.classifier import BACKENDS, N_IN, Classifier
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.images import FORMAT_NAMES, image_paths, load_image
-from gemmpad.runtime.model import Model
+from gemmpad.runtime.model import model_line
 from gemmpad.inputs.preprocess import MIN_CONTRAST
 from gemmpad.terminal import printable
 
@@ -98,15 +98,6 @@ def write_seen(folder: Path, name: str, image28: np.ndarray, tried: dict[str, in
     with atomic_path(target) as tmp:
         Image.fromarray(big, mode="L").save(tmp, format="PNG")
     return target
-
-
-def model_line(model: Model, given: str | None) -> str:
-    """Which weights read the images: the file the user named, or the shipped model by its
-    card (never the install location's path, which means nothing to a user)."""
-    card = model.card if isinstance(model.card, dict) else {}
-    about = ", ".join(str(card[k])[:10] if k == "created" else str(card[k]) for k in ("name", "created") if card.get(k))
-    where = printable(given) if given else "the shipped model"
-    return f"{where} ({about})" if about else where
 
 
 def no_digit_reason(pixels: np.ndarray) -> str:
