@@ -122,17 +122,42 @@ def test_bug_is_one_line_unless_debugging(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize(("sizes", "message"), [
-    (["-1x5x5"], "size '-1x5x5': every dimension must be >= 1"),
-    (["5x5x5", "-0x5x5"], "size '-0x5x5': every dimension must be >= 1"),
-    (["-1x5"], "size '-1x5' is not MxNxK (e.g. 1024x1024x768)"),
+    (["-1x5x5"], "'-1x5x5': every dimension must be >= 1"),
+    (["5x5x5", "-0x5x5"], "'-0x5x5': every dimension must be >= 1"),
+    (["-1x5"], "'-1x5' is not MxNxK (e.g. 1024x1024x768)"),
 ])
 def test_a_size_with_a_minus_is_the_sizes_one_line_error(monkeypatch, capsys, sizes, message):
     """`bench gemm --sizes -1x5x5` was argparse's usage and "expected at least one argument" (a word
     of a minus and a digit read as an unknown option), the bad size unnamed."""
     from tests.cli_helpers import run_cli
 
-    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", *sizes)
-    assert (rc, out, err) == (2, "", f"gemmpad: error: {message}\n")
+    with pytest.raises(SystemExit) as stop:
+        run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", *sizes)
+    assert stop.value.code == 2
+    assert capsys.readouterr() == ("", f"gemmpad bench gemm: error: argument --sizes: {message} "
+                                       "(see gemmpad bench gemm --help)\n")
+
+
+def test_bench_gemm_checks_what_was_typed_before_any_file(monkeypatch, capsys, tmp_path):
+    """A wrong --sizes was found last, after --readme's file was read, --out's folder tried and its
+    results refused, and --kernels matched: the user fixed those, ran again, and only then heard of
+    the size. Now a size is checked as it is parsed, and --kernels before any file is looked at."""
+    from tests.cli_helpers import run_cli
+
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "bench-gemm.json").write_text("{}")  # an earlier run's: refused without --force
+    readme = tmp_path / "README.md"
+    readme.write_text("# no bench block here\n")
+    files = ["--out", str(res), "--readme", str(readme)]
+    with pytest.raises(SystemExit) as stop:
+        run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "12x12", "--kernels", "nope", *files)
+    assert stop.value.code == 2
+    assert capsys.readouterr() == ("", "gemmpad bench gemm: error: argument --sizes: '12x12' is not MxNxK "
+                                       "(e.g. 1024x1024x768) (see gemmpad bench gemm --help)\n")
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "gemm", "--sizes", "12x12x12", "--kernels", "nope", *files)
+    assert (rc, out) == (2, "") and err.startswith("gemmpad: error: --kernels nope: matches no kernel; known: ")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["README.md", "bench-gemm.json", "res"]
 
 
 def test_a_value_with_a_minus_reaches_its_options_check(capsys):

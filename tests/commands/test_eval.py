@@ -129,6 +129,30 @@ def test_cli_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert err.count("\n") == 1 and "writer range 'abc'" in err
 
 
+@pytest.mark.skipif(not default_model_path().exists(), reason="the shipped model models/mnist-mlp.npz is absent")
+def test_eval_names_the_model_as_predict_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """eval's first line and its JSON named the default model by its path inside the install, where
+    predict says "the shipped model" (with its card's name and date); a named file is named as typed by
+    both."""
+    import json
+
+    root = _folder(tmp_path / "set")
+    image = str(root / "1" / "0.png")
+    said = {}
+    for given in ([], ["--model", str(default_model_path())]):
+        assert main(["eval", *given, str(root)]) == 0
+        said["eval"] = capsys.readouterr().out.splitlines()[0].removesuffix(", tta 1")
+        assert main(["predict", "--backend", "numpy", *given, image]) == 0
+        said["predict"] = capsys.readouterr().out.splitlines()[0].split("; no unsure detector")[0]
+        assert main(["eval", "--json", *given, str(root)]) == 0
+        said["eval --json"] = "model " + json.loads(capsys.readouterr().out)["model"]
+        assert main(["predict", "--backend", "numpy", "--json", *given, image]) == 0
+        said["predict --json"] = "model " + json.loads(capsys.readouterr().out)["model"]
+        assert len(set(said.values())) == 1, said
+        assert (str(default_model_path()) in said["eval"]) == bool(given), said
+    assert said["eval"].startswith(f"model {default_model_path()} (")
+
+
 def test_writer_sets_read_the_same_in_any_number_of_processes() -> None:
     """Each set (a style, or paper with its own seeded photos) is one task: 1 or 3 processes agree."""
     samples = [s for s in pendigits.read_pendigits(pendigits_file()) if s.writer == 1][:12]

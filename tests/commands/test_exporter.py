@@ -70,10 +70,19 @@ def test_the_export_command_names_a_missing_onnx_first(tmp_path: Path, capsys: p
     assert "absent" not in err and err.strip().endswith("pip install onnx") and list(tmp_path.iterdir()) == []
 
 
-def test_without_onnx_the_export_says_so_and_makes_no_folder(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """`gemmpad export --onnx new/dir/c.onnx` without onnx said so, and left new/dir/ behind empty."""
-    monkeypatch.setitem(sys.modules, "onnx", None)  # import now raises ImportError, as when not installed
-    assert cli.main(["export", "--onnx", str(tmp_path / "new" / "dir" / "c.onnx")]) == 2
-    assert "needs onnx" in capsys.readouterr().err
+@pytest.mark.parametrize("onnx_installed", [True, False])
+def test_an_onnx_file_in_a_missing_folder_is_refused_and_no_folder_made(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       onnx_installed: bool) -> None:
+    """`gemmpad export --onnx new/dir/c.onnx` made new/dir/ (a typo in a folder's name became a new
+    tree) and wrote there; without onnx it left new/dir/ behind empty. The folder must exist, as for
+    cp or gcc -o: one line naming it, before anything is loaded or written."""
+    if not onnx_installed:
+        monkeypatch.setitem(sys.modules, "onnx", None)  # import now raises ImportError, as when not installed
+    out = tmp_path / "new" / "dir" / "c.onnx"
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["export", "--onnx", str(out)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (f"gemmpad export: error: argument --onnx: {out}: folder {out.parent} does not "
+                                       "exist; create it first (see gemmpad export --help)\n")
     assert list(tmp_path.iterdir()) == []

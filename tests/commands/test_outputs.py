@@ -389,6 +389,6 @@ def test_train_on_data_whose_every_image_is_rejected_is_one_line(tmp_path: Path,
         (tmp_path / f"{stem}-images-idx3-ubyte").write_bytes(struct.pack(">IIII", 2051, n, 28, 28) + bytes(n * 784))
         (tmp_path / f"{stem}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 2049, n) + bytes(range(10)) * (n // 10))
     rc = cli.main(["train", "--data", str(tmp_path), "--epochs", "1", "--val", "0", "--augment", "original",
-                   "--cache", "", "--jobs", "1", "--quiet", "--output", str(tmp_path / "out" / "m.npz")])
+                   "--cache", "", "--jobs", "1", "--quiet", "--output", str(tmp_path / "m.npz")])
     err = capsys.readouterr().err
     assert rc == 2 and "no training image is left" in err, err

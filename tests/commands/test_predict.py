@@ -140,6 +140,29 @@ def test_table_output(monkeypatch, capsys, images, model_file):
     assert bad[width + 1:].startswith("error: no such file")
 
 
+def test_wide_characters_in_names_keep_the_columns_lined_up(monkeypatch, capsys, tmp_path, model_file):
+    """The file column was padded by characters, not terminal cells: 七.png (a wide character, two
+    cells) pushed its row's columns one cell right, an accented name written with a combining mark
+    (no cell of its own) one cell left. Every row of the table is now as wide on screen as the header."""
+    import unicodedata
+
+    def cells(text: str) -> int:  # what a terminal gives the line
+        return sum(0 if unicodedata.category(c) in ("Mn", "Me") else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+                   for c in text)
+
+    monkeypatch.chdir(tmp_path)
+    names = ["七.png", "ab.png", "e\u0301te\u0301.png", "Ｆ.png"]
+    for name in names:
+        draw_one((100, 100), True).save(name)
+    rc, out, err = run_cli(monkeypatch, capsys, "predict", "--backend", "numpy", "--model", str(model_file), *names,
+                           "missing-七.png")
+    assert rc == 1, err
+    table = out.splitlines()[2:]
+    assert [line.split(" ")[0] for line in table] == ["file", *names, "missing-七.png"]
+    assert {cells(line) for line in table[:-1]} == {cells("missing-七.png") + 1 + 5 + 1 + 10 + 1 + 10}, table
+    assert table[-1].startswith("missing-七.png error: ")
+
+
 def test_unknown_kernel_and_model(monkeypatch, capsys, images, model_file, tmp_path):
     rc, out, err = run_cli(monkeypatch, capsys, "predict", "--model", str(model_file), "--kernel", "no_such", str(images["dark.png"]))
     assert rc == 2

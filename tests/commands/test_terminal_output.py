@@ -102,3 +102,13 @@ def test_counts_agree_in_number():
     assert [counted(n, "kernel") for n in (0, 1, 2)] == ["0 kernels", "1 kernel", "2 kernels"]
     assert counted(1000, "batch-1 call") == "1,000 batch-1 calls" and counted(1, "batch-1 call") == "1 batch-1 call"
     assert counted(5, "drawing", "4d") == "   5 drawings"
+
+
+def test_display_width_counts_terminal_cells():
+    """Tables pad names by the cells a terminal gives them: wide and fullwidth characters (East Asian
+    W and F) take two, combining marks none, everything else one."""
+    from gemmpad.terminal import display_width
+
+    assert display_width("abc") == 3 and display_width("") == 0
+    assert display_width("七.png") == 6 and display_width("Ｆ") == 2 and display_width("한글") == 4
+    assert display_width("e\u0301") == 1 and display_width("ｱ") == 1  # a combining acute; halfwidth katakana

@@ -144,10 +144,10 @@ def test_a_base_of_other_widths_is_refused_first_naming_its_file(folder: Path, t
 
     base = tmp_path / "h64.npz"
     Model({k: np.full(s, 0.01, np.float32) for k, s in shapes(64, 64).items()}).save(base)
-    rc, _, err = _train(capsys, "--drawings", str(folder), "--base", str(base), "--output", str(tmp_path / "new" / "p.npz"))
+    rc, _, err = _train(capsys, "--drawings", str(folder), "--base", str(base), "--output", str(tmp_path / "p.npz"))
     assert rc == 2 and err == (f"gemmpad: error: {base}: a 784-64-64-10 network; Learn fine-tunes only "
                                "784-100-100-10 networks (other widths are read, not fine-tuned)\n")
-    assert not (tmp_path / "new").exists()
+    assert not (tmp_path / "p.npz").exists()
 
 
 def test_train_with_base_points_to_fine_tune(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -75,7 +75,7 @@ def _small_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(unsure_fit, "FIT_NONDIGITS", 20)
     generate = unsure_fit.nondigits.generate
     monkeypatch.setattr(unsure_fit.nondigits, "generate", lambda per_kind=0, seed=0: generate(20, seed))  # measure's too
-    return ["unsure", "--fit", "--output", str(tmp_path / "uns" / "d.json"), "--data", str(mnist_dir()),
+    return ["unsure", "--fit", "--output", str(tmp_path / "d.json"), "--data", str(mnist_dir()),
             "--pendigits", str(tmp_path / "pen.tra")]
 
 
@@ -102,11 +102,12 @@ def test_fit_says_each_step_as_it_starts(tmp_path: Path, monkeypatch: pytest.Mon
     lines = measuring.err.splitlines()
     assert lines[0].startswith("measuring: 10,000 MNIST test images") and lines[-1].startswith("measuring: non-digits")
     assert len(lines) == 2 + len(unsure_fit.pendigits.STYLES) and f"(1/{len(unsure_fit.pendigits.STYLES)})" in lines[1]
-    json.loads((tmp_path / "uns" / "d.json").read_text())
+    json.loads((tmp_path / "d.json").read_text())
 
 
-def test_an_interrupted_fit_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """--output new/d.json made new/ before fitting, and left it empty when stopped or failing."""
+def test_an_interrupted_fit_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--output new/d.json made new/ before fitting, and left it empty when stopped or failing (a folder
+    that does not exist is now refused as the arguments are read: tests/commands/test_args.py)."""
     def ctrl_c(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 

@@ -57,11 +57,24 @@ def _module(name: str):  # noqa: ANN202  (a module)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Checks what was typed (--readme without --out, --kernels) before any file is read or tried,
+    so a mistake there is the first message, not one the user meets after fixing the others; then
+    --readme's files and --out, then the run."""
+    if getattr(args, "readme", None) and args.what != "report" and not args.out:
+        raise GemmpadError("--readme needs --out DIR: the table is made from the JSON written there")
+    if getattr(args, "kernels", None):  # a typo, or kernels this machine lacks, would measure nothing and exit 0
+        specs = registry.kernels(kind="gemm" if args.what == "gemm" else None)
+        numpy_ = [] if args.what == "gemm" else ["numpy"]
+        known = [s.name for s in specs] + numpy_
+        unmatched = [p for p in args.kernels if not select(known, [p])]
+        if unmatched:
+            raise GemmpadError(f"--kernels {' '.join(unmatched)}: matches no kernel; known: {', '.join(known)}")
+        if not select([s.name for s in specs if s.available] + numpy_, args.kernels):
+            why = {s.unavailable_reason for s in specs if select([s.name], args.kernels)}
+            raise GemmpadError(f"--kernels {' '.join(args.kernels)}: none of them can run here ({'; '.join(sorted(why))})")
     if getattr(args, "readme", None):
         from gemmpad.bench.report import check_readmes
 
-        if args.what != "report" and not args.out:
-            raise GemmpadError("--readme needs --out DIR: the table is made from the JSON written there")
         for block in ([args.what] if args.what != "report" else []):
             check_readmes(args.readme, block)  # before the run, not after it
     if getattr(args, "out", None):  # made when written: a run that fails or measures nothing leaves no folder
@@ -73,16 +86,6 @@ def run(args: argparse.Namespace) -> int:
         drawn = [ROOFLINE] if args.what == "gemm" and args.readme else []
         refuse_existing([Path(args.out) / f for f in [*args.out_files, *drawn]], "--out", force=args.force,
                         error=OutputFileError)
-    if getattr(args, "kernels", None):  # a typo, or kernels this machine lacks, would measure nothing and exit 0
-        specs = registry.kernels(kind="gemm" if args.what == "gemm" else None)
-        numpy_ = [] if args.what == "gemm" else ["numpy"]
-        known = [s.name for s in specs] + numpy_
-        unmatched = [p for p in args.kernels if not select(known, [p])]
-        if unmatched:
-            raise GemmpadError(f"--kernels {' '.join(unmatched)}: matches no kernel; known: {', '.join(known)}")
-        if not select([s.name for s in specs if s.available] + numpy_, args.kernels):
-            why = {s.unavailable_reason for s in specs if select([s.name], args.kernels)}
-            raise GemmpadError(f"--kernels {' '.join(args.kernels)}: none of them can run here ({'; '.join(sorted(why))})")
     return int(_module(args.what).run(args) or 0)
 
 

@@ -90,7 +90,7 @@ def precision(name: str) -> Precision:
 
 
 def add_arguments(g: argparse.ArgumentParser) -> None:
-    g.add_argument("--sizes", nargs="+", default=DEFAULT_SIZES, metavar="MxNxK")
+    g.add_argument("--sizes", nargs="+", type=parse_size, default=[parse_size(s) for s in DEFAULT_SIZES], metavar="MxNxK")
     g.add_argument("--kernels", nargs="+", default=None, metavar="NAME", help="kernel names or regexes (default: all)")
     g.add_argument("--reps", type=integer(1, MAX_REPS), default=50, help="timed repetitions per measurement at most")
     g.add_argument("--budget-s", type=number(0, above=True), default=2.0, help="time budget per measurement (fewer reps if slow)")
@@ -99,14 +99,16 @@ def add_arguments(g: argparse.ArgumentParser) -> None:
 
 
 def parse_size(s: str) -> tuple[int, int, int]:
+    """argparse type for --sizes: a wrong size is the parser's error, before --readme, --out or
+    --kernels are looked at (checked in run, it came after their messages and the folder's probe)."""
     try:
         m, n, k = (int(v) for v in s.lower().split("x"))
     except ValueError:
-        raise GemmpadError(f"size {s!r} is not MxNxK (e.g. 1024x1024x768)") from None
+        raise argparse.ArgumentTypeError(f"{s!r} is not MxNxK (e.g. 1024x1024x768)") from None
     if min(m, n, k) < 1:
-        raise GemmpadError(f"size {s!r}: every dimension must be >= 1")
+        raise argparse.ArgumentTypeError(f"{s!r}: every dimension must be >= 1")
     if max(m * k, k * n, m * n) > MAX_ELEMENTS:
-        raise GemmpadError(f"size {s!r}: a matrix of over {MAX_ELEMENTS:,} elements is more than the kernels index")
+        raise argparse.ArgumentTypeError(f"{s!r}: a matrix of over {MAX_ELEMENTS:,} elements is more than the kernels index")
     return m, n, k
 
 
@@ -388,7 +390,7 @@ def plan(sizes: list[tuple[int, int, int]], names: list[str], by_name: dict[str,
 def run(args: argparse.Namespace) -> int:
     import gemmpad
 
-    sizes = [parse_size(s) for s in args.sizes]
+    sizes: list[tuple[int, int, int]] = args.sizes
     specs = [s for s in registry.kernels(kind="gemm") if s.available]
     names = select([s.name for s in specs], args.kernels)
     by_name = {s.name: s for s in specs}
@@ -402,7 +404,7 @@ def run(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(0)  # the same operands every run: a wrong result can be replayed
     results: list[dict[str, Any]] = []
     failures = 0
-    print(f"GEMM benchmark: {counted(len(names), 'kernel')}, sizes {', '.join(args.sizes)}; reference: "
+    print(f"GEMM benchmark: {counted(len(names), 'kernel')}, sizes {', '.join('x'.join(map(str, s)) for s in sizes)}; reference: "
           f"{ref.backend if ref and ref.backend else 'NumPy (CPU)'}", flush=True)
     if held_back:
         print(f"  {held_back}", flush=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 
 # Upper bounds shared by the subcommands' options, each well past any real use and
@@ -52,8 +53,20 @@ def number(minimum: float = 0.0, maximum: float = math.inf, *, above: bool = Fal
 
 
 def output_path(text: str) -> str:
-    """A file to write. An empty name is refused: Path("") is ".", and a command reading
-    `if args.output` would take `--output ''` for the option left out and write its default file."""
+    """A file to write, the type of every option that names one. An empty name is refused:
+    Path("") is ".", and a command reading `if args.output` would take `--output ''` for the
+    option left out and write its default file. So is a file in a folder that does not exist,
+    as cp and gcc -o refuse one: the writers make a file's missing folders (for gemmpad's own
+    default places), and a typo in a folder's name the user typed became a new tree of folders.
+    Anything else about the folder (a file there, no permission) is the command's own check
+    (gemmpad.inputs.files.check_output_file), which says what it found."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path names no file")
+    folder = os.path.dirname(text) or os.curdir
+    try:
+        os.stat(folder)
+    except FileNotFoundError:
+        raise argparse.ArgumentTypeError(f"{text}: folder {folder} does not exist; create it first") from None
+    except OSError:  # there, but not a folder or not readable: check_output_file names what is wrong
+        pass
     return text

@@ -89,9 +89,8 @@ ALIASES: dict[str, str] = {"learn": "fine-tune"}
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, with usage errors made printable: they quote what was typed
-    ("unrecognized arguments: ..."), control characters included. Subcommands' parsers
-    are made by the same class.
+    """argparse's parser, with usage errors in one printable line. Subcommands' parsers are
+    made by the same class (add_subparsers' default parser_class), at every depth.
 
     A word that starts with a minus and a digit is a value, never an option (no option of
     gemmpad's looks so), as argparse has it from Python 3.14 on: before, only a plain negative
@@ -103,7 +102,23 @@ class _Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"-\.?\d")  # Python 3.14's, matched at a word's start
 
     def error(self, message: str) -> NoReturn:
-        super().error(printable(message))
+        """One line, exit 2: the command, argparse's message and where the command's help is.
+        argparse put its usage block first, two lines or more before the one that says what is
+        wrong. The message quotes what was typed ("unrecognized arguments: ..."), so it is made
+        printable: a control character in it cannot split the line or recolour the terminal."""
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
+
+    def parse_known_args(  # type: ignore[override]  (typeshed's overloads; gemmpad passes a list or None)
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Words this parser does not know are its own error. argparse hands a subcommand's
+        leftovers up to the top parser, whose error then named `gemmpad` and its help instead of
+        `gemmpad bench gemm` and the help that lists the options; no parser of gemmpad's leaves
+        words for another to take."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

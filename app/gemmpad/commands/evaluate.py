@@ -39,7 +39,7 @@ from gemmpad.runtime.classifier import jitter
 from gemmpad.errors import GemmpadError
 from gemmpad.inputs.files import check_empty_dir, check_writable_dir
 from gemmpad.inputs.images import FORMAT_NAMES, SUFFIXES, load_image
-from gemmpad.runtime.model import Model, load_model
+from gemmpad.runtime.model import Model, load_model, model_line
 from gemmpad.data.pool import default_jobs, ordered_map
 from gemmpad.inputs.preprocess import preprocess
 from gemmpad.terminal import printable
@@ -425,11 +425,11 @@ def run(args: argparse.Namespace) -> int:
     for d in args.dirs:
         results[str(d)] = directory_scores(model, d, args.tta)
     if args.json:
-        print(json.dumps(_no_nan({"model": str(model.path), "tta": args.tta,
+        print(json.dumps(_no_nan({"model": model_line(model, args.model), "tta": args.tta,
                                   "results": {k: v.summary() for k, v in results.items()}}), allow_nan=False))
         return 0
     # The answer first: a long run's result should not scroll away under ten tables.
-    print(f"model {printable(str(model.path))}, tta {args.tta}")
+    print(f"model {model_line(model, args.model)}, tta {args.tta}")
     for name, sc in results.items():
         print(_headline(printable(name), sc))
     if len(results) > 1:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gemmpad import __version__
+from gemmpad.commands.args import output_path
 from gemmpad.errors import OutputFileError, require
 from gemmpad.inputs.files import check_output_file, refuse_existing, write_bytes
 from gemmpad.runtime.model import Model, load_model
@@ -26,7 +27,7 @@ PREPROCESS = ("gemmpad.inputs.preprocess: grey image -> ink bright, cropped to t
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--onnx", required=True, metavar="PATH", help="the ONNX file to write")
+    parser.add_argument("--onnx", required=True, type=output_path, metavar="PATH", help="the ONNX file to write")
     parser.add_argument("--model", default=None, help="model .npz file (default: the shipped model)")
     parser.add_argument("--force", action="store_true", help="replace PATH if it exists")
 

@@ -28,9 +28,9 @@ from gemmpad.runtime import backends
 from gemmpad.runtime.classifier import BACKENDS, N_IN, Classifier
 from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.images import FORMAT_NAMES, image_paths, load_image
-from gemmpad.runtime.model import Model
+from gemmpad.runtime.model import model_line
 from gemmpad.inputs.preprocess import MIN_CONTRAST
-from gemmpad.terminal import printable
+from gemmpad.terminal import display_width, printable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,13 +100,10 @@ def write_seen(folder: Path, name: str, image28: np.ndarray, tried: dict[str, in
     return target
 
 
-def model_line(model: Model, given: str | None) -> str:
-    """Which weights read the images: the file the user named, or the shipped model by its
-    card (never the install location's path, which means nothing to a user)."""
-    card = model.card if isinstance(model.card, dict) else {}
-    about = ", ".join(str(card[k])[:10] if k == "created" else str(card[k]) for k in ("name", "created") if card.get(k))
-    where = printable(given) if given else "the shipped model"
-    return f"{where} ({about})" if about else where
+def table_row(name: str, width: int, rest: str) -> str:
+    """A line of the results table: `name` padded to `width` terminal cells, then the other columns.
+    Cells, not characters (display_width): a name with a wide character pushed its row's columns right."""
+    return f"{name}{' ' * (width - display_width(name))} {rest}"
 
 
 def no_digit_reason(pixels: np.ndarray) -> str:
@@ -142,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     failures = 0
     seen_names: dict[str, int] = {}  # write_seen's numbering, so repeated names stay linear
     files = [(printable(raw_name), path, error) for raw_name, path, error in image_files(args.paths)]
-    width = max([len("file")] + [len(name) for name, _, _ in files])  # the table lines up for any name
+    width = max(display_width(name) for name in ["file", *(name for name, _, _ in files)])  # lines up for any name
     detector, no_detector = unsure.for_model(clf.model)
     model = model_line(clf.model, args.model)
     startup_us = start_up(clf)
@@ -150,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"model {model}" + (f"; no unsure detector: {printable(no_detector)}" if detector is None else ""))
         print(f"backend {clf.backend}, kernel {clf.kernel}; start-up {startup_us:.1f} us "
               "(the first pass, run before the table)")
-        print(f"{'file':<{width}} {'digit':>5} {'confidence':>10} {'latency_us':>10}")
+        print(table_row("file", width, f"{'digit':>5} {'confidence':>10} {'latency_us':>10}"))
     for name, path, error in files:
         pred = None
         if path is not None:
@@ -168,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"file": name, "error": error}, allow_nan=False))
             else:
-                print(f"{name:<{width}} error: {error}")
+                print(table_row(name, width, f"error: {error}"))
             continue
         assert pred is not None
         # after the timed pass, as in the window: the detector's cost is not in the latency
@@ -199,8 +196,8 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             confidence = "unsure" if doubt else f"{pred.confidence:.4f}"  # the window's word for a guess
-            print(f"{name:<{width}} {pred.digit:>5} {confidence:>10} {pred.timing.end_to_end_us:>10.1f}"
-                  + (f"  {seen}" if seen else ""))
+            print(table_row(name, width, f"{pred.digit:>5} {confidence:>10} {pred.timing.end_to_end_us:>10.1f}"
+                            + (f"  {seen}" if seen else "")))
         sys.stdout.flush()
     if failures:
         print(f"gemmpad predict: {failures} file(s) failed", file=sys.stderr)

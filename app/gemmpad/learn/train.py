@@ -73,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", metavar="DIR",
                    help="MNIST IDX directory (default $GEMMPAD_DATA, else `gemmpad data fetch mnist`'s)")
     p.add_argument("--output", type=output_path, metavar="PATH", help="model file to write (default runs/mnist-mlp-<time>.npz)")
-    p.add_argument("--curve", metavar="PNG", help="loss/accuracy plot (default beside --output)")
+    p.add_argument("--curve", type=output_path, metavar="PNG", help="loss/accuracy plot (default beside --output)")
     p.add_argument("--force", action="store_true",
                    help="replace --output, its .json card and --curve when they exist (default: refuse)")
     p.add_argument("--trainer", choices=("torch", "native"), default="torch",  # of gemmpad.learn.trainers.NAMES

@@ -23,6 +23,7 @@ import numpy as np
 from gemmpad.errors import ModelFileError
 from gemmpad.inputs.files import atomic_path, atomic_paths, write_text
 from gemmpad.inputs.reads import load_json, read_input
+from gemmpad.terminal import printable
 
 LAYERS = (784, 100, 100, 10)
 MAX_HIDDEN = 4096  # an imported network's widest hidden layer; the shipped one has 100 units
@@ -252,6 +253,16 @@ def load_model(path: str | os.PathLike[str] | None = None) -> Model:
             raise ModelFileError(f"{card_path} describes other weights than {p} (a save was cut off between "
                                  "the two files?): save the model again, or remove the card")
     return Model(weights=weights, card=card, path=p)
+
+
+def model_line(model: Model, given: str | None) -> str:
+    """How a command's messages name the weights it reads with (predict's and eval's first line):
+    the file the user named, as typed, or "the shipped model" for the default, never its install
+    location's path, which means nothing to a user; with the card's name and date when it has them."""
+    card = model.card if isinstance(model.card, dict) else {}
+    about = ", ".join(str(card[k])[:10] if k == "created" else str(card[k]) for k in ("name", "created") if card.get(k))
+    where = printable(given) if given else "the shipped model"
+    return f"{where} ({about})" if about else where
 
 
 # ModelProto's top-level fields (onnx.proto) by number, each with its protobuf wire type (0: varint,

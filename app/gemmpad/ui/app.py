@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gemmpad.runtime import backends
-from gemmpad.commands.args import number
+from gemmpad.commands.args import number, output_path
 from gemmpad.errors import GemmpadError, OutputFileError, require
 from gemmpad.inputs.files import check_output_file, refuse_existing
 from gemmpad.terminal import printable
@@ -76,8 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brush", type=number(BRUSH_RANGE[0], BRUSH_RANGE[1]), metavar="PX",
                         help=f"brush diameter in canvas pixels ({BRUSH_RANGE[0]:g}-{BRUSH_RANGE[1]:g}, default 18)")
     parser.add_argument("--replay", metavar="STROKES_JSON", help="draw these strokes, then print a JSON line")
-    parser.add_argument("--record", metavar="STROKES_JSON", help="save the drawing's strokes here on exit")
-    parser.add_argument("--screenshot", metavar="PNG", help="write a screenshot after --replay (or at start)")
+    parser.add_argument("--record", type=output_path, metavar="STROKES_JSON", help="save the drawing's strokes here on exit")
+    parser.add_argument("--screenshot", type=output_path, metavar="PNG", help="write a screenshot after --replay (or at start)")
     parser.add_argument("--force", action="store_true", help="replace --screenshot and --record if they exist")
     parser.add_argument("--exit", action="store_true", help="close after --replay/--screenshot instead of staying open")
     parser.add_argument("--drawings", metavar="DIR", type=Path, default=None,
