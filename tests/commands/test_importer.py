@@ -211,6 +211,18 @@ def test_an_onnx_file_damaged_inside_is_said_so_in_one_line(tmp_path: Path, caps
     assert list(tmp_path.iterdir()) == [tmp_path / "x.onnx"]
 
 
+@pytest.mark.parametrize("keep", [0.2, 0.5, 0.99])
+def test_a_truncated_onnx_file_is_said_to_be_damaged(tmp_path: Path, capsys: pytest.CaptureFixture, keep: float) -> None:
+    """An ONNX export cut short inside its graph (a copy interrupted) was "not a PyTorch file and not an
+    ONNX model": its top-level fields no longer filled the file. It is ONNX, damaged, in one line."""
+    data = to_onnx(load_model())
+    (tmp_path / "x.onnx").write_bytes(data[: int(len(data) * keep)])
+    assert cli.main(["import", str(tmp_path / "x.onnx"), "-o", str(tmp_path / "m.npz")]) == 2
+    assert capsys.readouterr().err == (f"gemmpad: error: {tmp_path / 'x.onnx'}: not a readable ONNX model (damaged "
+                                       "or truncated); export or copy it again\n")
+    assert list(tmp_path.iterdir()) == [tmp_path / "x.onnx"]
+
+
 @pytest.mark.parametrize("damage", ["shape", "type"])
 def test_an_onnx_tensor_that_cannot_be_read_is_said_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                                     damage: str) -> None:

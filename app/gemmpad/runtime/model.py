@@ -302,20 +302,27 @@ def _zip_names(data: bytes) -> list[str]:
 
 
 def _onnx_model(data: bytes) -> bool:
-    """Whether `data` walks as a ModelProto's top-level fields to its last byte, the graph among them."""
+    """Whether `data` walks as a ModelProto's top-level fields to its last byte, the graph among them;
+    or, cut short, runs off its end inside a field once the graph has begun, after ir_version
+    (exporters write it first): a truncated ONNX file is still one, so `gemmpad import` says it is
+    damaged rather than "not an ONNX model"."""
     seen: set[int] = set()
+
+    def cut() -> bool:
+        return _ONNX_GRAPH in seen and data[:1] == b"\x08"
+
     at = 0
     for _ in range(MAX_ONNX_FIELDS):
-        if at == len(data):
-            return _ONNX_GRAPH in seen
+        if at >= len(data):
+            return at == len(data) and _ONNX_GRAPH in seen or cut()
         key, at = _varint(data, at)
         if key is None or _ONNX_FIELDS.get(key >> 3) != key & 7:
-            return False
+            return key is None and at >= len(data) and cut()
+        seen.add(key >> 3)
         value, at = _varint(data, at)
         if value is None:
-            return False
-        at += value if key & 7 == 2 else 0  # past the end: the next varint is not found
-        seen.add(key >> 3)
+            return at >= len(data) and cut()
+        at += value if key & 7 == 2 else 0  # past the end: the field was cut short
     return False
 
 
