@@ -9,8 +9,10 @@ Outputs are claimed and written in one policy:
 - before the work, check_output_file / check_writable_dir prove every output can be
   written (a card path that is a directory fails in the first second, not after training),
   and check_empty_dir refuses a folder whose old files would be read back as new ones;
-  check_output_file makes no folder: atomic_path makes a new file's folders when it writes,
-  so a run that fails or is stopped before that leaves no empty folder behind;
+  check_output_file makes no folder: a file the user names must be in a folder that exists
+  (gemmpad.commands.args.output_path refuses it as the arguments are read), and atomic_path
+  makes only gemmpad's own default places' folders, when it writes, so a run that fails or is
+  stopped before that leaves no empty folder behind;
 - an existing output is replaced only when the user says so: refuse_existing is every
   command's "already exists; pass --force" line, said before the work; where the work is
   long and the folder shared (bench's --out), atomic_path's refuse_as says it again for a
