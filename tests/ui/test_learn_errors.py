@@ -193,6 +193,20 @@ def _outcome(accepted: bool) -> finetune.Outcome:
                             "numpy", 5, 0, 40, 300, seconds={"total": 1.0})
 
 
+def test_a_learns_figures_name_the_first_file_it_skipped_and_count_the_rest() -> None:
+    """The figures said "1 files skipped: skipped /…/blank.png: no ink in it": the reader's own line,
+    its word doubled, the count wrong in number and counting a cache note as a file."""
+    from gemmpad.ui.learn_panel import LearnPanel
+
+    outcome = finetune.Outcome({}, {"MNIST test": 0.98}, {"MNIST test": 0.981}, True, "", "numpy", 5, 0, 0, 3,
+                               {"total": 0.4})
+    notes = ["skipped /d/4/blank.png: no ink in it", "could not keep the drawings' copies in /c: Read-only"]
+    assert LearnPanel._figures_text(outcome, notes[:1]).splitlines()[-1] == "skipped /d/4/blank.png: no ink in it"
+    assert LearnPanel._figures_text(outcome, notes).splitlines()[-1] == \
+        "skipped /d/4/blank.png: no ink in it (and 1 more)"
+    assert "skipped" not in LearnPanel._figures_text(outcome, [])
+
+
 def test_a_learn_that_could_not_be_saved_says_so_in_red(app: object, monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path) -> None:
     """A read-only data folder: the new model reads, and the panel and status line say it was not saved

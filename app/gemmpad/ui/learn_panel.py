@@ -165,7 +165,7 @@ class LearnPanel:
         self._base = base  # the model the window started with (base_model() says what Learn starts from)
         self.outcome: finetune.Outcome | None = None  # the last result (refused ones wait for "Use it anyway")
         self._examples: list[drawings.Example] = []
-        self._skipped: list[str] = []  # the last Learn's files it could not read, for its figures
+        self._skipped: list[str] = []  # the last Learn's notes (files it skipped, and why), for its figures
         self.figures = ""
         self.scale = scale
         self.fonts = fonts
@@ -560,7 +560,7 @@ class LearnPanel:
         dpg.configure_item(self.figures_text, show=bool(text))
 
     @staticmethod
-    def _figures_text(o: finetune.Outcome, skipped: list[str]) -> str:
+    def _figures_text(o: finetune.Outcome, notes: list[str]) -> str:
         """Before -> after on your held-out drawings and on MNIST test (the figure the new model's
         card records). Learn's own "unseen writers" check is not shown: it measures fewer writers
         than the card's "unseen writers", and two different figures under one name read as a
@@ -571,8 +571,8 @@ class LearnPanel:
                      f"{o.seconds['total']:.1f} s)")
         if not o.accepted:
             lines.append(f"Not used: {o.reason}.")
-        if skipped:
-            lines.append(f"{len(skipped)} files skipped: {skipped[0]}" + (" ..." if len(skipped) > 1 else ""))
+        if notes:  # the reader's own lines ("skipped FILE: why"), and a cache it could not write
+            lines.append(printable(notes[0]) + (f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""))
         return "\n".join(lines)
 
     def _show_count(self) -> None:
