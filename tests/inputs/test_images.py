@@ -123,10 +123,12 @@ def test_a_sheet_with_transparent_corners_is_read_by_its_colours(tmp_path: Path)
     assert pixels[32, 32] == 0 and pixels[32, 10] == 255 and pixels[0, 0] == 255  # ink, sheet, corner
 
 
-@pytest.mark.parametrize(("top", "scale"), [(255, 255), (50_000, 65535), (65535, 65535), (200_000, 200_000)])
+@pytest.mark.parametrize(("top", "scale"), [(255, 255), (1000, 1023), (2000, 4095), (4095, 4095), (9000, 16383),
+                                            (50_000, 65535), (65535, 65535), (200_000, 200_000)])
 def test_integer_images_are_scaled_by_the_range_their_values_use(tmp_path: Path, top: int, scale: int) -> None:
-    """A 32-bit TIFF of 0..255 was divided by 65535 and read as blank: 8-bit values are scaled
-    as 8-bit, 16-bit ones as 16-bit, and anything larger by its own maximum."""
+    """A 32-bit TIFF of 0..255, or a 12-bit camera's 0..4095, was divided by 65535 and read as blank:
+    values are scaled by the least sensor depth (8, 10, 12, 14, 16 bits) that holds them, anything
+    larger by its own maximum."""
     from gemmpad.inputs.preprocess import preprocess
 
     grey = np.asarray(Image.open(io.BytesIO(digit_png())), dtype=np.int64) * top // 255  # ink 0, paper `top`

@@ -176,16 +176,22 @@ def _pixels(im: PilImage) -> np.ndarray:
     return np.asarray(im.convert("L"), dtype=np.uint8)
 
 
+# The white of an integer image by its sensor's depth: 8, 10, 12, 14 or 16 bits (_integer_grey).
+SENSOR_TOPS = (255, 1023, 4095, 16383, 65535)
+
+
 def _integer_grey(arr: np.ndarray) -> np.ndarray:
     """16- or 32-bit integer grey as float32 in [0, 1], white at 1, scaled by the range its values
     use: from 0, or from its minimum when that is negative (a signed image: a signed 16-bit TIFF,
-    or one shifted from unsigned, has no other black), over the 8-bit span when they span no more
-    than 255, the 16-bit one when no more than 65535, else their own. The container's width says
-    nothing of the values (a 32-bit TIFF of 0..255 divided by 65535 read as blank), so the values
-    choose; and divided alone, negative values stayed negative (-32768..32767 read as -0.5..0.5)."""
+    or one shifted from unsigned, has no other black), over the least of the sensors' depths
+    (8, 10, 12, 14 or 16 bits: SENSOR_TOPS) that holds their span, else over the span itself. The
+    container's width says nothing of the values: a 32-bit TIFF of 0..255, or a 12-bit camera's
+    0..4095 in 16-bit samples, divided by 65535 read as blank; divided alone, negative values
+    stayed negative (-32768..32767 read as -0.5..0.5)."""
     low = min(float(arr.min()), 0.0)
     span = float(arr.max()) - low
-    return (arr - np.float32(low)) / np.float32(255.0 if span <= 255 else 65535.0 if span <= 65535 else span)
+    top = next((t for t in SENSOR_TOPS if span <= t), span)
+    return (arr - np.float32(low)) / np.float32(top)
 
 
 def _on_paper(rgba: PilImage) -> np.ndarray:
