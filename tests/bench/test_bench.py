@@ -49,6 +49,15 @@ def test_bench_kernels_that_cannot_run_here_are_an_error(monkeypatch, capsys):
         assert rc == 2 and out == "" and "none of them can run here" in err
 
 
+@pytest.mark.parametrize("typed, said", [(["--writers", "abc"], "writer range 'abc'"),
+                                         (["--styles", "crayon"], "--styles: unknown ['crayon']")])
+def test_bench_learn_checks_what_was_typed_before_the_model(monkeypatch, capsys, tmp_path, typed, said):
+    """A wrong --writers or --styles was said only once the model was read: after a missing or broken
+    model's error, or seconds of loading. What was typed is checked first."""
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "learn", *typed, "--model", str(tmp_path / "none.npz"))
+    assert (rc, out) == (2, "") and err.count("\n") == 1 and said in err
+
+
 def test_bench_learn_on_writers_the_model_trained_on_says_what_to_do(monkeypatch, capsys):
     """Learn's bench corrects people the model never saw: a model trained on every writer (the
     shipped one, since the cross-validation) is refused in one line that names the way out."""

@@ -239,12 +239,13 @@ def summary(rows: list[dict[str, Any]], times: list[dict[str, Any]]) -> str:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    model = load_model(args.model)
+    # what was typed first, before the model and the data are read
     styles = [s.strip() for s in args.styles.split(",") if s.strip()]
     bad = [s for s in styles if s not in pendigits.STYLES]
     if bad:
         raise GemmpadError(f"--styles: unknown {bad}, expected names from {list(pendigits.STYLES)}")
     ids = set(evaluate.writer_range(args.writers))
+    model = load_model(args.model)
     seen = ids & set(model.trained_writers)
     if seen:
         fold = f"--model {FOLD_MODEL} --writers 1-6, or " if FOLD_MODEL.is_file() else ""
