@@ -108,6 +108,7 @@ def test_an_empty_output_path_is_refused_not_taken_for_the_default(command: list
          "argument which: invalid choice: 'zzz' (choose from 'mnist', 'pendigits', 'all')"),
         (["export"], "gemmpad export", "the following arguments are required: --onnx"),
         (["--bogus"], "gemmpad app", "unrecognized arguments: --bogus"),  # options alone open the window
+        (["app", "--batch", "0"], "gemmpad app", "argument --batch: must be between 1 and 4,096, got 0"),  # no display
         (["frobnicate"], "gemmpad", "argument COMMAND: invalid choice: 'frobnicate' (choose from 'app', 'predict', "
                                     "'info', 'train', 'fine-tune', 'learn', 'eval', 'unsure', 'bench', 'data', "
                                     "'import', 'export')"),

@@ -183,7 +183,9 @@ def test_no_display_gives_a_clear_message_not_an_abort(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--replay", "/nonexistent/strokes.json"], "strokes JSON file not found"),
-        (["--batch", "5000"], "--batch must be between 1 and 4096"),
+        (["--batch", "5000"], "argument --batch: must be between 1 and 4,096, got 5000"),
+        (["--threads", "0"], "argument --threads: must be between 1 and 1,024, got 0"),
+        (["--frames", "-1"], "argument --frames: must be between 0 and 1,000,000, got -1"),
         (["--kernel", "numpy.no_such_kernel", "--backend", "numpy"], "no_such_kernel"),
         (["--screenshot", "/dev/null/shot.png"], "--screenshot /dev/null/shot.png: /dev/null is a file, not a directory"),
         (["--screenshot", "TMP/shot"], "--screenshot TMP/shot: the file type comes from the suffix"),
