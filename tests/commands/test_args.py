@@ -97,7 +97,7 @@ def test_an_empty_output_path_is_refused_not_taken_for_the_default(command: list
         (["bench", "gemm", "--bogus"], "gemmpad bench gemm", "unrecognized arguments: --bogus"),
         (["bench"], "gemmpad bench", "the following arguments are required: WHAT"),
         (["bench", "nope"], "gemmpad bench", "argument WHAT: invalid choice: 'nope' (choose from 'gemm', 'mlp', "
-                                             "'train', 'learn', 'report')"),
+                                             "'train', 'learn', 'latency', 'report')"),
         (["predict", "x.png", "--model"], "gemmpad predict", "argument --model: expected one argument"),
         (["predict", "x.png", "--backend", "gpu"], "gemmpad predict",
          "argument --backend: invalid choice: 'gpu' (choose from 'numpy', 'cpu', 'cuda')"),

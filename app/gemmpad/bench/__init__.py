@@ -1,4 +1,4 @@
-"""`gemmpad bench gemm|mlp|train|learn|report`: the measurements behind every speed claim.
+"""`gemmpad bench gemm|mlp|train|learn|latency|report`: the measurements behind every speed claim.
 
 Every figure is a ratio against a reference measured in the same process on
 the same machine (cuBLAS at the same precision for GEMMs, NumPy for CPU
@@ -11,7 +11,7 @@ installed, and with --readme it rewrites the README's table from that JSON
 measures nothing (every kernel held back or refused) is an error that says why,
 exit 2, and writes nothing: an empty table and file with exit 0 read as a result.
 
-One module per command: `gemm`, `mlp`, `train`, `report`; `machine` is the one
+One module per command: `gemm`, `mlp`, `train`, `learn`, `latency`, `report`; `machine` is the one
 description of the machine that every result file carries.
 """
 
@@ -32,6 +32,7 @@ COMMANDS = {
     "mlp": "the MLP forward pass per backend and kernel vs torch and NumPy",
     "train": "native training engine vs torch, with a parity run",
     "learn": "learning a person's style from 5 corrections (real writers), and Learn's time vs torch",
+    "latency": "the window's per-frame latency at every batch: median and p99 (needs a display)",
     "report": "the README's tables from committed result JSON (no GPU needed)",
 }
 

@@ -1,7 +1,7 @@
 """The window's latency at every batch: median and p99 of each frame's forward pass.
 
-    xvfb-run -a python -m gemmpad.bench.latency_bench [--replay FILE] [--backend cpu] [--frames 300]
-        [--batches 1,2,4,...] [--threads N] [--json]
+    xvfb-run -a gemmpad bench latency [--replay FILE] [--backend cpu] [--frames 300]
+        [--batches 1 2 4 ...] [--threads N] [--json]
 
 Each batch runs `gemmpad app --replay FILE --frames N` (FILE: by default the README
 screenshot's strokes, assets/screenshot-strokes.json of the checkout it is run in) in a
@@ -22,6 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gemmpad.commands.args import integer
+from gemmpad.errors import GemmpadError
+from gemmpad.runtime import backends
+
 # relative to the working directory, a checkout: assets/ is not in the installed package
 REPLAY = Path("assets") / "screenshot-strokes.json"
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -33,26 +37,32 @@ def measure(backend: str, batch: int, frames: int, threads: int | None = None, r
     cmd = [sys.executable, "-m", "gemmpad", "app", "--replay", str(replay), "--backend", backend,
            "--batch", str(batch), "--frames", str(frames), "--no-vsync", "--exit"]
     cmd += ["--threads", str(threads)] if threads else []
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise GemmpadError(f"batch {batch}: gemmpad app ran past 600 s for {frames} frames") from None
+    if proc.returncode != 0:  # the window's own one line (no display, a bad drawing), as it said it
+        said = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+        raise GemmpadError(f"batch {batch}: gemmpad app failed: {said.removeprefix('gemmpad: error: ')}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", default="cpu")
-    p.add_argument("--frames", type=int, default=300)
-    p.add_argument("--batches", default=",".join(map(str, BATCHES)))
-    p.add_argument("--threads", type=int, help="kernel threads (default: the window's choice)")
-    p.add_argument("--json", action="store_true")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=backends.NAMES, default="cpu")
+    p.add_argument("--frames", type=integer(1, 1_000_000), default=300, help="frames timed at each batch")
+    p.add_argument("--batches", type=integer(1, 4096), nargs="+", default=list(BATCHES), metavar="B",
+                   help="batches to time, each in its own window (default: 1 2 4 ... 256)")
+    p.add_argument("--threads", type=integer(1, 1024), help="kernel threads (default: the window's choice)")
+    p.add_argument("--json", action="store_true", help="one JSON object with every row")
     p.add_argument("--replay", type=Path, default=REPLAY, metavar="FILE",
                    help="the drawing replayed every frame, a strokes file (`gemmpad app --record FILE` makes one)")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if not args.replay.is_file():
-        p.error(f"--replay {args.replay}: no such strokes file (run from a gemmpad checkout, or name one)")
+        raise GemmpadError(f"--replay {args.replay}: no such strokes file (run from a gemmpad checkout, or name one)")
     rows = []
-    for b in (int(v) for v in args.batches.split(",")):
+    for b in args.batches:
         s = measure(args.backend, b, args.frames, args.threads, args.replay)
         s["e2e_p99_over_median"] = s["e2e_p99_us"] / s["e2e_median_us"]
         rows.append(s)
@@ -63,7 +73,3 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"load_avg": os.getloadavg(), "rows": rows}))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
