@@ -64,6 +64,18 @@ def test_grey_paper_and_faint_ink() -> None:
     np.testing.assert_allclose(preprocess(paper), preprocess(ink), atol=1e-4)
 
 
+@pytest.mark.parametrize("normalise", [lambda x: 2 * x - 1, lambda x: (x - 0.1307) / 0.3081, lambda x: -0.5 + 0.0 * x])
+def test_an_image_normalised_for_a_network_reads_as_its_pixels(normalise) -> None:
+    """Floats below 0 (a tensor normalised to [-1, 1], or by MNIST's mean and std) were divided by 255
+    where they reached above 1, and read as blank: they are taken from their minimum over their span.
+    One value everywhere is blank, not a division by zero."""
+    ink = drawing()
+    if normalise(ink).max() == normalise(ink).min():
+        assert preprocess(normalise(ink)) is None
+    else:
+        np.testing.assert_allclose(preprocess(normalise(ink)), preprocess(ink), atol=1e-4)
+
+
 @pytest.mark.parametrize("paper", [0.3, 0.4, 0.48])
 def test_black_ink_on_dark_grey_paper(paper: float, rng: np.random.Generator) -> None:
     """A photo of dark grey paper (at or below half brightness) with black ink: the polarity came from

@@ -165,7 +165,7 @@ def _transparent(im: PilImage) -> bool:
 
 def _pixels(im: PilImage) -> np.ndarray:
     if im.mode == "F":
-        arr = np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], or 0..255 when above 1
+        arr = np.asarray(im, dtype=np.float32)  # preprocess takes [0, 1], 0..255 above 1, its span below 0
         if not np.all(np.isfinite(arr)):
             raise ImageError("pixel values are NaN, Inf or beyond float32's range (about 3.4e38)")
         return arr

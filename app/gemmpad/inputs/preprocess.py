@@ -82,7 +82,10 @@ def unit_pixels(pixels: np.ndarray) -> np.ndarray:
 
 
 def _as_unit_float(image: np.ndarray) -> np.ndarray:
-    """float32 in [0, 1]: uint8 is divided by 255; floats above 1 are taken as 0..255."""
+    """float32 in [0, 1]: uint8 is divided by 255; floats above 1 are taken as 0..255; floats below
+    0 (an image normalised for a network: [-1, 1], or MNIST's (x - mean) / std) are taken from their
+    minimum over their span, as black is their least value: divided by 255 instead, they read as
+    blank, and kept as they were, the negative part was a second tone."""
     arr = np.asarray(image)
     if arr.ndim != 2:
         raise InputShapeError(f"preprocess expects a 2-D image [H, W], got shape {arr.shape}")
@@ -101,6 +104,9 @@ def _as_unit_float(image: np.ndarray) -> np.ndarray:
         if out is arr or not (np.isfinite(arr.max()) and np.isfinite(arr.min())):
             raise InputTypeError("preprocess got NaN or Inf pixels")
         raise InputTypeError("preprocess got pixel values beyond float32's range (about 3.4e38)")
+    low = out.min()
+    if low < 0.0:
+        return (out - low) * np.float32(1.0 / (top - low)) if top > low else np.zeros_like(out)
     if top > 1.0:
         out = out * np.float32(1.0 / 255.0)
     return out
