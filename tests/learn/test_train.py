@@ -319,11 +319,12 @@ def test_a_ctrl_c_while_measuring_leaves_nothing_and_the_rerun_writes_everything
     references = rehearsal_sets.references
     monkeypatch.setattr(rehearsal_sets, "references", ctrl_c)  # the last step before the files are written
     out = tmp_path / "out"
+    out.mkdir()  # an output's folder must exist (commands.args.output_path)
     argv = ("--data", str(mnist_dir()), "--limit", "600", "--val", "100", "--epochs", "1", "--augment", "none",
             "--drawn", "0", "--eval-drawn", "0", "--cache", "", "--output", str(out / "m.npz"))
     with pytest.raises(KeyboardInterrupt):
         train.run(parse(*argv))
-    assert not out.exists()  # not even its folder
+    assert list(out.iterdir()) == []  # not a file, nor a temporary
     monkeypatch.setattr(rehearsal_sets, "references", references)
     capsys.readouterr()
     assert train.run(parse(*argv)) == 0
