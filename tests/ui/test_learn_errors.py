@@ -193,10 +193,11 @@ def _outcome(accepted: bool) -> finetune.Outcome:
                             "numpy", 5, 0, 40, 300, seconds={"total": 1.0})
 
 
-def test_a_learns_figures_name_the_first_file_it_skipped_and_count_the_rest() -> None:
+def test_a_learns_figures_name_the_first_file_it_skipped_and_count_the_rest(tmp_path: Path) -> None:
     """The figures said "1 files skipped: skipped /…/blank.png: no ink in it": the reader's own line,
-    its word doubled, the count wrong in number and counting a cache note as a file."""
-    from gemmpad.ui.learn_panel import LearnPanel
+    its word doubled, the count wrong in number and counting a cache note as a file, the file by its
+    full path."""
+    from gemmpad.ui.learn_panel import LearnPanel, in_folder
 
     outcome = finetune.Outcome({}, {"MNIST test": 0.98}, {"MNIST test": 0.981}, True, "", "numpy", 5, 0, 0, 3,
                                {"total": 0.4})
@@ -205,6 +206,9 @@ def test_a_learns_figures_name_the_first_file_it_skipped_and_count_the_rest() ->
     assert LearnPanel._figures_text(outcome, notes).splitlines()[-1] == \
         "skipped /d/4/blank.png: no ink in it (and 1 more)"
     assert "skipped" not in LearnPanel._figures_text(outcome, [])
+    # the files named within the drawings folder, as the count and the list name them
+    assert in_folder(f"skipped {tmp_path / 'drawings' / '4' / 'b.png'}: no ink in it", tmp_path / "drawings") == \
+        "skipped 4/b.png: no ink in it"
 
 
 def test_a_learn_that_could_not_be_saved_says_so_in_red(app: object, monkeypatch: pytest.MonkeyPatch,

@@ -121,6 +121,12 @@ def corrections(folder: Path, read: Callable[[Path], object]) -> tuple[list[tupl
     return out, skipped
 
 
+def in_folder(note: str, folder: Path) -> str:
+    """A reader's note ("skipped /home/.../drawings/4/x.png: ...") with the files named within `folder`,
+    as the panel's count and list name them ("skipped 4/x.png: ...")."""
+    return note.replace(f"{folder}{os.sep}", "")
+
+
 def _siblings(path: Path) -> list[Path]:
     """A correction's files: its strokes and its picture (the same name, another suffix)."""
     return [f for f in path.parent.glob(f"{path.stem}.*") if f.stem == path.stem]
@@ -490,7 +496,8 @@ class LearnPanel:
             dpg.configure_item(self.progress, overlay="not learned")
             self.show_error(result)
             return False
-        outcome, self._examples, self._skipped = result
+        outcome, self._examples, notes = result
+        self._skipped = [in_folder(n, self.drawings_dir) for n in notes]
         self.outcome = outcome
         self._show_figures(self._figures_text(outcome, self._skipped))
         self._reveal = (self.figures_text, REVEAL_FRAMES)
