@@ -30,7 +30,8 @@ def test_without_a_cuda_build(monkeypatch, fresh_status):
     monkeypatch.setattr(native, "_CUDA_IMPORT_ERROR", "")
     status = native.cuda_status()
     assert not status.built and not status.available and "built without its CUDA module" in status.detail
-    assert status.reason == "gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1"
+    assert status.reason == ("gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1 where an NVIDIA GPU and the CUDA toolkit "
+                             "are")
     spec = registry.get("cuda.07_warptile")  # listed to be read, not to be run
     assert not spec.available and spec.unavailable_reason.startswith("this install has no CUDA module: gemmpad was")
     with pytest.raises(CudaUnavailable, match="needs CUDA: gemmpad was built without"):

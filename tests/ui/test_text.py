@@ -52,7 +52,8 @@ RAW_REASONS = [
      "the NVIDIA driver failed (often after a suspend): reload it or reboot"),
     ("cudaGetDeviceProperties failed: out of memory", "the GPU did not answer when asked what it is"),
     ("gemmpad was built without its CUDA module (neither nvcc nor an NVIDIA driver at build time, or GEMMPAD_CUDA=0; "
-     "reinstall with GEMMPAD_CUDA=1)", "gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1"),
+     "reinstall with GEMMPAD_CUDA=1)",
+     "gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1 where an NVIDIA GPU and the CUDA toolkit are"),
     ("the CUDA module failed to load: libcudart.so.13: cannot open shared object file",
      "gemmpad's GPU module could not load (a CUDA library is missing)"),
     ("cudaGetDeviceCount failed: a new kind of trouble (cudaErrorSomethingNew)",

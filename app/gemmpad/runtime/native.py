@@ -69,7 +69,7 @@ PLAIN_REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("cudaErrorUnknown", "unknown error"),
      "the NVIDIA driver failed (often after a suspend): reload it or reboot"),
     (("cudaGetDeviceProperties failed",), "the GPU did not answer when asked what it is"),
-    (("built without its CUDA module",), "gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1"),
+    (("built without its CUDA module",), "gemmpad was built without GPU support: reinstall with GEMMPAD_CUDA=1 where an NVIDIA GPU and the CUDA toolkit are"),
     (("the CUDA module failed to load",), "gemmpad's GPU module could not load (a CUDA library is missing)"),
 )
 
