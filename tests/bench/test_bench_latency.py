@@ -25,14 +25,18 @@ def test_a_missing_drawing_is_one_line_before_any_window(tmp_path: Path, monkeyp
     monkeypatch.setattr(latency, "measure", lambda *a, **k: pytest.fail("measured without a drawing"))
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "latency", "--batches", "1")
     assert (rc, out) == (2, "")
-    assert err == ("gemmpad: error: --replay assets/screenshot-strokes.json: no such strokes file (run from a "
-                   "gemmpad checkout, or name one)\n")
+    assert err == ("gemmpad: error: --replay assets/screenshot-strokes.json: no such strokes file (the default is a "
+                   "gemmpad checkout's: run from one, or name a drawing that `gemmpad app --record FILE` saved)\n")
+    # a named one that is not there is only that: "or name one" told the user to do what they did
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "latency", "--replay", "nofile.json")
+    assert (rc, err) == (2, "gemmpad: error: --replay nofile.json: no such strokes file\n")
 
 
 def test_the_named_drawing_is_the_one_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     drawing = tmp_path / "seven.json"
     drawing.write_text("[]")
+    monkeypatch.setattr("gemmpad.ui.app.display_problem", lambda: "")  # (measure, which would open windows, is faked)
     seen = []
     monkeypatch.setattr(latency, "measure", lambda backend, batch, frames, threads, replay: seen.append((batch, replay))
                         or dict(SUMMARY))
@@ -54,13 +58,29 @@ def test_what_was_typed_is_checked_in_one_line(monkeypatch: pytest.MonkeyPatch, 
     assert (exc.value.code, out) == (2, "") and err.count("\n") == 1 and said in err
 
 
+def test_no_display_is_one_line_before_any_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """With no display each batch's window said the window's own long line, about `gemmpad app` and
+    `gemmpad predict`: said once now, before any window, with this command's way out."""
+    drawing = tmp_path / "seven.json"
+    drawing.write_text("[]")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.setattr(latency, "measure", lambda *a, **k: pytest.fail("a window without a display"))
+    rc, out, err = run_cli(monkeypatch, capsys, "bench", "latency", "--replay", str(drawing))
+    assert (rc, out) == (2, "")
+    assert err == ("gemmpad: error: no display (DISPLAY is not set): the latency is the window's, which needs a "
+                   "display; run it under a virtual one with `xvfb-run -a gemmpad bench latency ...`\n")
+
+
 def test_a_window_that_cannot_open_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    """The window's own error (here: no display) is said, with the batch, in one line: it was a RuntimeError."""
+    """The window's own error (here: no display, which the command's own check was told it had) is said,
+    with the batch, in one line: it was a RuntimeError."""
     drawing = tmp_path / "seven.json"
     drawing.write_text("[]")
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr("gemmpad.ui.app.display_problem", lambda: "")
     rc, out, err = run_cli(monkeypatch, capsys, "bench", "latency", "--batches", "2", "--frames", "1",
                            "--replay", str(drawing))
     assert (rc, out) == (2, "") and err.count("\n") == 1

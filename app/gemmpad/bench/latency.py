@@ -48,19 +48,28 @@ def measure(backend: str, batch: int, frames: int, threads: int | None = None, r
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=backends.NAMES, default="cpu")
-    p.add_argument("--frames", type=integer(1, 1_000_000), default=300, help="frames timed at each batch")
+    p.add_argument("--backend", choices=backends.NAMES, default="cpu", help="the window's backend (default: cpu)")
+    p.add_argument("--frames", type=integer(1, 1_000_000), default=300, help="frames timed at each batch (default: 300)")
     p.add_argument("--batches", type=integer(1, 4096), nargs="+", default=list(BATCHES), metavar="B",
                    help="batches to time, each in its own window (default: 1 2 4 ... 256)")
     p.add_argument("--threads", type=integer(1, 1024), help="kernel threads (default: the window's choice)")
     p.add_argument("--json", action="store_true", help="one JSON object with every row")
     p.add_argument("--replay", type=Path, default=REPLAY, metavar="FILE",
-                   help="the drawing replayed every frame, a strokes file (`gemmpad app --record FILE` makes one)")
+                   help="the drawing replayed every frame, a strokes file (`gemmpad app --record FILE` makes one; "
+                        f"default: {REPLAY}, in a gemmpad checkout)")
 
 
 def run(args: argparse.Namespace) -> int:
     if not args.replay.is_file():
-        raise GemmpadError(f"--replay {args.replay}: no such strokes file (run from a gemmpad checkout, or name one)")
+        raise GemmpadError(f"--replay {args.replay}: no such strokes file" + (
+            " (the default is a gemmpad checkout's: run from one, or name a drawing that `gemmpad app --record FILE` "
+            "saved)" if args.replay == REPLAY else ""))
+    from gemmpad.ui.app import display_problem  # (the window's own test; imported here, as the window is only run)
+
+    problem = display_problem()
+    if problem:  # said once, before any window, in this command's words (each window's is about `gemmpad app`)
+        raise GemmpadError(f"{problem}: the latency is the window's, which needs a display; run it under a virtual "
+                           "one with `xvfb-run -a gemmpad bench latency ...`")
     rows = []
     for b in args.batches:
         s = measure(args.backend, b, args.frames, args.threads, args.replay)
