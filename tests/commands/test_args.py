@@ -105,7 +105,7 @@ def test_an_empty_output_path_is_refused_not_taken_for_the_default(command: list
         (["eval", "--bogus", "-x"], "gemmpad eval", "unrecognized arguments: --bogus -x"),
         (["train", "--epochs", "0"], "gemmpad train", "argument --epochs: must be between 1 and 10,000, got 0"),
         (["data", "fetch", "zzz"], "gemmpad data fetch",
-         "argument which: invalid choice: 'zzz' (choose from 'mnist', 'pendigits', 'all')"),
+         "argument SET: invalid choice: 'zzz' (choose from 'mnist', 'pendigits', 'all')"),
         (["export"], "gemmpad export", "the following arguments are required: --onnx"),
         (["--bogus"], "gemmpad app", "unrecognized arguments: --bogus"),  # options alone open the window
         (["app", "--batch", "0"], "gemmpad app", "argument --batch: must be between 1 and 4,096, got 0"),  # no display

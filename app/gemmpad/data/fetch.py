@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     st = sub.add_parser("status", help="which data sets are found where, and whether they are the published files")
     st.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     f = sub.add_parser("fetch", help="download MNIST and/or pendigits from their published sources")
-    f.add_argument("which", choices=(*SETS, "all"), help="the data set to get ('all': both)")
+    f.add_argument("which", choices=(*SETS, "all"), metavar="SET", help=f"the data set to get: {', '.join((*SETS, 'all'))} ('all': both)")
     f.add_argument("--dir", metavar="DIR",
                    help=f"folder to write DIR/{datafind.MNIST} and DIR/{datafind.PENDIGITS} in (default: the one "
                         "gemmpad looks in, inside your user data folder)")
