@@ -119,7 +119,7 @@ def test_bad_files_fail_alone(monkeypatch, capsys, tmp_path, images, model_file)
     assert "cannot read image" in errors["corrupt.png"]
     assert "no ink" in errors["blank.png"]
     assert "no such file" in errors["missing.png"]
-    assert "Traceback" not in err and "5 file(s) failed" in err
+    assert "Traceback" not in err and "5 files failed" in err
     assert "digit" in rows[0] and "digit" in rows[-1]
 
 

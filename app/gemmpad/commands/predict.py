@@ -30,7 +30,7 @@ from gemmpad.errors import GemmpadError, require
 from gemmpad.inputs.images import FORMAT_NAMES, image_paths, load_image
 from gemmpad.runtime.model import model_line
 from gemmpad.inputs.preprocess import MIN_CONTRAST
-from gemmpad.terminal import display_width, printable
+from gemmpad.terminal import counted, display_width, printable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -200,5 +200,5 @@ def run(args: argparse.Namespace) -> int:
                             + (f"  {seen}" if seen else "")))
         sys.stdout.flush()
     if failures:
-        print(f"gemmpad predict: {failures} file(s) failed", file=sys.stderr)
+        print(f"gemmpad predict: {counted(failures, 'file')} failed", file=sys.stderr)
     return 1 if failures else 0
