@@ -249,9 +249,11 @@ def run(args: argparse.Namespace) -> int:
     seen = ids & set(model.trained_writers)
     if seen:
         fold = f"--model {FOLD_MODEL} --writers 1-6, or " if FOLD_MODEL.is_file() else ""
-        raise GemmpadError(f"--writers {args.writers}: the model trained on writers {sorted(seen)}, so they are not new "
-                           f"people to it; name writers it never saw, or a cross-validation fold's model and its writers "
-                           f"({fold}the OUTPUT.foldI.npz that `gemmpad train --folds K` writes)")
+        which = "every one of them" if seen == ids else f"writers {sorted(seen)} of them"
+        trained = counted(len(model.trained_writers), "pendigits writer")
+        raise GemmpadError(f"--writers {args.writers}: the model trained on {which} ({trained} in all), so they are not "
+                           f"new people to it; name writers it never saw, or a cross-validation fold's model and its "
+                           f"writers ({fold}the OUTPUT.foldI.npz that `gemmpad train --folds K` writes)")
     if args.drawings:  # the timing's reference is the same fine-tune in torch: said now, not after the cells
         require("torch", "gemmpad bench learn's timing (Learn next to the same fine-tune in torch)", "torch",
                 "or pass --drawings with no counts to skip the timing")

@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
             found[name] = path
     where = " or ".join(str(d) for d in dirs)
     if not found:
-        raise GemmpadError(f"--dir {where}: no {' or '.join(RESULTS.values())} there")
+        raise GemmpadError(f"--dir {where}: no {' or '.join(RESULTS.values())} there (name a folder that a bench "
+                           "command's --out wrote, or run from a gemmpad checkout for the committed ones)")
     readmes = args.readme or []
     plan = {r: [name for name in found if holds_block(r, name)] for r in readmes}  # every file read before any write
     idle = [r for r, names in plan.items() if not names]
