@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gemmpad.commands.args import integer
+from gemmpad.commands.args import MAX_FRAMES, MAX_THREADS, MAX_WINDOW_BATCH, integer
 from gemmpad.errors import GemmpadError
 from gemmpad.runtime import backends
 
@@ -49,10 +49,10 @@ def measure(backend: str, batch: int, frames: int, threads: int | None = None, r
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=backends.NAMES, default="cpu", help="the window's backend (default: cpu)")
-    p.add_argument("--frames", type=integer(1, 1_000_000), default=300, help="frames timed at each batch (default: 300)")
-    p.add_argument("--batches", type=integer(1, 4096), nargs="+", default=list(BATCHES), metavar="B",
+    p.add_argument("--frames", type=integer(1, MAX_FRAMES), default=300, help="frames timed at each batch (default: 300)")
+    p.add_argument("--batches", type=integer(1, MAX_WINDOW_BATCH), nargs="+", default=list(BATCHES), metavar="B",
                    help="batches to time, each in its own window (default: 1 2 4 ... 256)")
-    p.add_argument("--threads", type=integer(1, 1024), help="kernel threads (default: the window's choice)")
+    p.add_argument("--threads", type=integer(1, MAX_THREADS), help="kernel threads (default: the window's choice)")
     p.add_argument("--json", action="store_true", help="one JSON object with every row")
     p.add_argument("--replay", type=Path, default=REPLAY, metavar="FILE",
                    help="the drawing replayed every frame, a strokes file (`gemmpad app --record FILE` makes one; "

@@ -15,6 +15,10 @@ MAX_BATCH = 65536  # images in one forward pass or training step (784 floats eac
 MAX_EPOCHS = 10_000
 MAX_SEED = 2**32 - 1  # what NumPy and torch both take
 MAX_REPS = 10**8  # repetitions of a timed call
+# The window's (gemmpad app's; bench latency passes them on to it): drawings read per frame, kernel threads, frames.
+MAX_WINDOW_BATCH = 4096
+MAX_THREADS = 1024
+MAX_FRAMES = 1_000_000
 
 
 def integer(minimum: int, maximum: int) -> Callable[[str], int]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gemmpad.runtime import backends
-from gemmpad.commands.args import integer, number, output_path
+from gemmpad.commands.args import MAX_FRAMES, MAX_THREADS, MAX_WINDOW_BATCH, integer, number, output_path
 from gemmpad.errors import GemmpadError, OutputFileError, require
 from gemmpad.inputs.files import check_output_file, refuse_existing
 from gemmpad.terminal import printable
@@ -69,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=backends.NAMES,
                         help="start on this backend (default: the fastest usable: cuda, else cpu, else numpy)")
     parser.add_argument("--kernel", metavar="NAME", help="start on this kernel (default: the backend's fastest)")
-    parser.add_argument("--batch", type=integer(1, 4096), default=1, metavar="B",
-                        help="run B copies of the drawing per frame: a speed knob, the answer stays the same (1..4096, default 1)")
+    parser.add_argument("--batch", type=integer(1, MAX_WINDOW_BATCH), default=1, metavar="B",
+                        help=f"run B copies of the drawing per frame: a speed knob, the answer stays the same (1..{MAX_WINDOW_BATCH}, default 1)")
     parser.add_argument("--warm", action="store_true",
                         help="warm timing: a few untimed passes before each frame's timed one (as benchmarks measure)")
     parser.add_argument("--brush", type=number(BRUSH_RANGE[0], BRUSH_RANGE[1]), metavar="PX",
@@ -84,10 +84,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder for saved drawings and corrections (default: $GEMMPAD_DRAWINGS, else drawings/ in "
                              "your data folder: `gemmpad info` names it)")
     parser.add_argument("--no-vsync", action="store_true", help="render as fast as possible (timing runs)")
-    parser.add_argument("--threads", type=integer(1, 1024), metavar="N", default=None,
+    parser.add_argument("--threads", type=integer(1, MAX_THREADS), metavar="N", default=None,
                         help="threads for the native CPU kernels (default: the cores the window and other "
                              "programs leave free; more threads than free cores make p99 10-100x the median)")
-    parser.add_argument("--frames", type=integer(0, 1_000_000), metavar="N", default=0,
+    parser.add_argument("--frames", type=integer(0, MAX_FRAMES), metavar="N", default=0,
                         help="after --replay, run the network every frame for N more frames before the JSON "
                              "line (its median and p99 then describe N frames: a latency benchmark)")
     parser.add_argument("--scale", type=number(0.5, 4.0), metavar="X",
