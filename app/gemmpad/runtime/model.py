@@ -283,7 +283,8 @@ def network_format(data: bytes) -> str | None:
     PyTorch: torch.save's zip, which holds <name>/data.pkl, or the pickle it wrote before torch
     1.6 (first byte 0x80, pickle's PROTO opcode). ONNX: a serialised ModelProto, whose top-level
     protobuf fields, of ModelProto's numbers and wire types, fill the file exactly, its graph
-    among them. A gemmpad .npz is a zip without data.pkl: None.
+    among them, or run off its end once the graph has begun (a truncated file: _onnx_model). A
+    gemmpad .npz is a zip without data.pkl: None.
     """
     if data[:1] == b"\x80" or (data[:4] == b"PK\x03\x04" and any(
             name == "data.pkl" or name.endswith("/data.pkl") for name in _zip_names(data))):
@@ -313,8 +314,8 @@ def _onnx_model(data: bytes) -> bool:
 
     at = 0
     for _ in range(MAX_ONNX_FIELDS):
-        if at >= len(data):
-            return at == len(data) and _ONNX_GRAPH in seen or cut()
+        if at >= len(data):  # at its last byte, or past it: the last field cut short
+            return _ONNX_GRAPH in seen if at == len(data) else cut()
         key, at = _varint(data, at)
         if key is None or _ONNX_FIELDS.get(key >> 3) != key & 7:
             return key is None and at >= len(data) and cut()
